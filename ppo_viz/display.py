@@ -1,0 +1,119 @@
+"""Showing matplotlib figures inside widgets, with a static fallback.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects, never registered
+with pyplot, so the inline backend never shows them a second time at the end
+of a cell.  A :class:`FigureView` renders its figure to PNG inside an
+``ipywidgets.Output`` and replaces the previous image in one step
+(``clear_output(wait=True)``), so redraws neither flicker nor stack up.
+
+Every interactive app displays itself through :func:`widget_bundle`: a
+front end with widgets (JupyterLab, Notebook 7) shows the live widget, and one
+without (GitHub's preview, nbconvert's HTML export with no widget state) shows
+the PNG or HTML fallback at the default settings instead of a bare
+``VBox(...)`` repr.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+import ipywidgets as widgets
+from IPython.display import Image, clear_output, display
+from matplotlib.figure import Figure
+
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+#: Resolution used on screen; slides use :data:`SLIDE_DPI`.
+SCREEN_DPI = 100
+SLIDE_DPI = 200
+
+
+def figure_to_png(figure: Figure, dpi: int = SCREEN_DPI) -> bytes:
+    """Render ``figure`` to PNG bytes (Agg, no pyplot involved)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+class FigureView:
+    """One matplotlib figure shown in an ``Output`` widget and redrawn in place.
+
+    ``refresh()`` renders the figure's current state; callers update artists
+    (line data, patches, limits) and then call it once.
+    """
+
+    def __init__(self, figure: Figure, css_class: str = "ppo-figure") -> None:
+        self.figure = figure
+        self.output = widgets.Output()
+        self.output.add_class(css_class)
+        self.last_png: bytes = b""
+
+    def refresh(self) -> bytes:
+        """Render the figure and replace what the Output widget shows."""
+        self.last_png = figure_to_png(self.figure)
+        with self.output:
+            clear_output(wait=True)
+            display(Image(data=self.last_png, format="png"))
+        return self.last_png
+
+
+def message_html(text: str, kind: str = "error") -> str:
+    """A short, styled message for an ``HTML`` widget (text is escaped)."""
+    colours = {
+        "error": ("#8A1C00", "#FBEAE5", "#D55E00"),
+        "info": ("#083D5C", "#E8F3FA", "#0072B2"),
+        "ok": ("#004D38", "#E6F5F0", "#009E73"),
+    }
+    fg, bg, border = colours[kind]
+    return (
+        f'<div class="ppo-message ppo-message-{kind}" style="color:{fg};background:{bg};'
+        f"border-left:4px solid {border};padding:4px 8px;margin:2px 0;"
+        f'font-family:sans-serif;font-size:13px">{html.escape(text)}</div>'
+    )
+
+
+def widget_bundle(
+    widget: widgets.Widget,
+    *,
+    png: bytes | None = None,
+    html_fallback: str | None = None,
+    text: str,
+) -> dict[str, Any]:
+    """A display bundle: the live widget, plus fallbacks for widget-less viewers.
+
+    ``text`` is the plain-text fallback and should say what the reader would
+    see with a kernel (never a bare widget repr).
+    """
+    bundle: dict[str, Any] = {
+        WIDGET_VIEW_MIME: {"version_major": 2, "version_minor": 0, "model_id": widget.model_id},
+        "text/plain": text,
+    }
+    if png is not None:
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
+    if html_fallback is not None:
+        bundle["text/html"] = html_fallback
+    return bundle
+
+
+class App:
+    """Base class for the notebooks' interactive apps.
+
+    Subclasses build ``self.widget`` (the root widget) and implement
+    :meth:`static_fallback`; displaying the app (leaving it as the last
+    expression of a cell) shows the widget where widgets run and the fallback
+    elsewhere.
+    """
+
+    widget: widgets.Widget
+    description = "Interactive figure"
+
+    def static_fallback(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`widget_bundle`: ``png`` and/or ``html_fallback``."""
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        text = f"{self.description} (open in JupyterLab with a running kernel to use the controls)"
+        return widget_bundle(self.widget, text=text, **self.static_fallback())
