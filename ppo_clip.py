@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -61,15 +61,18 @@ __all__ = [
     "DEFAULT_EPS",
     "ClipBreakdown",
     "Objective",
+    "WorkedExample",
     "clip_breakdown",
     "clip_fraction",
     "gradient_curve",
     "objective_curve",
+    "objective_terms",
     "ppo_clip_grad",
     "ppo_clip_loss",
     "ratio_sweep",
     "surrogate_grad",
     "surrogate_loss",
+    "worked_example",
 ]
 
 DEFAULT_EPS = 0.2
@@ -79,6 +82,30 @@ _OBJECTIVES: tuple[str, ...] = ("clipped", "unclipped", "clip_only")
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
+
+
+class WorkedExample(NamedTuple):
+    """The contract's worked example: four samples, two of them clipped."""
+
+    logp_new: FloatArray
+    logp_old: FloatArray
+    advantages: FloatArray
+    eps: float
+
+
+def worked_example() -> WorkedExample:
+    """The contract's worked example as fresh arrays (safe to modify).
+
+    >>> example = worked_example()
+    >>> ppo_clip_loss(*example)
+    -0.5375000000000001
+    """
+    return WorkedExample(
+        logp_new=np.log([0.7, 0.55, 0.3, 0.45]),
+        logp_old=np.log([0.5, 0.5, 0.5, 0.5]),
+        advantages=np.array([1.0, 2.0, -1.0, -0.5]),
+        eps=0.2,
+    )
 
 
 @dataclass(frozen=True)
@@ -427,9 +454,17 @@ def _check_objective(objective: object) -> str:
     return str(objective)
 
 
-def _objective_terms_and_grad(
-    breakdown: ClipBreakdown, objective: str
+def objective_terms(
+    breakdown: ClipBreakdown, objective: Objective = "clipped"
 ) -> tuple[FloatArray, FloatArray]:
+    """Per-sample terms and loss gradients of one objective, from a breakdown.
+
+    Returns ``(terms, grad)``: for ``"clipped"`` the breakdown's own
+    ``objective_term`` and ``grad``; for ``"unclipped"`` ``r*A`` and
+    ``-r*A/N``; for ``"clip_only"`` ``clip(r)*A`` and ``-r*A/N`` inside the
+    closed band, 0 outside it.  Works on a :func:`ratio_sweep` too (N = 1).
+    """
+    objective = _check_objective(objective)
     if objective == "clipped":
         return breakdown.objective_term, breakdown.grad
     full_grad = np.where(
@@ -458,7 +493,7 @@ def surrogate_loss(
     """
     name = _check_objective(objective)
     breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    terms, _ = _objective_terms_and_grad(breakdown, name)
+    terms, _ = objective_terms(breakdown, name)
     return _negative_mean(terms)
 
 
@@ -479,7 +514,7 @@ def surrogate_grad(
     """
     name = _check_objective(objective)
     breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    _, grad = _objective_terms_and_grad(breakdown, name)
+    _, grad = objective_terms(breakdown, name)
     return grad
 
 
