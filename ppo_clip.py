@@ -139,6 +139,10 @@ class ClipBreakdown:
         The clip band ``[1 - eps_low, 1 + eps_high]``.
     dual_clip:
         The dual-clip cap ``c`` or ``None``.
+    batch_size:
+        The N that gradients are divided by: the number of samples for
+        :func:`clip_breakdown`, 1 for :func:`ratio_sweep` (each grid point is
+        its own batch of one).
     """
 
     ratio: FloatArray
@@ -151,6 +155,7 @@ class ClipBreakdown:
     grad: FloatArray
     lower: float
     upper: float
+    batch_size: int
     dual_clip: float | None = None
 
     @property
@@ -324,6 +329,7 @@ def _evaluate(
         lower=lower,
         upper=upper,
         dual_clip=dual_clip,
+        batch_size=n,
     )
 
 
@@ -468,7 +474,7 @@ def objective_terms(
     if objective == "clipped":
         return breakdown.objective_term, breakdown.grad
     full_grad = np.where(
-        breakdown.advantages == 0, 0.0, -breakdown.unclipped_term / breakdown.n
+        breakdown.advantages == 0, 0.0, -breakdown.unclipped_term / breakdown.batch_size
     )
     if objective == "unclipped":
         return breakdown.unclipped_term, full_grad
