@@ -232,9 +232,7 @@ def _require_finite(name: str, array: FloatArray) -> None:
     finite = np.isfinite(array)
     if not finite.all():
         index = int(np.flatnonzero(~finite)[0])
-        raise ValueError(
-            f"{name}[{index}] is {float(array[index])}; every value must be finite"
-        )
+        raise ValueError(f"{name}[{index}] is {float(array[index])}; every value must be finite")
 
 
 def _check_same_length(**arrays: FloatArray) -> int:
@@ -262,9 +260,7 @@ def _as_eps(name: str, value: object) -> float:
     return number
 
 
-def _band(
-    eps: object, eps_low: object | None, eps_high: object | None
-) -> tuple[float, float]:
+def _band(eps: object, eps_low: object | None, eps_high: object | None) -> tuple[float, float]:
     """The clip band ``(1 - eps_low, 1 + eps_high)``; each defaults to ``eps``."""
     symmetric = _as_eps("eps", eps)
     low = symmetric if eps_low is None else _as_eps("eps_low", eps_low)
@@ -565,15 +561,11 @@ def ratio_sweep(
     return _evaluate(grid, adv, lower, upper, _as_dual_clip(dual_clip), n=1)
 
 
-def objective_curve(
-    ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS
-) -> FloatArray:
+def objective_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS) -> FloatArray:
     """One sample's objective term ``min(r*A, clip(r)*A)`` at each ratio."""
     return ratio_sweep(ratios, advantage, eps).objective_term
 
 
-def gradient_curve(
-    ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS
-) -> FloatArray:
+def gradient_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS) -> FloatArray:
     """One sample's ``d loss / d logp_new`` (N = 1) at each ratio."""
     return ratio_sweep(ratios, advantage, eps).grad

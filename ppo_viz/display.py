@@ -3,8 +3,8 @@
 Figures are plain :class:`matplotlib.figure.Figure` objects, never registered
 with pyplot, so the inline backend never shows them a second time at the end
 of a cell.  A :class:`FigureView` renders its figure to PNG inside an
-``ipywidgets.Output`` and replaces the previous image in one step
-(``clear_output(wait=True)``), so redraws neither flicker nor stack up.
+``ipywidgets.Output`` and replaces the previous image in one update of the Output's ``outputs``, so
+redraws neither flicker nor stack up.
 
 Every interactive app displays itself through :func:`widget_bundle`: a
 front end with widgets (JupyterLab, Notebook 7) shows the live widget, and one
@@ -18,11 +18,14 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as widgets
-from IPython.display import Image, clear_output, display
+from matplotlib.artist import Artist
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image as PILImage
 
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -38,25 +41,73 @@ def figure_to_png(figure: Figure, dpi: int = SCREEN_DPI) -> bytes:
     return buffer.getvalue()
 
 
+def _encode_png(canvas: FigureCanvasAgg) -> bytes:
+    """PNG bytes of what ``canvas`` holds now (fast zlib level: redraws are frequent)."""
+    width, height = canvas.get_width_height(physical=True)
+    image = PILImage.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="png", compress_level=1)
+    return buffer.getvalue()
+
+
 class FigureView:
     """One matplotlib figure shown in an ``Output`` widget and redrawn in place.
 
-    ``refresh()`` renders the figure's current state; callers update artists
-    (line data, patches, limits) and then call it once.
+    Callers update artists (line data, patches, titles) and then call
+    :meth:`refresh` once.  The new PNG replaces the old one in a single update
+    of the Output's ``outputs``, so nothing flickers or stacks up.
+
+    Artists registered with :meth:`animate` are the only ones that change
+    between redraws: everything else (axes, ticks, labels, legend) is rendered
+    once and reused, which keeps a redraw to a few tens of milliseconds.  Call
+    :meth:`invalidate` after changing anything that is not animated (limits,
+    labels).  :func:`figure_to_png` and ``savefig`` still draw everything.
     """
 
     def __init__(self, figure: Figure, css_class: str = "ppo-figure") -> None:
         self.figure = figure
+        self.canvas = FigureCanvasAgg(figure)
         self.output = widgets.Output()
         self.output.add_class(css_class)
         self.last_png: bytes = b""
+        self._animated: list[Artist] = []
+        self._background: Any = None
+
+    def animate(self, artists: Iterable[Artist]) -> None:
+        """Mark ``artists`` as the ones redrawn on every refresh."""
+        for artist in artists:
+            artist.set_animated(True)
+            self._animated.append(artist)
+        self.invalidate()
+
+    def invalidate(self) -> None:
+        """Forget the cached static background; the next refresh redraws it."""
+        self._background = None
+
+    def render(self) -> bytes:
+        """PNG bytes of the figure's current state."""
+        if self._background is None:
+            self.canvas.draw()
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        else:
+            self.canvas.restore_region(self._background)
+        for artist in self._animated:
+            self.figure.draw_artist(artist)
+        return _encode_png(self.canvas)
 
     def refresh(self) -> bytes:
         """Render the figure and replace what the Output widget shows."""
-        self.last_png = figure_to_png(self.figure)
-        with self.output:
-            clear_output(wait=True)
-            display(Image(data=self.last_png, format="png"))
+        self.last_png = self.render()
+        self.output.outputs = (
+            {
+                "output_type": "display_data",
+                "data": {
+                    "image/png": base64.b64encode(self.last_png).decode("ascii"),
+                    "text/plain": "<figure>",
+                },
+                "metadata": {},
+            },
+        )
         return self.last_png
 
 
