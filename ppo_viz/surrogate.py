@@ -35,15 +35,21 @@ DEFAULT_ADVANTAGE = 1.0
 DEFAULT_EPS = ppo_clip.DEFAULT_EPS
 
 
-def ratio_grid(eps: float, *, r_max: float = R_MAX, points: int = 601) -> np.ndarray:
-    """An even grid over ``[0, r_max]`` that also contains 1 and the band edges exactly.
+def ratio_grid(
+    eps: float, *, r_max: float = R_MAX, points: int = 601, **variant: float | None
+) -> np.ndarray:
+    """An even grid over ``[0, r_max]`` that also contains 1 and the kinks exactly.
 
-    Including ``1 - eps`` and ``1 + eps`` puts the kinks of the curves on the
-    grid, so corners are drawn sharp instead of cut off.
+    Including the band edges (and a dual-clip cap, if given in ``variant``)
+    puts the kinks of the curves on the grid, so corners are drawn sharp
+    instead of cut off.  ``variant`` takes ``ratio_sweep``'s keywords.
     """
-    band = ppo_clip.ratio_sweep([1.0], 1.0, eps)
+    band = ppo_clip.ratio_sweep([1.0], 1.0, eps, **variant)
+    kinks = [1.0, band.lower, band.upper]
+    if band.dual_clip is not None and band.dual_clip <= r_max:
+        kinks.append(band.dual_clip)
     grid = np.linspace(0.0, r_max, points)
-    return np.unique(np.concatenate([grid, [1.0, band.lower, band.upper]]))
+    return np.unique(np.concatenate([grid, kinks]))
 
 
 def _span(mask: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
@@ -110,7 +116,7 @@ def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle]:
 
 
 def draw_objective_panel(
-    objective_ax: Axes, gradient_ax: Axes, advantage: float, eps: float
+    objective_ax: Axes, gradient_ax: Axes, advantage: float, eps: float, **variant: float | None
 ) -> PanelArtists:
     """Draw one sample's objective term (top) and loss gradient (bottom) against r.
 
@@ -158,7 +164,7 @@ def draw_objective_panel(
     objective_ax.set_ylabel("objective term")
     gradient_ax.set_ylabel("d loss / d log π_new  (N = 1)")
     gradient_ax.set_xlabel("ratio r = π_new / π_old")
-    update_objective_panel(artists, advantage, eps)
+    update_objective_panel(artists, advantage, eps, **variant)
     return artists
 
 
@@ -167,14 +173,16 @@ def update_objective_panel(
     advantage: float,
     eps: float,
     sample_ratios: Sequence[float] = (),
+    **variant: float | None,
 ) -> ppo_clip.ClipBreakdown:
     """Move a panel to new settings; every y value comes from ``ppo_clip``.
 
-    ``sample_ratios`` are drawn as points on the curves.  Returns the sweep
-    the curves were drawn from.
+    ``sample_ratios`` are drawn as points on the curves.  ``variant`` takes
+    :func:`ppo_clip.ratio_sweep`'s keywords (``eps_low``, ``eps_high``,
+    ``dual_clip``).  Returns the sweep the curves were drawn from.
     """
-    grid = ratio_grid(eps)
-    sweep = ppo_clip.ratio_sweep(grid, advantage, eps)
+    grid = ratio_grid(eps, **variant)
+    sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
     unclipped, unclipped_grad = ppo_clip.objective_terms(sweep, "unclipped")
     clip_only, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
     artists.objective.set_data(grid, sweep.objective_term)
@@ -190,7 +198,7 @@ def update_objective_panel(
         _set_vspan(band, sweep.lower, sweep.upper)
         _set_vspan(zero, zero_left, zero_right)
     if len(sample_ratios) > 0:
-        points = ppo_clip.ratio_sweep(sample_ratios, advantage, eps)
+        points = ppo_clip.ratio_sweep(sample_ratios, advantage, eps, **variant)
         artists.samples[0].set_data(points.ratio, points.objective_term)
         artists.samples[1].set_data(points.ratio, points.grad)
     else:
