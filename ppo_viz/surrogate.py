@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import matplotlib as mpl
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
@@ -263,9 +264,10 @@ class SurrogateFigure:
                 _fixed_limits(axes[0, column], axes[1, column], sign)
             handles, labels = axes[0, 0].get_legend_handles_labels()
             self.figure.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False)
-        self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
-        self.sample_labels: dict[int, list[Any]] = {}
-        self.update(advantage, eps)
+            self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
+            self.sample_labels: dict[int, list[Any]] = {}
+            self._title_size = mpl.rcParams["axes.titlesize"]
+            self.update(advantage, eps)
 
     def dynamic_artists(self) -> list[Artist]:
         """The artists :meth:`update` changes (for fast redraws)."""
@@ -316,7 +318,9 @@ class SurrogateFigure:
             )
             self.sweeps[sign] = sweep
             self._label_samples(sign)
-            artists.objective_ax.set_title(_column_title(sign * advantage, sweep))
+            artists.objective_ax.set_title(
+                _column_title(sign * advantage, sweep), fontsize=self._title_size
+            )
 
 
 class SurrogateExplorer(App):
@@ -389,6 +393,7 @@ class SurrogateExplorer(App):
         """
         slides = SurrogateFigure(self.advantage.value, self.eps.value, slides=True)
         stem = Path(stem)
+        stem.parent.mkdir(parents=True, exist_ok=True)
         png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
         slides.figure.savefig(png, dpi=SLIDE_DPI // 2 + 50)
         slides.figure.savefig(svg)

@@ -1,0 +1,156 @@
+"""Headless tests of notebook 1's figure and sliders: what is drawn is the module's output."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import ppo_clip
+from ppo_viz.display import WIDGET_VIEW_MIME, figure_to_png
+from ppo_viz.surrogate import ADVANTAGE_RANGE, SurrogateExplorer, SurrogateFigure, ratio_grid
+
+
+@pytest.fixture
+def explorer() -> SurrogateExplorer:
+    return SurrogateExplorer()
+
+
+def _assert_column_matches_module(plot: SurrogateFigure, sign: int, advantage: float, eps: float):
+    artists = plot.columns[sign]
+    grid = artists.objective.get_xdata()
+    sweep = ppo_clip.ratio_sweep(grid, sign * advantage, eps)
+    np.testing.assert_array_equal(artists.objective.get_ydata(), sweep.objective_term)
+    np.testing.assert_array_equal(artists.gradient.get_ydata(), sweep.grad)
+    np.testing.assert_array_equal(artists.unclipped.get_ydata(), sweep.unclipped_term)
+    np.testing.assert_array_equal(artists.clip_only.get_ydata(), sweep.clipped_term)
+    expected_grad = ppo_clip.gradient_curve(grid, sign * advantage, eps)
+    np.testing.assert_array_equal(artists.gradient.get_ydata(), expected_grad)
+    for band in artists.bands:
+        assert band.get_x() == pytest.approx(1 - eps)
+        assert band.get_x() + band.get_width() == pytest.approx(1 + eps)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.2, 1.0])
+@pytest.mark.parametrize("advantage", ADVANTAGE_RANGE)
+def test_sliders_redraw_the_modules_curves(explorer, eps, advantage):
+    explorer.eps.value = eps
+    explorer.advantage.value = advantage
+    for sign in (+1, -1):
+        _assert_column_matches_module(explorer.plot, sign, advantage, eps)
+
+
+def test_gradient_curve_is_ppo_clip_grad_with_one_sample(explorer):
+    grid = explorer.plot.columns[+1].gradient.get_xdata()[::37]
+    for ratio in grid:
+        expected = ppo_clip.ppo_clip_grad([np.log(ratio)] if ratio > 0 else [-1e3], [0.0], [1.0])
+        drawn = ppo_clip.gradient_curve([ratio], 1.0, 0.2)
+        assert drawn[0] == pytest.approx(expected[0], rel=1e-12, abs=1e-300)
+
+
+def test_band_edges_move_with_eps(explorer):
+    band = explorer.plot.columns[+1].bands[0]
+    edges = []
+    for eps in (0.0, 0.2, 1.0):
+        explorer.eps.value = eps
+        edges.append((band.get_x(), band.get_x() + band.get_width()))
+    assert edges == [(1.0, 1.0), (pytest.approx(0.8), pytest.approx(1.2)), (0.0, 2.0)]
+
+
+def test_zero_gradient_region_is_where_the_module_clips(explorer):
+    explorer.eps.value = 0.3
+    positive = explorer.plot.columns[+1].zero_grad[0]
+    negative = explorer.plot.columns[-1].zero_grad[0]
+    assert positive.get_x() == pytest.approx(1.3, abs=0.01)
+    assert negative.get_x() == 0.0
+    assert negative.get_x() + negative.get_width() == pytest.approx(0.7, abs=0.01)
+    inside = ratio_grid(0.3)
+    sweep = ppo_clip.ratio_sweep(inside, 1.0, 0.3)
+    assert inside[sweep.is_clipped].min() == pytest.approx(positive.get_x())
+
+
+def test_eps_one_never_clips_negative_advantages(explorer):
+    explorer.eps.value = 1.0
+    zero = explorer.plot.columns[-1].zero_grad[0]
+    assert zero.get_width() == 0.0
+    assert "never clipped" in explorer.plot.columns[-1].objective_ax.get_title()
+
+
+def test_titles_and_readout_use_the_modules_band(explorer):
+    explorer.eps.value = 0.35
+    assert "r > 1.35" in explorer.plot.columns[+1].objective_ax.get_title()
+    assert "r < 0.65" in explorer.plot.columns[-1].objective_ax.get_title()
+    assert "[0.65, 1.35]" in explorer.readout.value
+
+
+def test_worked_example_points_sit_on_the_curves(explorer):
+    example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
+    xs, ys = explorer.plot.columns[+1].samples[0].get_data()
+    assert sorted(xs) == sorted(example.ratio[example.advantages > 0])
+    np.testing.assert_array_equal(ys, ppo_clip.objective_curve(xs, 1.0, 0.2))
+    # Sample 0 (r = 1.4) is on the flat part: its term equals (1 + eps) * A.
+    assert max(ys) == pytest.approx(1.2)
+    _, grads = explorer.plot.columns[+1].samples[1].get_data()
+    assert sorted(grads)[-1] == 0.0
+
+
+def test_redraws_replace_the_image_without_stacking_or_moving_axes(explorer):
+    figure = explorer.plot.figure
+    limits = [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes]
+    line_count = sum(len(ax.lines) for ax in figure.axes)
+    first = explorer.view.last_png
+    for eps in np.linspace(0, 1, 7):
+        explorer.eps.value = float(eps)
+    explorer.advantage.value = ADVANTAGE_RANGE[1]
+    assert explorer.plot.figure is figure
+    assert len(explorer.view.output.outputs) == 1
+    assert explorer.view.last_png != first
+    assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
+    assert sum(len(ax.lines) for ax in figure.axes) == line_count
+
+
+def test_fast_redraw_matches_a_full_redraw(explorer):
+    explorer.eps.value = 0.45
+    fast = np.asarray(Image.open(io.BytesIO(explorer.view.last_png)).convert("RGB"), dtype=int)
+    explorer.view.invalidate()
+    full = np.asarray(Image.open(io.BytesIO(explorer.view.render())).convert("RGB"), dtype=int)
+    assert fast.shape == full.shape
+    assert np.abs(fast - full).max() <= 2
+
+
+def test_display_bundle_has_widget_and_static_figure(explorer):
+    bundle = explorer._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == explorer.widget.model_id
+    png = Image.open(io.BytesIO(base64.b64decode(bundle["image/png"])))
+    assert png.size[0] >= 900
+    assert "FloatSlider" not in bundle["text/plain"]
+
+
+def test_controls_have_stable_css_classes(explorer):
+    assert {"ppo-main-slider", "ppo-surrogate-eps"} <= set(explorer.eps._dom_classes)
+    assert {"ppo-main-slider", "ppo-surrogate-advantage"} <= set(explorer.advantage._dom_classes)
+    assert "ppo-figure" in explorer.view.output._dom_classes
+
+
+def test_save_writes_slide_sized_png_and_svg(explorer, tmp_path):
+    explorer.eps.value = 0.3
+    png, svg = explorer.save(tmp_path / "slides" / "objective")
+    width, height = Image.open(png).size
+    assert width >= 1600
+    assert width / height == pytest.approx(16 / 9, rel=0.02)
+    text = svg.read_text()
+    assert text.startswith("<?xml")
+    assert "1.30" in text
+
+
+def test_slide_figure_uses_large_type():
+    slides = SurrogateFigure(slides=True)
+    figure_to_png(slides.figure)
+    for ax in slides.figure.axes:
+        assert ax.yaxis.label.get_fontsize() >= 14
+        assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= 12
+    for column in slides.columns.values():
+        assert column.objective_ax.title.get_fontsize() >= 16
