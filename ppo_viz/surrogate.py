@@ -117,13 +117,20 @@ def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle]:
 
 
 def draw_objective_panel(
-    objective_ax: Axes, gradient_ax: Axes, advantage: float, eps: float, **variant: float | None
+    objective_ax: Axes,
+    gradient_ax: Axes,
+    advantage: float,
+    eps: float,
+    *,
+    r_max: float = R_MAX,
+    **variant: float | None,
 ) -> PanelArtists:
     """Draw one sample's objective term (top) and loss gradient (bottom) against r.
 
     The thick line is the term PPO keeps, ``min(r*A, clip(r)*A)``; thin dashed
-    lines are the unclipped ``r*A`` and the clip-only ``clip(r)*A``.  Use
-    :func:`update_objective_panel` to move it to new settings.
+    lines are the unclipped ``r*A`` and the clip-only ``clip(r)*A``.  Curves
+    span ``[0, r_max]``.  Use :func:`update_objective_panel` to move it to new
+    settings.
     """
     objective_band, objective_zero = _decorate(objective_ax)
     gradient_band, gradient_zero = _decorate(gradient_ax)
@@ -165,7 +172,7 @@ def draw_objective_panel(
     objective_ax.set_ylabel("objective term")
     gradient_ax.set_ylabel("d loss / d log π_new  (N = 1)")
     gradient_ax.set_xlabel("ratio r = π_new / π_old")
-    update_objective_panel(artists, advantage, eps, **variant)
+    update_objective_panel(artists, advantage, eps, r_max=r_max, **variant)
     return artists
 
 
@@ -174,15 +181,18 @@ def update_objective_panel(
     advantage: float,
     eps: float,
     sample_ratios: Sequence[float] = (),
+    *,
+    r_max: float = R_MAX,
     **variant: float | None,
 ) -> ppo_clip.ClipBreakdown:
     """Move a panel to new settings; every y value comes from ``ppo_clip``.
 
-    ``sample_ratios`` are drawn as points on the curves.  ``variant`` takes
-    :func:`ppo_clip.ratio_sweep`'s keywords (``eps_low``, ``eps_high``,
-    ``dual_clip``).  Returns the sweep the curves were drawn from.
+    ``sample_ratios`` are drawn as points on the curves, which span
+    ``[0, r_max]``.  ``variant`` takes :func:`ppo_clip.ratio_sweep`'s keywords
+    (``eps_low``, ``eps_high``, ``dual_clip``).  Returns the sweep the curves
+    were drawn from.
     """
-    grid = ratio_grid(eps, **variant)
+    grid = ratio_grid(eps, r_max=r_max, **variant)
     sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
     unclipped, unclipped_grad = ppo_clip.objective_terms(sweep, "unclipped")
     clip_only, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
@@ -194,7 +204,7 @@ def update_objective_panel(
     artists.gradient_clip_only.set_data(grid, clip_only_grad)
     zero_left, zero_right = _span(sweep.is_clipped, grid)
     if zero_right == grid[-1]:
-        zero_right = R_MAX * 1.05
+        zero_right = r_max * 1.05
     for band, zero in zip(artists.bands, artists.zero_grad, strict=True):
         _set_vspan(band, sweep.lower, sweep.upper)
         _set_vspan(zero, zero_left, zero_right)
