@@ -1,0 +1,343 @@
+"""Driving a notebook in JupyterLab or Notebook 7 through headless Chromium.
+
+Used by ``tests/test_browser.py`` and ``tests/test_export.py``.  Selectors are
+JupyterLab 4's public DOM classes (``.jp-Notebook``, ``.jp-CodeCell``,
+``.jp-InputArea-prompt``, ``.jp-OutputArea-output``), Lumino's menu bar
+(``.lm-MenuBar-item``, ``.lm-Menu-item[data-command="runmenu:run-all"]``) and the project's
+own stable classes (``ppo-figure``, ``ppo-main-slider``, ``ppo-next``, ...),
+never ipywidgets' internal class names except the slider handle that the
+keyboard drives (noUiSlider's ``.noUi-handle``) and the slider's readout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+FIXTURE_NOTEBOOK = REPO_ROOT / "tests" / "fixtures" / "smoke.ipynb"
+OUTPUT_DIR = REPO_ROOT / "test-output" / "browser"
+
+CHROMIUM = Path(os.environ.get("PPO_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+#: Keys tried, in order, to move a focused slider handle (noUiSlider's keyboard support).
+SLIDER_KEYS = ("ArrowRight", "ArrowLeft", "End", "Home")
+VIEWPORT = {"width": 1400, "height": 1000}
+INSTALL_HINT = (
+    "install it with `apt-get install chromium` (Debian/Ubuntu) and "
+    "`pip install -r requirements-test.txt`; set PPO_REQUIRE_BROWSER=1 to make this a failure"
+)
+
+#: Outputs that must never appear after Run All.
+PROBLEM_PATTERNS = [
+    re.compile(r"Traceback \(most recent call last\)"),
+    re.compile(r"Error displaying widget"),
+]
+#: A bare widget repr, e.g. ``FloatSlider(value=0.2, ...)`` or ``VBox(children=(...``.
+WIDGET_REPR = re.compile(
+    r"\b[A-Z]\w*(Slider|Box|Button|Text|Output|Dropdown|HTML|Label|Checkbox|Tab|Accordion|"
+    r"Widget|Select|Toggle\w*|Play|Progress\w*|Area)\((value|children|outputs|description|"
+    r"layout|options|index)="
+)
+#: matplotlib's text repr of a figure shown instead of the figure itself.
+FIGURE_REPR = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
+
+
+def browser_required() -> bool:
+    """True when a missing browser must fail the run (CI sets PPO_REQUIRE_BROWSER=1)."""
+    return os.environ.get("PPO_REQUIRE_BROWSER", "") == "1"
+
+
+def require_browser() -> None:
+    """Skip (or fail, under PPO_REQUIRE_BROWSER=1) when Chromium or Playwright is missing."""
+    problem = None
+    if not CHROMIUM.exists():
+        problem = f"Chromium not found at {CHROMIUM}"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "Playwright for Python is not installed"
+    if problem is None:
+        return
+    message = f"{problem}: {INSTALL_HINT}"
+    if browser_required():
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@contextmanager
+def chromium_context() -> Iterator[Any]:
+    """A headless Chromium with a fresh, throw-away profile (a Playwright BrowserContext)."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="ppo-chromium-")
+    try:
+        with sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                profile,
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport=VIEWPORT,
+            )
+            try:
+                yield context
+            finally:
+                context.close()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def output_dir(name: str) -> Path:
+    """``test-output/browser/<name>/``, emptied first (screenshots of one test)."""
+    folder = OUTPUT_DIR / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def notebook_paths() -> list[Path]:
+    """The course notebooks, in order (``notebooks/NN_*.ipynb``)."""
+    return sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+# -- expectations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NotebookExpectation:
+    """What a notebook must show after Run All.
+
+    ``main_sliders``: the specific CSS class of each main slider (each also carries
+    ``ppo-main-slider``); ``stepper``: it has ``ppo-next``/``ppo-prev`` buttons and a
+    ``ppo-sample-view`` readout; ``min_figures``: how many ``ppo-figure`` outputs at least.
+    """
+
+    main_sliders: tuple[str, ...] = ()
+    stepper: bool = False
+    min_figures: int = 0
+    extra_classes: tuple[str, ...] = field(default=())
+
+
+# -- a notebook in the browser -----------------------------------------------------------------
+
+
+class NotebookPage:
+    """One notebook opened in JupyterLab (``kind="lab"``) or Notebook 7 (``kind="notebook"``)."""
+
+    def __init__(self, page: Any, server: Any, relative_path: str, workspace: str) -> None:
+        self.page = page
+        self.server = server
+        self.path = relative_path
+        self.workspace = workspace
+        self.console: list[str] = []
+        self.used_keys: list[str] = []
+        page.on("console", self._log_console)
+        page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+
+    def _log_console(self, message: Any) -> None:
+        if message.type in ("error", "warning"):
+            self.console.append(f"{message.type}: {message.text}")
+
+    @property
+    def url(self) -> str:
+        if self.server.kind == "lab":
+            return f"{self.server.url}lab/workspaces/{self.workspace}/tree/{self.path}"
+        return f"{self.server.url}notebooks/{self.path}"
+
+    def open(self, timeout_s: float = 60) -> None:
+        """Load the page and wait until the notebook is rendered and its kernel is idle."""
+        self.page.goto(self.url)
+        self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
+        self.wait_for_kernel_idle(timeout_s)
+
+    def kernel_state(self) -> str | None:
+        """The execution state the server reports for this notebook's kernel."""
+        for session in self.server.sessions():
+            if session.get("path") == self.path and session.get("kernel"):
+                return str(session["kernel"].get("execution_state"))
+        return None
+
+    def ui_status(self) -> str | None:
+        """The notebook toolbar's kernel status (``data-status`` of the execution indicator)."""
+        indicator = self.page.locator(".jp-Notebook-ExecutionIndicator").first
+        if indicator.count() == 0:
+            return None
+        return indicator.get_attribute("data-status")
+
+    def wait_for_kernel_idle(self, timeout_s: float) -> None:
+        """Wait until both the server and (where shown) the toolbar say the kernel is idle."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.kernel_state() == "idle" and self.ui_status() in (None, "idle"):
+                return
+            time.sleep(0.25)
+        raise AssertionError(
+            f"{self.path}: kernel not idle after {timeout_s} s "
+            f"(server: {self.kernel_state()}, toolbar: {self.ui_status()})"
+        )
+
+    def run_all_from_menu(self) -> None:
+        """Run > Run All Cells, clicked in the menu bar as a person would."""
+        self.page.locator(".lm-MenuBar-item", has_text=re.compile(r"^\s*Run\s*$")).click()
+        by_command = self.page.locator('.lm-Menu-item[data-command="runmenu:run-all"]')
+        by_label = self.page.locator(".lm-Menu-item").filter(
+            has=self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))
+        )
+        by_command.or_(by_label).first.click()
+
+    def prompts(self) -> list[str]:
+        """The input prompt of every code cell, e.g. ``[3]:``, ``[*]:`` or ``[ ]:``."""
+        return [
+            text.strip()
+            for text in self.page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
+        ]
+
+    def wait_until_all_executed(self, timeout_s: float) -> list[str]:
+        """Wait until every code cell shows an execution count and the kernel is idle."""
+        deadline = time.monotonic() + timeout_s
+        prompts = self.prompts()
+        while time.monotonic() < deadline:
+            prompts = self.prompts()
+            done = prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts)
+            if done and self.kernel_state() == "idle" and self.ui_status() in (None, "idle"):
+                # Widgets render asynchronously after the kernel replies: let them settle.
+                self.page.wait_for_timeout(500)
+                return prompts
+            if self.problems():
+                break  # an error stops Run All; report it instead of waiting
+            time.sleep(0.25)
+        return prompts
+
+    def problems(self) -> list[str]:
+        """Error, traceback, stderr and broken-widget outputs, as short descriptions."""
+        found = []
+        stderr = self.page.locator(
+            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+        )
+        for text in stderr.all_inner_texts():
+            found.append(f"stderr/error output: {text.strip()[:800]}")
+        for text in self.page.locator(".jp-OutputArea-output").all_inner_texts():
+            for pattern in (*PROBLEM_PATTERNS, WIDGET_REPR, FIGURE_REPR):
+                match = pattern.search(text)
+                if match:
+                    found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
+                    break
+        dialogs = self.page.locator(".jp-Dialog")
+        for text in dialogs.all_inner_texts():
+            found.append(f"dialog open: {text.strip()[:300]}")
+        return found
+
+    # -- widgets ------------------------------------------------------------------------------
+
+    def figure_sources(self, scope: Any | None = None) -> list[str]:
+        """The ``src`` of every image inside ``ppo-figure`` outputs (in ``scope`` or the page)."""
+        root = scope if scope is not None else self.page
+        images = root.locator(".ppo-figure img")
+        return [images.nth(i).get_attribute("src") or "" for i in range(images.count())]
+
+    def cell_of(self, locator: Any) -> Any:
+        """The notebook cell (``.jp-Cell``) that contains ``locator``."""
+        return self.page.locator(".jp-Cell").filter(has=locator).last
+
+    def wait_for_change(self, read: Any, before: Any, timeout_s: float = 10) -> Any:
+        """Poll ``read()`` until it differs from ``before``; return it (or ``before``)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            now = read()
+            if now != before:
+                return now
+            self.page.wait_for_timeout(100)
+        return before
+
+    def slider_readout(self, slider: Any) -> str:
+        """What the slider shows as its value (ipywidgets' readout, or aria-valuenow)."""
+        readout = slider.locator(".widget-readout")
+        if readout.count():
+            return readout.first.inner_text().strip()
+        return slider.locator(".noUi-handle").first.get_attribute("aria-valuenow") or ""
+
+    def press_on_slider(self, slider: Any, key: str) -> None:
+        """Focus the slider's handle and press ``key`` (ArrowRight, End, ...)."""
+        handle = slider.locator(".noUi-handle").first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        self.page.keyboard.press(key)
+
+    def move_slider(self, slider: Any, keys: tuple[str, ...]) -> tuple[str, str, str | None]:
+        """Press the first of ``keys`` that changes the slider's readout.
+
+        Returns (value before, value after, the key that worked or None).
+        """
+        before = self.slider_readout(slider)
+        for key in keys:
+            self.press_on_slider(slider, key)
+            after = self.wait_for_change(lambda: self.slider_readout(slider), before, 3)
+            if after != before:
+                return before, after, key
+        return before, before, None
+
+    def move_slider_changes_figure(
+        self, slider: Any, shots: Path, name: str, arrows_only: bool = True
+    ) -> list[str]:
+        """Move ``slider`` with the keyboard; return what went wrong (empty list = fine).
+
+        Presses ArrowRight (ArrowLeft if the value is already at its maximum; with
+        ``arrows_only=False`` then End and Home too), checks that the readout moved and
+        that an image in the same cell's ``ppo-figure`` outputs changed, then presses
+        End, after which the figure must still be there.
+        """
+        failures = []
+        cell = self.cell_of(slider)
+        figures_before = self.figure_sources(cell)
+        if not figures_before:
+            return [f"{name}: no ppo-figure image in the slider's cell"]
+        keys = ("ArrowRight", "ArrowLeft") if arrows_only else SLIDER_KEYS
+        value_before, value_after, key = self.move_slider(slider, keys)
+        if key is None:
+            return [
+                f"{name}: pressing {', '.join(keys)} on the focused slider handle did not "
+                f"change its value (stays {value_before!r})"
+            ]
+        self.used_keys.append(key)
+        figures_after = self.wait_for_change(lambda: self.figure_sources(cell), figures_before)
+        cell.screenshot(path=str(shots / f"slider_{name}_{key}.png"))
+        if figures_after == figures_before:
+            failures.append(
+                f"{name}: moving the slider {value_before} -> {value_after} ({key}) "
+                "did not change the figure image"
+            )
+        if key != "End":
+            figures_mid = self.figure_sources(cell)
+            self.press_on_slider(slider, "End")
+            self.wait_for_change(lambda: self.figure_sources(cell), figures_mid, 3)
+            self.page.wait_for_timeout(300)
+            cell.screenshot(path=str(shots / f"slider_{name}_End.png"))
+        if not self.figure_sources(cell):
+            failures.append(f"{name}: the figure disappeared at the slider's maximum")
+        return failures
+
+    def screenshot(self, path: Path) -> None:
+        self.page.screenshot(path=str(path))
+
+    def save_console(self, path: Path) -> None:
+        path.write_text("\n".join(self.console) + "\n")

@@ -1,0 +1,205 @@
+"""Start and stop a private JupyterLab or Notebook 7 server for the browser tests.
+
+The server listens on 127.0.0.1 on a free port, with no token and no password,
+rooted at the repository.  Everything it could write (settings, workspaces,
+runtime files, config) lives in a temporary directory, and the settings it gets
+turn autosave off, so driving a notebook in the browser never rewrites the
+committed ``.ipynb`` files.  :meth:`JupyterServer.stop` shuts the server's
+kernels down through the REST API and then ends that one server process (and
+the kernels it started, which share its process group), nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Literal
+
+ServerKind = Literal["lab", "notebook"]
+
+#: JupyterLab / Notebook 7 user settings written for the test server, one file per plugin.
+TEST_SETTINGS: dict[str, dict[str, Any]] = {
+    # Never write the notebook back to disk while the browser drives it.
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    # Render every cell into the DOM (no virtual scrolling), so selectors see them all.
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # No "would you like news?" toast over the page, no update check over the network.
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+}
+
+#: Server extensions that could write files into the repository (LSP's .virtual_documents).
+TEST_SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False}}}
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class JupyterServer:
+    """One ``jupyter lab`` or ``jupyter notebook`` process, started and stopped by a test.
+
+    Use as a context manager; ``url`` is the base URL (ending in ``/``).
+    """
+
+    def __init__(self, kind: ServerKind, root_dir: Path, startup_timeout: float = 60.0) -> None:
+        self.kind = kind
+        self.root_dir = Path(root_dir).resolve()
+        self.startup_timeout = startup_timeout
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._home = Path(tempfile.mkdtemp(prefix=f"ppo-jupyter-{kind}-"))
+        self.log_path = self._home / "server.log"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> JupyterServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Launch the server and wait until its REST API answers."""
+        env = self._environment()
+        command = [
+            sys.executable,
+            "-m",
+            "jupyterlab" if self.kind == "lab" else "notebook",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            "--ServerApp.disable_check_xsrf=True",
+            f"--ServerApp.root_dir={self.root_dir}",
+            "--ServerApp.terminals_enabled=False",
+            "--LabApp.extension_manager=readonly",  # no PyPI queries from the test server
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            command.append("--allow-root")  # containers and CI often run as root
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            command,
+            cwd=self.root_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: the kernels it starts join it
+        )
+        log.close()
+        self._wait_until_ready()
+
+    def stop(self) -> None:
+        """Shut down kernels, end the server process and its group, remove temp files."""
+        if self.process is not None and self.process.poll() is None:
+            self.shutdown_all_kernels()
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        if self.process is not None:
+            self._end_process_group(self.process.pid)
+        self.process = None
+        shutil.rmtree(self._home, ignore_errors=True)
+
+    # -- REST helpers ------------------------------------------------------------------------
+
+    def api(self, path: str, method: str = "GET", timeout: float = 10.0) -> Any:
+        """Call the server's REST API (``path`` like ``api/kernels``); JSON or None."""
+        request = urllib.request.Request(self.url + path, method=method)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def kernels(self) -> list[dict[str, Any]]:
+        """The running kernels with their ``execution_state``."""
+        return list(self.api("api/kernels"))
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """The open notebook sessions (path and kernel)."""
+        return list(self.api("api/sessions"))
+
+    def shutdown_all_kernels(self) -> None:
+        """Delete every session and kernel (frees CPU between notebooks)."""
+        try:
+            for session in self.sessions():
+                self.api(f"api/sessions/{session['id']}", method="DELETE")
+            for kernel in self.kernels():
+                self.api(f"api/kernels/{kernel['id']}", method="DELETE")
+        except (urllib.error.URLError, OSError):
+            pass
+
+    def log_tail(self, n_chars: int = 3000) -> str:
+        """The end of the server's log, for failure messages."""
+        try:
+            return self.log_path.read_text(errors="replace")[-n_chars:]
+        except OSError:
+            return ""
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _environment(self) -> dict[str, str]:
+        settings_dir = self._home / "user-settings"
+        for relative, values in TEST_SETTINGS.items():
+            path = settings_dir / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        config_dir = self._home / "config"
+        config_dir.mkdir()
+        (config_dir / "jupyter_server_config.json").write_text(json.dumps(TEST_SERVER_CONFIG))
+        env = dict(os.environ)
+        env.update(
+            JUPYTER_CONFIG_DIR=str(config_dir),
+            JUPYTER_RUNTIME_DIR=str(self._home / "runtime"),
+            JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
+            JUPYTERLAB_WORKSPACES_DIR=str(self._home / "workspaces"),
+            IPYTHONDIR=str(self._home / "ipython"),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def _wait_until_ready(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"jupyter {self.kind} exited with code {self.process.returncode}:\n"
+                    + self.log_tail()
+                )
+            try:
+                self.api("api/status", timeout=2)
+                return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"jupyter {self.kind} not ready after {self.startup_timeout} s")
+
+    @staticmethod
+    def _end_process_group(pid: int) -> None:
+        """Kill what is left of the group led by our server (its kernels), if anything."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
