@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -108,22 +109,36 @@ def worked_example() -> WorkedExample:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ClipBreakdown:
     """Every intermediate quantity of the clipped loss, one entry per sample.
 
     All arrays have shape ``(N,)``.  Gradients are of the *loss* (the quantity
     minimized) with respect to ``logp_new``, so they include the ``1/N`` of the
-    mean and the minus sign.
+    mean and the minus sign.  Build one with :func:`clip_breakdown` or
+    :func:`ratio_sweep`; the derived arrays are computed on first access and
+    then kept.
 
     Attributes
     ----------
     ratio:
         ``r = exp(logp_new - logp_old)``; may be ``inf`` after overflow.
-    clipped_ratio:
-        ``clip(r, lower, upper)``.
     advantages:
         The advantages as given (float64 copy, never normalized).
+    is_clipped:
+        True where the sample's gradient is switched off by clipping:
+        ``A > 0 and r > upper``, ``A < 0 and r < lower`` (strict), or, with a
+        dual-clip cap ``c``, ``A < 0 and r > c``.
+    lower, upper:
+        The clip band ``[1 - eps_low, 1 + eps_high]``.
+    batch_size:
+        The N that gradients are divided by: the number of samples for
+        :func:`clip_breakdown`, 1 for :func:`ratio_sweep` (each grid point is
+        its own batch of one).
+    dual_clip:
+        The dual-clip cap ``c`` or ``None``.
+    clipped_ratio:
+        ``clip(r, lower, upper)``.
     unclipped_term:
         ``r * A`` (exactly 0 where ``A == 0``, even if ``r`` is ``inf``).
     clipped_term:
@@ -131,32 +146,50 @@ class ClipBreakdown:
     objective_term:
         The term the objective keeps: ``min(r*A, clip(r)*A)``, and, when a
         dual-clip cap ``c`` is set, ``max(that, c*A)`` for ``A < 0``.
-    is_clipped:
-        True where the sample's gradient is switched off by clipping.
     grad:
-        ``d loss / d logp_new``: 0 where clipped, ``-r*A/N`` elsewhere.
-    lower, upper:
-        The clip band ``[1 - eps_low, 1 + eps_high]``.
-    dual_clip:
-        The dual-clip cap ``c`` or ``None``.
-    batch_size:
-        The N that gradients are divided by: the number of samples for
-        :func:`clip_breakdown`, 1 for :func:`ratio_sweep` (each grid point is
-        its own batch of one).
+        ``d loss / d logp_new``: 0 where clipped (and where ``A == 0``),
+        ``-r*A/N`` elsewhere.
     """
 
     ratio: FloatArray
-    clipped_ratio: FloatArray
     advantages: FloatArray
-    unclipped_term: FloatArray
-    clipped_term: FloatArray
-    objective_term: FloatArray
     is_clipped: BoolArray
-    grad: FloatArray
     lower: float
     upper: float
     batch_size: int
     dual_clip: float | None = None
+
+    @cached_property
+    def clipped_ratio(self) -> FloatArray:
+        return np.clip(self.ratio, self.lower, self.upper)
+
+    @cached_property
+    def unclipped_term(self) -> FloatArray:
+        return _times_advantage(self.ratio, self.advantages)
+
+    @cached_property
+    def clipped_term(self) -> FloatArray:
+        return _times_advantage(self.clipped_ratio, self.advantages)
+
+    @cached_property
+    def objective_term(self) -> FloatArray:
+        kept = np.minimum(self.unclipped_term, self.clipped_term)
+        if self.dual_clip is not None:
+            capped = (self.advantages < 0) & (self.ratio > self.dual_clip)
+            with np.errstate(over="ignore"):
+                kept = np.where(capped, self.dual_clip * self.advantages, kept)
+        return kept
+
+    @cached_property
+    def grad(self) -> FloatArray:
+        # Zeroing the advantage of clipped samples before the product gives
+        # exact zeros there, and -(r*A)/N == (r*A)/(-N) bit for bit elsewhere;
+        # adding 0.0 turns the -0.0 of A == 0 samples into 0.0.
+        kept_advantages = self.advantages * ~self.is_clipped
+        grad = _times_advantage(self.ratio, kept_advantages)
+        np.divide(grad, -self.batch_size, out=grad)
+        grad += 0.0
+        return grad
 
     @property
     def n(self) -> int:
@@ -193,8 +226,12 @@ class ClipBreakdown:
 # --------------------------------------------------------------------------
 
 
-def _as_float_vector(name: str, value: ArrayLike) -> FloatArray:
-    """Return ``value`` as a finite, non-empty, 1-D float64 array or raise."""
+def _as_float_vector(name: str, value: ArrayLike, *, check_finite: bool = True) -> FloatArray:
+    """Return ``value`` as a non-empty, 1-D float64 array (finite, if asked) or raise."""
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.ndim == 1 and value.size:
+        if check_finite:
+            _require_finite(name, value)
+        return value
     if value is None or isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a 1-D array of numbers, got {type(value).__name__}")
     try:
@@ -202,12 +239,7 @@ def _as_float_vector(name: str, value: ArrayLike) -> FloatArray:
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be a 1-D array of numbers: {error}") from None
     if array.dtype.kind == "O":
-        try:
-            array = array.astype(np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"{name} must contain only numbers; it holds non-numeric values"
-            ) from None
+        array = _object_array_as_float(name, array)
     if array.dtype.kind not in "iuf":
         raise TypeError(
             f"{name} must contain real numbers, got dtype {array.dtype} "
@@ -219,8 +251,19 @@ def _as_float_vector(name: str, value: ArrayLike) -> FloatArray:
     if array.shape[0] == 0:
         raise ValueError(f"{name} is empty; it needs at least one sample")
     array = array.astype(np.float64, copy=False)
-    _require_finite(name, array)
+    if check_finite:
+        _require_finite(name, array)
     return array
+
+
+def _object_array_as_float(name: str, array: NDArray[np.object_]) -> FloatArray:
+    """Convert a ragged or mixed-type array, naming the first entry that is not a number."""
+    if array.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D array of numbers, got a nested or ragged sequence")
+    for index, item in enumerate(array):
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
+            raise TypeError(f"{name} must contain only numbers: {name}[{index}] is {item!r}")
+    return array.astype(np.float64)
 
 
 def _dtype_description(dtype: np.dtype) -> str:
@@ -283,14 +326,36 @@ def _as_dual_clip(value: object | None) -> float | None:
 
 
 def _times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
-    """``values * A`` with an exact 0 wherever ``A == 0`` (so ``inf * 0`` is 0)."""
+    """``values * A`` with an exact 0 wherever ``A == 0``, even where ``values`` is ``inf``.
+
+    ``inf * 0`` is the only way this product can be NaN (inputs are finite or
+    ``+inf``), so the plain product is kept unless it holds a NaN.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        product = values * advantages
+        if not np.isnan(np.add.reduce(product)):
+            return product
     product = np.zeros_like(values)
-    np.multiply(values, advantages, out=product, where=advantages != 0)
+    with np.errstate(over="ignore"):
+        np.multiply(values, advantages, out=product, where=advantages != 0)
     return product
 
 
 def _negative_mean(terms: FloatArray) -> float:
-    return float(-(1.0 / terms.shape[0]) * np.sum(terms))
+    with np.errstate(over="ignore"):
+        return float(-(1.0 / terms.shape[0]) * np.sum(terms))
+
+
+def _clip_mask(
+    ratio: FloatArray, advantages: FloatArray, lower: float, upper: float, dual_clip: float | None
+) -> BoolArray:
+    """Where clipping switches a sample's gradient off (strict comparisons)."""
+    clipped = (advantages > 0) & (ratio > upper)
+    negative = advantages < 0
+    clipped |= negative & (ratio < lower)
+    if dual_clip is not None:
+        clipped |= negative & (ratio > dual_clip)
+    return clipped
 
 
 def _evaluate(
@@ -302,36 +367,33 @@ def _evaluate(
     n: int,
 ) -> ClipBreakdown:
     """Per-sample breakdown from ratios; gradients are divided by ``n``."""
-    clipped_ratio = np.clip(ratio, lower, upper)
-    unclipped_term = _times_advantage(ratio, advantages)
-    clipped_term = _times_advantage(clipped_ratio, advantages)
-    objective_term = np.minimum(unclipped_term, clipped_term)
-    positive, negative = advantages > 0, advantages < 0
-    is_clipped = (positive & (ratio > upper)) | (negative & (ratio < lower))
-    if dual_clip is not None:
-        capped = negative & (ratio > dual_clip)
-        objective_term = np.where(capped, dual_clip * advantages, objective_term)
-        is_clipped = is_clipped | capped
-    grad = np.where(is_clipped | ~(positive | negative), 0.0, -unclipped_term / n)
     return ClipBreakdown(
         ratio=ratio,
-        clipped_ratio=clipped_ratio,
         advantages=advantages,
-        unclipped_term=unclipped_term,
-        clipped_term=clipped_term,
-        objective_term=objective_term,
-        is_clipped=is_clipped,
-        grad=grad,
+        is_clipped=_clip_mask(ratio, advantages, lower, upper, dual_clip),
         lower=lower,
         upper=upper,
-        dual_clip=dual_clip,
         batch_size=n,
+        dual_clip=dual_clip,
     )
 
 
-def _ratio(logp_new: FloatArray, logp_old: FloatArray) -> FloatArray:
-    with np.errstate(over="ignore"):
-        return np.exp(logp_new - logp_old)
+def _log_ratio_and_ratio(
+    logp_new: FloatArray, logp_old: FloatArray, advantages: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """``logp_new - logp_old`` and its ``exp``, after checking every input is finite.
+
+    One sum over the log-ratio and one over the advantages stay finite unless
+    some input is NaN or infinite (or the sums overflow); only then is each
+    input checked element by element, to name the culprit.
+    """
+    with np.errstate(all="ignore"):
+        log_ratio = logp_new - logp_old
+        if not math.isfinite(np.add.reduce(log_ratio) + np.add.reduce(advantages)):
+            _require_finite("logp_new", logp_new)
+            _require_finite("logp_old", logp_old)
+            _require_finite("advantages", advantages)
+        return log_ratio, np.exp(log_ratio)
 
 
 def clip_breakdown(
@@ -379,13 +441,14 @@ def clip_breakdown(
     >>> b.objective_term
     array([ 1.2 ,  2.2 , -0.8 , -0.45])
     """
-    new = _as_float_vector("logp_new", logp_new)
-    old = _as_float_vector("logp_old", logp_old)
-    adv = _as_float_vector("advantages", advantages)
+    new = _as_float_vector("logp_new", logp_new, check_finite=False)
+    old = _as_float_vector("logp_old", logp_old, check_finite=False)
+    adv = _as_float_vector("advantages", advantages, check_finite=False)
     n = _check_same_length(logp_new=new, logp_old=old, advantages=adv)
     lower, upper = _band(eps, eps_low, eps_high)
     cap = _as_dual_clip(dual_clip)
-    return _evaluate(_ratio(new, old), adv.copy(), lower, upper, cap, n)
+    _, ratio = _log_ratio_and_ratio(new, old, adv)
+    return _evaluate(ratio, adv.copy(), lower, upper, cap, n)
 
 
 # --------------------------------------------------------------------------
@@ -529,7 +592,7 @@ def _as_ratio_grid(ratios: ArrayLike) -> FloatArray:
     grid = _as_float_vector("ratios", ratios)
     if (grid < 0).any():
         index = int(np.flatnonzero(grid < 0)[0])
-        raise ValueError(f"ratios[{index}] is {grid[index]!r}; ratios cannot be negative")
+        raise ValueError(f"ratios[{index}] is {float(grid[index])}; ratios cannot be negative")
     return grid
 
 
@@ -555,7 +618,7 @@ def ratio_sweep(
     >>> sweep.grad
     array([-0.5, -1. ,  0. ])
     """
-    grid = _as_ratio_grid(ratios)
+    grid = _as_ratio_grid(ratios).copy()
     adv = np.full_like(grid, _as_real("advantage", advantage))
     lower, upper = _band(eps, eps_low, eps_high)
     return _evaluate(grid, adv, lower, upper, _as_dual_clip(dual_clip), n=1)
