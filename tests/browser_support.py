@@ -138,6 +138,37 @@ class NotebookExpectation:
     extra_classes: tuple[str, ...] = field(default=())
 
 
+#: Per notebook (keyed by file-name prefix): its main sliders' specific classes, whether
+#: it has the worked-example stepper, and how many ppo-figure outputs it shows at least.
+EXPECTATIONS: dict[str, NotebookExpectation] = {
+    "01": NotebookExpectation(
+        main_sliders=("ppo-surrogate-eps", "ppo-surrogate-advantage"), min_figures=1
+    ),
+    "02": NotebookExpectation(main_sliders=("ppo-stepper-sample",), stepper=True, min_figures=1),
+    "03": NotebookExpectation(min_figures=1),
+    "04": NotebookExpectation(
+        main_sliders=(
+            "ppo-numerics-length",
+            "ppo-numerics-shift",
+            "ppo-numerics-eps-low",
+            "ppo-numerics-eps-high",
+            "ppo-numerics-cap",
+        ),
+        min_figures=2,
+    ),
+    "05": NotebookExpectation(extra_classes=("ppo-quiz",)),
+    "smoke": NotebookExpectation(main_sliders=("ppo-smoke-eps",), stepper=True, min_figures=1),
+}
+
+
+def expectation_for(path: Path) -> NotebookExpectation:
+    """The table entry whose key starts the file name (a default one for new notebooks)."""
+    for prefix, expectation in EXPECTATIONS.items():
+        if path.name.startswith(prefix):
+            return expectation
+    return NotebookExpectation()
+
+
 # -- a notebook in the browser -----------------------------------------------------------------
 
 
