@@ -827,8 +827,9 @@ def _mismatch_finding(observed: list[_Observed], kind: Kind) -> Finding | None:
     )
     inputs = (
         f"{_evidence(item, kind)} Inputs: logp_new = {_array_text(batch.logp_new)}, "
-        f"logp_old = {_array_text(batch.logp_old)}, "
-        f"advantages = {_array_text(batch.advantages)}, eps = {batch.eps:g}."
+        f"logp_old = {_array_text(batch.logp_old)} (ratios "
+        f"{_array_text(batch.breakdown.ratio)}), advantages = "
+        f"{_array_text(batch.advantages)}, eps = {batch.eps:g}."
     )
     return Finding("mismatch", TITLES["mismatch"], message, inputs)
 
@@ -1142,11 +1143,11 @@ class ConceptQuestion(App):
         self.answer = right[0]
         self.attempts: list[int] = []
         self.prompt_html = widgets.HTML(
-            f'<div style="font-family:sans-serif;font-size:14px;margin:2px 0">'
+            f'<div style="font-family:sans-serif;font-size:14px;margin:2px 0;line-height:1.45">'
             f"<b>Question.</b> {html.escape(prompt)}</div>"
         )
         self.choice = widgets.RadioButtons(
-            options=[(option.label, i) for i, option in enumerate(self.options)],
+            options=[(f"({_LETTERS[i]}) {o.label}", i) for i, o in enumerate(self.options)],
             value=None,
             layout=widgets.Layout(width="auto"),
         )
@@ -1186,13 +1187,12 @@ class ConceptQuestion(App):
 
     def feedback_text(self, index: int) -> str:
         """What the learner reads after choosing option ``index``."""
-        option = self.options[index]
         if index == self.answer:
-            verdict = "Right."
-        else:
-            verdict = f"Not quite: the answer is \u201c{self.options[self.answer].label}\u201d"
-        note = f" {option.note}" if option.note and index != self.answer else ""
-        return f"{verdict}{note} {self.explanation}"
+            return f"Right. {self.explanation}"
+        label = self.options[self.answer].label
+        answer = f"The answer is ({_LETTERS[self.answer]}) {label.rstrip('.')}."
+        note = self.options[index].note
+        return " ".join(part for part in ("Not quite.", note, answer, self.explanation) if part)
 
     def _on_choice(self, change: dict[str, Any]) -> None:
         index = change["new"]
@@ -1200,20 +1200,28 @@ class ConceptQuestion(App):
             return
         self.attempts.append(int(index))
         kind = "ok" if index == self.answer else "error"
-        self.feedback.value = message_html(self.feedback_text(int(index)), kind)
+        message = message_html(self.feedback_text(int(index)), kind)
+        self.feedback.value = f'<div style="line-height:1.45">{message}</div>'
 
     def static_fallback(self) -> dict[str, Any]:
         """The question and its options as HTML, the answer folded away."""
-        items = "".join(f"<li>{html.escape(o.label)}</li>" for o in self.options)
-        answer = html.escape(f"\u201c{self.options[self.answer].label}\u201d {self.explanation}")
+        items = "".join(
+            f"<li>({_LETTERS[i]}) {html.escape(o.label)}</li>" for i, o in enumerate(self.options)
+        )
+        answer = html.escape(
+            f"({_LETTERS[self.answer]}) {self.options[self.answer].label} {self.explanation}"
+        )
         return {
             "html_fallback": (
                 f'<div class="ppo-quiz" style="font-family:sans-serif;font-size:14px">'
                 f"<p><b>Question.</b> {html.escape(self.prompt)}</p>"
-                f'<ol type="a">{items}</ol>'
+                f'<ul style="list-style:none;padding-left:12px">{items}</ul>'
                 f"<details><summary>Show the answer</summary><p>{answer}</p></details></div>"
             )
         }
+
+
+_LETTERS = "abcdefgh"
 
 
 def _single(ratio: float, advantage: float, eps: float = 0.2) -> ppo_clip.ClipBreakdown:

@@ -524,7 +524,8 @@ def test_choosing_a_wrong_option_names_the_answer_and_explains(key):
     wrong = (question.answer + 1) % len(question.options)
     question.choice.value = wrong  # what a click does
     feedback = question.feedback.value
-    assert "Not quite: the answer is" in feedback
+    assert "Not quite. " in feedback
+    assert "The answer is (" in feedback
     assert "ppo-message-error" in feedback
     assert question.options[question.answer].label.split(";")[0].replace("*", "") in feedback
     assert not question.right_first_time
@@ -563,7 +564,7 @@ def test_a_question_displays_as_html_where_widgets_do_not_run():
     assert WIDGET_VIEW_MIME in bundle
     page = bundle["text/html"]
     assert "exactly on the edge" in page
-    assert "<ol" in page
+    assert "<li>(a) Clipped; the gradient is 0.</li>" in page
     assert "Show the answer" in page
     for option in question.options:
         assert option.label in page
