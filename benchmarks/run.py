@@ -1,0 +1,261 @@
+"""Benchmark the module, the figures' redraws, the notebooks and the import, in one run.
+
+From the repository root::
+
+    python -m benchmarks.run                 # full run; writes benchmarks/RESULTS.md
+    python -m benchmarks.run --quick         # tiny sizes, a few seconds; writes nothing
+    python -m benchmarks.run --output x.md   # write the table somewhere else
+
+Every ratio compares measurements taken in this same run, on the same arrays.
+The machine is described at the top of the table, because the numbers mean
+nothing without it.  PyTorch is optional: with torch installed the module is
+also compared with the usual PyTorch form of the loss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python benchmarks/run.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+from benchmarks import figures, imports, module_bench, notebooks
+from benchmarks.tables import Table, verdict
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUTPUT = REPO / "benchmarks" / "RESULTS.md"
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How much to measure: the full run, or ``--quick`` for a smoke test."""
+
+    sizes: tuple[int, ...]
+    repeats: int
+    target_seconds: float
+    slider_values: int
+    import_runs: int
+    notebook_runs: int
+    notebook_limit: int | None
+
+    @classmethod
+    def full(cls) -> Settings:
+        return cls((4, 64, 4096), 15, 0.05, 20, 11, 1, None)
+
+    @classmethod
+    def quick(cls) -> Settings:
+        return cls((4, 16), 3, 0.002, 2, 2, 1, 1)
+
+
+# --------------------------------------------------------------------------
+# The machine
+# --------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str:
+    try:
+        module = __import__(package)
+    except ImportError:
+        return "not installed"
+    return getattr(module, "__version__", "?")
+
+
+def _blas() -> str:
+    import numpy as np
+
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # older numpy: no dict mode
+        return "unknown"
+
+
+def _git_revision() -> str:
+    try:
+        revision = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "ppo_clip.py", "ppo_viz", "notebooks"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return revision + (" (with uncommitted changes to the measured code)" if dirty else "")
+
+
+def _load() -> str:
+    if not hasattr(os, "getloadavg"):
+        return "n/a"
+    return " / ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def machine_table(load_at_start: str, mode: str) -> Table:
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    env = ", ".join(f"{name}={os.environ.get(name, 'not set')}" for name in BLAS_ENV)
+    table = Table("Machine", ["what", "value"])
+    table.add("date (UTC)", dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"))
+    table.add("run", mode)
+    table.add("repository revision", _git_revision())
+    table.add("CPU", f"{_cpu_model()} ({platform.machine()})")
+    table.add("cores", f"{cores} logical, {usable} usable by this process")
+    table.add("OS", platform.platform())
+    table.add("Python", f"{platform.python_implementation()} {platform.python_version()}")
+    table.add(
+        "numpy / matplotlib / ipywidgets",
+        f"{_version('numpy')} / {_version('matplotlib')} / {_version('ipywidgets')}",
+    )
+    table.add("PyTorch", module_bench.torch_description())
+    table.add("BLAS", f"{_blas()} (no measured operation uses BLAS: all are element-wise)")
+    table.add("BLAS / threading environment", env)
+    table.add("load average (1 / 5 / 15 min) at start", load_at_start)
+    table.add("load average at end", _load())
+    return table
+
+
+# --------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def targets_table(rows: list[tuple[str, str, bool]]) -> Table:
+    table = Table("Targets (issue 9)", ["target", "measured", "verdict"])
+    for target, measured, met in rows:
+        table.add(target, measured, verdict(met))
+    missed = sum(not met for _, _, met in rows)
+    table.notes.append(f"{len(rows) - missed} of {len(rows)} targets met in this run.")
+    return table
+
+
+def run(settings: Settings, notebook_dir: Path, mode: str, apps: str = "") -> str:
+    """Measure everything and return the markdown report."""
+    load_at_start = _load()
+    started = time.perf_counter()
+
+    clock = time.perf_counter()
+
+    def step(message: str) -> None:
+        nonlocal clock
+        _say(f"[{time.perf_counter() - clock:5.1f} s] {message}")
+        clock = time.perf_counter()
+
+    step(f"module: N = {settings.sizes} ...")
+    module_results = module_bench.measure(
+        settings.sizes, repeats=settings.repeats, target_seconds=settings.target_seconds
+    )
+    step("figures ...")
+    redraws, untimed, built = figures.measure(settings.slider_values, only=apps)
+    step("import time ...")
+    import_result = imports.measure(REPO, settings.import_runs)
+    step(f"notebooks in {notebook_dir} ...")
+    notebook_results = notebooks.measure(
+        notebook_dir, runs=settings.notebook_runs, limit=settings.notebook_limit
+    )
+    step("done")
+
+    target_rows = (
+        module_bench.target_rows(module_results)
+        + figures.target_rows(redraws)
+        + notebooks.target_rows(notebook_results)
+    )
+    sections = [
+        machine_table(load_at_start, mode),
+        targets_table(target_rows),
+        *module_bench.tables(module_results),
+        figures.table(redraws, untimed, built, settings.slider_values),
+        notebooks.table(notebook_results, notebook_dir, settings.notebook_runs),
+        imports.table(import_result),
+    ]
+    elapsed = time.perf_counter() - started
+    header = (
+        "# Benchmark results\n\n"
+        "Written by `python -m benchmarks.run` "
+        f"({mode}, {elapsed:.0f} s). Times on a shared machine are noisy: the module "
+        "is compared by the minimum over repeats, interleaved with its baselines, and "
+        "every ratio uses numbers from this one run."
+    )
+    return "\n\n".join([header, *(section.markdown() for section in sections)]) + "\n"
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes and few repeats, only the first notebook (a smoke test, seconds)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help=f"markdown file to write (default: {DEFAULT_OUTPUT.relative_to(REPO)} for a "
+        "full run; a --quick run writes a file only when given this)",
+    )
+    parser.add_argument(
+        "--apps",
+        default="",
+        metavar="TEXT",
+        help="time only the apps whose qualified name contains TEXT (default: every app)",
+    )
+    parser.add_argument(
+        "--notebook-dir",
+        type=Path,
+        default=REPO / "notebooks",
+        help="folder with the NN_*.ipynb notebooks to execute (default: notebooks/)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    settings = Settings.quick() if arguments.quick else Settings.full()
+    mode = "--quick" if arguments.quick else "full run"
+    if arguments.apps:
+        mode += f", apps matching {arguments.apps!r}"
+    report = run(settings, arguments.notebook_dir.resolve(), mode, arguments.apps)
+    print(report)
+    output = arguments.output or (None if arguments.quick else DEFAULT_OUTPUT)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(report, encoding="utf-8")
+        _say(f"wrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

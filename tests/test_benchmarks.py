@@ -1,0 +1,240 @@
+"""The benchmark runs end to end at tiny sizes and writes a well-formed table.
+
+Not a timed test: no number is compared with a target here.  It checks that
+``python -m benchmarks.run --quick`` completes, that the file it writes is the
+table it prints, and that the baselines it compares against are right (a wrong
+Python loop would make every ratio meaningless).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+import ppo_clip
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # `pytest tests/...` without `python -m`: make benchmarks/ importable
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import figures, module_bench  # noqa: E402
+
+
+def _tiny_notebook(directory: Path) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# A tiny notebook"),
+        nbformat.v4.new_code_cell("total = sum(range(10))\ntotal"),
+    ]
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    path = directory / "01_tiny.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+def _tables(markdown: str) -> dict[str, list[list[str]]]:
+    """``{title: rows}`` for every ``### title`` followed by a pipe table (header first)."""
+    tables: dict[str, list[list[str]]] = {}
+    title = None
+    for line in markdown.splitlines():
+        if line.startswith("### "):
+            title = line[4:].strip()
+            tables[title] = []
+        elif line.startswith("|") and title is not None:
+            cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            tables[title].append(cells)
+    return tables
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> tuple[str, str]:
+    """(printed report, written file) of one --quick run on a one-cell notebook."""
+    directory = tmp_path_factory.mktemp("bench")
+    _tiny_notebook(directory)
+    output = directory / "results.md"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--quick",
+            "--apps",
+            "surrogate",
+            "--notebook-dir",
+            str(directory),
+            "--output",
+            str(output),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout, output.read_text(encoding="utf-8")
+
+
+def test_the_file_holds_the_printed_table(quick_run):
+    printed, written = quick_run
+    assert written.strip() == printed.strip()
+    assert written.startswith("# Benchmark results")
+
+
+def test_every_table_is_well_formed(quick_run):
+    _, written = quick_run
+    tables = _tables(written)
+    assert {"Machine", "Targets (issue 9)"} <= set(tables)
+    for title, rows in tables.items():
+        assert len(rows) >= 3, f"{title}: no data rows"
+        header, separator, *body = rows
+        assert all(re.fullmatch(r"-+", cell) for cell in separator), title
+        for row in [separator, *body]:
+            assert len(row) == len(header), f"{title}: {row}"
+
+
+def test_the_machine_is_described_first(quick_run):
+    _, written = quick_run
+    tables = _tables(written)
+    assert next(iter(tables)) == "Machine"
+    described = {row[0]: row[1] for row in tables["Machine"][2:]}
+    for key in (
+        "CPU",
+        "cores",
+        "Python",
+        "numpy / matplotlib / ipywidgets",
+        "BLAS",
+        "BLAS / threading environment",
+        "PyTorch",
+    ):
+        assert described.get(key), f"machine table lacks {key!r}"
+    assert np.__version__ in described["numpy / matplotlib / ipywidgets"]
+    assert "OPENBLAS_CORETYPE=" in described["BLAS / threading environment"]
+
+
+def _table_titled(written: str, start: str) -> list[list[str]]:
+    tables = _tables(written)
+    matches = [rows for title, rows in tables.items() if title.startswith(start)]
+    assert matches, f"no table titled {start!r}; have {list(tables)}"
+    return matches[0]
+
+
+def test_module_timings_cover_every_function_and_baseline(quick_run):
+    _, written = quick_run
+    rows = _table_titled(written, "ppo_clip against its baselines")[2:]
+    names = {(row[0], row[1]) for row in rows}
+    for n in ("4", "16"):
+        for name in (
+            "ppo_clip_loss",
+            "clip_fraction",
+            "ppo_clip_grad",
+            "clip_breakdown",
+            module_bench.FLOOR,
+            module_bench.LOOP,
+            module_bench.ALL_THREE,
+        ):
+            assert (n, name) in names
+    for row in rows:
+        minimum, median = (float(cell.replace(",", "")) for cell in row[2:4])
+        assert 0 < minimum <= median, row
+
+
+def test_every_target_gets_a_verdict(quick_run):
+    _, written = quick_run
+    rows = _table_titled(written, "Targets")[2:]
+    assert rows
+    assert all(row[2] in ("**met**", "**missed**") for row in rows)
+    assert any("floor" in row[0] for row in rows)
+    assert any("Python loop" in row[0] for row in rows)
+    assert any("01_tiny.ipynb" in row[0] for row in rows)
+
+
+def test_the_surrogate_explorer_redraws_are_timed(quick_run):
+    _, written = quick_run
+    rows = _table_titled(written, "Figure redraws")[2:]
+    assert {row[0] for row in rows} == {"ppo_viz.surrogate.SurrogateExplorer"}
+    controls = {row[1].split(" ")[0]: row for row in rows}
+    for name in ("ppo-surrogate-eps", "ppo-surrogate-advantage"):
+        row = controls[name]
+        assert row[0] == "ppo_viz.surrogate.SurrogateExplorer"
+        assert row[5] == f"{row[2]}/{row[2]}", "every setting should produce a new PNG"
+
+
+def test_the_notebook_ran_cleanly(quick_run):
+    _, written = quick_run
+    rows = _table_titled(written, "Notebooks")[2:]
+    assert [row[0] for row in rows] == ["01_tiny.ipynb"]
+    assert rows[0][5] == "none"
+
+
+# --------------------------------------------------------------------------
+# The baselines must be right for the ratios to mean anything
+# --------------------------------------------------------------------------
+
+
+def test_the_python_loop_reproduces_the_worked_example():
+    example = ppo_clip.worked_example()
+    loss, fraction, grad = module_bench.python_loop(
+        example.logp_new, example.logp_old, example.advantages, example.eps
+    )
+    assert loss == pytest.approx(-0.5375, rel=1e-15)
+    assert fraction == 0.5
+    np.testing.assert_allclose(grad, [0.0, -0.55, 0.0, 0.1125], rtol=1e-15)
+
+
+@pytest.mark.parametrize("n", [4, 64, 4096])
+def test_the_batch_spans_every_case_and_the_loop_agrees(n):
+    batch = module_bench.make_batch(n)
+    logp_new, logp_old, advantages = batch
+    assert logp_new.shape == logp_old.shape == advantages.shape == (n,)
+    for logp in (logp_new, logp_old):
+        assert logp.min() >= -1000
+        assert logp.max() <= 0
+    breakdown = ppo_clip.clip_breakdown(*batch)
+    assert np.isinf(breakdown.ratio).any()
+    assert (breakdown.ratio == 0).any() or (breakdown.ratio < np.finfo(float).tiny).any()
+    assert ((advantages == 0) & np.isinf(breakdown.ratio)).any()
+    if n >= 64:
+        assert breakdown.is_clipped.any()
+        assert not breakdown.is_clipped.all()
+    loss, fraction, grad = module_bench.python_loop(*batch)
+    assert math.isfinite(breakdown.loss)
+    assert loss == pytest.approx(breakdown.loss, rel=1e-12)
+    assert fraction == breakdown.clip_fraction
+    np.testing.assert_allclose(grad, breakdown.grad, rtol=1e-12, atol=0)
+
+
+def test_the_batch_is_seeded():
+    first, second = module_bench.make_batch(64), module_bench.make_batch(64)
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_slider_is_swept_across_its_range_without_repeating_a_value():
+    import ipywidgets as widgets
+
+    coarse = widgets.FloatSlider(value=1.0, min=0.25, max=2.0, step=0.25)
+    values = figures.value_sequence(coarse, 20)
+    assert len(values) == 20
+    assert min(values) == 0.25
+    assert max(values) == 2.0
+    assert values[0] != 1.0
+    assert all(a != b for a, b in itertools.pairwise(values))
+    fine = widgets.FloatSlider(value=0.2, min=0.0, max=1.0, step=0.01)
+    spread = figures.value_sequence(fine, 20)
+    assert len(set(spread)) == 20
+    assert spread[0] == 0.0
+    assert spread[-1] == 1.0
+    log = widgets.FloatLogSlider(value=0.01, base=10, min=-3, max=-1)
+    assert figures.value_sequence(log, 3) == pytest.approx([1e-3, 1e-2, 1e-1])
