@@ -741,3 +741,16 @@ def test_notebook_runs_clean_with_correct_bodies():
     printed = _printed(notebook)
     assert "Exercises passed: 3 of 3" in printed, printed
     assert printed.count("passed (all 13 batches match the reference)") == 3
+
+
+def test_a_case_left_unimplemented_is_an_error_on_that_batch():
+    def partial(logp_new, logp_old, advantages, eps=0.2):
+        if eps == 0:
+            raise NotImplementedError("eps = 0 is not handled yet")
+        return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
+
+    result = check_loss(partial)
+    assert result.mistakes == ("error",)
+    assert "batch 'eps = 0'" in result.findings[0].message
+    assert "NotImplementedError: eps = 0 is not handled yet" in result.findings[0].message
+    assert result.matching_batches == result.batches - 1
