@@ -182,6 +182,23 @@ def check_steppers(nb: NotebookPage, shots: Path) -> list[str]:
     return failures
 
 
+def check_harness_sees_an_error(nb: NotebookPage, shots: Path) -> None:
+    """Self-check on the fixture: a cell that raises must be reported (never saved)."""
+    page = nb.page
+    page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-InputArea-prompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # insert a cell below, in command mode
+    page.keyboard.press("Enter")  # edit it
+    page.keyboard.type("raise ValueError('harness self-check')")
+    page.keyboard.press("Shift+Enter")
+    nb.wait_for_change(nb.problems, [], 15)
+    nb.screenshot(shots / "98_self_check_error.png")
+    problems = nb.problems()
+    assert any("harness self-check" in p for p in problems), (
+        f"the harness did not report a cell that raised: {problems}"
+    )
+
+
 # -- tests ---------------------------------------------------------------------------------
 
 
@@ -197,6 +214,7 @@ def test_notebook_in_jupyterlab(browser: Any, lab_server: JupyterServer, noteboo
     """Run All in JupyterLab, then drive every main slider and stepper like a learner."""
     shots = output_dir(f"lab-{notebook.stem}")
     expectation = expectation_for(notebook)
+    file_digest_before = file_digest(notebook)
     nb = open_and_run_all(browser, lab_server, notebook, shots)
     try:
         failures = check_controls(nb, expectation, notebook.name)
@@ -206,6 +224,9 @@ def test_notebook_in_jupyterlab(browser: Any, lab_server: JupyterServer, noteboo
         nb.screenshot(shots / "99_after_interactions.png")
         nb.save_console(shots / "console.log")
         assert not failures, f"{notebook.name} in JupyterLab:\n" + "\n".join(failures)
+        if notebook == FIXTURE_NOTEBOOK:
+            check_harness_sees_an_error(nb, shots)
+            assert file_digest(notebook) == file_digest_before
     finally:
         nb.page.close()
         lab_server.shutdown_all_kernels()
