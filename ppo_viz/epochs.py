@@ -47,6 +47,7 @@ from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Text
+from matplotlib.ticker import MaxNLocator, NullLocator
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip
@@ -174,6 +175,76 @@ def draw_batch(seed: int, bandit: Bandit | None = None, n_samples: int = N_SAMPL
     actions, rewards, advantages = actions[order], rewards[order], advantages[order]
     logp_old = log_softmax(bandit.old_logits)[actions]
     return Batch(actions.astype(np.int64), rewards, advantages, logp_old, int(seed))
+
+
+@dataclass(frozen=True)
+class BatchTable:
+    """Per arm: true mean, the samples that drew it, their mean reward and advantage sum.
+
+    Displays as an HTML table in a notebook and as aligned text elsewhere.
+    """
+
+    batch: Batch
+    bandit: Bandit
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per arm (arms the batch never drew have ``None`` averages)."""
+        rows = []
+        for arm in range(self.bandit.k):
+            members = np.flatnonzero(self.batch.actions == arm)
+            rows.append(
+                {
+                    "arm": arm,
+                    "true_mean": float(self.bandit.true_means[arm]),
+                    "samples": [int(t) for t in members],
+                    "advantages": [float(self.batch.advantages[t]) for t in members],
+                    "mean_reward": float(self.batch.rewards[members].mean())
+                    if members.size
+                    else None,
+                    "advantage_sum": float(self.batch.advantages[members].sum()),
+                }
+            )
+        return rows
+
+    def _cells(self, row: dict[str, Any]) -> list[str]:
+        samples = ", ".join(
+            f"#{t} ({a:+.2f})" for t, a in zip(row["samples"], row["advantages"], strict=True)
+        )
+        mean = "–" if row["mean_reward"] is None else f"{row['mean_reward']:.2f}"
+        return [
+            f"arm {row['arm']}",
+            f"{row['true_mean']:+.1f}",
+            samples or "none",
+            mean,
+            f"{row['advantage_sum']:+.2f}",
+        ]
+
+    _HEADER = ("arm", "true mean μ", "samples (advantage A)", "batch mean reward", "sum of A")
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEADER)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in self._cells(row)) + "</tr>"
+            for row in self.rows()
+        )
+        caption = (
+            f"Batch seed {self.batch.seed}: N = {self.batch.n}, mean reward "
+            f"{self.batch.rewards.mean():.3f}, advantage A = R − mean reward"
+        )
+        return (
+            '<table class="ppo-epochs-batch" style="font-family:sans-serif;font-size:13px">'
+            f"<caption>{html.escape(caption)}</caption><tr>{head}</tr>{body}</table>"
+        )
+
+    def __repr__(self) -> str:
+        lines = [" | ".join(self._HEADER)]
+        lines += [" | ".join(self._cells(row)) for row in self.rows()]
+        return "\n".join(lines)
+
+
+def describe_batch(seed: int = DEFAULT_SEED) -> BatchTable:
+    """The batch drawn with ``seed``, summarized per arm (for the notebook)."""
+    return BatchTable(cached_batch(seed), default_bandit())
 
 
 # --------------------------------------------------------------------------
@@ -502,9 +573,10 @@ class EpochsFigure:
             grid[1, index], sharex=ratio_ax, sharey=first.map_ax if first else None
         )
         ratio_ax.set_title(
-            OBJECTIVE_TITLES[objective], color=OBJECTIVE_COLORS[objective], fontweight="bold"
+            OBJECTIVE_TITLES[objective], color=OBJECTIVE_COLORS[objective], fontweight="bold", y=1.0
         )
         ratio_ax.set_ylim(0.0, RATIO_MAX * 1.04)
+        ratio_ax.set_yticks(np.arange(0.0, RATIO_MAX + 0.5, 0.5))
         ratio_ax.axhline(1.0, color=COLORS["start"], lw=0.8, ls=":", zorder=1)
         band = Rectangle(
             (0.0, 0.8),
@@ -598,13 +670,19 @@ class EpochsFigure:
         self.kl_ax = self.figure.add_subplot(grid[0, 1], sharex=self.clip_ax)
         self.reward_ax = self.figure.add_subplot(grid[0, 2], sharex=self.clip_ax)
         self.clip_ax.set_ylim(-0.02, 1.02)
-        self.clip_ax.set_title("clip fraction", fontsize=10)
+        self.clip_ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
+        self.clip_ax.set_title("clip fraction", fontsize=10, y=1.0)
         self.kl_ax.set_yscale("log", nonpositive="mask")
         self.kl_ax.set_ylim(*KL_LIMITS)
-        self.kl_ax.set_title("KL(old ‖ new), log scale", fontsize=10)
+        self.kl_ax.set_yticks([1e-4, 1e-3, 1e-2, 1e-1, 1.0])
+        self.kl_ax.yaxis.set_minor_locator(NullLocator())
+        self.kl_ax.set_title("KL(old ‖ new), log scale", fontsize=10, y=1.0)
         means = self.bandit.true_means
         self.reward_ax.set_ylim(means.min() - 0.1, means.max() + 0.1)
-        self.reward_ax.set_title("true expected reward Σ π_k μ_k (dotted: start)", fontsize=10)
+        self.reward_ax.set_yticks([-0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0])
+        self.reward_ax.set_title(
+            "true expected reward Σ π_k μ_k (dotted: start)", fontsize=10, y=1.0
+        )
         start = self.bandit.expected_reward(self.bandit.old_probs)
         self.reward_ax.axhline(start, color=COLORS["start"], lw=0.8, ls=":")
         self.reward_ax.axhline(means.max(), color=GREY, lw=0.8, ls="--")
@@ -736,8 +814,11 @@ class EpochsFigure:
         if n_epochs == self.n_epochs:
             return False
         self.n_epochs = n_epochs
+        ticks = MaxNLocator(nbins=7, integer=True).tick_values(0, n_epochs)
+        ticks = ticks[(ticks >= 0) & (ticks <= n_epochs)]
         for ax in (self.columns[OBJECTIVES[0]].ratio_ax, self.clip_ax):
             ax.set_xlim(-0.5, n_epochs + 0.5)
+            ax.set_xticks(ticks)
         return True
 
     def update(self, runs: dict[str, Run]) -> bool:
