@@ -747,7 +747,7 @@ class TokenRatioFigure:
             ylabel="π_new / π_old of token t",
         )
         ax.legend(loc="upper left", ncols=4, fontsize="small")
-        ax.set_title("Each token's ratio: most stay inside the band (values in the table above)")
+        ax.set_title("Each token's ratio (dots) and their geometric mean (green line)")
 
     def _draw_running_axes(self) -> None:
         ax = self.running_ax
@@ -981,6 +981,10 @@ VARIANT_REACH = 4.2
 DEFAULT_EPS_LOW = 0.2
 DEFAULT_EPS_HIGH = 0.28
 DEFAULT_CAP = 3.0
+COLUMN_TITLES = {
+    +1: "A = +1: an action that did better than expected",
+    -1: "A = −1: an action that did worse than expected",
+}
 CAP_RANGE = (1.05, VARIANT_R_MAX)
 
 
@@ -1031,6 +1035,7 @@ class VariantsFigure:
                 panel = draw_objective_panel(top, bottom, float(sign), EPS, r_max=VARIANT_R_MAX)
                 panel.bands[0].set_label("clip band [1 − ε_low, 1 + ε_high]")
                 panel.objective.set_label("kept term (with the variant)")
+                top.set_title(COLUMN_TITLES[sign])
                 self.columns[sign] = panel
                 self.right_spans[sign] = tuple(self._extra_span(ax, panel) for ax in (top, bottom))
                 self.cap_lines[sign] = tuple(
@@ -1077,7 +1082,8 @@ class VariantsFigure:
     def dynamic_artists(self) -> list[Artist]:
         artists: list[Artist] = []
         for sign, panel in self.columns.items():
-            artists += [*self.right_spans[sign], *self.cap_lines[sign], *panel.dynamic_artists()]
+            moving = [a for a in panel.dynamic_artists() if a is not panel.objective_ax.title]
+            artists += [*self.right_spans[sign], *self.cap_lines[sign], *moving]
         return artists
 
     def variant(self, eps_low: float, eps_high: float, dual_clip: float | None) -> dict[str, Any]:
@@ -1099,10 +1105,10 @@ class VariantsFigure:
             cap_x = dual_clip if (dual_clip is not None and sign < 0) else np.nan
             for line in self.cap_lines[sign]:
                 line.set_xdata([cap_x, cap_x])
-            panel.objective_ax.set_title(_variant_title(sign, sweep))
 
 
-def _variant_title(sign: int, sweep: ppo_clip.ClipBreakdown) -> str:
+def _where_flat(sign: int, sweep: ppo_clip.ClipBreakdown) -> str:
+    """Where one column's term is flat (clipped), from its sweep, for the readout."""
     if sign > 0:
         return f"A = +1: flat (clipped) where r > {sweep.upper:.2f}"
     parts = []
@@ -1187,22 +1193,25 @@ class VariantsExplorer(App):
             self.message.value = message_html(f"Could not use these settings: {error}")
             return
         self.message.value = ""
-        self.readout.value = variants_readout_html(self.plot.sweeps[-1])
+        self.readout.value = variants_readout_html(self.plot.sweeps)
         self.view.refresh()
 
     def static_fallback(self) -> dict[str, Any]:
         return _fallback(self.readout.value, self.view.last_png or figure_to_png(self.plot.figure))
 
 
-def variants_readout_html(sweep: ppo_clip.ClipBreakdown) -> str:
-    """One sentence on the current band and cap, from the sweep's own values."""
+def variants_readout_html(sweeps: dict[int, ppo_clip.ClipBreakdown]) -> str:
+    """The band, the cap and where each column is flat, from the sweeps' own values."""
+    sweep = sweeps[-1]
     cap = (
-        f"dual clip caps A &lt; 0 at c·A for r &gt; {sweep.dual_clip:.2f}"
+        f"dual clip on: for A &lt; 0 the term is capped at c·A beyond r = {sweep.dual_clip:.2f}"
         if sweep.dual_clip is not None
-        else "no dual-clip cap: for A &lt; 0 the term r·A keeps falling as r grows"
+        else "dual clip off: for A &lt; 0 the term r·A keeps falling as r grows"
     )
+    flat = ". ".join(html.escape(_where_flat(sign, sweeps[sign])) for sign in (+1, -1))
     return (
         '<div style="font-family:sans-serif;font-size:13px">'
         f"Clip band <b>[{sweep.lower:.2f}, {sweep.upper:.2f}]</b> "
-        f"(ε_low = {1 - sweep.lower:.2f}, ε_high = {sweep.upper - 1:.2f}); {cap}.</div>"
+        f"(ε_low = {1 - sweep.lower:.2f}, ε_high = {sweep.upper - 1:.2f}); {cap}.<br>"
+        f"{flat}.</div>"
     )

@@ -370,7 +370,7 @@ def test_eps_high_slider_moves_the_band_and_the_curves(variants_app, value):
     variants_app.eps_high.value = value
     _assert_columns_match_module(variants_app, variants_app.eps_low.value, value, 3.0)
     assert variants_app.view.last_png != before
-    assert f"{1 + value:.2f}" in variants_app.plot.columns[+1].objective_ax.get_title()
+    assert f"flat (clipped) where r &gt; {1 + value:.2f}" in variants_app.readout.value
 
 
 @pytest.mark.parametrize("cap", [1.05, 1.5, 2.5, VARIANT_R_MAX])
@@ -402,7 +402,11 @@ def test_dual_clip_can_be_switched_off(variants_app):
     assert negative.objective.get_ydata()[-1] == -VARIANT_R_MAX
     assert variants_app.plot.right_spans[-1][0].get_width() == 0.0
     assert np.isnan(variants_app.plot.cap_lines[-1][0].get_xdata()[0])
-    assert "no dual-clip cap" in variants_app.readout.value
+    assert "dual clip off" in variants_app.readout.value
+    assert "never clipped" not in variants_app.readout.value
+    variants_app.eps_low.value = 1.0
+    assert "A = −1: never clipped" in variants_app.readout.value
+    variants_app.eps_low.value = 0.2
     variants_app.cap_on.value = True
     assert not variants_app.cap.disabled
     _assert_columns_match_module(variants_app, 0.2, 0.28, 3.0)
