@@ -523,7 +523,7 @@ def sample_rows(batch: Batch, step: int) -> list[ReadoutRow]:
             f"{band}·A",
             clipped_term,
             "",
-            f"candidate 2, clip(r) = {fmt_short(b.clipped_ratio[t])}",
+            f"candidate 2, clip(r) {_equals(b.clipped_ratio[t])}",
         ),
         ReadoutRow("kept_term", "min keeps", kept, "", kept_note),
         ReadoutRow(
@@ -995,7 +995,7 @@ _CARD = (
 )
 _FONT = (
     "font-family:-apple-system,Segoe UI,Roboto,Helvetica Neue,Arial,sans-serif;"
-    "font-size:13px;color:#1a1a1a"
+    "font-size:13px;color:#1a1a1a;line-height:1.45"
 )
 _MONO = "font-family:DejaVu Sans Mono,Menlo,Consolas,monospace;font-size:12.5px"
 _CLIPPED = COLORS["zero_grad"]
@@ -1022,13 +1022,13 @@ def sample_card_html(batch: Batch, step: int, rows: list[ReadoutRow]) -> str:
             f'white-space:nowrap">{html.escape(row.label)}</th>'
             f'<td style="{_MONO};{emphasis}padding:2px 10px 2px 0;white-space:nowrap">'
             f"{row.html}</td>"
-            f'<td style="color:#666;font-size:12px;padding:2px 0;white-space:nowrap">'
+            f'<td style="color:#666;font-size:12px;padding:2px 0;min-width:180px">'
             f"{html.escape(row.note)}</td></tr>"
         )
     border = _CLIPPED if clipped else "#0072B2"
     rule = by_key["rule"].html
     return (
-        f'<div style="{_CARD};flex:1 1 600px;min-width:560px">'
+        f'<div style="{_CARD};flex:1 1 560px;min-width:480px">'
         f'<div style="font-size:15px;font-weight:600;margin-bottom:4px">Sample {step}'
         f'<span style="color:#777;font-weight:normal;font-size:13px"> ({step + 1} of {batch.n})'
         f"</span>{_badge(clipped)}</div>"
@@ -1080,7 +1080,7 @@ def totals_html(batch: Batch, totals: RunningTotals, final: ModuleCheck | None) 
         )
     title = "Running totals" if final is None else "Totals: the whole batch"
     return (
-        f'<div style="{_CARD};flex:1 1 380px;min-width:340px;line-height:1.55">'
+        f'<div style="{_CARD};flex:1 1 300px;min-width:280px;line-height:1.6">'
         f'<div style="font-size:15px;font-weight:600;margin-bottom:4px">{title}</div>'
         + "".join(lines)
         + "</div>"
@@ -1334,7 +1334,10 @@ class BatchStepper(App):
         self.load_button.on_click(lambda _button: self.load())
         self.preset_buttons: dict[str, widgets.Button] = {}
         for name, (label, *_rest) in PRESETS.items():
-            button = widgets.Button(description=label, layout=widgets.Layout(width="auto"))
+            width = f"{40 + 8 * len(label)}px"
+            button = widgets.Button(
+                description=label, layout=widgets.Layout(width=width, flex="0 0 auto")
+            )
             button.add_class("ppo-stepper-preset-" + name.replace(" ", "-"))
             button.on_click(lambda _button, name=name: self.load_preset(name))
             self.preset_buttons[name] = button
@@ -1361,7 +1364,8 @@ class BatchStepper(App):
                 self.advantages_field,
                 widgets.HBox([self.eps_field, self.load_button]),
                 presets,
-            ]
+            ],
+            layout=widgets.Layout(flex="0 0 auto"),
         )
         self.inputs = widgets.VBox(
             [
@@ -1373,7 +1377,7 @@ class BatchStepper(App):
             layout=widgets.Layout(border="1px solid #ddd", padding="6px 10px", margin="0 0 6px 0"),
         )
         self.message.layout = widgets.Layout(
-            flex="1 1 auto", margin="30px 0 0 12px", min_width="260px"
+            flex="1 1 260px", margin="30px 0 0 12px", min_width="240px"
         )
 
     # -- stepping ----------------------------------------------------------------
@@ -1505,18 +1509,28 @@ class BatchStepper(App):
             return
         to_log = change["new"] == "log-probabilities"
         self._relabel()
+        left_as_typed = []
         for text_field, key in ((self.new_field, "π_new"), (self.old_field, "π_old")):
             previous = self._converted.get(key)
             if previous is not None and previous[0] == text_field.value:
                 converted = previous[1]
             else:
                 converted = self._convert(text_field.value, to_log)
-            if converted is not None:
+            if converted is None:
+                left_as_typed.append(text_field.description)
+            else:
                 self._converted[key] = (converted, text_field.value)
                 text_field.value = converted
+        note = ""
+        if left_as_typed:
+            verb = "was" if len(left_as_typed) == 1 else "were"
+            note = (
+                f" {' and '.join(left_as_typed)} could not be converted and {verb} left as typed."
+            )
         self.message.value = message_html(
             "The first two fields now hold "
             + ("log-probabilities (each ≤ 0)." if to_log else "probabilities (each in (0, 1]).")
+            + note
             + " Press Load batch to use them.",
             "info",
         )
