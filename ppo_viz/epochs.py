@@ -466,6 +466,8 @@ GRAD_COLORS = {
     "zero": "#FFFFFF",  # no gradient of its own
     "up": "#8CB9DD",  # the sample pushes its log-probability up (A > 0)
 }
+#: Line widths of the bottom row: the wider line underneath, so coinciding runs stay visible.
+METRIC_WIDTHS = {"clipped": 2.9, "unclipped": 1.9, "clip_only": 1.1}
 GRAD_CMAP = ListedColormap([GRAD_COLORS["down"], GRAD_COLORS["zero"], GRAD_COLORS["up"]])
 
 
@@ -701,11 +703,12 @@ class EpochsFigure:
         self.end_labels: dict[str, Text] = {}
         for objective in OBJECTIVES:
             color = OBJECTIVE_COLORS[objective]
+            width = METRIC_WIDTHS[objective]
             self.metric_lines[objective] = {
-                "clip_fraction": self.clip_ax.plot([], [], color=color, lw=1.8)[0],
-                "approx_kl": self.kl_ax.plot([], [], color=color, lw=1.8)[0],
-                "exact_kl": self.kl_ax.plot([], [], color=color, lw=1.1, ls="--")[0],
-                "true_reward": self.reward_ax.plot([], [], color=color, lw=1.8)[0],
+                "clip_fraction": self.clip_ax.plot([], [], color=color, lw=width)[0],
+                "approx_kl": self.kl_ax.plot([], [], color=color, lw=width)[0],
+                "exact_kl": self.kl_ax.plot([], [], color=color, lw=1.0, ls="--")[0],
+                "true_reward": self.reward_ax.plot([], [], color=color, lw=width)[0],
             }
             slot = OBJECTIVES.index(objective)
             self.end_labels[objective] = self.reward_ax.text(
@@ -724,14 +727,15 @@ class EpochsFigure:
             DEFAULT_TARGET_KL, color=BLACK, lw=1.0, ls=(0, (4, 2)), visible=False
         )
         self.target_text = self.kl_ax.text(
-            0.02,
+            0.98,
             DEFAULT_TARGET_KL,
             "target KL",
             transform=self.kl_ax.get_yaxis_transform(),
-            ha="left",
+            ha="right",
             va="bottom",
             fontsize=8,
             visible=False,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8},
         )
 
     def _build_legends(self) -> None:
@@ -786,7 +790,7 @@ class EpochsFigure:
             columnspacing=1.2,
         )
         objectives = [
-            Line2D([], [], color=OBJECTIVE_COLORS[o], lw=1.8, label=OBJECTIVE_NAMES[o])
+            Line2D([], [], color=OBJECTIVE_COLORS[o], lw=METRIC_WIDTHS[o], label=OBJECTIVE_NAMES[o])
             for o in OBJECTIVES
         ]
         self.clip_ax.legend(handles=objectives, loc="upper left", fontsize=8.5)
@@ -794,7 +798,7 @@ class EpochsFigure:
             Line2D([], [], color=GREY, lw=1.8, label="k3 estimate on the batch"),
             Line2D([], [], color=GREY, lw=1.1, ls="--", label="exact"),
         ]
-        self.kl_ax.legend(handles=estimators, loc="upper left", fontsize=8.5)
+        self.kl_ax.legend(handles=estimators, loc="lower right", fontsize=8.5)
 
     # -- updates -----------------------------------------------------------
 

@@ -335,6 +335,9 @@ def test_claim_clip_only_leaves_sample_8_with_no_way_back(default_runs):
     silent = coasting(run, 4)[:, ARM_2]
     assert silent[5:].all()  # no sample of arm 2 pushes, yet its ratio climbs
     assert arm2[-1] - arm2[5] > 0.13
+    # Meanwhile arms 1 and 3 are pushed down (into their lower edge) and arm 2 gains.
+    ratios = arm_ratios(run)
+    assert (ratios[20, [1, 3]] < ratios[5, [1, 3]] - 0.05).all()
     assert (run.zero_grad[20:].sum(axis=1) == 9).all()
     assert round(run.true_reward[-1], 3) == 0.256
     assert run.true_reward[-1] < default_runs["clipped"].true_reward[-1]
