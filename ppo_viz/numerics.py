@@ -920,7 +920,7 @@ def _sequence_verdict(view: TokenView) -> str:
     ratio = float(view.sequence.ratio[0])
     lower, upper = view.sequence.lower, view.sequence.upper
     if math.isinf(ratio):
-        return "overflowed to inf: with A > 0 clipped (zero gradient); with A < 0 the loss is +inf"
+        return "with A > 0 clipped (zero gradient); with A < 0 the loss is +inf"
     if bool(view.sequence.outside_band[0]):
         favourable = "A > 0" if ratio > upper else "A < 0"
         other = "A < 0" if ratio > upper else "A > 0"
@@ -985,7 +985,8 @@ COLUMN_TITLES = {
     +1: "A = +1: an action that did better than expected",
     -1: "A = −1: an action that did worse than expected",
 }
-CAP_RANGE = (1.05, VARIANT_R_MAX)
+#: The cap slider stops short of the axis end, so the flat part always shows.
+CAP_RANGE = (1.05, VARIANT_R_MAX - 0.1)
 
 
 def _runs(

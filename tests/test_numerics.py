@@ -21,6 +21,7 @@ import ppo_clip
 from ppo_viz import numerics
 from ppo_viz.display import WIDGET_VIEW_MIME
 from ppo_viz.numerics import (
+    CAP_RANGE,
     FLOAT32_EXP_LIMIT,
     FLOAT64_EXP_LIMIT,
     MAX_SHIFT,
@@ -373,7 +374,7 @@ def test_eps_high_slider_moves_the_band_and_the_curves(variants_app, value):
     assert f"flat (clipped) where r &gt; {1 + value:.2f}" in variants_app.readout.value
 
 
-@pytest.mark.parametrize("cap", [1.05, 1.5, 2.5, VARIANT_R_MAX])
+@pytest.mark.parametrize("cap", [1.05, 1.5, 2.5, CAP_RANGE[1]])
 def test_cap_slider_moves_the_flat_part_and_the_zero_gradient_region(variants_app, cap):
     variants_app.cap.value = cap
     assert variants_app.dual_clip == cap
