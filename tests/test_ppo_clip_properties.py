@@ -1,0 +1,445 @@
+"""Property tests: ppo_clip against a plain-Python reference written from the contract.
+
+The reference below uses the ``math`` module only (no numpy) and follows the contract in
+../shared/SPEC.md sentence by sentence:
+
+* ratio ``r = exp(logp_new - logp_old)`` (``inf`` once it overflows);
+* loss ``L = -(1/N) * sum_t min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t)``, where a
+  sample with ``A == 0`` contributes exactly 0;
+* clipped when ``A > 0 and r > 1 + eps`` or ``A < 0 and r < 1 - eps`` (strict);
+* gradient 0 for a clipped sample (and for ``A == 0``), ``-r * A / N`` otherwise.
+
+numpy's ``exp`` and ``math.exp`` may differ in the last bit, so each batch is checked twice:
+the module's ratios must be within 2 units in the last place of ``math.exp``, and then every
+per-sample quantity must equal, bit for bit, what the reference gives *for the module's
+ratios*.  The loss is compared with the reference's own ratios, to a tolerance that covers
+summation order only.
+
+Batches are drawn from a mix of sample kinds over the whole contract range: independent
+log-probabilities in [-1000, 0] (ratios that overflow or underflow), nearby pairs (ratios
+near the band), equal pairs (r == 1), pairs built to land on ``1 +- eps``, and pairs whose
+ratio is huge but finite, times advantages that include 0.  N is biased to small sizes but
+reaches 4096; one test goes beyond it with positive log-densities.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+import ppo_clip
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+EXAMPLES = settings(max_examples=500, deadline=None)
+
+LOGP_LOW, LOGP_HIGH = -1000.0, 0.0
+MAX_EXP_ARGUMENT = math.log(sys.float_info.max)  # about 709.78: exp overflows above it
+
+
+# --------------------------------------------------------------------------
+# The reference (plain Python, math module only)
+# --------------------------------------------------------------------------
+
+
+def reference_ratio(logp_new: float, logp_old: float) -> float:
+    """``exp(logp_new - logp_old)``, ``inf`` when it overflows."""
+    try:
+        return math.exp(logp_new - logp_old)
+    except OverflowError:
+        return math.inf
+
+
+def reference_sample(ratio: float, advantage: float, eps: float, n: int) -> tuple:
+    """One sample of a batch of n: the fields of :class:`Reference`, in that order."""
+    lower, upper = 1.0 - eps, 1.0 + eps
+    clipped_ratio = min(max(ratio, lower), upper)
+    if advantage == 0:
+        unclipped_term = clipped_term = 0.0  # never inf * 0
+    else:
+        unclipped_term = ratio * advantage
+        clipped_term = clipped_ratio * advantage
+    objective_term = min(unclipped_term, clipped_term)
+    is_clipped = (advantage > 0 and ratio > upper) or (advantage < 0 and ratio < lower)
+    grad = 0.0 if is_clipped or advantage == 0 else -ratio * advantage / n
+    return clipped_ratio, unclipped_term, clipped_term, objective_term, is_clipped, grad
+
+
+class Reference(NamedTuple):
+    """Per-sample quantities of a batch, one list each."""
+
+    clipped_ratio: list[float]
+    unclipped_term: list[float]
+    clipped_term: list[float]
+    objective_term: list[float]
+    is_clipped: list[bool]
+    grad: list[float]
+
+
+OBJECTIVE_TERM = Reference._fields.index("objective_term")
+
+
+def reference_batch(ratios: list[float], advantages: list[float], eps: float, n: int):
+    """:func:`reference_sample` for every sample, as a :class:`Reference` of columns."""
+    rows = [
+        reference_sample(ratio, advantage, eps, n)
+        for ratio, advantage in zip(ratios, advantages, strict=True)
+    ]
+    return Reference(*(list(column) for column in zip(*rows, strict=True)))
+
+
+def reference_loss(terms: list[float]) -> float | None:
+    """``-(1/N) * sum(terms)`` with an exactly rounded sum; None if that sum overflows."""
+    n = len(terms)
+    if -math.inf in terms:
+        return math.inf
+    try:
+        return -(1.0 / n) * math.fsum(terms)
+    except OverflowError:
+        return None
+
+
+# --------------------------------------------------------------------------
+# Drawing batches
+# --------------------------------------------------------------------------
+
+Uniform = Callable[[float, float], float]
+
+WIDE_KINDS = (
+    "independent",
+    "near",
+    "equal",
+    "upper_edge",
+    "lower_edge",
+    "overflow",
+    "huge_finite",
+    "underflow",
+)
+NARROW_KINDS = ("independent", "near", "equal", "upper_edge", "lower_edge")
+ADVANTAGE_KINDS = ("zero", "unit", "small", "large")
+
+
+def make_log_probs(kind: str, eps: float, uniform: Uniform, low: float, high: float) -> tuple:
+    """(logp_new, logp_old) in [low, high] of one kind.
+
+    ``uniform(a, b)`` draws one float (hypothesis) or an array of them (seeded batches);
+    this only generates data, so numpy is fine here.
+    """
+    if kind == "independent":
+        return uniform(low, high), uniform(low, high)
+    if kind == "near":
+        logp_old = uniform(low, high)
+        return np.clip(logp_old + uniform(-1.0, 1.0), low, high), logp_old
+    if kind == "equal":
+        logp = uniform(low, high)
+        return logp, logp
+    if kind == "upper_edge":  # ratio 1 + eps, up to rounding (exactly, when logp_new == 0)
+        logp_new = uniform(low + 1.0, high)
+        return logp_new, logp_new - math.log(1.0 + eps)
+    if kind == "lower_edge":  # ratio 1 - eps, up to rounding; 0 == 1 - eps when eps == 1
+        logp_old = uniform(low + 40.0, high)
+        if eps == 1.0:
+            return low, logp_old
+        return logp_old + math.log(1.0 - eps), logp_old
+    if kind == "overflow":  # log-ratio above 709.78: exp gives inf
+        return uniform(high - 10.0, high), uniform(low, low + 280.0)
+    if kind == "huge_finite":  # log-ratio 700..709.7: r up to 1.7e308, r * A may overflow
+        logp_old = uniform(low, low + 280.0)
+        return logp_old + uniform(700.0, 709.7), logp_old
+    if kind == "underflow":  # log-ratio below -745: exp gives 0
+        return uniform(low, low + 100.0), uniform(high - 100.0, high)
+    raise AssertionError(kind)
+
+
+def make_advantage(kind: str, uniform: Uniform):
+    if kind == "zero":
+        return np.copysign(0.0, uniform(-1.0, 1.0))
+    if kind == "unit":
+        return np.copysign(1.0, uniform(-1.0, 1.0))
+    if kind == "small":
+        return uniform(-10.0, 10.0)
+    return uniform(-1e4, 1e4)
+
+
+class Batch(NamedTuple):
+    logp_new: list[float]
+    logp_old: list[float]
+    advantages: list[float]
+    eps: float
+
+    @property
+    def n(self) -> int:
+        return len(self.advantages)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return tuple(np.array(values, dtype=np.float64) for values in self[:3])
+
+
+EPS = st.one_of(st.sampled_from([0.0, 1.0, 0.2, 0.1, 0.3]), st.floats(0.0, 1.0))
+
+
+@st.composite
+def samples(draw, eps: float, kinds=WIDE_KINDS, low=LOGP_LOW, high=LOGP_HIGH):
+    """One (logp_new, logp_old, advantage), every number drawn (and shrunk) by hypothesis."""
+
+    def uniform(a: float, b: float) -> float:
+        return draw(st.floats(a, b))
+
+    kind = draw(st.sampled_from(kinds))
+    logp_new, logp_old = make_log_probs(kind, eps, uniform, low, high)
+    advantage = make_advantage(draw(st.sampled_from(ADVANTAGE_KINDS)), uniform)
+    return float(logp_new), float(logp_old), float(advantage)
+
+
+def seeded_samples(seed: int, n: int, eps: float, kinds, low: float, high: float) -> list:
+    """[logp_new, logp_old, advantages] of n samples of the given kinds, from a seed."""
+    rng = np.random.default_rng(seed)
+    columns = np.empty((3, n))
+    kind_of_sample = rng.integers(len(kinds), size=n)
+    advantage_kind_of_sample = rng.integers(len(ADVANTAGE_KINDS), size=n)
+    for number, kind in enumerate(kinds):
+        rows = np.flatnonzero(kind_of_sample == number)
+        columns[0, rows], columns[1, rows] = make_log_probs(
+            kind, eps, lambda a, b, m=rows.size: rng.uniform(a, b, m), low, high
+        )
+    for number, kind in enumerate(ADVANTAGE_KINDS):
+        rows = np.flatnonzero(advantage_kind_of_sample == number)
+        columns[2, rows] = make_advantage(kind, lambda a, b, m=rows.size: rng.uniform(a, b, m))
+    return columns.tolist()
+
+
+@st.composite
+def batches(draw, sizes=None, kinds=WIDE_KINDS, low=LOGP_LOW, high=LOGP_HIGH):
+    """A batch; small ones sample by sample, large ones seeded plus drawn special samples."""
+    if sizes is None:
+        sizes = st.one_of(st.integers(1, 8), st.integers(1, 64), st.integers(1, 4096))
+    eps = draw(EPS)
+    n = draw(sizes)
+    # each batch mixes a few kinds, so some batches have no overflow and a finite loss
+    kinds = draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=4, unique=True))
+    if n <= 64:
+        drawn = draw(st.lists(samples(eps, kinds, low, high), min_size=n, max_size=n))
+        columns = [list(column) for column in zip(*drawn, strict=True)]
+    else:
+        columns = seeded_samples(draw(st.integers(0, 2**32 - 1)), n, eps, kinds, low, high)
+        specials = st.tuples(st.integers(0, n - 1), samples(eps, kinds, low, high))
+        for index, sample in draw(st.lists(specials, max_size=8)):
+            for column, value in zip(columns, sample, strict=True):
+                column[index] = value
+    logp_new, logp_old, advantages = columns
+    return Batch(logp_new, logp_old, advantages, eps)
+
+
+# --------------------------------------------------------------------------
+# Checks shared by the tests
+# --------------------------------------------------------------------------
+
+
+def assert_ratio_close_to_math_exp(got: float, expected: float, log_ratio: float) -> None:
+    """numpy's exp may differ from math.exp in the last bit, never by more."""
+    if math.isinf(expected) or math.isinf(got):
+        if expected != got:  # only right at the overflow threshold may the two disagree
+            assert abs(log_ratio - MAX_EXP_ARGUMENT) < 1e-12, (got, expected)
+        return
+    assert abs(got - expected) <= 2 * math.ulp(expected), (got, expected)
+
+
+def assert_loss_matches(loss: float, own_terms: list[float]) -> None:
+    expected = reference_loss(own_terms)
+    n = len(own_terms)
+    if expected is None:  # the exact sum overflows: +-inf, or the mean if computed scaled
+        assert abs(loss) > sys.float_info.max / n / 2, loss
+        return
+    if math.isinf(expected):
+        assert loss == expected
+        return
+    scale = math.fsum(abs(term) / n for term in own_terms)
+    assert abs(loss - expected) <= 1e-13 * scale, (loss, expected, scale)
+
+
+def check_batch_against_reference(batch: Batch) -> None:
+    arrays = batch.arrays()
+    before = tuple(values.copy() for values in arrays)
+    eps, n = batch.eps, batch.n
+
+    breakdown = ppo_clip.clip_breakdown(*arrays, eps)
+    loss = ppo_clip.ppo_clip_loss(*arrays, eps)
+    fraction = ppo_clip.clip_fraction(*arrays, eps)
+    grad = ppo_clip.ppo_clip_grad(*arrays, eps)
+
+    assert type(loss) is float
+    assert type(fraction) is float
+    assert grad.dtype == np.float64
+    assert grad.shape == (n,)
+    for after, original in zip(arrays, before, strict=True):
+        np.testing.assert_array_equal(after, original)
+
+    ratios = breakdown.ratio.tolist()
+    own_ratios = [
+        reference_ratio(new, old) for new, old in zip(batch.logp_new, batch.logp_old, strict=True)
+    ]
+    for ratio, own, new, old in zip(ratios, own_ratios, *batch[:2], strict=True):
+        if ratio != own:
+            assert_ratio_close_to_math_exp(ratio, own, new - old)
+
+    # every per-sample quantity, bit for bit, for the module's ratios (NaN never equals)
+    expected = reference_batch(ratios, batch.advantages, eps, n)
+    for name, column in expected._asdict().items():
+        assert getattr(breakdown, name).tolist() == column, name
+    assert grad.tolist() == expected.grad
+    assert fraction == sum(expected.is_clipped) / n
+    assert breakdown.clip_fraction == fraction
+
+    # the loss, from the reference's own ratios
+    own_terms = [
+        term if own == ratio else reference_sample(own, advantage, eps, n)[OBJECTIVE_TERM]
+        for term, ratio, own, advantage in zip(
+            expected.objective_term, ratios, own_ratios, batch.advantages, strict=True
+        )
+    ]
+    assert_loss_matches(loss, own_terms)
+    assert breakdown.loss == loss
+    assert not math.isnan(loss)
+
+    event(f"N {'1' if n == 1 else '<= 64' if n <= 64 else '> 64'}")
+    if math.isinf(loss):
+        event("loss is +inf")
+    on_edge = any(
+        (advantage > 0 and ratio == 1.0 + eps) or (advantage < 0 and ratio == 1.0 - eps)
+        for ratio, advantage in zip(ratios, batch.advantages, strict=True)
+    )
+    if on_edge:
+        event("a ratio exactly on the edge it would clip past")
+    if any(expected.is_clipped) and not all(expected.is_clipped):
+        event("some but not all samples clipped")
+
+
+# --------------------------------------------------------------------------
+# The properties
+# --------------------------------------------------------------------------
+
+
+@EXAMPLES
+@given(batch=batches())
+def test_matches_the_plain_python_reference(batch):
+    check_batch_against_reference(batch)
+
+
+# Every sample is checked in plain Python, so the sizes stay just above 4096 but for one
+# batch in ten.
+LARGE_SIZES = st.integers(0, 9).flatmap(
+    lambda tenth: st.integers(4601, 8192) if tenth == 0 else st.integers(4097, 4600)
+)
+
+
+@EXAMPLES
+@given(
+    batch=batches(
+        sizes=LARGE_SIZES,
+        kinds=NARROW_KINDS,
+        low=-60.0,
+        high=60.0,
+    )
+)
+def test_more_than_4096_samples_and_positive_log_densities_match_the_reference(batch):
+    check_batch_against_reference(batch)
+
+
+def boundary_ratios(eps: float) -> list[float]:
+    """Ratios exactly on the band's edges and one float step either side of them."""
+    edges = [1.0 - eps, 1.0 + eps, 1.0]
+    nearby = [math.nextafter(edge, direction) for edge in edges for direction in (0.0, 3.0)]
+    return [ratio for ratio in edges + nearby if ratio >= 0.0]
+
+
+@EXAMPLES
+@given(
+    eps=EPS,
+    advantage=st.one_of(st.just(0.0), st.floats(-10.0, 10.0)),
+    more_ratios=st.lists(st.floats(0.0, 1e300), max_size=20),
+)
+def test_sweep_decides_boundary_ratios_like_the_reference(eps, advantage, more_ratios):
+    ratios = boundary_ratios(eps) + more_ratios
+    sweep = ppo_clip.ratio_sweep(ratios, advantage, eps)
+    expected = reference_batch(ratios, [advantage] * len(ratios), eps, 1)
+    for name, column in expected._asdict().items():
+        assert getattr(sweep, name).tolist() == column, name
+    curve_args = (ratios, advantage, eps)
+    assert ppo_clip.gradient_curve(*curve_args).tolist() == sweep.grad.tolist()
+    assert ppo_clip.objective_curve(*curve_args).tolist() == sweep.objective_term.tolist()
+    if advantage != 0:
+        # on the edge (1 + eps for A > 0, 1 - eps for A < 0): not clipped, full gradient
+        edge = 1.0 + eps if advantage > 0 else 1.0 - eps
+        at_edge = ppo_clip.ratio_sweep([edge], advantage, eps)
+        assert not at_edge.is_clipped[0]
+        assert at_edge.grad[0] == -edge * advantage
+
+
+@EXAMPLES
+@given(data=st.data(), eps=EPS)
+def test_curves_equal_the_contract_functions_with_one_sample(data, eps):
+    logp_new, logp_old, advantage = data.draw(samples(eps))
+    args = ([logp_new], [logp_old], [advantage], eps)
+    ratio = ppo_clip.clip_breakdown(*args).ratio[0]
+    if not math.isfinite(ratio):  # a ratio grid holds finite ratios only
+        event("ratio overflowed; no curve")
+        return
+    sweep = ppo_clip.ratio_sweep([ratio], advantage, eps)
+    assert ppo_clip.gradient_curve([ratio], advantage, eps)[0] == ppo_clip.ppo_clip_grad(*args)[0]
+    assert sweep.grad[0] == ppo_clip.ppo_clip_grad(*args)[0]
+    assert ppo_clip.objective_curve([ratio], advantage, eps)[0] == -ppo_clip.ppo_clip_loss(*args)
+    assert sweep.is_clipped[0] == (ppo_clip.clip_fraction(*args) == 1.0)
+
+
+# --------------------------------------------------------------------------
+# The gradient against central finite differences of the loss
+# --------------------------------------------------------------------------
+
+STEP = 1e-5  # moves a ratio by a factor exp(+-1e-5): never across a kink 1e-4 away
+KINK_DISTANCE = 1e-4  # relative
+
+
+def near_a_kink(ratio: float, eps: float) -> bool:
+    return any(abs(ratio - kink) <= KINK_DISTANCE * kink for kink in (1.0 - eps, 1.0 + eps))
+
+
+def central_difference(logp_new: np.ndarray, index: int, rest: tuple, eps: float) -> float:
+    plus, minus = logp_new.copy(), logp_new.copy()
+    plus[index] += STEP
+    minus[index] -= STEP
+    step = plus[index] - minus[index]  # the step actually taken, after rounding
+    loss_plus = ppo_clip.ppo_clip_loss(plus, *rest, eps)
+    loss_minus = ppo_clip.ppo_clip_loss(minus, *rest, eps)
+    return (loss_plus - loss_minus) / step
+
+
+@EXAMPLES
+@given(batch=batches(), picks=st.lists(st.integers(0, 2**16), min_size=1, max_size=6))
+def test_gradient_matches_central_differences_away_from_kinks(batch, picks):
+    logp_new, logp_old, advantages = batch.arrays()
+    eps, n = batch.eps, batch.n
+    # An infinite loss makes every difference inf - inf: samples whose term could reach
+    # the float64 limit (A < 0 and a huge ratio) lose their advantage.
+    ratio = ppo_clip.clip_breakdown(logp_new, logp_old, advantages, eps).ratio
+    advantages[(ratio > 1e250) & (advantages < 0)] = 0.0
+    breakdown = ppo_clip.clip_breakdown(logp_new, logp_old, advantages, eps)
+    grad = ppo_clip.ppo_clip_grad(logp_new, logp_old, advantages, eps)
+    # rounding in the loss, divided by the step, bounds what a difference can resolve
+    scale = float(np.sum(np.abs(breakdown.objective_term) / n))
+    checked = 0
+    for index in sorted({pick % n for pick in picks}):
+        ratio = float(breakdown.ratio[index])
+        if ratio > 1e300 or near_a_kink(ratio, eps):
+            continue
+        difference = central_difference(logp_new, index, (logp_old, advantages), eps)
+        tolerance = 1e-6 * abs(grad[index]) + 1e-9 * scale
+        assert abs(difference - grad[index]) <= tolerance, (index, difference, grad[index])
+        checked += 1
+    event(f"coordinates checked: {min(checked, 3)}{'+' if checked >= 3 else ''}")
