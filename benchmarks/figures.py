@@ -20,7 +20,8 @@ import pkgutil
 import statistics
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,9 +36,15 @@ REDRAW_TARGET_S = 0.060
 
 @dataclass
 class ControlResult:
+    """One control's sweep: total seconds per setting, and the parts spent in FigureView."""
+
     app: str
     control: str
     seconds: list[float] = field(default_factory=list)
+    #: Per setting: seconds inside ``FigureView.render`` (drawing plus PNG encoding).
+    render: list[float] = field(default_factory=list)
+    #: Per setting: seconds encoding the PNG (``ppo_viz.display._encode_png``).
+    encode: list[float] = field(default_factory=list)
     without_png: int = 0
     problem: str = ""
 
@@ -150,6 +157,43 @@ def figure_views(app: Any) -> list[Any]:
     return list({id(view): view for view in found}.values())
 
 
+class _Stopwatch:
+    """Adds up the time spent in wrapped callables, for the split of a redraw."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+
+        return timed
+
+
+@contextmanager
+def _watching(views: list[Any]) -> Iterator[tuple[_Stopwatch, _Stopwatch]]:
+    """Time every ``view.render`` and every PNG encoding while the block runs."""
+    from ppo_viz import display
+
+    render, encode = _Stopwatch(), _Stopwatch()
+    original_encode = getattr(display, "_encode_png", None)
+    if original_encode is not None:
+        display._encode_png = encode.wrap(original_encode)
+    for view in views:
+        view.render = render.wrap(view.render)
+    try:
+        yield render, encode
+    finally:
+        for view in views:
+            del view.render  # back to the class's method
+        if original_encode is not None:
+            display._encode_png = original_encode
+
+
 def time_control(app_name: str, app: Any, control: Any, count: int) -> ControlResult:
     result = ControlResult(app_name, control_name(control))
     values = value_sequence(control, count)
@@ -159,13 +203,17 @@ def time_control(app_name: str, app: Any, control: Any, count: int) -> ControlRe
     views = figure_views(app)
     original = control.value
     gc.collect()
-    for value in values:
-        before = [view.last_png for view in views]
-        started = time.perf_counter()
-        control.value = value
-        result.seconds.append(time.perf_counter() - started)
-        if all(view.last_png is old for view, old in zip(views, before, strict=True)):
-            result.without_png += 1
+    with _watching(views) as (render, encode):
+        for value in values:
+            before = [view.last_png for view in views]
+            render.seconds = encode.seconds = 0.0
+            started = time.perf_counter()
+            control.value = value
+            result.seconds.append(time.perf_counter() - started)
+            result.render.append(render.seconds)
+            result.encode.append(encode.seconds)
+            if all(view.last_png is old for view, old in zip(views, before, strict=True)):
+                result.without_png += 1
     control.value = original
     return result
 
@@ -221,13 +269,14 @@ def table(
             "values",
             "median ms",
             "worst ms",
+            "median split: update / draw / PNG ms",
             "new PNG each time",
             f"median <= {REDRAW_TARGET_S * 1e3:.0f} ms",
         ],
     )
     for result in results:
         if result.problem:
-            out.add(result.app, result.control, 0, "n/a", "n/a", "n/a", result.problem)
+            out.add(result.app, result.control, 0, "n/a", "n/a", "n/a", "n/a", result.problem)
             continue
         n = len(result.seconds)
         out.add(
@@ -236,21 +285,33 @@ def table(
             n,
             milliseconds(result.median),
             milliseconds(result.worst),
+            _split(result),
             f"{n - result.without_png}/{n}",
             verdict(result.median <= REDRAW_TARGET_S),
         )
     for name, problem in untimed:
-        out.add(name, "—", 0, "n/a", "n/a", "n/a", f"not timed: {problem}")
+        out.add(name, "—", 0, "n/a", "n/a", "n/a", "n/a", f"not timed: {problem}")
     if built:
         described = ", ".join(f"{name} {milliseconds(s)} ms" for name, s in built.items())
         out.notes.append(f"Building each app with its defaults (first draw included): {described}.")
     out.notes.append(
         f"In-process, each control swept over {values} values spread across its range "
         "(a control with fewer settings goes up and down it); the other controls stay at "
-        "their defaults. Apps are discovered as every ppo_viz.display.App subclass in a "
+        "their defaults. The split: the app's own work (ppo_clip, artists' data, widgets) / "
+        "FigureView.render drawing the figure / encoding the PNG; medians of each part, so "
+        "they need not add up to the median total. Apps are discovered as every "
+        "ppo_viz.display.App subclass in a "
         f"ppo_viz submodule; controls by the {MAIN_CLASS!r} CSS class."
     )
     return out
+
+
+def _split(result: ControlResult) -> str:
+    """Medians of: the app's own update (math, artists, widgets), drawing, PNG encoding."""
+    update = [t - r for t, r in zip(result.seconds, result.render, strict=True)]
+    draw = [r - e for r, e in zip(result.render, result.encode, strict=True)]
+    parts = [statistics.median(update), statistics.median(draw), statistics.median(result.encode)]
+    return " / ".join(milliseconds(part) for part in parts)
 
 
 def target_rows(results: list[ControlResult]) -> list[tuple[str, str, bool]]:

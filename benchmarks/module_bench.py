@@ -302,7 +302,9 @@ def timing_table(results: list[SizeResult]) -> Table:
             )
     table.notes.append(
         "Each candidate runs on the same seeded arrays, interleaved round-robin with the "
-        "others (timeit, garbage collector off), eps = 0.2. "
+        "others (timeit, garbage collector off), eps = 0.2. Repeats are short (a few ms) "
+        "and many, so on a shared machine the minimum catches slices no other process "
+        "disturbed; the median shows the load. "
         f"PyTorch: {torch_description()}; its time includes wrapping the numpy arrays "
         "(torch.from_numpy, no copy) and .item()/.numpy() on the results."
     )

@@ -51,11 +51,11 @@ class Settings:
 
     @classmethod
     def full(cls) -> Settings:
-        return cls((4, 64, 4096), 15, 0.05, 20, 11, 1, None)
+        return cls((4, 64, 4096), 200, 0.002, 20, 11, 1, None)
 
     @classmethod
     def quick(cls) -> Settings:
-        return cls((4, 16), 3, 0.002, 2, 2, 1, 1)
+        return cls((4, 16), 5, 0.0005, 2, 2, 1, 1)
 
 
 # --------------------------------------------------------------------------
