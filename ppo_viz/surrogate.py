@@ -384,11 +384,15 @@ class SurrogateExplorer(App):
 
     def _readout_html(self) -> str:
         sweep = self.plot.sweeps[+1]
+        negative = (
+            f"with A &lt; 0 once r &lt; {sweep.lower:.2f}"
+            if sweep.lower > 0
+            else "with A &lt; 0 never, since no ratio is below 1 − ε = 0"
+        )
         return (
             '<div style="font-family:sans-serif;font-size:13px">'
             f"Clip band: <b>[{sweep.lower:.2f}, {sweep.upper:.2f}]</b>. "
-            f"With A &gt; 0 the gradient is zero once r &gt; {sweep.upper:.2f}; "
-            f"with A &lt; 0 once r &lt; {sweep.lower:.2f}. "
+            f"With A &gt; 0 the gradient is zero once r &gt; {sweep.upper:.2f}; {negative}. "
             "Moves the other way always keep their full gradient.</div>"
         )
 
