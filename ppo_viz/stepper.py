@@ -130,8 +130,20 @@ def _equals(value: float) -> str:
     return short if short.startswith("≈") else f"= {short}"
 
 
-def _fmt_vector(values: Sequence[float], unseen: int = 0) -> str:
+def _about(value: float) -> str:
+    """``"= 1.4"`` when short and exact, else ``"≈ 0.6556"``: for figure labels."""
+    exact = fmt(value)
+    if len(exact) <= 8 or not math.isfinite(float(value)):
+        return f"= {exact}"
+    return f"≈ {float(value):.4g}"
+
+
+def _fmt_vector(values: Sequence[float], unseen: int = 0, limit: int = 12) -> str:
+    """``[0, -0.55, ·, ·]``: exact entries, ``·`` for those not reached; long ones elided."""
     entries = [fmt(v) for v in values] + ["·"] * unseen
+    if len(entries) > limit:
+        half = limit // 2
+        entries = [*entries[:half], f"… {len(entries) - 2 * half} more …", *entries[-half:]]
     return "[" + ", ".join(entries) + "]"
 
 
@@ -678,13 +690,23 @@ def _ratio_axis_end(batch: Batch) -> float:
     return float(min(max(R_MAX, math.ceil(largest * 1.1 * 2) / 2), R_AXIS_CAP))
 
 
+#: Above this many samples in a column, its limits fit 95 % of them (the rest are pinned).
+ROBUST_LIMITS_FROM = 20
+
+
 def _column_scale(batch: Batch, sign: int, r_end: float) -> float:
-    """How far the column's values reach: ``|A| * max(r, 1 + eps)`` over its samples."""
+    """How far the column's values reach: ``|A| * max(r, 1 + eps)`` over its samples.
+
+    The largest such value for a small batch; for a large one the 95th
+    percentile, so one extreme sample does not flatten everyone else's curve.
+    """
     b = batch.breakdown
     chosen = np.sign(b.advantages) == sign
     if not chosen.any():
         return b.upper
     reach = np.abs(b.advantages[chosen]) * np.maximum(np.minimum(b.ratio[chosen], r_end), b.upper)
+    if reach.size > ROBUST_LIMITS_FROM:
+        return float(np.quantile(reach, 0.95))
     return float(reach.max())
 
 
@@ -751,17 +773,16 @@ class StepperFigure:
                 self.highlights[sign] = self._draw_highlight(panel, sign)
                 for line in panel.samples:
                     line.set_alpha(0.55)
-                    line.set_markersize(7)
                 panel.samples[0].set_label("other samples of the batch (at their ratios)")
             self.headline = self.figure.suptitle(" ", fontsize=11.5, fontweight="bold")
             self.curve_notes = {
                 sign: self.columns[sign].objective_ax.text(
-                    0.98,
-                    0.04 if sign > 0 else 0.96,
+                    0.98 if sign > 0 else 0.02,
+                    0.04,
                     "",
                     transform=self.columns[sign].objective_ax.transAxes,
-                    ha="right",
-                    va="bottom" if sign > 0 else "top",
+                    ha="right" if sign > 0 else "left",
+                    va="bottom",
                     fontsize=9.5,
                     bbox={
                         "boxstyle": "round,pad=0.3",
@@ -841,12 +862,16 @@ class StepperFigure:
                 self.curve_notes[sign],
             ]
             artists += self.highlights[sign].artists()
-        return [*artists, self.headline]
+        artists.append(self.headline)
+        return sorted(artists, key=lambda artist: artist.get_zorder())
 
     def set_batch(self, batch: Batch) -> None:
         """Fix the limits for ``batch`` (they never move while stepping) and show sample 0."""
         self.batch = batch
         self.r_end = _ratio_axis_end(batch)
+        for panel in self.columns.values():
+            for line in panel.samples:
+                line.set_markersize(7 if batch.n <= ROBUST_LIMITS_FROM else 4)
         for sign, panel in self.columns.items():
             reach = _column_scale(batch, sign, self.r_end)
             room, pad = 1.22 * reach, 0.14 * reach
@@ -911,9 +936,9 @@ class StepperFigure:
         if owner is None:
             note.set_text(f"no sample has A {'>' if sign > 0 else '<'} 0 (curve for A = {sign:+d})")
         elif active:
-            note.set_text(f"curve for A = {fmt(advantage)}: the current sample's")
+            note.set_text(f"curve for A {_about(advantage)} (this sample)")
         else:
-            note.set_text(f"curve for A = {fmt(advantage)} (sample {owner})")
+            note.set_text(f"curve for A {_about(advantage)} (sample {owner})")
         note.set_color(BLACK if active else GREY)
 
     def _place_highlight(self, sign: int, step: int | None) -> None:
@@ -969,7 +994,7 @@ class StepperFigure:
         if a == 0:
             return f"Sample {step}: A = 0, so it adds 0 to loss and gradient (on neither curve)"
         state = "clipped" if b.is_clipped[step] else "not clipped"
-        text = f"Sample {step}: A = {fmt(a)}, r {_equals(b.ratio[step])}, {state}"
+        text = f"Sample {step}: A {_about(a)}, r {_about(b.ratio[step])}, {state}"
         if zeros.size:
             text += f"   (A = 0, not drawn: {_sample_list(zeros.tolist())})"
         return text
@@ -1563,7 +1588,8 @@ class BatchStepper(App):
         png = base64.b64encode(self.view.last_png or figure_to_png(self.plot.figure)).decode()
         return (
             f'<div style="{_FONT}">'
-            f"<div style='font-size:15px;font-weight:600;margin:4px 0'>{html.escape(batch.name)}: "
+            "<div style='font-size:15px;font-weight:600;margin:4px 0'>"
+            f"{html.escape(batch.name.capitalize())}: "
             f"N = {batch.n}, ε = {fmt(batch.eps)}</div>"
             + batch_table_html(batch)
             + '<div style="display:flex;flex-wrap:wrap;gap:10px;margin-top:8px">'
