@@ -337,6 +337,27 @@ def test_large_ratios_widen_the_axis_up_to_a_cap(stepper):
     assert "off the axis" in marks.label.get_text()
 
 
+def test_largest_contract_batch_loads_and_ends_at_the_modules_numbers(stepper):
+    rng = np.random.default_rng(2)
+    n = 4096
+    _type(
+        stepper,
+        ", ".join(repr(float(v)) for v in rng.uniform(0.01, 1.0, n)),
+        ", ".join(repr(float(v)) for v in rng.uniform(0.01, 1.0, n)),
+        ", ".join(repr(float(v)) for v in rng.normal(size=n)),
+        "0.2",
+    )
+    assert stepper.load()
+    assert stepper.slider.max == n - 1
+    stepper.go(n - 1)
+    totals = stepper.totals()
+    assert totals.loss == ppo_clip.ppo_clip_loss(*stepper.batch.arguments())
+    np.testing.assert_array_equal(totals.grad, ppo_clip.ppo_clip_grad(*stepper.batch.arguments()))
+    assert "All three equal the module's" in _plain(stepper)
+    assert len(stepper.sample_view.value) < 20_000  # long vectors are elided, not dumped
+    assert "… and 3896 more samples" in stepper.table.value
+
+
 # --------------------------------------------------------------------------
 # Your own batch: bad entries
 # --------------------------------------------------------------------------
