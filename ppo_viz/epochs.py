@@ -174,7 +174,19 @@ def draw_batch(seed: int, bandit: Bandit | None = None, n_samples: int = N_SAMPL
     order = np.lexsort((-advantages, actions))
     actions, rewards, advantages = actions[order], rewards[order], advantages[order]
     logp_old = log_softmax(bandit.old_logits)[actions]
-    return Batch(actions.astype(np.int64), rewards, advantages, logp_old, int(seed))
+    return Batch(
+        _read_only(actions.astype(np.int64)),
+        _read_only(rewards),
+        _read_only(advantages),
+        _read_only(logp_old),
+        int(seed),
+    )
+
+
+def _read_only(array: NDArray[Any]) -> NDArray[Any]:
+    """Freeze ``array`` in place: batches and runs are cached and shared."""
+    array.flags.writeable = False
+    return array
 
 
 @dataclass(frozen=True)
@@ -401,7 +413,7 @@ def train(
             stopped = True
             break
         logits = logits - settings.step_size * state["logit_grads"]
-    arrays = {name: np.array(values, dtype=np.float64) for name, values in rows.items()}
+    arrays = {name: _read_only(np.array(values, dtype=np.float64)) for name, values in rows.items()}
     return Run(objective, settings, batch, stopped_early=stopped, **arrays)
 
 
@@ -713,7 +725,7 @@ class EpochsFigure:
             slot = OBJECTIVES.index(objective)
             self.end_labels[objective] = self.reward_ax.text(
                 0.98,
-                0.84 - 0.085 * slot,
+                0.80 - 0.085 * slot,
                 "",
                 transform=self.reward_ax.transAxes,
                 color=color,
@@ -723,6 +735,15 @@ class EpochsFigure:
                 fontweight="bold",
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85},
             )
+        self.reward_ax.text(
+            0.98,
+            0.88,
+            "final",
+            transform=self.reward_ax.transAxes,
+            fontsize=8.5,
+            ha="right",
+            va="top",
+        )
         self.target_line = self.kl_ax.axhline(
             DEFAULT_TARGET_KL, color=BLACK, lw=1.0, ls=(0, (4, 2)), visible=False
         )
@@ -870,7 +891,9 @@ class EpochsFigure:
             column.stop_text.set_x(run.epochs_run + (0.4 if on_left else -0.4))
             column.stop_text.set_text(f"early stop:\nk3 KL {run.approx_kl[-1]:.3f}")
         column.image.set_data(gradient_codes(run))
-        column.image.set_extent((-0.5, run.epochs_run + 0.5, run.batch.n - 0.5, -0.5))
+        extent = (-0.5, run.epochs_run + 0.5, run.batch.n - 0.5, -0.5)
+        if column.image.get_extent() != list(extent):
+            column.image.set_extent(extent)
         boundaries = np.cumsum(run.batch.arm_counts(self.bandit.k))[:-1] - 0.5
         for line, y in zip(column.separators, boundaries, strict=True):
             line.set_ydata([y, y])
@@ -887,10 +910,9 @@ class EpochsFigure:
             label.set_color(ARM_COLORS[arm])
 
     def _place_end_labels(self) -> None:
-        """Each objective's final true reward, in a fixed slot at the panel's upper right."""
+        """Each objective's final true reward, in its colour, in a fixed slot at the upper right."""
         for objective, run in self.runs.items():
-            name = OBJECTIVE_NAMES[objective]
-            self.end_labels[objective].set_text(f"{name}: {run.true_reward[-1]:.3f}")
+            self.end_labels[objective].set_text(f"{run.true_reward[-1]:.3f}")
 
 
 # --------------------------------------------------------------------------
@@ -1054,6 +1076,7 @@ class EpochsExplorer(App):
             description="epochs",
             style=style,
             layout=layout,
+            continuous_update=False,  # a new x-range redraws the whole figure
         )
         self.seed = widgets.IntText(
             value=s.seed,

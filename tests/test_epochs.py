@@ -433,7 +433,7 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings) -> None:
         lines = plot.metric_lines[objective]
         for name in ("clip_fraction", "approx_kl", "exact_kl", "true_reward"):
             np.testing.assert_array_equal(lines[name].get_ydata(), getattr(run, name))
-        assert f"{run.true_reward[-1]:.3f}" in plot.end_labels[objective].get_text()
+        assert plot.end_labels[objective].get_text() == f"{run.true_reward[-1]:.3f}"
     assert plot.clip_ax.get_xlim() == (-0.5, expected.n_epochs + 0.5)
     assert plot.target_line.get_visible() == (expected.target_kl is not None)
     batch = runs["clipped"].batch
