@@ -38,9 +38,13 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+#: XPath from an element to the notebook cell holding it (JupyterLab and Notebook 7).
+CELL_ANCESTOR = (
+    "xpath=ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' jp-Cell ')][1]"
+)
 #: Keys tried, in order, to move a focused slider handle (noUiSlider's keyboard support).
 SLIDER_KEYS = ("ArrowRight", "ArrowLeft", "End", "Home")
-VIEWPORT = {"width": 1400, "height": 1000}
+VIEWPORT = {"width": 1400, "height": 1500}
 INSTALL_HINT = (
     "install it with `apt-get install chromium` (Debian/Ubuntu) and "
     "`pip install -r requirements-test.txt`; set PPO_REQUIRE_BROWSER=1 to make this a failure"
@@ -145,7 +149,10 @@ EXPECTATIONS: dict[str, NotebookExpectation] = {
         main_sliders=("ppo-surrogate-eps", "ppo-surrogate-advantage"), min_figures=1
     ),
     "02": NotebookExpectation(main_sliders=("ppo-stepper-sample",), stepper=True, min_figures=1),
-    "03": NotebookExpectation(min_figures=1),
+    "03": NotebookExpectation(
+        main_sliders=("ppo-epochs-eps", "ppo-epochs-step-size", "ppo-epochs-epochs"),
+        min_figures=1,
+    ),
     "04": NotebookExpectation(
         main_sliders=(
             "ppo-numerics-length",
@@ -181,7 +188,8 @@ class NotebookPage:
         self.path = relative_path
         self.workspace = workspace
         self.console: list[str] = []
-        self.used_keys: list[str] = []
+        self.timings: dict[str, float] = {}  # seconds per phase, saved with the screenshots
+        self.used_keys: list[str] = []  # the key (sequence) that moved each control
         page.on("console", self._log_console)
         page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
 
@@ -288,7 +296,7 @@ class NotebookPage:
 
     def cell_of(self, locator: Any) -> Any:
         """The notebook cell (``.jp-Cell``) that contains ``locator``."""
-        return self.page.locator(".jp-Cell").filter(has=locator).last
+        return locator.locator(CELL_ANCESTOR)
 
     def wait_for_change(self, read: Any, before: Any, timeout_s: float = 10) -> Any:
         """Poll ``read()`` until it differs from ``before``; return it (or ``before``)."""
@@ -300,71 +308,100 @@ class NotebookPage:
             self.page.wait_for_timeout(100)
         return before
 
-    def slider_readout(self, slider: Any) -> str:
-        """What the slider shows as its value (ipywidgets' readout, or aria-valuenow)."""
-        readout = slider.locator(".widget-readout")
-        if readout.count():
-            return readout.first.inner_text().strip()
-        return slider.locator(".noUi-handle").first.get_attribute("aria-valuenow") or ""
+    def control_kind(self, control: Any) -> str:
+        """``slider`` (noUiSlider), ``number`` (IntText/FloatText), ``checkbox`` or ``other``."""
+        if control.locator(".noUi-handle").count():
+            return "slider"
+        if control.locator("input[type=number]").count():
+            return "number"
+        if control.locator("input[type=checkbox]").count():
+            return "checkbox"
+        return "other"
 
-    def press_on_slider(self, slider: Any, key: str) -> None:
-        """Focus the slider's handle and press ``key`` (ArrowRight, End, ...)."""
-        handle = slider.locator(".noUi-handle").first
-        handle.scroll_into_view_if_needed()
-        handle.focus()
-        self.page.keyboard.press(key)
+    def control_value(self, control: Any) -> str:
+        """What the control shows as its value (a slider's readout, an input's value)."""
+        kind = self.control_kind(control)
+        if kind == "slider":
+            readout = control.locator(".widget-readout")
+            if readout.count():
+                return readout.first.inner_text().strip()
+            return control.locator(".noUi-handle").first.get_attribute("aria-valuenow") or ""
+        if kind == "number":
+            return control.locator("input[type=number]").first.input_value()
+        if kind == "checkbox":
+            return str(control.locator("input[type=checkbox]").first.is_checked())
+        return control.inner_text()
 
-    def move_slider(self, slider: Any, keys: tuple[str, ...]) -> tuple[str, str, str | None]:
-        """Press the first of ``keys`` that changes the slider's readout.
-
-        Returns (value before, value after, the key that worked or None).
-        """
-        before = self.slider_readout(slider)
+    def press_on_control(self, control: Any, keys: tuple[str, ...]) -> None:
+        """Focus the control (a slider's handle, or its input) and press ``keys`` in turn."""
+        selector = {
+            "slider": ".noUi-handle",
+            "number": "input[type=number]",
+            "checkbox": "input[type=checkbox]",
+        }[self.control_kind(control)]
+        target = control.locator(selector).first
+        target.scroll_into_view_if_needed()
+        target.focus()
         for key in keys:
-            self.press_on_slider(slider, key)
-            after = self.wait_for_change(lambda: self.slider_readout(slider), before, 3)
+            self.page.keyboard.press(key)
+
+    def move_control(
+        self, control: Any, moves: tuple[tuple[str, ...], ...]
+    ) -> tuple[str, str, str | None]:
+        """Apply the first of ``moves`` (key sequences) that changes the control's value.
+
+        Returns (value before, value after, the move that worked as "Key+Key", or None).
+        """
+        before = self.control_value(control)
+        for keys in moves:
+            self.press_on_control(control, keys)
+            after = self.wait_for_change(lambda: self.control_value(control), before, 3)
             if after != before:
-                return before, after, key
+                return before, after, "+".join(keys)
         return before, before, None
 
     def move_slider_changes_figure(
         self, slider: Any, shots: Path, name: str, arrows_only: bool = True
     ) -> list[str]:
-        """Move ``slider`` with the keyboard; return what went wrong (empty list = fine).
+        """Move a main control with the keyboard; return what went wrong (empty = fine).
 
-        Presses ArrowRight (ArrowLeft if the value is already at its maximum; with
-        ``arrows_only=False`` then End and Home too), checks that the readout moved and
-        that an image in the same cell's ``ppo-figure`` outputs changed, then presses
-        End, after which the figure must still be there.
+        A slider: focus its handle, press ArrowRight (ArrowLeft if already at the
+        maximum; with ``arrows_only=False`` then End and Home too); the readout must
+        move and an image of the same cell's ``ppo-figure`` outputs must change.  A
+        number field: ArrowUp and Enter (or ArrowDown); the figure must change.  A
+        checkbox: Space; the figure need not change (a switch may only enable another
+        control).  The figure must still be there afterwards.
         """
-        failures = []
+        kind = self.control_kind(slider)
+        if kind == "other":
+            return [f"{name}: a ppo-main-slider that is no slider, number field or checkbox"]
         cell = self.cell_of(slider)
         figures_before = self.figure_sources(cell)
         if not figures_before:
-            return [f"{name}: no ppo-figure image in the slider's cell"]
-        keys = ("ArrowRight", "ArrowLeft") if arrows_only else SLIDER_KEYS
-        value_before, value_after, key = self.move_slider(slider, keys)
-        if key is None:
+            return [f"{name}: no ppo-figure image in the control's cell"]
+        moves = {
+            "slider": tuple((key,) for key in (SLIDER_KEYS[:2] if arrows_only else SLIDER_KEYS)),
+            "number": (("ArrowUp", "Enter"), ("ArrowDown", "Enter")),
+            "checkbox": (("Space",),),
+        }[kind]
+        value_before, value_after, move = self.move_control(slider, moves)
+        if move is None:
+            tried = ", ".join("+".join(keys) for keys in moves)
             return [
-                f"{name}: pressing {', '.join(keys)} on the focused slider handle did not "
-                f"change its value (stays {value_before!r})"
+                f"{name}: pressing {tried} on the focused {kind} did not change its value "
+                f"(stays {value_before!r})"
             ]
-        self.used_keys.append(key)
+        self.used_keys.append(move)
         figures_after = self.wait_for_change(lambda: self.figure_sources(cell), figures_before)
-        cell.screenshot(path=str(shots / f"slider_{name}_{key}.png"))
-        if figures_after == figures_before:
+        cell.screenshot(path=str(shots / f"control_{name}_{move}.png"))
+        failures = []
+        if figures_after == figures_before and kind != "checkbox":
             failures.append(
-                f"{name}: moving the slider {value_before} -> {value_after} ({key}) "
+                f"{name}: moving the {kind} {value_before} -> {value_after} ({move}) "
                 "did not change the figure image"
             )
-        if key != "End":
-            figures_mid = self.figure_sources(cell)
-            self.press_on_slider(slider, "End")
-            self.wait_for_change(lambda: self.figure_sources(cell), figures_mid, 3)
-            self.page.wait_for_timeout(300)
-            cell.screenshot(path=str(shots / f"slider_{name}_End.png"))
         if not self.figure_sources(cell):
-            failures.append(f"{name}: the figure disappeared at the slider's maximum")
+            failures.append(f"{name}: the figure disappeared after moving the control")
         return failures
 
     def screenshot(self, path: Path) -> None:
@@ -372,3 +409,15 @@ class NotebookPage:
 
     def save_console(self, path: Path) -> None:
         path.write_text("\n".join(self.console) + "\n")
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Record how long ``phase`` takes in :attr:`timings`."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[phase] = round(time.perf_counter() - start, 2)
+
+    def save_timings(self, path: Path) -> None:
+        path.write_text("".join(f"{phase}: {s} s\n" for phase, s in self.timings.items()))

@@ -15,11 +15,11 @@ missing browser is a failure.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from browser_support import (
     FIXTURE_NOTEBOOK,
@@ -40,8 +40,21 @@ RUN_ALL_TIMEOUT_S = 90  # one notebook, from the click to an idle kernel
 OPEN_TIMEOUT_S = 60
 
 
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def saved_state(path: Path) -> tuple[bool, bool]:
+    """(the file holds outputs or execution counts, a checkpoint of it exists).
+
+    Saving from the browser would write outputs and create a checkpoint; the test
+    asserts neither appears.  (Comparing contents would also flag an author
+    editing the notebook while the tests run.)
+    """
+    notebook = nbformat.read(path, as_version=4)
+    executed = any(
+        cell.get("outputs") or cell.get("execution_count") is not None
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+    )
+    checkpoint = path.parent / ".ipynb_checkpoints" / f"{path.stem}-checkpoint.ipynb"
+    return executed, checkpoint.exists()
 
 
 def relative(path: Path) -> str:
@@ -76,12 +89,14 @@ def open_and_run_all(browser: Any, server: JupyterServer, notebook: Path, shots:
     Asserts every code cell executed and no error output appeared, and that the
     notebook file on disk is left untouched.
     """
-    digest = file_digest(notebook)
+    state_before = saved_state(notebook)
     page = browser.new_page()
     nb = NotebookPage(page, server, relative(notebook), workspace=f"test-{notebook.stem}")
-    nb.open(OPEN_TIMEOUT_S)
-    nb.run_all_from_menu()
-    prompts = nb.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
+    with nb.timed("open"):
+        nb.open(OPEN_TIMEOUT_S)
+    with nb.timed("run all"):
+        nb.run_all_from_menu()
+        prompts = nb.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
     nb.screenshot(shots / "00_after_run_all.png")
     nb.save_console(shots / "console.log")
     problems = nb.problems()
@@ -92,7 +107,7 @@ def open_and_run_all(browser: Any, server: JupyterServer, notebook: Path, shots:
         f"{notebook.name}: code cells {unexecuted} show no execution count "
         f"after {RUN_ALL_TIMEOUT_S} s (prompts {prompts})\n" + server.log_tail(1500)
     )
-    assert file_digest(notebook) == digest, f"{notebook.name} was modified on disk by the test"
+    assert saved_state(notebook) == state_before, f"{notebook.name} was saved by the test"
     return nb
 
 
@@ -162,6 +177,9 @@ def check_steppers(nb: NotebookPage, shots: Path) -> list[str]:
         if view.count() == 0:
             failures.append(f"stepper #{i}: no ppo-sample-view in the cell of its next button")
             continue
+        if not button.is_enabled():
+            failures.append(f"stepper #{i}: the next button is disabled after Run All")
+            continue
         before = view.inner_text()
         button.click()
         after = nb.wait_for_change(view.inner_text, before, 10)
@@ -214,19 +232,22 @@ def test_notebook_in_jupyterlab(browser: Any, lab_server: JupyterServer, noteboo
     """Run All in JupyterLab, then drive every main slider and stepper like a learner."""
     shots = output_dir(f"lab-{notebook.stem}")
     expectation = expectation_for(notebook)
-    file_digest_before = file_digest(notebook)
+    state_before = saved_state(notebook)
     nb = open_and_run_all(browser, lab_server, notebook, shots)
     try:
         failures = check_controls(nb, expectation, notebook.name)
-        failures += check_main_sliders(nb, shots)
-        if expectation.stepper:
-            failures += check_steppers(nb, shots)
+        if expectation.stepper:  # first, while the stepper is at its first sample
+            with nb.timed("stepper"):
+                failures += check_steppers(nb, shots)
+        with nb.timed("main sliders"):
+            failures += check_main_sliders(nb, shots)
         nb.screenshot(shots / "99_after_interactions.png")
         nb.save_console(shots / "console.log")
+        nb.save_timings(shots / "timings.txt")
         assert not failures, f"{notebook.name} in JupyterLab:\n" + "\n".join(failures)
         if notebook == FIXTURE_NOTEBOOK:
             check_harness_sees_an_error(nb, shots)
-            assert file_digest(notebook) == file_digest_before
+            assert saved_state(notebook) == state_before, f"{notebook.name} was saved"
     finally:
         nb.page.close()
         lab_server.shutdown_all_kernels()
@@ -258,6 +279,7 @@ def test_smoke_in_notebook7(browser: Any, notebook7_server: JupyterServer) -> No
         )
         failures += nb.problems()
         nb.screenshot(shots / "99_after_slider.png")
+        nb.save_timings(shots / "timings.txt")
         assert not failures, f"{notebook.name} in Notebook 7:\n" + "\n".join(failures)
     finally:
         nb.page.close()
