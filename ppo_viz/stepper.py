@@ -1024,6 +1024,7 @@ _FONT = (
 )
 _MONO = "font-family:DejaVu Sans Mono,Menlo,Consolas,monospace;font-size:12.5px"
 _CLIPPED = COLORS["zero_grad"]
+_COMPACT = '<div style="line-height:1.4">'
 
 
 def _badge(clipped: bool) -> str:
@@ -1369,6 +1370,7 @@ class BatchStepper(App):
         self.message = widgets.HTML()
         self.message.add_class("ppo-error")
         self.mode.observe(self._on_mode, names="value")
+        self.message.observe(self._compact_message, names="value")
         intro = widgets.HTML(
             '<div style="font-size:14px;font-weight:600;margin-top:4px">Your own batch</div>'
             '<div style="font-size:12.5px;color:#555">One number per sample, separated by '
@@ -1559,6 +1561,12 @@ class BatchStepper(App):
             + " Press Load batch to use them.",
             "info",
         )
+
+    def _compact_message(self, change: dict[str, Any]) -> None:
+        """Wrap messages in a normal line height (ipywidgets' HTML uses a tall one)."""
+        text = change["new"]
+        if text and not text.startswith(_COMPACT):
+            self.message.value = f"{_COMPACT}{text}</div>"
 
     def _relabel(self) -> None:
         new_label, old_label = field_labels(self.log_mode)
