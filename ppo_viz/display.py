@@ -18,14 +18,16 @@ from __future__ import annotations
 import base64
 import html
 import io
+import struct
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from PIL import Image as PILImage
 
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -41,13 +43,35 @@ def figure_to_png(figure: Figure, dpi: int = SCREEN_DPI) -> bytes:
     return buffer.getvalue()
 
 
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return (
+        struct.pack(">I", len(data))
+        + kind
+        + data
+        + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    )
+
+
 def _encode_png(canvas: FigureCanvasAgg) -> bytes:
-    """PNG bytes of what ``canvas`` holds now (fast zlib level: redraws are frequent)."""
-    width, height = canvas.get_width_height(physical=True)
-    image = PILImage.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="png", compress_level=1)
-    return buffer.getvalue()
+    """PNG bytes (8-bit RGB) of what ``canvas`` holds now.
+
+    Redraws are frequent, so this writes the PNG directly: no row filters and
+    zlib's fastest level, about twice as fast as a general-purpose encoder on
+    these mostly-flat figures.
+    """
+    rgba = np.asarray(canvas.buffer_rgba())
+    height, width = rgba.shape[:2]
+    rows = np.zeros((height, 1 + 3 * width), dtype=np.uint8)
+    rows[:, 1:] = rgba[:, :, :3].reshape(height, 3 * width)
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"".join(
+        (
+            b"\x89PNG\r\n\x1a\n",
+            _png_chunk(b"IHDR", header),
+            _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)),
+            _png_chunk(b"IEND", b""),
+        )
+    )
 
 
 class FigureView:
