@@ -236,8 +236,11 @@ def _as_float_vector(name: str, value: ArrayLike, *, check_finite: bool = True) 
         raise TypeError(f"{name} must be a 1-D array of numbers, got {type(value).__name__}")
     try:
         array = np.asarray(value)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a 1-D array of numbers: {error}") from None
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a 1-D array of numbers; it looks nested or ragged "
+            "(rows of different lengths) or holds values numpy cannot read"
+        ) from None
     if array.dtype.kind == "O":
         array = _object_array_as_float(name, array)
     if array.dtype.kind not in "iuf":
@@ -287,7 +290,12 @@ def _check_same_length(**arrays: FloatArray) -> int:
 
 
 def _as_real(name: str, value: object) -> float:
-    """Return ``value`` as a finite Python float or raise, naming ``name``."""
+    """Return ``value`` as a finite Python float or raise, naming ``name``.
+
+    Accepts Python and numpy real scalars, including 0-d arrays.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     number = float(value)
