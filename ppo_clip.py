@@ -121,8 +121,10 @@ class ClipBreakdown:
 
     Attributes
     ----------
+    log_ratio:
+        ``logp_new - logp_old`` (for a ratio sweep, ``log r``).
     ratio:
-        ``r = exp(logp_new - logp_old)``; may be ``inf`` after overflow.
+        ``r = exp(log_ratio)``; may be ``inf`` after overflow.
     advantages:
         The advantages as given (float64 copy, never normalized).
     is_clipped:
@@ -151,6 +153,7 @@ class ClipBreakdown:
         ``-r*A/N`` elsewhere.
     """
 
+    log_ratio: FloatArray
     ratio: FloatArray
     advantages: FloatArray
     is_clipped: BoolArray
@@ -179,6 +182,21 @@ class ClipBreakdown:
             with np.errstate(over="ignore"):
                 kept = np.where(capped, self.dual_clip * self.advantages, kept)
         return kept
+
+    @cached_property
+    def loss_contribution(self) -> FloatArray:
+        """Each sample's share of the loss, ``-(1/N) * objective_term``."""
+        return -(1.0 / self.batch_size) * self.objective_term
+
+    def partial_loss(self, count: int) -> float:
+        """``-(1/N) * sum(objective_term[:count])``: the loss after ``count`` samples.
+
+        With ``count == N`` this is :attr:`loss`, bit for bit.
+        """
+        if not 1 <= count <= self.n:
+            raise ValueError(f"count must be between 1 and {self.n}, got {count!r}")
+        with np.errstate(over="ignore"):
+            return float(-(1.0 / self.batch_size) * np.sum(self.objective_term[:count]))
 
     @cached_property
     def grad(self) -> FloatArray:
@@ -367,6 +385,7 @@ def _clip_mask(
 
 
 def _evaluate(
+    log_ratio: FloatArray,
     ratio: FloatArray,
     advantages: FloatArray,
     lower: float,
@@ -376,6 +395,7 @@ def _evaluate(
 ) -> ClipBreakdown:
     """Per-sample breakdown from ratios; gradients are divided by ``n``."""
     return ClipBreakdown(
+        log_ratio=log_ratio,
         ratio=ratio,
         advantages=advantages,
         is_clipped=_clip_mask(ratio, advantages, lower, upper, dual_clip),
@@ -455,8 +475,8 @@ def clip_breakdown(
     n = _check_same_length(logp_new=new, logp_old=old, advantages=adv)
     lower, upper = _band(eps, eps_low, eps_high)
     cap = _as_dual_clip(dual_clip)
-    _, ratio = _log_ratio_and_ratio(new, old, adv)
-    return _evaluate(ratio, adv.copy(), lower, upper, cap, n)
+    log_ratio, ratio = _log_ratio_and_ratio(new, old, adv)
+    return _evaluate(log_ratio, ratio, adv.copy(), lower, upper, cap, n)
 
 
 # --------------------------------------------------------------------------
@@ -629,7 +649,9 @@ def ratio_sweep(
     grid = _as_ratio_grid(ratios).copy()
     adv = np.full_like(grid, _as_real("advantage", advantage))
     lower, upper = _band(eps, eps_low, eps_high)
-    return _evaluate(grid, adv, lower, upper, _as_dual_clip(dual_clip), n=1)
+    with np.errstate(divide="ignore"):
+        log_grid = np.log(grid)
+    return _evaluate(log_grid, grid, adv, lower, upper, _as_dual_clip(dual_clip), n=1)
 
 
 def objective_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS) -> FloatArray:

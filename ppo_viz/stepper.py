@@ -191,10 +191,10 @@ class Batch:
         """The module's per-sample computation for this batch."""
         return ppo_clip.clip_breakdown(self.logp_new, self.logp_old, self.advantages, self.eps)
 
-    @cached_property
+    @property
     def log_ratio(self) -> FloatArray:
-        """``logp_new - logp_old``, the exponent of each ratio."""
-        return self.logp_new - self.logp_old
+        """``logp_new - logp_old``, the exponent of each ratio (from the module)."""
+        return self.breakdown.log_ratio
 
     def arguments(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
         """``(logp_new, logp_old, advantages, eps)`` for the contract's functions."""
@@ -500,7 +500,7 @@ def sample_rows(batch: Batch, step: int) -> list[ReadoutRow]:
     unclipped, clipped_term = float(b.unclipped_term[t]), float(b.clipped_term[t])
     kept, grad = float(b.objective_term[t]), float(b.grad[t])
     is_clipped = bool(b.is_clipped[t])
-    contribution = -(1.0 / n) * kept
+    contribution = float(b.loss_contribution[t])
     which = _kept_which(unclipped, clipped_term, kept)
     band = f"clip(r, {fmt(b.lower)}, {fmt(b.upper)})"
     new_note = old_note = "typed as a log-probability"
@@ -595,7 +595,7 @@ def running_totals(batch: Batch, step: int) -> RunningTotals:
         step=step,
         n=batch.n,
         kept_sum=float(kept_sum),
-        loss=float(-(1.0 / batch.n) * kept_sum),
+        loss=b.partial_loss(seen),
         clipped=len(clipped_samples),
         clipped_samples=clipped_samples,
         grad=b.grad[:seen].copy(),
@@ -1219,7 +1219,7 @@ def batch_table_html(batch: Batch, step: int | None = None, limit: int = 200) ->
         ]
         cells = [str(t), *(_table_cell(v) for v in values)]
         cells.append("<b>yes</b>" if b.is_clipped[t] else "no")
-        cells += [_table_cell(-(1.0 / batch.n) * b.objective_term[t]), _table_cell(b.grad[t])]
+        cells += [_table_cell(b.loss_contribution[t]), _table_cell(b.grad[t])]
         style = "background:#F7EAF2" if b.is_clipped[t] else ""
         if step is not None and t == step:
             style = "background:#FFF3A3;font-weight:600;outline:1.5px solid #222"
