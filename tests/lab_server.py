@@ -2,11 +2,12 @@
 
 The server listens on 127.0.0.1 on a free port, with no token and no password,
 rooted at the repository.  Everything it could write (settings, workspaces,
-runtime files, config) lives in a temporary directory, and the settings it gets
-turn autosave off, so driving a notebook in the browser never rewrites the
-committed ``.ipynb`` files.  :meth:`JupyterServer.stop` shuts the server's
-kernels down through the REST API and then ends that one server process (and
-the kernels it started, which share its process group), nothing else.
+runtime files, config, checkpoints) lives in a temporary directory, and the
+settings it gets turn autosave off, so driving a notebook in the browser never
+rewrites the committed ``.ipynb`` files or adds files next to them.
+:meth:`JupyterServer.stop` shuts the server's kernels down through the REST API
+and then ends that one server process (and the kernels it started, which share
+its process group), nothing else.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class JupyterServer:
             "--ServerApp.disable_check_xsrf=True",
             f"--ServerApp.root_dir={self.root_dir}",
             "--ServerApp.terminals_enabled=False",
+            # JupyterLab makes a checkpoint when it opens a file that has none: keep those
+            # out of the repository (no notebooks/.ipynb_checkpoints/).
+            f"--FileCheckpoints.checkpoint_dir={self._home / 'checkpoints'}",
             "--LabApp.extension_manager=readonly",  # no PyPI queries from the test server
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
