@@ -970,27 +970,39 @@ def summary_rows(runs: dict[str, Run]) -> list[dict[str, Any]]:
     return rows
 
 
+#: Inline cell padding, so the summary table's columns never run together.
+_CELL_STYLE = 'style="padding:3px 12px;border-bottom:1px solid #ddd"'
+
+
 def summary_html(runs: dict[str, Run]) -> str:
     """An HTML table of :func:`summary_rows` (final values after the last epoch run)."""
     start = runs[OBJECTIVES[0]].true_reward[0]
-    head = (
-        "<tr><th>objective</th><th>epochs run</th><th>ratios seen (min – max)</th>"
-        "<th>clip fraction</th><th>KL: k3 / exact</th><th>samples with no gradient</th>"
-        f"<th>true reward (start {start:.3f})</th></tr>"
+    titles = (
+        "objective",
+        "epochs run",
+        "ratios seen (min – max)",
+        "clip fraction",
+        "KL: k3 / exact",
+        "samples with no gradient",
+        f"true reward (start {start:.3f})",
     )
+    head = "<tr>" + "".join(f"<th {_CELL_STYLE}>{html.escape(t)}</th>" for t in titles) + "</tr>"
     body = []
     for objective, row in zip(OBJECTIVES, summary_rows(runs), strict=True):
         stopped = " (early stop)" if row["stopped_early"] else ""
         color = OBJECTIVE_COLORS[objective]
-        body.append(
-            f'<tr><td style="color:{color};font-weight:bold">{html.escape(row["objective"])}</td>'
-            f"<td>{row['epochs']}{stopped}</td>"
-            f"<td>{row['smallest_ratio']:.3f} – {row['largest_ratio']:.3f}</td>"
-            f"<td>{row['clip_fraction']:.3f}</td>"
-            f"<td>{row['approx_kl']:.4f} / {row['exact_kl']:.4f}</td>"
-            f"<td>{row['zero_grad']} of {runs[objective].batch.n}</td>"
-            f"<td>{row['true_reward']:.3f}</td></tr>"
+        label = html.escape(row["objective"])
+        name = f'<span style="color:{color};font-weight:bold">{label}</span>'
+        cells = (
+            name,
+            f"{row['epochs']}{stopped}",
+            f"{row['smallest_ratio']:.3f} – {row['largest_ratio']:.3f}",
+            f"{row['clip_fraction']:.3f}",
+            f"{row['approx_kl']:.4f} / {row['exact_kl']:.4f}",
+            f"{row['zero_grad']} of {runs[objective].batch.n}",
+            f"{row['true_reward']:.3f}",
         )
+        body.append("<tr>" + "".join(f"<td {_CELL_STYLE}>{c}</td>" for c in cells) + "</tr>")
     return (
         '<table class="ppo-epochs-table" style="font-family:sans-serif;font-size:13px;'
         'border-collapse:collapse;text-align:right">'
