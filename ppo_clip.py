@@ -156,11 +156,14 @@ class ClipBreakdown:
     log_ratio: FloatArray
     ratio: FloatArray
     advantages: FloatArray
-    is_clipped: BoolArray
     lower: float
     upper: float
     batch_size: int
     dual_clip: float | None = None
+
+    @cached_property
+    def is_clipped(self) -> BoolArray:
+        return _clip_mask(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
 
     @cached_property
     def clipped_ratio(self) -> FloatArray:
@@ -200,11 +203,14 @@ class ClipBreakdown:
 
     @cached_property
     def grad(self) -> FloatArray:
-        # Zeroing the advantage of clipped samples before the product gives
-        # exact zeros there, and -(r*A)/N == (r*A)/(-N) bit for bit elsewhere;
-        # adding 0.0 turns the -0.0 of A == 0 samples into 0.0.
-        kept_advantages = self.advantages * ~self.is_clipped
-        grad = _times_advantage(self.ratio, kept_advantages)
+        # 0 where clipped or A == 0 (so an infinite ratio never meets a zero
+        # advantage); (r*A)/(-N) == -(r*A)/N bit for bit elsewhere; adding 0.0
+        # turns -0.0 into 0.0.
+        keep = ~self.is_clipped
+        keep &= self.advantages != 0
+        with np.errstate(over="ignore"):
+            grad = np.where(keep, self.ratio, 0.0)
+            grad *= self.advantages
         np.divide(grad, -self.batch_size, out=grad)
         grad += 0.0
         return grad
@@ -352,18 +358,10 @@ def _as_dual_clip(value: object | None) -> float | None:
 
 
 def _times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
-    """``values * A`` with an exact 0 wherever ``A == 0``, even where ``values`` is ``inf``.
-
-    ``inf * 0`` is the only way this product can be NaN (inputs are finite or
-    ``+inf``), so the plain product is kept unless it holds a NaN.
-    """
+    """``values * A`` with an exact 0 wherever ``A == 0``, even where ``values`` is ``inf``."""
     with np.errstate(invalid="ignore", over="ignore"):
         product = values * advantages
-        if not np.isnan(np.add.reduce(product)):
-            return product
-    product = np.zeros_like(values)
-    with np.errstate(over="ignore"):
-        np.multiply(values, advantages, out=product, where=advantages != 0)
+    product[advantages == 0] = 0.0
     return product
 
 
@@ -398,7 +396,6 @@ def _evaluate(
         log_ratio=log_ratio,
         ratio=ratio,
         advantages=advantages,
-        is_clipped=_clip_mask(ratio, advantages, lower, upper, dual_clip),
         lower=lower,
         upper=upper,
         batch_size=n,
