@@ -20,12 +20,9 @@ import numpy as np
 import pytest
 
 import ppo_clip
+from benchmarks import figures, module_bench
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # `pytest tests/...` without `python -m`: make benchmarks/ importable
-    sys.path.insert(0, str(REPO))
-
-from benchmarks import figures, module_bench  # noqa: E402
 
 
 def _tiny_notebook(directory: Path) -> Path:
