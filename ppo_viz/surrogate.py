@@ -191,6 +191,11 @@ def update_objective_panel(
     ``[0, r_max]``.  ``variant`` takes :func:`ppo_clip.ratio_sweep`'s keywords
     (``eps_low``, ``eps_high``, ``dual_clip``).  Returns the sweep the curves
     were drawn from.
+
+    The zero-gradient shading is one span, from the first to the last clipped
+    ratio; that is exact for the symmetric and asymmetric bands.  With a
+    dual-clip cap the clipped set has two parts, and the caller shades them
+    itself from the returned sweep (as :mod:`ppo_viz.numerics` does).
     """
     grid = ratio_grid(eps, r_max=r_max, **variant)
     sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
