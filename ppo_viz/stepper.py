@@ -1244,11 +1244,12 @@ def batch_table_html(batch: Batch, step: int | None = None, limit: int = 200) ->
     if step is not None:
         key += "; the outlined row is the current sample, grey rows are still to come"
     return (
+        f'<div style="{_CARD};{_FONT};overflow-x:auto">'
         f'<table class="ppo-batch-table" style="border-collapse:collapse;{_MONO}">'
         f"<tr>{header}</tr>{''.join(body)}</table>"
         f'<div style="color:#666;font-size:12px;margin-top:3px">{key}. “≈” marks a value '
         "rounded for this table (hover for the exact float; the sample card shows every "
-        "digit).</div>"
+        "digit).</div></div>"
     )
 
 
