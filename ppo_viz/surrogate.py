@@ -111,7 +111,9 @@ def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle]:
         lw=0,
         label="clipped: zero gradient",
     )
-    ax.axvline(1.0, color=COLORS["start"], ls=":", lw=1.2, label="r = 1 (every epoch starts here)")
+    ax.axvline(
+        1.0, color=COLORS["start"], ls=":", lw=1.2, label="r = 1 (where a fresh batch starts)"
+    )
     ax.axhline(0.0, color="#555555", lw=0.8)
     return band, zero
 
@@ -310,17 +312,21 @@ class SurrogateFigure:
         for position, (index, x, y) in enumerate(zip(indices, xs, ys, strict=True)):
             if position == len(labels):
                 left = position % 2 == 0
+                # Labels go on the side of the curve away from it: above the
+                # rising A > 0 curve, and for A < 0 below the flat part (left)
+                # and above the falling part (right).
+                above = sign if left else 1
                 labels.append(
                     artists.objective_ax.annotate(
                         f"sample {index}",
                         (0, 0),
-                        xytext=(-7 if left else 7, 7 * sign),
+                        xytext=(-7 if left else 7, above * 7),
                         textcoords="offset points",
                         fontsize="small",
                         color=COLORS["sample"],
                         fontweight="bold",
                         ha="right" if left else "left",
-                        va="bottom" if sign > 0 else "top",
+                        va="bottom" if above > 0 else "top",
                     )
                 )
             labels[position].xy = (x, y)
