@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import html
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator, NullLocator
+from matplotlib.transforms import Bbox
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip
@@ -481,6 +483,12 @@ GRAD_COLORS = {
 #: Line widths of the bottom row: the wider line underneath, so coinciding runs stay visible.
 METRIC_WIDTHS = {"clipped": 2.9, "unclipped": 1.9, "clip_only": 1.1}
 GRAD_CMAP = ListedColormap([GRAD_COLORS["down"], GRAD_COLORS["zero"], GRAD_COLORS["up"]])
+#: Every panel's x-axis spans the epochs slider's whole range, so changing the number of
+#: epochs never moves an axis; the epochs past the requested number are veiled in grey.
+EPOCH_AXIS_MAX = EPOCHS_RANGE[1]
+#: The veil lies over everything in its panel (legends included), in a full draw and in a
+#: blitted one alike, so both stack the same artists in the same order.
+NOT_RUN_SHADE = {"facecolor": "#6F6F6F", "alpha": 0.13, "lw": 0, "zorder": 6}
 
 
 def gradient_codes(run: Run) -> NDArray[np.int8]:
@@ -509,6 +517,85 @@ def _nan_where_not(values: FloatArray, keep: NDArray[np.bool_]) -> FloatArray:
     return np.where(keep, values, np.nan)
 
 
+class CachedTexts(Artist):
+    """Texts drawn once, then redrawn as the pixels they made (for a blitted redraw).
+
+    Drawing text is most of a redraw's cost, and the sample labels change
+    only with the batch.  The texts must lie inside ``area()`` (display
+    coordinates), where nothing else animated is drawn.  :meth:`draw` keeps
+    the area's pixels from before and after drawing the texts; while the
+    texts are unchanged and the pixels before are the same, it writes back
+    the stored result instead of drawing, which gives the same pixels.  The
+    texts stay children of their axes (animated), so ``savefig`` draws them
+    itself; this artist is for ``FigureView.animate`` only.
+    """
+
+    def __init__(self, texts: list[Text], area: Callable[[], Bbox]) -> None:
+        super().__init__()
+        self.texts = texts
+        self.area = area
+        self.axes = texts[0].axes
+        self.set_zorder(max(t.get_zorder() for t in texts))
+        for text in texts:
+            text.set_animated(True)
+        self._key: tuple[Any, ...] | None = None
+        self._region: tuple[slice, slice] = (slice(0), slice(0))
+        self._before: NDArray[np.uint8] | None = None
+        self._after: NDArray[np.uint8] | None = None
+
+    def _state(self, renderer: Any) -> tuple[Any, ...]:
+        texts = tuple((t.get_text(), t.get_color(), t.get_position()) for t in self.texts)
+        return (texts, renderer.width, renderer.height, renderer.dpi, tuple(self.area().bounds))
+
+    def _region_of(self, box: Bbox, height: int, width: int) -> tuple[slice, slice]:
+        """Rows and columns of the pixel buffer (top row first) inside ``box``."""
+        x0, x1 = max(0, math.floor(box.x0)), min(width, math.ceil(box.x1))
+        top, bottom = max(0, height - math.ceil(box.y1)), min(height, height - math.floor(box.y0))
+        return (slice(top, bottom), slice(x0, x1))
+
+    def _inside_area(self, renderer: Any) -> bool:
+        area = self.area()
+        return all(
+            area.x0 <= e.x0 and e.x1 <= area.x1 and area.y0 <= e.y0 and e.y1 <= area.y1
+            for e in (t.get_window_extent(renderer) for t in self.texts if t.get_text())
+        )
+
+    def draw(self, renderer: Any) -> None:
+        if not self.get_visible():
+            return
+        if not hasattr(renderer, "buffer_rgba"):  # not Agg: nothing to reuse
+            for text in self.texts:
+                text.draw(renderer)
+            return
+        pixels = np.asarray(renderer.buffer_rgba())
+        key = self._state(renderer)
+        if key == self._key and np.array_equal(pixels[self._region], self._before):
+            pixels[self._region] = self._after
+            return
+        self._region = self._region_of(self.area(), *pixels.shape[:2])
+        self._before = pixels[self._region].copy()
+        for text in self.texts:
+            text.draw(renderer)
+        self._after = pixels[self._region].copy()
+        # Extents are cheap once drawn; a text outside the area is never cached.
+        self._key = key if self._inside_area(renderer) else None
+
+
+def _left_margin_of(ax: Axes, pad: float = 12.0) -> Bbox:
+    """The figure's strip left of ``ax``, ``pad`` pixels taller at each end (display units)."""
+    box = ax.get_window_extent()
+    return Bbox.from_extents(0.0, box.y0 - pad, box.x0, box.y1 + pad)
+
+
+def _add_not_run_shade(ax: Axes) -> Rectangle:
+    """A shade over epochs past the requested number (placed by ``EpochsFigure.set_epochs``)."""
+    shade = Rectangle(
+        (EPOCH_AXIS_MAX + 0.5, 0.0), 0.0, 1.0, transform=ax.get_xaxis_transform(), **NOT_RUN_SHADE
+    )
+    ax.add_patch(shade)
+    return shade
+
+
 @dataclass
 class ObjectiveColumn:
     """The animated artists of one objective's ratio panel and gradient map."""
@@ -522,12 +609,14 @@ class ObjectiveColumn:
     stop_text: Text
     image: AxesImage
     separators: list[Line2D]
+    not_run: list[Rectangle]
 
     def artists(self) -> list[Artist]:
         return [
             self.band,
             self.image,
             *self.separators,
+            *self.not_run,
             *self.arm_lines,
             *self.coast_markers,
             self.stop_line,
@@ -539,9 +628,13 @@ class EpochsFigure:
     """Per objective a column (ratios, gradient map); below, clip fraction, KL, true reward.
 
     Build once, then :meth:`update` with the three runs: only artist data,
-    the band and labels change.  The x-axis spans the requested number of
-    epochs (:meth:`set_epochs`); every other limit is fixed, and the three
-    columns share their axes so the objectives compare at a glance.
+    the band and labels change.  Every limit is fixed: the x-axis spans the
+    epochs slider's whole range (:data:`EPOCH_AXIS_MAX`) and the epochs past
+    the requested number are shaded (:meth:`set_epochs`), so no axis moves;
+    the three columns share their axes so the objectives compare at a glance.
+    Everything that depends on the settings or the batch (including the
+    sample labels) is in :meth:`animated_artists`, so a redraw never needs
+    the static background redrawn.
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
@@ -568,6 +661,7 @@ class EpochsFigure:
                 self.columns[objective] = self._build_column(top, index, objective)
             self._build_metrics(bottom)
             self._build_legends()
+            self._fix_epoch_axis()
         self.runs: dict[str, Run] = {}
         self.batch: Batch | None = None
         self.n_epochs = -1
@@ -649,6 +743,7 @@ class EpochsFigure:
         separators = [
             map_ax.axhline(0.0, color="#444444", lw=1.0) for _ in range(self.bandit.k - 1)
         ]
+        not_run = [_add_not_run_shade(ratio_ax), _add_not_run_shade(map_ax)]
         if first is None:
             ratio_ax.set_ylabel("ratio r = π_new / π_old of each arm\n(its samples all share it)")
             map_ax.set_ylabel("each sample's own gradient", labelpad=122)
@@ -665,6 +760,9 @@ class EpochsFigure:
                 )
                 for t in range(N_SAMPLES)
             ]
+            self._cached_labels = CachedTexts(
+                self._sample_labels, functools.partial(_left_margin_of, map_ax)
+            )
         else:
             ratio_ax.tick_params(labelleft=False)
         return ObjectiveColumn(
@@ -677,6 +775,7 @@ class EpochsFigure:
             stop_text,
             image,
             separators,
+            not_run,
         )
 
     def _build_metrics(self, grid: Any) -> None:
@@ -744,6 +843,9 @@ class EpochsFigure:
             ha="right",
             va="top",
         )
+        self.metric_not_run = [
+            _add_not_run_shade(ax) for ax in (self.clip_ax, self.kl_ax, self.reward_ax)
+        ]
         self.target_line = self.kl_ax.axhline(
             DEFAULT_TARGET_KL, color=BLACK, lw=1.0, ls=(0, (4, 2)), visible=False
         )
@@ -794,16 +896,18 @@ class EpochsFigure:
             handlelength=1.8,
             columnspacing=1.2,
         )
+        not_run = Patch(**{**NOT_RUN_SHADE, "label": "epochs not run"})
         pushes = [
             Patch(facecolor=GRAD_COLORS["up"], label="sample pushes its arm up (A > 0)"),
             Patch(facecolor=GRAD_COLORS["down"], label="pushes it down (A < 0)"),
             Patch(facecolor=GRAD_COLORS["zero"], edgecolor="#999999", label="no gradient"),
             coast,
+            not_run,
         ]
         self.figure.legend(
             handles=pushes,
             loc="upper center",
-            ncol=4,
+            ncol=5,
             bbox_to_anchor=(0.57, 0.962),
             frameon=False,
             fontsize=9,
@@ -821,37 +925,51 @@ class EpochsFigure:
         ]
         self.kl_ax.legend(handles=estimators, loc="lower right", fontsize=8.5)
 
+    def _fix_epoch_axis(self) -> None:
+        """Every panel spans epochs ``0..EPOCH_AXIS_MAX``, whatever the number of epochs run."""
+        ticks = MaxNLocator(nbins=7, integer=True).tick_values(0, EPOCH_AXIS_MAX)
+        ticks = ticks[(ticks >= 0) & (ticks <= EPOCH_AXIS_MAX)]
+        for ax in (self.columns[OBJECTIVES[0]].ratio_ax, self.clip_ax):
+            ax.set_xlim(-0.5, EPOCH_AXIS_MAX + 0.5)
+            ax.set_xticks(ticks)
+
     # -- updates -----------------------------------------------------------
 
     def animated_artists(self) -> list[Artist]:
-        """Every artist that changes between redraws (for ``FigureView.animate``)."""
+        """Every artist that changes between redraws (for ``FigureView.animate``).
+
+        Listed in drawing order (by axes, then by z-order, as ``savefig``
+        draws them), so the not-run veil comes last in its panel.
+        """
         artists: list[Artist] = []
         for column in self.columns.values():
             artists.extend(column.artists())
+        artists.append(self._cached_labels)
         for lines in self.metric_lines.values():
             artists.extend(lines.values())
+        artists.extend(self.metric_not_run)
         artists.extend([self.target_line, self.target_text])
         artists.extend(self.end_labels.values())
-        return artists
+        axes = self.figure.axes
+        return sorted(artists, key=lambda a: (axes.index(a.axes), a.get_zorder()))
 
-    def set_epochs(self, n_epochs: int) -> bool:
-        """Set the x-range to ``0..n_epochs``; True if it changed (the background must redraw)."""
+    def set_epochs(self, n_epochs: int) -> None:
+        """Shade epochs ``n_epochs + 1 .. EPOCH_AXIS_MAX`` as not run (no axis changes)."""
         if n_epochs == self.n_epochs:
-            return False
+            return
         self.n_epochs = n_epochs
-        ticks = MaxNLocator(nbins=7, integer=True).tick_values(0, n_epochs)
-        ticks = ticks[(ticks >= 0) & (ticks <= n_epochs)]
-        for ax in (self.columns[OBJECTIVES[0]].ratio_ax, self.clip_ax):
-            ax.set_xlim(-0.5, n_epochs + 0.5)
-            ax.set_xticks(ticks)
-        return True
+        beyond = n_epochs < EPOCH_AXIS_MAX
+        shades = [s for c in self.columns.values() for s in c.not_run] + self.metric_not_run
+        for shade in shades:
+            shade.set_visible(beyond)
+            shade.set_x(n_epochs + 0.5)
+            shade.set_width(EPOCH_AXIS_MAX - n_epochs)
 
-    def update(self, runs: dict[str, Run]) -> bool:
+    def update(self, runs: dict[str, Run]) -> None:
         """Show ``runs`` (from :func:`run_all`): lines, band, gradient maps, labels.
 
-        Returns True when something outside :meth:`animated_artists` changed
-        (the sample labels of a new batch), so the cached background must be
-        redrawn.
+        Everything it changes is animated, so the static background stays
+        valid (a new batch only relabels the animated sample labels).
         """
         new_batch = not self.runs or runs[OBJECTIVES[0]].batch is not self.batch
         self.runs = runs
@@ -868,7 +986,6 @@ class EpochsFigure:
             self.target_line.set_ydata([target, target])
             self.target_text.set_y(target)
         self._place_end_labels()
-        return new_batch
 
     def _update_column(self, column: ObjectiveColumn, run: Run) -> None:
         band = ppo_clip.ratio_sweep([1.0], 1.0, run.settings.eps)
@@ -886,7 +1003,7 @@ class EpochsFigure:
         column.stop_text.set_visible(run.stopped_early)
         if run.stopped_early:
             column.stop_line.set_xdata([run.epochs_run, run.epochs_run])
-            on_left = run.epochs_run < 0.4 * run.settings.n_epochs
+            on_left = run.epochs_run < 0.4 * EPOCH_AXIS_MAX
             column.stop_text.set_horizontalalignment("left" if on_left else "right")
             column.stop_text.set_x(run.epochs_run + (0.4 if on_left else -0.4))
             column.stop_text.set_text(f"early stop:\nk3 KL {run.approx_kl[-1]:.3f}")
@@ -1088,14 +1205,14 @@ class EpochsExplorer(App):
             description="epochs",
             style=style,
             layout=layout,
-            continuous_update=False,  # a new x-range redraws the whole figure
+            continuous_update=True,  # the axis is fixed: a new value redraws in ~35 ms
         )
         self.seed = widgets.IntText(
             value=s.seed,
             description="batch seed",
             style=style,
             layout=layout,
-            continuous_update=False,
+            continuous_update=False,  # one redraw on Enter, not one per digit typed
         )
         self.early_stop = widgets.Checkbox(
             value=s.target_kl is not None,
@@ -1149,10 +1266,8 @@ class EpochsExplorer(App):
     def _show(self, settings: Settings) -> None:
         self.message.value = ""
         runs = run_all(settings)
-        if self.plot.set_epochs(settings.n_epochs):
-            self.view.invalidate()
-        if self.plot.update(runs):
-            self.view.invalidate()
+        self.plot.set_epochs(settings.n_epochs)
+        self.plot.update(runs)
         self.settings = settings
         self.summary.value = summary_html(runs)
         self.view.refresh()

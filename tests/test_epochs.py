@@ -31,9 +31,11 @@ from PIL import Image
 import ppo_clip
 from ppo_viz.display import WIDGET_VIEW_MIME, figure_to_png
 from ppo_viz.epochs import (
+    ARM_COLORS,
     DEFAULT_EPOCHS,
     DEFAULT_SEED,
     DEFAULT_STEP_SIZE,
+    EPOCHS_RANGE,
     OBJECTIVES,
     EpochsExplorer,
     EpochsFigure,
@@ -392,7 +394,7 @@ QUOTED = [
     "epoch 5 to epoch 30", "1.25 to 1.39", "9 of the 12", "0.256",
     "1.29", "1.54", "0.34 past the edge", "0.67",
     "after 7 epochs", "0.231", "after 12 epochs", "after 27", "after 4 epochs", "1.535",
-    "seed to 10",
+    "seed to 10", "runs to 60",
 ]  # fmt: skip
 
 
@@ -434,10 +436,20 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings) -> None:
         for name in ("clip_fraction", "approx_kl", "exact_kl", "true_reward"):
             np.testing.assert_array_equal(lines[name].get_ydata(), getattr(run, name))
         assert plot.end_labels[objective].get_text() == f"{run.true_reward[-1]:.3f}"
-    assert plot.clip_ax.get_xlim() == (-0.5, expected.n_epochs + 0.5)
+    # The x-axis never moves: it spans the slider's range and veils the epochs not run.
+    assert plot.clip_ax.get_xlim() == (-0.5, EPOCHS_RANGE[1] + 0.5)
+    veils = [*plot.metric_not_run, *(v for c in plot.columns.values() for v in c.not_run)]
+    for veil in veils:
+        assert veil.get_visible() == (expected.n_epochs < EPOCHS_RANGE[1])
+        assert veil.get_x() == expected.n_epochs + 0.5
+        assert veil.get_x() + veil.get_width() == EPOCHS_RANGE[1] + 0.5
     assert plot.target_line.get_visible() == (expected.target_kl is not None)
     batch = runs["clipped"].batch
     assert plot._sample_labels[SAMPLE_8].get_text().endswith(f"{batch.advantages[SAMPLE_8]:+.2f}")
+    for t, label in enumerate(plot._sample_labels):
+        arm = batch.actions[t]
+        assert label.get_text() == f"#{t:<2d} arm {arm}  A {batch.advantages[t]:+.2f}"
+        assert label.get_color() == ARM_COLORS[arm]
     for row in summary_rows(runs):
         assert f"{row['true_reward']:.3f}" in app.summary.value
     assert app.message.value == ""
@@ -448,6 +460,7 @@ def test_the_app_starts_at_the_documented_defaults(explorer):
     assert (explorer.epochs.value, explorer.seed.value) == (DEFAULT_EPOCHS, DEFAULT_SEED)
     assert explorer.early_stop.value is False
     assert explorer.target_kl.disabled
+    assert explorer.epochs.max == EPOCHS_RANGE[1] == 60  # the prose: the axis "runs to 60"
     assert_figure_shows(explorer, Settings())
 
 
@@ -561,15 +574,67 @@ def test_blitted_redraws_match_a_full_redraw(explorer):
     assert differing < 0.003, f"{differing:.2%} of pixels differ from a full redraw"
 
 
-def test_redraw_after_a_slider_change_is_fast(explorer):
+def rgb(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), float)
+
+
+def differing(a: np.ndarray, b: np.ndarray, threshold: float) -> float:
+    """The fraction of pixels where some channel differs by more than ``threshold``."""
+    assert a.shape == b.shape
+    return float(np.any(np.abs(a - b) > threshold, axis=2).mean())
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [("epochs", 10), ("seed", 10), ("epochs", 60), ("epochs", 3), ("seed", 7)],
+        [("early_stop", True), ("epochs", 45), ("seed", 3), ("step_size", 4.0), ("epochs", 1)],
+    ],
+)
+def test_new_epochs_and_seeds_redraw_fast_and_match_a_full_redraw(explorer, steps):
+    """Epochs and seed keep the cached background, and draw what a full redraw draws.
+
+    A full redraw of the background (``invalidate``) must give the very same
+    pixels: nothing static went stale (no old tick, label or line left
+    behind).  ``savefig`` draws everything from scratch: the sample labels'
+    strip must match it exactly (no stale label), the rest within the
+    tolerance of the eps fidelity test.
+    """
+    view, plot = explorer.view, explorer.plot
+    for attribute, value in steps:
+        background = view._background
+        getattr(explorer, attribute).value = value
+        assert view._background is background, f"{attribute} = {value} redrew the background"
+        fast = rgb(view.last_png)
+        view.invalidate()
+        assert differing(fast, rgb(view.render()), threshold=2) == 0.0
+        full = rgb(figure_to_png(plot.figure))
+        strip = plot._cached_labels.area()
+        height = full.shape[0]
+        rows = slice(height - int(strip.y1), height - int(strip.y0))
+        columns = slice(0, int(strip.x1))
+        assert differing(fast[rows, columns], full[rows, columns], threshold=2) == 0.0
+        assert differing(fast, full, threshold=40) < 0.003
+
+
+@pytest.mark.parametrize(
+    ("control", "values"),
+    [
+        ("eps", [0.15, 0.25, 0.3, 0.2]),
+        ("epochs", [3, 10, 45, 60]),
+        ("seed", [1, 2, 3, 4]),
+    ],
+)
+def test_redraw_after_a_control_change_is_fast(explorer, control, values):
     """Median CPU time from setting a control to a finished PNG (runs cached)."""
-    values = [0.15, 0.25, 0.3, 0.2] * 3
+    widget = getattr(explorer, control)
+    values = values * 3
     for value in values:  # warm the run cache
-        explorer.eps.value = value
+        widget.value = value
     times = []
     for value in values:
         started = time.process_time()
-        explorer.eps.value = value
+        widget.value = value
         times.append(time.process_time() - started)
     assert statistics.median(times) < 0.1, f"median {statistics.median(times) * 1000:.0f} ms"
 
