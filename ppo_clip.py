@@ -167,7 +167,8 @@ class ClipBreakdown:
 
     @cached_property
     def clipped_ratio(self) -> FloatArray:
-        return np.clip(self.ratio, self.lower, self.upper)
+        # min(max(r, lower), upper): what np.clip computes, without its wrapper's overhead.
+        return np.minimum(np.maximum(self.ratio, self.lower), self.upper)
 
     @cached_property
     def unclipped_term(self) -> FloatArray:
@@ -367,7 +368,7 @@ def _times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
 
 def _negative_mean(terms: FloatArray) -> float:
     with np.errstate(over="ignore"):
-        return float(-(1.0 / terms.shape[0]) * np.sum(terms))
+        return float(-(1.0 / terms.shape[0]) * np.add.reduce(terms))
 
 
 def _clip_mask(
