@@ -26,6 +26,7 @@ import base64
 import html
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -47,11 +48,13 @@ __all__ = [
     "Batch",
     "BatchStepper",
     "EntryError",
+    "FigureLimits",
     "ModuleCheck",
     "ReadoutRow",
     "RunningTotals",
     "clip_rule",
     "compare_with_module",
+    "figure_limits",
     "fmt",
     "parse_batch",
     "parse_numbers",
@@ -64,6 +67,12 @@ __all__ = [
 MAX_SAMPLES = 4096
 #: The contract's lowest log-probability.
 LOGP_MIN = -1000.0
+#: The largest advantage (in magnitude) the stepper accepts.  Its figure draws
+#: ``r*A`` and ``clip(r)*A`` for ratios up to :data:`R_AXIS_CAP`, so every drawn
+#: value stays within ``R_AXIS_CAP * MAX_ABS_ADVANTAGE``: finite, with readable
+#: ticks.  (A larger ``r*A`` from a huge ratio is drawn as an arrow at the axis edge.)
+#: Advantages are usually within ±100, so this refuses only typing slips.
+MAX_ABS_ADVANTAGE = 1e6
 #: The ratio axis is at least [0, R_MAX] and widens for larger ratios up to this.
 R_AXIS_CAP = 6.0
 #: Faint points get their sample number written next to them up to this many per column.
@@ -271,11 +280,12 @@ class EntryError(ValueError):
 _SEPARATORS = re.compile(r"[,;\s]+")
 
 
-def parse_numbers(text: str, label: str) -> list[float]:
+def parse_numbers(text: str, label: str, *, empty: str | None = None) -> list[float]:
     """The numbers in ``text`` (separated by commas, semicolons or spaces).
 
     Accepts surrounding brackets and the Unicode minus sign.  Raises
-    :class:`EntryError` naming ``label`` and the sample for an empty field,
+    :class:`EntryError` naming ``label`` and the sample for an empty field
+    (``empty`` replaces the message's advice after "is empty: "),
     something that is not a number, or NaN/infinity.
     """
     cleaned = text.strip().replace("\u2212", "-")
@@ -283,10 +293,10 @@ def parse_numbers(text: str, label: str) -> list[float]:
         cleaned = cleaned[1:-1]
     tokens = [token for token in _SEPARATORS.split(cleaned) if token]
     if not tokens:
-        raise EntryError(
-            f"{label} is empty: type one number per sample, separated by commas "
-            "(for example 0.7, 0.55, 0.3)."
+        advice = empty or (
+            "type one number per sample, separated by commas (for example 0.7, 0.55, 0.3)."
         )
+        raise EntryError(f"{label} is empty: {advice}")
     numbers = []
     for index, token in enumerate(tokens):
         try:
@@ -334,9 +344,19 @@ def _check_log_probabilities(values: list[float], label: str) -> None:
             )
 
 
+def _check_advantages(values: list[float], label: str) -> None:
+    for index, advantage in enumerate(values):
+        if abs(advantage) > MAX_ABS_ADVANTAGE:
+            raise EntryError(
+                f"{label}, sample {index}: {fmt(advantage)} is too large to plot; advantages "
+                "are usually within ±100, and the stepper takes them up to ±1e6 "
+                "(a million)."
+            )
+
+
 def parse_eps(text: str) -> float:
     """The clip size typed in ``text``: one number in [0, 1], or :class:`EntryError`."""
-    values = parse_numbers(text, "ε")
+    values = parse_numbers(text, "ε", empty="type one number, for example 0.2.")
     if len(values) != 1:
         raise EntryError(f"ε takes a single number (the clip size), not {len(values)}.")
     eps = values[0]
@@ -356,9 +376,10 @@ def parse_batch(
     """Read the four text fields into a :class:`Batch`, or raise :class:`EntryError`.
 
     In probability mode the first two fields hold probabilities in (0, 1];
-    in log mode log-probabilities in [-1000, 0].  The three lists must have
-    the same length, from 1 to 4096; ``eps`` is one number in [0, 1].  Every
-    problem found is reported, one per line.
+    in log mode log-probabilities in [-1000, 0].  Advantages are at most
+    :data:`MAX_ABS_ADVANTAGE` in magnitude, so the figure can draw them.  The
+    three lists must have the same length, from 1 to 4096; ``eps`` is one
+    number in [0, 1].  Every problem found is reported, one per line.
     """
     new_label, old_label = field_labels(log_mode)
     check = _check_log_probabilities if log_mode else _check_probabilities
@@ -367,7 +388,7 @@ def parse_batch(
     for label, text, checker in (
         (new_label, new_text, check),
         (old_label, old_text, check),
-        ("A", advantages_text, None),
+        ("A", advantages_text, _check_advantages),
     ):
         try:
             values = parse_numbers(text, label)
@@ -704,7 +725,10 @@ def _column_scale(batch: Batch, sign: int, r_end: float) -> float:
     chosen = np.sign(b.advantages) == sign
     if not chosen.any():
         return b.upper
-    reach = np.abs(b.advantages[chosen]) * np.maximum(np.minimum(b.ratio[chosen], r_end), b.upper)
+    with np.errstate(over="ignore"):  # an overflow gives inf, which figure_limits refuses
+        reach = np.abs(b.advantages[chosen]) * np.maximum(
+            np.minimum(b.ratio[chosen], r_end), b.upper
+        )
     if reach.size > ROBUST_LIMITS_FROM:
         return float(np.quantile(reach, 0.95))
     return float(reach.max())
@@ -723,6 +747,40 @@ def _column_advantage(batch: Batch, sign: int, step: int) -> tuple[float, int | 
     earlier = chosen[chosen <= step]
     index = int(earlier[-1]) if earlier.size else int(chosen[0])
     return float(batch.breakdown.advantages[index]), index
+
+
+@dataclass(frozen=True)
+class FigureLimits:
+    """The stepper figure's fixed axis limits for one batch (see :func:`figure_limits`)."""
+
+    r_end: float
+    #: Per advantage sign: ``(objective_ylim, gradient_ylim)``.
+    ylims: dict[int, tuple[tuple[float, float], tuple[float, float]]]
+
+
+def figure_limits(batch: Batch) -> FigureLimits:
+    """The axis limits the figure uses for ``batch``, computed without touching any figure.
+
+    Raises :class:`EntryError` (a message for the reader) if a limit is not a
+    finite number, so a batch that cannot be drawn is refused before anything
+    on screen changes.
+    """
+    r_end = _ratio_axis_end(batch)
+    ylims = {}
+    for sign in (+1, -1):
+        reach = _column_scale(batch, sign, r_end)
+        room, pad = 1.22 * reach, 0.14 * reach
+        if not (math.isfinite(reach) and reach <= R_AXIS_CAP * MAX_ABS_ADVANTAGE):
+            kind = "positive" if sign > 0 else "negative"
+            raise EntryError(
+                f"The {kind} advantages reach {fmt(reach)} on the plot, too large to draw; "
+                "advantages are usually within ±100."
+            )
+        if sign > 0:
+            ylims[sign] = ((-pad, room), (-room, pad))
+        else:
+            ylims[sign] = ((-room, pad), (-pad, room))
+    return FigureLimits(r_end=r_end, ylims=ylims)
 
 
 @dataclass
@@ -773,7 +831,7 @@ class StepperFigure:
                 self.highlights[sign] = self._draw_highlight(panel, sign)
                 for line in panel.samples:
                     line.set_alpha(0.55)
-                panel.samples[0].set_label("other samples of the batch (at their ratios)")
+                panel.samples[0].set_label("other samples (at their ratios)")
             self.headline = self.figure.suptitle(" ", fontsize=11.5, fontweight="bold")
             self.curve_notes = {
                 sign: self.columns[sign].objective_ax.text(
@@ -795,7 +853,15 @@ class StepperFigure:
                 for sign in (+1, -1)
             }
             handles, labels = axes[0, 0].get_legend_handles_labels()
-            self.figure.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False)
+            # The three marks of the current sample share a legend column; other samples last.
+            order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("other"))
+            self.figure.legend(
+                [handles[i] for i in order],
+                [labels[i] for i in order],
+                loc="outside lower center",
+                ncols=4,
+                frameon=False,
+            )
         self.batch = batch
         self.r_end = R_MAX
         self.step = 0
@@ -821,10 +887,14 @@ class StepperFigure:
             for _ in range(LABELLED_POINTS)
         ]
         return _Highlight(
-            point=top.plot([], [], marker="o", label="current sample", **big)[0],
+            point=top.plot([], [], marker="o", label="current sample: kept term", **big)[0],
             gradient_point=bottom.plot([], [], marker="o", **big)[0],
-            unclipped=top.plot([], [], mec=COLORS["unclipped"], **small)[0],
-            clip_only=top.plot([], [], mec=COLORS["clip_only"], **small)[0],
+            unclipped=top.plot(
+                [], [], mec=COLORS["unclipped"], label="current sample: r·A", **small
+            )[0],
+            clip_only=top.plot(
+                [], [], mec=COLORS["clip_only"], label="current sample: clip(r)·A", **small
+            )[0],
             guides=(top.plot([], [], **guide)[0], bottom.plot([], [], **guide)[0]),
             label=top.annotate(
                 "",
@@ -865,22 +935,22 @@ class StepperFigure:
         artists.append(self.headline)
         return sorted(artists, key=lambda artist: artist.get_zorder())
 
-    def set_batch(self, batch: Batch) -> None:
-        """Fix the limits for ``batch`` (they never move while stepping) and show sample 0."""
+    def set_batch(self, batch: Batch, limits: FigureLimits | None = None) -> None:
+        """Fix the limits for ``batch`` (they never move while stepping) and show sample 0.
+
+        ``limits`` are :func:`figure_limits` of ``batch``, if already computed.
+        """
+        if limits is None:
+            limits = figure_limits(batch)
         self.batch = batch
-        self.r_end = _ratio_axis_end(batch)
+        self.r_end = limits.r_end
         for panel in self.columns.values():
             for line in panel.samples:
                 line.set_markersize(7 if batch.n <= ROBUST_LIMITS_FROM else 4)
         for sign, panel in self.columns.items():
-            reach = _column_scale(batch, sign, self.r_end)
-            room, pad = 1.22 * reach, 0.14 * reach
-            if sign > 0:
-                panel.objective_ax.set_ylim(-pad, room)
-                panel.gradient_ax.set_ylim(-room, pad)
-            else:
-                panel.objective_ax.set_ylim(-room, pad)
-                panel.gradient_ax.set_ylim(-pad, room)
+            objective_ylim, gradient_ylim = limits.ylims[sign]
+            panel.objective_ax.set_ylim(*objective_ylim)
+            panel.gradient_ax.set_ylim(*gradient_ylim)
             panel.objective_ax.set_xlim(0.0, self.r_end)
         self._set_titles()
         self.show_step(0)
@@ -1258,6 +1328,64 @@ def batch_table_html(batch: Batch, step: int | None = None, limit: int = 200) ->
 # --------------------------------------------------------------------------
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 sample"``, ``"4 samples"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+@dataclass(frozen=True)
+class _Page:
+    """What the stepper's widgets show at one step of a batch (HTML, computed up front)."""
+
+    step: int
+    sample_view: str
+    table: str
+    position: str
+
+
+def _page(batch: Batch, step: int) -> _Page:
+    rows = sample_rows(batch, step)
+    totals = running_totals(batch, step)
+    final = compare_with_module(batch) if totals.complete else None
+    return _Page(
+        step=step,
+        sample_view=(
+            f'<div style="{_FONT};display:flex;flex-wrap:wrap;gap:10px;align-items:stretch">'
+            + sample_card_html(batch, step, rows)
+            + totals_html(batch, totals, final)
+            + "</div>"
+        ),
+        table=f'<div style="{_FONT};overflow-x:auto">' + batch_table_html(batch, step) + "</div>",
+        position=(
+            f'<span style="{_FONT};margin-left:10px;color:#444">{step + 1} of {batch.n}'
+            f" · {html.escape(batch.name)}</span>"
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Everything needed to show a batch, computed before anything on screen changes."""
+
+    limits: FigureLimits
+    clip_fractions: str
+    page: _Page
+
+
+def _prepare(batch: Batch, step: int = 0) -> _Prepared:
+    """The module's breakdown, the figure limits and the HTML of ``batch`` at ``step``.
+
+    Raises :class:`EntryError` (or the module's ``ValueError``) for a batch
+    that cannot be shown; computes nothing on any widget or figure.
+    """
+    batch.breakdown  # noqa: B018  (let the module check the inputs now)
+    return _Prepared(
+        limits=figure_limits(batch),
+        clip_fractions=f'<div style="{_FONT}">' + clip_fractions_html(batch) + "</div>",
+        page=_page(batch, step),
+    )
+
+
 def _field(description: str, css: str, width: str = "640px") -> widgets.Text:
     text = widgets.Text(
         description=description,
@@ -1432,26 +1560,16 @@ class BatchStepper(App):
         return running_totals(self.batch, self.step)
 
     def _redraw(self) -> None:
-        step = self.step
-        rows = sample_rows(self.batch, step)
-        totals = running_totals(self.batch, step)
-        final = compare_with_module(self.batch) if totals.complete else None
-        self.sample_view.value = (
-            f'<div style="{_FONT};display:flex;flex-wrap:wrap;gap:10px;align-items:stretch">'
-            + sample_card_html(self.batch, step, rows)
-            + totals_html(self.batch, totals, final)
-            + "</div>"
-        )
-        self.table.value = (
-            f'<div style="{_FONT};overflow-x:auto">' + batch_table_html(self.batch, step) + "</div>"
-        )
-        self.prev_button.disabled = step == 0
-        self.next_button.disabled = step == self.batch.n - 1
-        self.position.value = (
-            f'<span style="{_FONT};margin-left:10px;color:#444">{step + 1} of {self.batch.n}'
-            f" · {html.escape(self.batch.name)}</span>"
-        )
-        self.plot.show_step(step)
+        self._show_page(_page(self.batch, self.step))
+
+    def _show_page(self, page: _Page) -> None:
+        """Put a computed page on screen and move the figure to its step."""
+        self.sample_view.value = page.sample_view
+        self.table.value = page.table
+        self.prev_button.disabled = page.step == 0
+        self.next_button.disabled = page.step == self.batch.n - 1
+        self.position.value = page.position
+        self.plot.show_step(page.step)
         self.view.refresh()
 
     # -- batches -----------------------------------------------------------------
@@ -1460,18 +1578,46 @@ class BatchStepper(App):
     def log_mode(self) -> bool:
         return self.mode.value == "log-probabilities"
 
-    def _show_batch(self, batch: Batch) -> None:
+    def _show_batch(self, batch: Batch, prepared: _Prepared | None = None) -> None:
+        """Swap ``batch`` in; ``prepared`` is its :func:`_prepare`, if already computed."""
+        if prepared is None:
+            prepared = _prepare(batch)
+        step = prepared.page.step
         self.batch = batch
         self._busy = True
         try:
-            self.slider.value = 0
             self.slider.max = batch.n - 1
+            self.slider.value = step
         finally:
             self._busy = False
-        self.plot.set_batch(batch)
+        self.plot.set_batch(batch, prepared.limits)
         self.view.invalidate()
-        self.clip_fractions.value = f'<div style="{_FONT}">' + clip_fractions_html(batch) + "</div>"
-        self._redraw()
+        self.clip_fractions.value = prepared.clip_fractions
+        self._show_page(prepared.page)
+
+    def _swap_in(self, batch: Batch, prepared: _Prepared) -> str | None:
+        """Show ``batch``; if drawing it fails or warns, put the last batch back.
+
+        Everything that can be checked is checked by :func:`_prepare` first;
+        this guards against the rest (a figure that cannot be rendered).
+        Returns None on success, else what went wrong.  Nothing is printed.
+        """
+        previous, previous_step = self.batch, self.step
+        failure = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                self._show_batch(batch, prepared)
+            except Exception as error:  # a drawing failure must not leave a half-updated app
+                failure = f"{type(error).__name__}: {error}"
+            if failure is None and caught:
+                failure = f"{caught[0].category.__name__}: {caught[0].message}"
+        if failure is None:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._show_batch(previous, _prepare(previous, previous_step))
+        return failure
 
     def _write_fields(self, batch: Batch) -> None:
         """Write ``batch`` into the fields, in the current mode, exactly (repr digits)."""
@@ -1505,22 +1651,27 @@ class BatchStepper(App):
                 self.eps_field.value,
                 log_mode=self.log_mode,
             )
-            batch.breakdown  # noqa: B018  (let the module check the inputs now)
-        except (EntryError, ValueError, TypeError) as error:
-            problems = str(error).splitlines()
-            self.message.value = "".join(message_html(p, "error") for p in problems) + message_html(
-                f"Still showing the last batch that loaded ({self.batch.name}, "
-                f"N = {self.batch.n}).",
-                "info",
-            )
+            prepared = _prepare(batch)  # the module's checks, the limits, the page: all first
+        except (EntryError, ValueError, TypeError, ArithmeticError) as error:
+            self._refuse(str(error).splitlines())
             return False
-        self._show_batch(batch)
+        failure = self._swap_in(batch, prepared)
+        if failure is not None:
+            self._refuse([f"This batch could not be drawn ({failure})."])
+            return False
         self.message.value = message_html(
-            f"Loaded {batch.name}: N = {batch.n} samples, ε = {fmt(batch.eps)}. "
+            f"Loaded {batch.name}: N = {_count(batch.n, 'sample')}, ε = {fmt(batch.eps)}. "
             "Step through it with Next ▶.",
             "ok",
         )
         return True
+
+    def _refuse(self, problems: list[str]) -> None:
+        """Show why the typed batch was not loaded; the last good batch stays on screen."""
+        self.message.value = "".join(message_html(p, "error") for p in problems) + message_html(
+            f"Still showing the last batch that loaded ({self.batch.name}, N = {self.batch.n}).",
+            "info",
+        )
 
     def load_preset(self, name: str) -> None:
         """Write preset ``name`` into the fields and load it."""

@@ -15,6 +15,7 @@ import math
 import re
 import statistics
 import time
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -33,6 +34,7 @@ from ppo_viz.stepper import (
     EntryError,
     clip_rule,
     compare_with_module,
+    figure_limits,
     fmt,
     parse_batch,
     running_totals,
@@ -386,7 +388,7 @@ BAD_ENTRIES = [
     ("probabilities", None, None, None, "0.1, 0.2", "ε takes a single number"),
     ("probabilities", "", None, None, None, "π_new is empty"),
     ("probabilities", None, None, "   ", None, "A is empty"),
-    ("probabilities", None, None, None, "", "ε is empty"),
+    ("probabilities", None, None, None, "", "ε is empty: type one number, for example 0.2."),
     (
         "log-probabilities",
         "-0.3, 0.7, -1, -1",
@@ -446,6 +448,108 @@ def test_bad_entry_shows_a_message_and_keeps_the_last_good_batch(
     # Fixing the entry loads it.
     app.preset_buttons["worked example"].click()
     assert app.batch.name == "worked example"
+
+
+def _snapshot(app: BatchStepper) -> dict:
+    """What a reader sees of the stepper: batch, step, every readout and the figure."""
+    return {
+        "batch": app.batch,
+        "step": app.step,
+        "slider_max": app.slider.max,
+        "readout": app.sample_view.value,
+        "table": app.table.value,
+        "position": app.position.value,
+        "fractions": app.clip_fractions.value,
+        "png": app.view.last_png,
+        "limits": [(ax.get_xlim(), ax.get_ylim()) for ax in app.plot.figure.axes],
+        "headline": app.plot.headline.get_text(),
+    }
+
+
+HUGE_ADVANTAGES = [
+    # (π_new, A, the value named in the message)
+    ("0.9", "1e308", "1e+308"),
+    ("0.9", "-1e308", "-1e+308"),
+    ("0.5", "1e308", "1e+308"),
+    ("0.5", "-1e308", "-1e+308"),
+    ("0.9", "1000001", "1000001"),
+]
+
+
+@pytest.mark.parametrize(("new", "advantage", "shown"), HUGE_ADVANTAGES)
+def test_advantage_too_large_to_plot_is_refused_before_anything_changes(
+    capsys, recwarn, new, advantage, shown
+):
+    app = BatchStepper("two clip fractions")
+    app.go(2)
+    before = _snapshot(app)
+    _type(app, new, "0.5", advantage, "0.2")
+    assert app.load() is False
+    message = html.unescape(app.message.value)
+    assert f"A, sample 0: {shown} is too large to plot" in message
+    assert "advantages are usually within ±100" in message
+    assert "Still showing the last batch that loaded (two clip fractions, N = 4)" in message
+    assert "ppo-message-error" in app.message.value
+    assert _snapshot(app) == before
+    assert "Sample 2 (3 of 4)" in _plain(app)
+    assert [str(w.message) for w in recwarn] == []
+    assert capsys.readouterr() == ("", "")
+
+
+def test_largest_accepted_advantage_loads_without_warnings(capsys, recwarn, stepper):
+    _type(stepper, "0.9, 0.2", "0.5, 0.5", "1e6, -1e6", "0.2")
+    assert stepper.load()
+    assert "Loaded your batch: N = 2 samples" in html.unescape(stepper.message.value)
+    for ax in stepper.plot.figure.axes:
+        assert all(math.isfinite(v) for v in (*ax.get_xlim(), *ax.get_ylim()))
+    stepper.next_button.click()
+    _assert_step_matches_module(stepper, 1)
+    assert [str(w.message) for w in recwarn] == []
+    assert capsys.readouterr() == ("", "")
+
+
+def test_one_sample_is_not_called_samples(stepper):
+    _type(stepper, "0.9", "0.5", "1", "0.2")
+    assert stepper.load()
+    message = html.unescape(stepper.message.value)
+    assert "N = 1 sample," in message
+    assert "1 samples" not in message
+
+
+def test_figure_limits_refuse_a_batch_that_cannot_be_drawn():
+    batch = Batch(np.log([0.9]), np.log([0.5]), np.array([1e308]), 0.2)
+    with pytest.raises(EntryError, match="too large to draw"):
+        figure_limits(batch)
+
+
+@pytest.mark.parametrize("failure", ["raises", "warns"])
+def test_a_drawing_failure_puts_the_last_batch_back(capsys, recwarn, monkeypatch, failure):
+    """If drawing a checked batch still fails, the app is not left half-updated."""
+    app = BatchStepper("two clip fractions")
+    app.go(1)
+    before = _snapshot(app)
+    original = app.plot.show_step
+
+    def broken_show_step(step: int) -> None:
+        if app.plot.batch is not before["batch"]:
+            if failure == "raises":
+                raise ValueError("Axis limits cannot be NaN or Inf")
+            warnings.warn("overflow encountered in multiply", RuntimeWarning, stacklevel=1)
+        original(step)
+
+    monkeypatch.setattr(app.plot, "show_step", broken_show_step)
+    _type(app, "0.9", "0.5", "1", "0.2")
+    assert app.load() is False
+    message = html.unescape(app.message.value)
+    assert "This batch could not be drawn" in message
+    assert "Still showing the last batch that loaded (two clip fractions, N = 4)" in message
+    after = _snapshot(app)
+    assert after.pop("png") is not None
+    before.pop("png")
+    assert after == before
+    assert app.plot.batch is before["batch"]
+    assert [str(w.message) for w in recwarn] == []
+    assert capsys.readouterr() == ("", "")
 
 
 def test_every_problem_is_listed_at_once():
