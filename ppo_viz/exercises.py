@@ -487,8 +487,8 @@ EXPLANATIONS: dict[str, dict[str, str]] = {
     "minus_A": {
         "grad": "You use -A/N as the gradient of an unclipped sample; it is -r*A/N. The loss "
         "depends on logp_new through r = exp(logp_new - logp_old), and dr/dlogp_new = r "
-        "(the derivative of exp is exp). The two agree only at r = 1, the first step of an "
-        "epoch.",
+        "(the derivative of exp is exp). The two agree only where r = 1, as in the first update "
+        "on a freshly collected batch.",
     },
     "normalized": {"loss": _NORMALIZED, "clip_fraction": _NORMALIZED, "grad": _NORMALIZED},
     "nan_overflow": {
@@ -1258,14 +1258,16 @@ def concept_questions() -> dict[str, ConceptQuestion]:
                 Option(
                     "Not clipped; the gradient is -A = -2.",
                     {"is_clipped": False, "grad": -2.0},
-                    "-A would be the gradient with respect to r at r = 1, not this one.",
+                    "-A is the derivative with respect to r. With respect to logp_new it is -r*A, "
+                    "which equals -A only at r = 1. And this sample is clipped anyway, so its "
+                    "gradient is 0.",
                 ),
             ],
             favourable,
             f"With A > 0 the objective rewards making the action more likely, and r = 1.3 is "
             f"already past 1 + eps = {favourable.upper:g}. The min keeps the clipped term "
             f"clip(r)*A = {favourable.clipped_term[0]:g}, a constant, so the gradient is "
-            f"{_num(favourable.grad[0])}: no further push this epoch.",
+            f"{_num(favourable.grad[0])}: no further push from this sample.",
         ),
         ConceptQuestion(
             "wrong_way",

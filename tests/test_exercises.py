@@ -43,6 +43,7 @@ from ppo_viz.exercises import (
     explanation,
     predict,
 )
+from ppo_viz.stepper import PRESETS
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_exercises.ipynb"
 KINDS = ("loss", "clip_fraction", "grad")
@@ -551,6 +552,30 @@ def test_fraction_explanation_gives_both_definitions():
     assert "count 0.5" in text
 
 
+def test_favourable_question_explains_the_derivative_with_respect_to_r():
+    question = concept_questions()["favourable"]
+    question.choose(3)  # "Not clipped; the gradient is -A = -2."
+    text = html.unescape(question.feedback.value)
+    assert "-A is the derivative with respect to r." in text
+    assert "With respect to logp_new it is -r*A, which equals -A only at r = 1." in text
+    assert "this sample is clipped anyway, so its gradient is 0." in text
+    assert "no further push from this sample" in text
+
+
+def test_no_text_says_every_epoch_starts_at_r_equal_one():
+    """Only the first update on a freshly collected batch starts at r = 1."""
+    texts = [
+        text
+        for question in concept_questions().values()
+        for text in [question.explanation, *(option.note for option in question.options)]
+    ]
+    texts += [text for notes in EXPLANATIONS.values() for text in notes.values()]
+    joined = " ".join(texts)
+    assert "first update on a freshly collected batch" in joined
+    for wrong in ("epoch starts", "every epoch", "of an epoch", "this epoch"):
+        assert wrong not in joined
+
+
 def test_a_question_needs_exactly_one_right_option():
     truth = ppo_clip.ratio_sweep([1.5], 1.0)
     options = [Option("clipped", {"is_clipped": True}), Option("grad 0", {"grad": 0.0})]
@@ -698,19 +723,27 @@ def test_exercise_cells_have_the_modules_signatures_and_empty_bodies():
         reference = inspect.signature(getattr(ppo_clip, name))
         assert params == list(reference.parameters)
         assert ast.literal_eval(function.args.defaults[0]) == reference.parameters["eps"].default
-        body = [node for node in function.body if not isinstance(node, ast.Expr)] or [
-            function.body[-1]
-        ]
-        last = body[-1]
-        assert isinstance(last, ast.Raise) or (
-            isinstance(last, ast.Expr) and last.value.value is Ellipsis
-        ), f"{name}'s body is not empty"
+        # Every stub is the same: a docstring, then `raise NotImplementedError`.
+        assert len(function.body) == 2, f"{name}'s body is not empty"
+        stub = function.body[1]
+        assert isinstance(stub, ast.Raise), f"{name}'s stub is not `raise NotImplementedError`"
+        assert ast.unparse(stub) == "raise NotImplementedError"
+        assert "# Exercise " in cell.source
+        assert "replace the next line with your code" in cell.source
         following = notebook.cells[notebook.cells.index(cell) + 1]
         check_name = {"ppo_clip_loss": "check_loss", "clip_fraction": "check_clip_fraction"}
         assert following.source == f"{check_name.get(name, 'check_grad')}({name})"
     sources = "".join(cell.source for cell in notebook.cells)
     assert "reference solution" in sources
     assert "exercise_summary(" in notebook.cells[-2].source
+
+
+def test_things_to_try_names_notebook_2s_disagreeing_preset_exactly():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    things_to_try = notebook.cells[-1].source
+    label = PRESETS["two clip fractions"][0]
+    assert f"try the “{label}” preset in notebook 2" in things_to_try
+    assert "they agree, 0.5 and 0.5" in things_to_try
 
 
 @pytest.mark.notebook
