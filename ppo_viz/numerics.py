@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip
 from ppo_viz.display import App, FigureView, figure_to_png, message_html
-from ppo_viz.style import BLUE, COLORS, GREEN, GREY, ORANGE, VERMILLION, figure_style
+from ppo_viz.style import BLACK, BLUE, COLORS, GREEN, GREY, VERMILLION, figure_style
 from ppo_viz.surrogate import (
     PanelArtists,
     draw_objective_panel,
@@ -216,7 +216,7 @@ def response_figure(response: SyntheticResponse | None = None) -> StaticFigure:
             title="Each token: a log-probability between about −3.5 and 0",
         )
         right.plot(tokens, running, color=BLUE, lw=2.2, label="sum of the first t tokens")
-        right.axhline(-1000.0, color=VERMILLION, ls="--", lw=1.3, label="contract floor: −1000")
+        right.axhline(-1000.0, color=BLACK, ls="--", lw=1.3, label="contract floor: −1000")
         right.plot([tokens[-1]], [running[-1]], "o", color=BLUE, ms=7)
         right.annotate(
             f"{running[-1]:.1f} after {tokens[-1]} tokens",
@@ -693,10 +693,31 @@ def token_view(
     )
 
 
-#: Fixed axis ranges of the token app (they never move with the sliders).
-TOKEN_RATIO_LIMITS = (0.4, 60.0)
+#: Fixed axis ranges of the token app (they never move with the sliders).  A
+#: token's ratio is at most 1 / (its old probability) <= 1 / 0.03 whatever the
+#: shift, and the smallest ratios (shift 0) stay above 0.7.
+TOKEN_RATIO_LIMITS = (0.6, 36.0)
+#: The token panel's ratio axis is ``asinh(log(r) / TOKEN_STRETCH)``: logarithmic
+#: for large ratios, stretched near r = 1, so the band and the ratios around it
+#: are as easy to read at shift 0 as the large ratios are at the largest shift.
+TOKEN_STRETCH = 0.5
+#: Thresholds (not objectives) are drawn in black and grey, told apart by line style.
+FLOAT32_STYLE = {"color": GREY, "ls": "--"}
+FLOAT64_STYLE = {"color": BLACK, "ls": ":"}
 LOG_RATIO_LIMITS = (-40.0, 1500.0)
 TOKEN_AXIS = (-10.0, MAX_TOKENS + 10.0)
+
+
+def stretch_ratio(ratio: ArrayLike) -> FloatArray:
+    """The token panel's axis transform: ``asinh(log(r) / TOKEN_STRETCH)`` (monotonic)."""
+    r = np.maximum(np.asarray(ratio, dtype=np.float64), np.finfo(np.float64).tiny)
+    return np.arcsinh(np.log(r) / TOKEN_STRETCH)
+
+
+def unstretch_ratio(position: ArrayLike) -> FloatArray:
+    """The inverse of :func:`stretch_ratio`."""
+    with np.errstate(over="ignore"):
+        return np.exp(TOKEN_STRETCH * np.sinh(np.asarray(position, dtype=np.float64)))
 
 
 class TokenRatioFigure:
@@ -720,7 +741,7 @@ class TokenRatioFigure:
 
     def _draw_tokens_axes(self) -> None:
         ax = self.tokens_ax
-        ax.set_yscale("log")
+        ax.set_yscale("function", functions=(stretch_ratio, unstretch_ratio))
         ax.axhspan(self.lower, self.upper, color=COLORS["band"], alpha=0.3, lw=0)
         ax.axhline(1.0, color=COLORS["start"], ls=":", lw=1.0)
         (self.token_points,) = ax.plot([], [], ".", ms=4, color=BLUE, label="per-token ratio")
@@ -737,7 +758,7 @@ class TokenRatioFigure:
             alpha=0.3,
             label=f"clip band [{self.lower:.1f}, {self.upper:.1f}]",
         )
-        ticks = [0.5, self.lower, self.upper, 2.0, 5.0, 10.0, 50.0]
+        ticks = sorted({0.6, self.lower, 1.0, self.upper, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0})
         ax.set_yticks(ticks, [f"{tick:g}" for tick in ticks])
         ax.minorticks_off()
         ax.set(
@@ -746,8 +767,15 @@ class TokenRatioFigure:
             xlabel="token position t",
             ylabel="π_new / π_old of token t",
         )
-        ax.legend(loc="upper left", ncols=4, fontsize="small")
-        ax.set_title("Each token's ratio (dots) and their geometric mean (green line)")
+        # Above the axes, so no dot is ever hidden behind it.
+        ax.legend(
+            loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=4, fontsize="small", frameon=False
+        )
+        ax.set_title(
+            "Each token's ratio (dots) and their geometric mean (green line); "
+            "axis stretched around 1",
+            pad=22,
+        )
 
     def _draw_running_axes(self) -> None:
         ax = self.running_ax
@@ -762,17 +790,15 @@ class TokenRatioFigure:
         )
         ax.axhline(
             FLOAT32_EXP_LIMIT,
-            color=ORANGE,
-            ls="--",
             lw=1.4,
             label=f"float32 overflow ({FLOAT32_EXP_LIMIT:.2f})",
+            **FLOAT32_STYLE,
         )
         ax.axhline(
             FLOAT64_EXP_LIMIT,
-            color=VERMILLION,
-            ls=":",
             lw=1.8,
             label=f"float64 overflow ({FLOAT64_EXP_LIMIT:.2f})",
+            **FLOAT64_STYLE,
         )
         (self.running_line,) = ax.plot(
             [], [], color=BLUE, lw=2.0, label="log of the sequence ratio"
@@ -797,12 +823,12 @@ class TokenRatioFigure:
             [], [], color=GREEN, lw=2.0, label="per-token ratios outside the band"
         )
         (self.survey_f32,) = ax.plot(
-            [], [], color=ORANGE, lw=1.6, ls="--", label="sequence ratio overflows float32"
+            [], [], lw=1.6, label="sequence ratio overflows float32", **FLOAT32_STYLE
         )
         (self.survey_f64,) = ax.plot(
-            [], [], color=VERMILLION, lw=1.6, ls=":", label="sequence ratio overflows float64"
+            [], [], lw=1.8, label="sequence ratio overflows float64", **FLOAT64_STYLE
         )
-        self.survey_marker = ax.axvline(0.0, color=GREY, lw=1.0)
+        self.survey_marker = ax.axvline(0.0, color=GREY, lw=1.0, alpha=0.6)
         ax.set(
             xlim=TOKEN_AXIS,
             ylim=(-3, 103),
@@ -824,6 +850,9 @@ class TokenRatioFigure:
             self.survey_f32,
             self.survey_f64,
             self.survey_marker,
+            # Last, so the moving lines pass under the legends, not over them.
+            self.running_ax.get_legend(),
+            self.survey_ax.get_legend(),
         ]
 
     def update(self, length: int, shift: float) -> TokenView:
@@ -860,7 +889,7 @@ class TokenRatioExplorer(App):
 
     description = "Per-token ratios versus the sequence ratio of a synthetic response"
 
-    def __init__(self, length: int = 200, shift: float = 0.0) -> None:
+    def __init__(self, length: int = MAX_TOKENS, shift: float = 0.0) -> None:
         self.plot = TokenRatioFigure()
         self.view = FigureView(self.plot.figure)
         self.view.animate(self.plot.dynamic_artists())
@@ -1040,8 +1069,7 @@ class VariantsFigure:
                 self.columns[sign] = panel
                 self.right_spans[sign] = tuple(self._extra_span(ax, panel) for ax in (top, bottom))
                 self.cap_lines[sign] = tuple(
-                    ax.axvline(np.nan, color=COLORS["negative"], ls="-.", lw=1.3)
-                    for ax in (top, bottom)
+                    ax.axvline(np.nan, color=BLACK, ls="-.", lw=1.5) for ax in (top, bottom)
                 )
                 self._limits(top, bottom, sign)
             self.cap_lines[-1][0].set_label("dual-clip cap r = c")

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from matplotlib.colors import to_hex
 from nbclient import NotebookClient
 
 import ppo_clip
@@ -30,6 +31,7 @@ from ppo_viz.numerics import (
     TokenRatioExplorer,
     VariantsExplorer,
 )
+from ppo_viz.style import OBJECTIVE_COLORS
 from ppo_viz.surrogate import ratio_grid
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_numerics_and_rlhf.ipynb"
@@ -293,7 +295,7 @@ def test_length_slider_draws_the_modules_per_token_ratios(tokens_app, length):
     assert list(plot.survey_marker.get_xdata()) == [length, length]
     assert numerics.format_ratio(float(sequence.ratio[0])) in tokens_app.readout.value
     assert f"{np.count_nonzero(outside)} of {length}" in tokens_app.readout.value
-    if length != 200:
+    if length != MAX_TOKENS:  # the app starts at the full response
         assert tokens_app.view.last_png != before
 
 
@@ -322,6 +324,71 @@ def test_long_responses_leave_the_band_far_more_often_than_tokens(tokens_app):
     tokens_app.shift.value = MAX_SHIFT
     assert "inf (overflow)" in tokens_app.readout.value
     assert plot.survey_f64.get_ydata()[-1] == 100.0
+
+
+def test_default_view_fills_the_token_panel(tokens_app):
+    """At the defaults the dots span the whole width and the band is not a thin strip."""
+    assert tokens_app.length.value == MAX_TOKENS
+    assert tokens_app.shift.value == 0.0
+    ax = tokens_app.plot.tokens_ax
+    positions = np.concatenate(
+        [tokens_app.plot.token_points.get_xdata(), tokens_app.plot.token_outside.get_xdata()]
+    )
+    low, high = ax.get_xlim()
+    assert (positions.max() - positions.min()) / (high - low) > 0.95
+
+    def height_share(y0: float, y1: float) -> float:
+        to_axes = ax.transData + ax.transAxes.inverted()
+        return float(to_axes.transform((0, y1))[1] - to_axes.transform((0, y0))[1])
+
+    assert height_share(0.8, 1.2) > 0.2  # was 0.08 on a plain log axis from 0.4 to 60
+    ratios = tokens_app.plot.view.tokens.ratio
+    assert height_share(ratios.min(), ratios.max()) > 0.3  # was 0.12
+
+
+@pytest.mark.parametrize("shift", [0.0, MAX_SHIFT])
+def test_every_token_ratio_is_inside_the_fixed_axis(tokens_app, shift):
+    limits = [(ax.get_xlim(), ax.get_ylim()) for ax in tokens_app.plot.figure.axes]
+    tokens_app.shift.value = shift
+    ratios = tokens_app.plot.view.tokens.ratio
+    low, high = numerics.TOKEN_RATIO_LIMITS
+    assert low < ratios.min()
+    assert ratios.max() < high
+    tokens_app.length.value = 1
+    assert [(ax.get_xlim(), ax.get_ylim()) for ax in tokens_app.plot.figure.axes] == limits
+
+
+def test_stretched_axis_is_monotonic_and_inverts():
+    ratios = np.geomspace(0.5, 40.0, 200)
+    stretched = numerics.stretch_ratio(ratios)
+    assert np.all(np.diff(stretched) > 0)
+    np.testing.assert_allclose(numerics.unstretch_ratio(stretched), ratios, rtol=1e-12)
+    assert numerics.stretch_ratio(1.0) == 0.0
+
+
+def _hex(colour) -> str:
+    return to_hex(colour).lower()
+
+
+def test_thresholds_do_not_reuse_the_objective_colours(tokens_app):
+    """Vermillion, orange and blue mean the unclipped, clip-only and PPO objectives."""
+    objective_colours = {_hex(c) for c in OBJECTIVE_COLORS.values()}
+    plot = tokens_app.plot
+    thresholds = [
+        line for line in plot.running_ax.get_lines() if "overflow" in line.get_label()
+    ] + [plot.survey_f32, plot.survey_f64]
+    assert len(thresholds) == 4
+    variants = VariantsExplorer()
+    thresholds += [line for pair in variants.plot.cap_lines.values() for line in pair]
+    for line in thresholds:
+        assert _hex(line.get_color()) not in objective_colours, line.get_label()
+    # float32 and float64 are told apart by their line style.
+    styles = {line.get_label(): line.get_linestyle() for line in plot.running_ax.get_lines()}
+    float32 = next(v for k, v in styles.items() if k.startswith("float32"))
+    float64 = next(v for k, v in styles.items() if k.startswith("float64"))
+    assert float32 != float64
+    assert plot.survey_f32.get_linestyle() == float32
+    assert plot.survey_f64.get_linestyle() == float64
 
 
 def test_sequence_ratio_is_the_product_of_token_ratios(tokens_app):
