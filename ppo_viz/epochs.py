@@ -23,8 +23,9 @@ What is drawn
 :class:`EpochsFigure`: per objective (PPO's clipped ``min``, the unclipped
 ``r*A``, the clip-only ``clip(r)*A``) a column with every sample's ratio
 against the epoch (the clip band shaded) and a map of which samples still
-have a gradient; below, the three objectives' clip fraction, approximate KL
-and true expected reward on shared axes.  :class:`EpochsExplorer` wires it
+have a gradient; below, three panels that overlay the three runs: the
+fraction of samples with zero gradient (for PPO, its clip fraction), the
+approximate KL and the true expected reward.  :class:`EpochsExplorer` wires it
 to controls for ``eps``, the step size, the number of epochs, the batch seed
 and an optional early stop at a target KL.
 """
@@ -54,7 +55,17 @@ from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip
 from ppo_viz.display import App, FigureView, figure_to_png, message_html
-from ppo_viz.style import BLACK, COLORS, GREEN, GREY, OBJECTIVE_COLORS, PURPLE, figure_style
+from ppo_viz.style import (
+    BLACK,
+    COLORS,
+    GREEN,
+    GREY,
+    OBJECTIVE_COLORS,
+    PURPLE,
+    SKY_BLUE,
+    YELLOW,
+    figure_style,
+)
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -85,7 +96,7 @@ DEFAULT_TARGET_KL = 0.02
 #: Control ranges (the widgets enforce them; the constructor checks them).
 EPS_RANGE = (0.0, 0.5)
 STEP_SIZE_RANGE = (0.05, 4.0)
-EPOCHS_RANGE = (1, 60)
+EPOCHS_RANGE = (1, DEFAULT_EPOCHS)
 SEED_RANGE = (0, 2**32 - 1)
 TARGET_KL_RANGE = (0.001, 0.2)
 
@@ -349,8 +360,11 @@ class Run:
 
     Row ``e`` of every array is the policy after ``e`` epochs (row 0 is the
     old policy).  ``sample_grads[e]`` is ``d loss / d logp_new`` there, the
-    gradient the next step uses (from ``ppo_clip.surrogate_grad``).  With an
-    early stop the arrays end at the epoch where it triggered.
+    gradient the next step uses (from ``ppo_clip.surrogate_grad``).
+    ``clip_fraction`` is ``ppo_clip``'s clip fraction of the ratios (PPO's
+    rule, whatever the objective); :attr:`zero_grad_fraction` is where this
+    run's own gradients vanish.  With an early stop the arrays end at the
+    epoch where it triggered.
     """
 
     objective: str
@@ -381,6 +395,16 @@ class Run:
     def zero_grad(self) -> NDArray[np.bool_]:
         """Where a sample (with a nonzero advantage) has no gradient of its own."""
         return (self.sample_grads == 0.0) & (self.batch.advantages != 0.0)
+
+    @property
+    def zero_grad_fraction(self) -> FloatArray:
+        """Per epoch, the fraction of the batch with no gradient of its own (this run's).
+
+        For PPO this is its clip fraction; ``clip_fraction`` is PPO's rule
+        applied to this run's ratios, which for the other objectives is not
+        where their gradients vanish.
+        """
+        return self.zero_grad.mean(axis=1)
 
     def arm_ratios(self, k: int) -> FloatArray:
         """Ratio of each arm per epoch, shape ``(epochs + 1, k)`` (``pi_new / pi_old``)."""
@@ -475,10 +499,13 @@ def run_all(settings: Settings) -> dict[str, Run]:
 #: Largest ratio any arm can reach: 1 / (smallest old probability).
 RATIO_MAX = 1.0 / float(default_bandit().old_probs.min())
 KL_LIMITS = (1e-4, 5.0)
+#: The gradient map's colours: none of them is an objective's colour (blue, vermillion,
+#: orange), an arm's, or the pink that means "clipped: zero gradient" in notebooks 1 and 2.
+#: Sky blue against yellow stays distinct under the common colour-vision deficiencies.
 GRAD_COLORS = {
-    "down": "#F3B48F",  # the sample pushes its log-probability down (A < 0)
+    "down": YELLOW,  # the sample pushes its log-probability down (A < 0)
     "zero": "#FFFFFF",  # no gradient of its own
-    "up": "#8CB9DD",  # the sample pushes its log-probability up (A > 0)
+    "up": SKY_BLUE,  # the sample pushes its log-probability up (A > 0)
 }
 #: Line widths of the bottom row: the wider line underneath, so coinciding runs stay visible.
 METRIC_WIDTHS = {"clipped": 2.9, "unclipped": 1.9, "clip_only": 1.1}
@@ -596,6 +623,13 @@ def _add_not_run_shade(ax: Axes) -> Rectangle:
     return shade
 
 
+def _veil_after(shade: Rectangle, last_epoch: int) -> None:
+    """Place ``shade`` over epochs ``last_epoch + 1 .. EPOCH_AXIS_MAX`` (hidden if none)."""
+    shade.set_visible(last_epoch < EPOCH_AXIS_MAX)
+    shade.set_x(last_epoch + 0.5)
+    shade.set_width(EPOCH_AXIS_MAX - last_epoch)
+
+
 @dataclass
 class ObjectiveColumn:
     """The animated artists of one objective's ratio panel and gradient map."""
@@ -625,7 +659,7 @@ class ObjectiveColumn:
 
 
 class EpochsFigure:
-    """Per objective a column (ratios, gradient map); below, clip fraction, KL, true reward.
+    """Per objective a column (ratios, gradient map); below, zero-gradient fraction, KL, reward.
 
     Build once, then :meth:`update` with the three runs: only artist data,
     the band and labels change.  Every limit is fixed: the x-axis spans the
@@ -784,7 +818,9 @@ class EpochsFigure:
         self.reward_ax = self.figure.add_subplot(grid[0, 2], sharex=self.clip_ax)
         self.clip_ax.set_ylim(-0.02, 1.02)
         self.clip_ax.set_yticks([0.0, 0.25, 0.5, 0.75, 1.0])
-        self.clip_ax.set_title("clip fraction", fontsize=10, y=1.0)
+        self.clip_ax.set_title(
+            "samples with zero gradient\n(PPO: its clip fraction)", fontsize=10, y=1.0
+        )
         self.kl_ax.set_yscale("log", nonpositive="mask")
         self.kl_ax.set_ylim(*KL_LIMITS)
         self.kl_ax.set_yticks([1e-4, 1e-3, 1e-2, 1e-1, 1.0])
@@ -816,7 +852,7 @@ class EpochsFigure:
             color = OBJECTIVE_COLORS[objective]
             width = METRIC_WIDTHS[objective]
             self.metric_lines[objective] = {
-                "clip_fraction": self.clip_ax.plot([], [], color=color, lw=width)[0],
+                "zero_grad_fraction": self.clip_ax.plot([], [], color=color, lw=width)[0],
                 "approx_kl": self.kl_ax.plot([], [], color=color, lw=width)[0],
                 "exact_kl": self.kl_ax.plot([], [], color=color, lw=1.0, ls="--")[0],
                 "true_reward": self.reward_ax.plot([], [], color=color, lw=width)[0],
@@ -954,16 +990,17 @@ class EpochsFigure:
         return sorted(artists, key=lambda a: (axes.index(a.axes), a.get_zorder()))
 
     def set_epochs(self, n_epochs: int) -> None:
-        """Shade epochs ``n_epochs + 1 .. EPOCH_AXIS_MAX`` as not run (no axis changes)."""
+        """Shade epochs ``n_epochs + 1 .. EPOCH_AXIS_MAX`` of the bottom row as not run.
+
+        No axis changes.  Each column's own panels are shaded from where its
+        run ended (:meth:`update`), so an early stop's blank epochs never
+        read as white "no gradient" cells.
+        """
         if n_epochs == self.n_epochs:
             return
         self.n_epochs = n_epochs
-        beyond = n_epochs < EPOCH_AXIS_MAX
-        shades = [s for c in self.columns.values() for s in c.not_run] + self.metric_not_run
-        for shade in shades:
-            shade.set_visible(beyond)
-            shade.set_x(n_epochs + 0.5)
-            shade.set_width(EPOCH_AXIS_MAX - n_epochs)
+        for shade in self.metric_not_run:
+            _veil_after(shade, n_epochs)
 
     def update(self, runs: dict[str, Run]) -> None:
         """Show ``runs`` (from :func:`run_all`): lines, band, gradient maps, labels.
@@ -1006,7 +1043,9 @@ class EpochsFigure:
             on_left = run.epochs_run < 0.4 * EPOCH_AXIS_MAX
             column.stop_text.set_horizontalalignment("left" if on_left else "right")
             column.stop_text.set_x(run.epochs_run + (0.4 if on_left else -0.4))
-            column.stop_text.set_text(f"early stop:\nk3 KL {run.approx_kl[-1]:.3f}")
+            column.stop_text.set_text(f"early stop:\nk3 KL {run.approx_kl[-1]:.3g}")
+        for shade in column.not_run:
+            _veil_after(shade, run.epochs_run)
         column.image.set_data(gradient_codes(run))
         extent = (-0.5, run.epochs_run + 0.5, run.batch.n - 0.5, -0.5)
         if column.image.get_extent() != list(extent):
@@ -1017,7 +1056,7 @@ class EpochsFigure:
 
     def _update_metrics(self, objective: str, run: Run) -> None:
         lines = self.metric_lines[objective]
-        for name in ("clip_fraction", "approx_kl", "exact_kl", "true_reward"):
+        for name in ("zero_grad_fraction", "approx_kl", "exact_kl", "true_reward"):
             lines[name].set_data(run.epochs, getattr(run, name))
 
     def _update_sample_labels(self, batch: Batch) -> None:
@@ -1037,12 +1076,29 @@ class EpochsFigure:
 # --------------------------------------------------------------------------
 
 
+class SettingError(ValueError):
+    """A setting out of range or not a number; ``setting`` names it as the controls do."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+def _readable_bound(bound: float) -> str:
+    """``0.05``, ``4``, ``4,294,967,295``: never ``4.29497e+09``."""
+    return f"{bound:,.0f}" if bound == int(bound) else f"{bound:g}"
+
+
 def _check_setting(name: str, value: object, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        raise SettingError(name, f"{name} must be a number, got {type(value).__name__}")
     number = float(value)
     if not math.isfinite(number) or not low <= number <= high:
-        raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+        raise SettingError(
+            name,
+            f"{name} must be between {_readable_bound(low)} and {_readable_bound(high)}, "
+            f"got {value!r}",
+        )
     return number
 
 
@@ -1053,15 +1109,17 @@ def make_settings(
     seed: int = DEFAULT_SEED,
     target_kl: float | None = None,
 ) -> Settings:
-    """Checked :class:`Settings`; raises ``ValueError``/``TypeError`` with a readable message."""
+    """Checked :class:`Settings`; raises :class:`SettingError` with a readable message."""
     eps = _check_setting("eps", eps, *EPS_RANGE)
     step_size = _check_setting("step size", step_size, *STEP_SIZE_RANGE)
     epochs = _check_setting("number of epochs", n_epochs, *EPOCHS_RANGE)
     if epochs != int(epochs):
-        raise ValueError(f"number of epochs must be a whole number, got {n_epochs!r}")
+        raise SettingError(
+            "number of epochs", f"number of epochs must be a whole number, got {n_epochs!r}"
+        )
     seed_number = _check_setting("batch seed", seed, *SEED_RANGE)
     if seed_number != int(seed_number):
-        raise ValueError(f"batch seed must be a whole number, got {seed!r}")
+        raise SettingError("batch seed", f"batch seed must be a whole number, got {seed!r}")
     target = None if target_kl is None else _check_setting("target KL", target_kl, *TARGET_KL_RANGE)
     return Settings(eps, step_size, int(epochs), int(seed_number), target)
 
@@ -1077,7 +1135,7 @@ def summary_rows(runs: dict[str, Run]) -> list[dict[str, Any]]:
                 "stopped_early": run.stopped_early,
                 "largest_ratio": float(run.ratios.max()),
                 "smallest_ratio": float(run.ratios.min()),
-                "clip_fraction": float(run.clip_fraction[-1]),
+                "zero_grad_fraction": float(run.zero_grad_fraction[-1]),
                 "approx_kl": float(run.approx_kl[-1]),
                 "exact_kl": float(run.exact_kl[-1]),
                 "true_reward": float(run.true_reward[-1]),
@@ -1098,9 +1156,8 @@ def summary_html(runs: dict[str, Run]) -> str:
         "objective",
         "epochs run",
         "ratios seen (min – max)",
-        "clip fraction",
+        "samples with zero gradient (PPO: its clip fraction)",
         "KL: k3 / exact",
-        "samples with no gradient",
         f"true reward (start {start:.3f})",
     )
     head = "<tr>" + "".join(f"<th {_CELL_STYLE}>{html.escape(t)}</th>" for t in titles) + "</tr>"
@@ -1114,9 +1171,8 @@ def summary_html(runs: dict[str, Run]) -> str:
             name,
             f"{row['epochs']}{stopped}",
             f"{row['smallest_ratio']:.3f} – {row['largest_ratio']:.3f}",
-            f"{row['clip_fraction']:.3f}",
+            f"{row['zero_grad']} of {runs[objective].batch.n} ({row['zero_grad_fraction']:.3f})",
             f"{row['approx_kl']:.4f} / {row['exact_kl']:.4f}",
-            f"{row['zero_grad']} of {runs[objective].batch.n}",
             f"{row['true_reward']:.3f}",
         )
         body.append("<tr>" + "".join(f"<td {_CELL_STYLE}>{c}</td>" for c in cells) + "</tr>")
@@ -1256,9 +1312,10 @@ class EpochsExplorer(App):
                 self.seed.value,
                 self.target_kl.value if self.early_stop.value else None,
             )
-        except (TypeError, ValueError) as error:
+        except SettingError as error:
             self.message.value = message_html(
-                f"{error}. The figure still shows the last valid settings."
+                f"{error}. The figure still shows the last valid settings. "
+                f"Fix the {error.setting} to apply other changes."
             )
             return
         self._show(settings)
