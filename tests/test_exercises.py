@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from nbclient import NotebookClient
+from notebook_runner import execute_notebook, output_problems, printed_text
 
 import ppo_clip
 from ppo_viz.display import WIDGET_VIEW_MIME
@@ -682,36 +682,6 @@ def _exercise_cells(notebook) -> dict[str, Any]:
     return cells
 
 
-def _execute(notebook) -> None:
-    client = NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-    )
-    client.execute()
-
-
-def _problems(notebook) -> list[str]:
-    problems = []
-    for index, cell in enumerate(notebook.cells):
-        for output in cell.get("outputs", []):
-            if output.output_type == "error":
-                problems.append(f"cell {index}: {output.ename}: {output.evalue}")
-            elif output.output_type == "stream" and output.name == "stderr":
-                problems.append(f"cell {index} wrote to stderr: {output.text[:300]}")
-    return problems
-
-
-def _printed(notebook) -> str:
-    return "".join(
-        output.text
-        for cell in notebook.cells
-        for output in cell.get("outputs", [])
-        if output.output_type == "stream"
-    )
-
-
 def test_exercise_cells_have_the_modules_signatures_and_empty_bodies():
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     cells = _exercise_cells(notebook)
@@ -749,9 +719,9 @@ def test_things_to_try_names_notebook_2s_disagreeing_preset_exactly():
 @pytest.mark.notebook
 def test_notebook_runs_with_empty_bodies():
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    _execute(notebook)
-    assert not _problems(notebook)
-    printed = _printed(notebook)
+    execute_notebook(notebook)
+    assert not output_problems(notebook)
+    printed = printed_text(notebook)
     assert "Exercises passed: 0 of 3" in printed
     assert printed.count("not implemented yet") == 3
     shown = [
@@ -769,9 +739,9 @@ def test_notebook_runs_clean_with_correct_bodies():
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     for name, cell in _exercise_cells(notebook).items():
         cell.source = CORRECT_BODIES[name].strip()
-    _execute(notebook)
-    assert not _problems(notebook)
-    printed = _printed(notebook)
+    execute_notebook(notebook)
+    assert not output_problems(notebook)
+    printed = printed_text(notebook)
     assert "Exercises passed: 3 of 3" in printed, printed
     assert printed.count("passed (all 13 batches match the reference)") == 3
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from notebook_runner import NOTEBOOK_DIR, execute_notebook, output_problems
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
 #: The issue's bar: each notebook executes headless in at most this many seconds.
 TIME_BUDGET_S = 15.0
@@ -25,15 +24,8 @@ def test_there_are_notebooks():
 
 @pytest.fixture(scope="module", params=NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def executed(request) -> tuple[nbformat.NotebookNode, float]:
-    notebook = nbformat.read(request.param, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
-    )
     started = time.perf_counter()
-    client.execute()
+    notebook = execute_notebook(request.param)
     return notebook, time.perf_counter() - started
 
 
@@ -47,15 +39,7 @@ def _outputs(notebook: nbformat.NotebookNode):
 @pytest.mark.notebook
 def test_runs_without_errors_or_warnings(executed):
     notebook, _ = executed
-    problems = []
-    for index, output in _outputs(notebook):
-        if output.output_type == "error":
-            problems.append(f"cell {index}: {output.ename}: {output.evalue}")
-        elif output.output_type == "stream" and output.name == "stderr":
-            problems.append(f"cell {index} wrote to stderr: {output.text[:300]}")
-        text = str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
-        if "Warning" in text or "Traceback" in text:
-            problems.append(f"cell {index} shows a warning or traceback: {text[:300]}")
+    problems = output_problems(notebook)
     assert not problems, "\n".join(problems)
 
 

@@ -18,12 +18,11 @@ import time
 import warnings
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from nbclient import NotebookClient
+from notebook_runner import execute_notebook, output_problems
 from PIL import Image
 
 import ppo_clip
@@ -712,13 +711,9 @@ def test_step_redraw_time(stepper):
 
 @pytest.mark.notebook
 def test_notebook_runs_clean_and_checks_the_totals_itself():
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-    ).execute()
+    notebook = execute_notebook(NOTEBOOK)
+    problems = output_problems(notebook)
+    assert not problems, "\n".join(problems)
     texts = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
