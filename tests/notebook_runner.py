@@ -7,6 +7,8 @@ problems (errors, stderr, warnings, tracebacks).
 
 from __future__ import annotations
 
+import time
+from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -28,6 +30,18 @@ def execute_notebook(
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     ).execute()
     return notebook
+
+
+@cache
+def run_committed(path: Path) -> tuple[nbformat.NotebookNode, float]:
+    """The committed notebook at ``path``, executed once per test session, and its seconds.
+
+    Several test files inspect the same executed notebook; this runs each one
+    only once.  Callers must treat the returned notebook as read-only.
+    """
+    started = time.perf_counter()
+    notebook = execute_notebook(path)
+    return notebook, time.perf_counter() - started
 
 
 def output_problems(notebook: nbformat.NotebookNode) -> list[str]:

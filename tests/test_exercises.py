@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from notebook_runner import execute_notebook, output_problems, printed_text
+from notebook_runner import execute_notebook, output_problems, printed_text, run_committed
 
 import ppo_clip
 from ppo_viz.display import WIDGET_VIEW_MIME
@@ -718,8 +718,7 @@ def test_things_to_try_names_notebook_2s_disagreeing_preset_exactly():
 
 @pytest.mark.notebook
 def test_notebook_runs_with_empty_bodies():
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    execute_notebook(notebook)
+    notebook, _ = run_committed(NOTEBOOK)
     assert not output_problems(notebook)
     printed = printed_text(notebook)
     assert "Exercises passed: 0 of 3" in printed

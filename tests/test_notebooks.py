@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from notebook_runner import NOTEBOOK_DIR, execute_notebook, output_problems
+from notebook_runner import NOTEBOOK_DIR, output_problems, run_committed
 
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
 #: The issue's bar: each notebook executes headless in at most this many seconds.
@@ -24,9 +23,7 @@ def test_there_are_notebooks():
 
 @pytest.fixture(scope="module", params=NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def executed(request) -> tuple[nbformat.NotebookNode, float]:
-    started = time.perf_counter()
-    notebook = execute_notebook(request.param)
-    return notebook, time.perf_counter() - started
+    return run_committed(request.param)
 
 
 def _outputs(notebook: nbformat.NotebookNode):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from matplotlib.colors import to_hex
-from notebook_runner import execute_notebook, output_problems
+from notebook_runner import output_problems, run_committed
 
 import ppo_clip
 from ppo_viz import numerics
@@ -515,7 +515,7 @@ def test_css_classes_for_the_browser_tests():
 @pytest.mark.notebook
 def test_notebook_runs_headless_without_errors_or_warnings():
     # An overflow shown on purpose must be caught and explained, never printed.
-    notebook = execute_notebook(NOTEBOOK)
+    notebook, _ = run_committed(NOTEBOOK)
     problems = output_problems(notebook)
     assert not problems, "\n".join(problems)
     shown = "".join(str(o.get("data", {})) for c in notebook.cells for o in c.get("outputs", []))

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from notebook_runner import execute_notebook, output_problems
+from notebook_runner import output_problems, run_committed
 from PIL import Image
 
 import ppo_clip
@@ -711,7 +711,7 @@ def test_step_redraw_time(stepper):
 
 @pytest.mark.notebook
 def test_notebook_runs_clean_and_checks_the_totals_itself():
-    notebook = execute_notebook(NOTEBOOK)
+    notebook, _ = run_committed(NOTEBOOK)
     problems = output_problems(notebook)
     assert not problems, "\n".join(problems)
     texts = []
