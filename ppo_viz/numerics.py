@@ -48,7 +48,7 @@ from ppo_viz.style import BLACK, BLUE, COLORS, GREEN, GREY, VERMILLION, figure_s
 from ppo_viz.surrogate import (
     PanelArtists,
     draw_objective_panel,
-    ratio_grid,
+    set_fixed_limits,
     update_objective_panel,
 )
 
@@ -1071,7 +1071,7 @@ class VariantsFigure:
                 self.cap_lines[sign] = tuple(
                     ax.axvline(np.nan, color=BLACK, ls="-.", lw=1.5) for ax in (top, bottom)
                 )
-                self._limits(top, bottom, sign)
+                set_fixed_limits(top, bottom, sign, reach=VARIANT_REACH, r_max=VARIANT_R_MAX)
             self.cap_lines[-1][0].set_label("dual-clip cap r = c")
             handles, labels = axes[0, 1].get_legend_handles_labels()
             order = [i for i, name in enumerate(labels) if name and "worked-example" not in name]
@@ -1097,17 +1097,6 @@ class VariantsFigure:
             lw=0,
         )
 
-    @staticmethod
-    def _limits(top: Any, bottom: Any, sign: int) -> None:
-        pad = 0.1 * VARIANT_REACH
-        if sign > 0:
-            top.set_ylim(-pad, VARIANT_REACH)
-            bottom.set_ylim(-VARIANT_REACH, pad)
-        else:
-            top.set_ylim(-VARIANT_REACH, pad)
-            bottom.set_ylim(-pad, VARIANT_REACH)
-        top.set_xlim(0.0, VARIANT_R_MAX)
-
     def dynamic_artists(self) -> list[Artist]:
         artists: list[Artist] = []
         for sign, panel in self.columns.items():
@@ -1126,8 +1115,7 @@ class VariantsFigure:
         for sign, panel in self.columns.items():
             sweep = update_objective_panel(panel, float(sign), EPS, r_max=VARIANT_R_MAX, **variant)
             self.sweeps[sign] = sweep
-            grid = ratio_grid(EPS, r_max=VARIANT_R_MAX, **variant)
-            left, right = _runs(sweep.is_clipped, grid)
+            left, right = _runs(sweep.is_clipped, sweep.ratio)
             for zero, extra in zip(panel.zero_grad, self.right_spans[sign], strict=True):
                 _set_span(zero, left)
                 _set_span(extra, right)

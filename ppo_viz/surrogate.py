@@ -234,13 +234,26 @@ def _column_title(advantage: float, sweep: ppo_clip.ClipBreakdown) -> str:
     return f"A = {advantage:+.2f} < 0: flat (clipped) where r < {sweep.lower:.2f}"
 
 
-def _fixed_limits(ax_objective: Axes, ax_gradient: Axes, sign: int) -> None:
+#: Vertical reach of notebook 1's axes: the largest flat level, ``(1 + eps) * |A|``
+#: at the slider ends, with a little room.
+SURROGATE_REACH = 2.0 * ADVANTAGE_RANGE[1] * 1.08
+
+
+def set_fixed_limits(
+    ax_objective: Axes,
+    ax_gradient: Axes,
+    sign: int,
+    *,
+    reach: float = SURROGATE_REACH,
+    r_max: float = R_MAX,
+) -> None:
     """Limits that never change with the sliders, so axes never jump.
 
-    They fit the largest flat level, ``(1 + eps) * |A|`` at the slider ends;
-    the unbounded unclipped parts may leave the frame, as they do on paper.
+    ``reach`` should fit the largest flat level the controls allow; the
+    unbounded unclipped parts may leave the frame, as they do on paper.
+    The objective runs upwards for ``sign > 0`` and downwards otherwise, and
+    the gradient the opposite way.
     """
-    reach = 2.0 * ADVANTAGE_RANGE[1] * 1.08
     pad = 0.1 * reach
     if sign > 0:
         ax_objective.set_ylim(-pad, reach)
@@ -248,7 +261,7 @@ def _fixed_limits(ax_objective: Axes, ax_gradient: Axes, sign: int) -> None:
     else:
         ax_objective.set_ylim(-reach, pad)
         ax_gradient.set_ylim(-pad, reach)
-    ax_objective.set_xlim(0.0, R_MAX)
+    ax_objective.set_xlim(0.0, r_max)
 
 
 class SurrogateFigure:
@@ -278,7 +291,7 @@ class SurrogateFigure:
                 self.columns[sign] = draw_objective_panel(
                     axes[0, column], axes[1, column], sign * advantage, eps
                 )
-                _fixed_limits(axes[0, column], axes[1, column], sign)
+                set_fixed_limits(axes[0, column], axes[1, column], sign)
             handles, labels = axes[0, 0].get_legend_handles_labels()
             self.figure.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False)
             self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
