@@ -180,6 +180,33 @@ def _notes_html(notes: Sequence[str]) -> str:
     return f'<ul style="font-family:sans-serif;font-size:13px;margin:6px 0">{items}</ul>'
 
 
+class _TableWithNotes:
+    """Shows a demo as its table of ``rows()`` under ``HEADER`` followed by its ``notes()``.
+
+    Subclasses set ``HEADER`` and ``CSS_NAME`` and define ``rows()`` and ``notes()``.
+    """
+
+    HEADER: tuple[str, ...]
+    CSS_NAME: str
+
+    def rows(self) -> list[list[str]]:
+        raise NotImplementedError
+
+    def notes(self) -> list[str]:
+        raise NotImplementedError
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<div class="{self.CSS_NAME}">'
+            + _table_html(self.HEADER, self.rows(), f"{self.CSS_NAME}-table")
+            + _notes_html(self.notes())
+            + "</div>"
+        )
+
+    def __repr__(self) -> str:
+        return _text_table(self.HEADER, self.rows()) + "\n" + "\n".join(self.notes())
+
+
 def format_ratio(value: float) -> str:
     """A ratio for a readout: ``inf`` spelled out, huge and tiny values in e-notation."""
     if math.isinf(value):
@@ -333,8 +360,8 @@ OVERFLOW_BATCH = (
 )
 
 
-@dataclass(frozen=True)
-class OverflowDemo:
+@dataclass(frozen=True, repr=False)
+class OverflowDemo(_TableWithNotes):
     """A batch whose ratio overflows, computed naively and by :mod:`ppo_clip`.
 
     ``logp_new``/``logp_old`` are sequence log-probabilities (sums over
@@ -374,6 +401,7 @@ class OverflowDemo:
             )
         return rows
 
+    CSS_NAME = "ppo-numerics-overflow"
     HEADER = (
         "sample",
         "tokens",
@@ -402,17 +430,6 @@ class OverflowDemo:
             f"a zero advantage contributes nothing and the loss is {self.module_loss!r}.",
         ]
         return notes
-
-    def _repr_html_(self) -> str:
-        return (
-            '<div class="ppo-numerics-overflow">'
-            + _table_html(self.HEADER, self.rows(), "ppo-numerics-overflow-table")
-            + _notes_html(self.notes())
-            + "</div>"
-        )
-
-    def __repr__(self) -> str:
-        return _text_table(self.HEADER, self.rows()) + "\n" + "\n".join(self.notes())
 
 
 def _listed(indices: NDArray[np.intp]) -> str:
@@ -478,8 +495,8 @@ class BoundaryCase:
     grad: float
 
 
-@dataclass(frozen=True)
-class BoundaryDemo:
+@dataclass(frozen=True, repr=False)
+class BoundaryDemo(_TableWithNotes):
     """A sample whose ratio is exactly ``1 + eps``, computed four ways (A = +1, N = 1)."""
 
     cases: tuple[BoundaryCase, ...]
@@ -487,6 +504,7 @@ class BoundaryDemo:
     outside_slope: float
     step: float
 
+    CSS_NAME = "ppo-numerics-boundary"
     HEADER = (
         "how the ratio is computed",
         "ratio r",
@@ -519,17 +537,6 @@ class BoundaryDemo:
             "the ratio lands a rounding step above or below the edge, and the clip decision "
             "follows the rounding, not the maths.",
         ]
-
-    def _repr_html_(self) -> str:
-        return (
-            '<div class="ppo-numerics-boundary">'
-            + _table_html(self.HEADER, self.rows(), "ppo-numerics-boundary-table")
-            + _notes_html(self.notes())
-            + "</div>"
-        )
-
-    def __repr__(self) -> str:
-        return _text_table(self.HEADER, self.rows()) + "\n" + "\n".join(self.notes())
 
 
 def _module_case(label: str, logp_new: float, logp_old: float, eps: float) -> BoundaryCase:
