@@ -39,7 +39,6 @@ import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip
@@ -1025,26 +1024,6 @@ COLUMN_TITLES = {
 CAP_RANGE = (1.05, VARIANT_R_MAX - 0.1)
 
 
-def _runs(
-    mask: NDArray[np.bool_], grid: FloatArray
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The clipped span left of r = 1 and the one right of it (each may be empty)."""
-    spans = []
-    for side in (grid < 1.0, grid > 1.0):
-        chosen = grid[mask & side]
-        if chosen.size == 0:
-            spans.append((0.0, 0.0))
-            continue
-        right = float(chosen.max())
-        spans.append((float(chosen.min()), VARIANT_R_MAX * 1.05 if right == grid[-1] else right))
-    return spans[0], spans[1]
-
-
-def _set_span(patch: Rectangle, span: tuple[float, float]) -> None:
-    patch.set_x(span[0])
-    patch.set_width(span[1] - span[0])
-
-
 class VariantsFigure:
     """Notebook 1's objective/gradient panels for A = +1 and A = -1, with the variants.
 
@@ -1065,7 +1044,6 @@ class VariantsFigure:
             self.figure = Figure(figsize=(10.0, 6.6), layout="constrained")
             axes = self.figure.subplots(2, 2, sharex="col")
             self.columns: dict[int, PanelArtists] = {}
-            self.right_spans: dict[int, tuple[Rectangle, Rectangle]] = {}
             self.cap_lines: dict[int, tuple[Line2D, Line2D]] = {}
             for column, sign in enumerate((+1, -1)):
                 top, bottom = axes[0, column], axes[1, column]
@@ -1074,7 +1052,6 @@ class VariantsFigure:
                 panel.objective.set_label("kept term (with the variant)")
                 top.set_title(COLUMN_TITLES[sign])
                 self.columns[sign] = panel
-                self.right_spans[sign] = tuple(self._extra_span(ax, panel) for ax in (top, bottom))
                 self.cap_lines[sign] = tuple(
                     ax.axvline(np.nan, color=BLACK, ls="-.", lw=1.5) for ax in (top, bottom)
                 )
@@ -1092,23 +1069,11 @@ class VariantsFigure:
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
         self.update(eps_low, eps_high, dual_clip)
 
-    @staticmethod
-    def _extra_span(ax: Any, panel: PanelArtists) -> Rectangle:
-        like = panel.zero_grad[0]
-        return ax.axvspan(
-            0,
-            0,
-            facecolor=like.get_facecolor(),
-            hatch=like.get_hatch(),
-            edgecolor=like.get_edgecolor(),
-            lw=0,
-        )
-
     def dynamic_artists(self) -> list[Artist]:
         artists: list[Artist] = []
         for sign, panel in self.columns.items():
             moving = [a for a in panel.dynamic_artists() if a is not panel.objective_ax.title]
-            artists += [*self.right_spans[sign], *self.cap_lines[sign], *moving]
+            artists += [*self.cap_lines[sign], *moving]
         return artists
 
     def variant(self, eps_low: float, eps_high: float, dual_clip: float | None) -> dict[str, Any]:
@@ -1122,10 +1087,6 @@ class VariantsFigure:
         for sign, panel in self.columns.items():
             sweep = update_objective_panel(panel, float(sign), EPS, r_max=VARIANT_R_MAX, **variant)
             self.sweeps[sign] = sweep
-            left, right = _runs(sweep.is_clipped, sweep.ratio)
-            for zero, extra in zip(panel.zero_grad, self.right_spans[sign], strict=True):
-                _set_span(zero, left)
-                _set_span(extra, right)
             cap_x = dual_clip if (dual_clip is not None and sign < 0) else np.nan
             for line in self.cap_lines[sign]:
                 line.set_xdata([cap_x, cap_x])

@@ -53,12 +53,32 @@ def ratio_grid(
     return np.unique(np.concatenate([grid, kinks]))
 
 
-def _span(mask: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
-    """The ``[first, last]`` ratio where ``mask`` holds, or an empty span."""
+def _span(mask: np.ndarray, grid: np.ndarray, r_max: float) -> tuple[float, float]:
+    """The ``[first, last]`` ratio where ``mask`` holds, or an empty span.
+
+    A span that reaches the grid's end is drawn past the axis edge.
+    """
     if not mask.any():
         return (0.0, 0.0)
     chosen = grid[mask]
-    return (float(chosen.min()), float(chosen.max()))
+    right = float(chosen.max())
+    return (float(chosen.min()), r_max * 1.05 if right == grid[-1] else right)
+
+
+def _clipped_spans(
+    sweep: ppo_clip.ClipBreakdown, advantage: float, r_max: float
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Where the sweep is clipped on the favourable side of r = 1, and on the other side.
+
+    The favourable side is ``r > 1`` for ``A > 0`` and ``r < 1`` for ``A < 0``;
+    the other side is only ever clipped by a dual-clip cap.
+    """
+    grid = sweep.ratio
+    favourable = grid > 1.0 if advantage > 0 else grid < 1.0
+    return (
+        _span(sweep.is_clipped & favourable, grid, r_max),
+        _span(sweep.is_clipped & ~favourable, grid, r_max),
+    )
 
 
 def _set_vspan(patch: Rectangle, left: float, right: float) -> None:
@@ -80,6 +100,7 @@ class PanelArtists:
     gradient_clip_only: Line2D
     bands: tuple[Rectangle, Rectangle]
     zero_grad: tuple[Rectangle, Rectangle]
+    zero_grad_other_side: tuple[Rectangle, Rectangle]
     samples: tuple[Line2D, Line2D]
 
     def dynamic_artists(self) -> list[Artist]:
@@ -87,6 +108,7 @@ class PanelArtists:
         return [
             *self.bands,
             *self.zero_grad,
+            *self.zero_grad_other_side,
             self.unclipped,
             self.clip_only,
             self.objective,
@@ -98,10 +120,8 @@ class PanelArtists:
         ]
 
 
-def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle]:
-    """Band and zero-gradient shading plus the r = 1 marker; returns the two patches."""
-    band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0, label="clip band [1-ε, 1+ε]")
-    zero = ax.axvspan(
+def _zero_gradient_span(ax: Axes, label: str | None = None) -> Rectangle:
+    return ax.axvspan(
         0,
         0,
         facecolor=COLORS["zero_grad"],
@@ -109,13 +129,20 @@ def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle]:
         hatch="//",
         edgecolor=COLORS["zero_grad"],
         lw=0,
-        label="clipped: zero gradient",
+        label=label,
     )
+
+
+def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle, Rectangle]:
+    """Band, two zero-gradient spans and the r = 1 marker; returns the three patches."""
+    band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0, label="clip band [1-ε, 1+ε]")
+    zero = _zero_gradient_span(ax, label="clipped: zero gradient")
+    other_side = _zero_gradient_span(ax)
     ax.axvline(
         1.0, color=COLORS["start"], ls=":", lw=1.2, label="r = 1 (where a fresh batch starts)"
     )
     ax.axhline(0.0, color="#555555", lw=0.8)
-    return band, zero
+    return band, zero, other_side
 
 
 def draw_objective_panel(
@@ -134,8 +161,8 @@ def draw_objective_panel(
     span ``[0, r_max]``.  Use :func:`update_objective_panel` to move it to new
     settings.
     """
-    objective_band, objective_zero = _decorate(objective_ax)
-    gradient_band, gradient_zero = _decorate(gradient_ax)
+    objective_band, objective_zero, objective_other = _decorate(objective_ax)
+    gradient_band, gradient_zero, gradient_other = _decorate(gradient_ax)
     thin = {"lw": 1.3, "ls": (0, (5, 3))}
     artists = PanelArtists(
         objective_ax=objective_ax,
@@ -154,6 +181,7 @@ def draw_objective_panel(
         gradient=gradient_ax.plot([], [], color=COLORS["objective"], lw=2.6)[0],
         bands=(objective_band, gradient_band),
         zero_grad=(objective_zero, gradient_zero),
+        zero_grad_other_side=(objective_other, gradient_other),
         samples=(
             objective_ax.plot(
                 [],
@@ -194,10 +222,9 @@ def update_objective_panel(
     (``eps_low``, ``eps_high``, ``dual_clip``).  Returns the sweep the curves
     were drawn from.
 
-    The zero-gradient shading is one span, from the first to the last clipped
-    ratio; that is exact for the symmetric and asymmetric bands.  With a
-    dual-clip cap the clipped set has two parts, and the caller shades them
-    itself from the returned sweep (as :mod:`ppo_viz.numerics` does).
+    The zero-gradient shading has two spans: ``zero_grad`` on the favourable
+    side of r = 1 (where the band clips) and ``zero_grad_other_side``, which is
+    empty unless a dual-clip cap clips ``A < 0`` samples above ``c``.
     """
     grid = ratio_grid(eps, r_max=r_max, **variant)
     sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
@@ -209,12 +236,13 @@ def update_objective_panel(
     artists.gradient.set_data(grid, sweep.grad)
     artists.gradient_unclipped.set_data(grid, unclipped_grad)
     artists.gradient_clip_only.set_data(grid, clip_only_grad)
-    zero_left, zero_right = _span(sweep.is_clipped, grid)
-    if zero_right == grid[-1]:
-        zero_right = r_max * 1.05
-    for band, zero in zip(artists.bands, artists.zero_grad, strict=True):
+    favourable, other_side = _clipped_spans(sweep, advantage, r_max)
+    for band, zero, other in zip(
+        artists.bands, artists.zero_grad, artists.zero_grad_other_side, strict=True
+    ):
         _set_vspan(band, sweep.lower, sweep.upper)
-        _set_vspan(zero, zero_left, zero_right)
+        _set_vspan(zero, *favourable)
+        _set_vspan(other, *other_side)
     if len(sample_ratios) > 0:
         points = ppo_clip.ratio_sweep(sample_ratios, advantage, eps, **variant)
         artists.samples[0].set_data(points.ratio, points.objective_term)

@@ -449,7 +449,7 @@ def test_cap_slider_moves_the_flat_part_and_the_zero_gradient_region(variants_ap
     grid = negative.objective.get_xdata()
     sweep = ppo_clip.ratio_sweep(grid, -1.0, eps_low=0.2, eps_high=0.28, dual_clip=cap)
     capped = grid[sweep.is_clipped & (grid > 1)]
-    extra = variants_app.plot.right_spans[-1][0]
+    extra = negative.zero_grad_other_side[0]
     if capped.size:
         assert extra.get_x() == capped.min()
         assert negative.objective.get_ydata()[-1] == -cap
@@ -467,7 +467,7 @@ def test_dual_clip_can_be_switched_off(variants_app):
     _assert_columns_match_module(variants_app, 0.2, 0.28, None)
     negative = variants_app.plot.columns[-1]
     assert negative.objective.get_ydata()[-1] == -VARIANT_R_MAX
-    assert variants_app.plot.right_spans[-1][0].get_width() == 0.0
+    assert negative.zero_grad_other_side[0].get_width() == 0.0
     assert np.isnan(variants_app.plot.cap_lines[-1][0].get_xdata()[0])
     assert "dual clip off" in variants_app.readout.value
     assert "never clipped" not in variants_app.readout.value

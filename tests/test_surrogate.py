@@ -7,11 +7,18 @@ import io
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 from PIL import Image
 
 import ppo_clip
 from ppo_viz.display import WIDGET_VIEW_MIME, figure_to_png
-from ppo_viz.surrogate import ADVANTAGE_RANGE, SurrogateExplorer, SurrogateFigure, ratio_grid
+from ppo_viz.surrogate import (
+    ADVANTAGE_RANGE,
+    SurrogateExplorer,
+    SurrogateFigure,
+    draw_objective_panel,
+    ratio_grid,
+)
 
 
 @pytest.fixture
@@ -154,3 +161,16 @@ def test_slide_figure_uses_large_type():
         assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= 12
     for column in slides.columns.values():
         assert column.objective_ax.title.get_fontsize() >= 16
+
+
+def test_dual_clip_shades_both_clipped_regions():
+    figure = Figure()
+    top, bottom = figure.subplots(2, 1)
+    panel = draw_objective_panel(top, bottom, -1.0, 0.2, dual_clip=2.0)
+    below, above = panel.zero_grad[0], panel.zero_grad_other_side[0]
+    assert below.get_x() == 0.0
+    assert below.get_x() + below.get_width() == pytest.approx(0.8, abs=0.01)
+    assert above.get_x() == pytest.approx(2.0, abs=0.01)
+    assert above.get_x() + above.get_width() > 3.0
+    plain = draw_objective_panel(top, bottom, -1.0, 0.2)
+    assert plain.zero_grad_other_side[0].get_width() == 0.0
