@@ -1,7 +1,9 @@
 """PPO's clipped surrogate loss, its clip fraction and its gradient, in numpy.
 
 This module is the single source of truth for the teaching bundle: every figure,
-widget and notebook calls it and never re-derives a ratio or a gradient.
+widget and notebook calls it and never re-derives a ratio or a gradient.  It is
+also the reference solution of the exercises, so it is written the way the
+formulas read.
 
 For a batch of N samples with new log-probabilities ``logp_new``, old
 log-probabilities ``logp_old`` and advantages ``A`` (used as given, never
@@ -14,21 +16,26 @@ normalized):
 * ``dL/dlogp_new_t`` is 0 for a clipped sample and ``-r_t * A_t / N`` otherwise.
 
 A ratio may overflow to ``inf`` (log-ratios above about 709.78).  That never
-produces NaN: a sample with ``A == 0`` contributes exactly 0, and a
-negative-advantage sample with an infinite ratio makes the loss ``+inf``, which
-is the true float64 value.
+produces NaN: a product ``r * A`` is only formed where ``A != 0`` (elsewhere
+it is exactly 0, because ``inf * 0`` is NaN in IEEE arithmetic), and a
+negative-advantage sample with an infinite ratio makes the loss ``+inf``,
+which is the true float64 value.
 
 Public API
 ----------
 ``ppo_clip_loss``, ``clip_fraction``, ``ppo_clip_grad``
-    The three contract functions.
+    The three contract functions, each a few lines built from the steps below.
+``checked_ratio``, ``times_advantage``, ``clipped_times_advantage``, ``clip_mask``,
+``loss_gradient``, ``negative_mean``, ``clip_band``
+    The steps: the checked ratios, the two candidate terms of the ``min``,
+    which samples are clipped, the gradient, the mean, the band.
 ``clip_breakdown``
     The per-sample computation behind all three, as a :class:`ClipBreakdown`.
     It also accepts the variants used in RLHF codes: asymmetric bounds
     (``eps_low``/``eps_high``) and the dual-clip cap for negative advantages.
 ``ratio_sweep``, ``objective_curve``, ``gradient_curve``
     One sample's objective term and gradient over a grid of ratios, for plots.
-``surrogate_loss``, ``surrogate_grad``
+``surrogate_loss``, ``surrogate_grad``, ``objective_terms``
     The clipped objective next to the two alternatives it is compared with:
     the unclipped importance-weighted surrogate ``r*A`` and the clip-only
     ``clip(r)*A``.
@@ -60,64 +67,208 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "DEFAULT_EPS",
+    "OBJECTIVES",
     "ClipBreakdown",
     "Objective",
     "WorkedExample",
+    "checked_log_ratio",
+    "checked_ratio",
+    "clip_band",
     "clip_breakdown",
     "clip_fraction",
+    "clip_mask",
+    "clipped_times_advantage",
     "gradient_curve",
+    "loss_gradient",
+    "negative_mean",
     "objective_curve",
     "objective_terms",
     "ppo_clip_grad",
     "ppo_clip_loss",
+    "ratio_of",
     "ratio_sweep",
     "surrogate_grad",
     "surrogate_loss",
+    "times_advantage",
     "worked_example",
 ]
 
 DEFAULT_EPS = 0.2
 
 Objective = Literal["clipped", "unclipped", "clip_only"]
-_OBJECTIVES: tuple[str, ...] = ("clipped", "unclipped", "clip_only")
+OBJECTIVES: tuple[Objective, ...] = ("clipped", "unclipped", "clip_only")
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 
 
-class WorkedExample(NamedTuple):
-    """The contract's worked example: four samples, two of them clipped."""
-
-    logp_new: FloatArray
-    logp_old: FloatArray
-    advantages: FloatArray
-    eps: float
+# --------------------------------------------------------------------------
+# The contract: three functions of one batch
+# --------------------------------------------------------------------------
 
 
-def worked_example() -> WorkedExample:
-    """The contract's worked example as fresh arrays (safe to modify).
+def ppo_clip_loss(
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, eps: float = DEFAULT_EPS
+) -> float:
+    """PPO's clipped surrogate loss (the quantity to minimize), as a float.
 
-    >>> example = worked_example()
-    >>> ppo_clip_loss(*example)
+    ``L = -(1/N) * sum_t min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t)``
+    with ``r_t = exp(logp_new_t - logp_old_t)``.  Returns ``+inf`` when a
+    negative-advantage sample's ratio overflows; never NaN.  Input checks as
+    in :func:`clip_breakdown`.
+
+    >>> import numpy as np
+    >>> ppo_clip_loss(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
+    ...               [1.0, 2.0, -1.0, -0.5])
     -0.5375000000000001
     """
-    return WorkedExample(
-        logp_new=np.log([0.7, 0.55, 0.3, 0.45]),
-        logp_old=np.log([0.5, 0.5, 0.5, 0.5]),
-        advantages=np.array([1.0, 2.0, -1.0, -0.5]),
-        eps=0.2,
-    )
+    ratio, advantages = checked_ratio(logp_new, logp_old, advantages)
+    lower, upper = clip_band(eps)
+    unclipped_term = times_advantage(ratio, advantages)
+    clipped_term = clipped_times_advantage(ratio, lower, upper, advantages)
+    return negative_mean(np.minimum(unclipped_term, clipped_term), len(ratio))
 
 
-@dataclass(frozen=True, eq=False)
+def clip_fraction(
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, eps: float = DEFAULT_EPS
+) -> float:
+    """The fraction of samples whose gradient clipping switches off, in [0, 1].
+
+    A sample is clipped when ``A > 0 and r > 1 + eps`` or ``A < 0 and
+    r < 1 - eps`` (strict); ``A == 0`` never clips.  This is the definition of
+    TRL and verl, not the sign-blind ``mean(|r - 1| > eps)`` (see
+    :attr:`ClipBreakdown.band_fraction`).
+
+    >>> import numpy as np
+    >>> clip_fraction(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
+    ...               [1.0, 2.0, -1.0, -0.5])
+    0.5
+    """
+    ratio, advantages = checked_ratio(logp_new, logp_old, advantages)
+    lower, upper = clip_band(eps)
+    clipped = clip_mask(ratio, advantages, lower, upper)
+    return float(np.count_nonzero(clipped) / len(ratio))
+
+
+def ppo_clip_grad(
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, eps: float = DEFAULT_EPS
+) -> FloatArray:
+    """``d loss / d logp_new``, a float64 array of shape (N,).
+
+    0 for a clipped sample (and for ``A == 0``), ``-r_t * A_t / N`` otherwise.
+    A ratio exactly on the band's edge is not clipped and keeps its gradient.
+
+    >>> import numpy as np
+    >>> ppo_clip_grad(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
+    ...               [1.0, 2.0, -1.0, -0.5])
+    array([ 0.    , -0.55  ,  0.    ,  0.1125])
+    """
+    ratio, advantages = checked_ratio(logp_new, logp_old, advantages)
+    lower, upper = clip_band(eps)
+    clipped = clip_mask(ratio, advantages, lower, upper)
+    return loss_gradient(ratio, advantages, clipped, len(ratio))
+
+
+# --------------------------------------------------------------------------
+# The steps, each a function of the ratios
+# --------------------------------------------------------------------------
+
+
+def checked_ratio(
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike
+) -> tuple[FloatArray, FloatArray]:
+    """``(r, A)``: the ratios ``exp(logp_new - logp_old)`` and the advantages as float64.
+
+    The inputs are checked first (see :func:`clip_breakdown`).  A log-ratio
+    above about 709.78 overflows the ratio to ``inf``, its float64 value.
+    """
+    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)
+    return ratio_of(log_ratio), advantages
+
+
+def ratio_of(log_ratio: FloatArray) -> FloatArray:
+    """``exp(log_ratio)``: ``inf`` (no warning) where it overflows float64."""
+    with np.errstate(over="ignore"):
+        return np.exp(log_ratio)
+
+
+def times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
+    """``values * A``, with an exact 0 wherever ``A == 0``.
+
+    Where ``A == 0`` the value is replaced by 0 before multiplying, so
+    ``inf * 0`` (NaN in IEEE arithmetic) is never formed.  A product too large
+    for float64 overflows to ``±inf``, its true float64 value.
+    """
+    with np.errstate(over="ignore"):
+        return np.where(advantages == 0, 0.0, values) * advantages
+
+
+def clipped_times_advantage(
+    ratio: FloatArray, lower: float, upper: float, advantages: FloatArray
+) -> FloatArray:
+    """``clip(r, lower, upper) * A`` (``clip(r)`` is finite, so a plain product is safe)."""
+    with np.errstate(over="ignore"):
+        return np.clip(ratio, lower, upper) * advantages
+
+
+def clip_mask(
+    ratio: FloatArray,
+    advantages: FloatArray,
+    lower: float,
+    upper: float,
+    dual_clip: float | None = None,
+) -> BoolArray:
+    """Where clipping switches the gradient off (strict comparisons).
+
+    ``A > 0 and r > upper``, or ``A < 0 and r < lower``; with a dual-clip cap
+    ``c``, also ``A < 0 and r > c``.  ``A == 0`` is never clipped.
+    """
+    positive, negative = advantages > 0, advantages < 0
+    clipped = (positive & (ratio > upper)) | (negative & (ratio < lower))
+    if dual_clip is not None:
+        clipped |= negative & (ratio > dual_clip)
+    return clipped
+
+
+def loss_gradient(
+    ratio: FloatArray, advantages: FloatArray, clipped: BoolArray, n: int
+) -> FloatArray:
+    """``d loss / d logp_new``: 0 where ``clipped``, ``-r*A/N`` elsewhere.
+
+    The slope of ``r*A`` with respect to ``logp_new`` is ``r*A``, because
+    ``dr/dlogp_new = r``; a clipped sample keeps a constant term, slope 0.
+    A sample with ``A == 0`` has slope 0 too, and is left out of the product
+    so that ``inf * 0`` is never formed.
+    """
+    flowing = ~clipped & (advantages != 0)
+    gradient = np.where(flowing, ratio, 0.0)
+    with np.errstate(over="ignore"):
+        gradient *= advantages
+    gradient /= -n
+    gradient += 0.0  # turns -0.0 into 0.0
+    return gradient
+
+
+def negative_mean(terms: FloatArray, n: int) -> float:
+    """The loss ``-(1/n) * sum(terms)``: ``±inf`` if the sum overflows, never ``-0.0``."""
+    with np.errstate(over="ignore"):
+        return float(-terms.sum() / n) + 0.0
+
+
+# --------------------------------------------------------------------------
+# Every intermediate quantity, one line each
+# --------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
 class ClipBreakdown:
     """Every intermediate quantity of the clipped loss, one entry per sample.
 
     All arrays have shape ``(N,)``.  Gradients are of the *loss* (the quantity
     minimized) with respect to ``logp_new``, so they include the ``1/N`` of the
     mean and the minus sign.  Build one with :func:`clip_breakdown` or
-    :func:`ratio_sweep`; the derived arrays are computed on first access and
-    then kept.
+    :func:`ratio_sweep`; each derived array is computed the first time it is
+    read and then kept.
 
     Attributes
     ----------
@@ -127,10 +278,6 @@ class ClipBreakdown:
         ``r = exp(log_ratio)``; may be ``inf`` after overflow.
     advantages:
         The advantages as given (float64 copy, never normalized).
-    is_clipped:
-        True where the sample's gradient is switched off by clipping:
-        ``A > 0 and r > upper``, ``A < 0 and r < lower`` (strict), or, with a
-        dual-clip cap ``c``, ``A < 0 and r > c``.
     lower, upper:
         The clip band ``[1 - eps_low, 1 + eps_high]``.
     batch_size:
@@ -139,18 +286,6 @@ class ClipBreakdown:
         its own batch of one).
     dual_clip:
         The dual-clip cap ``c`` or ``None``.
-    clipped_ratio:
-        ``clip(r, lower, upper)``.
-    unclipped_term:
-        ``r * A`` (exactly 0 where ``A == 0``, even if ``r`` is ``inf``).
-    clipped_term:
-        ``clip(r) * A``.
-    objective_term:
-        The term the objective keeps: ``min(r*A, clip(r)*A)``, and, when a
-        dual-clip cap ``c`` is set, ``max(that, c*A)`` for ``A < 0``.
-    grad:
-        ``d loss / d logp_new``: 0 where clipped (and where ``A == 0``),
-        ``-r*A/N`` elsewhere.
     """
 
     log_ratio: FloatArray
@@ -162,35 +297,53 @@ class ClipBreakdown:
     dual_clip: float | None = None
 
     @cached_property
-    def is_clipped(self) -> BoolArray:
-        return _clip_mask(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
-
-    @cached_property
     def clipped_ratio(self) -> FloatArray:
-        # min(max(r, lower), upper): what np.clip computes, without its wrapper's overhead.
-        return np.minimum(np.maximum(self.ratio, self.lower), self.upper)
+        """``clip(r, lower, upper)``."""
+        return np.clip(self.ratio, self.lower, self.upper)
 
     @cached_property
     def unclipped_term(self) -> FloatArray:
-        return _times_advantage(self.ratio, self.advantages)
+        """``r * A`` (exactly 0 where ``A == 0``, even if ``r`` is ``inf``)."""
+        return times_advantage(self.ratio, self.advantages)
 
     @cached_property
     def clipped_term(self) -> FloatArray:
-        return _times_advantage(self.clipped_ratio, self.advantages)
+        """``clip(r) * A``."""
+        return clipped_times_advantage(self.ratio, self.lower, self.upper, self.advantages)
 
     @cached_property
     def objective_term(self) -> FloatArray:
+        """The term the objective keeps: ``min(r*A, clip(r)*A)``.
+
+        With a dual-clip cap ``c``, a negative-advantage sample keeps
+        ``max(min(r*A, clip(r)*A), c*A)``: its term never falls below ``c*A``.
+        """
         kept = np.minimum(self.unclipped_term, self.clipped_term)
         if self.dual_clip is not None:
-            capped = (self.advantages < 0) & (self.ratio > self.dual_clip)
             with np.errstate(over="ignore"):
-                kept = np.where(capped, self.dual_clip * self.advantages, kept)
+                floor = self.dual_clip * self.advantages
+            kept = np.where(self.advantages < 0, np.maximum(kept, floor), kept)
         return kept
+
+    @cached_property
+    def is_clipped(self) -> BoolArray:
+        """Where clipping switches the gradient off: see :func:`clip_mask`."""
+        return clip_mask(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
+
+    @cached_property
+    def grad(self) -> FloatArray:
+        """``d loss / d logp_new``: 0 where clipped, ``-r*A/N`` elsewhere."""
+        return loss_gradient(self.ratio, self.advantages, self.is_clipped, self.batch_size)
 
     @cached_property
     def loss_contribution(self) -> FloatArray:
         """Each sample's share of the loss, ``-(1/N) * objective_term``."""
-        return -(1.0 / self.batch_size) * self.objective_term
+        return -self.objective_term / self.batch_size
+
+    @property
+    def loss(self) -> float:
+        """``-(1/N) * sum(objective_term)``, the loss to minimize."""
+        return negative_mean(self.objective_term, self.batch_size)
 
     def partial_loss(self, count: int) -> float:
         """``-(1/N) * sum(objective_term[:count])``: the loss after ``count`` samples.
@@ -199,32 +352,12 @@ class ClipBreakdown:
         """
         if not 1 <= count <= self.n:
             raise ValueError(f"count must be between 1 and {self.n}, got {count!r}")
-        with np.errstate(over="ignore"):
-            return float(-(1.0 / self.batch_size) * np.sum(self.objective_term[:count]))
-
-    @cached_property
-    def grad(self) -> FloatArray:
-        # 0 where clipped or A == 0 (so an infinite ratio never meets a zero
-        # advantage); (r*A)/(-N) == -(r*A)/N bit for bit elsewhere; adding 0.0
-        # turns -0.0 into 0.0.
-        keep = ~self.is_clipped
-        keep &= self.advantages != 0
-        with np.errstate(over="ignore"):
-            grad = np.where(keep, self.ratio, 0.0)
-            grad *= self.advantages
-        np.divide(grad, -self.batch_size, out=grad)
-        grad += 0.0
-        return grad
+        return negative_mean(self.objective_term[:count], self.batch_size)
 
     @property
     def n(self) -> int:
         """The number of samples N."""
-        return int(self.ratio.shape[0])
-
-    @property
-    def loss(self) -> float:
-        """``-(1/N) * sum(objective_term)``, the loss to minimize."""
-        return _negative_mean(self.objective_term)
+        return len(self.ratio)
 
     @property
     def clip_fraction(self) -> float:
@@ -246,180 +379,9 @@ class ClipBreakdown:
         return float(np.count_nonzero(self.outside_band) / self.n)
 
 
-# --------------------------------------------------------------------------
-# Input checking
-# --------------------------------------------------------------------------
-
-
-def _as_float_vector(name: str, value: ArrayLike, *, check_finite: bool = True) -> FloatArray:
-    """Return ``value`` as a non-empty, 1-D float64 array (finite, if asked) or raise."""
-    if type(value) is np.ndarray and value.dtype == np.float64 and value.ndim == 1 and value.size:
-        if check_finite:
-            _require_finite(name, value)
-        return value
-    if value is None or isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be a 1-D array of numbers, got {type(value).__name__}")
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a 1-D array of numbers; it looks nested or ragged "
-            "(rows of different lengths) or holds values numpy cannot read"
-        ) from None
-    if array.dtype.kind == "O":
-        array = _object_array_as_float(name, array)
-    if array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name} must contain real numbers, got dtype {array.dtype} "
-            f"({_dtype_description(array.dtype)})"
-        )
-    if array.ndim != 1:
-        shape = "a scalar" if array.ndim == 0 else f"shape {array.shape}"
-        raise ValueError(f"{name} must be 1-D, got {shape}")
-    if array.shape[0] == 0:
-        raise ValueError(f"{name} is empty; it needs at least one sample")
-    array = array.astype(np.float64, copy=False)
-    if check_finite:
-        _require_finite(name, array)
-    return array
-
-
-def _object_array_as_float(name: str, array: NDArray[np.object_]) -> FloatArray:
-    """Convert a ragged or mixed-type array, naming the first entry that is not a number."""
-    if array.ndim != 1:
-        raise TypeError(f"{name} must be a 1-D array of numbers, got a nested or ragged sequence")
-    for index, item in enumerate(array):
-        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
-            raise TypeError(f"{name} must contain only numbers: {name}[{index}] is {item!r}")
-    return array.astype(np.float64)
-
-
-def _dtype_description(dtype: np.dtype) -> str:
-    descriptions = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "bytes"}
-    return descriptions.get(dtype.kind, "not real numbers")
-
-
-def _require_finite(name: str, array: FloatArray) -> None:
-    finite = np.isfinite(array)
-    if not finite.all():
-        index = int(np.flatnonzero(~finite)[0])
-        raise ValueError(f"{name}[{index}] is {float(array[index])}; every value must be finite")
-
-
-def _check_same_length(**arrays: FloatArray) -> int:
-    lengths = {name: array.shape[0] for name, array in arrays.items()}
-    if len(set(lengths.values())) > 1:
-        described = ", ".join(f"{name} has {n}" for name, n in lengths.items())
-        raise ValueError(f"inputs must have the same length: {described}")
-    return next(iter(lengths.values()))
-
-
-def _as_real(name: str, value: object) -> float:
-    """Return ``value`` as a finite Python float or raise, naming ``name``.
-
-    Accepts Python and numpy real scalars, including 0-d arrays.
-    """
-    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-        value = value.item()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite number, got {number!r}")
-    return number
-
-
-def _as_eps(name: str, value: object) -> float:
-    number = _as_real(name, value)
-    if not 0.0 <= number <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1, got {number!r}")
-    return number
-
-
-def _band(eps: object, eps_low: object | None, eps_high: object | None) -> tuple[float, float]:
-    """The clip band ``(1 - eps_low, 1 + eps_high)``; each defaults to ``eps``."""
-    symmetric = _as_eps("eps", eps)
-    low = symmetric if eps_low is None else _as_eps("eps_low", eps_low)
-    high = symmetric if eps_high is None else _as_eps("eps_high", eps_high)
-    return 1.0 - low, 1.0 + high
-
-
-def _as_dual_clip(value: object | None) -> float | None:
-    if value is None:
-        return None
-    cap = _as_real("dual_clip", value)
-    if cap <= 1.0:
-        raise ValueError(f"dual_clip must be greater than 1, got {cap!r}")
-    return cap
-
-
-# --------------------------------------------------------------------------
-# The one shared computation
-# --------------------------------------------------------------------------
-
-
-def _times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
-    """``values * A`` with an exact 0 wherever ``A == 0``, even where ``values`` is ``inf``."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        product = values * advantages
-    product[advantages == 0] = 0.0
-    return product
-
-
-def _negative_mean(terms: FloatArray) -> float:
-    with np.errstate(over="ignore"):
-        return float(-(1.0 / terms.shape[0]) * np.add.reduce(terms))
-
-
-def _clip_mask(
-    ratio: FloatArray, advantages: FloatArray, lower: float, upper: float, dual_clip: float | None
-) -> BoolArray:
-    """Where clipping switches a sample's gradient off (strict comparisons)."""
-    clipped = (advantages > 0) & (ratio > upper)
-    negative = advantages < 0
-    clipped |= negative & (ratio < lower)
-    if dual_clip is not None:
-        clipped |= negative & (ratio > dual_clip)
-    return clipped
-
-
-def _evaluate(
-    log_ratio: FloatArray,
-    ratio: FloatArray,
-    advantages: FloatArray,
-    lower: float,
-    upper: float,
-    dual_clip: float | None,
-    n: int,
-) -> ClipBreakdown:
-    """Per-sample breakdown from ratios; gradients are divided by ``n``."""
-    return ClipBreakdown(
-        log_ratio=log_ratio,
-        ratio=ratio,
-        advantages=advantages,
-        lower=lower,
-        upper=upper,
-        batch_size=n,
-        dual_clip=dual_clip,
-    )
-
-
-def _log_ratio_and_ratio(
-    logp_new: FloatArray, logp_old: FloatArray, advantages: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """``logp_new - logp_old`` and its ``exp``, after checking every input is finite.
-
-    One sum over the log-ratio and one over the advantages stay finite unless
-    some input is NaN or infinite (or the sums overflow); only then is each
-    input checked element by element, to name the culprit.
-    """
-    with np.errstate(all="ignore"):
-        log_ratio = logp_new - logp_old
-        if not math.isfinite(np.add.reduce(log_ratio) + np.add.reduce(advantages)):
-            _require_finite("logp_new", logp_new)
-            _require_finite("logp_old", logp_old)
-            _require_finite("advantages", advantages)
-        return log_ratio, np.exp(log_ratio)
+def _without_negative_zero(values: FloatArray) -> FloatArray:
+    """``values`` with every ``-0.0`` turned into ``0.0`` (adding 0.0 does exactly that)."""
+    return values + 0.0
 
 
 def clip_breakdown(
@@ -467,71 +429,41 @@ def clip_breakdown(
     >>> b.objective_term
     array([ 1.2 ,  2.2 , -0.8 , -0.45])
     """
-    new = _as_float_vector("logp_new", logp_new, check_finite=False)
-    old = _as_float_vector("logp_old", logp_old, check_finite=False)
-    adv = _as_float_vector("advantages", advantages, check_finite=False)
-    n = _check_same_length(logp_new=new, logp_old=old, advantages=adv)
-    lower, upper = _band(eps, eps_low, eps_high)
-    cap = _as_dual_clip(dual_clip)
-    log_ratio, ratio = _log_ratio_and_ratio(new, old, adv)
-    return _evaluate(log_ratio, ratio, adv.copy(), lower, upper, cap, n)
+    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)
+    lower, upper = clip_band(eps, eps_low, eps_high)
+    return ClipBreakdown(
+        log_ratio=log_ratio,
+        ratio=ratio_of(log_ratio),
+        advantages=advantages.copy(),
+        lower=lower,
+        upper=upper,
+        batch_size=len(log_ratio),
+        dual_clip=_as_dual_clip(dual_clip),
+    )
 
 
-# --------------------------------------------------------------------------
-# The contract
-# --------------------------------------------------------------------------
+def worked_example() -> WorkedExample:
+    """The contract's worked example as fresh arrays (safe to modify).
 
-
-def ppo_clip_loss(
-    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, eps: float = DEFAULT_EPS
-) -> float:
-    """PPO's clipped surrogate loss (the quantity to minimize), as a float.
-
-    ``L = -(1/N) * sum_t min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t)``
-    with ``r_t = exp(logp_new_t - logp_old_t)``.  Returns ``+inf`` when a
-    negative-advantage sample's ratio overflows; never NaN.  Input checks as
-    in :func:`clip_breakdown`.
-
-    >>> import numpy as np
-    >>> ppo_clip_loss(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
-    ...               [1.0, 2.0, -1.0, -0.5])
+    >>> example = worked_example()
+    >>> ppo_clip_loss(*example)
     -0.5375000000000001
     """
-    return clip_breakdown(logp_new, logp_old, advantages, eps).loss
+    return WorkedExample(
+        logp_new=np.log([0.7, 0.55, 0.3, 0.45]),
+        logp_old=np.log([0.5, 0.5, 0.5, 0.5]),
+        advantages=np.array([1.0, 2.0, -1.0, -0.5]),
+        eps=0.2,
+    )
 
 
-def clip_fraction(
-    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, eps: float = DEFAULT_EPS
-) -> float:
-    """The fraction of samples whose gradient clipping switches off, in [0, 1].
+class WorkedExample(NamedTuple):
+    """The contract's worked example: four samples, two of them clipped."""
 
-    A sample is clipped when ``A > 0 and r > 1 + eps`` or ``A < 0 and
-    r < 1 - eps`` (strict); ``A == 0`` never clips.  This is the definition of
-    TRL and verl, not the sign-blind ``mean(|r - 1| > eps)`` (see
-    :attr:`ClipBreakdown.band_fraction`).
-
-    >>> import numpy as np
-    >>> clip_fraction(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
-    ...               [1.0, 2.0, -1.0, -0.5])
-    0.5
-    """
-    return clip_breakdown(logp_new, logp_old, advantages, eps).clip_fraction
-
-
-def ppo_clip_grad(
-    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, eps: float = DEFAULT_EPS
-) -> FloatArray:
-    """``d loss / d logp_new``, a float64 array of shape (N,).
-
-    0 for a clipped sample (and for ``A == 0``), ``-r_t * A_t / N`` otherwise.
-    A ratio exactly on the band's edge is not clipped and keeps its gradient.
-
-    >>> import numpy as np
-    >>> ppo_clip_grad(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
-    ...               [1.0, 2.0, -1.0, -0.5])
-    array([ 0.    , -0.55  ,  0.    ,  0.1125])
-    """
-    return clip_breakdown(logp_new, logp_old, advantages, eps).grad
+    logp_new: FloatArray
+    logp_old: FloatArray
+    advantages: FloatArray
+    eps: float
 
 
 # --------------------------------------------------------------------------
@@ -539,32 +471,28 @@ def ppo_clip_grad(
 # --------------------------------------------------------------------------
 
 
-def _check_objective(objective: object) -> str:
-    if objective not in _OBJECTIVES:
-        raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}")
-    return str(objective)
-
-
 def objective_terms(
     breakdown: ClipBreakdown, objective: Objective = "clipped"
 ) -> tuple[FloatArray, FloatArray]:
     """Per-sample terms and loss gradients of one objective, from a breakdown.
 
-    Returns ``(terms, grad)``: for ``"clipped"`` the breakdown's own
-    ``objective_term`` and ``grad``; for ``"unclipped"`` ``r*A`` and
-    ``-r*A/N``; for ``"clip_only"`` ``clip(r)*A`` and ``-r*A/N`` inside the
-    closed band, 0 outside it.  Works on a :func:`ratio_sweep` too (N = 1).
+    Returns ``(terms, grad)``:
+
+    * ``"clipped"``: the breakdown's own ``objective_term`` and ``grad``;
+    * ``"unclipped"``: ``r*A`` and ``-r*A/N`` for every sample;
+    * ``"clip_only"``: ``clip(r)*A``, and ``-r*A/N`` inside the closed band,
+      0 outside it, whatever the advantage's sign (so a sample that left the
+      band in the unfavourable direction gets no gradient back).
+
+    Works on a :func:`ratio_sweep` too (N = 1).
     """
-    objective = _check_objective(objective)
+    objective = _checked_objective(objective)
     if objective == "clipped":
         return breakdown.objective_term, breakdown.grad
-    full_grad = np.where(
-        breakdown.advantages == 0, 0.0, -breakdown.unclipped_term / breakdown.batch_size
-    )
+    full_grad = _without_negative_zero(-breakdown.unclipped_term / breakdown.batch_size)
     if objective == "unclipped":
         return breakdown.unclipped_term, full_grad
-    ratio = breakdown.ratio
-    inside = (ratio >= breakdown.lower) & (ratio <= breakdown.upper)
+    inside = ~breakdown.outside_band
     return breakdown.clipped_term, np.where(inside, full_grad, 0.0)
 
 
@@ -582,10 +510,10 @@ def surrogate_loss(
     :func:`ppo_clip_loss`), ``"unclipped"`` (``r*A``) or ``"clip_only"``
     (``clip(r)*A``).
     """
-    name = _check_objective(objective)
+    objective = _checked_objective(objective)
     breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    terms, _ = objective_terms(breakdown, name)
-    return _negative_mean(terms)
+    terms, _ = objective_terms(breakdown, objective)
+    return negative_mean(terms, breakdown.n)
 
 
 def surrogate_grad(
@@ -600,26 +528,17 @@ def surrogate_grad(
 
     ``"clipped"``: :func:`ppo_clip_grad`.  ``"unclipped"``: ``-r*A/N`` for
     every sample.  ``"clip_only"``: ``-r*A/N`` where ``1 - eps <= r <= 1 + eps``
-    and 0 outside the band, whatever the advantage's sign (so a sample that
-    left the band in the unfavourable direction gets no gradient back).
+    and 0 outside the band, whatever the advantage's sign.
     """
-    name = _check_objective(objective)
+    objective = _checked_objective(objective)
     breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    _, grad = objective_terms(breakdown, name)
+    _, grad = objective_terms(breakdown, objective)
     return grad
 
 
 # --------------------------------------------------------------------------
 # Curves over a grid of ratios, for plots
 # --------------------------------------------------------------------------
-
-
-def _as_ratio_grid(ratios: ArrayLike) -> FloatArray:
-    grid = _as_float_vector("ratios", ratios)
-    if (grid < 0).any():
-        index = int(np.flatnonzero(grid < 0)[0])
-        raise ValueError(f"ratios[{index}] is {float(grid[index])}; ratios cannot be negative")
-    return grid
 
 
 def ratio_sweep(
@@ -644,12 +563,22 @@ def ratio_sweep(
     >>> sweep.grad
     array([-0.5, -1. ,  0. ])
     """
-    grid = _as_ratio_grid(ratios).copy()
-    adv = np.full_like(grid, _as_real("advantage", advantage))
-    lower, upper = _band(eps, eps_low, eps_high)
+    grid = _as_finite_vector("ratios", ratios)
+    if (grid < 0).any():
+        index = int(np.argmax(grid < 0))
+        raise ValueError(f"ratios[{index}] is {float(grid[index])}; ratios cannot be negative")
+    lower, upper = clip_band(eps, eps_low, eps_high)
     with np.errstate(divide="ignore"):
         log_grid = np.log(grid)
-    return _evaluate(log_grid, grid, adv, lower, upper, _as_dual_clip(dual_clip), n=1)
+    return ClipBreakdown(
+        log_ratio=log_grid,
+        ratio=grid.copy(),
+        advantages=np.full_like(grid, _as_real("advantage", advantage)),
+        lower=lower,
+        upper=upper,
+        batch_size=1,
+        dual_clip=_as_dual_clip(dual_clip),
+    )
 
 
 def objective_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS) -> FloatArray:
@@ -660,3 +589,150 @@ def objective_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EP
 def gradient_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS) -> FloatArray:
     """One sample's ``d loss / d logp_new`` (N = 1) at each ratio."""
     return ratio_sweep(ratios, advantage, eps).grad
+
+
+# --------------------------------------------------------------------------
+# Checking the inputs: every message names the argument and the problem
+# --------------------------------------------------------------------------
+
+
+def checked_log_ratio(
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike
+) -> tuple[FloatArray, FloatArray]:
+    """``(logp_new - logp_old, advantages)`` as float64 arrays, after checking the inputs.
+
+    Each input must be a non-empty 1-D array of finite real numbers, all of
+    the same length.  A NaN or infinity in either log-probability shows in
+    their difference, so only when the difference (or an advantage) is not
+    finite are the inputs searched for the entry to name.
+    """
+    logp_new = _as_vector("logp_new", logp_new)
+    logp_old = _as_vector("logp_old", logp_old)
+    advantages = _as_vector("advantages", advantages)
+    if not len(logp_new) == len(logp_old) == len(advantages):
+        _raise_for_different_lengths(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
+    log_ratio = logp_new - logp_old
+    if not (np.isfinite(log_ratio).all() and np.isfinite(advantages).all()):
+        _raise_for_the_first_non_finite(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
+    return log_ratio, advantages
+
+
+def _as_vector(name: str, value: ArrayLike) -> FloatArray:
+    """``value`` as a non-empty, 1-D float64 array, or raise naming ``name``.
+
+    Raises ``TypeError`` for data that is not real numbers and ``ValueError``
+    for the wrong shape.  Finiteness is checked by the caller.
+    """
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a 1-D array of numbers, got {type(value).__name__}")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a 1-D array of numbers; it looks nested or ragged "
+            "(rows of different lengths) or holds values numpy cannot read"
+        ) from None
+    if array.dtype.kind == "O":
+        array = _object_array_as_float(name, array)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must contain real numbers, got dtype {array.dtype} "
+            f"({_dtype_description(array.dtype)})"
+        )
+    if array.ndim != 1:
+        shape = "a scalar" if array.ndim == 0 else f"shape {array.shape}"
+        raise ValueError(f"{name} must be 1-D, got {shape}")
+    if len(array) == 0:
+        raise ValueError(f"{name} is empty; it needs at least one sample")
+    return array.astype(np.float64, copy=False)
+
+
+def _as_finite_vector(name: str, value: ArrayLike) -> FloatArray:
+    """:func:`_as_vector`, and a ``ValueError`` naming the first NaN or infinite entry."""
+    array = _as_vector(name, value)
+    _raise_for_the_first_non_finite(**{name: array})
+    return array
+
+
+def _raise_for_the_first_non_finite(**arrays: FloatArray) -> None:
+    """Raise a ``ValueError`` naming the first NaN or infinite entry of ``arrays``, if any.
+
+    (A NaN or infinity in either log-probability shows in their difference, so
+    :func:`clip_breakdown` calls this only when the log-ratio is not finite.)
+    """
+    for name, array in arrays.items():
+        finite = np.isfinite(array)
+        if not finite.all():
+            index = int(np.argmin(finite))
+            raise ValueError(f"{name}[{index}] is {array[index]}; every value must be finite")
+
+
+def _object_array_as_float(name: str, array: NDArray[np.object_]) -> FloatArray:
+    """Convert a mixed-type array, naming the first entry that is not a number."""
+    if array.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D array of numbers, got a nested or ragged sequence")
+    for index, item in enumerate(array):
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
+            raise TypeError(f"{name} must contain only numbers: {name}[{index}] is {item!r}")
+    return array.astype(np.float64)
+
+
+def _dtype_description(dtype: np.dtype) -> str:
+    """A plain name for a dtype that is not real numbers."""
+    descriptions = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "bytes"}
+    return descriptions.get(dtype.kind, "not real numbers")
+
+
+def _raise_for_different_lengths(**arrays: FloatArray) -> None:
+    """Raise a ``ValueError`` that lists the length of each of ``arrays``."""
+    described = ", ".join(f"{name} has {len(array)}" for name, array in arrays.items())
+    raise ValueError(f"inputs must have the same length: {described}")
+
+
+def _as_real(name: str, value: object) -> float:
+    """``value`` as a finite Python float (from Python or numpy reals, 0-d arrays too)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {number!r}")
+    return number
+
+
+def _as_eps(name: str, value: object) -> float:
+    """A clip size: a real number in [0, 1]."""
+    number = _as_real(name, value)
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1, got {number!r}")
+    return number
+
+
+def clip_band(eps: object, eps_low: object = None, eps_high: object = None) -> tuple[float, float]:
+    """The clip band ``(1 - eps_low, 1 + eps_high)``; each bound defaults to ``eps``.
+
+    >>> clip_band(0.2)
+    (0.8, 1.2)
+    """
+    symmetric = _as_eps("eps", eps)
+    low = symmetric if eps_low is None else _as_eps("eps_low", eps_low)
+    high = symmetric if eps_high is None else _as_eps("eps_high", eps_high)
+    return 1.0 - low, 1.0 + high
+
+
+def _as_dual_clip(value: object) -> float | None:
+    """The dual-clip cap: ``None`` (off) or a real number above 1."""
+    if value is None:
+        return None
+    cap = _as_real("dual_clip", value)
+    if cap <= 1.0:
+        raise ValueError(f"dual_clip must be greater than 1, got {cap!r}")
+    return cap
+
+
+def _checked_objective(objective: object) -> Objective:
+    """``objective`` if it names one of :data:`OBJECTIVES`, else a ``ValueError``."""
+    if not isinstance(objective, str) or objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    return objective  # type: ignore[return-value]

@@ -79,7 +79,7 @@ def _assert_step_matches_module(app: BatchStepper, t: int) -> None:
         "unclipped_term": b.unclipped_term[t],
         "clipped_term": b.clipped_term[t],
         "kept_term": b.objective_term[t],
-        "contribution": -(1.0 / n) * b.objective_term[t],
+        "contribution": b.loss_contribution[t],
         "grad": ppo_clip.ppo_clip_grad(batch.logp_new, batch.logp_old, batch.advantages, batch.eps)[
             t
         ],
@@ -95,7 +95,7 @@ def _assert_step_matches_module(app: BatchStepper, t: int) -> None:
     assert ("clipped</span>" if b.is_clipped[t] else "not clipped</span>") in shown
     # Running totals after samples 0..t.
     kept_so_far = float(np.sum(b.objective_term[: t + 1]))
-    loss_so_far = float(-(1.0 / n) * np.sum(b.objective_term[: t + 1]))
+    loss_so_far = b.partial_loss(t + 1)
     assert fmt(loss_so_far) in shown
     assert fmt(kept_so_far) in shown
     clipped_so_far = int(np.count_nonzero(b.is_clipped[: t + 1]))
