@@ -61,10 +61,13 @@ def app_classes() -> Iterator[tuple[str, type | None, str]]:
     """``(qualified name, class or None, problem)`` for each App subclass in ppo_viz."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     import ppo_viz
-    from ppo_viz.display import App
+    from ppo_viz.app import App
 
-    for info in sorted(pkgutil.iter_modules(ppo_viz.__path__), key=lambda info: info.name):
-        name = f"ppo_viz.{info.name}"
+    modules = pkgutil.walk_packages(ppo_viz.__path__, prefix="ppo_viz.")
+    for info in sorted(modules, key=lambda info: info.name):
+        name = info.name
+        if info.ispkg or name == "ppo_viz.export":
+            continue
         try:
             module = importlib.import_module(name)
         except Exception as error:  # a module being written right now may not import

@@ -1,43 +1,77 @@
-"""Colours and figure defaults shared by every figure of the bundle.
+"""The look of the bundle in one place: colours, names, figure defaults, stylesheet.
 
-The palette is Okabe and Ito's, chosen to stay distinguishable for the common
-forms of colour blindness; figures have an opaque white background so they
-stay readable in JupyterLab's dark theme too.
+Change a colour, a name or a font size here and every figure, legend, table
+and exported page follows:
+
+* :data:`PALETTE` is Okabe and Ito's palette, chosen to stay distinguishable
+  for the common forms of colour blindness; :data:`COLORS` says what each
+  colour means everywhere in the bundle.
+* :data:`NAMES` holds the names of the three objectives and of the parts of
+  the figures, as legends, titles and tables print them.
+* :func:`figure_style` applies the matplotlib defaults (white backgrounds,
+  so figures stay readable in JupyterLab's dark theme); ``slides=True`` gives
+  the larger type used for slides.
+* :func:`stylesheet` is the CSS of every app's HTML and of the exported
+  pages (``style.css`` next to this file, with the palette as CSS variables).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
 
 import matplotlib as mpl
 
-BLACK = "#000000"
-ORANGE = "#E69F00"
-SKY_BLUE = "#56B4E9"
-GREEN = "#009E73"
-YELLOW = "#F0E442"
-BLUE = "#0072B2"
-VERMILLION = "#D55E00"
-PURPLE = "#CC79A7"
-GREY = "#7F7F7F"
+#: Okabe and Ito's colours (plus a grey), by name.
+PALETTE = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "grey": "#7F7F7F",
+}
 
 #: What each colour means, everywhere in the bundle.
 COLORS = {
-    "objective": BLUE,
-    "unclipped": VERMILLION,
-    "clip_only": ORANGE,
-    "band": SKY_BLUE,
-    "zero_grad": PURPLE,
-    "start": BLACK,
-    "sample": GREEN,
-    "highlight": VERMILLION,
-    "positive": BLUE,
-    "negative": VERMILLION,
+    # The three objectives, in every figure and table.
+    "clipped": PALETTE["blue"],
+    "unclipped": PALETTE["vermillion"],
+    "clip_only": PALETTE["orange"],
+    # The parts of notebook 1's panels, reused by notebooks 2 and 4.
+    "band": PALETTE["sky_blue"],
+    "zero_grad": PALETTE["purple"],
+    "start": PALETTE["black"],
+    "sample": PALETTE["green"],
+    "current": PALETTE["yellow"],
+    "guide": PALETTE["grey"],
+    # Thresholds that are not objectives (overflow limits, caps): black and grey.
+    "threshold": PALETTE["black"],
+    "threshold_alt": PALETTE["grey"],
+    # Messages and verdicts in HTML.
+    "error": PALETTE["vermillion"],
+    "info": PALETTE["blue"],
+    "ok": PALETTE["green"],
 }
 
-#: Colours for the three objectives compared in the epochs notebook.
-OBJECTIVE_COLORS = {"clipped": BLUE, "unclipped": VERMILLION, "clip_only": ORANGE}
+#: The names of the objectives and of the figures' parts, as every legend prints them.
+NAMES = {
+    "clipped": "PPO (clipped)",
+    "unclipped": "unclipped",
+    "clip_only": "clip-only",
+}
+
+#: The formula of each objective's per-sample term, for titles and legends.
+FORMULAS = {
+    "clipped": "min(r·A, clip(r)·A)",
+    "unclipped": "r·A",
+    "clip_only": "clip(r)·A",
+}
 
 BASE_RC = {
     "figure.facecolor": "white",
@@ -50,6 +84,7 @@ BASE_RC = {
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
+    "axes.axisbelow": True,
     "grid.color": "#DDDDDD",
     "grid.linewidth": 0.6,
     "xtick.color": "#333333",
@@ -73,9 +108,36 @@ SLIDE_RC = {
     "lines.linewidth": 2.5,
 }
 
+#: Figure sizes in inches: on screen, and a 16:9 slide.
+SCREEN_SIZE = (10.0, 6.6)
+SLIDE_SIZE = (13.33, 7.5)
+#: Resolutions: on screen (what the apps show), and for saved slides.
+SCREEN_DPI = 100
+SLIDE_DPI = 150
+
 
 @contextmanager
 def figure_style(slides: bool = False) -> Iterator[None]:
     """Apply the bundle's matplotlib defaults (or the larger slide ones) in a block."""
     with mpl.rc_context(SLIDE_RC if slides else BASE_RC):
         yield
+
+
+@cache
+def stylesheet() -> str:
+    """The bundle's CSS: :data:`PALETTE` and :data:`COLORS` as variables, then ``style.css``.
+
+    Each colour becomes ``--ppo-<name>`` (``--ppo-blue``, ``--ppo-clipped``)
+    and each meaning a class ``.ppo-text-<meaning>`` that sets the text colour.
+    """
+    colours = {**PALETTE, **COLORS}
+    variables = "".join(f"--ppo-{_css_name(name)}:{hex};" for name, hex in colours.items())
+    text_classes = "".join(
+        f".ppo-text-{_css_name(name)}{{color:var(--ppo-{_css_name(name)})}}" for name in COLORS
+    )
+    css = Path(__file__).with_name("style.css").read_text(encoding="utf-8")
+    return f":root{{{variables}}}\n{text_classes}\n{css}"
+
+
+def _css_name(name: str) -> str:
+    return name.replace("_", "-")

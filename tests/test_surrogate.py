@@ -11,14 +11,10 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 import ppo_clip
-from ppo_viz.display import WIDGET_VIEW_MIME, figure_to_png
-from ppo_viz.surrogate import (
-    ADVANTAGE_RANGE,
-    SurrogateExplorer,
-    SurrogateFigure,
-    draw_objective_panel,
-    ratio_grid,
-)
+from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
+from ppo_viz.figure_view import figure_to_png
+from ppo_viz.panels import draw_objective_panel, ratio_grid
+from ppo_viz.surrogate import ADVANTAGE_RANGE, SurrogateExplorer, SurrogateFigure
 
 
 @pytest.fixture
@@ -108,24 +104,15 @@ def test_redraws_replace_the_image_without_stacking_or_moving_axes(explorer):
     figure = explorer.plot.figure
     limits = [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes]
     line_count = sum(len(ax.lines) for ax in figure.axes)
-    first = explorer.view.last_png
+    first = explorer.view.png
     for eps in np.linspace(0, 1, 7):
         explorer.eps.value = float(eps)
     explorer.advantage.value = ADVANTAGE_RANGE[1]
     assert explorer.plot.figure is figure
     assert len(explorer.view.output.outputs) == 1
-    assert explorer.view.last_png != first
+    assert explorer.view.png != first
     assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
     assert sum(len(ax.lines) for ax in figure.axes) == line_count
-
-
-def test_fast_redraw_matches_a_full_redraw(explorer):
-    explorer.eps.value = 0.45
-    fast = np.asarray(Image.open(io.BytesIO(explorer.view.last_png)).convert("RGB"), dtype=int)
-    explorer.view.invalidate()
-    full = np.asarray(Image.open(io.BytesIO(explorer.view.render())).convert("RGB"), dtype=int)
-    assert fast.shape == full.shape
-    assert np.abs(fast - full).max() <= 2
 
 
 def test_display_bundle_has_widget_and_static_figure(explorer):
@@ -137,9 +124,22 @@ def test_display_bundle_has_widget_and_static_figure(explorer):
 
 
 def test_controls_have_stable_css_classes(explorer):
-    assert {"ppo-main-slider", "ppo-surrogate-eps"} <= set(explorer.eps._dom_classes)
-    assert {"ppo-main-slider", "ppo-surrogate-advantage"} <= set(explorer.advantage._dom_classes)
+    assert {MAIN_CONTROL, "ppo-control-eps"} <= set(explorer.eps._dom_classes)
+    assert {MAIN_CONTROL, "ppo-control-advantage"} <= set(explorer.advantage._dom_classes)
     assert "ppo-figure" in explorer.view.output._dom_classes
+
+
+def test_presenter_can_hide_the_worked_example(explorer):
+    explorer.worked_example.value = False
+    for column in explorer.plot.columns.values():
+        assert len(column.samples[0].get_xdata()) == 0
+    labels = [
+        label.get_text() for column in explorer.plot.sample_labels.values() for label in column
+    ]
+    assert labels == ["", "", "", ""]
+    explorer.worked_example.value = True
+    assert len(explorer.plot.columns[+1].samples[0].get_xdata()) == 2
+    assert "sample 0" in [label.get_text() for label in explorer.plot.sample_labels[+1]]
 
 
 def test_save_writes_slide_sized_png_and_svg(explorer, tmp_path):
@@ -151,6 +151,16 @@ def test_save_writes_slide_sized_png_and_svg(explorer, tmp_path):
     text = svg.read_text()
     assert text.startswith("<?xml")
     assert "1.30" in text
+
+
+@pytest.mark.parametrize("advantage", [0.25, 2.0])
+def test_slide_y_axis_fits_the_chosen_advantage(advantage):
+    slides = SurrogateFigure(advantage, 0.2, slides=True)
+    top = slides.columns[+1].objective_ax
+    flat_level = 1.2 * advantage
+    low, high = top.get_ylim()
+    assert flat_level < high < 2.0 * flat_level
+    assert low < 0
 
 
 def test_slide_figure_uses_large_type():

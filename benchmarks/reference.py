@@ -1,0 +1,129 @@
+"""The contract in plain Python, one sample at a time: the reference tests and benchmarks share.
+
+Written straight from ``shared/SPEC.md`` with the ``math`` module only, so it
+shares no code (and no numpy rounding) with :mod:`ppo_clip`.  It covers the
+variants too: asymmetric bounds ``eps_low``/``eps_high`` and the dual-clip cap.
+
+* :func:`ratio` is ``exp(logp_new - logp_old)``, ``inf`` where that overflows.
+* :func:`sample` gives one sample's quantities in a batch of ``n``.
+* :func:`batch` gives every sample's, and :func:`loss` sums the kept terms
+  exactly (``math.fsum``), so a test can bound numpy's rounding.
+* :func:`contract` returns ``(loss, clip fraction, gradient)`` as the three
+  contract functions do; the benchmarks time it as the plain loop.
+
+>>> import math
+>>> logp_old = [math.log(0.5)] * 4
+>>> logp_new = [math.log(p) for p in (0.7, 0.55, 0.3, 0.45)]
+>>> loss, fraction, grad = contract(logp_new, logp_old, [1.0, 2.0, -1.0, -0.5])
+>>> round(loss, 12), fraction, [round(g, 12) for g in grad]
+(-0.5375, 0.5, [0.0, -0.55, 0.0, 0.1125])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+
+class Sample(NamedTuple):
+    """One sample's quantities, as :class:`ppo_clip.ClipBreakdown` names them."""
+
+    ratio: float
+    clipped_ratio: float
+    unclipped_term: float
+    clipped_term: float
+    objective_term: float
+    is_clipped: bool
+    grad: float
+
+
+def ratio(logp_new: float, logp_old: float) -> float:
+    """``exp(logp_new - logp_old)``; ``inf`` when it overflows."""
+    try:
+        return math.exp(logp_new - logp_old)
+    except OverflowError:
+        return math.inf
+
+
+def sample(
+    r: float,
+    advantage: float,
+    n: int,
+    eps: float = 0.2,
+    *,
+    eps_low: float | None = None,
+    eps_high: float | None = None,
+    dual_clip: float | None = None,
+) -> Sample:
+    """One sample with ratio ``r`` in a batch of ``n``, by the definitions.
+
+    Band ``[1 - eps_low, 1 + eps_high]`` (each defaults to ``eps``); kept term
+    ``min(r*A, clip(r)*A)``, and with a cap ``c``, ``max(that, c*A)`` for
+    ``A < 0``; clipped when ``A > 0 and r > upper``, ``A < 0 and r < lower``
+    or ``A < 0 and r > c`` (strict); gradient 0 where clipped or ``A == 0``,
+    else ``-r*A/N``.  Where ``A == 0`` every product is 0, even for an
+    infinite ``r``.
+    """
+    lower = 1.0 - (eps if eps_low is None else eps_low)
+    upper = 1.0 + (eps if eps_high is None else eps_high)
+    clipped_ratio = min(max(r, lower), upper)
+    if advantage == 0:
+        unclipped_term = clipped_term = 0.0
+    else:
+        unclipped_term = r * advantage  # a float product overflows to ±inf, as numpy's does
+        clipped_term = clipped_ratio * advantage
+    kept = min(unclipped_term, clipped_term)
+    is_clipped = (advantage > 0 and r > upper) or (advantage < 0 and r < lower)
+    if dual_clip is not None and advantage < 0:
+        kept = max(kept, dual_clip * advantage)
+        is_clipped = is_clipped or r > dual_clip
+    grad = 0.0 if is_clipped or advantage == 0 else -unclipped_term / n
+    return Sample(r, clipped_ratio, unclipped_term, clipped_term, kept, is_clipped, grad)
+
+
+def batch(
+    logp_new: Sequence[float],
+    logp_old: Sequence[float],
+    advantages: Sequence[float],
+    eps: float = 0.2,
+    **variant: float | None,
+) -> list[Sample]:
+    """:func:`sample` for every sample of a batch."""
+    n = len(advantages)
+    return [
+        sample(ratio(new, old), advantage, n, eps, **variant)
+        for new, old, advantage in zip(logp_new, logp_old, advantages, strict=True)
+    ]
+
+
+def loss(samples: Sequence[Sample]) -> float:
+    """``-(1/N) * sum(kept terms)`` with the sum exactly rounded (``math.fsum``).
+
+    ``+inf`` when a kept term is ``-inf``; ``nan`` when terms of both
+    infinite signs meet (the contract leaves that case open).
+    """
+    terms = [s.objective_term for s in samples]
+    if math.inf in terms and -math.inf in terms:
+        return math.nan
+    if -math.inf in terms:
+        return math.inf
+    if math.inf in terms:
+        return -math.inf
+    try:
+        return -math.fsum(terms) / len(terms)
+    except OverflowError:
+        total = math.fsum(t / len(terms) for t in terms)
+        return -total
+
+
+def contract(
+    logp_new: Sequence[float],
+    logp_old: Sequence[float],
+    advantages: Sequence[float],
+    eps: float = 0.2,
+) -> tuple[float, float, list[float]]:
+    """``(loss, clip fraction, gradient)``: what the three contract functions return."""
+    samples = batch(logp_new, logp_old, advantages, eps)
+    fraction = sum(s.is_clipped for s in samples) / len(samples)
+    return loss(samples), fraction, [s.grad for s in samples]

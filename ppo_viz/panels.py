@@ -1,0 +1,226 @@
+"""One sample's objective term and its gradient against the ratio: the bundle's core picture.
+
+:func:`draw_objective_panel` draws, on two axes one above the other, the term
+PPO keeps (``min(r*A, clip(r)*A)``, thick) with its two candidates (thin,
+dashed), and below it the gradient of the loss with respect to
+``log pi_new``; the clip band is shaded, the clipped (zero-gradient) region
+hatched, ``r = 1`` marked.  Every y value is read from
+:func:`ppo_clip.ratio_sweep`.  :func:`update_objective_panel` moves a panel
+to new settings.  Notebooks 1, 2 and 4 build their figures from these panels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+
+import ppo_clip
+from ppo_viz.style import COLORS, FORMULAS, NAMES
+
+#: The ratio axis of every objective plot: [0, R_MAX].
+R_MAX = 3.0
+#: Points on a ratio grid (the band's edges and r = 1 are added exactly).
+GRID_POINTS = 601
+
+
+def ratio_grid(
+    eps: float, *, r_max: float = R_MAX, points: int = GRID_POINTS, **variant: float | None
+) -> np.ndarray:
+    """An even grid over ``[0, r_max]`` that also contains 1 and the kinks exactly.
+
+    Including the band edges (and a dual-clip cap, if given in ``variant``)
+    puts the kinks of the curves on the grid, so corners are drawn sharp
+    instead of cut off.  ``variant`` takes ``ratio_sweep``'s keywords.
+    """
+    lower, upper = ppo_clip.clip_band(eps, variant.get("eps_low"), variant.get("eps_high"))
+    kinks = [1.0, lower, upper]
+    cap = variant.get("dual_clip")
+    if cap is not None and cap <= r_max:
+        kinks.append(cap)
+    return np.unique(np.concatenate([np.linspace(0.0, r_max, points), kinks]))
+
+
+@dataclass
+class PanelArtists:
+    """The artists of one objective panel and the gradient panel below it."""
+
+    objective_ax: Axes
+    gradient_ax: Axes
+    objective: Line2D
+    unclipped: Line2D
+    clip_only: Line2D
+    gradient: Line2D
+    gradient_unclipped: Line2D
+    gradient_clip_only: Line2D
+    bands: tuple[Rectangle, Rectangle]
+    zero_grad: tuple[Rectangle, Rectangle]
+    zero_grad_other_side: tuple[Rectangle, Rectangle]
+    samples: tuple[Line2D, Line2D]
+
+
+def draw_objective_panel(
+    objective_ax: Axes,
+    gradient_ax: Axes,
+    advantage: float,
+    eps: float,
+    *,
+    r_max: float = R_MAX,
+    **variant: float | None,
+) -> PanelArtists:
+    """Draw one sample's objective term (top) and loss gradient (bottom) against r.
+
+    The thick line is the term PPO keeps, ``min(r*A, clip(r)*A)``; thin dashed
+    lines are the unclipped ``r*A`` and the clip-only ``clip(r)*A``.  Curves
+    span ``[0, r_max]``.  Use :func:`update_objective_panel` to move it to new
+    settings.
+    """
+    objective_band, objective_zero, objective_other = _decorate(objective_ax)
+    gradient_band, gradient_zero, gradient_other = _decorate(gradient_ax)
+    thin = {"lw": 1.3, "ls": (0, (5, 3))}
+    sample = {"ls": "none", "marker": "o", "ms": 8, "mfc": COLORS["sample"], "mec": "white"}
+    sample |= {"mew": 1.2, "zorder": 5}
+    artists = PanelArtists(
+        objective_ax=objective_ax,
+        gradient_ax=gradient_ax,
+        unclipped=objective_ax.plot([], [], color=COLORS["unclipped"], **thin)[0],
+        clip_only=objective_ax.plot([], [], color=COLORS["clip_only"], **thin)[0],
+        objective=objective_ax.plot([], [], color=COLORS["clipped"], lw=2.6)[0],
+        gradient_unclipped=gradient_ax.plot([], [], color=COLORS["unclipped"], **thin)[0],
+        gradient_clip_only=gradient_ax.plot([], [], color=COLORS["clip_only"], **thin)[0],
+        gradient=gradient_ax.plot([], [], color=COLORS["clipped"], lw=2.6)[0],
+        bands=(objective_band, gradient_band),
+        zero_grad=(objective_zero, gradient_zero),
+        zero_grad_other_side=(objective_other, gradient_other),
+        samples=(objective_ax.plot([], [], **sample)[0], gradient_ax.plot([], [], **sample)[0]),
+    )
+    artists.unclipped.set_label(f"{NAMES['unclipped']} {FORMULAS['unclipped']}")
+    artists.clip_only.set_label(f"{NAMES['clip_only']} {FORMULAS['clip_only']}")
+    artists.objective.set_label(f"PPO: {FORMULAS['clipped']}")
+    artists.samples[0].set_label("worked-example samples")
+    objective_ax.set_ylabel("objective term")
+    gradient_ax.set_ylabel("d loss / d log π_new  (N = 1)")
+    gradient_ax.set_xlabel("ratio r = π_new / π_old")
+    update_objective_panel(artists, advantage, eps, r_max=r_max, **variant)
+    return artists
+
+
+def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle, Rectangle]:
+    """Band, two zero-gradient spans and the r = 1 marker; returns the three patches."""
+    band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0, label="clip band [1-ε, 1+ε]")
+    zero = _zero_gradient_span(ax, label="clipped: zero gradient")
+    other_side = _zero_gradient_span(ax)
+    ax.axvline(
+        1.0, color=COLORS["start"], ls=":", lw=1.2, label="r = 1 (where a fresh batch starts)"
+    )
+    ax.axhline(0.0, color="#555555", lw=0.8)
+    return band, zero, other_side
+
+
+def _zero_gradient_span(ax: Axes, label: str | None = None) -> Rectangle:
+    colour = COLORS["zero_grad"]
+    return ax.axvspan(
+        0, 0, facecolor=colour, alpha=0.16, hatch="//", edgecolor=colour, lw=0, label=label
+    )
+
+
+def update_objective_panel(
+    artists: PanelArtists,
+    advantage: float,
+    eps: float,
+    sample_ratios: Sequence[float] = (),
+    *,
+    r_max: float = R_MAX,
+    **variant: float | None,
+) -> ppo_clip.ClipBreakdown:
+    """Move a panel to new settings; every y value comes from ``ppo_clip``.
+
+    ``sample_ratios`` are drawn as points on the curves, which span
+    ``[0, r_max]``.  ``variant`` takes :func:`ppo_clip.ratio_sweep`'s keywords
+    (``eps_low``, ``eps_high``, ``dual_clip``).  Returns the sweep the curves
+    were drawn from.
+
+    The zero-gradient shading has two spans: ``zero_grad`` on the favourable
+    side of r = 1 (where the band clips) and ``zero_grad_other_side``, which is
+    empty unless a dual-clip cap clips ``A < 0`` samples above ``c``.
+    """
+    grid = ratio_grid(eps, r_max=r_max, **variant)
+    sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
+    unclipped, unclipped_grad = ppo_clip.objective_terms(sweep, "unclipped")
+    clip_only, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
+    artists.objective.set_data(grid, sweep.objective_term)
+    artists.unclipped.set_data(grid, unclipped)
+    artists.clip_only.set_data(grid, clip_only)
+    artists.gradient.set_data(grid, sweep.grad)
+    artists.gradient_unclipped.set_data(grid, unclipped_grad)
+    artists.gradient_clip_only.set_data(grid, clip_only_grad)
+    favourable, other_side = clipped_spans(sweep, advantage, r_max)
+    for band, zero, other in zip(
+        artists.bands, artists.zero_grad, artists.zero_grad_other_side, strict=True
+    ):
+        _set_span(band, sweep.lower, sweep.upper)
+        _set_span(zero, *favourable)
+        _set_span(other, *other_side)
+    if len(sample_ratios) > 0:
+        points = ppo_clip.ratio_sweep(sample_ratios, advantage, eps, **variant)
+        artists.samples[0].set_data(points.ratio, points.objective_term)
+        artists.samples[1].set_data(points.ratio, points.grad)
+    else:
+        for line in artists.samples:
+            line.set_data([], [])
+    return sweep
+
+
+def clipped_spans(
+    sweep: ppo_clip.ClipBreakdown, advantage: float, r_max: float = R_MAX
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Where the sweep is clipped on the favourable side of r = 1, and on the other side.
+
+    The favourable side is ``r > 1`` for ``A > 0`` and ``r < 1`` for ``A < 0``;
+    the other side is only ever clipped by a dual-clip cap.  A span that
+    reaches the grid's end is drawn past the axis edge; an empty span is
+    ``(0, 0)``.
+    """
+    grid = sweep.ratio
+    favourable = grid > 1.0 if advantage > 0 else grid < 1.0
+    return (
+        _span(sweep.is_clipped & favourable, grid, r_max),
+        _span(sweep.is_clipped & ~favourable, grid, r_max),
+    )
+
+
+def _span(mask: np.ndarray, grid: np.ndarray, r_max: float) -> tuple[float, float]:
+    if not mask.any():
+        return (0.0, 0.0)
+    chosen = grid[mask]
+    right = float(chosen.max())
+    return (float(chosen.min()), r_max * 1.05 if right == grid[-1] else right)
+
+
+def _set_span(patch: Rectangle, left: float, right: float) -> None:
+    patch.set_x(left)
+    patch.set_width(right - left)
+
+
+def set_fixed_limits(
+    objective_ax: Axes, gradient_ax: Axes, sign: int, *, reach: float, r_max: float = R_MAX
+) -> None:
+    """Limits that never change with the sliders, so axes never jump.
+
+    ``reach`` should fit the largest flat level the controls allow; the
+    unbounded unclipped parts may leave the frame, as they do on paper.
+    The objective runs upwards for ``sign > 0`` and downwards otherwise, and
+    the gradient the opposite way.
+    """
+    pad = 0.1 * reach
+    if sign > 0:
+        objective_ax.set_ylim(-pad, reach)
+        gradient_ax.set_ylim(-reach, pad)
+    else:
+        objective_ax.set_ylim(-reach, pad)
+        gradient_ax.set_ylim(-pad, reach)
+    objective_ax.set_xlim(0.0, r_max)
