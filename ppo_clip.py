@@ -56,9 +56,11 @@ array([ 0.    , -0.55  ,  0.    ,  0.1125])
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal, NamedTuple
 
@@ -80,6 +82,7 @@ __all__ = [
     "clipped_times_advantage",
     "gradient_curve",
     "loss_gradient",
+    "loss_of",
     "negative_mean",
     "objective_curve",
     "objective_terms",
@@ -126,7 +129,10 @@ def ppo_clip_loss(
     lower, upper = clip_band(eps)
     unclipped_term = times_advantage(ratio, advantages)
     clipped_term = clipped_times_advantage(ratio, lower, upper, advantages)
-    return negative_mean(np.minimum(unclipped_term, clipped_term), len(ratio))
+    loss = negative_mean(np.minimum(unclipped_term, clipped_term), len(ratio))
+    if not math.isfinite(loss):  # something overflowed on the way: see loss_of
+        loss = loss_of(clip_breakdown(logp_new, logp_old, advantages, eps))
+    return loss
 
 
 def clip_fraction(
@@ -250,8 +256,12 @@ def loss_gradient(
 
 
 def negative_mean(terms: FloatArray, n: int) -> float:
-    """The loss ``-(1/n) * sum(terms)``: ``±inf`` if the sum overflows, never ``-0.0``."""
-    with np.errstate(over="ignore"):
+    """The loss ``-(1/n) * sum(terms)``: ``±inf`` if the sum overflows, never ``-0.0``.
+
+    NaN when terms of ``+inf`` and ``-inf`` meet, and ``±inf`` when the sum of
+    finite terms overflows: :func:`loss_of` handles both.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
         return float(-terms.sum() / n) + 0.0
 
 
@@ -342,8 +352,8 @@ class ClipBreakdown:
 
     @property
     def loss(self) -> float:
-        """``-(1/N) * sum(objective_term)``, the loss to minimize."""
-        return negative_mean(self.objective_term, self.batch_size)
+        """``-(1/N) * sum(objective_term)``, the loss to minimize (see :func:`loss_of`)."""
+        return loss_of(self)
 
     def partial_loss(self, count: int) -> float:
         """``-(1/N) * sum(objective_term[:count])``: the loss after ``count`` samples.
@@ -352,7 +362,7 @@ class ClipBreakdown:
         """
         if not 1 <= count <= self.n:
             raise ValueError(f"count must be between 1 and {self.n}, got {count!r}")
-        return negative_mean(self.objective_term[:count], self.batch_size)
+        return loss_of(self, count=count)
 
     @property
     def n(self) -> int:
@@ -496,6 +506,43 @@ def objective_terms(
     return breakdown.clipped_term, np.where(inside, full_grad, 0.0)
 
 
+#: The exact power of two the advantages are scaled by when products overflow float64.
+OVERFLOW_SCALE = 2.0**-16
+
+
+def loss_of(
+    breakdown: ClipBreakdown, objective: Objective = "clipped", count: int | None = None
+) -> float:
+    """``-(1/N) * sum`` of the first ``count`` (default: all) terms of an objective; never NaN.
+
+    With huge advantages a product ``r*A`` or ``clip(r)*A`` can be too large
+    for float64 (``±inf``) and a sum of large terms can overflow, although the
+    exact loss is finite: a ``+inf`` term meeting a ``-inf`` one would even
+    give NaN.  So when the plain computation is not finite, the loss is
+    recomputed with the advantages scaled down by :data:`OVERFLOW_SCALE` (an
+    exact power of two, so the terms are the same up to that factor): every
+    product of a finite ratio stays finite, and the result is the exact loss
+    rounded to float64, or ``±inf`` when it lies beyond float64's range or a
+    ratio itself overflowed (``r = inf`` with ``A < 0`` makes the clipped loss
+    ``+inf``).  Only the unclipped objective can meet two true infinities
+    (infinite ratios with advantages of both signs: ``inf - inf``); it
+    raises ``ValueError``.
+    """
+    terms, _ = objective_terms(breakdown, objective)
+    loss = negative_mean(terms[:count], breakdown.batch_size)
+    if math.isfinite(loss):
+        return loss
+    scaled = replace(breakdown, advantages=breakdown.advantages * OVERFLOW_SCALE)
+    terms, _ = objective_terms(scaled, objective)
+    loss = negative_mean(terms[:count], breakdown.batch_size) / OVERFLOW_SCALE
+    if math.isnan(loss):
+        raise ValueError(
+            f"the {objective} loss is undefined: infinite ratios (log-ratios above about "
+            "709.78) with advantages of both signs make it inf - inf"
+        )
+    return loss
+
+
 def surrogate_loss(
     logp_new: ArrayLike,
     logp_old: ArrayLike,
@@ -511,9 +558,7 @@ def surrogate_loss(
     (``clip(r)*A``).
     """
     objective = _checked_objective(objective)
-    breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    terms, _ = objective_terms(breakdown, objective)
-    return negative_mean(terms, breakdown.n)
+    return loss_of(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
 
 
 def surrogate_grad(
@@ -620,18 +665,11 @@ def checked_log_ratio(
 def _as_vector(name: str, value: ArrayLike) -> FloatArray:
     """``value`` as a non-empty, 1-D float64 array, or raise naming ``name``.
 
-    Raises ``TypeError`` for data that is not real numbers and ``ValueError``
-    for the wrong shape.  Finiteness is checked by the caller.
+    Raises ``TypeError`` for data that is not real numbers (booleans
+    included) and ``ValueError`` for the wrong shape or an integer too large
+    for float64.  Finiteness is checked by the caller.
     """
-    if value is None or isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be a 1-D array of numbers, got {type(value).__name__}")
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a 1-D array of numbers; it looks nested or ragged "
-            "(rows of different lengths) or holds values numpy cannot read"
-        ) from None
+    array = value if _is_plain_array(value) else _array_from(name, value)
     if array.dtype.kind == "O":
         array = _object_array_as_float(name, array)
     if array.dtype.kind not in "iuf":
@@ -645,6 +683,65 @@ def _as_vector(name: str, value: ArrayLike) -> FloatArray:
     if len(array) == 0:
         raise ValueError(f"{name} is empty; it needs at least one sample")
     return array.astype(np.float64, copy=False)
+
+
+def _is_plain_array(value: object) -> bool:
+    return isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray)
+
+
+def _array_from(name: str, value: object) -> np.ndarray:
+    """``np.asarray(value)`` for anything but a plain array, refusing what numpy misreads."""
+    _refuse_unordered_or_masked(name, value)
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a 1-D array of numbers; it looks nested or ragged "
+            "(rows of different lengths) or holds values numpy cannot read"
+        ) from None
+    if isinstance(value, (list, tuple)) and array.dtype.kind in "iuf":
+        _refuse_booleans(name, value)  # numpy reads [True, 0.5] as [1.0, 0.5] without a word
+    return array
+
+
+def _refuse_unordered_or_masked(name: str, value: object) -> None:
+    """Raise a ``TypeError`` for inputs numpy would misread as a batch.
+
+    ``None``, text, a dict, a set or a generator has no samples in order
+    (numpy would make a single object of it), and a masked array's mask
+    would be silently ignored.
+    """
+    kind = type(value).__name__
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a 1-D array of numbers, got {kind}")
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array, and ppo_clip would ignore its mask: pass "
+            f"{name}.filled(value) to choose what masked samples hold, or drop them from every "
+            f"input (e.g. {name}.compressed() and the same samples of the other inputs)"
+        )
+    if isinstance(value, Mapping):
+        raise TypeError(
+            f"{name} is a {kind}; pass its values in sample order as a list or an array, "
+            f"e.g. list({name}.values())"
+        )
+    if isinstance(value, (set, frozenset)):
+        raise TypeError(
+            f"{name} is a {kind}, which has no order; pass the values in sample order as a list "
+            "or an array"
+        )
+    if isinstance(value, Iterator):
+        raise TypeError(
+            f"{name} is a {kind} (an iterator); pass a list or an array, e.g. list(...) of it"
+        )
+
+
+def _refuse_booleans(name: str, values: Sequence[object]) -> None:
+    for index, item in enumerate(values):
+        if isinstance(item, (bool, np.bool_)):
+            raise TypeError(
+                f"{name} must contain only numbers: {name}[{index}] is {item!r}, a boolean"
+            )
 
 
 def _as_finite_vector(name: str, value: ArrayLike) -> FloatArray:
@@ -668,13 +765,32 @@ def _raise_for_the_first_non_finite(**arrays: FloatArray) -> None:
 
 
 def _object_array_as_float(name: str, array: NDArray[np.object_]) -> FloatArray:
-    """Convert a mixed-type array, naming the first entry that is not a number."""
+    """Convert a mixed-type array, naming the first entry that is not a usable number."""
     if array.ndim != 1:
         raise TypeError(f"{name} must be a 1-D array of numbers, got a nested or ragged sequence")
+    numbers_as_floats = []
     for index, item in enumerate(array):
-        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
-            raise TypeError(f"{name} must contain only numbers: {name}[{index}] is {item!r}")
-    return array.astype(np.float64)
+        if isinstance(item, (bool, np.bool_)):
+            raise TypeError(
+                f"{name} must contain only numbers: {name}[{index}] is {item!r}, a boolean"
+            )
+        if not isinstance(item, numbers.Real):
+            hint = (
+                f"; convert it first, e.g. [float(x) for x in {name}]" if _is_decimal(item) else ""
+            )
+            raise TypeError(f"{name} must contain only numbers: {name}[{index}] is {item!r}{hint}")
+        try:
+            numbers_as_floats.append(float(item))
+        except OverflowError:
+            raise ValueError(
+                f"{name}[{index}] is an integer too large for float64 (whose largest finite "
+                "value is about 1.8e308)"
+            ) from None
+    return np.array(numbers_as_floats, dtype=np.float64)
+
+
+def _is_decimal(item: object) -> bool:
+    return isinstance(item, decimal.Decimal)
 
 
 def _dtype_description(dtype: np.dtype) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import NamedTuple
 
 
@@ -127,3 +128,36 @@ def contract(
     samples = batch(logp_new, logp_old, advantages, eps)
     fraction = sum(s.is_clipped for s in samples) / len(samples)
     return loss(samples), fraction, [s.grad for s in samples]
+
+
+def exact_loss(
+    logp_new: Sequence[float],
+    logp_old: Sequence[float],
+    advantages: Sequence[float],
+    eps: float = 0.2,
+) -> float:
+    """The clipped loss computed exactly, then rounded once to float64 (``±inf`` beyond it).
+
+    Each ratio is the float64 ``exp`` (``inf`` where it overflows); every
+    product, the ``min`` and the sum are exact (``fractions.Fraction``), so no
+    product overflows on the way.  An infinite ratio with ``A < 0`` makes the
+    loss ``+inf``; with ``A > 0`` it is clipped and its term is
+    ``(1 + eps) * A``.
+    """
+    lower, upper = Fraction(1.0 - eps), Fraction(1.0 + eps)
+    total = Fraction(0)
+    for new, old, advantage in zip(logp_new, logp_old, advantages, strict=True):
+        r = ratio(new, old)
+        if advantage == 0:
+            continue
+        if math.isinf(r):
+            if advantage < 0:
+                return math.inf
+            total += upper * Fraction(advantage)
+            continue
+        exact_r, exact_a = Fraction(r), Fraction(advantage)
+        total += min(exact_r * exact_a, min(max(exact_r, lower), upper) * exact_a)
+    try:
+        return float(-total / len(advantages)) + 0.0
+    except OverflowError:
+        return math.inf if total < 0 else -math.inf
