@@ -11,7 +11,8 @@ an artist *stale* whenever one of its setters runs (``set_data``,
 artists; while they are ones it already redraws every time, it pastes the
 cached rest of the figure and draws just those (blitting).  When something
 else changed, or an axis' limits or the figure's size did, it draws the whole
-figure once and adds the newcomers to the artists it redraws.  No list of
+figure once and adds the newcomers to the artists it redraws; an artist that
+has not changed for a few renders goes back into the cached background.  No list of
 "moving" artists is kept by hand, so an artist added to a figure can never be
 left stale: at worst its first change costs one full draw.  Changing an
 attribute directly (``annotation.xy = ...``) bypasses matplotlib's setters;
@@ -24,6 +25,7 @@ import base64
 import io
 import struct
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +38,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ppo_viz.style import SCREEN_DPI
+
+#: Renders after which an artist that stopped changing leaves the redraw (see FigureView).
+FORGET_AFTER = 8
 
 
 def figure_to_png(figure: Figure, dpi: float = SCREEN_DPI) -> bytes:
@@ -87,7 +92,9 @@ class FigureView:
         #: How many renders drew the whole figure, and how many only what moved.
         self.full_draws = 0
         self.blits = 0
-        self._moving: list[Artist] = []
+        self._changing: list[Artist] = []  # artists seen changing: redrawn every time
+        self._moving: list[Artist] = []  # those and whatever lies above them
+        self._recent: deque[set[int]] = deque(maxlen=FORGET_AFTER)
         self._background: Any = None
         self._layout = np.zeros(0)
 
@@ -100,11 +107,18 @@ class FigureView:
     def render(self) -> bytes:
         """PNG bytes of the figure as it is now."""
         changed = list(stale_artists(self.figure))
+        self._recent.append({id(artist) for artist in changed})
         layout = self._layout_key()
         if self._background is None:
-            self._draw_everything(moving=[], layout=layout)
-        elif not _same_layout(layout, self._layout) or not _all_in(changed, self._moving):
-            self._draw_everything(moving=_union(self._moving, changed), layout=layout)
+            self._draw_everything(changing=[], layout=layout)
+        elif not _same_layout(layout, self._layout):
+            self._draw_everything(changing=changed, layout=layout)
+        elif not _all_in(changed, self._moving):
+            self._draw_everything(changing=_union(self._changing, changed), layout=layout)
+        elif self._some_stopped_changing():
+            still = set().union(*self._recent)
+            changing = [artist for artist in self._changing if id(artist) in still]
+            self._draw_everything(changing=changing, layout=layout)
         else:
             self.canvas.restore_region(self._background)
             self.blits += 1
@@ -112,16 +126,30 @@ class FigureView:
             self.figure.draw_artist(artist)
         return encode_png(self.canvas)
 
+    def _some_stopped_changing(self) -> bool:
+        """Whether an artist redrawn every time has not changed in the last renders.
+
+        After :data:`FORGET_AFTER` renders without a change it goes back into
+        the background (one full draw), so a control touched once does not
+        slow every later redraw of another one.
+        """
+        if len(self._recent) < FORGET_AFTER:
+            return False
+        still = set().union(*self._recent)
+        return any(id(artist) not in still for artist in self._changing)
+
     @property
     def moving(self) -> tuple[Artist, ...]:
         """The artists redrawn on every render, in drawing order."""
         return tuple(self._moving)
 
-    def _draw_everything(self, moving: list[Artist], layout: np.ndarray) -> None:
-        """Draw all but ``moving`` and keep it as the background; ``moving`` is drawn on top."""
+    def _draw_everything(self, changing: list[Artist], layout: np.ndarray) -> None:
+        """Draw all but ``changing`` (and what lies above it) and keep it as the background."""
         for artist in self._moving:
             artist.set_animated(False)
-        self._moving = with_what_lies_above(self.figure, moving)
+        self._changing = changing
+        self._moving = with_what_lies_above(self.figure, changing)
+        self._recent.clear()
         for artist in self._moving:
             artist.set_animated(True)
         self.canvas.draw()

@@ -49,6 +49,16 @@ def rounded(value: float, digits: int = 4) -> str:
     return f"{number:.{digits}g}"
 
 
+def signed(value: float, digits: int = 3) -> str:
+    """:func:`rounded` with a ``+`` before a positive value (an advantage, a change).
+
+    >>> signed(1.0712), signed(-0.34, 2), signed(0.0)
+    ('+1.07', '-0.34', '0')
+    """
+    text = rounded(value, digits)
+    return f"+{text}" if float(value) > 0 else text
+
+
 def approx(value: float) -> str | None:
     """A rounder form of a ragged value (``"0.6"`` for ``0.5999999999999999``), else None.
 

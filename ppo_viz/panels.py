@@ -202,8 +202,10 @@ def _span(mask: np.ndarray, grid: np.ndarray, r_max: float) -> tuple[float, floa
 
 
 def _set_span(patch: Rectangle, left: float, right: float) -> None:
-    patch.set_x(left)
-    patch.set_width(right - left)
+    """Move a shaded span; one that stays put is not touched, so it is not redrawn."""
+    if (patch.get_x(), patch.get_width()) != (left, right - left):
+        patch.set_x(left)
+        patch.set_width(right - left)
 
 
 def set_fixed_limits(

@@ -110,7 +110,7 @@ SLIDE_RC = {
 
 #: Figure sizes in inches: on screen, and a 16:9 slide.
 SCREEN_SIZE = (10.0, 6.6)
-SLIDE_SIZE = (13.33, 7.5)
+SLIDE_SIZE = (40 / 3, 7.5)  # 2000 x 1125 pixels at SLIDE_DPI
 #: Resolutions: on screen (what the apps show), and for saved slides.
 SCREEN_DPI = 100
 SLIDE_DPI = 150

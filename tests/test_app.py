@@ -199,7 +199,9 @@ def _three_values(control: widgets.Widget) -> list:
         return [control.value + 1, control.value + 2, control.value]
     low, high = control.min, control.max
     values = [low + (high - low) * f for f in (0.9, 0.1, 0.5)]
-    return [type(control.value)(round(v / control.step) * control.step) for v in values]
+    values = [type(control.value)(round(v / control.step) * control.step) for v in values]
+    base = getattr(control, "base", None)  # a log slider's min and max are exponents
+    return [base**v for v in values] if base is not None else values
 
 
 @pytest.mark.parametrize("app_class", _apps(), ids=lambda cls: cls.__qualname__)
@@ -218,3 +220,20 @@ def _walk(widget: widgets.Widget):
     yield widget
     for child in getattr(widget, "children", ()):
         yield from _walk(child)
+
+
+def test_an_artist_that_stops_changing_leaves_the_redraw():
+    figure, parts = busy_figure()
+    view = FigureView(figure)
+    view.refresh()
+    for step in range(3):  # the title and the line change together for a while
+        parts["title"].set_text(f"title {step}")
+        parts["line"].set_ydata([0, step / 4])
+        view.refresh()
+    assert parts["title"] in view.moving
+    for step in range(12):  # then only the line changes
+        parts["line"].set_ydata([0, step / 12])
+        view.refresh()
+        assert_same_picture(view.png, figure)
+    assert parts["title"] not in view.moving
+    assert parts["line"] in view.moving
