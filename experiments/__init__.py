@@ -1,0 +1,1 @@
+"""Experiments whose committed results the notebooks show (see each module's docstring)."""

@@ -1,0 +1,380 @@
+"""Part B: PPO on CartPole-v1 in numpy, for many seeds side by side.
+
+The agent is CleanRL's ``ppo.py`` for CartPole, written out by hand:
+
+* a policy network and a value network, each a two-hidden-layer tanh MLP of
+  width 64 (:class:`ppo_viz.why_clip.networks.MLP`);
+* each iteration collects ``rollout_steps`` steps from ``num_envs``
+  environments (:class:`cartpole.CartPoleVector`) with the current policy;
+* GAE(lambda) advantages and returns (:func:`gae`);
+* ``epochs`` passes over the rollout in ``minibatches`` shuffled minibatches,
+  each an Adam step on ``policy loss - ent_coef * entropy + vf_coef * value
+  loss``, with advantages normalized per minibatch and gradients clipped to
+  a global norm of ``max_grad_norm``; the learning rate falls linearly to 0.
+
+The policy loss's gradient with respect to each sample's log-probability
+comes from :mod:`ppo_clip` (:func:`~ppo_viz.why_clip.methods.surrogate_gradients`);
+this module chains it through the softmax and the network.  Two deliberate
+differences from CleanRL: the value loss is not clipped (CleanRL's
+``clip_vloss``), so that only the policy's objective differs between methods;
+and a truncated episode (500 steps) is bootstrapped with the value of its last
+observation rather than treated as a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+from numpy.typing import NDArray
+
+from cartpole import MAX_EPISODE_STEPS, CartPoleVector
+from ppo_viz.app import InputError
+from ppo_viz.why_clip.methods import (
+    FloatArray,
+    Method,
+    checked_settings,
+    joined_runs,
+    k3_kl,
+    surrogate_gradients,
+)
+from ppo_viz.why_clip.networks import MLP, Adam, clip_by_global_norm
+
+#: The methods of part B, in the order of legends and tables.
+CARTPOLE_METHODS = ("ppo", "unclipped", "clip_only")
+#: A random policy's mean return on CartPole-v1 (measured by :func:`random_policy_return`
+#: over 10,000 episodes): the 0 of the normalized score; 500 is its 1.
+RANDOM_RETURN = 22.1
+#: The score of a run: the mean return of its last this many episodes.
+SCORE_EPISODES = 20
+#: The learning curves average the last this many episodes.
+CURVE_EPISODES = 10
+#: Where each run's agent draws its random numbers: ``default_rng([AGENT_STREAM, seed])``.
+AGENT_STREAM = 12_345
+OBSERVATION_SIZE, N_ACTIONS, HIDDEN = 4, 2, 64
+
+
+#: The range of each setting: (low, high, whole number?).
+CARTPOLE_RANGES = {
+    "total_steps": (512, 10_000_000, True),
+    "num_envs": (1, 64, True),
+    "rollout_steps": (8, 4096, True),
+    "epochs": (1, 50, True),
+    "minibatches": (1, 64, True),
+    "learning_rate": (1e-6, 0.1, False),
+    "gamma": (0.5, 1.0, False),
+    "gae_lambda": (0.0, 1.0, False),
+    "ent_coef": (0.0, 1.0, False),
+    "vf_coef": (0.0, 10.0, False),
+    "max_grad_norm": (0.01, 100.0, False),
+}
+
+
+@dataclass(frozen=True)
+class CartPoleSettings:
+    """The agent's settings: CleanRL's CartPole defaults, except 50,000 steps, not 500,000.
+
+    Checked on creation against :data:`CARTPOLE_RANGES` (:class:`InputError`).
+    """
+
+    total_steps: int = 50_000
+    num_envs: int = 4
+    rollout_steps: int = 128
+    epochs: int = 4
+    minibatches: int = 4
+    learning_rate: float = 2.5e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+
+    def __post_init__(self) -> None:
+        checked_settings(self, CARTPOLE_RANGES)
+        if self.batch_size % self.minibatches:
+            raise InputError(
+                f"minibatches ({self.minibatches}) must divide the rollout of "
+                f"{self.batch_size} steps"
+            )
+
+    @property
+    def batch_size(self) -> int:
+        """Steps per iteration: ``num_envs * rollout_steps`` (CleanRL: 512)."""
+        return self.num_envs * self.rollout_steps
+
+    @property
+    def iterations(self) -> int:
+        """How many rollouts ``total_steps`` allows (at least one)."""
+        return max(1, self.total_steps // self.batch_size)
+
+
+@dataclass(frozen=True)
+class CartPoleRuns:
+    """The learning curves of one method, one row per seed, one column per iteration.
+
+    Built by :func:`run_cartpole`, or read back from the committed results
+    (:func:`ppo_viz.why_clip.results.load_results`); :meth:`joined` adds
+    the runs of more seeds.
+    """
+
+    method: Method
+    settings: CartPoleSettings
+    seeds: tuple[int, ...]
+    #: The mean return of the last :data:`CURVE_EPISODES` episodes finished by the end of
+    #: each iteration (NaN before a run's first episode ends).
+    return_curve: FloatArray
+    #: The share of minibatch samples PPO's rule clipped, over the iteration's updates.
+    clip_fraction: FloatArray
+    #: The k3 estimate of KL(policy before || policy after the iteration) on its rollout.
+    approx_kl: FloatArray
+    #: Per seed, the mean return of its last :data:`SCORE_EPISODES` episodes.
+    final_return: FloatArray
+
+    @property
+    def steps(self) -> NDArray[np.int64]:
+        """Environment steps at the end of each iteration (all environments together)."""
+        return self.settings.batch_size * np.arange(1, self.return_curve.shape[1] + 1)
+
+    @property
+    def score(self) -> FloatArray:
+        """Per seed, :attr:`final_return` normalized (see :meth:`score_of`)."""
+        return self.score_of(self.final_return)
+
+    @staticmethod
+    def score_of(final_return: FloatArray) -> FloatArray:
+        """Returns normalized: a random policy's :data:`RANDOM_RETURN` is 0, the 500 steps 1."""
+        return (final_return - RANDOM_RETURN) / (MAX_EPISODE_STEPS - RANDOM_RETURN)
+
+    def joined(self, other: CartPoleRuns) -> CartPoleRuns:
+        """These runs and ``other``'s (same method and settings) as one set of seeds."""
+        return joined_runs(
+            self, other, ("return_curve", "clip_fraction", "approx_kl", "final_return")
+        )
+
+
+def curve_of_returns(
+    episodes: Sequence[tuple[int, float]], steps: NDArray[np.int64], window: int
+) -> FloatArray:
+    """At each of ``steps``, the mean return of the last ``window`` episodes ended by then."""
+    ends = np.array([step for step, _ in episodes], dtype=np.int64)
+    returns = np.array([value for _, value in episodes])
+    finished = np.searchsorted(ends, steps, side="right")
+    return np.array(
+        [returns[max(0, count - window) : count].mean() if count else np.nan for count in finished]
+    )
+
+
+def gae(
+    rewards: FloatArray,
+    values: FloatArray,
+    next_values: FloatArray,
+    ends: NDArray[np.bool_],
+    gamma: float,
+    lam: float,
+) -> tuple[FloatArray, FloatArray]:
+    """GAE(lambda) advantages and the value targets (returns), shape ``(..., steps)``.
+
+    ``values[..., t]`` is V(s_t); ``next_values`` V of the observation after the
+    last step; ``ends[..., t]`` says the episode ended at step t (the next
+    observation starts a new one, so nothing is bootstrapped across it).
+    ``delta_t = r_t + gamma * V(s_{t+1}) * (1 - end_t) - V(s_t)`` and
+    ``A_t = delta_t + gamma * lam * (1 - end_t) * A_{t+1}``.
+    """
+    advantages = np.zeros_like(rewards)
+    following = np.zeros(rewards.shape[:-1])
+    for t in reversed(range(rewards.shape[-1])):
+        keep = 1.0 - ends[..., t]
+        after = next_values if t == rewards.shape[-1] - 1 else values[..., t + 1]
+        delta = rewards[..., t] + gamma * after * keep - values[..., t]
+        following = delta + gamma * lam * keep * following
+        advantages[..., t] = following
+    return advantages, advantages + values
+
+
+def policy_terms(logits: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(log pi, pi, entropy)`` of softmax policies over the last axis."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    probs = np.exp(log_probs)
+    return log_probs, probs, -(probs * log_probs).sum(axis=-1)
+
+
+@dataclass
+class Rollout:
+    """One iteration's experience for every run: arrays of shape ``(runs, steps, ...)``."""
+
+    observations: FloatArray
+    actions: NDArray[np.int64]
+    logp: FloatArray
+    advantages: FloatArray
+    returns: FloatArray
+
+    def rows(self, indices: NDArray[np.int64]) -> Rollout:
+        """Run ``i``'s samples ``indices[i]`` (a minibatch), for every run."""
+
+        def take(array: np.ndarray) -> np.ndarray:
+            index = indices.reshape(indices.shape + (1,) * (array.ndim - 2))
+            return np.take_along_axis(array, index, axis=1)
+
+        return Rollout(*(take(getattr(self, field.name)) for field in fields(self)))
+
+
+class CartPoleAgent:
+    """The policy and value networks of every run, their optimizers, and one PPO update."""
+
+    def __init__(self, seeds: Sequence[int], settings: CartPoleSettings, method: Method) -> None:
+        self.settings = settings
+        self.method = method
+        self.rngs = [np.random.default_rng([AGENT_STREAM, seed]) for seed in seeds]
+        sizes = (OBSERVATION_SIZE, HIDDEN, HIDDEN, N_ACTIONS)
+        self.policy = MLP.initial(self.rngs, sizes, output_gain=0.01)
+        self.value = MLP.initial(self.rngs, (*sizes[:3], 1), output_gain=1.0)
+        self.optimizer = Adam(self.policy.params + self.value.params)
+
+    def act(self, observations: FloatArray, uniforms: FloatArray) -> tuple[NDArray, FloatArray]:
+        """Actions (1 where ``uniform < pi(1)``, else 0) and their log-probabilities."""
+        log_probs, probs, _ = policy_terms(self.policy(observations))
+        actions = (uniforms < probs[..., 1]).astype(np.int64)
+        return actions, np.take_along_axis(log_probs, actions[..., None], axis=-1)[..., 0]
+
+    def values(self, observations: FloatArray) -> FloatArray:
+        return self.value(observations)[..., 0]
+
+    def update(self, rollout: Rollout, learning_rate: float) -> FloatArray:
+        """``epochs`` passes of minibatch Adam steps; returns each run's clip fraction."""
+        s = self.settings
+        runs, size = rollout.actions.shape
+        clipped_share = np.zeros(runs)
+        for _ in range(self.method.epochs(s.epochs)):
+            order = np.stack([rng.permutation(size) for rng in self.rngs])
+            for chunk in np.split(order, s.minibatches, axis=1):
+                grads, clipped = self.gradients(rollout.rows(chunk))
+                clipped_share += clipped.mean(axis=1)
+                self.optimizer.step(clip_by_global_norm(grads, s.max_grad_norm), learning_rate)
+        return clipped_share / (self.method.epochs(s.epochs) * s.minibatches)
+
+    def gradients(self, batch: Rollout) -> tuple[list[FloatArray], NDArray[np.bool_]]:
+        """Gradients of the loss for one minibatch (all runs), and where PPO's rule clipped."""
+        s = self.settings
+        n = batch.actions.shape[1]
+        logits, policy_cache = self.policy.forward(batch.observations)
+        log_probs, probs, entropy = policy_terms(logits)
+        logp_new = np.take_along_axis(log_probs, batch.actions[..., None], axis=-1)[..., 0]
+        advantages = normalized(batch.advantages)
+        d_logp, clipped = surrogate_gradients(logp_new, batch.logp, advantages, self.method)
+        one_hot = np.eye(N_ACTIONS)[batch.actions]
+        # d logp(a) / d logits = onehot(a) - pi;  d entropy / d logits = -pi * (log pi + H)
+        d_logits = d_logp[..., None] * (one_hot - probs)
+        d_logits += (s.ent_coef / n) * probs * (log_probs + entropy[..., None])
+        values, value_cache = self.value.forward(batch.observations)
+        d_values = (s.vf_coef / n) * (values[..., 0] - batch.returns)
+        grads = self.policy.backward(policy_cache, d_logits)
+        grads += self.value.backward(value_cache, d_values[..., None])
+        return grads, clipped
+
+
+def normalized(advantages: FloatArray) -> FloatArray:
+    """Per run, ``(A - mean) / (std + 1e-8)`` over the minibatch (CleanRL's ``norm_adv``)."""
+    mean = advantages.mean(axis=1, keepdims=True)
+    std = advantages.std(axis=1, ddof=1, keepdims=True)
+    return (advantages - mean) / (std + 1e-8)
+
+
+Progress = Callable[[int, int], None]
+
+
+def run_cartpole(
+    method: Method,
+    settings: CartPoleSettings,
+    seeds: Sequence[int],
+    progress: Progress | None = None,
+) -> CartPoleRuns:
+    """Train one agent per seed with ``method`` for ``settings.total_steps`` steps each.
+
+    Run ``i``'s environments are seeded ``num_envs * seeds[i] + j``, its agent
+    from ``seeds[i]``; ``progress(done, total)`` is called after each iteration.
+    """
+    s = settings
+    runs, envs, steps = len(seeds), s.num_envs, s.rollout_steps
+    agent = CartPoleAgent(seeds, s, method)
+    env = CartPoleVector(runs * envs)
+    observations = env.reset(seed=[envs * seed + j for seed in seeds for j in range(envs)])[0]
+    running_return = np.zeros(runs * envs)
+    episodes: list[list[tuple[int, float]]] = [[] for _ in seeds]
+    clip_fraction, approx_kl = [], []
+    for iteration in range(s.iterations):
+        uniforms = np.stack([rng.random((steps, envs)) for rng in agent.rngs])
+        obs_t, act_t, logp_t, val_t, rew_t, end_t = [], [], [], [], [], []
+        for t in range(steps):
+            obs = observations.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
+            actions, logp = agent.act(obs, uniforms[:, t])
+            observations, rewards, terminated, truncated, info = env.step(actions.ravel())
+            running_return += rewards
+            bootstrap = truncated & ~terminated
+            if bootstrap.any():
+                final = info["final_obs"].reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
+                rewards = rewards + s.gamma * agent.values(final).ravel() * bootstrap
+            step_count = (iteration * steps + t + 1) * envs
+            for index in np.flatnonzero(terminated | truncated):
+                episodes[index // envs].append((step_count, float(running_return[index])))
+                running_return[index] = 0.0
+            obs_t.append(obs)
+            act_t.append(actions)
+            logp_t.append(logp)
+            val_t.append(agent.values(obs))
+            rew_t.append(rewards.reshape(runs, envs))
+            end_t.append((terminated | truncated).reshape(runs, envs))
+        last = observations.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
+        advantages, returns = gae(
+            np.stack(rew_t, axis=-1),
+            np.stack(val_t, axis=-1),
+            agent.values(last),
+            np.stack(end_t, axis=-1),
+            s.gamma,
+            s.gae_lambda,
+        )
+        rollout = Rollout(
+            observations=np.stack(obs_t, axis=2).reshape(runs, -1, OBSERVATION_SIZE),
+            actions=np.stack(act_t, axis=2).reshape(runs, -1),
+            logp=np.stack(logp_t, axis=2).reshape(runs, -1),
+            advantages=advantages.reshape(runs, -1),
+            returns=returns.reshape(runs, -1),
+        )
+        learning_rate = s.learning_rate * (1.0 - iteration / s.iterations)
+        clip_fraction.append(agent.update(rollout, learning_rate))
+        logp_after, _, _ = policy_terms(agent.policy(rollout.observations))
+        logp_after = np.take_along_axis(logp_after, rollout.actions[..., None], axis=-1)[..., 0]
+        approx_kl.append(k3_kl(logp_after - rollout.logp))
+        if progress is not None:
+            progress(iteration + 1, s.iterations)
+    steps_done = s.batch_size * np.arange(1, s.iterations + 1)
+    return CartPoleRuns(
+        method=method,
+        settings=s,
+        seeds=tuple(seeds),
+        return_curve=np.stack([curve_of_returns(e, steps_done, CURVE_EPISODES) for e in episodes]),
+        clip_fraction=np.stack(clip_fraction, axis=1),
+        approx_kl=np.stack(approx_kl, axis=1),
+        final_return=np.array([_mean_return(e[-SCORE_EPISODES:]) for e in episodes]),
+    )
+
+
+def _mean_return(episodes: Sequence[tuple[int, float]]) -> float:
+    return float(np.mean([value for _, value in episodes])) if episodes else np.nan
+
+
+def random_policy_return(episodes: int = 10_000, seed: int = 0) -> float:
+    """The mean return of a policy that pushes left or right with probability 1/2 each."""
+    rng = np.random.default_rng(seed)
+    env = CartPoleVector(100)
+    env.reset(seed=seed)
+    returns: list[float] = []
+    running = np.zeros(100)
+    while len(returns) < episodes:
+        _, _, terminated, truncated, _ = env.step(rng.integers(0, 2, 100))
+        running += 1.0
+        for index in np.flatnonzero(terminated | truncated):
+            returns.append(running[index])
+            running[index] = 0.0
+    return float(np.mean(returns[:episodes]))
