@@ -61,6 +61,10 @@ class PanelArtists:
     zero_grad: tuple[Rectangle, Rectangle]
     zero_grad_other_side: tuple[Rectangle, Rectangle]
     samples: tuple[Line2D, Line2D]
+    #: Where PPO's gradient jumps (at 1 ± eps, or a dual-clip cap): a filled marker on
+    #: the value the strict rule keeps at the edge, an open one on the clipped side's.
+    jump_kept: Line2D
+    jump_other_side: Line2D
 
 
 def draw_objective_panel(
@@ -84,6 +88,8 @@ def draw_objective_panel(
     thin = {"lw": 1.3, "ls": (0, (5, 3))}
     sample = {"ls": "none", "marker": "o", "ms": 8, "mfc": COLORS["sample"], "mec": "white"}
     sample |= {"mew": 1.2, "zorder": 5}
+    jump = {"ls": "none", "marker": "o", "ms": 6.5, "mec": COLORS["clipped"], "mew": 1.6}
+    jump |= {"zorder": 4}
     artists = PanelArtists(
         objective_ax=objective_ax,
         gradient_ax=gradient_ax,
@@ -97,10 +103,17 @@ def draw_objective_panel(
         zero_grad=(objective_zero, gradient_zero),
         zero_grad_other_side=(objective_other, gradient_other),
         samples=(objective_ax.plot([], [], **sample)[0], gradient_ax.plot([], [], **sample)[0]),
+        jump_kept=gradient_ax.plot([], [], **jump, mfc=COLORS["clipped"])[0],
+        jump_other_side=gradient_ax.plot([], [], **jump, mfc="white")[0],
     )
-    artists.unclipped.set_label(f"{NAMES['unclipped']} {FORMULAS['unclipped']}")
-    artists.clip_only.set_label(f"{NAMES['clip_only']} {FORMULAS['clip_only']}")
-    artists.objective.set_label(f"PPO: {FORMULAS['clipped']}")
+    artists.objective.set_label(f"top: PPO {FORMULAS['clipped']}")
+    artists.unclipped.set_label(f"top: {NAMES['unclipped']} {FORMULAS['unclipped']}")
+    artists.clip_only.set_label(f"top: {NAMES['clip_only']} {FORMULAS['clip_only']}")
+    artists.gradient.set_label("bottom: PPO's gradient")
+    artists.gradient_unclipped.set_label(f"bottom: {NAMES['unclipped']}, −r·A")
+    artists.gradient_clip_only.set_label(f"bottom: {NAMES['clip_only']}, 0 outside")
+    artists.jump_kept.set_label("gradient at the edge (kept)")
+    artists.jump_other_side.set_label("just past the edge (clipped)")
     artists.samples[0].set_label("worked-example samples")
     objective_ax.set_ylabel("objective term")
     gradient_ax.set_ylabel("d loss / d log π_new  (N = 1)")
@@ -111,13 +124,11 @@ def draw_objective_panel(
 
 def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle, Rectangle]:
     """Band, two zero-gradient spans and the r = 1 marker; returns the three patches."""
-    band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0, label="clip band [1-ε, 1+ε]")
+    band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0, label="clip band [1−ε, 1+ε]")
     zero = _zero_gradient_span(ax, label="clipped: zero gradient")
     other_side = _zero_gradient_span(ax)
-    ax.axvline(
-        1.0, color=COLORS["start"], ls=":", lw=1.2, label="r = 1 (where a fresh batch starts)"
-    )
-    ax.axhline(0.0, color="#555555", lw=0.8)
+    ax.axvline(1.0, color=COLORS["start"], ls=":", lw=1.2, label="r = 1: a fresh batch")
+    ax.axhline(0.0, color=COLORS["zero_line"], lw=0.8)
     return band, zero, other_side
 
 
@@ -155,9 +166,14 @@ def update_objective_panel(
     artists.objective.set_data(grid, sweep.objective_term)
     artists.unclipped.set_data(grid, unclipped)
     artists.clip_only.set_data(grid, clip_only)
-    artists.gradient.set_data(grid, sweep.grad)
+    artists.gradient.set_data(*broken_at_switches(grid, sweep.grad, sweep.is_clipped))
     artists.gradient_unclipped.set_data(grid, unclipped_grad)
-    artists.gradient_clip_only.set_data(grid, clip_only_grad)
+    artists.gradient_clip_only.set_data(
+        *broken_at_switches(grid, clip_only_grad, sweep.outside_band)
+    )
+    kept, other_side = jumps(grid, sweep.grad, sweep.is_clipped)
+    artists.jump_kept.set_data(*kept)
+    artists.jump_other_side.set_data(*other_side)
     favourable, other_side = clipped_spans(sweep, advantage, r_max)
     for band, zero, other in zip(
         artists.bands, artists.zero_grad, artists.zero_grad_other_side, strict=True
@@ -173,6 +189,49 @@ def update_objective_panel(
         for line in artists.samples:
             line.set_data([], [])
     return sweep
+
+
+def legend_entries(top: Axes, bottom: Axes) -> tuple[list, list[str]]:
+    """A column's legend: the shared marks, then the top row's curves, then the bottom's.
+
+    Each row's curves are labelled for what that row draws ("top: ...",
+    "bottom: ..."): the gradient row shows gradients, not the terms.
+    """
+    entries: dict[str, object] = {}
+    for ax in (top, bottom):
+        handles, labels = ax.get_legend_handles_labels()
+        entries.update(zip(labels, handles, strict=True))
+    rows = {"top": 1, "bottom": 2}
+    order = sorted(entries, key=lambda label: rows.get(label.split(":")[0], 0))
+    return [entries[label] for label in order], order
+
+
+def broken_at_switches(
+    grid: np.ndarray, values: np.ndarray, switched_off: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` with a gap (NaN) wherever ``switched_off`` changes between grid points.
+
+    A gradient jumps where clipping switches it off; drawn without the gap, the
+    jump would look like a steep stretch of curve.
+    """
+    cuts = np.flatnonzero(switched_off[1:] != switched_off[:-1]) + 1
+    return np.insert(grid, cuts, np.nan), np.insert(values, cuts, np.nan)
+
+
+def jumps(
+    grid: np.ndarray, grad: np.ndarray, clipped: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The ends of each jump of the gradient: ``((x, kept values), (x, clipped values))``.
+
+    At each switch the grid point that is not clipped is the edge itself (the
+    edges are on the grid, and the strict rule keeps them): its own value is
+    what the edge keeps; its clipped neighbour's value is the limit from the
+    other side, drawn at the edge's ratio.
+    """
+    left = np.flatnonzero(clipped[1:] != clipped[:-1])
+    edge = np.where(clipped[left], left + 1, left)
+    beyond = np.where(clipped[left], left, left + 1)
+    return (grid[edge], grad[edge]), (grid[edge], grad[beyond])
 
 
 def clipped_spans(

@@ -50,6 +50,7 @@ COLORS = {
     "sample": PALETTE["green"],
     "current": PALETTE["yellow"],
     "guide": PALETTE["grey"],
+    "zero_line": "#555555",
     # Thresholds that are not objectives (overflow limits, caps): black and grey.
     "threshold": PALETTE["black"],
     "threshold_alt": PALETTE["grey"],

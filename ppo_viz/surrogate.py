@@ -23,6 +23,7 @@ from ppo_viz.panels import (
     R_MAX,
     PanelArtists,
     draw_objective_panel,
+    legend_entries,
     set_fixed_limits,
     update_objective_panel,
 )
@@ -75,8 +76,12 @@ class SurrogateFigure:
                 top.set_title(" ")  # the text is set by update(); the font follows the style
                 self.sample_labels[sign] = [self._sample_label(top, sign, p) for p in range(2)]
                 set_fixed_limits(top, bottom, sign, reach=reach)
-            handles, labels = axes[0, 0].get_legend_handles_labels()
-            self.figure.legend(handles, labels, loc="outside lower center", ncols=4, frameon=False)
+            self.figure.legend(
+                *legend_entries(axes[0, 0], axes[1, 0]),
+                loc="outside lower center",
+                ncols=3 if slides else 4,
+                frameon=False,
+            )
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
         self.update(advantage, eps)
 
@@ -199,4 +204,10 @@ def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
     )
 
 
-__all__ = ["R_MAX", "SurrogateExplorer", "SurrogateFigure", "column_title", "readout_html"]
+__all__ = [
+    "R_MAX",
+    "SurrogateExplorer",
+    "SurrogateFigure",
+    "column_title",
+    "readout_html",
+]

@@ -127,7 +127,8 @@ def _assert_highlight_shows_the_module(app: BatchStepper, t: int, b: ppo_clip.Cl
         grid = panel.objective.get_xdata()
         sweep = ppo_clip.ratio_sweep(grid, b.advantages[t], app.batch.eps)
         np.testing.assert_array_equal(panel.objective.get_ydata(), sweep.objective_term)
-        np.testing.assert_array_equal(panel.gradient.get_ydata(), sweep.grad)
+        xs, ys = (np.asarray(v) for v in panel.gradient.get_data())  # NaN gaps at the jumps
+        np.testing.assert_array_equal(ys[~np.isnan(xs)], sweep.grad)
 
 
 def _type(app: BatchStepper, new=None, old=None, advantages=None, eps=None) -> None:

@@ -30,11 +30,16 @@ def _assert_column_matches_module(plot: SurrogateFigure, sign: int, advantage: f
     grid = artists.objective.get_xdata()
     sweep = ppo_clip.ratio_sweep(grid, sign * advantage, eps)
     np.testing.assert_array_equal(artists.objective.get_ydata(), sweep.objective_term)
-    np.testing.assert_array_equal(artists.gradient.get_ydata(), sweep.grad)
     np.testing.assert_array_equal(artists.unclipped.get_ydata(), sweep.unclipped_term)
     np.testing.assert_array_equal(artists.clip_only.get_ydata(), sweep.clipped_term)
-    expected_grad = ppo_clip.gradient_curve(grid, sign * advantage, eps)
-    np.testing.assert_array_equal(artists.gradient.get_ydata(), expected_grad)
+    # The gradient lines have gaps (NaN) where they jump; every drawn point is the module's.
+    xs, ys = (np.asarray(v) for v in artists.gradient.get_data())
+    drawn = ~np.isnan(xs)
+    np.testing.assert_array_equal(xs[drawn], grid)
+    np.testing.assert_array_equal(ys[drawn], ppo_clip.gradient_curve(grid, sign * advantage, eps))
+    _, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
+    xs, ys = (np.asarray(v) for v in artists.gradient_clip_only.get_data())
+    np.testing.assert_array_equal(ys[~np.isnan(xs)], clip_only_grad)
     for band in artists.bands:
         assert band.get_x() == pytest.approx(1 - eps)
         assert band.get_x() + band.get_width() == pytest.approx(1 + eps)
@@ -231,3 +236,46 @@ def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
     assert width[-1] > 4 * width[1]
     # "The blue term ... stays flat": its average moves by less than a tenth of the truth's rise.
     assert np.ptp(clipped.mean(axis=1)) < 0.1 * np.ptp(true_value)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.2, 0.35])
+@pytest.mark.parametrize("sign", [+1, -1])
+def test_the_gradient_jump_is_drawn_as_a_jump_on_the_modules_values(explorer, sign, eps):
+    explorer.eps.value = eps
+    panel = explorer.plot.columns[sign]
+    edge = 1.0 + eps if sign > 0 else 1.0 - eps
+    advantage = sign * explorer.advantage.value
+    log_edge = np.log(edge)
+    at_edge = ppo_clip.ppo_clip_grad([log_edge], [0.0], [advantage], eps)[0]
+    # The filled marker is what ppo_clip_grad gives at exactly 1 ± eps: not clipped there.
+    assert panel.jump_kept.get_xdata().tolist() == [edge]
+    assert panel.jump_kept.get_ydata().tolist() == [at_edge]
+    assert at_edge == -edge * advantage
+    # The open marker is the value just past the edge: zero, the sample is clipped.
+    past = np.nextafter(edge, 3.0 if sign > 0 else 0.0)
+    just_past = ppo_clip.gradient_curve([past], advantage, eps)[0]
+    assert panel.jump_other_side.get_xdata().tolist() == [edge]
+    assert panel.jump_other_side.get_ydata().tolist() == [just_past] == [0.0]
+    # The line itself has a gap there instead of a steep stretch.
+    xs = panel.gradient.get_xdata()
+    gap = np.flatnonzero(np.isnan(xs))
+    assert len(gap) == 1
+    assert edge in (xs[gap[0] - 1], xs[gap[0] + 1])
+
+
+def test_no_jump_where_nothing_is_clipped(explorer):
+    explorer.eps.value = 1.0  # 1 - eps = 0: no ratio is below it
+    panel = explorer.plot.columns[-1]
+    assert len(panel.jump_kept.get_xdata()) == 0
+    assert not np.isnan(panel.gradient.get_xdata()).any()
+
+
+def test_each_row_of_the_legend_says_what_it_draws(explorer):
+    labels = [text.get_text() for text in explorer.plot.figure.legends[0].get_texts()]
+    top = [label for label in labels if label.startswith("top:")]
+    bottom = [label for label in labels if label.startswith("bottom:")]
+    assert len(top) == len(bottom) == 3
+    assert any("min(r·A, clip(r)·A)" in label for label in top)
+    assert not any("min(" in label for label in bottom)
+    assert any("−r·A" in label for label in bottom)
+    assert not any("r·A" in label and "−" not in label for label in bottom)

@@ -26,7 +26,13 @@ from matplotlib.text import Annotation, Text
 
 import ppo_clip
 from ppo_viz.numbers import exact, exact_or_approx, listing
-from ppo_viz.panels import R_MAX, PanelArtists, draw_objective_panel, update_objective_panel
+from ppo_viz.panels import (
+    R_MAX,
+    PanelArtists,
+    draw_objective_panel,
+    legend_entries,
+    update_objective_panel,
+)
 from ppo_viz.stepper.batch import MAX_ABS_ADVANTAGE, StepperBatch
 from ppo_viz.stepper.entry import EntryError
 from ppo_viz.style import COLORS, PALETTE, SCREEN_SIZE, SLIDE_SIZE, figure_style
@@ -172,7 +178,7 @@ class StepperFigure:
                 self.curve_notes[sign] = _curve_note(panel.objective_ax, sign)
             # Above the legend (z-order 5), so that a new headline does not redraw the legend.
             self.headline = self.figure.suptitle(" ", fontsize="large", fontweight="bold", zorder=6)
-            handles, labels = axes[0, 0].get_legend_handles_labels()
+            handles, labels = legend_entries(axes[0, 0], axes[1, 0])
             # The marks of the current sample share legend columns; the other samples come last.
             order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("other"))
             self.figure.legend(
