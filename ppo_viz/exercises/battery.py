@@ -6,13 +6,19 @@ learner's function fails on it) and its ``role``:
 
 * ``"core"`` batches test the contract on realistic inputs: the worked
   example, a batch of one, ratios exactly on the band's edges, ``eps = 0``
-  and ``eps = 1``, advantages of both signs or with a nonzero mean, random
-  batches up to ``N = 257``, read-only arrays;
+  and ``eps = 1``, advantages of both signs, of exactly 0 or with a nonzero
+  mean, random batches up to ``N = 257``, read-only arrays.  Passing them is
+  passing the exercise;
 * ``"robustness"`` batches test what float64 does at the contract's edges:
-  a ratio that overflows to ``inf`` (with ``A = 0`` and with ``A < 0``) and
-  log-probabilities near -1000, whose probabilities underflow to 0.
+  a ratio that overflows to ``inf`` (with ``A = 0`` and with ``A < 0``),
+  log-probabilities near -1000, whose probabilities underflow to 0, and the
+  contract's largest batch, ``N = 4096``.  What goes wrong there is shown as
+  "going further", with the lesson of notebook 4 it relates to (``further``).
 
-:func:`battery` lists them all, core batches first.
+:data:`BATTERY` lists them all, core batches first.  It is built, and every
+reference answer computed, when this module is imported, with the checker's
+own copy of :mod:`ppo_clip` (:data:`.reference`): a learner's code that later
+replaces a function of ``ppo_clip`` cannot change them.
 """
 
 from __future__ import annotations
@@ -20,13 +26,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-import ppo_clip
+from ppo_viz.exercises.reference import reference
 from ppo_viz.numbers import exact
 
 FloatArray = NDArray[np.float64]
@@ -45,14 +51,29 @@ FUNCTION_NAMES: dict[str, str] = {
     "grad": "ppo_clip_grad",
 }
 
-#: The reference solution of each exercise.
+#: The reference solution of each exercise (from the checker's own copy of ppo_clip).
 REFERENCES: dict[str, Callable[..., Any]] = {
-    "loss": ppo_clip.ppo_clip_loss,
-    "clip_fraction": ppo_clip.clip_fraction,
-    "grad": ppo_clip.ppo_clip_grad,
+    "loss": reference.ppo_clip_loss,
+    "clip_fraction": reference.clip_fraction,
+    "grad": reference.ppo_clip_grad,
 }
 
 ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
+
+#: The notebook "Numerics and the RLHF setting", whose lessons the robustness batches relate to.
+NUMERICS_NOTEBOOK = "notebook 4"
+OVERFLOW_LESSON = (
+    f"{NUMERICS_NOTEBOOK}, section 2 (Overflow: when exp gives up): exp overflows to inf above "
+    "a log-ratio of about 709.78, and inf * 0 is NaN in IEEE arithmetic"
+)
+UNDERFLOW_LESSON = (
+    f"{NUMERICS_NOTEBOOK}, section 1 (Where −1000 comes from): a whole response's "
+    "log-probability is a sum over its tokens and reaches -1000, where exp(logp) underflows to 0"
+)
+TOKENS_LESSON = (
+    f"{NUMERICS_NOTEBOOK}, section 4 (Token-level versus sequence-level ratios): RLHF codes "
+    "clip each token's ratio, so one batch holds a sample per token, thousands of them"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,8 +83,12 @@ class CheckBatch:
     The arrays are stored as read-only float64 copies.  ``read_only`` batches
     hand the learner read-only arrays; every other batch hands out fresh
     writable copies (see :meth:`inputs`), which the checker compares with the
-    originals after the call.  Raises ``ValueError`` or ``TypeError`` (naming
-    the argument) for inputs outside the contract, as :mod:`ppo_clip` does.
+    originals after the call.  A robustness batch names the lesson of
+    notebook 4 it relates to in ``further``.  The reference answers are
+    computed when the batch is made.  Raises ``ValueError`` or ``TypeError``
+    (naming the argument) for inputs outside the contract, as :mod:`ppo_clip`
+    does, and ``ValueError`` for an unknown ``role`` or a robustness batch
+    without ``further``.
     """
 
     name: str
@@ -73,6 +98,7 @@ class CheckBatch:
     eps: float
     lesson: str
     role: Role = "core"
+    further: str = ""
     read_only: bool = False
 
     def __post_init__(self) -> None:
@@ -81,7 +107,10 @@ class CheckBatch:
         object.__setattr__(self, "eps", float(self.eps))
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {self.role!r}")
+        if self.role == "robustness" and not self.further:
+            raise ValueError("a robustness batch needs `further`: the lesson it relates to")
         _ = self.breakdown  # checks the arrays and eps against the contract
+        _ = self.answers  # every reference answer, now
 
     @classmethod
     def from_probabilities(
@@ -94,6 +123,7 @@ class CheckBatch:
         name: str,
         lesson: str,
         role: Role = "core",
+        further: str = "",
     ) -> CheckBatch:
         """A batch given by probabilities in (0, 1] instead of log-probabilities."""
         return cls(
@@ -104,6 +134,7 @@ class CheckBatch:
             eps=eps,
             lesson=lesson,
             role=role,
+            further=further,
         )
 
     @property
@@ -125,13 +156,23 @@ class CheckBatch:
         return copies
 
     @cached_property
-    def breakdown(self) -> ppo_clip.ClipBreakdown:
-        """The reference breakdown of this batch."""
-        return ppo_clip.clip_breakdown(self.logp_new, self.logp_old, self.advantages, self.eps)
+    def breakdown(self) -> Any:
+        """The reference breakdown of this batch (a ``ppo_clip.ClipBreakdown``)."""
+        return reference.clip_breakdown(self.logp_new, self.logp_old, self.advantages, self.eps)
+
+    @cached_property
+    def answers(self) -> dict[str, float | FloatArray]:
+        """The reference answer of each exercise, computed once (arrays read-only)."""
+        answers = {
+            kind: function(self.logp_new, self.logp_old, self.advantages, self.eps)
+            for kind, function in REFERENCES.items()
+        }
+        answers["grad"] = _frozen(answers["grad"])
+        return answers
 
     def reference(self, kind: Kind) -> float | FloatArray:
         """What :mod:`ppo_clip` returns for this batch in exercise ``kind``."""
-        return REFERENCES[kind](self.logp_new, self.logp_old, self.advantages, self.eps)
+        return self.answers[kind]
 
     @cached_property
     def overflowing_zero_advantage(self) -> BoolArray:
@@ -190,10 +231,41 @@ def _random_batch(
     )
 
 
-@cache
-def battery() -> tuple[CheckBatch, ...]:
+def _token_batch() -> CheckBatch:
+    """4096 per-token samples: 4 prompts x 4 answers of 256 tokens, advantages as in GRPO.
+
+    About half the tokens are near-certain; the others have probabilities
+    from 0.03 to 0.95.  Each answer's advantage is its reward standardized
+    within its prompt's group and copied to its tokens; one prompt's answers
+    tie, so their advantages are exactly 0.
+    """
+    rng = np.random.default_rng(4096)
+    rewards = np.array([[1, 0, 1, 0], [1, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]], dtype=float)
+    centred = rewards - rewards.mean(axis=1, keepdims=True)
+    spread = rewards.std(axis=1, keepdims=True)
+    per_answer = np.divide(centred, spread, out=np.zeros_like(rewards), where=spread > 0)
+    n = rewards.size * 256
+    near_certain = rng.random(n) < 0.5
+    logp_old = np.where(
+        near_certain, rng.uniform(-0.05, 0.0, n), np.log(rng.uniform(0.03, 0.95, n))
+    )
+    return CheckBatch(
+        name="4096 tokens",
+        logp_new=np.minimum(logp_old + rng.normal(0.0, 0.12, n), 0.0),
+        logp_old=logp_old,
+        advantages=np.repeat(per_answer.ravel(), 256),
+        eps=0.2,
+        lesson="N = 4096, the contract's largest batch: one sample per token of 16 answers, "
+        "each token carrying its answer's advantage (exactly 0 for a prompt whose answers "
+        "tie, as in GRPO)",
+        role="robustness",
+        further=TOKENS_LESSON,
+    )
+
+
+def _battery() -> tuple[CheckBatch, ...]:
     """Every batch a check runs: the core batches, then the robustness ones."""
-    example = ppo_clip.worked_example()
+    example = reference.worked_example()
     log = math.log
     return (
         CheckBatch(
@@ -257,6 +329,16 @@ def battery() -> tuple[CheckBatch, ...]:
             name="advantages with a nonzero mean",
             lesson="every advantage is positive (mean 4); they are used as given, never normalized",
         ),
+        CheckBatch.from_probabilities(
+            [0.75, 0.7, 0.25, 0.65, 0.65],
+            [0.5, 0.2, 0.5, 0.5, 0.5],
+            [0.0, 0.0, 0.0, 1.5, -0.5],
+            0.2,
+            name="advantages of exactly 0",
+            lesson="A = 0 with r = 1.5, 3.5 and 0.5, all outside the band (A = 0 is common in "
+            "GRPO, when every answer to a prompt got the same reward): a sample with A = 0 is "
+            "never clipped; only sample 3 (A > 0, r = 1.3) is",
+        ),
         _random_batch("read-only inputs", 8, 0.2, seed=7, read_only=True),
         _random_batch("random batch", 16, 0.1, seed=11),
         _random_batch("large random batch", 257, 0.2, seed=5),
@@ -269,6 +351,7 @@ def battery() -> tuple[CheckBatch, ...]:
             lesson="sample 0 has logp_new - logp_old = 1000, so r = exp(1000) overflows to "
             "inf, and A = 0: it must add exactly 0 (inf * 0 is NaN in IEEE arithmetic)",
             role="robustness",
+            further=OVERFLOW_LESSON,
         ),
         CheckBatch(
             name="A < 0 with an overflowing ratio",
@@ -279,6 +362,7 @@ def battery() -> tuple[CheckBatch, ...]:
             lesson="sample 0 has r = inf and A < 0: it is not clipped, so the loss is +inf "
             "(the true float64 value) and its gradient is +inf",
             role="robustness",
+            further=OVERFLOW_LESSON,
         ),
         CheckBatch(
             name="tiny probabilities",
@@ -289,5 +373,20 @@ def battery() -> tuple[CheckBatch, ...]:
             lesson="log-probabilities near -1000, as for whole sequences in RLHF: exp(logp) "
             "underflows to 0, but exp(logp_new - logp_old) is fine",
             role="robustness",
+            further=UNDERFLOW_LESSON,
         ),
+        _token_batch(),
     )
+
+
+#: Every batch a check runs, core batches first; built when the checker is imported.
+BATTERY: tuple[CheckBatch, ...] = _battery()
+
+
+def battery(role: Role | None = None) -> tuple[CheckBatch, ...]:
+    """The batches of :data:`BATTERY` (only those of ``role``, if given)."""
+    if role is None:
+        return BATTERY
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    return tuple(batch for batch in BATTERY if batch.role == role)

@@ -1,41 +1,51 @@
-"""The mistakes the checker names, and what an implementation with them returns.
+"""The mistakes the checker names: a stable key, a title and an explanation for the learner.
 
-Each :class:`Mistake` has a stable key, a title and an explanation for the
-learner.  Most are *variants* of the reference: :func:`predict` computes what
-an implementation with a given set of them returns on a batch, from
-:func:`ppo_clip.clip_breakdown`, one step of the computation at a time (the
-advantages used, the ratios, which samples count as clipped, the loss or
-gradient, the scale).  The checker matches a learner's answers against these
-predictions.  The others (an error, a wrong return type, changed inputs, NaN
-where an overflowing ratio meets ``A = 0``) are recognised by their symptom.
+Most are *variants* of the reference: :func:`.variants.predict` computes what
+an implementation with a given set of them returns on a batch, and the
+checker matches a learner's answers against those predictions.  The others
+(an error, a timeout, a wrong return type, changed inputs, NaN where an
+overflowing ratio meets ``A = 0``, ...) are recognised by their symptom.
+
+A variant's ``role`` says where it can show: ``"core"`` variants on the
+realistic batches, ``"robustness"`` ones only at float64's edges (the
+ratio computed from probabilities shows only where they underflow).  Some
+variants come in several ``forms`` that give the same diagnosis (advantages
+normalized with either standard deviation; ``A = 0`` sent to either branch).
 
 To teach the checker a new mistake, add a :class:`Mistake` to
 :data:`MISTAKES` (with ``variant=True`` if answers reveal it) and change the
-one step of :func:`predict` it affects.
+one step of :func:`.variants.predict` it affects.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-import numpy as np
-
-import ppo_clip
-from ppo_viz.exercises.battery import FUNCTION_NAMES, BoolArray, CheckBatch, FloatArray, Kind
+from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role
 
 #: The explanation of normalizing the advantages, the same for every exercise.
 _NORMALIZED = (
-    "You normalize the advantages ((A - mean) / std). Many PPO codes do that once per "
-    "batch before the loss, but this function uses the advantages as given. Normalizing "
-    "here shifts them, can flip their signs, and so changes which samples are clipped: "
-    "remove it."
+    "You normalize the advantages ((A - mean) / std). PPO codes often do, but as a step before "
+    "the loss, on the advantages they hand to it: CleanRL (norm_adv) and Stable-Baselines3 "
+    "(normalize_advantage) normalize each minibatch's advantages, Spinning Up normalizes the "
+    "whole batch's advantages once, when the update takes them from its buffer. This function "
+    "uses the advantages as given: normalizing here shifts them, can flip their signs, and so "
+    "changes which samples are clipped. Remove it."
 )
 
 _NAN_FIX = "multiply only where A != 0, e.g. np.multiply(r, A, out=np.zeros_like(r), where=A != 0)."
+
+_WRONG_SIDE = (
+    "A sample is clipped when it moved the favourable way beyond the band (A > 0 with "
+    "r > 1 + eps, or A < 0 with r < 1 - eps); you clip the ones that moved the unfavourable "
+    "way (A > 0 with r < 1 - eps, A < 0 with r > 1 + eps) instead, which is what "
+    "max(r*A, clip(r)*A) in place of the min does."
+)
+
+_RATIO = "The ratio is r = np.exp(logp_new - logp_old): the new policy's probability over the old"
 
 
 @dataclass(frozen=True)
@@ -44,14 +54,18 @@ class Mistake:
 
     ``explanations`` maps an exercise (``"loss"``, ``"clip_fraction"``,
     ``"grad"``) or ``"any"`` to what the learner reads.  A ``variant``
-    mistake is recognised by matching answers against :func:`predict`, in
-    every exercise it has an explanation for (all three with ``"any"``).
+    mistake is recognised by matching answers against the predictions of
+    :mod:`.variants`, in every exercise it has an explanation for (all three
+    with ``"any"``), on the batches of its ``role``; ``forms`` is how many
+    alternative forms it has.
     """
 
     key: str
     title: str
     explanations: Mapping[str, str]
     variant: bool = False
+    role: Role = "core"
+    forms: int = 1
 
     def explanation(self, kind: Kind) -> str:
         """What the learner reads about this mistake in exercise ``kind`` ("" if none)."""
@@ -76,7 +90,19 @@ MISTAKES: dict[str, Mistake] = {
             },
         ),
         Mistake("error", "Your function raised an error", {}),
+        Mistake("timeout", "Your function did not return in time", {}),
         Mistake("wrong_type", "Wrong return type or shape", {}),
+        Mistake(
+            "patched_module",
+            "Changed the module ppo_clip",
+            {
+                "any": "Your function replaces names in the module ppo_clip. The checker "
+                "compares your answers with reference answers it computed when it was "
+                "imported, so that cannot change its verdict; it has put the module's own "
+                "names back, so the rest of your notebook still works. A loss function should "
+                "not change other modules: remove those lines.",
+            },
+        ),
         Mistake(
             "sign",
             "Objective instead of loss (the sign)",
@@ -105,26 +131,109 @@ MISTAKES: dict[str, Mistake] = {
             variant=True,
         ),
         Mistake(
+            "ratio_inverted",
+            "Ratio inverted (old over new)",
+            {
+                "any": "Your ratio is pi_old / pi_new: you compute exp(logp_old - logp_new). "
+                f"{_RATIO} one, so it grows when the update makes the action more likely.",
+            },
+            variant=True,
+        ),
+        Mistake(
+            "no_exp",
+            "Log-ratio used as the ratio (the exp is missing)",
+            {
+                "any": "You use the log-ratio logp_new - logp_old as if it were the ratio. "
+                f"{_RATIO} one. It is 1 where nothing changed (the log-ratio is 0 there), and "
+                "the clip band [1 - eps, 1 + eps] is a band around 1.",
+            },
+            variant=True,
+        ),
+        Mistake(
+            "unclipped",
+            "The unclipped objective r*A",
+            {
+                "loss": "Your loss is -(1/N) * sum of r*A: the unclipped importance-weighted "
+                "surrogate, with no clipping at all. PPO's loss keeps min(r*A, clip(r)*A), so "
+                "the term of a sample that moved the favourable way beyond the band stops at "
+                "(1 + eps)*A for A > 0, (1 - eps)*A for A < 0: add the clipped term and the "
+                "np.minimum.",
+                "grad": "Your gradient is -r*A/N on every sample: the gradient of the "
+                "unclipped objective r*A. A clipped sample (A > 0 with r > 1 + eps, or A < 0 "
+                "with r < 1 - eps) keeps the constant clip(r)*A = (1 ± eps)*A, so its gradient "
+                "is 0: use np.where(clipped, 0.0, -r*A/N).",
+            },
+            variant=True,
+        ),
+        Mistake(
+            "clip_only",
+            "The clip-only objective (np.clip without the min)",
+            {
+                "loss": "Your loss is -(1/N) * sum of clip(r)*A: np.clip without the "
+                "np.minimum, the clip-only objective. For a sample that moved the unfavourable "
+                "way beyond the band (A > 0 with r < 1 - eps, or A < 0 with r > 1 + eps), "
+                "min(r*A, clip(r)*A) is r*A, the pessimistic choice, not clip(r)*A: keep "
+                "np.minimum of both terms.",
+                "grad": "Your gradient is 0 for every sample outside the band, on both sides: "
+                "the gradient of the clip-only objective clip(r)*A (or of counting "
+                "|r - 1| > eps as clipped). A sample outside the band that moved the "
+                "unfavourable way (A > 0 with r < 1 - eps, or A < 0 with r > 1 + eps) is not "
+                "clipped: the min keeps r*A, so its gradient stays -r*A/N. That is how PPO "
+                "pulls back a sample that strayed the wrong way.",
+            },
+            variant=True,
+        ),
+        Mistake(
+            "max_for_min",
+            "The wrong side clipped (max instead of min)",
+            {
+                "loss": "You keep the larger of r*A and clip(r)*A: np.maximum where the loss "
+                "needs np.minimum. (The PyTorch-style form does take a max, but of the negated "
+                "terms: max(-A*r, -A*clip(r)) = -min(A*r, A*clip(r)).) The min is the "
+                "pessimistic bound: it keeps r*A for a sample that moved the unfavourable way, "
+                "and the constant clip(r)*A for one that moved the favourable way beyond the "
+                "band.",
+                "clip_fraction": _WRONG_SIDE,
+                "grad": _WRONG_SIDE + " Those samples keep their gradient -r*A/N; the ones "
+                "that moved the favourable way beyond the band get 0.",
+            },
+            variant=True,
+        ),
+        Mistake(
+            "clip_swapped",
+            "np.clip's bounds swapped",
+            {
+                "loss": "You call np.clip(r, 1 + eps, 1 - eps), with the upper bound first. "
+                "When its lower bound is above its upper bound, np.clip returns the upper "
+                "bound for every sample, so your clipped term is (1 - eps)*A whatever r is. "
+                "Write np.clip(r, 1 - eps, 1 + eps).",
+            },
+            variant=True,
+        ),
+        Mistake(
             "sign_blind",
             "Counted |r - 1| > eps as clipped",
             {
-                "loss": "Your loss uses clip(r)*A for every sample, as if every sample with "
-                "|r - 1| > eps were clipped (or as if the min were missing). For a sample that "
-                "moved the unfavourable way (A > 0 with r < 1 - eps, or A < 0 with "
-                "r > 1 + eps), min(r*A, clip(r)*A) is r*A, the pessimistic choice: keep "
-                "np.minimum of both terms.",
                 "clip_fraction": "You count every sample with |r - 1| > eps as clipped, "
                 "whatever the sign of its advantage. (Stable-Baselines3 and CleanRL log that "
                 "number, but this contract counts something else.) A sample is clipped only "
                 "when A > 0 and r > 1 + eps, or A < 0 and r < 1 - eps: only then does "
                 "clipping switch its gradient off.",
-                "grad": "You set the gradient to 0 for every sample with |r - 1| > eps. A "
-                "sample outside the band that moved the unfavourable way (A > 0 with "
-                "r < 1 - eps, or A < 0 with r > 1 + eps) is not clipped: the min keeps r*A, "
-                "so its gradient stays -r*A/N. That is how PPO pulls back a sample that "
-                "strayed the wrong way.",
             },
             variant=True,
+        ),
+        Mistake(
+            "zero_advantage",
+            "Counted A = 0 as clipped",
+            {
+                "clip_fraction": "You count a sample with A = 0 as clipped when its ratio is "
+                "outside the band: for example A >= 0 where the rule says A > 0, or "
+                "np.where(A > 0, r > 1 + eps, r < 1 - eps), which sends A = 0 to the test for "
+                "A < 0. A sample with A = 0 is never clipped: its term r*A is 0 whatever r "
+                "is, so there is no gradient to switch off.",
+            },
+            variant=True,
+            forms=3,  # A = 0 counted with A > 0, with A < 0, or with both
         ),
         Mistake(
             "non_strict",
@@ -133,7 +242,9 @@ MISTAKES: dict[str, Mistake] = {
                 "clip_fraction": "You count a sample whose ratio is exactly on the edge "
                 "(r = 1 + eps with A > 0, or r = 1 - eps with A < 0) as clipped. The "
                 "comparisons are strict: clipped means r > 1 + eps or r < 1 - eps. With "
-                "eps = 0 this decides every sample with r == 1 exactly.",
+                "eps = 0 this decides every sample with r == 1 exactly. (Computing in float32 "
+                "can also push a ratio of exactly 1.2 over the edge: "
+                f"{NUMERICS_NOTEBOOK}, section 3.)",
                 "grad": "You zero the gradient of a sample whose ratio is exactly on the edge "
                 "(r = 1 + eps with A > 0, or r = 1 - eps with A < 0). The comparisons are "
                 "strict: on the edge the sample is not clipped and keeps -r*A/N. With "
@@ -162,7 +273,13 @@ MISTAKES: dict[str, Mistake] = {
             },
             variant=True,
         ),
-        Mistake("normalized", "Normalized the advantages", {"any": _NORMALIZED}, variant=True),
+        Mistake(
+            "normalized",
+            "Normalized the advantages",
+            {"any": _NORMALIZED},
+            variant=True,
+            forms=2,  # np.std (ddof 0) or the unbiased std of torch (ddof 1)
+        ),
         Mistake(
             "nan_overflow",
             "NaN for A = 0 with an overflowing ratio",
@@ -174,6 +291,7 @@ MISTAKES: dict[str, Mistake] = {
                 "r = exp(1000) is inf in float64, and inf * 0 is NaN. Its gradient is exactly "
                 "0: " + _NAN_FIX,
             },
+            role="robustness",
         ),
         Mistake(
             "ratio_underflow",
@@ -190,6 +308,7 @@ MISTAKES: dict[str, Mistake] = {
                 "difference: r = np.exp(logp_new - logp_old).",
             },
             variant=True,
+            role="robustness",
         ),
         Mistake(
             "mutated",
@@ -205,16 +324,36 @@ MISTAKES: dict[str, Mistake] = {
     )
 }
 
-#: The variant mistakes of each exercise, in report order.
+
+def _variants(kind: Kind, role: Role) -> tuple[str, ...]:
+    return tuple(m.key for m in MISTAKES.values() if m.applies_to(kind) and m.role == role)
+
+
+#: The variant mistakes of each exercise, in report order (core ones, then robustness ones).
 VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
-    kind: tuple(m.key for m in MISTAKES.values() if m.applies_to(kind)) for kind in FUNCTION_NAMES
+    kind: _variants(kind, "core") + _variants(kind, "robustness") for kind in FUNCTION_NAMES
 }
 
-#: Sets of mistakes that describe nothing new together (the gradient of clipped
-#: samples is free under "grad_on_clipped", so how clipping is decided does not show).
+
+def _exclusive(*keys: str) -> tuple[frozenset[str], ...]:
+    """Every pair of ``keys``."""
+    return tuple(frozenset(pair) for pair in itertools.combinations(keys, 2))
+
+
+def _with(key: str, *others: str) -> tuple[frozenset[str], ...]:
+    """``key`` paired with each of ``others``."""
+    return tuple(frozenset({key, other}) for other in others)
+
+
+#: Pairs of mistakes that contradict each other or describe nothing new together: one
+#: objective in place of the clipped one; how clipping is decided, under "unclipped"
+#: (nothing is clipped) or "grad_on_clipped" (the gradient of clipped samples is free).
 REDUNDANT = (
-    frozenset({"grad_on_clipped", "sign_blind"}),
-    frozenset({"grad_on_clipped", "non_strict"}),
+    *_exclusive("unclipped", "clip_only", "max_for_min", "sign_blind"),
+    *_with("unclipped", "clip_swapped", "non_strict", "zero_advantage"),
+    *_with("grad_on_clipped", "unclipped", "clip_only", "max_for_min", "non_strict", "sign_blind"),
+    *_with("zero_advantage", "sign_blind"),
+    *_with("ratio_underflow", "no_exp"),
 )
 
 #: The most mistakes one answer is explained by.
@@ -227,126 +366,12 @@ def explanation(key: str, kind: Kind) -> str:
 
 
 @cache
-def candidate_mistake_sets(kind: Kind) -> tuple[frozenset[str], ...]:
-    """Every combination of up to :data:`MAX_MISTAKES` variant mistakes, fewest first."""
-    names = VALUE_MISTAKES[kind]
+def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[frozenset[str], ...]:
+    """Every combination of up to :data:`MAX_MISTAKES` variants of ``role``, fewest first."""
+    names = _variants(kind, role)
     return tuple(
         frozenset(combo)
         for size in range(MAX_MISTAKES + 1)
         for combo in itertools.combinations(names, size)
         if not any(pair <= set(combo) for pair in REDUNDANT)
     )
-
-
-# --------------------------------------------------------------------------
-# What an implementation with some mistakes returns
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """What an implementation with some mistakes returns on one batch.
-
-    ``breakdown`` is the reference breakdown of the advantages that
-    implementation uses.  ``free`` marks gradient entries the variant makes no
-    claim about (the clipped samples, for "non-zero gradient on clipped
-    samples"); ``loose`` asks for looser tolerances (normalizing codes add a
-    small constant to the std).
-    """
-
-    value: float | FloatArray
-    breakdown: ppo_clip.ClipBreakdown
-    free: BoolArray | None = None
-    loose: bool = False
-
-
-def predict(
-    batch: CheckBatch, kind: Kind, mistakes: Iterable[str], ddof: int = 0
-) -> Prediction | None:
-    """What an implementation with exactly these ``mistakes`` returns on ``batch``.
-
-    With no mistakes this is :mod:`ppo_clip`'s own answer.  ``ddof`` chooses the
-    std of the "normalized" variant.  None when the variant is undefined on the
-    batch (normalizing advantages whose std is 0).
-    """
-    flags = frozenset(mistakes)
-    b = _breakdown_used(batch, flags, ddof)
-    if b is None:
-        return None
-    loose = "normalized" in flags
-    nan_ratio = _nan_ratios(batch, flags)
-    clipped = _counted_as_clipped(b, flags) & ~nan_ratio
-    scale = (-1.0 if "sign" in flags else 1.0) * (b.n if "no_mean" in flags else 1)
-    if kind == "clip_fraction":
-        return Prediction(scale * (np.count_nonzero(clipped) / b.n), b, loose=loose)
-    if kind == "loss":
-        return Prediction(scale * _loss(batch, b, flags, nan_ratio), b, loose=loose)
-    gradient, free = _gradient(b, flags, clipped, nan_ratio)
-    return Prediction(scale * gradient, b, free=free, loose=loose)
-
-
-def _breakdown_used(
-    batch: CheckBatch, flags: frozenset[str], ddof: int
-) -> ppo_clip.ClipBreakdown | None:
-    """The reference breakdown of the advantages the implementation uses.
-
-    With "normalized", the advantages ``(A - mean) / std(ddof)``; None if
-    that std is 0 or undefined.
-    """
-    if "normalized" not in flags:
-        return batch.breakdown
-    if batch.n <= ddof:
-        return None
-    std = float(batch.advantages.std(ddof=ddof))
-    if not std > 0:
-        return None
-    normalized = (batch.advantages - batch.advantages.mean()) / std
-    return ppo_clip.clip_breakdown(batch.logp_new, batch.logp_old, normalized, batch.eps)
-
-
-def _nan_ratios(batch: CheckBatch, flags: frozenset[str]) -> BoolArray:
-    """Where the implementation's ratio is NaN.
-
-    ``exp(logp_new) / exp(logp_old)`` is ``0/0`` where both underflow.
-    """
-    if "ratio_underflow" in flags:
-        return batch.underflows
-    return np.zeros(batch.n, dtype=bool)
-
-
-def _counted_as_clipped(b: ppo_clip.ClipBreakdown, flags: frozenset[str]) -> BoolArray:
-    """Which samples the implementation treats as clipped (NaN ratios aside)."""
-    sign_blind, non_strict = "sign_blind" in flags, "non_strict" in flags
-    if not non_strict:
-        return b.outside_band if sign_blind else b.is_clipped
-    above, below = b.ratio >= b.upper, b.ratio <= b.lower
-    if sign_blind:
-        return above | below
-    return ((b.advantages > 0) & above) | ((b.advantages < 0) & below)
-
-
-def _loss(
-    batch: CheckBatch, b: ppo_clip.ClipBreakdown, flags: frozenset[str], nan_ratio: BoolArray
-) -> float:
-    """The loss before the scale: NaN spreads; sign-blind clipping keeps clip(r)*A everywhere."""
-    if nan_ratio.any():
-        return math.nan
-    if "sign_blind" in flags:  # out-of-band samples all take clip(r)*A: the clip-only loss
-        return ppo_clip.surrogate_loss(
-            batch.logp_new, batch.logp_old, b.advantages, batch.eps, objective="clip_only"
-        )
-    return b.loss
-
-
-def _gradient(
-    b: ppo_clip.ClipBreakdown, flags: frozenset[str], clipped: BoolArray, nan_ratio: BoolArray
-) -> tuple[FloatArray, BoolArray | None]:
-    """The gradient before the scale, and the entries the variant makes no claim about."""
-    if "minus_A" in flags:  # d(r*A)/dlogp_new taken as A instead of r*A
-        unclipped = -b.advantages / b.n
-    else:
-        unclipped = ppo_clip.objective_terms(b, "unclipped")[1]
-    unclipped = np.where(nan_ratio, math.nan, unclipped)
-    if "grad_on_clipped" in flags:
-        return unclipped, b.is_clipped
-    return np.where(clipped, 0.0, unclipped), None

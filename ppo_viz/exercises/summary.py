@@ -1,4 +1,8 @@
-"""The summary a learner pastes to a teacher: every check and every concept question."""
+"""The summary a learner pastes to a teacher: every check and every concept question.
+
+Per exercise it says whether the core batches passed (that is passing the
+exercise), and what the robustness batches noted ("going further").
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 from ppo_viz.exercises.checker import CheckResult, check_clip_fraction, check_grad, check_loss
 from ppo_viz.exercises.questions import ConceptQuestion
+from ppo_viz.exercises.time_limit import TIME_LIMIT_S
 from ppo_viz.html import page, tag
 
 
@@ -20,18 +25,21 @@ class ExerciseSummary:
 
     @property
     def all_passed(self) -> bool:
-        """Whether every exercise passed."""
+        """Whether every exercise passed its core batches."""
         return all(result.passed for result in self.results)
 
     def lines(self) -> list[str]:
-        """The summary, line by line: a count, then one aligned line per exercise and question."""
+        """The summary, line by line: a count, then each exercise and each question."""
         passed = sum(result.passed for result in self.results)
         lines = [
             "PPO clipped loss: exercise summary",
-            f"Exercises passed: {passed} of {len(self.results)}",
+            f"Exercises passed (core batches): {passed} of {len(self.results)}",
         ]
         width = max(len(result.exercise) for result in self.results)
-        lines.extend(f"  {r.exercise.ljust(width)}  {_status(r)}" for r in self.results)
+        for result in self.results:
+            lines.append(f"  {result.exercise.ljust(width)}  {_core_status(result)}")
+            if result.implemented and result.robustness_batches:
+                lines.append(f"  {''.ljust(width)}  {_robustness_status(result)}")
         if self.questions:
             right = sum(q.right_first_time for q in self.questions)
             lines.append(
@@ -50,13 +58,24 @@ class ExerciseSummary:
         return str(page(tag("pre", str(self), classes="ppo-summary")))
 
 
-def _status(result: CheckResult) -> str:
-    """``passed (all 13 batches ...)``, ``not implemented yet`` or ``needs work: <titles>``."""
-    if result.passed:
-        return f"{result.status} (all {result.batches} batches match the reference)"
+def _core_status(result: CheckResult) -> str:
+    """``core: passed (all 11 batches ...)``, ``core: needs work: ...`` or ``not implemented``."""
     if not result.implemented:
         return result.status
-    return f"{result.status}: " + "; ".join(f.title for f in result.findings)
+    if result.passed:
+        return f"core: passed (all {result.core_batches} batches match the reference)"
+    return "core: needs work: " + "; ".join(f.title for f in result.findings)
+
+
+def _robustness_status(result: CheckResult) -> str:
+    """``going further: <titles>`` or ``robustness: all 4 batches match``."""
+    if result.notes:
+        return "going further: " + "; ".join(f.title for f in result.notes)
+    if result.matching_robustness == result.robustness_batches:
+        return f"robustness: all {result.robustness_batches} batches match"
+    if "timeout" in result.mistakes:
+        return "robustness: not checked (the check stopped at the time limit)"
+    return "robustness: nothing to note beyond the core findings"
 
 
 def exercise_summary(
@@ -64,8 +83,25 @@ def exercise_summary(
     clip_fraction: Callable[..., Any],
     grad: Callable[..., Any],
     questions: Mapping[str, ConceptQuestion] | Iterable[ConceptQuestion] = (),
+    *,
+    time_limit_s: float = TIME_LIMIT_S,
 ) -> ExerciseSummary:
-    """Check all three functions and collect the concept questions' outcomes."""
-    results = (check_loss(loss), check_clip_fraction(clip_fraction), check_grad(grad))
-    chosen = questions.values() if isinstance(questions, Mapping) else questions
-    return ExerciseSummary(results, tuple(chosen))
+    """Check all three functions and collect the concept questions' outcomes.
+
+    ``questions`` is :func:`.concept_questions`'s mapping (or its values);
+    anything else raises ``TypeError``.  Nothing the three functions do
+    raises: see :func:`.check`.
+    """
+    chosen = tuple(questions.values() if isinstance(questions, Mapping) else questions)
+    strangers = [q for q in chosen if not isinstance(q, ConceptQuestion)]
+    if strangers:
+        raise TypeError(
+            "questions must be the concept questions (concept_questions()), got a "
+            f"{type(strangers[0]).__name__}"
+        )
+    results = (
+        check_loss(loss, time_limit_s=time_limit_s),
+        check_clip_fraction(clip_fraction, time_limit_s=time_limit_s),
+        check_grad(grad, time_limit_s=time_limit_s),
+    )
+    return ExerciseSummary(results, chosen)

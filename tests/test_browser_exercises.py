@@ -1,0 +1,132 @@
+"""End-to-end: notebook 5's time limit in a real JupyterLab, in headless Chromium.
+
+A learner's loss that never returns must not freeze the notebook.  The test
+writes a copy of notebook 5 with the body of Exercise 1 replaced by an endless
+loop to ``test-output/browser/`` (ignored by git), opens it in its own
+JupyterLab server, clicks Run > Run All Cells (``open_and_run_all`` of
+``tests/test_browser.py``: every cell ran, no error output) and checks what
+the learner sees: the
+check cell finishes and its card says the function did not return within the
+time limit, the cells after it run (the next one shows its concept question,
+the summary reports the timeout), nothing shows a traceback, and a cell typed
+afterwards runs at once: the kernel is usable again.
+
+Run with ``pytest -m browser tests/test_browser_exercises.py``.  Without
+Chromium the test skips (``apt-get install chromium``); with
+``PPO_REQUIRE_BROWSER=1`` a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from browser_support import REPO_ROOT, chromium_context, output_dir, require_browser
+from lab_server import JupyterServer
+from test_browser import open_and_run_all
+
+from ppo_viz.exercises import TIME_LIMIT_S
+from ppo_viz.numbers import exact
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = REPO_ROOT / "notebooks" / "05_exercises.ipynb"
+#: Opening, and Run All (``open_and_run_all``'s limits), where two checks run into the time
+#: limit (Exercise 1 and the summary), with room to spare.
+TEST_TIMEOUT_S = 210
+ENDLESS_BODY = '''def ppo_clip_loss(logp_new, logp_old, advantages, eps=0.2):
+    """A learner's first try that never returns."""
+    r = np.exp(logp_new - logp_old)
+    while True:
+        r = r * 1.0
+'''
+
+
+@pytest.fixture(scope="module")
+def endless_notebook() -> Iterator[Path]:
+    """Notebook 5 with Exercise 1's body an endless loop, in test-output/ (removed after)."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    cell = next(c for c in notebook.cells if c.source.startswith("def ppo_clip_loss("))
+    cell.source = ENDLESS_BODY
+    path = output_dir("exercise-time-limit-notebook") / "endless_exercise.ipynb"
+    nbformat.write(notebook, path)
+    yield path
+    shutil.rmtree(path.parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[tuple[Any, JupyterServer]]:
+    """Headless Chromium and a JupyterLab rooted at the repository; both stopped after."""
+    require_browser()
+    with chromium_context() as browser, JupyterServer("lab", REPO_ROOT) as server:
+        yield browser, server
+
+
+def cell_index(cells: Any, css: str) -> int:
+    """The index in ``cells`` of the first cell that contains an element of class ``css``."""
+    for index in range(cells.count()):
+        if cells.nth(index).locator(f".{css}").count():
+            return index
+    raise AssertionError(f"no cell shows an element of class {css!r}")
+
+
+def prompt_of(cell: Any) -> str:
+    """A code cell's input prompt, e.g. ``[7]:``."""
+    return cell.locator(".jp-InputArea-prompt").first.inner_text().strip()
+
+
+def wait_for_new_count(nb: Any, cell: Any, before: str, timeout_s: float) -> str:
+    """Poll the cell's prompt until it shows an execution count other than ``before``."""
+    deadline = time.monotonic() + timeout_s
+    prompt = prompt_of(cell)
+    while time.monotonic() < deadline and (prompt == before or "*" in prompt):
+        nb.page.wait_for_timeout(100)
+        prompt = prompt_of(cell)
+    return prompt
+
+
+@pytest.mark.timeout(TEST_TIMEOUT_S)
+def test_an_endless_loop_in_an_exercise_is_stopped_in_jupyterlab(
+    endless_notebook: Path, lab: tuple[Any, JupyterServer]
+) -> None:
+    browser, lab_server = lab
+    shots = output_dir("lab-exercise-time-limit")
+    nb = open_and_run_all(browser, lab_server, endless_notebook, shots)
+    try:
+        prompts = nb.prompts()
+        cells = nb.page.locator(".jp-Notebook .jp-CodeCell")
+        check = cell_index(cells, "ppo-check")
+        check_cell = cells.nth(check)
+        check_cell.screenshot(path=str(shots / "01_check_card.png"))
+        card = " ".join(check_cell.locator(".ppo-check").first.inner_text().split())
+        assert "ppo_clip_loss: 1 problem found" in card
+        assert f"did not return within {exact(TIME_LIMIT_S)} s" in card
+        assert re.search(r"The checker stopped it \(in ppo_clip_loss, line [45]: ", card), card
+
+        following = cells.nth(check + 1)
+        assert following.locator(".ppo-quiz").count(), "the code cell after the check shows no quiz"
+        counts = [int(p[1:-2]) for p in prompts]
+        assert counts == sorted(counts), "cells ran out of order"
+
+        everything = " ".join(nb.page.inner_text(".jp-Notebook").split())
+        assert "Exercises passed (core batches): 0 of 3" in everything
+        assert "ppo_clip_loss core: needs work: Your function did not return in time" in everything
+
+        with nb.timed("rerun the next cell"):  # as a learner would, after reading the card
+            before = prompt_of(following)
+            following.locator(".jp-InputArea-prompt").first.click()
+            nb.page.keyboard.press("Shift+Enter")
+            after = wait_for_new_count(nb, following, before, 10)
+        nb.screenshot(shots / "02_next_cell_rerun.png")
+        assert re.fullmatch(r"\[\d+\]:", after), f"the cell did not run again: {after!r}"
+        assert int(after[1:-2]) > max(counts), "the kernel did not run the cell again"
+        nb.save_timings(shots / "timings.txt")
+    finally:
+        nb.page.close()
+        lab_server.shutdown_all_kernels()
