@@ -1,4 +1,4 @@
-"""The words and tables of notebook 3: sample labels, the batch table, the summary table.
+"""The words and tables of notebook 3: sample labels, the batch, summary and KL-estimator tables.
 
 Every number goes through :mod:`ppo_viz.numbers` and every table through
 :func:`ppo_viz.html.table`, styled by the bundle's stylesheet.
@@ -6,13 +6,15 @@ Every number goes through :mod:`ppo_viz.numbers` and every table through
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ppo_viz.epochs.bandit import Bandit, BanditBatch, cached_batch, default_bandit
+from ppo_viz.epochs.kl import KL_FORMULAS, EstimatorStudy
 from ppo_viz.epochs.training import DEFAULT_SEED, OBJECTIVES, Run
 from ppo_viz.html import Markup, escape, page, table, tag
-from ppo_viz.numbers import count, rounded, signed
+from ppo_viz.numbers import count, listing, rounded, signed
 from ppo_viz.style import NAMES
 
 
@@ -24,6 +26,23 @@ def sample_label(t: int, arm: int, advantage: float) -> str:
 def arm_label(arm: int, true_mean: float) -> str:
     """``arm 0 (true mean +1)``: an arm in the figure's legend."""
     return f"arm {arm} (true mean {signed(true_mean, 2)})"
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """A table shown as HTML in a notebook and as plain text elsewhere."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str
+
+    def _repr_html_(self) -> str:
+        return str(page(table(self.header, self.rows, caption=self.caption)))
+
+    def __repr__(self) -> str:
+        lines = [self.caption, " | ".join(self.header)]
+        lines += [" | ".join(row) for row in self.rows]
+        return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------
@@ -94,14 +113,16 @@ class BatchTable:
             signed(row.advantage_sum, 3),
         ]
 
+    def text_table(self) -> TextTable:
+        """The table's header, cells and caption."""
+        rows = tuple(tuple(self.cells(row)) for row in self.rows())
+        return TextTable(self.HEADER, rows, self.caption())
+
     def _repr_html_(self) -> str:
-        body = table(self.HEADER, [self.cells(row) for row in self.rows()], caption=self.caption())
-        return str(page(body))
+        return self.text_table()._repr_html_()
 
     def __repr__(self) -> str:
-        lines = [self.caption(), " | ".join(self.HEADER)]
-        lines += [" | ".join(self.cells(row)) for row in self.rows()]
-        return "\n".join(lines)
+        return repr(self.text_table())
 
 
 def describe_batch(seed: int = DEFAULT_SEED) -> BatchTable:
@@ -153,3 +174,42 @@ def objective_name(objective: str) -> Markup:
     """The objective's name in bold, in its colour."""
     colour_class = "ppo-text-" + objective.replace("_", "-")
     return tag("span", escape(NAMES[objective]), classes=f"ppo-strong {colour_class}")
+
+
+# --------------------------------------------------------------------------
+# The KL estimators over many fresh batches
+# --------------------------------------------------------------------------
+
+KL_HEADER = (
+    "new policy (exact KL)",
+    "estimator",
+    "mean of the estimates",
+    "bias: mean − exact",
+    "bias in standard errors",
+    "spread: sd of one estimate",
+    "estimates below 0",
+)
+
+
+def kl_estimator_table(studies: Sequence[EstimatorStudy]) -> TextTable:
+    """One row per policy and estimator: mean, bias, spread and sign over the fresh batches."""
+    rows = []
+    for study in studies:
+        for name, spread in study.spreads.items():
+            rows.append(
+                (
+                    f"{study.label} ({rounded(study.exact, 3)})",
+                    f"{name} = {KL_FORMULAS[name]}",
+                    rounded(spread.mean, 3),
+                    signed(spread.bias, 2),
+                    signed(spread.bias / spread.standard_error, 2),
+                    rounded(spread.spread, 2),
+                    f"{spread.negative} of {study.n_batches}",
+                )
+            )
+    batches = {study.n_batches for study in studies}
+    caption = (
+        f"Each estimate is the mean of one term over one fresh batch of 12 samples from the old "
+        f"policy; {listing(sorted(batches))} batches (seeds 0, 1, 2, …) per policy."
+    )
+    return TextTable(KL_HEADER, tuple(rows), caption)

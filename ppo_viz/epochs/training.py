@@ -4,9 +4,9 @@ Every ratio, clip decision, loss and ``d loss / d logp_new`` comes from
 :mod:`ppo_clip` (``clip_breakdown``, ``objective_terms``, ``surrogate_loss``,
 ``surrogate_grad``).  This module adds only what is specific to the toy: the
 chain rule from the samples' log-probabilities to the logits
-(:func:`chain_through_softmax`), the KL estimates, the true expected reward,
-and the loop (:func:`train`, :func:`run_all`) with an optional early stop at
-a target KL.
+(:func:`chain_through_softmax`), the true expected reward, and the loop
+(:func:`train`, :func:`run_all`, :func:`descend`) with an optional early stop
+at a target KL (estimated by :mod:`.kl`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ppo_viz.epochs.bandit import (
     read_only,
     softmax,
 )
+from ppo_viz.epochs.kl import approx_kl_k3, exact_kl
 from ppo_viz.numbers import exact
 
 #: The three objectives, in the order of the figure's columns.
@@ -151,24 +152,6 @@ def grad_wrt_logits(
     return chain_through_softmax(dlogp, batch.actions, softmax(logits))
 
 
-def approx_kl_k3(ratio: ArrayLike, log_ratio: ArrayLike) -> float:
-    """The "k3" estimate of KL(old || new) on the batch: ``mean((r - 1) - log r)``.
-
-    The samples come from the old policy, so ``E_old[r] = 1`` and the mean
-    is an unbiased estimate of ``KL(old || new) = -E_old[log r]``; every
-    term is >= 0.  This is the ``approx_kl`` that Stable-Baselines3 and
-    CleanRL log.
-    """
-    r = np.asarray(ratio, dtype=np.float64)
-    return float(np.mean((r - 1.0) - np.asarray(log_ratio, dtype=np.float64)))
-
-
-def exact_kl(old_probs: ArrayLike, new_probs: ArrayLike) -> float:
-    """``KL(old || new) = sum_k old_k * log(old_k / new_k)`` for two categorical policies."""
-    p, q = np.asarray(old_probs, dtype=np.float64), np.asarray(new_probs, dtype=np.float64)
-    return float(np.sum(p * (np.log(p) - np.log(q))))
-
-
 # --------------------------------------------------------------------------
 # Training on one batch
 # --------------------------------------------------------------------------
@@ -267,22 +250,51 @@ def train(
     the k3 estimate of KL(old || new) on the batch exceeds it (so the last
     recorded KL can overshoot the target, as in practice).
     """
+    history, stopped = descend(
+        batch,
+        objective,
+        eps=settings.eps,
+        step_size=settings.step_size,
+        n_epochs=settings.n_epochs,
+        target_kl=settings.target_kl,
+        bandit=bandit,
+    )
+    return Run(objective, settings, batch, stopped_early=stopped, **history)
+
+
+def descend(
+    batch: BanditBatch,
+    objective: ppo_clip.Objective,
+    *,
+    eps: float,
+    step_size: float,
+    n_epochs: int,
+    target_kl: float | None = None,
+    bandit: Bandit | None = None,
+) -> tuple[dict[str, FloatArray], bool]:
+    """The loop of :func:`train` for any step size and number of epochs.
+
+    :class:`Settings` holds the explorer's controls to their ranges; the
+    small-step study (:mod:`.small_steps`) needs step sizes and epoch counts
+    beyond them.  Returns the per-epoch arrays of a :class:`Run` by name, and
+    whether the early stop triggered.
+    """
     bandit = bandit or default_bandit()
     logits = bandit.old_logits.astype(np.float64).copy()
     rows: dict[str, list[Any]] = {name: [] for name in _RUN_ARRAYS}
     stopped = False
-    for epoch in range(settings.n_epochs + 1):
-        state = _measure(logits, batch, objective, settings.eps, bandit)
+    for epoch in range(n_epochs + 1):
+        state = _measure(logits, batch, objective, eps, bandit)
         for name in _RUN_ARRAYS:
             rows[name].append(state[name])
-        if epoch == settings.n_epochs:
+        if epoch == n_epochs:
             break
-        if settings.target_kl is not None and state["approx_kl"] > settings.target_kl:
+        if target_kl is not None and state["approx_kl"] > target_kl:
             stopped = True
             break
-        logits = logits - settings.step_size * state["logit_grads"]
-    arrays = {name: read_only(np.array(values, dtype=np.float64)) for name, values in rows.items()}
-    return Run(objective, settings, batch, stopped_early=stopped, **arrays)
+        logits = logits - step_size * state["logit_grads"]
+    history = {name: read_only(np.array(values, dtype=np.float64)) for name, values in rows.items()}
+    return history, stopped
 
 
 _RUN_ARRAYS = (
@@ -317,7 +329,7 @@ def _measure(
         "sample_grads": sample_grads,
         "logit_grads": chain_through_softmax(sample_grads, batch.actions, probs),
         "clip_fraction": breakdown.clip_fraction,
-        "approx_kl": approx_kl_k3(breakdown.ratio, breakdown.log_ratio),
+        "approx_kl": approx_kl_k3(breakdown.log_ratio),
         "exact_kl": exact_kl(bandit.old_probs, probs),
         "true_reward": bandit.expected_reward(probs),
     }
