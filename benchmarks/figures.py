@@ -1,12 +1,12 @@
 """How long each interactive figure takes from a control's new value to a finished PNG.
 
-Every :class:`ppo_viz.display.App` subclass defined in a ``ppo_viz`` submodule is
+Every :class:`ppo_viz.app.App` subclass defined in a ``ppo_viz`` submodule is
 constructed with its defaults; its main controls are found by the
-``ppo-main-slider`` CSS class, walking the app's widget tree.  Each control is
+``ppo-main-control`` CSS class, walking the app's widget tree.  Each control is
 set to ``values`` values spread over its range, one after another, and each
 assignment is timed: ipywidgets calls the app's observer synchronously, so when
 the assignment returns the app has redrawn and encoded its PNG (checked: a
-new ``FigureView.last_png`` must appear, else the row says so).
+new ``FigureView.png`` must appear, else the row says so).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import gc
 import importlib
 import inspect
 import itertools
-import os
 import pkgutil
 import statistics
 import time
@@ -28,8 +27,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.tables import Table, milliseconds, verdict
+from ppo_viz.app import MAIN_CONTROL, App
 
-MAIN_CLASS = "ppo-main-slider"
+#: The prefix of each main control's own class (``ppo-control-eps``).
+CONTROL_PREFIX = "ppo-control-"
 #: Target from issue 9: median redraw, setting a control to finished PNG.
 REDRAW_TARGET_S = 0.060
 
@@ -43,7 +44,7 @@ class ControlResult:
     seconds: list[float] = field(default_factory=list)
     #: Per setting: seconds inside ``FigureView.render`` (drawing plus PNG encoding).
     render: list[float] = field(default_factory=list)
-    #: Per setting: seconds encoding the PNG (``ppo_viz.display._encode_png``).
+    #: Per setting: seconds encoding the PNG (``ppo_viz.figure_view.encode_png``).
     encode: list[float] = field(default_factory=list)
     without_png: int = 0
     problem: str = ""
@@ -59,9 +60,7 @@ class ControlResult:
 
 def app_classes() -> Iterator[tuple[str, type | None, str]]:
     """``(qualified name, class or None, problem)`` for each App subclass in ppo_viz."""
-    os.environ.setdefault("MPLBACKEND", "Agg")
     import ppo_viz
-    from ppo_viz.app import App
 
     modules = pkgutil.walk_packages(ppo_viz.__path__, prefix="ppo_viz.")
     for info in sorted(modules, key=lambda info: info.name):
@@ -86,12 +85,12 @@ def walk(widget: Any) -> Iterator[Any]:
 
 
 def main_controls(app: Any) -> list[Any]:
-    """Widgets with the ``ppo-main-slider`` class, in tree order."""
-    return [w for w in walk(app.widget) if MAIN_CLASS in getattr(w, "_dom_classes", ())]
+    """Widgets with the ``ppo-main-control`` class, in tree order."""
+    return [w for w in walk(app.widget) if MAIN_CONTROL in getattr(w, "_dom_classes", ())]
 
 
 def control_name(control: Any) -> str:
-    specific = [c for c in control._dom_classes if c.startswith("ppo-") and c != MAIN_CLASS]
+    specific = [c for c in control._dom_classes if c.startswith(CONTROL_PREFIX)]
     label = specific[0] if specific else getattr(control, "description", "") or "?"
     return f"{label} ({type(control).__name__})"
 
@@ -149,7 +148,7 @@ def value_sequence(control: Any, count: int) -> list[Any] | None:
 
 def figure_views(app: Any) -> list[Any]:
     """The FigureViews an app holds (as attributes, or attributes of its attributes)."""
-    from ppo_viz.display import FigureView
+    from ppo_viz.figure_view import FigureView
 
     found: list[Any] = []
     for value in vars(app).values():
@@ -180,12 +179,11 @@ class _Stopwatch:
 @contextmanager
 def _watching(views: list[Any]) -> Iterator[tuple[_Stopwatch, _Stopwatch]]:
     """Time every ``view.render`` and every PNG encoding while the block runs."""
-    from ppo_viz import display
+    from ppo_viz import figure_view
 
     render, encode = _Stopwatch(), _Stopwatch()
-    original_encode = getattr(display, "_encode_png", None)
-    if original_encode is not None:
-        display._encode_png = encode.wrap(original_encode)
+    original_encode = figure_view.encode_png
+    figure_view.encode_png = encode.wrap(original_encode)
     for view in views:
         view.render = render.wrap(view.render)
     try:
@@ -193,8 +191,7 @@ def _watching(views: list[Any]) -> Iterator[tuple[_Stopwatch, _Stopwatch]]:
     finally:
         for view in views:
             del view.render  # back to the class's method
-        if original_encode is not None:
-            display._encode_png = original_encode
+        figure_view.encode_png = original_encode
 
 
 def time_control(app_name: str, app: Any, control: Any, count: int) -> ControlResult:
@@ -208,14 +205,14 @@ def time_control(app_name: str, app: Any, control: Any, count: int) -> ControlRe
     gc.collect()
     with _watching(views) as (render, encode):
         for value in values:
-            before = [view.last_png for view in views]
+            before = [view.png for view in views]
             render.seconds = encode.seconds = 0.0
             started = time.perf_counter()
             control.value = value
             result.seconds.append(time.perf_counter() - started)
             result.render.append(render.seconds)
             result.encode.append(encode.seconds)
-            if all(view.last_png is old for view, old in zip(views, before, strict=True)):
+            if all(view.png is old for view, old in zip(views, before, strict=True)):
                 result.without_png += 1
     control.value = original
     return result
@@ -247,7 +244,7 @@ def measure(
         built[name] = time.perf_counter() - started
         controls = main_controls(app)
         if not controls:
-            untimed.append((name, f"no widget with the {MAIN_CLASS!r} class"))
+            untimed.append((name, f"no widget with the {MAIN_CONTROL!r} class"))
             continue
         for control in controls:
             try:
@@ -303,8 +300,8 @@ def table(
         "their defaults. The split: the app's own work (ppo_clip, artists' data, widgets) / "
         "FigureView.render drawing the figure / encoding the PNG; medians of each part, so "
         "they need not add up to the median total. Apps are discovered as every "
-        "ppo_viz.display.App subclass in a "
-        f"ppo_viz submodule; controls by the {MAIN_CLASS!r} CSS class."
+        "ppo_viz.app.App subclass in a "
+        f"ppo_viz submodule; controls by the {MAIN_CONTROL!r} CSS class."
     )
     return out
 

@@ -28,6 +28,7 @@ from functools import partial
 import numpy as np
 
 import ppo_clip
+from benchmarks import reference
 from benchmarks.tables import Table, microseconds, ratio
 from benchmarks.timing import Timing, time_interleaved
 
@@ -41,7 +42,7 @@ THEN = {
     attribute: f"clip_breakdown, then .{attribute}"
     for attribute in ("loss", "clip_fraction", "grad")
 }
-LOOP = "Python loop: loss + clip fraction + grad"
+LOOP = "Python loop (the reference): loss + clip fraction + grad"
 TORCH = "PyTorch form: loss + clip fraction + backward(), every core"
 TORCH_1 = "PyTorch form, 1 thread"
 
@@ -52,7 +53,7 @@ LOOP_TARGET = 50.0
 TARGET_N = 4096
 
 
-Batch = tuple[np.ndarray, np.ndarray, np.ndarray]
+BatchArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _group_sizes(n: int) -> dict[str, int]:
@@ -64,7 +65,7 @@ def _group_sizes(n: int) -> dict[str, int]:
     return {"near": n - sum(rare.values()), **rare}
 
 
-def make_batch(n: int, seed: int = SEED) -> Batch:
+def make_batch(n: int, seed: int = SEED) -> BatchArrays:
     """``(logp_new, logp_old, advantages)`` for N samples, as described in the module doc."""
     if n < 4:
         raise ValueError("the benchmark batch needs N >= 4 (one sample per group)")
@@ -105,27 +106,15 @@ def floor(logp_new: np.ndarray, logp_old: np.ndarray) -> np.ndarray:
 def python_loop(
     logp_new: np.ndarray, logp_old: np.ndarray, advantages: np.ndarray, eps: float = EPS
 ) -> tuple[float, float, np.ndarray]:
-    """Loss, clip fraction and gradient in one plain per-sample loop, straight from the contract."""
-    new, old, adv = logp_new.tolist(), logp_old.tolist(), advantages.tolist()
-    n = len(new)
-    lower, upper = 1.0 - eps, 1.0 + eps
-    total = 0.0
-    clipped = 0
-    grad = [0.0] * n
-    for t in range(n):
-        a = adv[t]
-        try:
-            r = math.exp(new[t] - old[t])
-        except OverflowError:
-            r = math.inf
-        if a == 0.0:
-            continue  # contributes exactly 0, even when r is inf
-        total += min(r * a, min(max(r, lower), upper) * a)
-        if (a > 0.0 and r > upper) or (a < 0.0 and r < lower):
-            clipped += 1
-        else:
-            grad[t] = -r * a / n
-    return -total / n, clipped / n, np.array(grad)
+    """Loss, clip fraction and gradient in plain Python, one sample at a time.
+
+    This is the project's plain-Python reference of the contract
+    (:func:`benchmarks.reference.contract`), given the arrays as lists.
+    """
+    loss, fraction, grad = reference.contract(
+        logp_new.tolist(), logp_old.tolist(), advantages.tolist(), eps
+    )
+    return loss, fraction, np.array(grad)
 
 
 def torch_threads() -> int:
@@ -175,7 +164,7 @@ def ppo_clip_all_three(
     )
 
 
-def _breakdown_then(batch: Batch, attribute: str) -> object:
+def _breakdown_then(batch: BatchArrays, attribute: str) -> object:
     return getattr(ppo_clip.clip_breakdown(*batch, EPS), attribute)
 
 
@@ -200,7 +189,7 @@ class SizeResult:
     agreement: dict[str, str]
 
 
-def composition(batch: Batch) -> dict[str, int]:
+def composition(batch: BatchArrays) -> dict[str, int]:
     """How many samples of a batch fall in each case, according to ppo_clip."""
     logp_new, logp_old, advantages = batch
     b = ppo_clip.clip_breakdown(logp_new, logp_old, advantages, EPS)
@@ -215,22 +204,22 @@ def composition(batch: Batch) -> dict[str, int]:
     }
 
 
-def _agreement(
-    reference: tuple[float, float, np.ndarray], other: tuple[float, float, np.ndarray]
+def agreement(
+    expected: tuple[float, float, np.ndarray], other: tuple[float, float, np.ndarray]
 ) -> str:
-    """Does ``other`` reproduce ppo_clip's (loss, clip fraction, grad)?  Says how if not."""
+    """Does ``other`` reproduce ``expected`` (loss, clip fraction, grad)?  Says how if not."""
     loss, fraction, grad = other
     problems = []
     if math.isnan(loss):
         problems.append("loss is NaN")
-    elif not math.isclose(loss, reference[0], rel_tol=1e-12, abs_tol=1e-300):
-        problems.append(f"loss {loss!r} vs {reference[0]!r}")
-    if fraction != reference[1]:
-        problems.append(f"clip fraction {fraction!r} vs {reference[1]!r}")
+    elif not math.isclose(loss, expected[0], rel_tol=1e-12, abs_tol=1e-300):
+        problems.append(f"loss {loss!r} vs {expected[0]!r}")
+    if fraction != expected[1]:
+        problems.append(f"clip fraction {fraction!r} vs {expected[1]!r}")
     nan = np.isnan(grad)
     if nan.any():
         problems.append(f"{int(nan.sum())} NaN gradient(s)")
-    close = np.isclose(grad, reference[2], rtol=1e-12, atol=0.0) | nan
+    close = np.isclose(grad, expected[2], rtol=1e-12, atol=0.0) | nan
     if not close.all():
         problems.append(f"{int((~close).sum())} gradient(s) differ")
     return "agrees" if not problems else "; ".join(problems)
@@ -241,10 +230,10 @@ def measure_size(n: int, *, repeats: int, target_seconds: float) -> SizeResult:
     batch = make_batch(n)
     logp_new, logp_old, advantages = batch
     torch_impl = torch_form()
-    reference = ppo_clip_via_breakdown(*batch)
-    agreement = {
-        ALL_THREE: _agreement(reference, ppo_clip_all_three(*batch)),
-        LOOP: _agreement(reference, python_loop(*batch)),
+    expected = ppo_clip_via_breakdown(*batch)
+    agreements = {
+        ALL_THREE: agreement(expected, ppo_clip_all_three(*batch)),
+        LOOP: agreement(expected, python_loop(*batch)),
     }
     candidates: dict[str, Callable[[], object]] = {
         FLOOR: lambda: floor(logp_new, logp_old),
@@ -261,7 +250,7 @@ def measure_size(n: int, *, repeats: int, target_seconds: float) -> SizeResult:
     if torch_impl is not None:
         import torch
 
-        agreement[TORCH] = _agreement(reference, torch_impl(*batch))
+        agreements[TORCH] = agreement(expected, torch_impl(*batch))
         candidates[TORCH] = candidates[TORCH_1] = lambda: torch_impl(logp_new, logp_old, advantages)
         setup[TORCH] = lambda: torch.set_num_threads(torch_threads())
         setup[TORCH_1] = lambda: torch.set_num_threads(1)
@@ -272,7 +261,7 @@ def measure_size(n: int, *, repeats: int, target_seconds: float) -> SizeResult:
         )
     if torch_impl is not None:
         torch.set_num_threads(torch_threads())
-    return SizeResult(n, timings, composition(batch), agreement)
+    return SizeResult(n, timings, composition(batch), agreements)
 
 
 def measure(sizes: tuple[int, ...], *, repeats: int, target_seconds: float) -> list[SizeResult]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.tables import Table, verdict
+from ppo_viz.export import execute_notebook, notebook_paths, output_problems
 
 #: Target from issue 9.
 NOTEBOOK_TARGET_S = 15.0
@@ -25,41 +27,15 @@ class NotebookResult:
         return sorted(self.seconds)[len(self.seconds) // 2]
 
 
-def notebook_paths(directory: Path) -> list[Path]:
-    """The course notebooks: ``NN_*.ipynb`` in ``directory``, in order."""
-    return sorted(directory.glob("[0-9][0-9]_*.ipynb"))
-
-
-def _problems(notebook: object) -> list[str]:
-    found = []
-    for index, cell in enumerate(notebook.cells):
-        for output in cell.get("outputs", []):
-            if output.output_type == "error":
-                found.append(f"cell {index}: {output.ename}")
-            elif output.output_type == "stream" and output.name == "stderr":
-                found.append(f"cell {index} wrote to stderr")
-    return found
-
-
-def execute(path: Path, timeout: float = 300.0) -> tuple[float, object]:
-    """Run ``path`` top to bottom in a fresh python3 kernel with cwd = its folder.
+def execute(path: Path) -> tuple[float, Any]:
+    """Run ``path`` top to bottom with the export's runner; (seconds, executed notebook).
 
     The clock covers reading the file, starting the kernel, every cell and the
     kernel's shutdown: what ``jupyter nbconvert --execute`` or a CI run pays.
+    A cell that raises does not stop the run; it is listed among the problems.
     """
-    import nbformat
-    from nbclient import NotebookClient
-
     started = time.perf_counter()
-    notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=timeout,
-        kernel_name="python3",
-        allow_errors=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    client.execute()
+    notebook = execute_notebook(path, allow_errors=True)
     return time.perf_counter() - started, notebook
 
 
@@ -74,7 +50,7 @@ def measure(directory: Path, *, runs: int, limit: int | None = None) -> list[Not
         for _ in range(runs):
             elapsed, notebook = execute(path)
             seconds.append(elapsed)
-            problems = _problems(notebook)
+            problems = output_problems(notebook)
             cells = sum(cell.cell_type == "code" for cell in notebook.cells)
         results.append(NotebookResult(path.name, seconds, cells, problems))
     return results

@@ -5,6 +5,7 @@ From the repository root::
     python -m benchmarks.run                 # full run; writes benchmarks/RESULTS.md
     python -m benchmarks.run --quick         # tiny sizes, a few seconds; writes nothing
     python -m benchmarks.run --output x.md   # write the table somewhere else
+    python -m benchmarks.run --baseline-rev 3686b3b   # also time ppo_clip.py as it was then
 
 Every ratio compares measurements taken in this same run, on the same arrays.
 The machine is described at the top of the table, because the numbers mean
@@ -27,9 +28,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-os.environ.setdefault("MPLBACKEND", "Agg")
-
-from benchmarks import figures, imports, module_bench, notebooks
+from benchmarks import baseline, figures, imports, module_bench, notebooks
+from benchmarks.baseline import Baseline
 from benchmarks.tables import Table, verdict
 
 REPO = Path(__file__).resolve().parent.parent
@@ -152,7 +152,7 @@ def _say(message: str) -> None:
 
 
 def targets_table(rows: list[tuple[str, str, bool]]) -> Table:
-    table = Table("Targets (issue 9)", ["target", "measured", "verdict"])
+    table = Table("Targets", ["target", "measured", "verdict"])
     for target, measured, met in rows:
         table.add(target, measured, verdict(met))
     missed = sum(not met for _, _, met in rows)
@@ -160,8 +160,17 @@ def targets_table(rows: list[tuple[str, str, bool]]) -> Table:
     return table
 
 
-def run(settings: Settings, notebook_dir: Path, mode: str, apps: str = "") -> str:
-    """Measure everything and return the markdown report."""
+def run(
+    settings: Settings,
+    notebook_dir: Path,
+    mode: str,
+    apps: str = "",
+    earlier: Baseline | None = None,
+) -> str:
+    """Measure everything and return the markdown report.
+
+    ``earlier``: also time ``ppo_clip`` as it was at that revision, against the current one.
+    """
     load_at_start = _load()
     started = time.perf_counter()
 
@@ -176,6 +185,15 @@ def run(settings: Settings, notebook_dir: Path, mode: str, apps: str = "") -> st
     module_results = module_bench.measure(
         settings.sizes, repeats=settings.repeats, target_seconds=settings.target_seconds
     )
+    baseline_results = []
+    if earlier is not None:
+        step(f"module against ppo_clip.py at {earlier.revision} ...")
+        baseline_results = baseline.measure(
+            earlier,
+            settings.sizes,
+            repeats=settings.repeats,
+            target_seconds=settings.target_seconds,
+        )
     step("figures ...")
     redraws, untimed, built = figures.measure(settings.slider_values, only=apps)
     step("import time ...")
@@ -188,6 +206,7 @@ def run(settings: Settings, notebook_dir: Path, mode: str, apps: str = "") -> st
 
     target_rows = (
         module_bench.target_rows(module_results)
+        + baseline.target_rows(baseline_results)
         + figures.target_rows(redraws)
         + notebooks.target_rows(notebook_results)
     )
@@ -195,6 +214,7 @@ def run(settings: Settings, notebook_dir: Path, mode: str, apps: str = "") -> st
         machine_table(load_at_start, mode),
         targets_table(target_rows),
         *module_bench.tables(module_results),
+        *([baseline.table(baseline_results)] if baseline_results else []),
         figures.table(redraws, untimed, built, settings.slider_values),
         notebooks.table(notebook_results, notebook_dir, settings.notebook_runs),
         imports.table(import_result),
@@ -233,6 +253,13 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         help="time only the apps whose qualified name contains TEXT (default: every app)",
     )
     parser.add_argument(
+        "--baseline-rev",
+        default="",
+        metavar="REV",
+        help="also time ppo_clip.py as it was at this git revision (e.g. 3686b3b), "
+        "interleaved with the current one on the same arrays (default: none)",
+    )
+    parser.add_argument(
         "--notebook-dir",
         type=Path,
         default=REPO / "notebooks",
@@ -247,7 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     mode = "--quick" if arguments.quick else "full run"
     if arguments.apps:
         mode += f", apps matching {arguments.apps!r}"
-    report = run(settings, arguments.notebook_dir.resolve(), mode, arguments.apps)
+    earlier = None
+    if arguments.baseline_rev:
+        try:
+            earlier = Baseline.at(arguments.baseline_rev, REPO)
+        except ValueError as error:
+            _say(f"benchmarks: {error}")
+            return 2
+        mode += f", baseline ppo_clip.py at {arguments.baseline_rev}"
+    report = run(settings, arguments.notebook_dir.resolve(), mode, arguments.apps, earlier)
     print(report)
     output = arguments.output or (None if arguments.quick else DEFAULT_OUTPUT)
     if output is not None:

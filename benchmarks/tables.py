@@ -36,14 +36,18 @@ def _escape(cell: str) -> str:
     return cell.replace("|", "\\|").replace("\n", " ")
 
 
-def microseconds(seconds: float) -> str:
-    """``12.3`` style microseconds with three significant figures (at least one decimal)."""
-    value = seconds * 1e6
+def three_figures(value: float) -> str:
+    """About three significant figures, at least one decimal below 100: ``1,234``, ``12.3``."""
     if value >= 100:
         return f"{value:,.0f}"
     if value >= 10:
         return f"{value:.1f}"
     return f"{value:.2f}"
+
+
+def microseconds(seconds: float) -> str:
+    """Seconds as microseconds, to about three significant figures."""
+    return three_figures(seconds * 1e6)
 
 
 def milliseconds(seconds: float) -> str:
@@ -52,11 +56,8 @@ def milliseconds(seconds: float) -> str:
 
 
 def ratio(value: float) -> str:
-    if value >= 100:
-        return f"{value:,.0f}x"
-    if value >= 10:
-        return f"{value:.1f}x"
-    return f"{value:.2f}x"
+    """``2.35x``, to about three significant figures."""
+    return three_figures(value) + "x"
 
 
 def verdict(met: bool) -> str:

@@ -1,4 +1,4 @@
-"""Publish the notebooks as static pages for a course site or an LMS.
+"""Run the notebooks headless, and publish them as static pages for a course site or an LMS.
 
 Usage (from the repository root)::
 
@@ -16,12 +16,17 @@ Formulas are typeset by MathJax, loaded from nbconvert's default CDN when the pa
 is opened (``--mathjax-url URL`` points at a copy on your own site instead); without
 it they show as LaTeX source.  Figures need nothing: they are PNG files.
 
-Interactive apps (:class:`ppo_viz.display.App`) display a bundle holding the live
-widget *and* a PNG/HTML fallback.  A static page has no kernel, so the export
-drops the widget views and no widget state is saved: what remains is the
-fallback at the default settings.  (nbconvert's HTML exporter would also skip a
-widget view whose state is not saved; dropping it makes the page independent of
-that.)  When a bundle offers both an HTML fallback and a PNG, both are shown.
+Running a notebook is one function, :func:`execute_notebook`, shared with the
+tests and the benchmarks, and so is the list of what a reader would see go
+wrong in its outputs, :func:`output_problems`.
+
+Interactive apps (:class:`ppo_viz.app.App`) display a bundle holding the live
+widget *and* a fallback: the figure's PNG, and for an app with readouts an HTML
+page of the readouts with the same PNG inline.  A static page has no kernel, so
+the export drops the widget views and saves no widget state; what remains is
+the fallback at the default settings, shown as the readouts' HTML followed by
+the PNG as a file of its own.  Every HTML output's copy of the bundle's
+stylesheet is dropped too: each page carries it once, in its ``<head>``.
 
 The export refuses to publish a page that would show a bare widget repr such as
 ``FloatSlider(value=0.2)`` or ``<Figure size 640x480 with 1 Axes>`` instead of
@@ -32,21 +37,28 @@ from __future__ import annotations
 
 import argparse
 import copy
-import html
 import json
+import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+from ppo_viz.app import WIDGET_VIEW_MIME
+from ppo_viz.html import Markup, style_tag, tag
+from ppo_viz.style import stylesheet
+
 WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
 PNG_MIME = "image/png"
 HTML_MIME = "text/html"
+#: The course notebooks that come with the bundle, and how their files are named.
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
+SITE_TITLE = "PPO's clipped surrogate: notebooks"
 
 #: A bare ipywidgets repr (``FloatSlider(value=0.2, ...)``, ``VBox(children=(...``).
 WIDGET_REPR = re.compile(
@@ -57,7 +69,11 @@ WIDGET_REPR = re.compile(
 #: matplotlib's text repr of a figure, shown when a figure itself is missing.
 FIGURE_REPR = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
 
+#: Seconds a single cell may run before the run is stopped.
 DEFAULT_TIMEOUT_S = 180
+#: Seconds to wait, after a cell finished, for the outputs it sent.  nbclient's default
+#: (4 s) silently drops late outputs on a busy machine, such as an ``interact`` figure.
+IOPUB_TIMEOUT_S = 60
 
 
 class ExportError(RuntimeError):
@@ -76,105 +92,189 @@ class PageReport:
     warnings: list[str] = field(default_factory=list)
 
 
+# -- running a notebook (the export, the tests and the benchmarks) ---------------------------
+
+
+def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The course notebooks in ``directory`` (``NN_*.ipynb``), in order."""
+    return sorted(Path(directory).glob(NOTEBOOK_PATTERN))
+
+
+def execute_notebook(
+    notebook: nbformat.NotebookNode | Path,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    cwd: Path | None = None,
+    allow_errors: bool = False,
+) -> nbformat.NotebookNode:
+    """Run every cell of ``notebook`` top to bottom in a fresh ``python3`` kernel.
+
+    ``notebook`` is a path (read from disk) or a notebook node (run, and changed,
+    in place); the executed notebook is returned.  The kernel starts in ``cwd``:
+    by default the notebook's folder, as in JupyterLab (``notebooks/`` for a
+    node).  The widgets' final state is kept in the notebook's metadata (what
+    :func:`make_static` reads an ``Output`` widget's contents from, then
+    drops).  A cell that raises stops the run with nbclient's
+    ``CellExecutionError``, which names the cell and shows its traceback,
+    unless ``allow_errors`` is set; so do outputs that never arrive.
+    """
+    from nbclient import NotebookClient
+
+    if isinstance(notebook, Path):
+        cwd = cwd or notebook.parent
+        notebook = nbformat.read(notebook, as_version=4)
+    NotebookClient(
+        notebook,
+        timeout=timeout_s,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        iopub_timeout=IOPUB_TIMEOUT_S,
+        raise_on_iopub_timeout=True,
+        resources={"metadata": {"path": str(cwd or NOTEBOOK_DIR)}},
+    ).execute(env=kernel_environment())
+    return notebook
+
+
+def kernel_environment() -> dict[str, str]:
+    """This process's environment without ``MPLBACKEND``, so the kernel draws inline.
+
+    With ``MPLBACKEND`` set (``Agg``, say) ``plt.show()`` in a notebook would
+    show nothing, as it never does in JupyterLab.
+    """
+    return {name: value for name, value in os.environ.items() if name != "MPLBACKEND"}
+
+
+def output_problems(notebook: nbformat.NotebookNode) -> list[str]:
+    """What a reader would see go wrong in an executed notebook's outputs.
+
+    Errors, anything written to stderr, and outputs showing a warning or a
+    traceback; one line each, naming the cell.
+    """
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                problems.append(f"cell {index}: {output.get('ename')}: {output.get('evalue')}")
+            elif output.get("output_type") == "stream" and output.get("name") == "stderr":
+                problems.append(f"cell {index} wrote to stderr: {str(output.get('text'))[:300]}")
+            text = str(output.get("text", "")) + _plain_text(output.get("data", {}))
+            if "Warning" in text or "Traceback" in text:
+                problems.append(f"cell {index} shows a warning or traceback: {text[:300]}")
+    return problems
+
+
 # -- turning a live notebook into a static one -------------------------------------------------
 
 
-def _is_text_only(data: dict[str, Any]) -> bool:
-    return set(data) <= {"text/plain"}
-
-
 def _plain_text(data: dict[str, Any]) -> str:
-    text = data.get("text/plain", "")
-    return "".join(text) if isinstance(text, list) else str(text)
+    return _joined(data.get("text/plain")) or ""
 
 
-def static_outputs(outputs: list[Any], where: str) -> list[Any]:
+def _joined(text: str | list[str] | None) -> str | None:
+    """nbformat stores long text either as one string or as a list of lines."""
+    return "".join(text) if isinstance(text, list) else text
+
+
+def static_outputs(
+    outputs: list[Any], where: str, widget_state: dict[str, Any] | None = None
+) -> list[Any]:
     """The outputs of one cell as a page without a kernel should show them.
 
-    Widget views are dropped (their bundle's fallback stays); a bundle with both an
-    HTML fallback without an image and a PNG becomes two outputs, so the figure is
-    shown too (nbconvert would pick only the HTML).  Raises :class:`ExportError` for
-    an output that would show a bare widget or figure repr.
+    Widget views are dropped and their bundle's fallback stays; a bundle with
+    both HTML and a PNG becomes two outputs, the HTML and then the PNG (see
+    :func:`static_html`), where nbconvert alone would show only the HTML.  A
+    widget with no fallback of its own (``ipywidgets.interact``) shows what its
+    ``Output`` widgets hold, read from ``widget_state`` (the notebook's saved
+    widget state, by model id).  Raises :class:`ExportError` for an output that
+    would show a bare widget or figure repr.
     """
+    widget_state = widget_state or {}
     result = []
     for output in outputs:
         if output.get("output_type") not in ("display_data", "execute_result"):
             result.append(output)
             continue
         data = dict(output.get("data", {}))
-        had_widget = data.pop(WIDGET_VIEW_MIME, None) is not None
-        if had_widget and _is_text_only(data):
-            raise ExportError(
-                f"{where}: displays a widget with no static fallback (it would show as "
-                f"{_plain_text(data)[:80]!r}); display it through a ppo_viz.display.App"
-            )
+        view = data.pop(WIDGET_VIEW_MIME, None)
         text = _plain_text(data)
-        if _is_text_only(data) and (WIDGET_REPR.search(text) or FIGURE_REPR.search(text)):
-            raise ExportError(f"{where}: shows a bare repr instead of a figure: {text[:120]!r}")
-        html_part = data.get(HTML_MIME)
-        html_text = "".join(html_part) if isinstance(html_part, list) else html_part
-        if html_text is not None and PNG_MIME in data and "<img" not in html_text:
-            html_output = copy.deepcopy(output)
-            html_output["data"] = {HTML_MIME: html_part}
-            html_output["output_type"] = "display_data"
-            html_output.pop("execution_count", None)
-            png_output = copy.deepcopy(output)
-            png_output["data"] = {k: v for k, v in data.items() if k != HTML_MIME}
-            result += [html_output, png_output]
-            continue
-        output = copy.deepcopy(output)
-        output["data"] = data
-        result.append(output)
+        if set(data) <= {"text/plain"}:
+            captured = output_widget_contents(view["model_id"], widget_state) if view else []
+            if captured:
+                result += static_outputs(captured, where, widget_state)
+                continue
+            if view:
+                raise ExportError(
+                    f"{where}: displays a widget with no static fallback (it would show as "
+                    f"{text[:80]!r}); display it through a ppo_viz.app.App or WidgetDisplay"
+                )
+            if WIDGET_REPR.search(text) or FIGURE_REPR.search(text):
+                raise ExportError(f"{where}: shows a bare repr instead of a figure: {text[:120]!r}")
+        result += _shown_parts(output, data)
     return result
+
+
+def output_widget_contents(model_id: str, widget_state: dict[str, Any]) -> list[Any]:
+    """The outputs held by the ``Output`` widgets in a widget's tree, in order."""
+    model = widget_state.get(model_id, {})
+    state = model.get("state", {})
+    found = []
+    if model.get("model_name") == "OutputModel":
+        found += [nbformat.from_dict(output) for output in state.get("outputs", [])]
+    for child in state.get("children", []):
+        found += output_widget_contents(str(child).removeprefix("IPY_MODEL_"), widget_state)
+    return found
+
+
+def _shown_parts(output: Any, data: dict[str, Any]) -> list[Any]:
+    """``output`` showing ``data``; an HTML output and then a PNG output if it has both."""
+    html = _joined(data.get(HTML_MIME))
+    if html is not None:
+        data[HTML_MIME] = static_html(html, data.get(PNG_MIME))
+    if html is None or PNG_MIME not in data:
+        return [_with_data(output, data)]
+    html_part = _with_data(output, {HTML_MIME: data.pop(HTML_MIME)})
+    html_part["output_type"] = "display_data"
+    html_part.pop("execution_count", None)
+    return [html_part, _with_data(output, data)]
+
+
+def _with_data(output: Any, data: dict[str, Any]) -> Any:
+    copied = copy.deepcopy(output)
+    copied["data"] = data
+    return copied
+
+
+def static_html(html: str, png: str | None = None) -> str:
+    """An HTML output without the bundle's stylesheet and without an inline copy of ``png``.
+
+    ``png`` is the bundle's base64 PNG: an app's HTML fallback holds the same
+    figure as an ``<img>``, which the page shows from the PNG file instead.
+    """
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, features="html.parser")
+    for style in soup.find_all("style"):
+        if (style.string or "").strip() == stylesheet().strip():
+            style.decompose()
+    if png is not None:
+        inline = "data:image/png;base64," + "".join(_joined(png).split())
+        for image in soup.find_all("img", src=inline):
+            image.decompose()
+    return str(soup)
 
 
 def make_static(notebook: Any, name: str) -> Any:
     """A copy of an executed notebook fit for a static page: no widget state or views."""
     static = copy.deepcopy(notebook)
-    static.metadata.pop("widgets", None)
+    saved = static.metadata.pop("widgets", {}).get(WIDGET_STATE_MIME, {})
     for index, cell in enumerate(static.cells):
         if cell.cell_type == "code":
-            cell.outputs = static_outputs(cell.outputs, f"{name}, cell {index}")
+            where = f"{name}, cell {index}"
+            cell.outputs = static_outputs(cell.outputs, where, saved.get("state", {}))
     return static
 
 
-def stderr_warnings(notebook: Any, name: str) -> list[str]:
-    """Readable notes for stderr and error outputs (a notebook should print none)."""
-    notes = []
-    for index, cell in enumerate(notebook.cells):
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream" and output.get("name") == "stderr":
-                notes.append(f"{name}, cell {index}: stderr: {str(output.get('text'))[:200]}")
-            if output.get("output_type") == "error":
-                notes.append(f"{name}, cell {index}: error {output.get('ename')}")
-    return notes
-
-
-# -- running and writing -----------------------------------------------------------------------
-
-
-def execute_notebook(path: Path, timeout_s: int = DEFAULT_TIMEOUT_S) -> Any:
-    """Run ``path`` top to bottom in a fresh ``python3`` kernel, cwd = its folder.
-
-    No widget state is stored in the result.  Raises :class:`ExportError` when a
-    cell raises, naming the notebook.
-    """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        notebook,
-        timeout=timeout_s,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
-        store_widget_state=False,
-    )
-    try:
-        client.execute()
-    except CellExecutionError as error:
-        raise ExportError(f"{path.name} raised while executing:\n{error}") from error
-    return notebook
+# -- writing the pages -------------------------------------------------------------------------
 
 
 def page_title(notebook: Any, fallback: str) -> str:
@@ -209,7 +309,7 @@ def write_page(
     exporter.log.setLevel("ERROR")  # its "alternative text is missing" note: we add alt below
     body, _ = exporter.from_notebook_node(static, resources=resources)
     figures = figure_cells(static)
-    body = add_alt_text(body, {f: cell["alt"] for cell in figures for f in cell["files"]})
+    body = finish_page(body, {f: cell["alt"] for cell in figures for f in cell["files"]})
     for relative, data in resources.get("outputs", {}).items():
         target = out_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -239,11 +339,13 @@ def figure_cells(static: Any) -> list[dict[str, Any]]:
     return cells
 
 
-def add_alt_text(page: str, alt_by_src: dict[str, str]) -> str:
-    """Give each figure ``<img>`` the app's description as alternative text."""
+def finish_page(page: str, alt_by_src: dict[str, str]) -> str:
+    """Add the bundle's stylesheet to the page's head, and alternative text to its figures."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(page, features="html.parser")
+    head = soup.head or soup
+    head.append(BeautifulSoup(str(style_tag()), features="html.parser"))
     for image in soup.find_all("img"):
         alt = alt_by_src.get(str(image.get("src", "")))
         if alt:
@@ -251,33 +353,41 @@ def add_alt_text(page: str, alt_by_src: dict[str, str]) -> str:
     return str(soup)
 
 
-def write_index(pages: list[PageReport], out_dir: Path) -> None:
-    """A plain ``index.html`` linking every page."""
-    items = "\n".join(
-        f'    <li><a href="{html.escape(page.html)}">{html.escape(page.title)}</a></li>'
-        for page in pages
+def index_page(pages: list[PageReport]) -> str:
+    """A plain ``index.html`` linking every page, styled by the bundle's stylesheet."""
+    head = tag("head", Markup('<meta charset="utf-8">'), tag("title", SITE_TITLE), style_tag())
+    items = [tag("li", tag("a", page.title, href=page.html)) for page in pages]
+    body = tag(
+        "body",
+        tag(
+            "main",
+            tag("h1", SITE_TITLE),
+            tag(
+                "p",
+                "Static pages at the default settings. "
+                "Open the notebooks in JupyterLab to move the sliders.",
+            ),
+            tag("ol", *items),
+            classes="ppo",
+        ),
     )
-    (out_dir / "index.html").write_text(
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n  <meta charset="utf-8">\n'
-        "  <title>PPO's clipped surrogate: notebooks</title>\n"
-        "  <style>body{font-family:sans-serif;max-width:42em;margin:2em auto;line-height:1.5}"
-        "</style>\n</head>\n<body>\n  <h1>PPO's clipped surrogate: notebooks</h1>\n"
-        "  <p>Static pages at the default settings. Open the notebooks in JupyterLab to "
-        "move the sliders.</p>\n  <ol>\n"
-        f"{items}\n  </ol>\n</body>\n</html>\n",
-        encoding="utf-8",
-    )
+    return f"<!DOCTYPE html>\n{tag('html', head, body, lang='en')}\n"
 
 
 def export_notebook(
     path: Path,
     out_dir: Path,
-    timeout_s: int = DEFAULT_TIMEOUT_S,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     mathjax_url: str | None = None,
 ) -> PageReport:
     """Execute one notebook and write its static page and figures into ``out_dir``."""
+    from nbclient.exceptions import CellExecutionError
+
     start = time.perf_counter()
-    executed = execute_notebook(path, timeout_s)
+    try:
+        executed = execute_notebook(path, timeout_s=timeout_s)
+    except CellExecutionError as error:
+        raise ExportError(f"{path.name} raised while executing:\n{error}") from error
     static = make_static(executed, path.name)
     html_name, figures = write_page(static, path.stem, out_dir, mathjax_url)
     return PageReport(
@@ -286,18 +396,18 @@ def export_notebook(
         title=page_title(static, path.stem),
         figure_cells=figures,
         seconds=round(time.perf_counter() - start, 2),
-        warnings=stderr_warnings(executed, path.name),
+        warnings=[f"{path.name}, {problem}" for problem in output_problems(executed)],
     )
 
 
 def export_all(
     notebooks_dir: Path,
     out_dir: Path,
-    timeout_s: int = DEFAULT_TIMEOUT_S,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     mathjax_url: str | None = None,
 ) -> list[PageReport]:
     """Export every ``NN_*.ipynb`` of ``notebooks_dir``; write index and manifest."""
-    paths = sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb"))
+    paths = notebook_paths(notebooks_dir)
     if not paths:
         raise ExportError(f"no notebooks (NN_*.ipynb) in {notebooks_dir}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -312,8 +422,8 @@ def export_all(
         for note in page.warnings:
             print(f"  warning: {note}", file=sys.stderr, flush=True)
         pages.append(page)
-    write_index(pages, out_dir)
-    manifest = {"pages": [page.__dict__ for page in pages]}
+    (out_dir / "index.html").write_text(index_page(pages), encoding="utf-8")
+    manifest = {"pages": [asdict(page) for page in pages]}
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return pages
 
@@ -321,7 +431,7 @@ def export_all(
 def default_notebooks_dir() -> Path:
     """``./notebooks`` if it exists, else the repository's ``notebooks/`` next to ppo_viz."""
     here = Path.cwd() / "notebooks"
-    return here if here.is_dir() else Path(__file__).resolve().parents[1] / "notebooks"
+    return here if here.is_dir() else NOTEBOOK_DIR
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,9 +4,9 @@ Used by ``tests/test_browser.py`` and ``tests/test_export.py``.  Selectors are
 JupyterLab 4's public DOM classes (``.jp-Notebook``, ``.jp-CodeCell``,
 ``.jp-InputArea-prompt``, ``.jp-OutputArea-output``), Lumino's menu bar
 (``.lm-MenuBar-item``, ``.lm-Menu-item[data-command="runmenu:run-all"]``) and the project's
-own stable classes (``ppo-figure``, ``ppo-main-slider``, ``ppo-next``, ...),
-never ipywidgets' internal class names except the slider handle that the
-keyboard drives (noUiSlider's ``.noUi-handle``) and the slider's readout.
+own stable classes (``ppo-figure``, ``ppo-main-control`` with ``ppo-control-<name>``,
+``ppo-next``, ...), never ipywidgets' internal class names except the slider handle
+that the keyboard drives (noUiSlider's ``.noUi-handle``) and the slider's readout.
 """
 
 from __future__ import annotations
@@ -24,10 +24,14 @@ from typing import Any
 
 import pytest
 
+from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import FIGURE_REPR, WIDGET_REPR
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 FIXTURE_NOTEBOOK = REPO_ROOT / "tests" / "fixtures" / "smoke.ipynb"
 OUTPUT_DIR = REPO_ROOT / "test-output" / "browser"
+#: The prefix of each main control's own class: ``ppo-control-eps``, ...
+CONTROL_PREFIX = "ppo-control-"
 
 CHROMIUM = Path(os.environ.get("PPO_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -55,14 +59,6 @@ PROBLEM_PATTERNS = [
     re.compile(r"Traceback \(most recent call last\)"),
     re.compile(r"Error displaying widget"),
 ]
-#: A bare widget repr, e.g. ``FloatSlider(value=0.2, ...)`` or ``VBox(children=(...``.
-WIDGET_REPR = re.compile(
-    r"\b[A-Z]\w*(Slider|Box|Button|Text|Output|Dropdown|HTML|Label|Checkbox|Tab|Accordion|"
-    r"Widget|Select|Toggle\w*|Play|Progress\w*|Area)\((value|children|outputs|description|"
-    r"layout|options|index)="
-)
-#: matplotlib's text repr of a figure shown instead of the figure itself.
-FIGURE_REPR = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
 
 
 def browser_required() -> bool:
@@ -119,11 +115,6 @@ def output_dir(name: str) -> Path:
     return folder
 
 
-def notebook_paths() -> list[Path]:
-    """The course notebooks, in order (``notebooks/NN_*.ipynb``)."""
-    return sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
-
-
 # -- expectations ------------------------------------------------------------------------------
 
 
@@ -131,49 +122,54 @@ def notebook_paths() -> list[Path]:
 class NotebookExpectation:
     """What a notebook must show after Run All.
 
-    ``main_sliders``: the specific CSS class of each main slider (each also carries
-    ``ppo-main-slider``); ``stepper``: it has ``ppo-next``/``ppo-prev`` buttons and a
-    ``ppo-sample-view`` readout; ``min_figures``: how many ``ppo-figure`` outputs at least.
+    ``controls``: the name of each main control (classes ``ppo-main-control`` and
+    ``ppo-control-<name>``); ``stepper``: it has ``ppo-next``/``ppo-prev`` buttons and a
+    ``ppo-sample-view`` readout; ``min_figures``: how many ``ppo-figure`` outputs at least;
+    ``extra_classes``: other classes that must be on screen.
     """
 
-    main_sliders: tuple[str, ...] = ()
+    controls: tuple[str, ...] = ()
     stepper: bool = False
     min_figures: int = 0
     extra_classes: tuple[str, ...] = field(default=())
 
 
-#: Per notebook (keyed by file-name prefix): its main sliders' specific classes, whether
-#: it has the worked-example stepper, and how many ppo-figure outputs it shows at least.
+#: Per notebook, keyed by its name without the number (so renumbering keeps them): its
+#: main controls, whether it has the worked-example stepper, and how many ppo-figure
+#: outputs it shows at least.
 EXPECTATIONS: dict[str, NotebookExpectation] = {
-    "01": NotebookExpectation(
-        main_sliders=("ppo-surrogate-eps", "ppo-surrogate-advantage"), min_figures=1
+    "clipped_surrogate": NotebookExpectation(
+        controls=("eps", "advantage", "worked-example"), min_figures=1
     ),
-    "02": NotebookExpectation(main_sliders=("ppo-stepper-sample",), stepper=True, min_figures=1),
-    "03": NotebookExpectation(
-        main_sliders=("ppo-epochs-eps", "ppo-epochs-step-size", "ppo-epochs-epochs"),
+    "worked_example": NotebookExpectation(controls=("sample",), stepper=True, min_figures=1),
+    "epochs_on_one_batch": NotebookExpectation(
+        controls=("eps", "step-size", "epochs", "seed", "early-stop", "target-kl"),
         min_figures=1,
     ),
-    "04": NotebookExpectation(
-        main_sliders=(
-            "ppo-numerics-length",
-            "ppo-numerics-shift",
-            "ppo-numerics-eps-low",
-            "ppo-numerics-eps-high",
-            "ppo-numerics-cap",
-        ),
-        min_figures=2,
+    "numerics_and_rlhf": NotebookExpectation(
+        controls=("length", "shift", "eps-low", "eps-high", "cap", "cap-on"), min_figures=2
     ),
-    "05": NotebookExpectation(extra_classes=("ppo-quiz",)),
-    "smoke": NotebookExpectation(main_sliders=("ppo-smoke-eps",), stepper=True, min_figures=1),
+    "exercises": NotebookExpectation(extra_classes=("ppo-quiz",)),
+    "smoke": NotebookExpectation(controls=("eps",), stepper=True, min_figures=1),
 }
 
 
+def control_names(control: Any) -> list[str]:
+    """The names in a control's ``ppo-control-<name>`` classes (a main control has one)."""
+    classes = (control.get_attribute("class") or "").split()
+    return [c.removeprefix(CONTROL_PREFIX) for c in classes if c.startswith(CONTROL_PREFIX)]
+
+
+def control_name(control: Any, index: int) -> str:
+    """A main control's name for messages and screenshots (else its position)."""
+    names = control_names(control)
+    return names[0] if names else f"main-control-{index}"
+
+
 def expectation_for(path: Path) -> NotebookExpectation:
-    """The table entry whose key starts the file name (a default one for new notebooks)."""
-    for prefix, expectation in EXPECTATIONS.items():
-        if path.name.startswith(prefix):
-            return expectation
-    return NotebookExpectation()
+    """The entry for ``NN_<name>.ipynb`` (or ``<name>.ipynb``); a default one for new notebooks."""
+    name = re.sub(r"^\d+_", "", path.stem)
+    return EXPECTATIONS.get(name, NotebookExpectation())
 
 
 # -- a notebook in the browser -----------------------------------------------------------------
@@ -288,6 +284,10 @@ class NotebookPage:
 
     # -- widgets ------------------------------------------------------------------------------
 
+    def main_controls(self) -> Any:
+        """Every main control on the page (class ``ppo-main-control``), in page order."""
+        return self.page.locator(f".{MAIN_CONTROL}")
+
     def figure_sources(self, scope: Any | None = None) -> list[str]:
         """The ``src`` of every image inside ``ppo-figure`` outputs (in ``scope`` or the page)."""
         root = scope if scope is not None else self.page
@@ -360,8 +360,8 @@ class NotebookPage:
                 return before, after, "+".join(keys)
         return before, before, None
 
-    def move_slider_changes_figure(
-        self, slider: Any, shots: Path, name: str, arrows_only: bool = True
+    def move_control_changes_figure(
+        self, control: Any, shots: Path, name: str, arrows_only: bool = True
     ) -> list[str]:
         """Move a main control with the keyboard; return what went wrong (empty = fine).
 
@@ -372,10 +372,10 @@ class NotebookPage:
         checkbox: Space; the figure need not change (a switch may only enable another
         control).  The figure must still be there afterwards.
         """
-        kind = self.control_kind(slider)
+        kind = self.control_kind(control)
         if kind == "other":
-            return [f"{name}: a ppo-main-slider that is no slider, number field or checkbox"]
-        cell = self.cell_of(slider)
+            return [f"{name}: a {MAIN_CONTROL} that is no slider, number field or checkbox"]
+        cell = self.cell_of(control)
         figures_before = self.figure_sources(cell)
         if not figures_before:
             return [f"{name}: no ppo-figure image in the control's cell"]
@@ -384,7 +384,7 @@ class NotebookPage:
             "number": (("ArrowUp", "Enter"), ("ArrowDown", "Enter")),
             "checkbox": (("Space",),),
         }[kind]
-        value_before, value_after, move = self.move_control(slider, moves)
+        value_before, value_after, move = self.move_control(control, moves)
         if move is None:
             tried = ", ".join("+".join(keys) for keys in moves)
             return [

@@ -190,6 +190,14 @@ def _apps() -> list[type[App]]:
     return [cls for _, cls, _ in app_classes() if cls is not None]
 
 
+def test_every_ppo_viz_module_imports():
+    """An app module that fails to import would silently drop out of the test below."""
+    from benchmarks.figures import app_classes
+
+    problems = [f"{name}: {problem}" for name, cls, problem in app_classes() if cls is None]
+    assert not problems, "\n".join(problems)
+
+
 def _three_values(control: widgets.Widget) -> list:
     if isinstance(control.value, bool):
         return [not control.value, control.value, not control.value]

@@ -4,8 +4,9 @@ For each notebook in ``notebooks/`` the test opens it in JupyterLab, clicks
 Run > Run All Cells, waits until the kernel is idle, and then checks what a
 learner would see: every code cell ran, no error/traceback/stderr output, no
 "Error displaying widget", the expected controls are there (stable ``ppo-*``
-CSS classes), each main slider moved with the keyboard changes its figure,
-and the worked example's "next" button changes the displayed sample.
+CSS classes: ``ppo-main-control`` and ``ppo-control-<name>``), each main
+control moved with the keyboard changes its figure, and the worked example's
+"next" button changes the displayed sample.
 Screenshots go to ``test-output/browser/<notebook>/``.
 
 Run with ``pytest -m browser tests/test_browser.py``.  Without Chromium the
@@ -22,17 +23,22 @@ from typing import Any
 import nbformat
 import pytest
 from browser_support import (
+    CONTROL_PREFIX,
     FIXTURE_NOTEBOOK,
     REPO_ROOT,
     NotebookExpectation,
     NotebookPage,
     chromium_context,
+    control_name,
+    control_names,
     expectation_for,
-    notebook_paths,
     output_dir,
     require_browser,
 )
 from lab_server import JupyterServer
+
+from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import notebook_paths
 
 pytestmark = pytest.mark.browser
 
@@ -120,10 +126,9 @@ def check_controls(nb: NotebookPage, expectation: NotebookExpectation, name: str
         failures.append(
             f"{name}: {figures} ppo-figure outputs, expected >= {expectation.min_figures}"
         )
-    for css in expectation.main_sliders:
-        found = page.locator(f".ppo-main-slider.{css}")
-        if found.count() == 0:
-            failures.append(f"{name}: no main slider with classes 'ppo-main-slider {css}'")
+    for control in expectation.controls:
+        if page.locator(f".{MAIN_CONTROL}.{CONTROL_PREFIX}{control}").count() == 0:
+            failures.append(f"{name}: no main control '{MAIN_CONTROL} {CONTROL_PREFIX}{control}'")
     for css in expectation.extra_classes:
         if page.locator(f".{css}").count() == 0:
             failures.append(f"{name}: nothing with class {css!r}")
@@ -131,36 +136,25 @@ def check_controls(nb: NotebookPage, expectation: NotebookExpectation, name: str
         for css in ("ppo-next", "ppo-prev", "ppo-sample-view"):
             if page.locator(f".{css}").count() == 0:
                 failures.append(f"{name}: stepper without an element of class {css!r}")
-    for i in range(page.locator(".ppo-main-slider").count()):
-        classes = (page.locator(".ppo-main-slider").nth(i).get_attribute("class") or "").split()
-        specific = [c for c in classes if c.startswith("ppo-") and c != "ppo-main-slider"]
-        if not specific:
-            failures.append(
-                f"{name}: main slider #{i} has no specific ppo-<notebook>-<control> "
-                f"class (classes: {classes})"
-            )
+    controls = nb.main_controls()
+    for i in range(controls.count()):
+        if not control_names(controls.nth(i)):
+            failures.append(f"{name}: main control #{i} has no {CONTROL_PREFIX}<name> class")
     return failures
 
 
-def slider_name(slider: Any, index: int) -> str:
-    classes = (slider.get_attribute("class") or "").split()
-    specific = [c for c in classes if c.startswith("ppo-") and c != "ppo-main-slider"]
-    return specific[0] if specific else f"main-slider-{index}"
-
-
-def check_main_sliders(nb: NotebookPage, shots: Path) -> list[str]:
-    """Every visible main slider, moved with the keyboard, changes its figure."""
+def check_main_controls(nb: NotebookPage, shots: Path) -> list[str]:
+    """Every visible main control, moved with the keyboard, changes its figure."""
     failures = []
-    sliders = nb.page.locator(".ppo-main-slider")
-    for i in range(sliders.count()):
-        slider = sliders.nth(i)
-        name = slider_name(slider, i)
-        if not slider.is_visible():
+    controls = nb.main_controls()
+    for i in range(controls.count()):
+        control = controls.nth(i)
+        if not control.is_visible():
             continue  # e.g. on a tab that is not selected
-        if slider.locator("[disabled]").count():
+        if control.locator("[disabled]").count():
             continue  # switched off until another control enables it (e.g. the dual-clip cap)
-        failures += nb.move_slider_changes_figure(slider, shots, name)
-    failures += [f"after moving sliders: {p}" for p in nb.problems()]
+        failures += nb.move_control_changes_figure(control, shots, control_name(control, i))
+    failures += [f"after moving the controls: {p}" for p in nb.problems()]
     return failures
 
 
@@ -229,7 +223,7 @@ def lab_targets() -> list[Any]:
 @pytest.mark.timeout(RUN_ALL_TIMEOUT_S + OPEN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("notebook", lab_targets())
 def test_notebook_in_jupyterlab(browser: Any, lab_server: JupyterServer, notebook: Path) -> None:
-    """Run All in JupyterLab, then drive every main slider and stepper like a learner."""
+    """Run All in JupyterLab, then drive every main control and stepper like a learner."""
     shots = output_dir(f"lab-{notebook.stem}")
     expectation = expectation_for(notebook)
     state_before = saved_state(notebook)
@@ -239,8 +233,8 @@ def test_notebook_in_jupyterlab(browser: Any, lab_server: JupyterServer, noteboo
         if expectation.stepper:  # first, while the stepper is at its first sample
             with nb.timed("stepper"):
                 failures += check_steppers(nb, shots)
-        with nb.timed("main sliders"):
-            failures += check_main_sliders(nb, shots)
+        with nb.timed("main controls"):
+            failures += check_main_controls(nb, shots)
         nb.screenshot(shots / "99_after_interactions.png")
         nb.save_console(shots / "console.log")
         nb.save_timings(shots / "timings.txt")
@@ -254,28 +248,28 @@ def test_notebook_in_jupyterlab(browser: Any, lab_server: JupyterServer, noteboo
 
 
 def notebook7_target() -> Path:
-    """The first course notebook with a main slider in its expectations (else the fixture)."""
+    """The first course notebook with a main control in its expectations (else the fixture)."""
     for path in notebook_paths():
-        if expectation_for(path).main_sliders:
+        if expectation_for(path).controls:
             return path
     return FIXTURE_NOTEBOOK
 
 
 @pytest.mark.timeout(RUN_ALL_TIMEOUT_S + OPEN_TIMEOUT_S + 60)
 def test_smoke_in_notebook7(browser: Any, notebook7_server: JupyterServer) -> None:
-    """Notebook 7: open, Run All from the menu, no errors, one main slider moves a figure."""
+    """Notebook 7: open, Run All from the menu, no errors, one main control moves a figure."""
     notebook = notebook7_target()
     shots = output_dir(f"nb7-{notebook.stem}")
     nb = open_and_run_all(browser, notebook7_server, notebook, shots)
     try:
-        sliders = nb.page.locator(".ppo-main-slider")
-        assert sliders.count() > 0, f"{notebook.name}: no ppo-main-slider in Notebook 7"
-        slider = sliders.first
+        controls = nb.main_controls()
+        assert controls.count() > 0, f"{notebook.name}: no {MAIN_CONTROL} in Notebook 7"
+        control = controls.first
         # Notebook 7 handles keydown in the capture phase, so its command-mode shortcut for
         # ArrowRight (collapse/expand headings) swallows the key before the slider sees it;
         # End and Home reach the slider. Use whichever key a learner could use.
-        failures = nb.move_slider_changes_figure(
-            slider, shots, slider_name(slider, 0), arrows_only=False
+        failures = nb.move_control_changes_figure(
+            control, shots, control_name(control, 0), arrows_only=False
         )
         failures += nb.problems()
         nb.screenshot(shots / "99_after_slider.png")

@@ -1,11 +1,12 @@
 """The static export (``python -m ppo_viz.export build/site``) for course sites.
 
-Fast tests (no kernel) check how live outputs become static ones, and that
-nbconvert's HTML exporter shows an app's fallback, not its widget, when no
-widget state is saved.  The notebook-marked tests run the export on the
-fixture notebook and the command line; the browser-marked tests export every
-notebook in ``notebooks/`` and open each page from disk in Chromium, asserting
-that every figure cell shows a loaded image and no cell shows a widget repr.
+Fast tests (no kernel) check how live outputs become static ones, on the
+bundles the apps really display, and that nbconvert's HTML exporter shows an
+app's fallback, not its widget, when no widget state is saved.  The
+notebook-marked tests run the export on the fixture notebook and the command
+line; the browser-marked tests export every notebook in ``notebooks/`` and
+open each page from disk in Chromium, asserting that every figure cell shows a
+loaded image and no cell shows a widget repr.
 """
 
 from __future__ import annotations
@@ -20,48 +21,47 @@ from typing import Any
 import nbformat
 import pytest
 from browser_support import (
-    FIGURE_REPR,
     FIXTURE_NOTEBOOK,
     OUTPUT_DIR,
     PROBLEM_PATTERNS,
-    WIDGET_REPR,
     chromium_context,
     expectation_for,
-    notebook_paths,
     require_browser,
 )
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
+from ppo_viz.app import WIDGET_VIEW_MIME, image_tag
 from ppo_viz.export import (
-    WIDGET_VIEW_MIME,
+    FIGURE_REPR,
+    WIDGET_REPR,
+    WIDGET_STATE_MIME,
     ExportError,
+    execute_notebook,
     export_notebook,
     main,
     make_static,
+    notebook_paths,
     static_outputs,
     write_page,
 )
+from ppo_viz.html import page, tag
+from ppo_viz.style import stylesheet
 
-PNG_1PX = base64.b64encode(
-    bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d4944415478da63f8cfc0f01f0005000201a5f6e5d40000000049454e44ae426082"
-    )
-).decode("ascii")
+PNG_BYTES = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d4944415478da63f8cfc0f01f0005000201a5f6e5d40000000049454e44ae426082"
+)
+PNG_1PX = base64.b64encode(PNG_BYTES).decode("ascii")
 WIDGET_VIEW = {"version_major": 2, "version_minor": 0, "model_id": "abc123"}
+#: An app's HTML fallback: its readouts, then the figure inline (as App.static_fallback).
+APP_HTML = str(page(tag("b", "eps = 0.2"), image_tag(PNG_BYTES, "the figure")))
 
 
 def app_output(**data: Any) -> Any:
-    """An execute_result like ppo_viz.display.App's bundle: widget view plus fallbacks."""
+    """An execute_result like ppo_viz.app.App's bundle: widget view plus fallbacks."""
     bundle = {WIDGET_VIEW_MIME: WIDGET_VIEW, "text/plain": "Interactive figure (open ...)"}
     bundle.update(data)
     return new_output("execute_result", data=bundle, execution_count=1)
-
-
-def one_app_notebook() -> Any:
-    """A notebook whose one cell displayed an app (widget view plus PNG fallback)."""
-    cell = new_code_cell("app", outputs=[app_output(**{"image/png": PNG_1PX})])
-    return new_notebook(cells=[cell])
 
 
 # -- fast: live outputs to static ones ---------------------------------------------------------
@@ -73,11 +73,37 @@ def test_app_bundle_keeps_its_png_and_loses_the_widget_view() -> None:
     assert output["data"]["image/png"] == PNG_1PX
 
 
-def test_html_fallback_without_image_is_shown_next_to_the_png() -> None:
-    outputs = static_outputs(
-        [app_output(**{"image/png": PNG_1PX, "text/html": "<b>eps = 0.2</b>"})], "nb"
-    )
+def test_an_apps_readouts_are_shown_above_its_png_and_the_inline_copy_goes() -> None:
+    outputs = static_outputs([app_output(**{"image/png": PNG_1PX, "text/html": APP_HTML})], "nb")
     assert [sorted(o["data"]) for o in outputs] == [["text/html"], ["image/png", "text/plain"]]
+    html = outputs[0]["data"]["text/html"]
+    assert "<b>eps = 0.2</b>" in html
+    assert "<img" not in html  # the figure is shown once, from the PNG file
+    assert "<style>" not in html  # the page carries the stylesheet once, in its head
+    assert outputs[1]["data"]["image/png"] == PNG_1PX
+
+
+def test_a_widget_without_fallback_shows_what_its_output_widget_holds() -> None:
+    """``ipywidgets.interact``: a VBox of sliders and an Output holding the figure."""
+    figure = new_output("display_data", data={"image/png": PNG_1PX, "text/plain": "<Figure>"})
+    state = {
+        "abc123": {
+            "model_name": "VBoxModel",
+            "state": {"children": ["IPY_MODEL_s", "IPY_MODEL_o"]},
+        },
+        "s": {"model_name": "FloatSliderModel", "state": {"value": 0.2}},
+        "o": {"model_name": "OutputModel", "state": {"outputs": [figure]}},
+    }
+    interact = new_output(
+        "display_data",
+        data={WIDGET_VIEW_MIME: WIDGET_VIEW, "text/plain": "interactive(children=(FloatSlider("},
+    )
+    (output,) = static_outputs([interact], "nb", state)
+    assert output["data"]["image/png"] == PNG_1PX
+    notebook = new_notebook(cells=[new_code_cell("interact(f)", outputs=[interact])])
+    notebook.metadata["widgets"] = {WIDGET_STATE_MIME: {"state": state}}
+    (cell,) = make_static(notebook, "nb").cells
+    assert cell.outputs[0]["data"]["image/png"] == PNG_1PX
 
 
 def test_a_bare_widget_is_refused_with_a_useful_message() -> None:
@@ -122,11 +148,12 @@ def test_nbconvert_shows_the_fallback_when_no_widget_state_is_saved() -> None:
     assert "Interactive figure" not in page  # the text fallback is not what is shown
 
 
-def test_static_copy_has_no_widget_state(tmp_path: Path) -> None:
+def test_static_page_has_no_widget_state_and_the_stylesheet_once(tmp_path: Path) -> None:
+    bundle = {"image/png": PNG_1PX, "text/html": APP_HTML}
     notebook = new_notebook(
-        cells=[new_code_cell("app", outputs=[app_output(**{"image/png": PNG_1PX})])]
+        cells=[new_code_cell("app", outputs=[app_output(**bundle)]) for _ in range(2)]
     )
-    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    notebook.metadata["widgets"] = {WIDGET_STATE_MIME: {"state": {}}}
     static = make_static(notebook, "nb")
     assert "widgets" not in static.metadata
     assert "widgets" in notebook.metadata  # the executed notebook itself is left alone
@@ -134,16 +161,20 @@ def test_static_copy_has_no_widget_state(tmp_path: Path) -> None:
     page = (tmp_path / html_name).read_text()
     assert "widget-state" not in page
     assert "abc123" not in page
+    assert page.count(stylesheet()) == 1
+    assert PNG_1PX not in page  # each figure is linked as a file, not inlined
     assert figures == [
         {
-            "index": 0,
-            "id": static.cells[0].id,
-            "files": ["page_files/page_0_0.png"],
+            "index": index,
+            "id": static.cells[index].id,
+            "files": [f"page_files/page_{index}_1.png"],
             "alt": "Interactive figure (open ...)",
         }
+        for index in range(2)
     ]
-    assert (tmp_path / "page_files" / "page_0_0.png").read_bytes().startswith(b"\x89PNG")
-    assert 'src="page_files/page_0_0.png"' in page
+    for figure in figures:
+        assert (tmp_path / figure["files"][0]).read_bytes() == PNG_BYTES
+        assert f'src="{figure["files"][0]}"' in page
 
 
 # -- with a kernel: the fixture notebook and the command line ----------------------------------
@@ -166,10 +197,22 @@ def test_command_line_exports_a_folder_of_notebooks(tmp_path: Path) -> None:
     assert page["warnings"] == []
     (figure,) = page["figure_cells"]
     assert (out / figure["files"][0]).read_bytes().startswith(b"\x89PNG")
-    assert 'href="01_smoke.html"' in (out / "index.html").read_text()
+    index = (out / "index.html").read_text()
+    assert 'href="01_smoke.html"' in index
+    assert stylesheet() in index
     html = (out / "01_smoke.html").read_text()
     assert f'src="{figure["files"][0]}"' in html
     assert WIDGET_VIEW_MIME not in html
+    assert "sample 0" in html  # the app's readout, above its figure
+
+
+@pytest.mark.notebook
+def test_a_kernel_draws_inline_whatever_backend_this_process_has(monkeypatch: Any) -> None:
+    """``MPLBACKEND=Agg`` here (as some tools set) must not blank ``plt.show()`` there."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    cell = new_code_cell("import matplotlib.pyplot as plt\nplt.plot([0, 1])\nplt.show()")
+    (cell,) = execute_notebook(new_notebook(cells=[cell])).cells
+    assert any("image/png" in output.get("data", {}) for output in cell.outputs)
 
 
 @pytest.mark.notebook

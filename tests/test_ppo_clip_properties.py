@@ -1,13 +1,9 @@
-"""Property tests: ppo_clip against a plain-Python reference written from the contract.
+"""Property tests: ppo_clip against the project's plain-Python reference of the contract.
 
-The reference below uses the ``math`` module only (no numpy) and follows the contract in
-../shared/SPEC.md sentence by sentence:
-
-* ratio ``r = exp(logp_new - logp_old)`` (``inf`` once it overflows);
-* loss ``L = -(1/N) * sum_t min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t)``, where a
-  sample with ``A == 0`` contributes exactly 0;
-* clipped when ``A > 0 and r > 1 + eps`` or ``A < 0 and r < 1 - eps`` (strict);
-* gradient 0 for a clipped sample (and for ``A == 0``), ``-r * A / N`` otherwise.
+The reference is :mod:`benchmarks.reference`: the ``math`` module only (no numpy), written
+from the contract in ../shared/SPEC.md sentence by sentence (ratio, clipped ratio, the two
+candidate terms, the kept term, whether the sample is clipped, its gradient), plus an
+exactly rounded sum for the loss.
 
 numpy's ``exp`` and ``math.exp`` may differ in the last bit, so each batch is checked twice:
 the module's ratios must be within 2 units in the last place of ``math.exp``, and then every
@@ -26,7 +22,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -35,6 +31,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import ppo_clip
+from benchmarks import reference
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -42,68 +39,18 @@ EXAMPLES = settings(max_examples=500, deadline=None)
 
 LOGP_LOW, LOGP_HIGH = -1000.0, 0.0
 MAX_EXP_ARGUMENT = math.log(sys.float_info.max)  # about 709.78: exp overflows above it
+#: The per-sample quantities the breakdown and the reference share (the ratio is an input).
+PER_SAMPLE = reference.Sample._fields[1:]
+#: An exact power of two: the advantages are scaled by it when a product r*A overflows.
+SCALE = 2.0**-16
 
 
-# --------------------------------------------------------------------------
-# The reference (plain Python, math module only)
-# --------------------------------------------------------------------------
-
-
-def reference_ratio(logp_new: float, logp_old: float) -> float:
-    """``exp(logp_new - logp_old)``, ``inf`` when it overflows."""
-    try:
-        return math.exp(logp_new - logp_old)
-    except OverflowError:
-        return math.inf
-
-
-def reference_sample(ratio: float, advantage: float, eps: float, n: int) -> tuple:
-    """One sample of a batch of n: the fields of :class:`Reference`, in that order."""
-    lower, upper = 1.0 - eps, 1.0 + eps
-    clipped_ratio = min(max(ratio, lower), upper)
-    if advantage == 0:
-        unclipped_term = clipped_term = 0.0  # never inf * 0
-    else:
-        unclipped_term = ratio * advantage
-        clipped_term = clipped_ratio * advantage
-    objective_term = min(unclipped_term, clipped_term)
-    is_clipped = (advantage > 0 and ratio > upper) or (advantage < 0 and ratio < lower)
-    grad = 0.0 if is_clipped or advantage == 0 else -ratio * advantage / n
-    return clipped_ratio, unclipped_term, clipped_term, objective_term, is_clipped, grad
-
-
-class Reference(NamedTuple):
-    """Per-sample quantities of a batch, one list each."""
-
-    clipped_ratio: list[float]
-    unclipped_term: list[float]
-    clipped_term: list[float]
-    objective_term: list[float]
-    is_clipped: list[bool]
-    grad: list[float]
-
-
-OBJECTIVE_TERM = Reference._fields.index("objective_term")
-
-
-def reference_batch(ratios: list[float], advantages: list[float], eps: float, n: int):
-    """:func:`reference_sample` for every sample, as a :class:`Reference` of columns."""
-    rows = [
-        reference_sample(ratio, advantage, eps, n)
-        for ratio, advantage in zip(ratios, advantages, strict=True)
-    ]
-    return Reference(*(list(column) for column in zip(*rows, strict=True)))
-
-
-def reference_loss(terms: list[float]) -> float | None:
-    """``-(1/N) * sum(terms)`` with an exactly rounded sum; None if that sum overflows."""
-    n = len(terms)
-    if -math.inf in terms:
-        return math.inf
-    try:
-        return -(1.0 / n) * math.fsum(terms)
-    except OverflowError:
-        return None
+def per_sample(
+    ratios: Sequence[float], advantages: Sequence[float], eps: float, n: int
+) -> dict[str, list]:
+    """The reference's per-sample quantities for these ratios, one list per quantity."""
+    samples = [reference.sample(r, a, n, eps) for r, a in zip(ratios, advantages, strict=True)]
+    return {name: [getattr(sample, name) for sample in samples] for name in PER_SAMPLE}
 
 
 # --------------------------------------------------------------------------
@@ -168,7 +115,7 @@ def make_advantage(kind: str, uniform: Uniform):
     return uniform(-1e4, 1e4)
 
 
-class Batch(NamedTuple):
+class DrawnBatch(NamedTuple):
     logp_new: list[float]
     logp_old: list[float]
     advantages: list[float]
@@ -234,7 +181,7 @@ def batches(draw, sizes=None, kinds=WIDE_KINDS, low=LOGP_LOW, high=LOGP_HIGH):
             for column, value in zip(columns, sample, strict=True):
                 column[index] = value
     logp_new, logp_old, advantages = columns
-    return Batch(logp_new, logp_old, advantages, eps)
+    return DrawnBatch(logp_new, logp_old, advantages, eps)
 
 
 # --------------------------------------------------------------------------
@@ -251,20 +198,26 @@ def assert_ratio_close_to_math_exp(got: float, expected: float, log_ratio: float
     assert abs(got - expected) <= 2 * math.ulp(expected), (got, expected)
 
 
-def assert_loss_matches(loss: float, own_terms: list[float]) -> None:
-    expected = reference_loss(own_terms)
-    n = len(own_terms)
-    if expected is None:  # the exact sum overflows: +-inf, or the mean if computed scaled
-        assert abs(loss) > sys.float_info.max / n / 2, loss
-        return
-    if math.isinf(expected):
-        assert loss == expected
-        return
-    scale = math.fsum(abs(term) / n for term in own_terms)
-    assert abs(loss - expected) <= 1e-13 * scale, (loss, expected, scale)
+def expected_loss(batch: DrawnBatch, samples: list[reference.Sample]) -> tuple[float, float]:
+    """The reference's loss of ``batch`` from its ``samples``, and what summation order may add.
+
+    Where a product ``r*A`` of a finite ratio overflows float64 although the loss
+    itself may not, the loss is computed again with the advantages scaled by
+    :data:`SCALE` (exact, so the terms only change by that factor) and scaled back;
+    beyond float64's range that gives ``+-inf``.
+    """
+    scale = 1.0
+    loss = reference.loss(samples)
+    if not math.isfinite(loss):
+        scale = SCALE
+        advantages = [advantage * scale for advantage in batch.advantages]
+        samples = reference.batch(batch.logp_new, batch.logp_old, advantages, batch.eps)
+        loss = reference.loss(samples) / scale
+    magnitude = math.fsum(abs(sample.objective_term) / batch.n for sample in samples)
+    return loss, 1e-13 * magnitude / scale
 
 
-def check_batch_against_reference(batch: Batch) -> None:
+def check_batch_against_reference(batch: DrawnBatch) -> None:
     arrays = batch.arrays()
     before = tuple(values.copy() for values in arrays)
     eps, n = batch.eps, batch.n
@@ -282,31 +235,26 @@ def check_batch_against_reference(batch: Batch) -> None:
         np.testing.assert_array_equal(after, original)
 
     ratios = breakdown.ratio.tolist()
-    own_ratios = [
-        reference_ratio(new, old) for new, old in zip(batch.logp_new, batch.logp_old, strict=True)
-    ]
-    for ratio, own, new, old in zip(ratios, own_ratios, *batch[:2], strict=True):
-        if ratio != own:
-            assert_ratio_close_to_math_exp(ratio, own, new - old)
+    own_samples = reference.batch(*batch)  # the reference's own ratios, from math.exp
+    for ratio, own, new, old in zip(ratios, own_samples, *batch[:2], strict=True):
+        if ratio != own.ratio:
+            assert_ratio_close_to_math_exp(ratio, own.ratio, new - old)
 
     # every per-sample quantity, bit for bit, for the module's ratios (NaN never equals)
-    expected = reference_batch(ratios, batch.advantages, eps, n)
-    for name, column in expected._asdict().items():
+    expected = per_sample(ratios, batch.advantages, eps, n)
+    for name, column in expected.items():
         assert getattr(breakdown, name).tolist() == column, name
-    assert grad.tolist() == expected.grad
-    assert fraction == sum(expected.is_clipped) / n
+    assert grad.tolist() == expected["grad"]
+    assert fraction == sum(expected["is_clipped"]) / n
     assert breakdown.clip_fraction == fraction
 
     # the loss, from the reference's own ratios
-    own_terms = [
-        term if own == ratio else reference_sample(own, advantage, eps, n)[OBJECTIVE_TERM]
-        for term, ratio, own, advantage in zip(
-            expected.objective_term, ratios, own_ratios, batch.advantages, strict=True
-        )
-    ]
-    assert_loss_matches(loss, own_terms)
+    expected_value, tolerance = expected_loss(batch, own_samples)
+    if math.isinf(expected_value):
+        assert loss == expected_value
+    else:
+        assert abs(loss - expected_value) <= tolerance, (loss, expected_value, tolerance)
     assert breakdown.loss == loss
-    assert not math.isnan(loss)
 
     event(f"N {'1' if n == 1 else '<= 64' if n <= 64 else '> 64'}")
     if math.isinf(loss):
@@ -317,7 +265,7 @@ def check_batch_against_reference(batch: Batch) -> None:
     )
     if on_edge:
         event("a ratio exactly on the edge it would clip past")
-    if any(expected.is_clipped) and not all(expected.is_clipped):
+    if any(expected["is_clipped"]) and not all(expected["is_clipped"]):
         event("some but not all samples clipped")
 
 
@@ -368,8 +316,8 @@ def boundary_ratios(eps: float) -> list[float]:
 def test_sweep_decides_boundary_ratios_like_the_reference(eps, advantage, more_ratios):
     ratios = boundary_ratios(eps) + more_ratios
     sweep = ppo_clip.ratio_sweep(ratios, advantage, eps)
-    expected = reference_batch(ratios, [advantage] * len(ratios), eps, 1)
-    for name, column in expected._asdict().items():
+    expected = per_sample(ratios, [advantage] * len(ratios), eps, 1)
+    for name, column in expected.items():
         assert getattr(sweep, name).tolist() == column, name
     curve_args = (ratios, advantage, eps)
     assert ppo_clip.gradient_curve(*curve_args).tolist() == sweep.grad.tolist()
@@ -439,7 +387,8 @@ def test_gradient_matches_central_differences_away_from_kinks(batch, picks):
         if ratio > 1e300 or near_a_kink(ratio, eps):
             continue
         difference = central_difference(logp_new, index, (logp_old, advantages), eps)
-        tolerance = 1e-6 * abs(grad[index]) + 1e-9 * scale
+        # and a loss in the subnormal range is a multiple of the smallest float
+        tolerance = 1e-6 * abs(grad[index]) + 1e-9 * scale + 4 * math.ulp(0.0) / STEP
         assert abs(difference - grad[index]) <= tolerance, (index, difference, grad[index])
         checked += 1
     event(f"coordinates checked: {min(checked, 3)}{'+' if checked >= 3 else ''}")
