@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import ipywidgets as widgets
+import traitlets
 
 from ppo_viz.app import App, InputError, control_layout, main_control, slider
 from ppo_viz.epochs.figure import EpochsFigure
@@ -31,10 +33,12 @@ class EpochsExplorer(App):
     """Controls for eps, step size, epochs, batch seed and early stop over :class:`EpochsFigure`.
 
     Every change re-trains the three objectives (cached per settings) and
-    updates the figure and the summary table in place.  A bad batch seed
-    shows a message and keeps the last good run on screen.  The constructor's
+    updates the figure and the summary table in place.  A setting the app
+    cannot use (a batch seed out of range, a NaN set from code) shows a
+    message and keeps the last good run on screen.  The constructor's
     arguments are the controls' starting values; values out of range raise
-    :class:`SettingError`.
+    :class:`SettingError` (a ``ValueError``) naming the argument and its
+    range, rather than being clamped by a slider.
     """
 
     description = "Several epochs of PPO on one batch: three objectives side by side"
@@ -54,7 +58,7 @@ class EpochsExplorer(App):
         self.step_size = slider("step size", step_size, STEP_SIZE_RANGE, 0.05, name="step-size")
         self.epochs = slider("epochs", n_epochs, EPOCHS_RANGE, 1, name="epochs", integer=True)
         self.seed = main_control(
-            widgets.IntText(
+            WholeNumberText(
                 value=seed,
                 description="batch seed",
                 continuous_update=False,  # one redraw on Enter, not one per digit typed
@@ -121,13 +125,44 @@ class EpochsExplorer(App):
                 step_size=self.step_size.value,
                 n_epochs=self.epochs.value,
                 seed=self.seed.value,
-                target_kl=self.target_kl.value if self.early_stop.value else None,
+                target_kl=self._target_kl() if self.early_stop.value else None,
             )
         except SettingError as error:
             raise InputError(
-                f"{error}. The figure still shows the last valid settings. "
-                f"Fix the {error.setting} to apply other changes."
+                f"The {error.setting} {error.problem}. The figure still shows the last valid "
+                f"settings. Fix the {error.setting} to apply other changes."
             ) from error
+
+    def _target_kl(self) -> float:
+        """The target KL slider's value, its ends read as the range's ends.
+
+        A log slider's end is ``10 ** log10(0.2)``, which is 0.20000000000000004.
+        """
+        value = self.target_kl.value
+        return next(
+            (end for end in TARGET_KL_RANGE if math.isclose(value, end, rel_tol=1e-12)), value
+        )
 
     def _enable_target_kl(self, _change: Any = None) -> None:
         self.target_kl.disabled = not self.early_stop.value
+
+
+class _WholeNumber(traitlets.TraitType):
+    """A whole number of any size; anything else is refused at assignment."""
+
+    info_text = "a whole number"
+
+    def validate(self, obj: Any, value: Any) -> int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        self.error(obj, value)
+
+
+class WholeNumberText(widgets.IntText):
+    """An ``IntText`` that refuses, with a ``TraitError`` before anything changes, a non-integer.
+
+    ``IntText`` itself turns 2.5 into 2 and "12" into 12 without a word.  An
+    integer of any size is taken: the app says when it is out of range.
+    """
+
+    value = _WholeNumber(0, help="Int value").tag(sync=True)

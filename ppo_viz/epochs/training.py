@@ -59,16 +59,24 @@ TARGET_KL_RANGE = (0.001, 0.2)
 
 
 class SettingError(InputError):
-    """A setting out of range or not a number; :attr:`setting` names it as the controls do."""
+    """A setting out of range or not a number.
 
-    def __init__(self, setting: str, message: str) -> None:
-        super().__init__(message)
+    ``str(error)`` names the argument (``"step_size must be between 0.05
+    and 4, got -1"``); :attr:`setting` is its name on the controls (``"step
+    size"``) and :attr:`problem` the rest of the sentence, so the app can
+    write the same message in the controls' words.
+    """
+
+    def __init__(self, argument: str, setting: str, problem: str) -> None:
+        super().__init__(f"{argument} {problem}")
+        self.argument = argument
         self.setting = setting
+        self.problem = problem
 
 
-#: Each setting's name in messages, its range, and whether it must be a whole number.
+#: Each setting's name on the controls, its range, and whether it must be a whole number.
 _SETTING_RULES: dict[str, tuple[str, tuple[float, float], bool]] = {
-    "eps": ("eps", EPS_RANGE, False),
+    "eps": ("clip size ε", EPS_RANGE, False),
     "step_size": ("step size", STEP_SIZE_RANGE, False),
     "n_epochs": ("number of epochs", EPOCHS_RANGE, True),
     "seed": ("batch seed", SEED_RANGE, True),
@@ -82,7 +90,7 @@ class Settings:
 
     ``target_kl=None`` trains for all ``n_epochs``; a number stops early once
     the k3 KL estimate exceeds it.  A value out of range or not a number
-    raises :class:`SettingError` with a readable message.
+    raises :class:`SettingError` naming the argument and its range.
     """
 
     eps: float = DEFAULT_EPS
@@ -99,19 +107,30 @@ class Settings:
             object.__setattr__(self, field.name, _checked_setting(field.name, value))
 
 
-def _checked_setting(field: str, value: object) -> float | int:
-    """``value`` as the number setting ``field`` needs; :class:`SettingError` if unusable."""
-    name, (low, high), whole = _SETTING_RULES[field]
+def _checked_setting(argument: str, value: object) -> float | int:
+    """``value`` as the number setting ``argument`` needs; :class:`SettingError` if unusable."""
+    setting, (low, high), whole = _SETTING_RULES[argument]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise SettingError(name, f"{name} must be a number, got {type(value).__name__}")
-    number = float(value)
-    if not math.isfinite(number) or not low <= number <= high:
+        raise SettingError(argument, setting, f"must be a number, got {type(value).__name__}")
+    # A whole number stays an int: compared exactly, however large (float(10**400) overflows).
+    number = int(value) if isinstance(value, (int, np.integer)) else float(value)
+    if not low <= number <= high:  # also refuses NaN and infinities
         raise SettingError(
-            name, f"{name} must be between {exact(low)} and {exact(high)}, got {value!r}"
+            argument,
+            setting,
+            f"must be between {exact(low)} and {exact(high)}, got {_shown(number)}",
         )
     if whole and number != int(number):
-        raise SettingError(name, f"{name} must be a whole number, got {value!r}")
+        raise SettingError(argument, setting, f"must be a whole number, got {_shown(number)}")
     return int(number) if whole else number
+
+
+def _shown(number: int | float) -> str:
+    """``number`` for a message; a whole number of more than 15 digits by its size."""
+    if isinstance(number, int) and abs(number) >= 10**15:
+        power = int(abs(number).bit_length() * math.log10(2))
+        return f"about {'-' if number < 0 else ''}10^{power}"
+    return repr(number)
 
 
 # --------------------------------------------------------------------------

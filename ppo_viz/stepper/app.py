@@ -18,6 +18,8 @@ fields before anything on screen changes; the last good batch stays.
 
 from __future__ import annotations
 
+import numbers
+import reprlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +39,7 @@ from ppo_viz.stepper.cards import (
     sample_view_html,
 )
 from ppo_viz.stepper.entry import (
+    EntryError,
     converted_field,
     field_labels,
     numbers_text,
@@ -68,9 +71,9 @@ class BatchStepper(App):
     slide_name = "ppo_stepper"
 
     def __init__(self, batch: StepperBatch | str | None = None, *, inputs: bool = True) -> None:
-        if not isinstance(batch, StepperBatch):
-            batch = preset_batch(batch or "worked example")
-        self.batch = batch
+        if not isinstance(inputs, bool):
+            raise TypeError(f"inputs must be True or False, got {type(inputs).__name__}")
+        self.batch = batch = _checked_batch(batch)
         self._quiet = False
         self._converted: dict[str, tuple[str, str]] = {}
         self._build_stepping_controls()
@@ -191,7 +194,9 @@ class BatchStepper(App):
         return int(self.slider.value)
 
     def go(self, step: int) -> None:
-        """Show sample ``step`` (clamped to the batch)."""
+        """Show sample ``step`` (clamped to the batch); ``TypeError`` if it is not an integer."""
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+            raise TypeError(f"step must be an integer, got {type(step).__name__}")
         self.slider.value = max(0, min(int(step), self.batch.n - 1))
 
     def readout(self) -> SampleReadout:
@@ -323,23 +328,32 @@ class BatchStepper(App):
         self.eps_field.value = exact(batch.eps)
 
     def _on_mode(self, change: dict[str, Any]) -> None:
-        """Rewrite the first two fields in the other form (undone exactly by switching back)."""
+        """Rewrite the first two fields in the other form (undone exactly by switching back).
+
+        A log-probability with no faithful probability (``e^-1000`` rounds to
+        0) refuses the switch: the fields and the toggle stay as they were.
+        """
         if self._quiet:
             return
         to_log = change["new"] == MODES[1]
+        fields = {"new": self.new_field, "old": self.old_field}
+        try:
+            converted = {key: self._converted_text(key, to_log) for key in fields}
+        except EntryError as error:
+            with self._quietly():
+                self.mode.value = change["old"]
+            self.entry_message.value = message(
+                f"{error} The first two fields stay in log-probabilities.", "error"
+            )
+            return
         self._relabel()
         left_as_typed = []
-        for key, text_field in (("new", self.new_field), ("old", self.old_field)):
-            previous = self._converted.get(key)
-            if previous is not None and previous[0] == text_field.value:
-                converted: str | None = previous[1]
-            else:
-                converted = converted_field(text_field.value, to_log)
-            if converted is None:
+        for key, text_field in fields.items():
+            if converted[key] is None:
                 left_as_typed.append(text_field.description)
             else:
-                self._converted[key] = (converted, text_field.value)
-                text_field.value = converted
+                self._converted[key] = (converted[key], text_field.value)
+                text_field.value = converted[key]
         note = ""
         if left_as_typed:
             verb = "was" if len(left_as_typed) == 1 else "were"
@@ -354,8 +368,33 @@ class BatchStepper(App):
             "info",
         )
 
+    def _converted_text(self, key: str, to_log: bool) -> str | None:
+        """Field ``key`` in the other form: what it held before the last switch, if unedited."""
+        text_field = self.new_field if key == "new" else self.old_field
+        previous = self._converted.get(key)
+        if previous is not None and previous[0] == text_field.value:
+            return previous[1]
+        return converted_field(text_field.value, to_log, text_field.description)
+
     def _relabel(self) -> None:
         self.new_field.description, self.old_field.description = field_labels(self.log_mode)
+
+
+def _checked_batch(batch: object) -> StepperBatch:
+    """The constructor's ``batch``: a batch, a preset's name, or None for the worked example."""
+    if batch is None:
+        return preset_batch("worked example")
+    if isinstance(batch, StepperBatch):
+        return batch
+    if not isinstance(batch, str):
+        raise TypeError(
+            f"batch must be a StepperBatch, a preset's name or None, got {type(batch).__name__}"
+        )
+    if batch not in PRESETS:
+        raise ValueError(
+            f"batch must be one of the presets {list(PRESETS)}, got {reprlib.repr(batch)}"
+        )
+    return preset_batch(batch)
 
 
 def _text_field(description: str, width: str = "640px") -> widgets.Text:

@@ -9,6 +9,7 @@ stepper shows is read from it.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -98,6 +99,17 @@ class StepperBatch:
     def arguments(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
         """``(logp_new, logp_old, advantages, eps)``, the contract functions' arguments."""
         return self.logp_new, self.logp_old, self.advantages, self.eps
+
+
+def checked_step(batch: StepperBatch, step: int) -> int:
+    """``step`` if it is a sample of ``batch``; else a ``TypeError``/``ValueError`` naming it."""
+    if not isinstance(batch, StepperBatch):
+        raise TypeError(f"batch must be a StepperBatch, got {type(batch).__name__}")
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        raise TypeError(f"step must be an integer, got {type(step).__name__}")
+    if not 0 <= step < batch.n:
+        raise ValueError(f"step must be between 0 and {batch.n - 1}, got {step}")
+    return int(step)
 
 
 def _probabilities(name: str, values: ArrayLike) -> FloatArray:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from ppo_viz.app import InputError
-from ppo_viz.numbers import exact
+from ppo_viz.numbers import exact, rounded
 from ppo_viz.stepper.batch import LOGP_MIN, MAX_ABS_ADVANTAGE, MAX_SAMPLES, StepperBatch
 
 __all__ = [
@@ -36,16 +38,21 @@ class EntryError(InputError):
 
 
 _SEPARATORS = re.compile(r"[,;\s]+")
+T = TypeVar("T")
 
 
 def parse_numbers(text: str, label: str, *, empty: str | None = None) -> list[float]:
     """The numbers in ``text``, separated by commas, semicolons or spaces.
 
     Accepts surrounding brackets and the Unicode minus sign.  Raises
-    :class:`EntryError` naming ``label`` (and the sample) for an empty field
-    (``empty`` replaces the advice after "is empty: "), something that is
-    not a number, or NaN/infinity.
+    ``TypeError`` when ``text`` is not a ``str``, and :class:`EntryError`
+    naming ``label`` (and the sample) for an empty field (``empty`` replaces
+    the advice after "is empty: "), or for the first entry that is not a
+    number or is NaN/infinity, with how many more there are.  A long entry
+    is shortened in the message.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__} (reading {label})")
     cleaned = text.strip().replace("\u2212", "-")
     if cleaned[:1] in ("[", "(") and cleaned[-1:] in ("]", ")"):
         cleaned = cleaned[1:-1]
@@ -55,22 +62,29 @@ def parse_numbers(text: str, label: str, *, empty: str | None = None) -> list[fl
             "type one number per sample, separated by commas (for example 0.7, 0.55, 0.3)."
         )
         raise EntryError(f"{label} is empty: {advice}")
-    return [_number(token, f"{label}, sample {index}") for index, token in enumerate(tokens)]
+    _check_each(tokens, label, _token_problem, shown=_quoted)
+    return [float(token) for token in tokens]
 
 
-def _number(token: str, where: str) -> float:
+#: Entries longer than this are shortened in messages (a message stays a line or two).
+_LONGEST_QUOTED = 24
+
+
+def _quoted(token: str) -> str:
+    """``token`` in quotes; a long one cut to its start, with its length."""
+    if len(token) <= _LONGEST_QUOTED:
+        return f"“{token}”"
+    return f"“{token[:20]}…” ({len(token)} characters)"
+
+
+def _token_problem(token: str) -> str | None:
     try:
         number = float(token)
     except ValueError:
-        raise EntryError(
-            f"{where}: “{token}” is not a number (use digits and a decimal point, "
-            "for example 0.45 or -1)."
-        ) from None
+        return "is not a number (use digits and a decimal point, for example 0.45 or -1)."
     if not math.isfinite(number):
-        raise EntryError(
-            f"{where}: “{token}” is not a finite number; every entry must be an ordinary number."
-        )
-    return number
+        return "is not a finite number; every entry must be an ordinary number."
+    return None
 
 
 def _probability_problem(p: float) -> str | None:
@@ -105,12 +119,27 @@ def _advantage_problem(advantage: float) -> str | None:
     return None
 
 
-def _check_each(values: Iterable[float], label: str, problem: Callable[[float], str | None]):
-    """Raise :class:`EntryError` for the first value ``problem`` has something to say about."""
-    for index, value in enumerate(values):
-        said = problem(value)
-        if said is not None:
-            raise EntryError(f"{label}, sample {index}: {exact(value)} {said}")
+def _check_each(
+    values: Sequence[T],
+    label: str,
+    problem: Callable[[T], str | None],
+    shown: Callable[[T], str] = exact,
+) -> None:
+    """Raise :class:`EntryError` for the first value ``problem`` has something to say about.
+
+    The message names ``label`` and the sample, shows the value by ``shown``
+    and says how many more values have a problem, without listing them.
+    """
+    found = [index for index, value in enumerate(values) if problem(value) is not None]
+    if not found:
+        return
+    first = found[0]
+    text = f"{label}, sample {first}: {shown(values[first])} {problem(values[first])}"
+    if len(found) > 1:
+        more = len(found) - 1
+        text += f" {more} more {'entry' if more == 1 else 'entries'} of {label} "
+        text += f"{'has' if more == 1 else 'have'} a problem too."
+    raise EntryError(text)
 
 
 def parse_eps(text: str) -> float:
@@ -138,8 +167,14 @@ def parse_batch(
     in log mode log-probabilities in [-1000, 0].  Advantages are at most
     1e6 in magnitude, so the figure can draw them.  The three lists must
     have the same length, from 1 to 4096; ``eps`` is one number in [0, 1].
-    Every problem found is reported, one per line.
+    Every problem found is reported, one per line; a text that is not a
+    ``str`` raises ``TypeError`` naming its argument.
     """
+    texts = {"new_text": new_text, "old_text": old_text}
+    texts |= {"advantages_text": advantages_text, "eps_text": eps_text}
+    for name, text in texts.items():
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str (a field's text), got {type(text).__name__}")
     new_label, old_label = field_labels(log_mode)
     probability = _log_probability_problem if log_mode else _probability_problem
     problems: list[str] = []
@@ -187,21 +222,46 @@ def numbers_text(values: Iterable[float]) -> str:
     return ", ".join(exact(v) for v in values)
 
 
-def converted_field(text: str, to_log: bool) -> str | None:
+def converted_field(text: str, to_log: bool, label: str = "field") -> str | None:
     """A probability field rewritten as log-probabilities (``to_log``) or back.
 
     None when ``text`` cannot be read, or holds values that are not
     probabilities (``to_log``) or not log-probabilities: the field is then
-    left as typed.
+    left as typed.  Probabilities always have faithful logs.  The other way,
+    below about ``e^-708`` float64 holds a probability with fewer digits, and
+    below about ``e^-745`` not at all: when a probability would read back as
+    another log-probability (``e^-1000`` rounds to 0), :class:`EntryError`
+    names ``label``, the sample and what would be lost.
     """
     try:
-        values = np.array(parse_numbers(text, "field"))
+        values = parse_numbers(text, label)
     except EntryError:
         return None
+    array = np.array(values)
     if to_log:
-        if ((values <= 0) | (values > 1)).any():
+        if ((array <= 0) | (array > 1)).any():
             return None
-        return numbers_text(np.log(values))
-    if (values > 0).any():
+        return numbers_text(np.log(array))
+    if (array > 0).any():
         return None
-    return numbers_text(np.exp(values))
+    _check_each(values, label, _probability_loss)
+    return numbers_text(np.exp(array))
+
+
+def _probability_loss(logp: float) -> str | None:
+    """What writing ``e^logp`` as a float64 probability would lose, or None.
+
+    A normal float64 holds ``e^logp`` to full precision (its log may read
+    back one rounding away, like any float computation); a subnormal one
+    (below about ``e^-708``) keeps fewer digits, so its log must read back
+    exactly.
+    """
+    probability = math.exp(logp)
+    if probability == 0.0:
+        return f"is e^{exact(logp)}, which float64 cannot hold as a probability (it rounds to 0)."
+    if probability < sys.float_info.min and math.log(probability) != logp:
+        return (
+            f"is e^{exact(logp)} ≈ {rounded(probability, 2)}, too small for float64 to hold "
+            f"in full (its log would read back as {exact(math.log(probability))})."
+        )
+    return None

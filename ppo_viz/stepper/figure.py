@@ -33,7 +33,7 @@ from ppo_viz.panels import (
     legend_entries,
     update_objective_panel,
 )
-from ppo_viz.stepper.batch import MAX_ABS_ADVANTAGE, StepperBatch
+from ppo_viz.stepper.batch import MAX_ABS_ADVANTAGE, StepperBatch, checked_step
 from ppo_viz.stepper.entry import EntryError
 from ppo_viz.style import COLORS, PALETTE, SCREEN_SIZE, SLIDE_SIZE, figure_style
 
@@ -198,8 +198,7 @@ class StepperFigure:
         Raises :class:`EntryError` for a batch that cannot be drawn, before
         any artist moves.
         """
-        if not 0 <= step < batch.n:
-            raise ValueError(f"step must be between 0 and {batch.n - 1}, got {step!r}")
+        step = checked_step(batch, step)
         if batch is not self.batch:
             limits = figure_limits(batch)
             self._set_batch(batch, limits)

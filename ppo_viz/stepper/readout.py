@@ -24,7 +24,7 @@ import numpy as np
 import ppo_clip
 from ppo_viz.html import Markup, page, table, tag
 from ppo_viz.numbers import exact, exact_or_approx, listing, vector
-from ppo_viz.stepper.batch import FloatArray, StepperBatch
+from ppo_viz.stepper.batch import FloatArray, StepperBatch, checked_step
 
 __all__ = [
     "ModuleCheck",
@@ -83,7 +83,8 @@ class SampleReadout:
 
 def sample_readout(batch: StepperBatch, step: int) -> SampleReadout:
     """The readout of sample ``step``: every value read from the batch's breakdown."""
-    b, t, n = batch.breakdown, step, batch.n
+    t = checked_step(batch, step)
+    b, n = batch.breakdown, batch.n
     advantage = float(b.advantages[t])
     kept = _kept_candidate(b, t)
     new_note = old_note = "typed as a log-probability"
@@ -228,8 +229,8 @@ class RunningTotals:
 
 def running_totals(batch: StepperBatch, step: int) -> RunningTotals:
     """Loss, clipped samples and gradient entries after samples ``0..step``."""
+    seen = checked_step(batch, step) + 1
     b = batch.breakdown
-    seen = step + 1
     return RunningTotals(
         step=step,
         n=batch.n,
@@ -288,8 +289,12 @@ def compare_with_module(
     """
     if batch is None:
         batch = ppo_clip.worked_example()
-    if not isinstance(batch, StepperBatch):
+    if isinstance(batch, ppo_clip.WorkedExample):
         batch = StepperBatch(*batch)
+    if not isinstance(batch, StepperBatch):
+        raise TypeError(
+            f"batch must be a StepperBatch, a WorkedExample or None, got {type(batch).__name__}"
+        )
     totals = running_totals(batch, batch.n - 1)
     args = batch.arguments()
     loss = ppo_clip.ppo_clip_loss(*args)

@@ -1,0 +1,339 @@
+"""Hostile input to the apps of notebooks 2 and 3: readable messages, nothing lost, no NaN.
+
+Headless: each test sets widget values or clicks buttons the way a reader (or
+code in a notebook cell) would, then checks what the reader sees: the
+message, the fields, the toggle, the figure and the batch or run on screen.
+
+* The stepper's toggle from log-probabilities to probabilities refuses a
+  log-probability whose probability float64 cannot hold faithfully, and the
+  batch still loads afterwards; the other way is always faithful.
+* A message about an entry stays short, whatever was typed.
+* The epochs explorer shows a message for a setting it cannot use, set from
+  code, and keeps its last good run; its constructor refuses values out of
+  range instead of letting a slider clamp them.
+* The stepper's constructor and public functions name a bad argument.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import sys
+
+import numpy as np
+import pytest
+import traitlets
+from test_epochs import assert_figure_shows
+
+from ppo_viz.epochs import EpochsExplorer, SettingError, Settings
+from ppo_viz.numbers import exact
+from ppo_viz.stepper import (
+    BatchStepper,
+    EntryError,
+    compare_with_module,
+    parse_batch,
+    preset_batch,
+    running_totals,
+    sample_readout,
+)
+from ppo_viz.stepper.entry import parse_numbers
+
+WORKED = preset_batch("worked example")
+#: Far longer than any message about an entry needs to be.
+SHORT_MESSAGE = 600
+
+
+def plain(html_text: str) -> str:
+    """HTML as read on screen: no tags, no entities, one space between words."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", html_text)).split())
+
+
+# --------------------------------------------------------------------------
+# The stepper's toggle between log-probabilities and probabilities
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stepper() -> BatchStepper:
+    return BatchStepper()
+
+
+def in_log_mode(stepper: BatchStepper, new: str, old: str) -> None:
+    """Switch the toggle to log-probabilities and type ``new`` and ``old``."""
+    stepper.mode.value = "log-probabilities"
+    stepper.new_field.value, stepper.old_field.value = new, old
+
+
+@pytest.mark.parametrize(
+    ("field", "logp", "why"),
+    [
+        ("new", -1000.0, "is e^-1000, which float64 cannot hold as a probability (it rounds to 0)"),
+        ("old", -745.2, "is e^-745.2, which float64 cannot hold as a probability (it rounds to 0)"),
+        (
+            "new",
+            -744.0,
+            "is e^-744 ≈ 9.9e-324, too small for float64 to hold in full "
+            f"(its log would read back as {exact(math.log(math.exp(-744.0)))})",
+        ),
+        ("old", -715.0, "too small for float64 to hold in full (its log would read back as -714.9"),
+    ],
+)
+def test_a_log_probability_without_a_faithful_probability_keeps_the_toggle_on_logs(
+    stepper, field, logp, why
+):
+    typed = {"new": "-0.3, -0.5, -0.2, -0.1", "old": "-0.2, -0.4, -0.9, -0.1"}
+    typed[field] = f"-0.3, -0.5, -0.2, {exact(logp)}"
+    in_log_mode(stepper, typed["new"], typed["old"])
+    stepper.mode.value = "probabilities"
+    label = f"log π_{field}"
+    assert stepper.mode.value == "log-probabilities"
+    assert (stepper.new_field.description, stepper.old_field.description) == (
+        "log π_new",
+        "log π_old",
+    )
+    assert (stepper.new_field.value, stepper.old_field.value) == (typed["new"], typed["old"])
+    shown = plain(stepper.entry_message.value)
+    assert shown.startswith(f"{label}, sample 3: {exact(logp)} ")
+    assert why in shown
+    assert shown.endswith("The first two fields stay in log-probabilities.")
+    assert "ppo-message-error" in stepper.entry_message.value
+    # Nothing was lost: the batch loads exactly as typed.
+    assert stepper.load()
+    loaded = {"new": stepper.batch.logp_new, "old": stepper.batch.logp_old}
+    assert loaded[field][3] == logp
+    assert stepper.batch.n == 4
+    assert "nan" not in plain(stepper.sample_view.value).lower()
+
+
+def test_log_probabilities_whose_probabilities_read_back_still_switch(stepper):
+    """e^-708.39 is a normal float64; e^-710 is not, but its log still reads back as -710."""
+    assert math.exp(-708.39) >= sys.float_info.min > math.exp(-710.0)
+    in_log_mode(stepper, "-0.3, -708.39, -710", "-0.5, -0.5, -0.5")
+    stepper.mode.value = "probabilities"
+    assert stepper.mode.value == "probabilities"
+    assert stepper.new_field.value == ", ".join(exact(math.exp(v)) for v in (-0.3, -708.39, -710))
+    assert "now hold probabilities" in plain(stepper.entry_message.value)
+    stepper.advantages_field.value = "1, -1, 1"
+    assert stepper.load()
+    assert stepper.batch.logp_new[2] == -710.0
+    np.testing.assert_allclose(stepper.batch.logp_new, [-0.3, -708.39, -710], rtol=1e-15)
+
+
+def test_probabilities_to_log_probabilities_is_faithful_down_to_the_smallest_float(stepper):
+    probabilities = [5e-324, 1e-310, 1e-300, 0.5, 1.0]
+    typed = ", ".join(exact(p) for p in probabilities)
+    stepper.new_field.value = typed
+    stepper.old_field.value = "0.5, 0.5, 0.5, 0.5, 0.5"
+    stepper.advantages_field.value = "1, -1, 1, -1, 0"
+    assert stepper.load()
+    as_probabilities = stepper.batch
+    stepper.mode.value = "log-probabilities"
+    assert stepper.mode.value == "log-probabilities"
+    assert stepper.new_field.value == ", ".join(exact(v) for v in np.log(probabilities))
+    assert stepper.load()
+    np.testing.assert_array_equal(stepper.batch.logp_new, as_probabilities.logp_new)
+    np.testing.assert_array_equal(stepper.batch.logp_old, as_probabilities.logp_old)
+    # Back to probabilities: the fields were not edited, so they read as typed.
+    stepper.mode.value = "probabilities"
+    assert stepper.new_field.value == typed
+
+
+# --------------------------------------------------------------------------
+# The stepper's messages stay short
+# --------------------------------------------------------------------------
+
+
+def walked_batch(stepper: BatchStepper) -> tuple:
+    """What a reader sees of the batch being walked."""
+    return stepper.batch, stepper.step, stepper.view.png, stepper.sample_view.value
+
+
+@pytest.mark.parametrize(
+    ("field", "token", "quoted", "problem"),
+    [
+        ("new", "1" * 5000, "“11111111111111111111…” (5000 characters)", "is not a finite number"),
+        (
+            "old",
+            "0." + "5" * 4997 + "x",
+            "“0.555555555555555555…” (5000 characters)",
+            "not a number",
+        ),
+        ("advantages", "9" * 5000, "“99999999999999999999…” (5000 characters)", "not a finite"),
+        ("eps", "-" + "2" * 4999, "“-2222222222222222222…” (5000 characters)", "not a finite"),
+    ],
+)
+def test_a_5000_character_entry_is_shortened_in_the_message(stepper, field, token, quoted, problem):
+    stepper.go(2)
+    before = walked_batch(stepper)
+    if field == "eps":
+        stepper.eps_field.value = token
+    else:
+        text_field = getattr(stepper, f"{field}_field")
+        text_field.value = f"0.5, {token}, 0.5, 0.5"
+    assert not stepper.load()
+    shown = plain(stepper.entry_message.value)
+    assert quoted in shown
+    assert problem in shown
+    assert token[:30] not in shown
+    assert len(stepper.entry_message.value) < SHORT_MESSAGE
+    assert walked_batch(stepper) == before
+
+
+def test_4096_bad_entries_are_counted_not_listed(stepper):
+    bad = [f"x{t}" for t in range(4096)]
+    stepper.new_field.value = ", ".join(bad)
+    stepper.old_field.value = ", ".join(["2"] * 4096)
+    stepper.advantages_field.value = ", ".join(["1e7"] * 4096)
+    stepper.eps_field.value = ", ".join(bad)
+    assert not stepper.load()
+    lines = [plain(line) for line in stepper.entry_message.value.split("</div>") if line]
+    assert lines == [
+        "π_new, sample 0: “x0” is not a number (use digits and a decimal point, for example "
+        "0.45 or -1). 4095 more entries of π_new have a problem too.",
+        "π_old, sample 0: 2 is not a probability in (0, 1]; a probability is at most 1. "
+        "4095 more entries of π_old have a problem too.",
+        "A, sample 0: 10000000 is too large to plot; advantages are usually within ±100, and the "
+        "stepper takes them up to ±1e6 (a million). 4095 more entries of A have a problem too.",
+        "ε, sample 0: “x0” is not a number (use digits and a decimal point, for example 0.45 or "
+        "-1). 4095 more entries of ε have a problem too.",
+        "Still showing the last batch that loaded (worked example, N = 4).",
+    ]
+    assert stepper.batch.name == "worked example"
+
+
+def test_one_more_bad_entry_is_counted_in_the_singular():
+    with pytest.raises(EntryError, match=r"“y” is not a number .* 1 more entry of A has a problem"):
+        parse_batch("0.5, 0.5, 0.5", "0.5, 0.5, 0.5", "1, y, z", "0.2")
+
+
+# --------------------------------------------------------------------------
+# The stepper's arguments
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: BatchStepper(0), TypeError, "batch must be a StepperBatch, a preset's name or"),
+        (lambda: BatchStepper(""), ValueError, "batch must be one of the presets"),
+        (lambda: BatchStepper("x" * 5000), ValueError, r"got 'xxxxxxxxxxxx\.\.\.xxxxxxxxxxxxx'$"),
+        (lambda: BatchStepper(inputs="no"), TypeError, "inputs must be True or False, got str"),
+        (lambda: parse_batch("0.5", b"0.5", "1", "0.2"), TypeError, "old_text must be a str"),
+        (lambda: parse_numbers(None, "A"), TypeError, r"text must be a str, got NoneType \(r"),
+        (lambda: sample_readout(WORKED, -1), ValueError, "^step must be between 0 and 3, got -1$"),
+        (lambda: running_totals(WORKED, 4), ValueError, "^step must be between 0 and 3, got 4$"),
+        (lambda: sample_readout(WORKED, 1.5), TypeError, "^step must be an integer, got float$"),
+        (lambda: running_totals("x", 0), TypeError, "^batch must be a StepperBatch, got str$"),
+        (lambda: compare_with_module([]), TypeError, "^batch must be a StepperBatch, a Worked"),
+    ],
+)
+def test_the_stepper_s_public_functions_name_a_bad_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+@pytest.mark.parametrize("step", [float("nan"), 1.5, "2", None])
+def test_going_to_a_step_that_is_not_an_integer_names_it_and_keeps_the_step(stepper, step):
+    stepper.go(2)
+    with pytest.raises(TypeError, match="step must be an integer"):
+        stepper.go(step)
+    assert stepper.step == 2
+    stepper.go(np.int64(3))
+    assert stepper.step == 3
+
+
+# --------------------------------------------------------------------------
+# The epochs explorer: settings set from code
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def explorer() -> EpochsExplorer:
+    return EpochsExplorer()
+
+
+@pytest.mark.parametrize(
+    ("seed", "said"),
+    [
+        (10**400, "The batch seed must be between 0 and 4294967295, got about 10^400."),
+        (-(10**400), "The batch seed must be between 0 and 4294967295, got about -10^400."),
+        (2**64, "The batch seed must be between 0 and 4294967295, got about 10^19."),
+        (2**32, "The batch seed must be between 0 and 4294967295, got 4294967296."),
+        (-1, "The batch seed must be between 0 and 4294967295, got -1."),
+    ],
+)
+def test_a_seed_the_app_cannot_use_shows_a_short_message_and_keeps_the_run(explorer, seed, said):
+    explorer.seed.value = 10
+    png, settings = explorer.view.png, explorer.settings
+    explorer.seed.value = seed
+    shown = plain(explorer.message.value)
+    assert shown.startswith(said)
+    assert len(explorer.message.value) < SHORT_MESSAGE
+    assert explorer.view.png == png
+    assert explorer.settings == settings == Settings(seed=10)
+    explorer.seed.value = 11
+    assert explorer.message.value == ""
+    assert_figure_shows(explorer, Settings(seed=11))
+
+
+@pytest.mark.parametrize("seed", [2.5, 3.0, float("nan"), "12", "seven", True, None])
+def test_a_seed_that_is_not_a_whole_number_is_refused_before_anything_changes(explorer, seed):
+    png = explorer.view.png
+    with pytest.raises(traitlets.TraitError, match="expected a whole number"):
+        explorer.seed.value = seed
+    assert explorer.seed.value == Settings().seed
+    assert explorer.message.value == ""
+    assert explorer.view.png == png
+    assert_figure_shows(explorer, Settings())
+
+
+@pytest.mark.parametrize(
+    ("control", "said"),
+    [
+        ("eps", "The clip size ε must be between 0 and 0.5, got nan."),
+        ("step_size", "The step size must be between 0.05 and 4, got nan."),
+        ("target_kl", "The target KL must be between 0.001 and 0.2, got nan."),
+    ],
+)
+def test_a_nan_from_code_shows_a_message_until_a_good_value_replaces_it(explorer, control, said):
+    explorer.early_stop.value = True
+    png, settings = explorer.view.png, explorer.settings
+    widget = getattr(explorer, control)
+    good = widget.value
+    widget.value = float("nan")
+    assert plain(explorer.message.value).startswith(said)
+    assert explorer.view.png == png
+    assert explorer.settings == settings
+    explorer.epochs.value = 10  # another control changes: the message stays, nothing redraws
+    assert plain(explorer.message.value).startswith(said)
+    assert explorer.view.png == png
+    widget.value = good
+    assert explorer.message.value == ""
+    assert_figure_shows(explorer, Settings(n_epochs=10, target_kl=explorer.target_kl.value))
+
+
+def test_the_target_kl_slider_s_right_end_is_the_range_s_end(explorer):
+    """The log slider's right end is 10 ** log10(0.2) = 0.20000000000000004, above 0.2."""
+    explorer.early_stop.value = True
+    explorer.target_kl.value = 10**explorer.target_kl.max
+    assert explorer.target_kl.value > 0.2
+    assert explorer.message.value == ""
+    assert_figure_shows(explorer, Settings(target_kl=0.2))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "said"),
+    [
+        ({"eps": 5}, r"^eps must be between 0 and 0\.5, got 5$"),
+        ({"step_size": -1}, r"^step_size must be between 0\.05 and 4, got -1$"),
+        ({"n_epochs": 1000}, r"^n_epochs must be between 1 and 30, got 1000$"),
+        ({"seed": 10**400}, r"^seed must be between 0 and 4294967295, got about 10\^400$"),
+        ({"target_kl": 0.0}, r"^target_kl must be between 0\.001 and 0\.2, got 0\.0$"),
+        ({"eps": float("inf")}, r"^eps must be between 0 and 0\.5, got inf$"),
+    ],
+)
+def test_the_explorer_refuses_a_starting_value_a_slider_would_clamp(kwargs, said):
+    with pytest.raises(SettingError, match=said) as raised:
+        EpochsExplorer(**kwargs)
+    assert isinstance(raised.value, ValueError)
