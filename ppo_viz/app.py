@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import ipywidgets as widgets
+import numpy as np
 from matplotlib.figure import Figure
 
 from ppo_viz.figure_view import FigureView, figure_to_png
@@ -274,3 +275,28 @@ def _each(controls: Iterable[Any]) -> Iterable[widgets.Widget]:
             yield from _each(item)
         else:
             yield item
+
+
+def checked_number(
+    name: str, value: object, bounds: tuple[float, float], *, whole: bool = False
+) -> float:
+    """``value`` if it is a real number within ``bounds``, else an error naming ``name``.
+
+    For an app's constructor: a slider would silently clamp an out-of-range
+    start value instead.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    low, high = bounds
+    if not low <= value <= high:  # also refuses NaN
+        raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+    if whole and value != int(value):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    return value
+
+
+def checked_flag(name: str, value: object) -> bool:
+    """``value`` if it is a bool, else a ``TypeError`` naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
 import ppo_clip
-from ppo_viz.app import App, main_control, slider
+from ppo_viz.app import App, checked_flag, checked_number, main_control, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.panels import (
@@ -155,6 +155,9 @@ class SurrogateExplorer(App):
         *,
         show_worked_example: bool = True,
     ) -> None:
+        checked_number("advantage", advantage, ADVANTAGE_RANGE)
+        checked_number("eps", eps, (0.0, 1.0))
+        checked_flag("show_worked_example", show_worked_example)
         self.eps = slider("ε (clip size)", eps, (0.0, 1.0), 0.01, name="eps")
         self.advantage = slider(
             "|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25, name="advantage"

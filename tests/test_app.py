@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 
 import ipywidgets as widgets
 import numpy as np
@@ -245,3 +246,36 @@ def test_an_artist_that_stops_changing_leaves_the_redraw():
         assert_same_picture(view.png, figure)
     assert parts["title"] not in view.moving
     assert parts["line"] in view.moving
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"advantage": 10.0}, ValueError, "advantage must be between 0.25 and 2, got 10.0"),
+        ({"advantage": -1.0}, ValueError, "advantage must be between 0.25 and 2"),
+        ({"eps": 5}, ValueError, "eps must be between 0 and 1, got 5"),
+        ({"eps": float("nan")}, ValueError, "eps must be between 0 and 1, got nan"),
+        ({"eps": "0.2"}, TypeError, "eps must be a number, got str"),
+        ({"show_worked_example": "no"}, TypeError, "show_worked_example must be True or False"),
+    ],
+)
+def test_an_app_refuses_start_values_its_sliders_would_clamp(arguments, error, message):
+    from ppo_viz.surrogate import SurrogateExplorer
+
+    with pytest.raises(error, match=re.escape(message)):
+        SurrogateExplorer(**arguments)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"seeds": 0}, ValueError, "seeds must be between 1 and 1000, got 0"),
+        ({"seeds": 2.5}, ValueError, "seeds must be a whole number, got 2.5"),
+        ({"settings": "x"}, TypeError, "settings must be BanditLoopSettings, got str"),
+    ],
+)
+def test_the_bandit_loop_app_names_bad_arguments(arguments, error, message):
+    from ppo_viz.why_clip.apps import BanditLoopExplorer
+
+    with pytest.raises(error, match=re.escape(message)):
+        BanditLoopExplorer(**arguments)

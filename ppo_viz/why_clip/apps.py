@@ -13,7 +13,15 @@ from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 
-from ppo_viz.app import App, InputError, control_layout, main_control, slider
+from ppo_viz.app import (
+    App,
+    InputError,
+    checked_flag,
+    checked_number,
+    control_layout,
+    main_control,
+    slider,
+)
 from ppo_viz.why_clip.bandit_loop import (
     BANDIT_METHODS,
     SETTING_RANGES,
@@ -88,8 +96,10 @@ class BanditLoopExplorer(App):
     slide_name = "ppo_why_clip_bandit"
 
     def __init__(self, settings: BanditLoopSettings | None = None, seeds: int = DEFAULT_SEEDS):
-        settings = settings or BanditLoopSettings()
-        self.seed_count = seeds
+        settings = BanditLoopSettings() if settings is None else settings
+        if not isinstance(settings, BanditLoopSettings):
+            raise TypeError(f"settings must be BanditLoopSettings, got {type(settings).__name__}")
+        self.seed_count = int(checked_number("seeds", seeds, (1, 1000), whole=True))
         self.epochs = self._slider("K (epochs per batch)", "epochs", settings.epochs, 1)
         self.step_size = self._slider("step size", "step-size", settings.step_size, 0.05)
         self.batch_size = self._slider("batch size (pulls)", "batch-size", settings.batch_size, 1)
@@ -169,6 +179,7 @@ class CartPoleExplorer(App):
     slide_name = "ppo_why_clip_cartpole"
 
     def __init__(self, bigger_steps: bool = True) -> None:
+        checked_flag("bigger_steps", bigger_steps)
         results = load_results()
         self.stored = {name: stored_cartpole_runs(results, name) for name in CARTPOLE_SETTINGS}
         bigger, cleanrl = CARTPOLE_SETTINGS[BIGGER_STEPS], CARTPOLE_SETTINGS[CLEANRL]
