@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import re
 from pathlib import Path
 
 import nbformat
@@ -29,11 +30,20 @@ from ppo_viz.numerics import (
     TokenRatioExplorer,
     VariantsExplorer,
     boundary_demo,
+    float32_boundary_demo,
+    outside_band_demo,
     overflow_demo,
+    rare_token_demo,
     synthetic_response,
     token_view,
 )
-from ppo_viz.numerics.demos import OVERFLOW_BATCH, floating_point_errors
+from ppo_viz.numerics.clip_effects import RARE_P_OLD, RARE_RUNS, ppo_steps, softmax_log
+from ppo_viz.numerics.demos import (
+    BFLOAT16_SIGNIFICANT_BITS,
+    FLOAT32_SUMMARY,
+    OVERFLOW_BATCH,
+    floating_point_errors,
+)
 from ppo_viz.numerics.response import (
     FLOAT32_EXP_LIMIT,
     FLOAT64_EXP_LIMIT,
@@ -200,24 +210,44 @@ def test_naive_formula_gives_nan_and_ppo_clip_the_right_loss():
     assert "<td>nan</td>" in html
     assert "<td>inf</td>" in html
     assert exact(demo.module_loss) in html
-    # The note says what ppo_clip does: times_advantage zeroes the value where A == 0 first.
+    # The note says what ppo_clip does: times_advantage zeroes the value where A == 0 first,
+    # and the gradient leaves A == 0 out of its product: no NaN either way.
     assert "times_advantage replaces the ratio by 0 wherever A = 0 before multiplying" in html
+    assert "the gradient leaves the A = 0 samples out of its product" in html
     assert ppo_clip.times_advantage(np.array([np.inf]), np.array([0.0])).tolist() == [0.0]
+    inf_and_zero = ppo_clip.loss_gradient(
+        np.array([np.inf, np.inf]), np.array([0.0, 1.0]), np.array([False, True]), 2
+    )
+    assert inf_and_zero.tolist() == [0.0, 0.0]
 
 
 def test_boundary_is_exact_in_float64_and_kept():
     demo = boundary_demo()
-    float64 = demo.cases[0]
+    float64 = demo.case
     assert float64.ratio == 1.2
     assert not float64.is_clipped
     assert float64.grad == -1.2
-    assert demo.rows()[0][1:] == ["1.2", "no", "no", "-1.2"]
+    assert demo.rows() == [["float64 throughout (ppo_clip)", "1.2", "no", "no", "-1.2"]]
     assert demo.inside_slope == pytest.approx(-1.2, abs=1e-6)
     assert demo.outside_slope == 0.0
+    # The main-line table shows no float32 row; the float32 rows start collapsed.
+    assert "float32" not in demo._repr_html_()
+    collapsed = float32_boundary_demo()._repr_html_()
+    assert collapsed.startswith(f'<details><summary class="ppo-strong">{FLOAT32_SUMMARY}')
+    assert float32_boundary_demo().cases[0] == float64
+
+
+def test_bfloat16_note_gives_the_spacing_of_its_numbers_above_1():
+    spacing = 2.0 ** (1 - BFLOAT16_SIGNIFICANT_BITS)
+    note = float32_boundary_demo().notes()[-1]
+    assert f"neighbouring numbers are {exact(spacing)} apart" in note
+    assert f"within ±{rounded(100 * spacing / 2, 2)} %" in note
+    # float32 has 24 significant bits: its step above 1 is 2**-23, which numpy agrees with.
+    assert np.spacing(np.float32(1.0)) == np.float32(2.0**-23)
 
 
 def test_float32_rows_report_the_side_their_own_computation_landed_on():
-    demo = boundary_demo()
+    demo = float32_boundary_demo()
     one, bound = np.float32(1.0), np.float32(0.2)
     computed = {
         1: np.exp(np.log(np.float32(0.6)) - np.log(np.float32(0.5))),
@@ -236,6 +266,61 @@ def test_float32_rows_report_the_side_their_own_computation_landed_on():
     assert rounded_inputs.ratio > 1.2
     assert rounded_inputs.is_clipped
     assert rounded_inputs.grad == 0.0
+
+
+# --------------------------------------------------------------------------
+# Outside the band is not clipped; the upper bound is not a cap
+# --------------------------------------------------------------------------
+
+
+def test_outside_the_band_the_sign_of_a_decides_and_the_gradient_is_scaled_by_r():
+    demo = outside_band_demo()
+    for log_ratio, plus, minus in zip(demo.log_ratios, demo.positive, demo.negative, strict=True):
+        r = math.exp(log_ratio)
+        assert plus.ratio[0] == pytest.approx(r, rel=1e-12)
+        below, above = r < 0.8, r > 1.2
+        # favourable side: clipped, zero gradient; the other side keeps -r*A (N = 1)
+        assert bool(plus.is_clipped[0]) is above
+        assert bool(minus.is_clipped[0]) is below
+        assert plus.grad[0] == (0.0 if above else pytest.approx(-r, rel=1e-12))
+        assert minus.grad[0] == (0.0 if below else pytest.approx(r, rel=1e-12))
+    # what the reader sees: a gradient nearly gone below the band, a huge one above it
+    rows = demo.rows()
+    assert rows[0][2:4] == ["no", rounded(-math.exp(-20.0))]
+    assert rows[-1][4:6] == ["no", rounded(math.exp(20.0))]
+    assert abs(demo.positive[0].grad[0]) < 1e-8 < 1e8 < demo.negative[-1].grad[0]
+
+
+def test_rare_token_steps_follow_the_gradient_of_ppo_clip_loss_on_the_logits():
+    """One small step of ppo_steps moves the logits against a finite-difference gradient."""
+    logp_old = np.log(RARE_P_OLD)
+    tokens, advantages = np.array([0, 1]), np.array([1.0, -1.0])
+
+    def loss(logits: np.ndarray) -> float:
+        return ppo_clip.ppo_clip_loss(softmax_log(logits)[tokens], logp_old[tokens], advantages)
+
+    h, step = 1e-6, 1e-3
+    numeric = np.array(
+        [(loss(logp_old + h * e) - loss(logp_old - h * e)) / (2 * h) for e in np.eye(3)]
+    )
+    stepped = ppo_steps(RARE_P_OLD, ((0, 1.0), (1, -1.0)), step, 1)
+    np.testing.assert_allclose(stepped, np.exp(softmax_log(logp_old - step * numeric)), rtol=1e-8)
+
+
+def test_the_upper_bound_stops_the_push_but_does_not_cap_the_probability():
+    demo = rare_token_demo()
+    alone_small, alone_large, shared = demo.runs
+    assert demo.edge == pytest.approx(1.2 * RARE_P_OLD[0])
+    assert [run.description for run in demo.runs] == [run[0] for run in RARE_RUNS]
+    # every run ends with the rare token's own sample clipped (its push is gone) ...
+    assert all(run.clipped for run in demo.runs)
+    # ... alone with small steps it stops within one step of the edge ...
+    assert demo.edge < alone_small.rare_probability < demo.edge * math.exp(alone_small.step)
+    # ... but a large step, or another sample of the same context, carries it well past
+    assert alone_large.rare_probability > 1.5 * demo.edge
+    assert shared.rare_probability > 1.5 * demo.edge
+    for run in demo.runs:
+        assert run.p_new.sum() == pytest.approx(1.0)
 
 
 # --------------------------------------------------------------------------
@@ -309,8 +394,14 @@ def test_long_responses_leave_the_band_far_more_often_than_tokens(tokens_app):
         (
             MAX_TOKENS,
             0.0,
-            "outside [0.8, 1.2]: with A &gt; 0 clipped (zero gradient); "
-            "with A &lt; 0 its gradient is weighted by r = ",
+            "outside [0.8, 1.2]: with A &gt; 0 clipped (zero gradient); with A &lt; 0 not "
+            "clipped (an unfavourable move): its gradient −r·A/N is scaled up by r = ",
+        ),
+        (
+            760,
+            0.0,
+            "outside [0.8, 1.2]: with A &gt; 0 not clipped (an unfavourable move): its gradient "
+            "−r·A/N is scaled down by r = 0.7089; with A &lt; 0 clipped (zero gradient)",
         ),
         (
             MAX_TOKENS,
@@ -325,6 +416,9 @@ def test_sequence_verdict_follows_ppo_clips_decisions(tokens_app, length, shift,
     assert verdict in tokens_app.readout.value
     _, sequence, _ = _expected_tokens(length, shift)
     assert bool(sequence.outside_band[0]) is ("inside" not in verdict)
+    r = float(sequence.ratio[0])
+    assert ("scaled down" in verdict) is (r < 0.8)
+    assert ("scaled up" in verdict) is (1.2 < r < math.inf)
 
 
 def test_default_view_fills_the_token_panel(tokens_app):
@@ -576,8 +670,14 @@ def _prose() -> str:
     return " ".join(text.split())
 
 
-def test_numbers_quoted_by_the_prose_are_the_computed_ones():
+def _assert_quoted(sentences: list[str]) -> None:
     prose = _prose()
+    for sentence in sentences:
+        assert sentence in prose, sentence
+
+
+def test_numbers_quoted_by_sections_1_to_3_are_the_computed_ones():
+    response = synthetic_response()
     overflow = overflow_demo()
     lengths = overflow.lengths
     zero = int(np.flatnonzero(overflow.advantages == 0)[0])
@@ -586,37 +686,175 @@ def test_numbers_quoted_by_the_prose_are_the_computed_ones():
     )
     exponent = math.floor(math.log10(overflow.module.ratio[huge]))
     boundary = boundary_demo()
-    row3 = boundary.cases[2]
+    row3 = float32_boundary_demo().cases[2]
+    # section 2's second example: the other sample's ratio, and the loss it leaves
+    pair = ppo_clip.clip_breakdown([-150.0, -3.0], [-900.0, -3.5], [0.0, 1.0])
+    assert (response.logp_old >= math.log(0.03)).all()
+    assert FLOAT64_EXP_LIMIT < -150.0 - -900.0  # e^750 does not fit in float64
+    assert overflow.module.n == 4
+    assert overflow.module.is_clipped[huge]
+    assert not row3.is_clipped
+    _assert_quoted(
+        [
+            f"so no token costs more than $-\\log 0.03 = {rounded(-math.log(0.03), 2)}$ nats.",
+            "The table below is a batch of four synthetic responses (their log-probabilities are "
+            f"sums over {min(lengths)} to {max(lengths)} tokens). Sample {zero} has a log-ratio "
+            f"above {rounded(FLOAT64_EXP_LIMIT, 5)} and advantage 0.",
+            f"(sample {huge}'s ratio, above $10^{{{exponent}}}$, is treated the same way without "
+            "overflowing)",
+            f"the other sample's ratio is $e^{{0.5}} \\approx {rounded(pair.ratio[1])}$, so the "
+            f"loss is $-\\min({rounded(pair.ratio[1])}, 1.2)/2 = {exact(pair.loss)}$.",
+            f"show the kink: ${rounded(boundary.inside_slope, 7)}$ on one side, "
+            f"{rounded(boundary.outside_slope)} on the other",
+            f"float32 has no number 1.2: its closest is {rounded(float(np.float32(1.2)), 9)}.",
+            f"**log rounded to float32 first** (row 3): {row3.ratio_text.split()[0]}, just below: "
+            "kept",
+        ]
+    )
+
+
+def _first_shift_past(limit: float) -> float:
+    """The smallest shift on the slider's grid whose 1000-token log-ratio is above ``limit``."""
+    response = synthetic_response()
+    for shift in np.round(np.arange(0.0, MAX_SHIFT + 1e-9, 0.05), 2):
+        if token_view(response, MAX_TOKENS, float(shift)).log_ratio > limit:
+            return float(shift)
+    raise AssertionError(f"no shift takes the log-ratio past {limit}")
+
+
+def test_numbers_quoted_by_the_token_section_are_the_computed_ones():
     survey = length_survey(0.0)
+    at = {int(length): i for i, length in enumerate(survey.lengths)}
     view = token_view(synthetic_response(), MAX_TOKENS, 0.0)
     share = 100 * view.tokens_outside / view.length
     # the shortest length from which more than half of the responses are outside the band
     majority = survey.lengths[np.flatnonzero(survey.sequence_outside <= 0.5).max() + 1]
     assert 12 <= majority <= 60, "the prose says 'longer than a few dozen tokens'"
-    assert overflow.module.n == 4
-    assert overflow.module.is_clipped[huge]
-    assert not row3.is_clipped
-    sentences = [
-        "The table below is a batch of four synthetic responses (their log-probabilities are sums "
-        f"over {min(lengths)} to {max(lengths)} tokens). Sample {zero} has a log-ratio above "
-        f"{rounded(FLOAT64_EXP_LIMIT, 5)} and advantage 0.",
-        f"(sample {huge}'s ratio, above $10^{{{exponent}}}$, is treated the same way without "
-        "overflowing)",
-        f"show the kink: ${rounded(boundary.inside_slope, 7)}$ on one side, "
-        f"{rounded(boundary.outside_slope)} on the other",
-        f"**log rounded to float32 first** (row 3): {row3.ratio_text.split()[0]}, just below: kept",
-        f"on top of a small fixed random change per token (spread {TOKEN_NOISE})",
-        f"Bottom right: {SURVEY_RESPONSES} such responses with the same shift",
-        f"With the shift at 0 in the app, only {math.floor(share)} to {math.floor(share) + 1} % of "
-        f"tokens are outside the band, while most of the {SURVEY_RESPONSES} responses are once "
-        "they are longer than a few dozen tokens.",
-        f"DAPO (Yu et al., 2025) keeps $\\epsilon_\\text{{low}} = {DEFAULT_EPS_LOW}$ and raises "
-        f"$\\epsilon_\\text{{high}}$ to {DEFAULT_EPS_HIGH}.",
-        f"with the ratio axis extended to {rounded(VARIANT_R_MAX)} so that the usual cap "
-        f"$c = {rounded(DEFAULT_CAP)}$ is visible",
-    ]
-    for sentence in sentences:
-        assert sentence in prose, sentence
+    assert not survey.float32_overflow.any(), "the prose says none overflows float32 at shift 0"
+
+    def percent(fraction: float) -> str:
+        return f"{round(100 * fraction)} %"
+
+    _assert_quoted(
+        [
+            f"$\\log 0.8 = {rounded(math.log(0.8), 2)}$ to "
+            f"$\\log 1.2 = {rounded(math.log(1.2), 2)}$",
+            "at shift 0 (each token's log-odds changes only by a small random amount), the "
+            "sequence ratio is outside the band for "
+            f"{percent(survey.sequence_outside[at[100]])} of {SURVEY_RESPONSES} synthetic "
+            f"responses at 100 tokens, and for {percent(survey.sequence_outside[at[1000]])} at "
+            "1000 tokens.",
+            f"float64 overflows only past a log-ratio of {rounded(FLOAT64_EXP_LIMIT, 5)}, float32 "
+            f"past {rounded(FLOAT32_EXP_LIMIT, 4)}",
+            f"at shift 0, none of the app's {SURVEY_RESPONSES} responses overflows even float32.",
+            f"{rounded(FLOAT32_EXP_LIMIT, 4)} is only {rounded(FLOAT32_EXP_LIMIT / 1000, 2)} nats "
+            "per token over 1000 tokens.",
+            f"a policy shift of {rounded(_first_shift_past(FLOAT32_EXP_LIMIT))} (log-odds per "
+            f"token) takes the log-ratio past {rounded(FLOAT32_EXP_LIMIT, 4)}, and a shift of "
+            f"{rounded(_first_shift_past(FLOAT64_EXP_LIMIT))} past "
+            f"{rounded(FLOAT64_EXP_LIMIT, 5)}.",
+            f"on top of a small fixed random change per token (spread {TOKEN_NOISE})",
+            f"Bottom right: {SURVEY_RESPONSES} such responses with the same shift",
+            f"$e^{{-88.72}} \\approx {math.exp(-FLOAT32_EXP_LIMIT) / 1e-39:.1f}\\times10^{{-39}}$",
+            f"With the shift at 0 in the app, only {math.floor(share)} to "
+            f"{math.floor(share) + 1} % of tokens are outside the band, while most of the "
+            f"{SURVEY_RESPONSES} responses are once they are longer than a few dozen tokens.",
+        ]
+    )
+
+
+def test_the_running_log_ratio_wanders_at_shift_0_and_climbs_with_a_shift():
+    """The prose: "At shift 0 it wanders like a random walk, in and out of the band; with a
+    positive shift it climbs with the length." (The panel's title claims neither.)"""
+    response = synthetic_response()
+    wandering = token_view(response, MAX_TOKENS, 0.0).running_log_ratio
+    inside = (math.log(0.8) <= wandering) & (wandering <= math.log(1.2))
+    assert np.count_nonzero(np.diff(inside.astype(int)) != 0) >= 4  # in and out, repeatedly
+    assert np.argmax(wandering) < len(wandering) - 1, "it does not grow to its end at shift 0"
+    climbing = token_view(response, MAX_TOKENS, 1.0).running_log_ratio
+    checkpoints = climbing[[9, 99, 499, 999]]
+    assert np.all(np.diff(checkpoints) > 0)
+    assert climbing[-1] > 100 * climbing[0]
+
+
+def test_numbers_quoted_by_the_variants_section_are_the_computed_ones():
+    demo = rare_token_demo()
+    alone_small, alone_large, shared = demo.runs
+    _, upper = ppo_clip.clip_band(0.2)
+    assert RARE_P_OLD == (0.01, 0.9, 0.09)
+    _assert_quoted(
+        [
+            f"DAPO (Yu et al., 2025) keeps $\\epsilon_\\text{{low}} = {DEFAULT_EPS_LOW}$ and "
+            f"raises $\\epsilon_\\text{{high}}$ to {DEFAULT_EPS_HIGH}",
+            f"{rounded(upper * 0.01)} for a token at 0.01, but {rounded(upper * 0.5)} for a token "
+            "at 0.5 (with $\\epsilon = 0.2$)",
+            "(old probabilities 0.01, 0.9 and 0.09; the parameters are the three logits)",
+            f"the rare token stops at {rounded(alone_small.rare_probability, 3)}, just past "
+            f"{rounded(demo.edge)}",
+            f"carries it to {rounded(alone_large.rare_probability, 3)} at once.",
+            f"small steps take it to {rounded(shared.rare_probability, 3)}, although its own "
+            f"sample stopped pushing at {rounded(demo.edge)}",
+            f"with $c = {rounded(DEFAULT_CAP)}$ unless `clip_ratio_c` says otherwise",
+            f"with the ratio axis extended to {rounded(VARIANT_R_MAX)} so that verl's default cap "
+            f"$c = {rounded(DEFAULT_CAP)}$ is visible",
+        ]
+    )
+
+
+#: Each library or paper claim of the notebook, and the source it was read from; both must
+#: sit in the same markdown cell.  (verl: volcengine/verl; TRL: huggingface/trl.)
+SOURCED_CLAIMS = {
+    "each answer's advantage $(R - \\text{mean})/(\\text{std} + \\varepsilon)$ is exactly 0": (
+        "`compute_grpo_outcome_advantage` in verl's `verl/trainer/ppo/core_algos.py`, "
+        "commit 012be9d"
+    ),
+    "PyTorch's `clamp` passes the gradient on its whole closed interval": (
+        "`clamp_backward` in `torch/csrc/autograd/FunctionsManual.cpp`"
+    ),
+    "`torch.maximum` gives each argument of a tie half the gradient": (
+        "the `maximum` entry of `tools/autograd/derivatives.yaml`"
+    ),
+    "**bfloat16** has 8 significant bits": "cloud.google.com/tpu/docs/bfloat16",
+    "GSPO (Zheng et al., 2025, arXiv 2507.18071) clips that instead": (
+        "`compute_policy_loss_gspo` in `verl/trainer/ppo/core_algos.py` (commit 012be9d)"
+    ),
+    "verl, for one, does exactly this": "`verl/trainer/ppo/core_algos.py`, commit 012be9d",
+    "verl also clamps each token's log-ratio to $[-20, 20]$": "commit 012be9d",
+    "TRL's `GRPOConfig` has `epsilon` and `epsilon_high`": (
+        "`trl/trainer/grpo_config.py`, commit f4ff4c6"
+    ),
+    "DAPO (Yu et al., 2025) keeps": "arXiv 2503.14476",
+    "the same values are in verl's DAPO recipe": (
+        "`recipe/dapo/run_dapo_qwen2.5_32b.sh` at commit e2e729f"
+    ),
+    "Dual-clip PPO (Ye et al., 2020,": "arXiv 1912.09729",
+    "verl applies it to every token with $A < 0$, with $c = 3$": (
+        "(`compute_policy_loss_vanilla`, commit 012be9d)"
+    ),
+}
+
+
+def test_library_claims_name_their_sources():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    cells = [" ".join(c.source.split()) for c in notebook.cells if c.cell_type == "markdown"]
+    for claim, source in SOURCED_CLAIMS.items():
+        holding = [cell for cell in cells if claim in cell]
+        assert holding, f"claim not found: {claim}"
+        assert all(source in cell for cell in holding), f"{claim!r} without {source!r}"
+
+
+def test_float_last_bits_are_only_in_collapsed_parts():
+    """A first-time reader meets no float32 digits: they sit in "For implementers" parts."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    main_line = re.sub(r"<details>.*?</details>", "", markdown, flags=re.DOTALL)
+    for digits in ("1.2000002", "1.1999999", "1.20000005", "AVX", "bfloat16"):
+        assert digits not in main_line, digits
+        assert digits in markdown, digits
+    # the float32 table's cell hides its source, and its output starts collapsed
+    (cell,) = [c for c in notebook.cells if c.source.strip() == "float32_boundary_demo()"]
+    assert cell.metadata["jupyter"]["source_hidden"] is True
+    assert float32_boundary_demo()._repr_html_().startswith("<details>")
 
 
 #: What the prose says of row 2 (float32 throughout) for each result numpy's float32
@@ -636,7 +874,7 @@ FLOAT32_SENTENCES = {
 
 def test_prose_describes_the_float32_ratio_this_machine_computes():
     """Row 2 depends on numpy's float32 log and exp; the prose covers both common results."""
-    demo = boundary_demo()
+    demo = float32_boundary_demo()
     printed = demo.rows()[1][1].split()[0]
     sentence, clipped = FLOAT32_SENTENCES[printed]
     assert sentence in _prose()
@@ -655,5 +893,7 @@ def test_notebook_shows_the_figure_once_and_the_overflow_explained():
     html = demo.outputs[0]["data"]["text/html"]
     assert "<td>nan</td>" in html
     assert "times_advantage" in html
+    float32 = next(cell for cell in code if cell.source.strip() == "float32_boundary_demo()")
+    assert float32.outputs[0]["data"]["text/html"].startswith("<details>")  # starts collapsed
     printed = "".join(o.get("text", "") for cell in code for o in cell.outputs)
     assert "RuntimeWarning" not in printed

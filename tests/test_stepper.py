@@ -694,14 +694,23 @@ def test_notebook_prose_quotes_the_modules_numbers():
     two = preset_batch("two clip fractions").breakdown
     zero_eps = ppo_clip.clip_breakdown(*example[:3], 0.0)
     numpy_prints = np.array2string(grad, separator=",").split(",")[3].strip(" ]")
+    kept_sum = float(b.objective_term.sum())
     sentences = [
         f"the loss `{exact(loss)}`, the clip fraction `{exact(b.clip_fraction)}` and the "
         f"gradient `{vector(grad, each=rounded)}`",
-        f"The ratio is `{exact(b.ratio[2])}`, not `0.6`",
-        f"the gradient entry is `{exact(grad[3])}`, which numpy prints as `{numpy_prints}`",
-        f"which is `{exact(float(b.objective_term.sum()))}` in floating point, and the loss is "
-        f"$-\\frac14$ of that: `{exact(loss)}`.",
+        # The main line: rounded numbers, short sentences.
+        f"The ratio is {rounded(b.ratio[2])} up to the last digit.",
+        f"the gradient entry is $-({rounded(b.ratio[3])} \\times (-0.5))/4 = {rounded(grad[3])}$.",
+        f"the kept terms sum to $1.2 + 2.2 - 0.8 - 0.45 = {rounded(kept_sum)}$, and the loss is "
+        f"$-\\frac14$ of that: `{exact(loss)}`, the contract's number, which is "
+        f"${rounded(loss)}$ up to the last digit.",
         f"Two of the four samples are clipped: a clip fraction of `{exact(b.clip_fraction)}`.",
+        # The collapsed part for implementers: every digit.
+        f"Sample 2's ratio is `{exact(b.ratio[2])}`, not `0.6`",
+        f"Sample 3's ratio is `{exact(b.ratio[3])}`, and its gradient entry `{exact(grad[3])}`, "
+        f"which numpy prints as `{numpy_prints}`.",
+        f"The kept terms sum to `{exact(kept_sum)}` in floating point, and $-\\frac14$ of that is "
+        f"`{exact(loss)}`.",
         f"so the sign-blind count is `{two.band_fraction!r}`",
         f"this project's count is `{two.clip_fraction!r}`",
         "all four are clipped, every gradient entry is 0, and the loss is "
@@ -713,6 +722,22 @@ def test_notebook_prose_quotes_the_modules_numbers():
     assert not zero_eps.grad.any()
     assert PRESETS["two clip fractions"].label == "Clip fractions disagree"
     assert f"**{PRESETS['two clip fractions'].label}**: ratios $[1.5, 1.5, 0.5, 0.5]$" in prose
+
+
+def test_last_digit_details_are_only_in_the_collapsed_part():
+    """A first-time reader's main line says "0.6 up to the last digit"; every digit is collapsed."""
+    source = "\n".join(
+        cell.source
+        for cell in nbformat.read(NOTEBOOK, as_version=4).cells
+        if cell.cell_type == "markdown"
+    )
+    main_line = re.sub(r"<details>.*?</details>", "", source, flags=re.DOTALL)
+    b = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
+    ragged = [exact(b.ratio[2]), exact(b.grad[3]), exact(float(b.objective_term.sum()))]
+    for digits in ragged:
+        assert digits not in main_line, digits
+        assert digits in source, digits
+    assert "<details><summary>For implementers</summary>" in source
 
 
 @pytest.mark.notebook

@@ -10,8 +10,12 @@ reaches -1000.  This package builds notebook 4's figures, demos and apps:
   app shows (:func:`token_view`, :func:`length_survey`);
 * :mod:`.demos`: a batch whose ratio overflows to ``inf``, where the naive
   formula returns NaN and :mod:`ppo_clip` the right loss
-  (:func:`overflow_demo`), and a ratio exactly on ``1 + eps`` in float64 and
-  in float32 (:func:`boundary_demo`);
+  (:func:`overflow_demo`), and a ratio exactly on ``1 + eps`` in float64
+  (:func:`boundary_demo`) and in float32 (:func:`float32_boundary_demo`);
+* :mod:`.clip_effects`: what the clip does to a response's ratio outside the
+  band, for either sign of the advantage (:func:`outside_band_demo`), and why
+  the upper bound does not cap a rare token's probability
+  (:func:`rare_token_demo`);
 * :mod:`.tokens`: :class:`TokenRatioExplorer`, per-token ratios, their
   product (the sequence ratio) and their geometric mean, with sliders for the
   response length and a policy shift;
@@ -23,10 +27,18 @@ Every ratio, clip decision, loss and gradient shown comes from
 which exist to show how a careless implementation fails.
 """
 
+from ppo_viz.numerics.clip_effects import (
+    OutsideBandDemo,
+    RareTokenDemo,
+    outside_band_demo,
+    rare_token_demo,
+)
 from ppo_viz.numerics.demos import (
     BoundaryDemo,
+    Float32BoundaryDemo,
     OverflowDemo,
     boundary_demo,
+    float32_boundary_demo,
     overflow_demo,
 )
 from ppo_viz.numerics.response import (
@@ -46,7 +58,10 @@ __all__ = [
     "FLOAT32_EXP_LIMIT",
     "FLOAT64_EXP_LIMIT",
     "BoundaryDemo",
+    "Float32BoundaryDemo",
+    "OutsideBandDemo",
     "OverflowDemo",
+    "RareTokenDemo",
     "SyntheticResponse",
     "TokenRatioExplorer",
     "TokenRatioFigure",
@@ -54,8 +69,11 @@ __all__ = [
     "VariantsExplorer",
     "VariantsFigure",
     "boundary_demo",
+    "float32_boundary_demo",
     "length_survey",
+    "outside_band_demo",
     "overflow_demo",
+    "rare_token_demo",
     "response_figure",
     "synthetic_response",
     "token_view",

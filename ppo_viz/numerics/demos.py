@@ -5,8 +5,9 @@
   :mod:`ppo_clip` returns the right loss.  numpy's floating-point errors are
   caught with :func:`floating_point_errors` and explained, never printed.
 * :func:`boundary_demo`: the ratio 0.6 / 0.5, exactly ``1 + eps`` in float64
-  (kept, as the contract says), and the same computation with float32 along
-  the way (where rounding decides the clip).
+  (kept, as the contract says), and :func:`float32_boundary_demo`, the same
+  computation with float32 along the way (where rounding decides the clip),
+  shown as a collapsed part for implementers.
 
 Each demo displays as a table with notes under it (HTML in a notebook; its
 notes as plain text elsewhere).  Every ratio, clip decision, loss and
@@ -221,7 +222,8 @@ class OverflowDemo:
                 "ok",
                 "ppo_clip: times_advantage replaces the ratio by 0 wherever A = 0 before "
                 "multiplying by A, so inf × 0 is never formed and a zero advantage "
-                f"contributes exactly 0. The loss is {exact(self.module_loss)}.",
+                "contributes exactly 0; the gradient leaves the A = 0 samples out of its "
+                f"product the same way. The loss is {exact(self.module_loss)}.",
             ),
         ]
 
@@ -282,11 +284,24 @@ def overflow_demo(eps: float = EPS) -> OverflowDemo:
 
 
 # --------------------------------------------------------------------------
-# The exact boundary, in float64 and in float32
+# The exact boundary, in float64 (the main line) and in float32 (for implementers)
 # --------------------------------------------------------------------------
 
 #: The boundary demo's probabilities: their ratio is exactly 1 + eps in float64.
 BOUNDARY_P_NEW, BOUNDARY_P_OLD, BOUNDARY_EPS = 0.6, 0.5, 0.2
+#: The header of both boundary tables.
+BOUNDARY_HEADER = (
+    "how the ratio is computed",
+    "ratio r",
+    "r > 1.2 ?",
+    "clipped",
+    "d loss / d log π_new",
+)
+#: The summary line of the collapsed float32 table.
+FLOAT32_SUMMARY = "For implementers: the same ratio with float32 on the way"
+#: Significant bits of bfloat16 (1 sign, 8 exponent and 7 stored mantissa bits, plus the
+#: implicit leading bit), as in Google Cloud's "The bfloat16 numerical format".
+BFLOAT16_SIGNIFICANT_BITS = 8
 
 
 @dataclass(frozen=True)
@@ -304,60 +319,91 @@ class BoundaryCase:
     grad: float
 
 
+def boundary_rows(cases: Sequence[BoundaryCase]) -> list[list[str]]:
+    """One row of text per case, as the boundary tables show it."""
+    upper = 1.0 + BOUNDARY_EPS
+    return [
+        [
+            case.label,
+            case.ratio_text,
+            yes_no(case.ratio > upper),
+            yes_no(case.is_clipped),
+            exact(case.grad),
+        ]
+        for case in cases
+    ]
+
+
 @dataclass(frozen=True, repr=False)
 class BoundaryDemo:
-    """A sample whose ratio is exactly ``1 + eps``, computed four ways (A = +1, N = 1).
+    """A sample whose ratio is exactly ``1 + eps`` in float64, from :mod:`ppo_clip` (A = +1, N = 1).
 
     ``inside_slope`` and ``outside_slope`` are the one-sided slopes of
     :func:`ppo_clip.ppo_clip_loss` at the edge, over a step of ``step`` in
     ``log pi_new``.
     """
 
-    cases: tuple[BoundaryCase, ...]
+    case: BoundaryCase
     inside_slope: float
     outside_slope: float
     step: float
 
-    HEADER = (
-        "how the ratio is computed",
-        "ratio r",
-        "r > 1.2 ?",
-        "clipped",
-        "d loss / d log π_new",
-    )
-
     def rows(self) -> list[list[str]]:
-        """One row of text per case, as the table shows it."""
-        upper = 1.0 + BOUNDARY_EPS
-        return [
-            [
-                case.label,
-                case.ratio_text,
-                yes_no(case.ratio > upper),
-                yes_no(case.is_clipped),
-                exact(case.grad),
-            ]
-            for case in self.cases
-        ]
+        """The table's one row of text."""
+        return boundary_rows([self.case])
 
     def notes(self) -> list[str]:
         """The table in words, built from its numbers."""
-        float64 = self.cases[0]
-        nearest = float(np.float32(1.0 + BOUNDARY_EPS))
         return [
-            f"In float64 exp(log 0.6 − log 0.5) is exactly {exact(float64.ratio)}: on the "
-            f"boundary, not clipped (strict rule), gradient −r·A/N = {exact(float64.grad)}.",
+            f"In float64 exp(log 0.6 − log 0.5) is exactly {exact(self.case.ratio)}: on the "
+            f"boundary, not clipped (strict rule), gradient −r·A/N = {exact(self.case.grad)}.",
             "Slopes of ppo_clip_loss just inside and just outside the band (a step of "
             f"{rounded(self.step, 1)} in log π_new): {rounded(self.inside_slope, 7)} and "
             f"{rounded(self.outside_slope)}. The boundary keeps the inside slope.",
-            f"float32 has no number 1.2 (the nearest is {rounded(nearest, 9)}); after float32 "
-            "log and exp the ratio lands a rounding step above or below the edge, and the clip "
-            "decision follows the rounding, not the maths.",
         ]
 
     def _repr_html_(self) -> str:
         notes = [note(text) for text in self.notes()]
-        return demo_html(self.HEADER, self.rows(), [c.is_clipped for c in self.cases], notes)
+        return demo_html(BOUNDARY_HEADER, self.rows(), [self.case.is_clipped], notes)
+
+    def __repr__(self) -> str:
+        return "\n".join(self.notes())
+
+
+@dataclass(frozen=True, repr=False)
+class Float32BoundaryDemo:
+    """The boundary sample computed with float32 somewhere along the way (A = +1, N = 1).
+
+    ``cases[0]`` is the float64 reference (as in :class:`BoundaryDemo`); the
+    others are float32 throughout, the log rounded to float32 first, and
+    float32 log-probabilities handed to :mod:`ppo_clip`.  It displays as a
+    collapsed part (``<details>``) for implementers.
+    """
+
+    cases: tuple[BoundaryCase, ...]
+
+    def rows(self) -> list[list[str]]:
+        """One row of text per case, as the table shows it."""
+        return boundary_rows(self.cases)
+
+    def notes(self) -> list[str]:
+        """The table in words, built from its numbers."""
+        nearest = float(np.float32(1.0 + BOUNDARY_EPS))
+        spacing = 2.0 ** (1 - BFLOAT16_SIGNIFICANT_BITS)  # between neighbours in [1, 2)
+        return [
+            f"float32 has no number 1.2 (the nearest is {rounded(nearest, 9)}); after float32 "
+            "log and exp the ratio lands a rounding step above or below the edge, and the clip "
+            "decision follows the rounding, not the maths.",
+            f"bfloat16 ({BFLOAT16_SIGNIFICANT_BITS} significant bits) is coarser still: just "
+            f"above 1 its neighbouring numbers are {exact(spacing)} apart, so a ratio stored in "
+            f"bfloat16 is only known to within ±{rounded(100 * spacing / 2, 2)} %.",
+        ]
+
+    def _repr_html_(self) -> str:
+        notes = [note(text) for text in self.notes()]
+        clipped = [case.is_clipped for case in self.cases]
+        content = demo_html(BOUNDARY_HEADER, self.rows(), clipped, notes)
+        return tag("details", tag("summary", FLOAT32_SUMMARY, classes="ppo-strong"), content)
 
     def __repr__(self) -> str:
         return "\n".join(self.notes())
@@ -380,31 +426,20 @@ def naive_float32_case(label: str, ratio32: np.float32) -> BoundaryCase:
     return BoundaryCase(label, ratio, text, clipped, 0.0 if clipped else -ratio)
 
 
-def boundary_demo() -> BoundaryDemo:
-    """The ratio 0.6 / 0.5, exactly 1.2 = 1 + eps in float64, computed four ways (A = +1).
-
-    Rows: the module on float64 log-probabilities (exactly 1.2, kept); float32
-    throughout (naive); float64 ``log(1.2)`` rounded to float32 then ``exp``
-    (naive); the module on log-probabilities that were computed in float32.
-    Also the one-sided slopes of :func:`ppo_clip.ppo_clip_loss` at the edge.
-    """
-    p_new, p_old = BOUNDARY_P_NEW, BOUNDARY_P_OLD
-    logp_new, logp_old = math.log(p_new), math.log(p_old)
-    cases = (
-        module_case("float64 throughout (ppo_clip)", logp_new, logp_old),
-        naive_float32_case(
-            "float32 throughout: exp(log f32(0.6) − log f32(0.5))",
-            naive_float32_ratio(p_new, p_old),
-        ),
-        naive_float32_case(
-            "float32: exp(f32(log 1.2))", naive_float32_rounded_ratio(1.0 + BOUNDARY_EPS)
-        ),
-        module_case(
-            "float32 log-probs, then ppo_clip (float64)",
-            float(np.log(np.float32(p_new))),
-            float(np.log(np.float32(p_old))),
-        ),
+def float64_case() -> BoundaryCase:
+    """The ratio 0.6 / 0.5 from float64 log-probabilities, by :mod:`ppo_clip`: exactly 1.2."""
+    return module_case(
+        "float64 throughout (ppo_clip)", math.log(BOUNDARY_P_NEW), math.log(BOUNDARY_P_OLD)
     )
+
+
+def boundary_demo() -> BoundaryDemo:
+    """The ratio 0.6 / 0.5, exactly 1.2 = 1 + eps in float64 (A = +1): kept, and its slopes.
+
+    The one-sided slopes of :func:`ppo_clip.ppo_clip_loss` at the edge show
+    the kink, and that the boundary keeps the inside slope.
+    """
+    logp_new, logp_old = math.log(BOUNDARY_P_NEW), math.log(BOUNDARY_P_OLD)
     step = 1e-7
 
     def loss(shift: float) -> float:
@@ -412,4 +447,31 @@ def boundary_demo() -> BoundaryDemo:
 
     inside = (loss(0.0) - loss(-step)) / step
     outside = (loss(step) - loss(0.0)) / step
-    return BoundaryDemo(cases, inside, outside, step)
+    return BoundaryDemo(float64_case(), inside, outside, step)
+
+
+def float32_boundary_demo() -> Float32BoundaryDemo:
+    """The ratio 0.6 / 0.5 four ways: float64 (reference) and three with float32 on the way.
+
+    Rows: the module on float64 log-probabilities (exactly 1.2, kept); float32
+    throughout (naive); float64 ``log(1.2)`` rounded to float32 then ``exp``
+    (naive); the module on log-probabilities that were computed in float32.
+    """
+    p_new, p_old = BOUNDARY_P_NEW, BOUNDARY_P_OLD
+    return Float32BoundaryDemo(
+        (
+            float64_case(),
+            naive_float32_case(
+                "float32 throughout: exp(log f32(0.6) − log f32(0.5))",
+                naive_float32_ratio(p_new, p_old),
+            ),
+            naive_float32_case(
+                "float32: exp(f32(log 1.2))", naive_float32_rounded_ratio(1.0 + BOUNDARY_EPS)
+            ),
+            module_case(
+                "float32 log-probs, then ppo_clip (float64)",
+                float(np.log(np.float32(p_new))),
+                float(np.log(np.float32(p_old))),
+            ),
+        )
+    )

@@ -183,7 +183,7 @@ class TokenRatioFigure:
             ylim=LOG_RATIO_LIMITS,
             xlabel="tokens so far",
             ylabel="Σ log π_new − Σ log π_old",
-            title="The sequence ratio's log grows with the length",
+            title="The log of the sequence ratio, token by token",
         )
         ax.legend(loc="lower right", fontsize="small")
         drawn_below_the_data(ax.title)
@@ -287,10 +287,17 @@ def checked_settings(length: object, shift: object) -> tuple[int, float]:
 
 
 def sequence_verdict(view: TokenView) -> str:
-    """What clipping does with the sequence ratio, for A > 0 and for A < 0 (from ppo_clip)."""
+    """What clipping does with the sequence ratio, for A > 0 and for A < 0 (from ppo_clip).
+
+    Outside the band the sign of A decides: on the favourable side the sample
+    is clipped (zero gradient); on the other side it keeps ``-r*A/N``, scaled
+    down by ``r`` below the band and up by ``r`` above it (``+inf`` loss once
+    ``r`` overflows with A < 0).
+    """
     band = f"[{rounded(view.sequence.lower)}, {rounded(view.sequence.upper)}]"
     if not view.sequence.outside_band[0]:
         return f"inside {band}: not clipped for either sign of A"
+    ratio = view.sequence_ratio
     verdicts = []
     for sign, breakdown in (("A > 0", view.sequence), ("A < 0", view.sequence_negative)):
         if breakdown.is_clipped[0]:
@@ -298,8 +305,10 @@ def sequence_verdict(view: TokenView) -> str:
         elif math.isinf(breakdown.loss):
             verdicts.append(f"with {sign} not clipped: the loss is {rounded(breakdown.loss)}")
         else:
+            scaled = "down" if ratio < 1.0 else "up"
             verdicts.append(
-                f"with {sign} its gradient is weighted by r = {rounded(view.sequence_ratio)}"
+                f"with {sign} not clipped (an unfavourable move): its gradient −r·A/N is "
+                f"scaled {scaled} by r = {rounded(ratio)}"
             )
     return f"outside {band}: " + "; ".join(verdicts)
 

@@ -1,14 +1,15 @@
 """Two variants of the clip on notebook 1's panels: :class:`VariantsExplorer`.
 
-* Asymmetric bounds ("clip-higher", as in DAPO): the band becomes
-  ``[1 - eps_low, 1 + eps_high]``.
-* Dual clip (Ye et al. 2020): for ``A < 0`` the kept term never falls below
-  ``c * A``, so beyond ``r = c`` it is flat and its gradient is zero.
+* Asymmetric bounds ("clip-higher", as in DAPO, Yu et al. 2025, arXiv
+  2503.14476): the band becomes ``[1 - eps_low, 1 + eps_high]``.
+* Dual clip (Ye et al. 2020, arXiv 1912.09729): for ``A < 0`` the kept term
+  never falls below ``c * A``, so beyond ``r = c`` it is flat and its
+  gradient is zero.
 
 :class:`VariantsFigure` draws notebook 1's objective/gradient panels
 (:mod:`ppo_viz.panels`) for ``A = +1`` and ``A = -1`` with the variant
 keywords passed to :func:`ppo_clip.ratio_sweep`, on a ratio axis extended to
-4 so that the usual cap ``c = 3`` shows; :class:`VariantsExplorer` adds
+4 so that verl's default cap ``c = 3`` shows; :class:`VariantsExplorer` adds
 sliders for ``eps_low``, ``eps_high`` and ``c`` and a switch for the cap.
 """
 
@@ -36,12 +37,14 @@ from ppo_viz.style import COLORS, SCREEN_SIZE, SLIDE_SIZE, figure_style
 
 #: The symmetric clip size the panels start from (the variants replace its bounds).
 EPS = ppo_clip.DEFAULT_EPS
-#: The ratio axis: wider than notebook 1's, so that the usual dual-clip cap
-#: c = 3 (Ye et al. 2020; verl's default) shows with room.
+#: The ratio axis: wider than notebook 1's, so that the dual-clip cap c = 3
+#: shows with room (verl's default ``clip_ratio_c``, read in
+#: ``verl/trainer/ppo/core_algos.py`` at commit 012be9d).
 VARIANT_R_MAX = 4.0
 #: Fixed y limits of the figure for A = +1 and A = -1.
 VARIANT_REACH = 4.2
-#: DAPO's "clip-higher" bounds, and the usual cap.
+#: DAPO's "clip-higher" bounds (as in verl's ``recipe/dapo/run_dapo_qwen2.5_32b.sh`` at
+#: commit e2e729f), and verl's default cap.
 DEFAULT_EPS_LOW = 0.2
 DEFAULT_EPS_HIGH = 0.28
 DEFAULT_CAP = 3.0
