@@ -6,7 +6,7 @@ dashed), and below it the gradient of the loss with respect to
 ``log pi_new``; the clip band is shaded, the clipped (zero-gradient) region
 hatched, ``r = 1`` marked.  Every y value is read from
 :func:`ppo_clip.ratio_sweep`.  :func:`update_objective_panel` moves a panel
-to new settings.  Notebooks 1, 2 and 4 build their figures from these panels.
+to new settings.  Notebooks 1, 2 and 5 build their figures from these panels.
 """
 
 from __future__ import annotations

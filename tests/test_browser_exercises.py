@@ -36,7 +36,7 @@ from ppo_viz.numbers import exact
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOK = REPO_ROOT / "notebooks" / "05_exercises.ipynb"
+NOTEBOOK = REPO_ROOT / "notebooks" / "06_exercises.ipynb"
 #: Opening, and Run All (``open_and_run_all``'s limits), where two checks run into the time
 #: limit (Exercise 1 and the summary), with room to spare.
 TEST_TIMEOUT_S = 210

@@ -63,7 +63,7 @@ from ppo_viz.exercises.battery import (
 from ppo_viz.exercises.why_questions import shared_parameter_run
 from ppo_viz.numbers import exact, rounded, vector
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_exercises.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_exercises.ipynb"
 KINDS = ("loss", "clip_fraction", "grad")
 REFERENCE = {
     "loss": ppo_clip.ppo_clip_loss,
@@ -485,7 +485,7 @@ def test_a_difference_only_on_the_largest_batch_is_a_note_not_a_failure():
     assert result.passed
     assert result.note_keys == ("mismatch",)
     assert "batch '4096 tokens' (N = 4096" in result.notes[0].evidence
-    assert "notebook 4, section 4" in result.notes[0].further
+    assert "notebook 5, section 4" in result.notes[0].further
 
 
 def test_a_tiny_difference_is_shown_with_every_digit():

@@ -66,7 +66,7 @@ from ppo_viz.numerics.variants import (
 from ppo_viz.panels import ratio_grid
 from ppo_viz.style import COLORS
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "04_numerics_and_rlhf.ipynb"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_numerics_and_rlhf.ipynb"
 EXAMPLES = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

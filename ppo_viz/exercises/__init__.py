@@ -1,4 +1,4 @@
-"""Exercises with checks that teach (notebook 5).
+"""Exercises with checks that teach (notebook 6).
 
 A learner writes their own ``ppo_clip_loss``, ``clip_fraction`` and
 ``ppo_clip_grad`` and hands each to :func:`check_loss`,
@@ -13,7 +13,7 @@ with :mod:`ppo_clip`, the reference solution:
 * the **robustness** batches are float64's edges (an overflowing ratio with
   ``A = 0`` or ``A < 0``, log-probabilities near -1000) and ``N = 4096``.
   What goes wrong there is shown under "going further", with the lesson of
-  notebook 4 it relates to.
+  notebook 5 it relates to.
 
 When an answer is wrong, the checker does not stop at "wrong": it names the
 mistake by its symptom.  Each common mistake is a *variant* of the reference

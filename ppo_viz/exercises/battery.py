@@ -13,7 +13,7 @@ learner's function fails on it) and its ``role``:
   a ratio that overflows to ``inf`` (with ``A = 0`` and with ``A < 0``),
   log-probabilities near -1000, whose probabilities underflow to 0, and the
   contract's largest batch, ``N = 4096``.  What goes wrong there is shown as
-  "going further", with the lesson of notebook 4 it relates to (``further``).
+  "going further", with the lesson of notebook 5 it relates to (``further``).
 
 :data:`BATTERY` lists them all, core batches first.  It is built, and every
 reference answer computed, when this module is imported, with the checker's
@@ -61,7 +61,7 @@ REFERENCES: dict[str, Callable[..., Any]] = {
 ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
 
 #: The notebook "Numerics and the RLHF setting", whose lessons the robustness batches relate to.
-NUMERICS_NOTEBOOK = "notebook 4"
+NUMERICS_NOTEBOOK = "notebook 5"
 OVERFLOW_LESSON = (
     f"{NUMERICS_NOTEBOOK}, section 2 (Overflow: when exp gives up): exp overflows to inf above "
     "a log-ratio of about 709.78, and inf * 0 is NaN in IEEE arithmetic"
@@ -84,7 +84,7 @@ class CheckBatch:
     hand the learner read-only arrays; every other batch hands out fresh
     writable copies (see :meth:`inputs`), which the checker compares with the
     originals after the call.  A robustness batch names the lesson of
-    notebook 4 it relates to in ``further``.  The reference answers are
+    notebook 5 it relates to in ``further``.  The reference answers are
     computed when the batch is made.  Raises ``ValueError`` or ``TypeError``
     (naming the argument) for inputs outside the contract, as :mod:`ppo_clip`
     does, and ``ValueError`` for an unknown ``role`` or a robustness batch

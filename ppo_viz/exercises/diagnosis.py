@@ -18,7 +18,7 @@ On each group of calls, in this order:
 The core batches' findings decide whether the exercise passed.  On the
 robustness batches the mistakes found on the core ones are taken as given, and
 only robustness variants are searched for; what is left are the "going
-further" notes, each naming the lesson of notebook 4 its batch relates to.
+further" notes, each naming the lesson of notebook 5 its batch relates to.
 
 Each finding quotes its evidence: the smallest batch (and, for a gradient,
 the sample) where the mistake shows, with the expected and the actual value.
@@ -52,7 +52,7 @@ ARRAY_LIMIT = 8
 class Finding:
     """One problem found: a stable ``key``, a title, the explanation and evidence.
 
-    ``further`` names the lesson of notebook 4 a robustness finding relates to.
+    ``further`` names the lesson of notebook 5 a robustness finding relates to.
     """
 
     key: str
@@ -76,7 +76,7 @@ def finding(
 ) -> Finding:
     """The finding of mistake ``key``, with its standard explanation unless ``message`` is given.
 
-    ``batch``, the batch where it shows, gives the notebook 4 lesson of a robustness batch.
+    ``batch``, the batch where it shows, gives the notebook 5 lesson of a robustness batch.
     """
     further = batch.further if batch is not None else ""
     return Finding(key, MISTAKES[key].title, message or explanation(key, kind), evidence, further)

@@ -1,4 +1,4 @@
-"""The concept questions of notebook 5, each decided and explained by :mod:`ppo_clip`.
+"""The concept questions of notebook 6, each decided and explained by :mod:`ppo_clip`.
 
 Five ask what happens to one sample or one batch (clipped or not, its
 gradient, the clip fraction, an overflowing ratio); three ask why, and are in

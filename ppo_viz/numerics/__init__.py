@@ -1,8 +1,8 @@
-"""Numerics and the RLHF setting (notebook 4).
+"""Numerics and the RLHF setting (notebook 5).
 
 In RLHF the "action" is a response of hundreds of tokens and its
 log-probability is the sum of the tokens' log-probabilities, so it easily
-reaches -1000.  This package builds notebook 4's figures, demos and apps:
+reaches -1000.  This package builds notebook 5's figures, demos and apps:
 
 * :mod:`.response`: a seeded, synthetic response (no model involved) whose
   per-token log-probabilities add up to about -1000, its figure
