@@ -29,6 +29,8 @@ from ppo_viz.panels import (
 )
 from ppo_viz.style import COLORS, SCREEN_SIZE, SLIDE_SIZE, figure_style
 
+#: The right end of the ratio axis (it starts at 0): change it here for notebook 1's figure.
+RATIO_AXIS_END = R_MAX
 #: The advantage slider's range (a magnitude; the two columns use +A and -A).
 ADVANTAGE_RANGE = (0.25, 2.0)
 DEFAULT_ADVANTAGE = 1.0
@@ -72,10 +74,12 @@ class SurrogateFigure:
             self.sample_labels: dict[int, list[Annotation]] = {}
             for column, sign in enumerate((+1, -1)):
                 top, bottom = axes[0, column], axes[1, column]
-                self.columns[sign] = draw_objective_panel(top, bottom, sign * advantage, eps)
+                self.columns[sign] = draw_objective_panel(
+                    top, bottom, sign * advantage, eps, r_max=RATIO_AXIS_END
+                )
                 top.set_title(" ")  # the text is set by update(); the font follows the style
                 self.sample_labels[sign] = [self._sample_label(top, sign, p) for p in range(2)]
-                set_fixed_limits(top, bottom, sign, reach=reach)
+                set_fixed_limits(top, bottom, sign, reach=reach, r_max=RATIO_AXIS_END)
             self.figure.legend(
                 *legend_entries(axes[0, 0], axes[1, 0]),
                 loc="outside lower center",
@@ -90,7 +94,9 @@ class SurrogateFigure:
         for sign, panel in self.columns.items():
             indices = self._sample_indices(sign)
             ratios = self.example.ratio[indices]
-            sweep = update_objective_panel(panel, sign * advantage, eps, ratios)
+            sweep = update_objective_panel(
+                panel, sign * advantage, eps, ratios, r_max=RATIO_AXIS_END
+            )
             self.sweeps[sign] = sweep
             panel.objective_ax.title.set_text(column_title(sign * advantage, sweep))
             self._place_sample_labels(sign, indices)
@@ -208,7 +214,7 @@ def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
 
 
 __all__ = [
-    "R_MAX",
+    "RATIO_AXIS_END",
     "SurrogateExplorer",
     "SurrogateFigure",
     "column_title",
