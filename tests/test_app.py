@@ -119,6 +119,67 @@ def test_each_refresh_replaces_the_one_image():
         assert shown == view.png
 
 
+def test_each_refresh_puts_the_png_in_the_image_widget():
+    figure, parts = busy_figure()
+    view = FigureView(figure)
+    parts["title"].set_text("shown")
+    png = view.refresh()
+    assert view.output.image.value == png == view.png
+    assert png.startswith(b"\x89PNG")
+    assert "ppo-figure" in view.output._dom_classes
+
+
+class _Kernel:
+    """Stands in for ipykernel: the message it is handling now has type ``msg_type``."""
+
+    def __init__(self, msg_type: str) -> None:
+        self.msg_type = msg_type
+
+    def get_parent(self, channel: str = "shell") -> dict:
+        return {"header": {"msg_type": self.msg_type}}
+
+
+class _Shell:
+    def __init__(self, msg_type: str) -> None:
+        self.kernel = _Kernel(msg_type)
+
+
+@pytest.mark.parametrize("msg_type", ["comm_msg", "execute_request"])
+def test_values_from_the_browser_are_drawn_once_after_the_kernel_answers(monkeypatch, msg_type):
+    import asyncio
+
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: _Shell(msg_type))
+    figure, parts = busy_figure()
+    view = FigureView(figure)
+    parts["title"].set_text("before")
+    before = view.refresh()  # no event loop running: drawn at once
+    renders = []
+    original_render = view.render
+    monkeypatch.setattr(view, "render", lambda: renders.append(1) or original_render())
+
+    async def two_quick_values() -> tuple[bytes, bytes]:
+        parts["title"].set_text("first")
+        first = view.refresh()
+        parts["title"].set_text("second")
+        second = view.refresh()
+        await asyncio.sleep(0)
+        return first, second
+
+    first, second = asyncio.run(two_quick_values())
+    if msg_type == "comm_msg":
+        assert first == second == before  # still the old image while answering
+        assert len(renders) == 1  # both values drawn together, once
+    else:
+        assert first != before  # code in a cell draws at once
+        assert second != first
+        assert len(renders) == 2
+    assert view.output.image.value == view.png != before
+    parts["title"].set_text("second")
+    assert_same_picture(view.png, figure)
+
+
 class LinePlot:
     def __init__(self, slides: bool) -> None:
         with figure_style(slides):
