@@ -65,7 +65,7 @@ def app_classes() -> Iterator[tuple[str, type | None, str]]:
     modules = pkgutil.walk_packages(ppo_viz.__path__, prefix="ppo_viz.")
     for info in sorted(modules, key=lambda info: info.name):
         name = info.name
-        if info.ispkg or name == "ppo_viz.export":
+        if info.ispkg or name.startswith("ppo_viz.export"):
             continue
         try:
             module = importlib.import_module(name)

@@ -1,4 +1,4 @@
-"""Benchmark the module, the figures' redraws, the notebooks and the import, in one run.
+"""Benchmark the module, the figures' redraws, the notebooks, the import and the feel in a browser.
 
 From the repository root::
 
@@ -6,6 +6,7 @@ From the repository root::
     python -m benchmarks.run --quick         # tiny sizes, a few seconds; writes nothing
     python -m benchmarks.run --output x.md   # write the table somewhere else
     python -m benchmarks.run --baseline-rev 3686b3b   # also time ppo_clip.py as it was then
+    python -m benchmarks.run --no-browser    # leave out JupyterLab in headless Chromium
 
 Every ratio compares measurements taken in this same run, on the same arrays.
 The machine is described at the top of the table, because the numbers mean
@@ -22,15 +23,17 @@ import platform
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import baseline, figures, imports, module_bench, notebooks
+from benchmarks import baseline, browser, browser_tables, figures, imports, module_bench, notebooks
 from benchmarks.baseline import Baseline
 from benchmarks.tables import Table, verdict
+from ppo_viz.export import notebook_paths
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO / "benchmarks" / "RESULTS.md"
@@ -48,14 +51,15 @@ class Settings:
     import_runs: int
     notebook_runs: int
     notebook_limit: int | None
+    browser: browser.Settings | None
 
     @classmethod
     def full(cls) -> Settings:
-        return cls((4, 64, 4096), 200, 0.002, 20, 11, 1, None)
+        return cls((4, 64, 4096), 200, 0.002, 20, 11, 1, None, browser.Settings.full())
 
     @classmethod
     def quick(cls) -> Settings:
-        return cls((4, 16), 5, 0.0005, 2, 2, 1, 1)
+        return cls((4, 16), 5, 0.0005, 2, 2, 1, 1, browser.Settings.quick())
 
 
 # --------------------------------------------------------------------------
@@ -160,6 +164,21 @@ def targets_table(rows: list[tuple[str, str, bool]]) -> Table:
     return table
 
 
+def measure_in_browser(settings: Settings, notebook_dir: Path, say: Any) -> browser.BrowserRun:
+    """The browser benchmark on the notebooks (the first ``notebook_limit`` of them)."""
+    if settings.browser is None:
+        return browser.BrowserRun(skipped="not run (--no-browser)")
+    paths = notebook_paths(notebook_dir)[: settings.notebook_limit]
+    load_before = _load()
+    feel = browser.measure(paths, settings.browser, say=say)
+    if not feel.skipped:
+        feel.notes.append(
+            f"Load average (1 / 5 / 15 min) before the browser part: {load_before}; "
+            f"after: {_load()}."
+        )
+    return feel
+
+
 def run(
     settings: Settings,
     notebook_dir: Path,
@@ -202,6 +221,8 @@ def run(
     notebook_results = notebooks.measure(
         notebook_dir, runs=settings.notebook_runs, limit=settings.notebook_limit
     )
+    step("the notebooks in JupyterLab in headless Chromium ...")
+    feel = measure_in_browser(settings, notebook_dir, _say)
     step("done")
 
     target_rows = (
@@ -209,6 +230,7 @@ def run(
         + baseline.target_rows(baseline_results)
         + figures.target_rows(redraws)
         + notebooks.target_rows(notebook_results)
+        + browser_tables.target_rows(feel)
     )
     sections = [
         machine_table(load_at_start, mode),
@@ -217,6 +239,8 @@ def run(
         *([baseline.table(baseline_results)] if baseline_results else []),
         figures.table(redraws, untimed, built, settings.slider_values),
         notebooks.table(notebook_results, notebook_dir, settings.notebook_runs),
+        browser_tables.steps_table(feel),
+        browser_tables.drags_table(feel),
         imports.table(import_result),
     ]
     elapsed = time.perf_counter() - started
@@ -260,6 +284,12 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         "interleaved with the current one on the same arrays (default: none)",
     )
     parser.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="leave out the notebooks in JupyterLab in headless Chromium (the browser part "
+        "also skips itself, with a message, where Chromium or Playwright is missing)",
+    )
+    parser.add_argument(
         "--notebook-dir",
         type=Path,
         default=REPO / "notebooks",
@@ -272,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     settings = Settings.quick() if arguments.quick else Settings.full()
     mode = "--quick" if arguments.quick else "full run"
+    if arguments.no_browser:
+        settings = replace(settings, browser=None)
+        mode += ", --no-browser"
     if arguments.apps:
         mode += f", apps matching {arguments.apps!r}"
     earlier = None

@@ -66,17 +66,22 @@ def browser_required() -> bool:
     return os.environ.get("PPO_REQUIRE_BROWSER", "") == "1"
 
 
+def browser_problem(executable: Path | None = None) -> str:
+    """Why Chromium cannot be driven here (empty when it can): no browser, or no Playwright."""
+    executable = executable or CHROMIUM
+    if not executable.exists():
+        return f"Chromium not found at {executable}"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed"
+    return ""
+
+
 def require_browser() -> None:
     """Skip (or fail, under PPO_REQUIRE_BROWSER=1) when Chromium or Playwright is missing."""
-    problem = None
-    if not CHROMIUM.exists():
-        problem = f"Chromium not found at {CHROMIUM}"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            problem = "Playwright for Python is not installed"
-    if problem is None:
+    problem = browser_problem()
+    if not problem:
         return
     message = f"{problem}: {INSTALL_HINT}"
     if browser_required():
@@ -85,8 +90,11 @@ def require_browser() -> None:
 
 
 @contextmanager
-def chromium_context() -> Iterator[Any]:
-    """A headless Chromium with a fresh, throw-away profile (a Playwright BrowserContext)."""
+def chromium_context(executable: Path | None = None) -> Iterator[Any]:
+    """A headless Chromium with a fresh, throw-away profile (a Playwright BrowserContext).
+
+    ``executable``: the browser to start (default :data:`CHROMIUM`).
+    """
     from playwright.sync_api import sync_playwright
 
     profile = tempfile.mkdtemp(prefix="ppo-chromium-")
@@ -94,7 +102,7 @@ def chromium_context() -> Iterator[Any]:
         with sync_playwright() as playwright:
             context = playwright.chromium.launch_persistent_context(
                 profile,
-                executable_path=str(CHROMIUM),
+                executable_path=str(executable or CHROMIUM),
                 headless=True,
                 args=CHROMIUM_ARGS,
                 viewport=VIEWPORT,
@@ -143,8 +151,28 @@ EXPECTATIONS: dict[str, NotebookExpectation] = {
     ),
     "worked_example": NotebookExpectation(controls=("sample",), stepper=True, min_figures=1),
     "epochs_on_one_batch": NotebookExpectation(
-        controls=("eps", "step-size", "epochs", "seed", "early-stop", "target-kl"),
-        min_figures=1,
+        controls=("eps", "step-size", "epochs", "seed", "early-stop", "target-kl", "figure2-eps"),
+        min_figures=2,
+    ),
+    "why_clip": NotebookExpectation(
+        controls=(
+            "epochs",
+            "step-size",
+            "batch-size",
+            "iterations",
+            "show-ppo",
+            "show-ppo-eps-01",
+            "show-ppo-eps-03",
+            "show-unclipped",
+            "show-clip-only",
+            "show-plain-pg",
+            "cartpole-bigger-steps",
+            "cartpole-show-ppo",
+            "cartpole-show-unclipped",
+            "cartpole-show-clip-only",
+        ),
+        min_figures=2,
+        extra_classes=("ppo-more-seeds",),
     ),
     "numerics_and_rlhf": NotebookExpectation(
         controls=("length", "shift", "eps-low", "eps-high", "cap", "cap-on"), min_figures=2

@@ -69,6 +69,11 @@ class JupyterServer:
         self._home = Path(tempfile.mkdtemp(prefix=f"ppo-jupyter-{kind}-"))
         self.log_path = self._home / "server.log"
 
+    @property
+    def ipython_dir(self) -> Path:
+        """The kernels' IPython directory (``IPYTHONDIR``), private to this server."""
+        return self._home / "ipython"
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> JupyterServer:
@@ -180,7 +185,7 @@ class JupyterServer:
             JUPYTER_RUNTIME_DIR=str(self._home / "runtime"),
             JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
             JUPYTERLAB_WORKSPACES_DIR=str(self._home / "workspaces"),
-            IPYTHONDIR=str(self._home / "ipython"),
+            IPYTHONDIR=str(self.ipython_dir),
             PYTHONUNBUFFERED="1",
         )
         return env

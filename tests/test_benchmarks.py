@@ -1,9 +1,11 @@
 """The benchmark runs end to end at tiny sizes and writes a well-formed table.
 
 Not a timed test: no number is compared with a target here.  It checks that
-``python -m benchmarks.run --quick --baseline-rev HEAD`` completes, that the
-file it writes is the table it prints, and that the baselines it compares
-against are right (a wrong Python loop would make every ratio meaningless).
+``python -m benchmarks.run --quick --baseline-rev HEAD --no-browser`` completes,
+that the file it writes is the table it prints, that the baselines it compares
+against are right (a wrong Python loop would make every ratio meaningless), and
+that the browser benchmark turns the page's and the kernel's records into the
+right numbers; the tests marked ``browser`` drive it in a real JupyterLab.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 import pytest
 
 import ppo_clip
-from benchmarks import baseline, figures, module_bench
+from benchmarks import baseline, browser, browser_tables, figures, module_bench
 from benchmarks.run import main as benchmarks_main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,6 +74,7 @@ def quick_run(tmp_path_factory) -> tuple[str, str]:
             "surrogate",
             "--baseline-rev",
             "HEAD",
+            "--no-browser",
             "--notebook-dir",
             str(directory),
             "--output",
@@ -281,3 +284,169 @@ def test_a_slider_is_swept_across_its_range_without_repeating_a_value():
     assert spread[-1] == 1.0
     log = widgets.FloatLogSlider(value=0.01, base=10, min=-3, max=-1)
     assert figures.value_sequence(log, 3) == pytest.approx([1e-3, 1e-2, 1e-1])
+
+
+def test_the_browser_part_says_it_was_left_out(quick_run):
+    _, written = quick_run
+    for title in ("Feel in the browser: key press", "Feel in the browser: dragging"):
+        rows = _table_titled(written, title)[2:]
+        assert rows[0][-1] == "not run (--no-browser)"
+
+
+# --------------------------------------------------------------------------
+# The browser benchmark: from the page's and the kernel's records to numbers
+# --------------------------------------------------------------------------
+
+
+def _message(start: float, end: float, value: float = 0.3) -> dict:
+    return {
+        "kind": "message",
+        "start": start,
+        "end": end,
+        "cpu": end - start,
+        "state": {"value": value},
+    }
+
+
+def _render(start: float, end: float, encode: float = 0.01) -> dict:
+    return {
+        "kind": "render",
+        "start": start,
+        "end": end,
+        "cpu": end - start,
+        "encode": encode,
+        "png_bytes": 120_000,
+        "moving": 7,
+    }
+
+
+def test_a_steps_parts_add_up_to_its_latency():
+    # The page's times are epoch milliseconds; the kernel's, epoch seconds.
+    feel = {
+        "inputs": [{"type": "keydown", "t": 1000.0}, {"type": "keydown", "t": 1002.0}],
+        "images": [{"t": 1080.0, "decoded": 1095.0, "shown": True}],
+        "values": [],
+    }
+    records = [_message(1.005, 1.010), _render(1.010, 1.060, encode=0.012)]
+    step = browser.step_from_records(feel, records)
+    assert step.latency == pytest.approx(0.095)
+    assert step.to_kernel == pytest.approx(0.005)
+    assert step.app == pytest.approx(0.005)
+    assert step.draw == pytest.approx(0.038)
+    assert step.encode == pytest.approx(0.012)
+    assert step.to_page == pytest.approx(0.020)
+    assert step.decode == pytest.approx(0.015)
+    parts = (step.to_kernel, step.app, step.draw, step.encode, step.to_page, step.decode)
+    assert sum(parts) == pytest.approx(step.latency)
+    assert step.kernel_cpu == pytest.approx(0.055)  # rendered after the message was answered
+    assert step.moving == 7
+
+
+def test_a_step_without_kernel_records_keeps_its_latency():
+    feel = {
+        "inputs": [{"type": "keydown", "t": 1000.0}],
+        "images": [
+            {"t": 1040.0, "decoded": None, "shown": False},  # replaced before it was decoded
+            {"t": 1050.0, "decoded": 1070.0, "shown": True},
+        ],
+        "values": [],
+    }
+    step = browser.step_from_records(feel, [])
+    assert step.latency == pytest.approx(0.070)
+    assert step.app is None
+
+
+def test_a_drag_counts_frames_values_and_settle():
+    feel = {
+        "inputs": [{"type": "mousedown", "t": 0.0}, {"type": "mouseup", "t": 2000.0}],
+        "images": [
+            {"t": 100.0, "decoded": 150.0, "shown": True},
+            {"t": 200.0, "decoded": 260.0, "shown": False},  # never on screen
+            {"t": 300.0, "decoded": 350.0, "shown": True},
+            {"t": 2050.0, "decoded": 2120.0, "shown": True},  # after the release
+        ],
+        "values": [{"t": 90.0, "value": "0.21"}, {"t": 290.0, "value": "0.22"}],
+    }
+    records = [_message(0.1, 0.2), _render(0.2, 0.3), _message(1.9, 2.0), _render(2.0, 2.04)]
+    drag = browser.drag_from_records(feel, records, page_busy=0.5)
+    assert (drag.frames, drag.frames_after, drag.values) == (2, 1, 2)
+    assert drag.fps == pytest.approx(1.0)
+    assert drag.settle == pytest.approx(0.120)
+    assert (drag.kernel_messages, drag.kernel_renders) == (2, 2)
+    assert drag.kernel_busy == pytest.approx(0.3 / 2.0)  # up to the release
+    assert drag.every_value_shown
+    assert drag.met  # a slow rate, but every value the handle passed was shown
+
+
+def test_overlapping_intervals_are_counted_once():
+    assert browser.covered([(0, 2), (1, 3), (5, 6)]) == 4
+    assert browser.covered([]) == 0
+
+
+def _slow_control(notebook: str = "01_x.ipynb") -> browser.ControlFeel:
+    step = browser.Step(0.180, 0.005, 0.010, 0.120, 0.010, 0.015, 0.020, 0.130, 100_000, 72)
+    drag = browser.Drag(2.0, 8, 1, 40, 9, 9, 0.7, 0.300, render=0.120, page_busy=0.9)
+    return browser.ControlFeel(notebook, "eps", "slider", [step, step, step], drag)
+
+
+def test_every_missed_browser_target_says_why():
+    run = browser.BrowserRun(controls=[_slow_control()])
+    rows = browser_tables.target_rows(run)
+    assert [met for _, _, met in rows] == [False, False, False]
+    step, frames, settle = (measured for _, measured, _ in rows)
+    assert "drawing (72 artists move) 120 ms" in step
+    assert "page's main thread is busy 90%" in frames
+    assert "waits for the frame being drawn" in settle
+    table = browser_tables.steps_table(run)
+    [record] = _records(_tables(table.markdown())[table.title])
+    assert record["median ms"] == "180"
+    split = record["median split: to kernel / app / draw / PNG / to page / decode ms"]
+    assert split == "5 / 10 / 120 / 10 / 15 / 20"
+
+
+def test_a_slider_sending_only_on_release_is_explained():
+    drag = browser.Drag(2.0, 0, 1, 30, 0, 0, 0.0, 0.5)
+    assert "only on release" in browser_tables.why_few_frames(drag)
+    assert "on release" in browser_tables.why_slow_settle(drag)
+
+
+def test_without_chromium_the_browser_part_is_skipped_with_a_message(tmp_path):
+    missing = tmp_path / "no-chromium"
+    assert "Chromium not found" in browser.missing_browser(missing)
+    run = browser.measure([tmp_path / "01_x.ipynb"], browser.Settings.quick(), chromium=missing)
+    assert run.skipped.startswith("not run: Chromium not found")
+    assert browser_tables.target_rows(run) == []
+    for table in (browser_tables.steps_table(run), browser_tables.drags_table(run)):
+        [record] = _records(_tables(table.markdown())[table.title])
+        assert list(record.values())[-1] == run.skipped
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_the_browser_benchmark_measures_the_smoke_app_in_jupyterlab():
+    """Quick settings on the browser tests' fixture: every number comes from a real page."""
+    fixture = REPO / "tests" / "fixtures" / "smoke.ipynb"
+    problem = browser.missing_browser()
+    if problem:
+        pytest.skip(problem)
+    run = browser.measure([fixture], browser.Settings.quick())
+    assert not run.skipped
+    [eps] = run.controls
+    assert (eps.notebook, eps.control, eps.kind, eps.problem) == (
+        "smoke.ipynb",
+        "eps",
+        "slider",
+        "",
+    )
+    assert len(eps.steps) == browser.Settings.quick().steps
+    for step in eps.steps:
+        assert step.latency > 0
+        parts = (step.to_kernel, step.app, step.draw, step.encode, step.to_page, step.decode)
+        assert None not in parts, "the kernel probe logged the message and the render"
+        assert step.png_bytes > 0
+    assert eps.drag is not None
+    assert eps.drag.values >= 1
+    assert eps.drag.frames + eps.drag.frames_after >= 1
+    assert eps.drag.kernel_messages >= 1
+    rows = browser_tables.target_rows(run)
+    assert [target.split(":")[0] for target, _, _ in rows] == ["smoke.ipynb"] * 3

@@ -1,0 +1,518 @@
+"""How the apps feel in a real JupyterLab: step latency, frames during a drag, settle time.
+
+Each notebook is opened in JupyterLab in headless Chromium and run (Run All
+from the menu), started the way the browser tests start them
+(``tests/lab_server.py``, ``tests/browser_support.py``).  Then every main
+control (class ``ppo-main-control``; per notebook, the first visible, enabled
+one of each ``ppo-control-<name>``) is used the way a reader uses it:
+
+* **steps**: focus the control and press a key (a slider's handle: ArrowRight,
+  ArrowLeft once it reached the end; a number field: ArrowUp then Enter; a
+  checkbox: Space).  The latency runs from the key press to the moment the new
+  image of that cell's figure (``.ppo-figure img``) is in the page *and
+  decoded*.  Both ends are taken inside the page (``benchmarks/page_probe.js``:
+  ``performance.now()``, a ``MutationObserver``, ``img.decode()``), so the
+  harness' own round trips do not count.  One warm-up step first, and the
+  kernel is left idle between steps (a checkbox warms up once each way).
+* **drag** (sliders): mouse down on the handle, a move every 1/60 s carrying it
+  over half its track in :attr:`Settings.drag_seconds`, release.  Frames are the
+  distinct images shown (decoded while still the current one) between press
+  and release; settle is the time from the release to the last image.
+
+A probe in each kernel (:mod:`benchmarks.kernel_probe`) logs each widget
+message and each figure render, so a step's latency splits into: the key press
+to the kernel starting on the message, the app's own work, drawing, encoding
+the PNG, from the PNG to the image in the page, and decoding it.  During a drag
+Chromium's own counters (DevTools ``Performance.getMetrics``) tell how busy the
+page's main thread was.  The tables are in :mod:`benchmarks.browser_tables`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+TESTS = REPO / "tests"
+PAGE_PROBE = Path(__file__).with_name("page_probe.js")
+
+#: Targets from issue 16, on a quiet 2-core machine.
+STEP_TARGET_S = 0.100
+DRAG_FPS_TARGET = 12.0
+SETTLE_TARGET_S = 0.150
+
+#: Mouse moves per second while dragging, like a mouse read at a display's 60 Hz.
+MOVES_PER_SECOND = 60
+#: A step is over when no new image has come for this long; a drag, for SETTLE_QUIET_S.
+QUIET_S = 0.4
+SETTLE_QUIET_S = 1.0
+STEP_TIMEOUT_S = 15.0
+RUN_ALL_TIMEOUT_S = 120.0
+OPEN_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How much to measure: key presses per control, and how long each drag lasts."""
+
+    steps: int
+    drag_seconds: float
+
+    @classmethod
+    def full(cls) -> Settings:
+        return cls(steps=9, drag_seconds=2.0)
+
+    @classmethod
+    def quick(cls) -> Settings:
+        return cls(steps=2, drag_seconds=0.5)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One key press: its latency and where the time went (seconds; None where unknown).
+
+    ``to_kernel``: from the key press to the kernel starting on the message;
+    ``app``: from there to the start of the render (the app's own work: its
+    computation, the artists' data, the readouts); ``draw`` and ``encode``: the
+    render, drawing and encoding the PNG; ``to_page``: from the PNG to the new
+    image in the page; ``decode``: from there to decoded.  They add up to the
+    latency.  ``kernel_cpu``: the CPU time the kernel spent on it all (less than
+    ``app + draw + encode`` when other processes had the cores); ``moving``: how
+    many artists the render redrew.
+    """
+
+    latency: float
+    to_kernel: float | None = None
+    app: float | None = None
+    draw: float | None = None
+    encode: float | None = None
+    to_page: float | None = None
+    decode: float | None = None
+    kernel_cpu: float | None = None
+    png_bytes: int = 0
+    moving: int = 0
+
+
+@dataclass(frozen=True)
+class Drag:
+    """One drag over half the track: what was shown while the mouse moved, and after.
+
+    ``values``: the distinct values the slider's readout showed meanwhile;
+    ``kernel_messages`` / ``kernel_renders``: the new values the kernel received
+    and the figures it rendered meanwhile, ``render`` the median seconds of one;
+    ``kernel_busy`` / ``page_busy``: the share of the drag the kernel, and the
+    page's main thread, were busy (None where unknown).
+    """
+
+    seconds: float
+    frames: int
+    frames_after: int
+    values: int
+    kernel_messages: int
+    kernel_renders: int
+    kernel_busy: float
+    settle: float
+    render: float | None = None
+    page_busy: float | None = None
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def every_value_shown(self) -> bool:
+        return self.frames + self.frames_after >= self.values
+
+    @property
+    def met(self) -> bool:
+        """At least the target rate, or an image for every value the handle passed."""
+        return self.fps >= DRAG_FPS_TARGET or self.every_value_shown
+
+
+@dataclass
+class ControlFeel:
+    """One main control of one notebook, as measured in the browser."""
+
+    notebook: str
+    control: str
+    kind: str
+    steps: list[Step] = field(default_factory=list)
+    drag: Drag | None = None
+    problem: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(step.latency for step in self.steps)
+
+    def median_of(self, part: str) -> float | None:
+        """The median of one part of the steps' split (None if never known)."""
+        known = [getattr(step, part) for step in self.steps if getattr(step, part) is not None]
+        return statistics.median(known) if known else None
+
+
+@dataclass
+class BrowserRun:
+    """What the browser benchmark measured, or why it did not run."""
+
+    controls: list[ControlFeel] = field(default_factory=list)
+    skipped: str = ""
+    notebooks: list[str] = field(default_factory=list)
+    #: Lines for the report (e.g. the load average around the measurement).
+    notes: list[str] = field(default_factory=list)
+
+
+# -- JupyterLab and Chromium, started as the browser tests start them ---------------------------
+
+
+def _test_helpers() -> tuple[Any, Any]:
+    """``(browser_support, lab_server)`` from ``tests/``."""
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    import browser_support
+    import lab_server
+
+    return browser_support, lab_server
+
+
+def missing_browser(chromium: Path | None = None) -> str:
+    """Why the browser benchmark cannot run here (empty when it can)."""
+    support, _ = _test_helpers()
+    return str(support.browser_problem(chromium))
+
+
+@contextmanager
+def probed_lab(root: Path, log: Path) -> Iterator[Any]:
+    """A JupyterLab server rooted at ``root`` whose kernels log to ``log`` (the kernel probe)."""
+    _, lab_server = _test_helpers()
+    with lab_server.JupyterServer("lab", root) as server:
+        startup = server.ipython_dir / "profile_default" / "startup"
+        startup.mkdir(parents=True, exist_ok=True)
+        (startup / "00-ppo-kernel-probe.py").write_text(
+            "import sys\n"
+            f"sys.path.insert(0, {str(REPO)!r})\n"
+            "from benchmarks.kernel_probe import install\n"
+            f"install({str(log)!r})\n"
+            f"sys.path.remove({str(REPO)!r})\n",
+            encoding="utf-8",
+        )
+        yield server
+
+
+def server_root(notebooks: list[Path]) -> Path:
+    """The repository if every notebook is inside it, else the notebooks' common folder."""
+    folders = {path.resolve().parent for path in notebooks}
+    if all(folder.is_relative_to(REPO) for folder in folders):
+        return REPO
+    if len(folders) != 1:
+        raise ValueError("notebooks outside the repository must share one folder")
+    return folders.pop()
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+def measure(
+    notebooks: list[Path],
+    settings: Settings,
+    *,
+    chromium: Path | None = None,
+    say: Callable[[str], None] | None = None,
+) -> BrowserRun:
+    """Open each notebook in JupyterLab, run it, and measure each of its main controls."""
+    problem = missing_browser(chromium)
+    if problem:
+        return BrowserRun(skipped=f"not run: {problem}")
+    if not notebooks:
+        return BrowserRun(skipped="not run: no notebook")
+    support, _ = _test_helpers()
+    run = BrowserRun(notebooks=[path.name for path in notebooks])
+    root = server_root(notebooks)
+    logs = Path(tempfile.mkdtemp(prefix="ppo-browser-bench-"))
+    try:
+        with support.chromium_context(chromium) as browser, probed_lab(root, logs / "k") as lab:
+            for path in notebooks:
+                if say is not None:
+                    say(f"browser: {path.name} ...")
+                page = browser.new_page()
+                try:
+                    relative = path.resolve().relative_to(root).as_posix()
+                    notebook = support.NotebookPage(page, lab, relative, f"bench-{path.stem}")
+                    run.controls += measure_notebook(notebook, path.name, settings, logs / "k")
+                except Exception as error:  # a notebook that cannot be run: say so, go on
+                    run.controls.append(ControlFeel(path.name, "—", "—", problem=_short(error)))
+                finally:
+                    page.close()
+                    lab.shutdown_all_kernels()
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+    return run
+
+
+def measure_notebook(notebook: Any, name: str, settings: Settings, log: Path) -> list[ControlFeel]:
+    """Open and run one notebook (a ``NotebookPage``), then measure each main control."""
+    support, _ = _test_helpers()
+    notebook.open(OPEN_TIMEOUT_S)
+    notebook.run_all_from_menu()
+    notebook.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
+    problems = notebook.problems()
+    if problems:
+        return [ControlFeel(name, "—", "—", problem=f"after Run All: {problems[0][:200]}")]
+    results = []
+    for control_name, control in controls_to_measure(notebook, support):
+        result = ControlFeel(name, control_name, notebook.control_kind(control))
+        try:
+            measure_control(notebook, control, result, settings, log)
+        except Exception as error:  # one control's failure must not lose the others
+            result.problem = _short(error)
+        results.append(result)
+    return results
+
+
+def _short(error: Exception) -> str:
+    lines = str(error).splitlines() or [""]
+    return f"{type(error).__name__}: {lines[0][:200]}"
+
+
+def controls_to_measure(notebook: Any, support: Any) -> list[tuple[str, Any]]:
+    """The first visible, enabled main control of each name, in page order."""
+    controls = notebook.main_controls()
+    chosen: dict[str, Any] = {}
+    for index in range(controls.count()):
+        control = controls.nth(index)
+        name = support.control_name(control, index)
+        if name in chosen or not control.is_visible() or control.locator("[disabled]").count():
+            continue
+        chosen[name] = control
+    return list(chosen.items())
+
+
+def measure_control(
+    notebook: Any, control: Any, result: ControlFeel, settings: Settings, log: Path
+) -> None:
+    """Warm up, then the steps, then (a slider) the drag, into ``result``."""
+    if result.kind == "other":
+        result.problem = "neither a slider, a number field nor a checkbox"
+        return
+    page = notebook.page
+    control.evaluate("(element) => element.scrollIntoView({block: 'start'})")
+    notebook.cell_of(control).first.evaluate(PAGE_PROBE.read_text(encoding="utf-8"))
+    sweep: dict[str, str] = {}
+    warm_up = 2 if result.kind == "checkbox" else 1  # a checkbox: once each way
+    for step in range(warm_up + settings.steps):
+        page.evaluate("() => window.__ppoFeel.forget()")
+        press(notebook, control, result.kind, sweep)
+        if not wait_for_image(page):
+            result.problem = f"no new figure image within {STEP_TIMEOUT_S:.0f} s of a key press"
+            return
+        wait_until_quiet(page, QUIET_S)
+        if step >= warm_up:
+            feel = page.evaluate("() => window.__ppoFeel")
+            result.steps.append(step_from_records(feel, kernel_records(log, feel)))
+    if result.kind == "slider":
+        page.evaluate("() => window.__ppoFeel.forget()")
+        page_busy = drag(page, control, settings.drag_seconds)
+        wait_until_quiet(page, SETTLE_QUIET_S)
+        feel = page.evaluate("() => window.__ppoFeel")
+        result.drag = drag_from_records(feel, kernel_records(log, feel), page_busy)
+
+
+def press(notebook: Any, control: Any, kind: str, sweep: dict[str, str]) -> None:
+    """One key press that changes the control's value.
+
+    A slider goes right until the end of its track, then left until the start
+    (``sweep`` remembers the direction); a number field goes up; a checkbox toggles.
+    """
+    keys: tuple[str, ...]
+    if kind == "slider":
+        handle = control.locator(".noUi-handle").first
+        now, low, high = (float(handle.get_attribute(f"aria-value{p}") or 0) for p in PARTS)
+        if now >= high:
+            sweep["key"] = "ArrowLeft"
+        elif now <= low:
+            sweep["key"] = "ArrowRight"
+        keys = (sweep.setdefault("key", "ArrowRight"),)
+    elif kind == "number":
+        keys = ("ArrowUp", "Enter")
+    else:
+        keys = ("Space",)
+    notebook.press_on_control(control, keys)
+
+
+#: The slider handle's ``aria-value*`` attributes: where it is, and its ends.
+PARTS = ("now", "min", "max")
+
+
+def wait_for_image(page: Any) -> bool:
+    """Whether a new image was shown within :data:`STEP_TIMEOUT_S`."""
+    try:
+        page.wait_for_function(
+            "() => window.__ppoFeel.shown() > 0", polling=50, timeout=STEP_TIMEOUT_S * 1000
+        )
+    except Exception:  # Playwright's TimeoutError
+        return False
+    return True
+
+
+def wait_until_quiet(page: Any, seconds: float, limit_s: float = 20.0) -> None:
+    """Wait until no new image has come for ``seconds`` and every image is decoded."""
+    deadline = time.monotonic() + limit_s
+    count = -1
+    while time.monotonic() < deadline:
+        images, settled = page.evaluate(
+            "() => [window.__ppoFeel.images.length, window.__ppoFeel.settled()]"
+        )
+        if images == count and settled:
+            return
+        count = images
+        page.wait_for_timeout(seconds * 1000)
+
+
+def drag(page: Any, control: Any, seconds: float) -> float | None:
+    """Press the handle, carry it over half the track at 60 moves a second, release.
+
+    It goes towards the farther end.  Returns the share of the drag the page's
+    main thread was busy (Chromium's ``TaskDuration``), or None if unknown.
+    """
+    handle = control.locator(".noUi-handle").first.bounding_box()
+    track = control.locator(".noUi-target").first.bounding_box()
+    x0 = handle["x"] + handle["width"] / 2
+    y = handle["y"] + handle["height"] / 2
+    towards_right = x0 < track["x"] + track["width"] / 2
+    distance = (1 if towards_right else -1) * track["width"] / 2
+    busy = _MainThreadClock(page)
+    page.mouse.move(x0, y)
+    page.mouse.down()
+    busy.start()
+    started = time.perf_counter()
+    moves = 0
+    while (elapsed := time.perf_counter() - started) < seconds:
+        page.mouse.move(x0 + distance * elapsed / seconds, y)
+        moves += 1
+        pause = moves / MOVES_PER_SECOND - (time.perf_counter() - started)
+        if pause > 0:
+            time.sleep(pause)
+    page.mouse.move(x0 + distance, y)
+    page.mouse.up()
+    return busy.share(time.perf_counter() - started)
+
+
+class _MainThreadClock:
+    """How long the page's main thread worked, from Chromium's DevTools counters."""
+
+    def __init__(self, page: Any) -> None:
+        try:
+            self.session = page.context.new_cdp_session(page)
+            self.session.send("Performance.enable")
+        except Exception:  # not Chromium, or no DevTools protocol: unknown
+            self.session = None
+        self.began = 0.0
+
+    def _task_seconds(self) -> float:
+        metrics = self.session.send("Performance.getMetrics")["metrics"]
+        return next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+
+    def start(self) -> None:
+        if self.session is not None:
+            self.began = self._task_seconds()
+
+    def share(self, seconds: float) -> float | None:
+        if self.session is None:
+            return None
+        worked = self._task_seconds() - self.began
+        self.session.detach()
+        return worked / seconds
+
+
+# -- from the page's records and the kernel's to numbers ---------------------------------------
+
+
+def kernel_records(log: Path, feel: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kernel probe's records that started within the page's records (epoch seconds)."""
+    times = [event["t"] for event in feel["inputs"]]
+    times += [image["decoded"] or image["t"] for image in feel["images"]]
+    if not times or not log.exists():
+        return []
+    start, end = min(times) / 1000, max(times) / 1000
+    records = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line being written right now
+        if start <= record["start"] <= end:
+            records.append(record)
+    return records
+
+
+def step_from_records(feel: dict[str, Any], records: list[dict[str, Any]]) -> Step:
+    """One step's latency and its split, from the page's records and the kernel probe's.
+
+    The press is the step's first key down (a number field's ArrowUp, before
+    its Enter); the kernel's part runs from the first message it handled after
+    the press to the render that made the image shown first.
+    """
+    first = min((image for image in feel["images"] if image["shown"]), key=lambda i: i["decoded"])
+    pressed = min(event["t"] for event in feel["inputs"] if event["type"] == "keydown") / 1000
+    appeared, decoded = first["t"] / 1000, first["decoded"] / 1000
+    latency = decoded - pressed
+    messages = [r for r in records if r["kind"] == "message" and r["start"] >= pressed]
+    renders = [r for r in records if r["kind"] == "render" and r["end"] <= appeared]
+    if not messages or not renders:
+        return Step(latency)
+    message, render = messages[0], renders[-1]
+    within = render["start"] < message["end"]  # rendered while handling the message
+    encode = render.get("encode", 0.0)
+    return Step(
+        latency=latency,
+        to_kernel=message["start"] - pressed,
+        app=render["start"] - message["start"],
+        draw=render["end"] - render["start"] - encode,
+        encode=encode,
+        to_page=appeared - render["end"],
+        decode=decoded - appeared,
+        kernel_cpu=message["cpu"] + (0.0 if within else render["cpu"]),
+        png_bytes=int(render["png_bytes"]),
+        moving=int(render.get("moving", 0)),
+    )
+
+
+def drag_from_records(
+    feel: dict[str, Any], records: list[dict[str, Any]], page_busy: float | None = None
+) -> Drag:
+    """A drag's frames, values and settle (the page's records) and its kernel side (the probe's)."""
+    down = min(e["t"] for e in feel["inputs"] if e["type"] == "mousedown") / 1000
+    up = max(e["t"] for e in feel["inputs"] if e["type"] == "mouseup") / 1000
+    shown = [image["decoded"] / 1000 for image in feel["images"] if image["shown"]]
+    during = [r for r in records if down <= r["start"] <= up]
+    renders = [r["end"] - r["start"] for r in during if r["kind"] == "render"]
+    return Drag(
+        seconds=up - down,
+        frames=sum(down < t <= up for t in shown),
+        frames_after=sum(t > up for t in shown),
+        values=len({v["value"] for v in feel["values"] if down <= v["t"] / 1000 <= up}),
+        kernel_messages=sum(r["kind"] == "message" and bool(r["state"]) for r in during),
+        kernel_renders=sum(r["kind"] == "render" for r in during),
+        kernel_busy=covered([(r["start"], min(r["end"], up)) for r in during]) / (up - down),
+        settle=max(0.0, max(shown, default=up) - up),
+        render=statistics.median(renders) if renders else None,
+        page_busy=page_busy,
+    )
+
+
+def covered(intervals: list[tuple[float, float]]) -> float:
+    """The total length of the union of ``intervals``."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
