@@ -13,7 +13,7 @@ Shared by every notebook
         controls, a figure redrawn in place, messages, a static fallback for
         front ends without widgets, and ``save()`` for slides.
     :mod:`.figure_view`
-        Shows a figure in an ``Output`` widget and redraws only what changed.
+        Shows a figure as an ``Image`` widget's PNG and redraws only what changed.
     :mod:`.panels`
         One sample's objective term and gradient against the ratio (notebooks
         1, 2 and 5 build on it).

@@ -561,6 +561,8 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings) -> None:
         cells = column.cells.get_array()
         np.testing.assert_array_equal(cells[:, : run.epochs_run + 1], run.push_directions())
         assert cells.mask[:, run.epochs_run + 1 :].all()
+        # The colour map normalises the hidden values too: they must be numbers.
+        assert np.isfinite(cells.data).all()
         assert column.band.get_y() == pytest.approx(1 - expected.eps)
         assert column.band.get_height() == pytest.approx(2 * expected.eps)
         assert column.stop_line.get_visible() == run.stopped_early

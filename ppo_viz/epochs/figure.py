@@ -184,7 +184,7 @@ class EpochsFigure:
         cells = ax.pcolormesh(
             np.arange(EPOCH_AXIS_MAX + 2) - 0.5,
             np.arange(N_SAMPLES + 1) - 0.5,
-            np.ma.masked_all((N_SAMPLES, EPOCH_AXIS_MAX + 1)),
+            blank_cells(N_SAMPLES),
             cmap=PUSH_CMAP,
             vmin=-1.5,
             vmax=1.5,
@@ -472,6 +472,15 @@ class EpochsFigure:
 
 def push_map(run: Run) -> np.ma.MaskedArray:
     """The gradient map's cells: ``run.push_directions()``, blank (masked) after the run."""
-    cells = np.ma.masked_all((run.batch.n, EPOCH_AXIS_MAX + 1), dtype=np.float64)
+    cells = blank_cells(run.batch.n)
     cells[:, : run.epochs_run + 1] = run.push_directions()
     return cells
+
+
+def blank_cells(rows: int) -> np.ma.MaskedArray:
+    """A gradient map with every cell blank: masked, over zeros.
+
+    Not ``np.ma.masked_all``: its hidden values are uninitialised memory, and
+    the colour map's normalisation computes with them (a NaN there warns).
+    """
+    return np.ma.array(np.zeros((rows, EPOCH_AXIS_MAX + 1)), mask=True)
