@@ -26,7 +26,10 @@ from functools import cache
 
 from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role
 
-#: The explanation of normalizing the advantages, the same for every exercise.
+#: The explanation of normalizing the advantages, the same for every exercise.  Checked
+#: against cleanrl/ppo.py @020cf0e (norm_adv, per minibatch), stable_baselines3/ppo/ppo.py
+#: @cef4cf2 (normalize_advantage, per minibatch) and spinup/algos/pytorch/ppo/ppo.py @2092113
+#: (the buffer's get() normalizes the whole batch once).
 _NORMALIZED = (
     "You normalize the advantages ((A - mean) / std). PPO codes often do, but as a step before "
     "the loss, on the advantages they hand to it: CleanRL (norm_adv) and Stable-Baselines3 "
