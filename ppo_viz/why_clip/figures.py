@@ -133,6 +133,7 @@ class BanditLoopFigure:
             margins = SLIDE_MARGINS if slides else SCREEN_MARGINS
             axes = self.figure.subplots(2, 3, gridspec_kw=margins).ravel()
             self.panels = SpreadPanels(self.figure, axes[:4], keys)
+            self._runs_drawn: Mapping[str, BanditLoopHistory] | None = None
             self.collapse_ax, self.score_ax = axes[4], axes[5]
             self.collapse_lines = {
                 key: self.collapse_ax.plot(
@@ -181,7 +182,20 @@ class BanditLoopFigure:
         score.grid(axis="x", visible=False)
 
     def update(self, runs: Mapping[str, BanditLoopHistory], shown: Sequence[str]) -> None:
-        """Draw ``runs`` (by method key), showing the methods in ``shown``."""
+        """Draw ``runs`` (by method key), showing the methods in ``shown``.
+
+        The curves are computed again only for other runs than last time: a
+        method's checkbox only shows or hides what is drawn.
+        """
+        if runs is not self._runs_drawn:
+            self._draw_runs(runs)
+            self._runs_drawn = runs
+        self.panels.show_methods(shown)
+        for key in runs:
+            for artists in (self.collapse_lines, self.score_dots, self.score_means):
+                artists[key].set_visible(key in shown)
+
+    def _draw_runs(self, runs: Mapping[str, BanditLoopHistory]) -> None:
         iterations = next(iter(runs.values())).settings.iterations
         policy_x = np.arange(iterations + 1, dtype=float)
         update_x = np.arange(iterations, dtype=float) + 0.5
@@ -198,10 +212,6 @@ class BanditLoopFigure:
             jitter = np.linspace(-0.22, 0.22, len(run.seeds)) if len(run.seeds) > 1 else [0.0]
             self.score_dots[key].set_data(position + np.asarray(jitter), run.score)
             self.score_means[key].set_data([position], [run.score.mean()])
-        self.panels.show_methods(shown)
-        for key in runs:
-            for artists in (self.collapse_lines, self.score_dots, self.score_means):
-                artists[key].set_visible(key in shown)
 
 
 class CartPoleFigure:
@@ -213,6 +223,7 @@ class CartPoleFigure:
             self.figure = Figure(figsize=size)
             axes = self.figure.subplots(1, 3, gridspec_kw=CARTPOLE_MARGINS)
             self.panels = SpreadPanels(self.figure, axes, keys)
+            self._runs_drawn: Mapping[str, CartPoleRuns] | None = None
             returns, clip, kl = axes
             returns.set_title(f"episode return (mean of the last {CURVE_EPISODES})")
             returns.set_ylim(0.0, 520.0)
@@ -227,7 +238,17 @@ class CartPoleFigure:
             self.panels.legend(slides)
 
     def update(self, runs: Mapping[str, CartPoleRuns], shown: Sequence[str]) -> None:
-        """Draw ``runs`` (by method key), showing the methods in ``shown``."""
+        """Draw ``runs`` (by method key), showing the methods in ``shown``.
+
+        As in :meth:`BanditLoopFigure.update`, the curves are computed again
+        only for other runs than last time.
+        """
+        if runs is not self._runs_drawn:
+            self._draw_runs(runs)
+            self._runs_drawn = runs
+        self.panels.show_methods(shown)
+
+    def _draw_runs(self, runs: Mapping[str, CartPoleRuns]) -> None:
         for key, run in runs.items():
             steps = run.steps.astype(float)
             returns, clip, kl = (panel[key] for panel in self.panels.artists)
@@ -238,7 +259,6 @@ class CartPoleFigure:
         for ax in self.panels.axes:
             if ax.get_xlim() != (0.0, last):
                 ax.set_xlim(0.0, last)
-        self.panels.show_methods(shown)
 
 
 class ResultsFigure:
