@@ -47,6 +47,7 @@ from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.spines import Spine
 
 from ppo_viz.style import SCREEN_DPI
 
@@ -87,6 +88,10 @@ def png_output(png: bytes) -> dict[str, Any]:
         "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<figure>"},
         "metadata": {},
     }
+
+
+#: The figure box's class while the work for its next image runs (``style.css`` dims it).
+BUSY_CLASS = "ppo-busy"
 
 
 class FigureBox(widgets.VBox):
@@ -148,7 +153,16 @@ class FigureView:
         self._refresh_waiting = False
         self.png = self.render()
         self.output.image.value = self.png
+        self.clear_busy()
         return self.png
+
+    def show_busy(self) -> None:
+        """Dim the image on screen until the next one replaces it (for work a reader waits on)."""
+        self.output.add_class(BUSY_CLASS)
+
+    def clear_busy(self) -> None:
+        """Undo :meth:`show_busy` (the next image does it; an app whose draw failed calls it)."""
+        self.output.remove_class(BUSY_CLASS)
 
     def render(self) -> bytes:
         """PNG bytes of the figure as it is now."""
@@ -238,18 +252,49 @@ def with_what_lies_above(figure: Figure, artists: list[Artist]) -> list[Artist]:
     z-order.  Ticks, tick labels and grid lines (the axes' Axis objects,
     drawn low, as ``axes.axisbelow`` is set) are redrawn only above an
     artist that moves below them, such as an image at z-order 0: giving
-    such an artist a z-order above 0.5 keeps redraws fast.
+    such an artist a z-order above 0.5 keeps redraws fast.  An axes' titles
+    stay in the background when nothing redrawn in that axes can reach them
+    (:func:`_titles_apart`).
     """
     ids = {id(artist) for artist in artists}
-    layers = [_stacked(ax.get_children(), ax.patch) for ax in figure.axes]
-    layers.append(_stacked(figure.get_children(), figure.patch))
+    layers = [(_stacked(ax.get_children(), ax.patch), ax) for ax in figure.axes]
+    layers.append((_stacked(figure.get_children(), figure.patch), None))
     ordered: list[Artist] = []
-    for layer in layers:
-        zorders = [artist.get_zorder() for artist in layer if id(artist) in ids]
-        if zorders:
-            lowest = min(zorders)
-            ordered.extend(artist for artist in layer if artist.get_zorder() >= lowest)
+    for layer, ax in layers:
+        moving = [artist for artist in layer if id(artist) in ids]
+        if not moving:
+            continue
+        lowest = min(artist.get_zorder() for artist in moving)
+        redrawn = [artist for artist in layer if artist.get_zorder() >= lowest]
+        apart = _titles_apart(ax, redrawn) if ax is not None else set()
+        ordered.extend(artist for artist in redrawn if id(artist) in ids or id(artist) not in apart)
     return ordered
+
+
+def _titles_apart(ax: Axes, redrawn: list[Artist]) -> set[int]:
+    """The ids of ``ax``'s titles that nothing else in ``redrawn`` can paint over.
+
+    A title (drawn above lines by its z-order) sits above the axes box.  When
+    every other artist redrawn in the axes is clipped to that box (or is a
+    spine, on its edge), none can reach a title that lies wholly outside it,
+    now or after a later change, so the title can stay in the cached
+    background: redrawing text is the costliest part of a blit.
+    """
+    titles = (ax.title, ax._left_title, ax._right_title)  # matplotlib's three title slots
+    others = [artist for artist in redrawn if all(artist is not title for title in titles)]
+    if not all(isinstance(artist, Spine) or _clipped_to_box(artist, ax) for artist in others):
+        return set()
+    renderer = ax.figure.canvas.get_renderer()
+    return {
+        id(title)
+        for title in titles
+        if title.get_window_extent(renderer).y0 >= ax.bbox.y1 + 1  # a pixel clear of the box
+    }
+
+
+def _clipped_to_box(artist: Artist, ax: Axes) -> bool:
+    box = artist.get_clip_box()
+    return artist.get_clip_on() and box is not None and np.allclose(box.bounds, ax.bbox.bounds)
 
 
 def _stacked(children: list[Artist], background: Artist) -> list[Artist]:

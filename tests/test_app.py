@@ -340,3 +340,35 @@ def test_the_bandit_loop_app_names_bad_arguments(arguments, error, message):
 
     with pytest.raises(error, match=re.escape(message)):
         BanditLoopExplorer(**arguments)
+
+
+def test_a_busy_figure_is_undimmed_by_the_next_image_or_a_refused_setting():
+    app = SlopeApp()
+    app.view.show_busy()
+    assert "ppo-busy" in app.view.output._dom_classes
+    app.slope.value = 1.0
+    assert "ppo-busy" not in app.view.output._dom_classes
+    app.view.show_busy()
+    app.slope.value = 1.8  # refused: the old image stays, and is not left dimmed
+    assert "is too steep" in app.message.value
+    assert "ppo-busy" not in app.view.output._dom_classes
+
+
+@pytest.mark.parametrize("text_clipped", [True, False])
+def test_titles_above_the_axes_stay_in_the_background_unless_an_unclipped_text_is_redrawn(
+    text_clipped,
+):
+    with figure_style():
+        figure = Figure(figsize=(4, 3), layout="constrained")
+        ax = figure.subplots()
+        ax.set_title("a title")
+        (line,) = ax.plot([0, 1], [0, 1])
+        ax.text(0.5, 0.5, "a label", clip_on=text_clipped)  # above the line: redrawn with it
+    view = FigureView(figure)
+    for y in (0.2, 0.4, 0.6):
+        line.set_ydata([0, y])
+        view.refresh()
+    assert line in view.moving
+    # An unclipped text could be moved onto the title later, without a full draw.
+    assert (ax.title in view.moving) is not text_clipped
+    assert_same_picture(view.png, figure)
