@@ -177,6 +177,7 @@ class App(WidgetDisplay):
         try:
             self.draw(self.plot)
         except InputError as error:
+            self.view.clear_busy()
             self.show_message(str(error), "error")
             return False
         self.update_readouts()

@@ -455,3 +455,40 @@ def test_the_cartpole_apps_button_trains_two_more_seeds():
             equal_nan=True,
         )
     assert "3 seeds" in app.summary.value
+
+
+@pytest.mark.parametrize("app_class", [BanditLoopExplorer, CartPoleExplorer])
+def test_a_methods_checkbox_only_shows_or_hides_its_curves(monkeypatch, app_class):
+    import ppo_viz.why_clip.figures as figures
+
+    app = app_class()
+    box = next(iter(app.shown.values()))
+    key = next(iter(app.shown))
+    before = _line(app.plot.panels, 0, key).get_ydata().copy()
+    recomputed = []
+    monkeypatch.setattr(figures, "spread", lambda values: recomputed.append(1) or spread(values))
+    box.value = False
+    assert not _line(app.plot.panels, 0, key).get_visible()
+    box.value = True
+    assert _line(app.plot.panels, 0, key).get_visible()
+    assert recomputed == []  # the curves were not computed again
+    np.testing.assert_array_equal(_line(app.plot.panels, 0, key).get_ydata(), before)
+
+
+def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
+    import ppo_viz.why_clip.apps as apps
+
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    dimmed_while_running = []
+
+    def watched(*arguments):
+        dimmed_while_running.append("ppo-busy" in app.view.output._dom_classes)
+        return run_bandit_methods(*arguments)
+
+    monkeypatch.setattr(apps, "run_bandit_methods", watched)
+    app.epochs.value = 3
+    assert dimmed_while_running == [True]
+    assert "ppo-busy" not in app.view.output._dom_classes  # the new image undims it
+    app.epochs.value = 3 + 1
+    app.epochs.value = 3  # computed before: no dimming, nothing run
+    assert dimmed_while_running == [True, True]

@@ -139,6 +139,7 @@ class BanditLoopExplorer(App):
         """Every method at ``settings`` on seeds ``0 .. seed_count - 1`` (cached)."""
         key = (settings, self.seed_count)
         if key not in self._runs:
+            self.view.show_busy()  # the six methods take a moment: dim the old figure meanwhile
             self._runs[key] = run_bandit_methods(settings, tuple(range(self.seed_count)))
         return self._runs[key]
 
