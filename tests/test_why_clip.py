@@ -14,10 +14,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from functools import cache
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, arrays
 
 import ppo_clip
 from ppo_viz.app import InputError
@@ -40,7 +44,12 @@ from ppo_viz.why_clip.cartpole_ppo import (
     random_policy_return,
     run_cartpole,
 )
-from ppo_viz.why_clip.methods import METHODS, spread, surrogate_gradients
+from ppo_viz.why_clip.methods import (
+    METHODS,
+    percentile_ignoring_nan,
+    spread,
+    surrogate_gradients,
+)
 from ppo_viz.why_clip.networks import MLP, Adam, clip_by_global_norm
 from ppo_viz.why_clip.results import (
     BANDIT_SETTINGS,
@@ -492,3 +501,19 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
     app.epochs.value = 3 + 1
     app.epochs.value = 3  # computed before: no dimming, nothing run
     assert dimmed_while_running == [True, True]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=arrays(
+        np.float64,
+        array_shapes(min_dims=2, max_dims=2, max_side=12),
+        elements=st.one_of(st.just(np.nan), st.floats(-1e6, 1e6)),
+    ),
+    q=st.sampled_from([0.0, 25.0, 50.0, 75.0, 100.0, 12.5]),
+)
+def test_the_vectorised_percentile_is_numpys_nanpercentile_to_the_last_bit(values, q):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on an all-NaN column
+        expected = np.nanpercentile(values, q, axis=0)
+    np.testing.assert_array_equal(percentile_ignoring_nan(values, q), expected)

@@ -199,5 +199,31 @@ class Spread:
 
 def spread(values: FloatArray) -> Spread:
     """:class:`Spread` of ``values`` with runs along axis 0 (NaN entries are left out)."""
-    low, high = np.nanpercentile(values, [25.0, 75.0], axis=0)
-    return Spread(np.nanmean(values, axis=0), low, high)
+    return Spread(
+        np.nanmean(values, axis=0),
+        percentile_ignoring_nan(values, 25.0),
+        percentile_ignoring_nan(values, 75.0),
+    )
+
+
+def percentile_ignoring_nan(values: FloatArray, q: float) -> FloatArray:
+    """``np.nanpercentile(values, q, axis=0)``, every column at once.
+
+    numpy computes it column by column in Python (about 50 ms for a CartPole
+    panel, which a reader waits for on every switch of setting).  The same
+    rule, vectorised: sort each column (NaNs go last), find the position
+    ``q / 100 * (n - 1)`` among its ``n`` numbers, and interpolate linearly
+    between the two neighbours, as numpy's ``_lerp`` does.
+    """
+    ordered = np.sort(values, axis=0)
+    counts = np.count_nonzero(~np.isnan(values), axis=0)
+    last = np.maximum(counts - 1, 0)
+    position = q / 100.0 * last
+    below = np.floor(position).astype(np.int64)
+    above = np.minimum(below + 1, last)
+    low = np.take_along_axis(ordered, below[None], axis=0)[0]
+    high = np.take_along_axis(ordered, above[None], axis=0)[0]
+    weight = position - below
+    step = high - low
+    result = np.where(weight >= 0.5, high - step * (1 - weight), low + step * weight)
+    return np.where(counts > 0, result, np.nan)
