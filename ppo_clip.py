@@ -510,6 +510,19 @@ def objective_terms(
 OVERFLOW_SCALE = 2.0**-16
 
 
+def scaled_down(advantages: np.ndarray) -> np.ndarray:
+    """``advantages * OVERFLOW_SCALE``, where no nonzero advantage becomes 0.
+
+    The tiniest advantages (below about 1e-319) would round to 0, and an
+    infinite ratio times them would then give 0 instead of ``±inf``; they keep
+    their sign as the smallest float64 instead.  Their other products change
+    by far less than the last bit of a loss large enough to be recomputed.
+    """
+    scaled = advantages * OVERFLOW_SCALE
+    smallest = np.copysign(np.finfo(np.float64).smallest_subnormal, advantages)
+    return np.where((scaled == 0) & (advantages != 0), smallest, scaled)
+
+
 def loss_of(
     breakdown: ClipBreakdown, objective: Objective = "clipped", count: int | None = None
 ) -> float:
@@ -532,7 +545,7 @@ def loss_of(
     loss = negative_mean(terms[:count], breakdown.batch_size)
     if math.isfinite(loss):
         return loss
-    scaled = replace(breakdown, advantages=breakdown.advantages * OVERFLOW_SCALE)
+    scaled = replace(breakdown, advantages=scaled_down(breakdown.advantages))
     terms, _ = objective_terms(scaled, objective)
     loss = negative_mean(terms[:count], breakdown.batch_size) / OVERFLOW_SCALE
     if math.isnan(loss):

@@ -54,6 +54,16 @@ def test_an_overflowed_ratio_with_a_negative_advantage_still_makes_the_loss_inf(
     assert ppo_clip.ppo_clip_loss([0.0, 0.0], [-1000.0, -1000.0], [1.7e308, -1.0]) == math.inf
 
 
+@pytest.mark.parametrize("tiny", [-5e-324, -1e-320])
+def test_an_overflowed_ratio_times_the_tiniest_advantage_is_still_infinite(tiny):
+    # Found by hypothesis in CI: scaling the advantages down to recompute an
+    # overflowed loss rounded -5e-324 to 0, and the loss came out 0.0.
+    args = ([0.0], [-710.0], [tiny])
+    assert ppo_clip.ppo_clip_loss(*args, eps=0.0) == math.inf
+    assert ppo_clip.surrogate_loss(*args, objective="unclipped") == math.inf
+    assert ppo_clip.surrogate_loss([0.0], [-710.0], [-tiny], objective="unclipped") == -math.inf
+
+
 def test_the_other_objectives_never_return_nan_from_finite_products():
     args = ([0.0, 0.0], OLD, [1.7e308, -1.7e308])
     assert ppo_clip.surrogate_loss(*args, objective="unclipped") == 0.0
