@@ -32,7 +32,6 @@ set ``artist.stale = True`` after it.
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
 import struct
 import zlib
@@ -81,15 +80,6 @@ def figure_to_png(figure: Figure, dpi: float = SCREEN_DPI) -> bytes:
     return buffer.getvalue()
 
 
-def png_output(png: bytes) -> dict[str, Any]:
-    """One ``display_data`` output showing ``png`` (for ``Output.outputs``)."""
-    return {
-        "output_type": "display_data",
-        "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<figure>"},
-        "metadata": {},
-    }
-
-
 #: The figure box's class while the work for its next image runs (``style.css`` dims it).
 BUSY_CLASS = "ppo-busy"
 
@@ -107,11 +97,6 @@ class FigureBox(widgets.VBox):
         layout = widgets.Layout(align_items="flex-start", margin="var(--jp-widgets-margin)")
         super().__init__([self.image], layout=layout)
         self.add_class("ppo-figure")
-
-    @property
-    def outputs(self) -> tuple[dict[str, Any], ...]:
-        """The image as notebook outputs, as an ``Output`` widget would hold it (one, or none)."""
-        return (png_output(self.image.value),) if self.image.value else ()
 
 
 class FigureView:

@@ -114,9 +114,8 @@ def test_each_refresh_replaces_the_one_image():
     for step in range(3):
         parts["title"].set_text(str(step))
         view.refresh()
-        assert len(view.output.outputs) == 1
-        shown = base64.b64decode(view.output.outputs[0]["data"]["image/png"])
-        assert shown == view.png
+        assert view.output.children == (view.output.image,)
+        assert view.output.image.value == view.png
 
 
 def test_each_refresh_puts_the_png_in_the_image_widget():

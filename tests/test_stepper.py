@@ -642,7 +642,8 @@ def test_steps_redraw_in_place_with_fixed_axes(stepper):
         stepper.next_button.click()
         pngs.add(stepper.view.png)
     assert len(pngs) == 4
-    assert len(stepper.view.output.outputs) == 1
+    assert stepper.view.output.children == (stepper.view.output.image,)
+    assert stepper.view.output.image.value == stepper.view.png
     assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
 
 

@@ -117,7 +117,8 @@ def test_redraws_replace_the_image_without_stacking_or_moving_axes(explorer):
         explorer.eps.value = float(eps)
     explorer.advantage.value = ADVANTAGE_RANGE[1]
     assert explorer.plot.figure is figure
-    assert len(explorer.view.output.outputs) == 1
+    assert explorer.view.output.children == (explorer.view.output.image,)
+    assert explorer.view.output.image.value == explorer.view.png
     assert explorer.view.png != first
     assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
     assert sum(len(ax.lines) for ax in figure.axes) == line_count
