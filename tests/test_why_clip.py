@@ -46,7 +46,7 @@ from ppo_viz.why_clip.cartpole_ppo import (
 )
 from ppo_viz.why_clip.methods import (
     METHODS,
-    percentile_ignoring_nan,
+    percentiles_ignoring_nan,
     spread,
     surrogate_gradients,
 )
@@ -510,10 +510,13 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
         array_shapes(min_dims=2, max_dims=2, max_side=12),
         elements=st.one_of(st.just(np.nan), st.floats(-1e6, 1e6)),
     ),
-    q=st.sampled_from([0.0, 25.0, 50.0, 75.0, 100.0, 12.5]),
+    qs=st.lists(st.sampled_from([0.0, 25.0, 50.0, 75.0, 100.0, 12.5]), min_size=1, max_size=3),
 )
-def test_the_vectorised_percentile_is_numpys_nanpercentile_to_the_last_bit(values, q):
+def test_the_vectorised_percentiles_are_numpys_nanpercentile_to_the_last_bit(values, qs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on an all-NaN column
-        expected = np.nanpercentile(values, q, axis=0)
-    np.testing.assert_array_equal(percentile_ignoring_nan(values, q), expected)
+        expected = np.nanpercentile(values, qs, axis=0)
+    got = percentiles_ignoring_nan(values, qs)
+    assert len(got) == len(qs)
+    for column, wanted in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(column, wanted)
