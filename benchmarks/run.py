@@ -105,7 +105,16 @@ def _git_revision() -> str:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "ppo_clip.py", "ppo_viz", "notebooks"],
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--",
+                "ppo_clip.py",
+                "ppo_clip_inputs.py",
+                "ppo_viz",
+                "notebooks",
+            ],
             cwd=REPO,
             capture_output=True,
             text=True,
