@@ -135,19 +135,23 @@ def exact_loss(
     logp_old: Sequence[float],
     advantages: Sequence[float],
     eps: float = 0.2,
+    *,
+    ratios: Sequence[float] | None = None,
 ) -> float:
     """The clipped loss computed exactly, then rounded once to float64 (``±inf`` beyond it).
 
-    Each ratio is the float64 ``exp`` (``inf`` where it overflows); every
-    product, the ``min`` and the sum are exact (``fractions.Fraction``), so no
-    product overflows on the way.  An infinite ratio with ``A < 0`` makes the
-    loss ``+inf``; with ``A > 0`` it is clipped and its term is
+    Each ratio is the float64 ``exp`` (``inf`` where it overflows), or the given ``ratios``:
+    pass the module's own to check its rounding alone, since ``math.exp`` and numpy's
+    ``exp`` may differ in the last bit.  Every product, the ``min`` and the sum are exact
+    (``fractions.Fraction``), so no product overflows on the way.  An infinite ratio with
+    ``A < 0`` makes the loss ``+inf``; with ``A > 0`` it is clipped and its term is
     ``(1 + eps) * A``.
     """
     lower, upper = Fraction(1.0 - eps), Fraction(1.0 + eps)
     total = Fraction(0)
-    for new, old, advantage in zip(logp_new, logp_old, advantages, strict=True):
-        r = ratio(new, old)
+    if ratios is None:
+        ratios = [ratio(new, old) for new, old in zip(logp_new, logp_old, strict=True)]
+    for r, advantage in zip(ratios, advantages, strict=True):
         if advantage == 0:
             continue
         if math.isinf(r):

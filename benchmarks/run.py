@@ -34,6 +34,7 @@ from benchmarks import baseline, browser, browser_tables, figures, imports, modu
 from benchmarks.baseline import Baseline
 from benchmarks.tables import Table, verdict
 from ppo_viz.export import notebook_paths
+from ppo_viz.machine import cpu_model, simd_found
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO / "benchmarks" / "RESULTS.md"
@@ -65,16 +66,6 @@ class Settings:
 # --------------------------------------------------------------------------
 # The machine
 # --------------------------------------------------------------------------
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _version(package: str) -> str:
@@ -139,7 +130,8 @@ def machine_table(load_at_start: str, mode: str) -> Table:
     table.add("date (UTC)", dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"))
     table.add("run", mode)
     table.add("repository revision", _git_revision())
-    table.add("CPU", f"{_cpu_model()} ({platform.machine()})")
+    table.add("CPU", f"{cpu_model()} ({platform.machine()})")
+    table.add("numpy SIMD (numpy.show_runtime(), found)", " ".join(simd_found()) or "none")
     table.add("cores", f"{cores} logical, {usable} usable by this process")
     table.add("OS", platform.platform())
     table.add("Python", f"{platform.python_implementation()} {platform.python_version()}")

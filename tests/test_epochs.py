@@ -95,7 +95,7 @@ def test_batch_is_seeded_sorted_and_its_advantages_are_not_normalized():
     assert np.all(np.diff(batch.actions) >= 0)
     for arm in range(4):
         assert np.all(np.diff(batch.advantages[batch.actions == arm]) <= 0)
-    np.testing.assert_array_equal(batch.logp_old, np.log(0.25) * np.ones(batch.n))
+    np.testing.assert_allclose(batch.logp_old, np.log(0.25) * np.ones(batch.n), rtol=1e-15)
 
 
 def test_softmax_is_stable_and_normalized():

@@ -7,6 +7,7 @@ traceback).  How long each notebook takes is measured by the benchmarks
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -69,3 +70,33 @@ def test_notebook_is_a_document(path):
     assert "Summary" in tail
     assert "Things to try" in tail
     assert last.cell_type == "markdown"
+
+
+#: The one full-precision number the prose may state: the contract's loss, which every machine
+#: tried gives (shared/SPEC.md, "What may differ between machines").
+MACHINE_INDEPENDENT_DIGITS = {"-0.5375000000000001"}
+#: A decimal number in prose, with its sign and exponent.
+DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+def significant_digits(number: str) -> int:
+    """How many significant digits a decimal written in prose has (``0.0125`` has 3)."""
+    mantissa = number.lstrip("-").split("e")[0]
+    return len(mantissa.replace(".", "").lstrip("0"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_prose_states_no_last_bits(path):
+    """A number with 12 or more significant digits is a last-bit claim: cells compute those.
+
+    numpy's ``exp`` and ``log`` differ in the last bit between CPUs, so the full digits of a
+    ratio or a gradient entry are shown by a cell on the reader's own machine, never written
+    into the markdown.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for number in DECIMAL.findall(cell.source):
+            if significant_digits(number) >= 12:
+                assert number in MACHINE_INDEPENDENT_DIGITS, f"cell {index} states {number}"

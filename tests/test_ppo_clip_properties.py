@@ -214,7 +214,10 @@ def expected_loss(batch: DrawnBatch, samples: list[reference.Sample]) -> tuple[f
         scale = SCALE
         advantages = [advantage * scale for advantage in batch.advantages]
         samples = reference.batch(batch.logp_new, batch.logp_old, advantages, batch.eps)
-        loss = reference.exact_loss(batch.logp_new, batch.logp_old, batch.advantages, batch.eps)
+        ratios = [sample.ratio for sample in samples]
+        loss = reference.exact_loss(
+            batch.logp_new, batch.logp_old, batch.advantages, batch.eps, ratios=ratios
+        )
     magnitude = math.fsum(abs(sample.objective_term) / batch.n for sample in samples)
     return loss, 1e-13 * magnitude / scale
 

@@ -25,6 +25,7 @@ from hypothesis.extra.numpy import array_shapes, arrays
 
 import ppo_clip
 from ppo_viz.app import InputError
+from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.apps import BanditLoopExplorer, CartPoleExplorer
 from ppo_viz.why_clip.bandit_loop import (
     BanditLoopSettings,
@@ -387,11 +388,18 @@ def test_rerunning_a_slice_of_the_results_command_reproduces_its_committed_runs(
     command = [sys.executable, "-m", "experiments.why_clip", "--setting", "bigger steps"]
     command += ["--method", "unclipped", "--cartpole-seeds", "1", "--output-dir", str(tmp_path)]
     subprocess.run(command, cwd=REPOSITORY, check=True, capture_output=True, timeout=600)
-    fresh = load_results(tmp_path / "why_clip.json")["cartpole"]["bigger steps"]["methods"]
+    results = load_results(tmp_path / "why_clip.json")
+    fresh = results["cartpole"]["bigger steps"]["methods"]
     stored = committed()["cartpole"]["bigger steps"]["methods"]["unclipped"]
-    for name, values in fresh["unclipped"].items():
-        assert values[0] == stored[name][0], name
     assert set(fresh) == {"unclipped"}
+    assert results["machine"] == fingerprint()
+    if committed()["machine"] == fingerprint():  # the same last bits: the same run, exactly
+        for name, values in fresh["unclipped"].items():
+            assert values[0] == stored[name][0], name
+    else:  # chaotic: one last-bit difference changes the run; it is one draw of the same spread
+        returns = np.array(stored["final_return"])
+        spread = 3 * returns.std(ddof=1)
+        assert abs(fresh["unclipped"]["final_return"][0] - returns.mean()) <= spread
 
 
 def test_results_md_shows_the_table_of_the_committed_json():

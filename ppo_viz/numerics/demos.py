@@ -287,7 +287,7 @@ def overflow_demo(eps: float = EPS) -> OverflowDemo:
 # The exact boundary, in float64 (the main line) and in float32 (for implementers)
 # --------------------------------------------------------------------------
 
-#: The boundary demo's probabilities: their ratio is exactly 1 + eps in float64.
+#: The boundary demo's probabilities: their ratio is 1 + eps in exact arithmetic.
 BOUNDARY_P_NEW, BOUNDARY_P_OLD, BOUNDARY_EPS = 0.6, 0.5, 0.2
 #: The header of both boundary tables.
 BOUNDARY_HEADER = (
@@ -306,7 +306,7 @@ BFLOAT16_SIGNIFICANT_BITS = 8
 
 @dataclass(frozen=True)
 class BoundaryCase:
-    """One way of computing the ratio of ``p_new = 0.6`` to ``p_old = 0.5`` (exactly 1.2).
+    """One way of computing the ratio of ``p_new = 0.6`` to ``p_old = 0.5`` (1.2 in exact maths).
 
     ``ratio_text`` is the ratio as the table prints it; ``is_clipped`` and
     ``grad`` are for one sample with A = +1 (N = 1).
@@ -353,10 +353,9 @@ class BoundaryDemo:
         return boundary_rows([self.case])
 
     def notes(self) -> list[str]:
-        """The table in words, built from its numbers."""
+        """The table in words, built from its numbers (the first depends on this machine)."""
         return [
-            f"In float64 exp(log 0.6 − log 0.5) is exactly {exact(self.case.ratio)}: on the "
-            f"boundary, not clipped (strict rule), gradient −r·A/N = {exact(self.case.grad)}.",
+            edge_note(self.case),
             "Slopes of ppo_clip_loss just inside and just outside the band (a step of "
             f"{rounded(self.step, 1)} in log π_new): {rounded(self.inside_slope, 7)} and "
             f"{rounded(self.outside_slope)}. The boundary keeps the inside slope.",
@@ -368,6 +367,36 @@ class BoundaryDemo:
 
     def __repr__(self) -> str:
         return "\n".join(self.notes())
+
+
+def landing_note(row: int, case: BoundaryCase) -> str:
+    """Which side of the edge 1 + eps row ``row`` landed on here, and what the clip did.
+
+    A ratio held in float32 is compared with float32's ``1 + eps``, as its clip test does.
+    """
+    in_float32 = "(float32" in case.ratio_text
+    ratio, edge = case.ratio, 1.0 + BOUNDARY_EPS
+    if in_float32:
+        ratio, edge = np.float32(ratio), np.float32(1.0) + np.float32(BOUNDARY_EPS)
+    side = "above" if ratio > edge else "below" if ratio < edge else "exactly on"
+    verdict = "clipped" if case.is_clipped else "kept"
+    return f"Row {row} landed {side} 1.2 on this machine ({case.ratio_text.split()[0]}): {verdict}."
+
+
+def edge_note(case: BoundaryCase) -> str:
+    """Where this machine's float64 ratio of 0.6 to 0.5 landed, relative to the edge 1 + eps."""
+    edge = 1.0 + BOUNDARY_EPS
+    verdict = "clipped" if case.is_clipped else "not clipped (strict rule)"
+    if case.ratio == edge:
+        where = f"exactly {exact(edge)} = 1 + ε: on the boundary"
+    else:
+        ulps = abs(case.ratio - edge) / math.ulp(edge)
+        side = "above" if case.ratio > edge else "below"
+        where = f"{exact(case.ratio)}, {rounded(ulps)} ulp {side} 1 + ε = {exact(edge)}"
+    return (
+        f"On this machine, exp(log 0.6 − log 0.5) in float64 is {where}; {verdict}, "
+        f"gradient {exact(case.grad)}."
+    )
 
 
 @dataclass(frozen=True, repr=False)
@@ -394,6 +423,7 @@ class Float32BoundaryDemo:
             f"float32 has no number 1.2 (the nearest is {rounded(nearest, 9)}); after float32 "
             "log and exp the ratio lands a rounding step above or below the edge, and the clip "
             "decision follows the rounding, not the maths.",
+            *(landing_note(row, case) for row, case in enumerate(self.cases[1:], start=2)),
             f"bfloat16 ({BFLOAT16_SIGNIFICANT_BITS} significant bits) is coarser still: just "
             f"above 1 its neighbouring numbers are {exact(spacing)} apart, so a ratio stored in "
             f"bfloat16 is only known to within ±{rounded(100 * spacing / 2, 2)} %.",
@@ -427,14 +457,14 @@ def naive_float32_case(label: str, ratio32: np.float32) -> BoundaryCase:
 
 
 def float64_case() -> BoundaryCase:
-    """The ratio 0.6 / 0.5 from float64 log-probabilities, by :mod:`ppo_clip`: exactly 1.2."""
+    """The ratio 0.6 / 0.5 from float64 log-probabilities, by :mod:`ppo_clip` (1.2 or near it)."""
     return module_case(
         "float64 throughout (ppo_clip)", math.log(BOUNDARY_P_NEW), math.log(BOUNDARY_P_OLD)
     )
 
 
 def boundary_demo() -> BoundaryDemo:
-    """The ratio 0.6 / 0.5, exactly 1.2 = 1 + eps in float64 (A = +1): kept, and its slopes.
+    """The ratio 0.6 / 0.5 in float64 (A = +1): where it lands at the edge 1 + eps, and its slopes.
 
     The one-sided slopes of :func:`ppo_clip.ppo_clip_loss` at the edge show
     the kink, and that the boundary keeps the inside slope.
@@ -445,15 +475,17 @@ def boundary_demo() -> BoundaryDemo:
     def loss(shift: float) -> float:
         return ppo_clip.ppo_clip_loss([logp_new + shift], [logp_old], [1.0], BOUNDARY_EPS)
 
-    inside = (loss(0.0) - loss(-step)) / step
-    outside = (loss(step) - loss(0.0)) / step
+    # One-sided slopes measured a step away from the edge, so that where exactly the edge's
+    # own ratio landed (on it, or one ulp beside it) does not enter.
+    inside = (loss(-step) - loss(-2 * step)) / step
+    outside = (loss(2 * step) - loss(step)) / step
     return BoundaryDemo(float64_case(), inside, outside, step)
 
 
 def float32_boundary_demo() -> Float32BoundaryDemo:
     """The ratio 0.6 / 0.5 four ways: float64 (reference) and three with float32 on the way.
 
-    Rows: the module on float64 log-probabilities (exactly 1.2, kept); float32
+    Rows: the module on float64 log-probabilities (see :func:`boundary_demo`); float32
     throughout (naive); float64 ``log(1.2)`` rounded to float32 then ``exp``
     (naive); the module on log-probabilities that were computed in float32.
     """

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ppo_viz.html import page, table
+from ppo_viz.machine import fingerprint
 from ppo_viz.numbers import count
 from ppo_viz.why_clip.bandit_loop import (
     BANDIT_METHODS,
@@ -154,7 +155,12 @@ def run_comparison(
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Run ``plan``; return the results as plain data, and the runs (for the figure)."""
     report = progress or (lambda _label, _done, _total: None)
-    results: dict[str, Any] = {"command": COMMAND, "paper": PAPER_TABLE_1, "bandit": {}}
+    results: dict[str, Any] = {
+        "command": COMMAND,
+        "machine": fingerprint(),
+        "paper": PAPER_TABLE_1,
+        "bandit": {},
+    }
     live: dict[str, dict[str, Any]] = {"bandit": {}, "cartpole": {}}
     seeds = tuple(range(plan.bandit_seeds))
     for name, settings in plan.bandit_settings.items():
@@ -316,12 +322,27 @@ def ordering_lines(results: Mapping[str, Any]) -> list[str]:
     return [f"{name}: {ordering(scores, keys)}" for name, scores in method_scores(results).items()]
 
 
+def machine_line(machine: Mapping[str, str] | None) -> str:
+    """Which machine made the runs, and what that means for reproducing them."""
+    if not machine:
+        return "Machine: not recorded."
+    return (
+        f"Machine: {machine['cpu']} ({machine['machine']}), numpy {machine['numpy']} with SIMD "
+        f"{machine['simd']}. numpy's exp, log and tanh can differ in the last bit on another CPU "
+        "or SIMD level, and a CartPole run is chaotic: one such bit changes its returns from "
+        "then on. The bandit's numbers reproduce anywhere to 1e-12; CartPole's exactly only on "
+        "a machine with this fingerprint, and elsewhere as aggregates over seeds."
+    )
+
+
 def results_markdown(results: Mapping[str, Any], seconds: float) -> str:
     """RESULTS.md: how it was made, the table, the orderings, the figure."""
     lines = [
         "# Why PPO clips: the reproduced table",
         "",
         f"Written by `{COMMAND}` in {seconds:.0f} s. {table_caption(results)}",
+        "",
+        machine_line(results.get("machine")),
         "",
         *markdown_table(results),
         "",

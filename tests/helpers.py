@@ -1,0 +1,76 @@
+"""Helpers shared by the test files: the contract's numbers as ``shared/SPEC.md`` states them.
+
+The contract's worked example gives the loss ``-0.5375000000000001`` and the clip fraction
+``0.5`` on every machine tried; each gradient entry is ``[0, -0.55, 0, 0.1125]`` to within one
+unit in the last place (ulp), because numpy's ``exp`` differs in the last bit between CPUs.
+
+Under the simulated other CPU (:mod:`other_cpu`) every ``exp`` *and* ``log`` result moves by one
+ulp, which no machine tried does: the ratios then move by up to three ulps, and so may the
+loss and the gradient.  The checks below widen to :data:`SIMULATED_ULPS` there.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import other_cpu
+
+CONTRACT_LOSS = -0.5375000000000001
+CONTRACT_CLIP_FRACTION = 0.5
+CONTRACT_GRAD = (0.0, -0.55, 0.0, 0.1125)
+#: How many ulps a value computed through ``exp`` and ``log`` may move under the simulation.
+SIMULATED_ULPS = 4
+
+
+def simulating_another_cpu() -> bool:
+    """Whether this session runs under :mod:`other_cpu`'s nudged numpy."""
+    return other_cpu.simulated_variant() is not None
+
+
+def ulps_apart(a: float, b: float) -> float:
+    """How many units in the last place of ``b`` separate ``a`` from ``b``."""
+    return abs(a - b) / np.spacing(abs(b)) if a != b else 0.0
+
+
+def assert_contract_loss(loss: float) -> None:
+    """The contract's loss: exactly ``-0.5375000000000001`` (within a few ulps when simulating)."""
+    if simulating_another_cpu():
+        assert ulps_apart(loss, CONTRACT_LOSS) <= SIMULATED_ULPS, loss
+    else:
+        assert loss == CONTRACT_LOSS
+
+
+def assert_contract_grad(grad: np.ndarray, ulps: int = 1) -> None:
+    """The contract's gradient: exact zeros where clipped, each other entry within ``ulps``."""
+    grad = np.asarray(grad, dtype=np.float64)
+    assert grad.shape == (4,)
+    assert grad[0] == 0.0  # clipped: exactly 0 on every machine
+    assert grad[2] == 0.0
+    allowed = SIMULATED_ULPS if simulating_another_cpu() else ulps
+    for got, expected in zip(grad[[1, 3]], CONTRACT_GRAD[1::2], strict=True):
+        assert ulps_apart(float(got), expected) <= allowed, (got, expected)
+
+
+def assert_contract_numbers(loss: float, clip_fraction: float, grad: np.ndarray) -> None:
+    """All three contract numbers of the worked example."""
+    assert_contract_loss(loss)
+    assert clip_fraction == CONTRACT_CLIP_FRACTION
+    assert_contract_grad(grad)
+
+
+def log_landing_on(ratio: float) -> float:
+    """A log-ratio whose ``np.exp`` is exactly ``ratio`` on this machine, next to ``log(ratio)``.
+
+    ``exp(log(1.2)) == 1.2`` holds on the machines tried, but by no rule: another code path
+    for ``exp`` or ``log`` may land one ulp away.  The log-ratios within a few ulps of
+    ``ratio`` (relative) are searched in steps of a quarter of that, so one of them puts a
+    ratio exactly on a band's edge on any machine whose ``exp`` is within an ulp.
+    """
+    center = math.log(ratio)
+    step = max(math.ulp(center), math.ulp(ratio) / ratio / 4)
+    for distance in range(64):
+        for candidate in (center + distance * step, center - distance * step):
+            if np.exp(np.array([candidate]))[0] == ratio:
+                return candidate
+    raise AssertionError(f"no log-ratio near log({ratio}) lands exactly on {ratio}")
