@@ -1,35 +1,36 @@
 """Figures, widgets and checks for the PPO clipping notebooks.
 
-All the math comes from :mod:`ppo_clip`; this package only draws it and wires
-it to controls.  A map for a teacher adapting the material:
+All the math comes from :mod:`ppo_clip`; this package only draws it and wires it to controls.
+A map for a teacher adapting the material:
 
 Shared by every notebook
     :mod:`.style` (+ ``style.css``)
-        The one palette (``COLORS`` by meaning), the names in legends
-        (``NAMES``), figure defaults, slide sizes and the stylesheet.  Change
-        a colour or a name here and every figure and table follows.
+        The one palette (``COLORS`` by meaning), how each objective's curve is drawn
+        (``LINES``), the names in legends (``NAMES``), figure defaults and the stylesheet.
+        Change a colour here and every figure, table and notebook cell follows.
     :mod:`.app`
-        :class:`~ppo_viz.app.App`, the one way to build an interactive figure:
-        controls, a figure redrawn in place, messages, a static fallback for
-        front ends without widgets, and ``save()`` for slides.
-    :mod:`.figure_view`
-        Shows a figure as an ``Image`` widget's PNG and redraws only what changed.
+        :class:`~ppo_viz.app.LiveFigure`, the one way to build an interactive figure: a
+        matplotlib figure, a function that moves its artists, and a dict of controls.
     :mod:`.panels`
-        One sample's objective term and gradient against the ratio (notebooks
-        1, 2 and 5 build on it).
+        One sample's objective term and gradient against the ratio (notebooks 1, 2 and 5).
     :mod:`.html`, :mod:`.numbers`
         The one HTML helper and the one number formatter.
+    :mod:`.machine`
+        Which CPU and SIMD level computed a number (notebook 5, the results files).
     :mod:`.export`
-        Runs the notebooks and writes static pages for a course site.
+        Writes static pages of the notebooks for a course site.
 
 One module or package per notebook
-    :mod:`.surrogate` (1), :mod:`.stepper` (2), :mod:`.epochs` (3),
-    :mod:`.why_clip` (4), :mod:`.numerics` (5), :mod:`.exercises` (6).
-    Packages keep the model (computed from :mod:`ppo_clip`), the figure, the
-    app and the text in separate files.
+    :mod:`.surrogate` (1), :mod:`.stepper` (2), :mod:`.epochs` (3), :mod:`.why_clip` (4),
+    :mod:`.numerics` (5), :mod:`.exercises` (6).
 
-Adding a control to an app: create the widget with :func:`ppo_viz.app.slider`
-(or any ipywidget) in the app's ``__init__``, pass it in ``controls``, and read
-its value in the app's ``draw``; :class:`~ppo_viz.app.App` redraws on every
-change.
+The house pattern for a new interactive figure (notebook 1's :mod:`.surrogate` is one):
+
+1. build a plain matplotlib ``Figure`` (never through pyplot) under
+   :func:`~ppo_viz.style.figure_style`, with empty artists for what will move;
+2. write ``update(**values)``: read every number from :mod:`ppo_clip`, raise
+   :class:`~ppo_viz.app.InputError` for a value it cannot use, then ``set_data`` on the
+   artists, and return a readout (HTML or text) or ``None``;
+3. ``LiveFigure(figure, update, {"name": slider(...), ...}, moving=[the artists update
+   changes])``.
 """

@@ -1,222 +1,279 @@
-"""One way to build an interactive figure: :class:`App`.
+"""The one way to build an interactive figure: :class:`LiveFigure`.
 
-An app is controls above a figure, with readouts and messages in HTML.  A
-subclass says how to build its figure (:meth:`App.make_plot`) and how to
-move it to the controls' current values (:meth:`App.draw`); the base class
-does the rest:
+A live figure is a plain matplotlib :class:`~matplotlib.figure.Figure`, a function that moves its
+artists to the controls' values, and the controls::
 
-* lays the controls, the message line, the readouts and the figure out in one
-  ``VBox`` (:attr:`App.widget`), with the bundle's stylesheet;
-* redraws on every change of a control, through :class:`FigureView`, without
-  flicker; an :class:`InputError` raised while drawing is shown as a readable
-  message in place and the last good figure stays on screen;
-* displays itself as the live widget where widgets run and as a PNG (and
-  HTML readouts) at the current settings where they do not: GitHub's
-  preview, nbconvert's HTML, the course-site export;
-* saves the current figure for a slide: :meth:`App.save`.
+    figure = Figure(figsize=(6, 3.5), layout="constrained")
+    ax = figure.subplots()
+    line, = ax.plot([], [], color=COLORS["clipped"])
 
-A minimal app::
+    def update(eps, advantage):
+        sweep = ppo_clip.ratio_sweep(grid, advantage, eps)   # every number from ppo_clip
+        line.set_data(grid, sweep.objective_term)
+        return f"band [{sweep.lower:g}, {sweep.upper:g}]"    # a readout (optional)
 
-    class Curve(App):
-        description = "r·A against the ratio"
+    LiveFigure(figure, update, {"eps": slider("ε", 0.2, (0, 1), 0.01),
+                                "advantage": slider("A", 1.0, (-2, 2), 0.25)},
+               moving=[line])
 
-        def __init__(self):
-            self.advantage = slider("A", 1.0, (-2.0, 2.0), 0.25, name="advantage")
-            super().__init__(controls=[self.advantage])
+:class:`LiveFigure` is an ``ipywidgets.VBox``: the controls, a message line, the readout and the
+figure, shown by ipympl's canvas widget (the ``%matplotlib widget`` backend, with its toolbar for
+zoom, pan and download).  On every change of a control it calls ``update`` with every control's
+value by name and redraws with matplotlib's documented blitting: the figure without the
+``moving`` artists is drawn once and kept (``copy_from_bbox``); each change restores it
+(``restore_region``), draws the moving artists on top (``draw_artist``) and sends ipympl the
+pixels that changed (``canvas.blit``).  So list every artist ``update`` changes in ``moving``,
+and keep static artists from lying on top of moving ones.  A change of an axis' limits, a zoom or
+a resize draws everything once and keeps the new background.
 
-        def make_plot(self, slides):
-            return SimplePlot(...)          # anything with a ``figure`` attribute
-
-        def draw(self, plot):
-            plot.line.set_ydata(...)        # from ppo_clip, never re-derived here
+``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
+the message is shown in place of a traceback and the last good figure stays.  Where widgets do
+not run (GitHub's preview, nbconvert's HTML, the course-site export) the figure shows as a PNG at
+the current settings, under the readout.  :meth:`LiveFigure.save` writes a PNG and an SVG.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import io
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from ipympl.backend_nbagg import Canvas, FigureManager
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 
-from ppo_viz.figure_view import FigureView, figure_to_png
 from ppo_viz.html import Markup, message, page, style_tag, tag
-from ppo_viz.style import SLIDE_DPI
+from ppo_viz.style import SCREEN_DPI, SLIDE_WIDTH_PX
 
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
-#: The class of every main control (the benchmarks and browser tests move these).
+#: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
 MAIN_CONTROL = "ppo-main-control"
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+#: The figure's box has this class while a slow ``update`` runs (``style.css`` dims it).
+BUSY_CLASS = "ppo-busy"
+
+Update = Callable[..., "str | Markup | None"]
 
 
 class InputError(ValueError):
     """A setting or an entry an app cannot use; ``str(error)`` is written for the reader."""
 
 
-class Plot(Protocol):
-    """What :meth:`App.make_plot` returns: any object holding a matplotlib figure."""
+class StaticFallback:
+    """For a widget class: what a front end without widgets shows in its place.
 
-    figure: Figure
+    Mix in before the widget class (``class Quiz(StaticFallback, widgets.VBox)``) and override
+    :meth:`static_html` and/or :meth:`static_png`; the display bundle then carries the live
+    widget and those, and nbconvert, GitHub's preview and the course-site export show the
+    richest one they can.  :attr:`description` is the plain-text line.
+    """
 
+    description = "Interactive widget"
 
-@dataclass(frozen=True)
-class Fallback:
-    """What a front end without widgets shows instead of an app."""
+    def static_html(self) -> str | None:
+        """HTML to show instead of the widget (none by default)."""
+        return None
 
-    png: bytes | None = None
-    html: str | None = None
-
-
-class WidgetDisplay:
-    """Displays :attr:`widget` where widgets run and :meth:`static_fallback` elsewhere."""
-
-    widget: widgets.Widget
-    #: One line saying what the widget shows (the plain-text fallback uses it).
-    description = "Interactive figure"
-
-    def static_fallback(self) -> Fallback:
-        """What to show without a kernel: a PNG, HTML, or both."""
-        raise NotImplementedError
+    def static_png(self) -> bytes | None:
+        """A PNG to show instead of the widget (none by default)."""
+        return None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        fallback = self.static_fallback()
-        bundle: dict[str, Any] = {
-            WIDGET_VIEW_MIME: {
-                "version_major": 2,
-                "version_minor": 0,
-                "model_id": self.widget.model_id,
-            },
-            "text/plain": f"{self.description} (open in JupyterLab with a running kernel "
-            "to use the controls)",
-        }
-        if fallback.png is not None:
-            bundle["image/png"] = base64.b64encode(fallback.png).decode("ascii")
-        if fallback.html is not None:
-            bundle["text/html"] = str(fallback.html)
+        bundle = super()._repr_mimebundle_(**kwargs) or {}  # type: ignore[misc]
+        bundle["text/plain"] = f"{self.description} (run the notebook to use it)"
+        png, html = self.static_png(), self.static_html()
+        if png is not None:
+            bundle["image/png"] = base64.b64encode(png).decode("ascii")
+        if html is not None:
+            bundle["text/html"] = str(html)
         return bundle
 
 
-class App(WidgetDisplay):
-    """Controls, a figure redrawn in place, readouts, a static fallback and :meth:`save`.
+class LiveFigure(StaticFallback, widgets.VBox):
+    """Controls above a matplotlib figure that ``update`` moves, redrawn by blitting.
 
-    Subclasses create their control widgets, then call ``super().__init__``
-    with them, and implement :meth:`make_plot` and :meth:`draw` (and
-    :meth:`update_readouts` if they have readouts).
+    ``controls`` maps each name ``update`` takes to a widget with a ``value``; ``rows`` lays
+    them out (names per row; by default one row each).  ``above`` and ``below`` are extra
+    widgets placed above the controls and under the figure.  ``description`` is one line
+    saying what the figure shows, for front ends without widgets.
     """
-
-    #: The file name :meth:`save` uses when none is given.
-    slide_name = "ppo_figure"
 
     def __init__(
         self,
-        controls: Sequence[widgets.Widget | Sequence[widgets.Widget]],
+        figure: Figure,
+        update: Update,
+        controls: Mapping[str, widgets.Widget],
         *,
-        readouts: Sequence[widgets.Widget] = (),
+        moving: Iterable[Artist],
+        rows: Sequence[Sequence[str]] | None = None,
         above: Sequence[widgets.Widget] = (),
         below: Sequence[widgets.Widget] = (),
+        description: str = "Interactive figure",
     ) -> None:
-        """Lay the app out and draw it.
-
-        ``controls`` are laid out one row each (a sequence is one row of
-        several); a change of any control's ``value`` redraws.  ``above``
-        goes above the controls, ``readouts`` between the controls and the
-        figure, ``below`` under the figure.
-        """
-        self.plot = self.make_plot(slides=False)
-        self.view = FigureView(self.plot.figure)
-        self.readouts = tuple(readouts)
-        self.message = widgets.HTML()
-        self.message.add_class("ppo-app-message")
-        rows = [widgets.HBox(list(row)) if isinstance(row, Sequence) else row for row in controls]
-        self.widget = widgets.VBox(
+        self.figure = figure
+        self._update = update
+        self.controls = dict(controls)
+        self.description = description
+        self.moving = sorted(moving, key=lambda artist: artist.get_zorder())
+        self.message = widgets.HTML(layout=widgets.Layout(margin="0 0 0 8px"))
+        self.readout = widgets.HTML()
+        self.canvas = _canvas(figure)
+        self._background: Any = None
+        self._limits = self._axes_limits()
+        for artist in self.moving:
+            artist.set_animated(True)
+        self.canvas.mpl_connect("draw_event", self._keep_background)
+        rows = rows if rows is not None else [[name] for name in self.controls]
+        for name, control in self.controls.items():
+            control.add_class(MAIN_CONTROL)
+            control.add_class(f"ppo-control-{name.replace('_', '-')}")
+            control.observe(self._on_change, names="value")
+        super().__init__(
             [
                 widgets.HTML(style_tag()),
                 *above,
-                *rows,
+                *(widgets.HBox([self.controls[name] for name in row]) for row in rows),
                 self.message,
-                *self.readouts,
-                self.view.output,
+                self.readout,
+                self.canvas,
                 *below,
             ]
         )
-        self.widget.add_class("ppo-app")
-        for control in _each(controls):
-            if hasattr(control, "value"):
-                control.observe(self._on_change, names="value")
-        self.redraw()
-        # A second, identical redraw shows the view which artists a redraw
-        # changes, so that the reader's first move is already fast.
-        self.redraw()
+        self.add_class("ppo-app")
+        self.refresh()  # the first refresh draws everything and keeps the background
 
-    def _on_change(self, _change: Any = None) -> None:
-        self.redraw()
+    # -- redrawing ------------------------------------------------------------------------
 
-    def make_plot(self, slides: bool) -> Plot:
-        """A new figure for this app: screen-sized, or slide-sized with larger type."""
-        raise NotImplementedError
+    def values(self) -> dict[str, Any]:
+        """Every control's value, by name: what ``update`` is called with."""
+        return {name: control.value for name, control in self.controls.items()}
 
-    def draw(self, plot: Plot) -> None:
-        """Move ``plot`` to the controls' current values.
-
-        Read and check every setting first, raising :class:`InputError` for
-        one that cannot be used, and only then change artists.
-        """
-        raise NotImplementedError
-
-    def update_readouts(self) -> None:
-        """Write the readouts for the current values (none by default)."""
-
-    def redraw(self) -> bool:
-        """Draw the current settings; on an :class:`InputError` show it and keep the figure.
-
-        Returns whether the figure was redrawn.
-        """
+    def refresh(self) -> bool:
+        """Call ``update`` with the controls' values and show the result; False on an InputError."""
         try:
-            self.draw(self.plot)
+            shown = self._update(**self.values())
         except InputError as error:
-            self.view.clear_busy()
-            self.show_message(str(error), "error")
+            self.show_message(str(error))
             return False
-        self.update_readouts()
-        self.message.value = ""
-        self.view.refresh()
+        self.show_message("")
+        self.readout.value = str(shown) if shown is not None else ""
+        self._redraw()
         return True
 
+    def _on_change(self, _change: Any = None) -> None:
+        self.refresh()
+
+    def _redraw(self) -> None:
+        limits = self._axes_limits()
+        if self._background is None or not np.array_equal(limits, self._limits):
+            self._limits = limits
+            self.canvas.draw()  # draws everything; _keep_background then keeps it
+            return
+        self.canvas.restore_region(self._background)
+        self._draw_moving()
+        self.canvas.blit(self.figure.bbox)
+
+    def _keep_background(self, event: Any) -> None:
+        """After a full draw (ours, a zoom, a resize): keep it, then draw the moving artists."""
+        if event.canvas is not self.canvas or not all(a.get_animated() for a in self.moving):
+            return  # savefig's drawing, for a picture or a slide
+        if self.figure.get_layout_engine() is not None:
+            self.figure.set_layout_engine("none")  # axes stay put from now on, as a blit needs
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        self._draw_moving()
+
+    def _draw_moving(self) -> None:
+        for artist in self.moving:
+            self.figure.draw_artist(artist)
+
+    def _axes_limits(self) -> np.ndarray:
+        """What a blit cannot show changing: each axes' limits."""
+        return np.array([[*ax.get_xlim(), *ax.get_ylim()] for ax in self.figure.axes])
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """Dim the figure while a slow computation runs (the browser sees it at once)."""
+        self.canvas.add_class(BUSY_CLASS)
+        try:
+            yield
+        finally:
+            self.canvas.remove_class(BUSY_CLASS)
+
     def show_message(self, text: str, kind: str = "error") -> None:
-        """Show ``text`` on the app's message line (empty text clears it)."""
-        self.message.value = str(message(text, kind)) if text else ""  # type: ignore[arg-type]
+        """Show ``text`` on the message line (empty text clears it)."""
+        self.message.value = str(message(text, kind)) if text else ""
 
-    def save(self, stem: str | Path | None = None) -> tuple[Path, Path]:
-        """Save the current settings as a slide: ``<stem>.png`` and ``<stem>.svg``.
+    # -- pictures ---------------------------------------------------------------------------
 
-        The slide is drawn afresh on a 16:9 canvas with larger type; the PNG
-        is 2000 pixels wide.  Returns the two paths written.
+    def png(self, dpi: float = SCREEN_DPI) -> bytes:
+        """The whole figure at the current settings, as PNG bytes."""
+        buffer = io.BytesIO()
+        with self._everything_drawn():
+            self.figure.savefig(buffer, format="png", dpi=dpi)
+        return buffer.getvalue()
+
+    def save(self, stem: str | Path) -> tuple[Path, Path]:
+        """Save the figure for a slide: ``<stem>.png`` (2000 pixels wide) and ``<stem>.svg``.
+
+        The stem is kept as given (``slides/eps0.1`` writes ``slides/eps0.1.png``); a ``.png``
+        or ``.svg`` at its end is dropped.  Returns the two paths written.
         """
-        plot = self.make_plot(slides=True)
-        self.draw(plot)
-        stem = Path(stem if stem is not None else self.slide_name)
+        stem = Path(stem)
+        if stem.suffix.lower() in (".png", ".svg"):
+            stem = stem.with_suffix("")
+        png, svg = Path(f"{stem}.png"), Path(f"{stem}.svg")
         stem.parent.mkdir(parents=True, exist_ok=True)
-        png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-        plot.figure.savefig(png, dpi=SLIDE_DPI)
-        plot.figure.savefig(svg)
+        dpi = SLIDE_WIDTH_PX / self.figure.get_figwidth()
+        with self._everything_drawn():
+            self.figure.savefig(png, dpi=dpi)
+            self.figure.savefig(svg)
+        self._redraw()  # the canvas holds the slide's pixels now: back to the screen's
         return png, svg
 
-    def readouts_html(self) -> Markup:
-        """The readouts' current HTML, one after another."""
-        return Markup("").join(
-            Markup(w.value) for w in self.readouts if isinstance(w, widgets.HTML)
-        )
+    @contextmanager
+    def _everything_drawn(self) -> Iterator[None]:
+        """Let ``savefig`` draw the moving artists too (it leaves animated artists out).
 
-    def static_fallback(self) -> Fallback:
-        """The figure's PNG; with readouts, also an HTML page of the readouts above it."""
-        png = self.view.png or figure_to_png(self.plot.figure)
-        readouts = self.readouts_html()
-        if not readouts:
-            return Fallback(png=png)
-        return Fallback(png=png, html=page(readouts, image_tag(png, self.description)))
+        savefig draws on the canvas's own buffer, so the next redraw starts afresh.
+        """
+        for artist in self.moving:
+            artist.set_animated(False)
+        try:
+            yield
+        finally:
+            for artist in self.moving:
+                artist.set_animated(True)
+            self._background = None
+
+    def static_png(self) -> bytes:
+        """The figure at the current settings."""
+        return self.png()
+
+    def static_html(self) -> str | None:
+        """With a readout: the readout above the figure's picture."""
+        if not self.readout.value:
+            return None
+        return str(page(Markup(self.readout.value), image_tag(self.png(), self.description)))
+
+
+def _canvas(figure: Figure) -> Canvas:
+    """ipympl's canvas widget for ``figure``, at the bundle's screen resolution, not resizable."""
+    figure.set_dpi(SCREEN_DPI)
+    canvas = Canvas(figure)
+    # ipympl keeps a copy of every frame as a data URL until the page's view starts, for
+    # pages that embed widget state; this bundle shows its own picture there instead.
+    canvas.syncing_data_url = False
+    FigureManager(canvas, id(figure))
+    canvas.header_visible = False
+    canvas.footer_visible = False
+    canvas.resizable = False
+    canvas.toolbar_position = "right"
+    canvas.add_class("ppo-figure")
+    return canvas
 
 
 def image_tag(png: bytes, alt: str) -> Markup:
@@ -225,15 +282,15 @@ def image_tag(png: bytes, alt: str) -> Markup:
     return tag("img", src=source, alt=alt, classes="ppo-figure-image")
 
 
-def main_control(control: widgets.Widget, name: str) -> widgets.Widget:
-    """Mark ``control`` as a main control named ``name`` (CSS classes for tests and benchmarks)."""
-    control.add_class(MAIN_CONTROL)
-    control.add_class(f"ppo-control-{name}")
-    return control
+# -- controls -----------------------------------------------------------------------------
+
+CONTROL_STYLE = {"description_width": "140px"}
+CONTROL_WIDTH = "430px"
 
 
-_CONTROL_STYLE = {"description_width": "140px"}
-_CONTROL_WIDTH = "430px"
+def control_layout() -> dict[str, Any]:
+    """The ``style`` and ``layout`` keywords every control uses, so they line up."""
+    return {"style": CONTROL_STYLE, "layout": widgets.Layout(width=CONTROL_WIDTH)}
 
 
 def slider(
@@ -242,40 +299,36 @@ def slider(
     bounds: tuple[float, float],
     step: float,
     *,
-    name: str,
     integer: bool = False,
     readout_format: str = ".2f",
     **options: Any,
 ) -> widgets.FloatSlider | widgets.IntSlider:
-    """A main-control slider with the bundle's layout, updating while it is dragged."""
-    cls = widgets.IntSlider if integer else widgets.FloatSlider
-    if not integer:
-        options["readout_format"] = readout_format
-    control = cls(
+    """A slider laid out like every other control, updating while it is dragged."""
+    if integer:
+        return widgets.IntSlider(
+            value=value,
+            min=bounds[0],
+            max=bounds[1],
+            step=step,
+            description=description,
+            **control_layout(),
+            **options,
+        )
+    return widgets.FloatSlider(
         value=value,
         min=bounds[0],
         max=bounds[1],
         step=step,
         description=description,
-        continuous_update=True,
-        style=_CONTROL_STYLE,
-        layout=widgets.Layout(width=_CONTROL_WIDTH),
+        readout_format=readout_format,
+        **control_layout(),
         **options,
     )
-    return main_control(control, name)
 
 
-def control_layout() -> dict[str, Any]:
-    """The ``style`` and ``layout`` keywords every other control of an app uses."""
-    return {"style": _CONTROL_STYLE, "layout": widgets.Layout(width=_CONTROL_WIDTH)}
-
-
-def _each(controls: Iterable[Any]) -> Iterable[widgets.Widget]:
-    for item in controls:
-        if isinstance(item, Sequence):
-            yield from _each(item)
-        else:
-            yield item
+def checkbox(description: str, value: bool) -> widgets.Checkbox:
+    """A checkbox laid out like every other control."""
+    return widgets.Checkbox(value=value, description=description, indent=False, **control_layout())
 
 
 def checked_number(
@@ -283,8 +336,7 @@ def checked_number(
 ) -> float:
     """``value`` if it is a real number within ``bounds``, else an error naming ``name``.
 
-    For an app's constructor: a slider would silently clamp an out-of-range
-    start value instead.
+    For an app's constructor: a slider would silently clamp an out-of-range start value.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")

@@ -15,42 +15,50 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 import ppo_clip
-from ppo_viz.style import COLORS, FORMULAS, NAMES
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES
 
-#: The ratio axis of every objective plot: [0, R_MAX].
-R_MAX = 3.0
+#: The ratio axis of every objective plot, unless a figure gives its own.
+R_AXIS = (0.0, 3.0)
 #: Points on a ratio grid (the band's edges and r = 1 are added exactly).
 GRID_POINTS = 601
 
 
 def ratio_grid(
-    eps: float, *, r_max: float = R_MAX, points: int = GRID_POINTS, **variant: float | None
+    eps: float,
+    *,
+    r_axis: tuple[float, float] = R_AXIS,
+    points: int = GRID_POINTS,
+    **variant: float | None,
 ) -> np.ndarray:
-    """An even grid over ``[0, r_max]`` that also contains 1 and the kinks exactly.
+    """An even grid over ``r_axis`` that also contains 1 and the kinks exactly.
 
-    Including the band edges (and a dual-clip cap, if given in ``variant``)
-    puts the kinks of the curves on the grid, so corners are drawn sharp
-    instead of cut off.  ``variant`` takes ``ratio_sweep``'s keywords.
+    Including the band edges (and a dual-clip cap, if given in ``variant``) puts the kinks of
+    the curves on the grid, so corners are drawn sharp instead of cut off.  ``variant`` takes
+    ``ratio_sweep``'s keywords.
     """
+    low, high = r_axis
     lower, upper = ppo_clip.clip_band(eps, variant.get("eps_low"), variant.get("eps_high"))
-    kinks = [1.0, lower, upper]
-    cap = variant.get("dual_clip")
-    if cap is not None and cap <= r_max:
-        kinks.append(cap)
-    return np.unique(np.concatenate([np.linspace(0.0, r_max, points), kinks]))
+    kinks = [k for k in (1.0, lower, upper, variant.get("dual_clip")) if k is not None]
+    inside = [k for k in kinks if low <= k <= high]
+    return np.unique(np.concatenate([np.linspace(low, high, points), inside]))
 
 
 @dataclass
 class PanelArtists:
-    """The artists of one objective panel and the gradient panel below it."""
+    """The artists of one objective panel and the gradient panel below it.
+
+    :meth:`update` moves them to new settings; :attr:`moving` lists every artist it changes.
+    """
 
     objective_ax: Axes
     gradient_ax: Axes
+    r_axis: tuple[float, float]
     objective: Line2D
     unclipped: Line2D
     clip_only: Line2D
@@ -66,26 +74,84 @@ class PanelArtists:
     jump_kept: Line2D
     jump_other_side: Line2D
 
+    @property
+    def moving(self) -> list[Artist]:
+        """Every artist :meth:`update` changes."""
+        return [
+            *self.bands,
+            *self.zero_grad,
+            *self.zero_grad_other_side,
+            self.unclipped,
+            self.clip_only,
+            self.objective,
+            self.gradient_unclipped,
+            self.gradient_clip_only,
+            self.gradient,
+            self.jump_kept,
+            self.jump_other_side,
+            *self.samples,
+        ]
+
+    def update(
+        self,
+        advantage: float,
+        eps: float,
+        sample_ratios: Sequence[float] = (),
+        **variant: float | None,
+    ) -> ppo_clip.ClipBreakdown:
+        """Move the panel to new settings; every y value comes from ``ppo_clip``.
+
+        ``sample_ratios`` are drawn as points on the curves.  ``variant`` takes
+        :func:`ppo_clip.ratio_sweep`'s keywords (``eps_low``, ``eps_high``, ``dual_clip``).
+        Returns the sweep the curves were drawn from.
+
+        The zero-gradient shading has two spans: ``zero_grad`` on the favourable side of
+        r = 1 (where the band clips) and ``zero_grad_other_side``, which is empty unless a
+        dual-clip cap clips ``A < 0`` samples above ``c``.
+        """
+        grid = ratio_grid(eps, r_axis=self.r_axis, **variant)
+        sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
+        unclipped, unclipped_grad = ppo_clip.objective_terms(sweep, "unclipped")
+        clip_only, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
+        self.objective.set_data(grid, sweep.objective_term)
+        self.unclipped.set_data(grid, unclipped)
+        self.clip_only.set_data(grid, clip_only)
+        self.gradient.set_data(*broken_at_switches(grid, sweep.grad, sweep.is_clipped))
+        self.gradient_unclipped.set_data(grid, unclipped_grad)
+        self.gradient_clip_only.set_data(
+            *broken_at_switches(grid, clip_only_grad, sweep.outside_band)
+        )
+        kept, other_side = jumps(grid, sweep.grad, sweep.is_clipped)
+        self.jump_kept.set_data(*kept)
+        self.jump_other_side.set_data(*other_side)
+        favourable, other_side = clipped_spans(sweep, advantage)
+        for band, zero, other in zip(
+            self.bands, self.zero_grad, self.zero_grad_other_side, strict=True
+        ):
+            _set_span(band, sweep.lower, sweep.upper)
+            _set_span(zero, *favourable)
+            _set_span(other, *other_side)
+        points = (
+            ppo_clip.ratio_sweep(np.asarray(sample_ratios, dtype=float), advantage, eps, **variant)
+            if len(sample_ratios)
+            else None
+        )
+        for line, values in zip(self.samples, ("objective_term", "grad"), strict=True):
+            line.set_data(([], []) if points is None else (points.ratio, getattr(points, values)))
+        return sweep
+
 
 def draw_objective_panel(
-    objective_ax: Axes,
-    gradient_ax: Axes,
-    advantage: float,
-    eps: float,
-    *,
-    r_max: float = R_MAX,
-    **variant: float | None,
+    objective_ax: Axes, gradient_ax: Axes, *, r_axis: tuple[float, float] = R_AXIS
 ) -> PanelArtists:
     """Draw one sample's objective term (top) and loss gradient (bottom) against r.
 
-    The thick line is the term PPO keeps, ``min(r*A, clip(r)*A)``; thin dashed
-    lines are the unclipped ``r*A`` and the clip-only ``clip(r)*A``.  Curves
-    span ``[0, r_max]``.  Use :func:`update_objective_panel` to move it to new
-    settings.
+    The thick line is the term PPO keeps, ``min(r*A, clip(r)*A)``; thin dashed lines are the
+    unclipped ``r*A`` and the clip-only ``clip(r)*A``.  Curves span ``r_axis``.  The curves
+    are empty until :meth:`PanelArtists.update` draws them for an advantage and an ``eps``.
     """
     objective_band, objective_zero, objective_other = _decorate(objective_ax)
     gradient_band, gradient_zero, gradient_other = _decorate(gradient_ax)
-    thin = {"lw": 1.3, "ls": (0, (5, 3))}
     sample = {"ls": "none", "marker": "o", "ms": 8, "mfc": COLORS["sample"], "mec": "white"}
     sample |= {"mew": 1.2, "zorder": 5}
     jump = {"ls": "none", "marker": "o", "ms": 6.5, "mec": COLORS["clipped"], "mew": 1.6}
@@ -93,12 +159,13 @@ def draw_objective_panel(
     artists = PanelArtists(
         objective_ax=objective_ax,
         gradient_ax=gradient_ax,
-        unclipped=objective_ax.plot([], [], color=COLORS["unclipped"], **thin)[0],
-        clip_only=objective_ax.plot([], [], color=COLORS["clip_only"], **thin)[0],
-        objective=objective_ax.plot([], [], color=COLORS["clipped"], lw=2.6)[0],
-        gradient_unclipped=gradient_ax.plot([], [], color=COLORS["unclipped"], **thin)[0],
-        gradient_clip_only=gradient_ax.plot([], [], color=COLORS["clip_only"], **thin)[0],
-        gradient=gradient_ax.plot([], [], color=COLORS["clipped"], lw=2.6)[0],
+        r_axis=r_axis,
+        unclipped=objective_ax.plot([], [], **LINES["unclipped"])[0],
+        clip_only=objective_ax.plot([], [], **LINES["clip_only"])[0],
+        objective=objective_ax.plot([], [], **LINES["clipped"])[0],
+        gradient_unclipped=gradient_ax.plot([], [], **LINES["unclipped"])[0],
+        gradient_clip_only=gradient_ax.plot([], [], **LINES["clip_only"])[0],
+        gradient=gradient_ax.plot([], [], **LINES["clipped"])[0],
         bands=(objective_band, gradient_band),
         zero_grad=(objective_zero, gradient_zero),
         zero_grad_other_side=(objective_other, gradient_other),
@@ -118,7 +185,6 @@ def draw_objective_panel(
     objective_ax.set_ylabel("objective term")
     gradient_ax.set_ylabel("d loss / d log π_new  (N = 1)")
     gradient_ax.set_xlabel("ratio r = π_new / π_old")
-    update_objective_panel(artists, advantage, eps, r_max=r_max, **variant)
     return artists
 
 
@@ -137,58 +203,6 @@ def _zero_gradient_span(ax: Axes, label: str | None = None) -> Rectangle:
     return ax.axvspan(
         0, 0, facecolor=colour, alpha=0.16, hatch="//", edgecolor=colour, lw=0, label=label
     )
-
-
-def update_objective_panel(
-    artists: PanelArtists,
-    advantage: float,
-    eps: float,
-    sample_ratios: Sequence[float] = (),
-    *,
-    r_max: float = R_MAX,
-    **variant: float | None,
-) -> ppo_clip.ClipBreakdown:
-    """Move a panel to new settings; every y value comes from ``ppo_clip``.
-
-    ``sample_ratios`` are drawn as points on the curves, which span
-    ``[0, r_max]``.  ``variant`` takes :func:`ppo_clip.ratio_sweep`'s keywords
-    (``eps_low``, ``eps_high``, ``dual_clip``).  Returns the sweep the curves
-    were drawn from.
-
-    The zero-gradient shading has two spans: ``zero_grad`` on the favourable
-    side of r = 1 (where the band clips) and ``zero_grad_other_side``, which is
-    empty unless a dual-clip cap clips ``A < 0`` samples above ``c``.
-    """
-    grid = ratio_grid(eps, r_max=r_max, **variant)
-    sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
-    unclipped, unclipped_grad = ppo_clip.objective_terms(sweep, "unclipped")
-    clip_only, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
-    artists.objective.set_data(grid, sweep.objective_term)
-    artists.unclipped.set_data(grid, unclipped)
-    artists.clip_only.set_data(grid, clip_only)
-    artists.gradient.set_data(*broken_at_switches(grid, sweep.grad, sweep.is_clipped))
-    artists.gradient_unclipped.set_data(grid, unclipped_grad)
-    artists.gradient_clip_only.set_data(
-        *broken_at_switches(grid, clip_only_grad, sweep.outside_band)
-    )
-    kept, other_side = jumps(grid, sweep.grad, sweep.is_clipped)
-    artists.jump_kept.set_data(*kept)
-    artists.jump_other_side.set_data(*other_side)
-    favourable, other_side = clipped_spans(sweep, advantage, r_max)
-    for band, zero, other in zip(
-        artists.bands, artists.zero_grad, artists.zero_grad_other_side, strict=True
-    ):
-        _set_span(band, sweep.lower, sweep.upper)
-        _set_span(zero, *favourable)
-        _set_span(other, *other_side)
-    if len(sample_ratios) > 0:
-        points = ppo_clip.ratio_sweep(sample_ratios, advantage, eps, **variant)
-        artists.samples[0].set_data(points.ratio, points.objective_term)
-        artists.samples[1].set_data(points.ratio, points.grad)
-    else:
-        for line in artists.samples:
-            line.set_data([], [])
-    return sweep
 
 
 def legend_entries(top: Axes, bottom: Axes) -> tuple[list, list[str]]:
@@ -235,47 +249,53 @@ def jumps(
 
 
 def clipped_spans(
-    sweep: ppo_clip.ClipBreakdown, advantage: float, r_max: float = R_MAX
+    sweep: ppo_clip.ClipBreakdown, advantage: float
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """Where the sweep is clipped on the favourable side of r = 1, and on the other side.
 
-    The favourable side is ``r > 1`` for ``A > 0`` and ``r < 1`` for ``A < 0``;
-    the other side is only ever clipped by a dual-clip cap.  A span that
-    reaches the grid's end is drawn past the axis edge; an empty span is
-    ``(0, 0)``.
+    The favourable side is ``r > 1`` for ``A > 0`` and ``r < 1`` for ``A < 0``; the other
+    side is only ever clipped by a dual-clip cap.  A span that reaches an end of the grid is
+    drawn past that end of the axis; an empty span is ``(0, 0)``.
     """
     grid = sweep.ratio
     favourable = grid > 1.0 if advantage > 0 else grid < 1.0
     return (
-        _span(sweep.is_clipped & favourable, grid, r_max),
-        _span(sweep.is_clipped & ~favourable, grid, r_max),
+        _span(sweep.is_clipped & favourable, grid),
+        _span(sweep.is_clipped & ~favourable, grid),
     )
 
 
-def _span(mask: np.ndarray, grid: np.ndarray, r_max: float) -> tuple[float, float]:
+def _span(mask: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
     if not mask.any():
         return (0.0, 0.0)
     chosen = grid[mask]
+    margin = grid[-1] - grid[0]
+    left = float(chosen.min())
     right = float(chosen.max())
-    return (float(chosen.min()), r_max * 1.05 if right == grid[-1] else right)
+    return (
+        left - margin if left == grid[0] else left,
+        right + margin if right == grid[-1] else right,
+    )
 
 
 def _set_span(patch: Rectangle, left: float, right: float) -> None:
-    """Move a shaded span; one that stays put is not touched, so it is not redrawn."""
-    if (patch.get_x(), patch.get_width()) != (left, right - left):
-        patch.set_x(left)
-        patch.set_width(right - left)
+    patch.set_x(left)
+    patch.set_width(right - left)
 
 
 def set_fixed_limits(
-    objective_ax: Axes, gradient_ax: Axes, sign: int, *, reach: float, r_max: float = R_MAX
+    objective_ax: Axes,
+    gradient_ax: Axes,
+    sign: int,
+    *,
+    reach: float,
+    r_axis: tuple[float, float] = R_AXIS,
 ) -> None:
     """Limits that never change with the sliders, so axes never jump.
 
-    ``reach`` should fit the largest flat level the controls allow; the
-    unbounded unclipped parts may leave the frame, as they do on paper.
-    The objective runs upwards for ``sign > 0`` and downwards otherwise, and
-    the gradient the opposite way.
+    ``reach`` should fit the largest flat level the controls allow; the unbounded unclipped
+    parts may leave the frame, as they do on paper.  The objective runs upwards for
+    ``sign > 0`` and downwards otherwise, and the gradient the opposite way.
     """
     pad = 0.1 * reach
     if sign > 0:
@@ -284,4 +304,4 @@ def set_fixed_limits(
     else:
         objective_ax.set_ylim(-reach, pad)
         gradient_ax.set_ylim(-pad, reach)
-    objective_ax.set_xlim(0.0, r_max)
+    objective_ax.set_xlim(*r_axis)

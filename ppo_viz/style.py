@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 import matplotlib as mpl
+from cycler import cycler
 
 #: Okabe and Ito's colours (plus a grey), by name.
 PALETTE = {
@@ -74,7 +75,23 @@ FORMULAS = {
     "clip_only": "clip(r)·A",
 }
 
+#: How each objective's curve is drawn, everywhere: PPO thick and solid; the unclipped
+#: surrogate dashed and the clip-only term dotted, so the two read apart without colour too.
+LINES = {
+    "clipped": {"color": COLORS["clipped"], "lw": 2.6, "ls": "-"},
+    "unclipped": {"color": COLORS["unclipped"], "lw": 1.5, "ls": (0, (6, 3))},
+    "clip_only": {"color": COLORS["clip_only"], "lw": 1.8, "ls": (0, (1, 2))},
+}
+
+#: The colours matplotlib cycles through when a cell does not name one: the palette, in the
+#: order of the objectives, so a plain ``ax.plot`` never falls back to matplotlib's defaults.
+COLOR_CYCLE = [
+    PALETTE[name]
+    for name in ("blue", "vermillion", "orange", "green", "sky_blue", "purple", "black", "grey")
+]
+
 BASE_RC = {
+    "axes.prop_cycle": cycler(color=COLOR_CYCLE),
     "figure.facecolor": "white",
     "axes.facecolor": "white",
     "savefig.facecolor": "white",
@@ -115,6 +132,13 @@ SLIDE_SIZE = (40 / 3, 7.5)  # 2000 x 1125 pixels at SLIDE_DPI
 #: Resolutions: on screen (what the apps show), and for saved slides.
 SCREEN_DPI = 100
 SLIDE_DPI = 150
+#: The width of a figure saved for a slide, in pixels.
+SLIDE_WIDTH_PX = 2000
+
+
+def use() -> None:
+    """Make the bundle's look matplotlib's default in this kernel (for a notebook's own cells)."""
+    mpl.rcParams.update(BASE_RC)
 
 
 @contextmanager

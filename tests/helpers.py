@@ -74,3 +74,74 @@ def log_landing_on(ratio: float) -> float:
             if np.exp(np.array([candidate]))[0] == ratio:
                 return candidate
     raise AssertionError(f"no log-ratio near log({ratio}) lands exactly on {ratio}")
+
+
+# -- apps and modules --------------------------------------------------------------------------
+
+
+def ppo_viz_modules() -> list[tuple[str, str | None]]:
+    """Every module of ``ppo_viz``, and why it failed to import (None if it imported)."""
+    import importlib
+    import pkgutil
+
+    import ppo_viz
+
+    found = []
+    for info in pkgutil.walk_packages(ppo_viz.__path__, "ppo_viz."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except Exception as error:  # reported by the caller, module by module
+            found.append((info.name, f"{type(error).__name__}: {error}"))
+        else:
+            found.append((info.name, None))
+    return found
+
+
+def live_figure_classes() -> list[type]:
+    """Every :class:`ppo_viz.app.LiveFigure` subclass in ``ppo_viz`` built without arguments."""
+    import importlib
+    import inspect
+
+    from ppo_viz.app import LiveFigure
+
+    classes: dict[str, type] = {}
+    for name, problem in ppo_viz_modules():
+        if problem is not None:
+            continue
+        for _, cls in inspect.getmembers(importlib.import_module(name), inspect.isclass):
+            if issubclass(cls, LiveFigure) and cls is not LiveFigure:
+                classes[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    return [classes[key] for key in sorted(classes)]
+
+
+# -- what a reader sees ------------------------------------------------------------------------
+
+
+def plain(html_text: str) -> str:
+    """HTML as read on screen: one space between blocks and cells, no tags, no entities."""
+    import html
+    import re
+
+    spaced = re.sub(r"</(div|td|th|tr|li|p|caption)>|<br\s*/?>", " ", str(html_text))
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", spaced)).split())
+
+
+def markdown_of(path) -> str:
+    """A notebook's markdown cells, joined, with runs of whitespace made single spaces."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    return " ".join(text.split())
+
+
+def assert_states(prose: str, *numbers: str) -> None:
+    """Each number, as the prose formats it, appears in ``prose``.
+
+    Prose tests compute the numbers a notebook's sentences state, in the same run, and check
+    that the text states them: a copy-edit of the wording passes, a changed result fails.
+    """
+    missing = [number for number in numbers if number not in prose]
+    assert not missing, f"the prose does not state {missing}"

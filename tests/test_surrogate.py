@@ -16,8 +16,7 @@ from PIL import Image
 
 import ppo_clip
 from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
-from ppo_viz.figure_view import figure_to_png
-from ppo_viz.panels import draw_objective_panel, ratio_grid
+from ppo_viz.panels import draw_objective_panel, ratio_grid, set_fixed_limits
 from ppo_viz.surrogate import ADVANTAGE_RANGE, SurrogateExplorer, SurrogateFigure
 
 
@@ -37,7 +36,7 @@ def _assert_column_matches_module(plot: SurrogateFigure, sign: int, advantage: f
     xs, ys = (np.asarray(v) for v in artists.gradient.get_data())
     drawn = ~np.isnan(xs)
     np.testing.assert_array_equal(xs[drawn], grid)
-    np.testing.assert_array_equal(ys[drawn], ppo_clip.gradient_curve(grid, sign * advantage, eps))
+    np.testing.assert_array_equal(ys[drawn], ppo_clip.ratio_sweep(grid, sign * advantage, eps).grad)
     _, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
     xs, ys = (np.asarray(v) for v in artists.gradient_clip_only.get_data())
     np.testing.assert_array_equal(ys[~np.isnan(xs)], clip_only_grad)
@@ -49,8 +48,8 @@ def _assert_column_matches_module(plot: SurrogateFigure, sign: int, advantage: f
 @pytest.mark.parametrize("eps", [0.0, 0.2, 1.0])
 @pytest.mark.parametrize("advantage", ADVANTAGE_RANGE)
 def test_sliders_redraw_the_modules_curves(explorer, eps, advantage):
-    explorer.eps.value = eps
-    explorer.advantage.value = advantage
+    explorer.controls["eps"].value = eps
+    explorer.controls["advantage"].value = advantage
     for sign in (+1, -1):
         _assert_column_matches_module(explorer.plot, sign, advantage, eps)
 
@@ -59,7 +58,7 @@ def test_gradient_curve_is_ppo_clip_grad_with_one_sample(explorer):
     grid = explorer.plot.columns[+1].gradient.get_xdata()[::37]
     for ratio in grid:
         expected = ppo_clip.ppo_clip_grad([np.log(ratio)] if ratio > 0 else [-1e3], [0.0], [1.0])
-        drawn = ppo_clip.gradient_curve([ratio], 1.0, 0.2)
+        drawn = ppo_clip.ratio_sweep([ratio], 1.0, 0.2).grad
         assert drawn[0] == pytest.approx(expected[0], rel=1e-12, abs=1e-300)
 
 
@@ -67,17 +66,17 @@ def test_band_edges_move_with_eps(explorer):
     band = explorer.plot.columns[+1].bands[0]
     edges = []
     for eps in (0.0, 0.2, 1.0):
-        explorer.eps.value = eps
+        explorer.controls["eps"].value = eps
         edges.append((band.get_x(), band.get_x() + band.get_width()))
     assert edges == [(1.0, 1.0), (pytest.approx(0.8), pytest.approx(1.2)), (0.0, 2.0)]
 
 
 def test_zero_gradient_region_is_where_the_module_clips(explorer):
-    explorer.eps.value = 0.3
+    explorer.controls["eps"].value = 0.3
     positive = explorer.plot.columns[+1].zero_grad[0]
     negative = explorer.plot.columns[-1].zero_grad[0]
     assert positive.get_x() == pytest.approx(1.3, abs=0.01)
-    assert negative.get_x() == 0.0
+    assert negative.get_x() < 0.0  # drawn past the axis' left end
     assert negative.get_x() + negative.get_width() == pytest.approx(0.7, abs=0.01)
     inside = ratio_grid(0.3)
     sweep = ppo_clip.ratio_sweep(inside, 1.0, 0.3)
@@ -85,14 +84,14 @@ def test_zero_gradient_region_is_where_the_module_clips(explorer):
 
 
 def test_eps_one_never_clips_negative_advantages(explorer):
-    explorer.eps.value = 1.0
+    explorer.controls["eps"].value = 1.0
     zero = explorer.plot.columns[-1].zero_grad[0]
     assert zero.get_width() == 0.0
     assert "never clipped" in explorer.plot.columns[-1].objective_ax.get_title()
 
 
 def test_titles_and_readout_use_the_modules_band(explorer):
-    explorer.eps.value = 0.35
+    explorer.controls["eps"].value = 0.35
     assert "r > 1.35" in explorer.plot.columns[+1].objective_ax.get_title()
     assert "r < 0.65" in explorer.plot.columns[-1].objective_ax.get_title()
     assert "[0.65, 1.35]" in explorer.readout.value
@@ -102,98 +101,90 @@ def test_worked_example_points_sit_on_the_curves(explorer):
     example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
     xs, ys = explorer.plot.columns[+1].samples[0].get_data()
     assert sorted(xs) == sorted(example.ratio[example.advantages > 0])
-    np.testing.assert_array_equal(ys, ppo_clip.objective_curve(xs, 1.0, 0.2))
+    np.testing.assert_array_equal(ys, ppo_clip.ratio_sweep(xs, 1.0, 0.2).objective_term)
     # Sample 0 (r = 1.4) is on the flat part: its term equals (1 + eps) * A.
     assert max(ys) == pytest.approx(1.2)
     _, grads = explorer.plot.columns[+1].samples[1].get_data()
     assert sorted(grads)[-1] == 0.0
 
 
-def test_redraws_replace_the_image_without_stacking_or_moving_axes(explorer):
+def test_redraws_move_artists_without_stacking_or_moving_axes(explorer):
     figure = explorer.plot.figure
     limits = [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes]
     line_count = sum(len(ax.lines) for ax in figure.axes)
-    first = explorer.view.png
     for eps in np.linspace(0, 1, 7):
-        explorer.eps.value = float(eps)
-    explorer.advantage.value = ADVANTAGE_RANGE[1]
-    assert explorer.plot.figure is figure
-    assert explorer.view.output.children == (explorer.view.output.image,)
-    assert explorer.view.output.image.value == explorer.view.png
-    assert explorer.view.png != first
+        explorer.controls["eps"].value = float(eps)
+    explorer.controls["advantage"].value = ADVANTAGE_RANGE[1]
+    assert explorer.figure is figure
     assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
     assert sum(len(ax.lines) for ax in figure.axes) == line_count
 
 
 def test_display_bundle_has_widget_and_static_figure(explorer):
     bundle = explorer._repr_mimebundle_()
-    assert bundle[WIDGET_VIEW_MIME]["model_id"] == explorer.widget.model_id
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == explorer.model_id
     png = Image.open(io.BytesIO(base64.b64decode(bundle["image/png"])))
-    assert png.size[0] >= 900
+    assert png.size[0] >= 800
     assert "FloatSlider" not in bundle["text/plain"]
 
 
 def test_controls_have_stable_css_classes(explorer):
-    assert {MAIN_CONTROL, "ppo-control-eps"} <= set(explorer.eps._dom_classes)
-    assert {MAIN_CONTROL, "ppo-control-advantage"} <= set(explorer.advantage._dom_classes)
-    assert "ppo-figure" in explorer.view.output._dom_classes
+    assert {MAIN_CONTROL, "ppo-control-eps"} <= set(explorer.controls["eps"]._dom_classes)
+    assert {MAIN_CONTROL, "ppo-control-advantage"} <= set(
+        explorer.controls["advantage"]._dom_classes
+    )
+    assert "ppo-figure" in explorer.canvas._dom_classes
 
 
 def test_presenter_can_hide_the_worked_example(explorer):
-    explorer.worked_example.value = False
+    explorer.controls["worked_example"].value = False
     for column in explorer.plot.columns.values():
         assert len(column.samples[0].get_xdata()) == 0
     labels = [
         label.get_text() for column in explorer.plot.sample_labels.values() for label in column
     ]
     assert labels == ["", "", "", ""]
-    explorer.worked_example.value = True
+    explorer.controls["worked_example"].value = True
     assert len(explorer.plot.columns[+1].samples[0].get_xdata()) == 2
     assert "sample 0" in [label.get_text() for label in explorer.plot.sample_labels[+1]]
 
 
-def test_save_writes_slide_sized_png_and_svg(explorer, tmp_path):
-    explorer.eps.value = 0.3
+def test_save_writes_a_slide_of_the_current_setting(explorer, tmp_path):
+    explorer.controls["eps"].value = 0.3
     png, svg = explorer.save(tmp_path / "slides" / "objective")
-    width, height = Image.open(png).size
-    assert width >= 1600
-    assert width / height == pytest.approx(16 / 9, rel=0.02)
-    text = svg.read_text()
-    assert text.startswith("<?xml")
-    assert "1.30" in text
-
-
-@pytest.mark.parametrize("advantage", [0.25, 2.0])
-def test_slide_y_axis_fits_the_chosen_advantage(advantage):
-    slides = SurrogateFigure(advantage, 0.2, slides=True)
-    top = slides.columns[+1].objective_ax
-    flat_level = 1.2 * advantage
-    low, high = top.get_ylim()
-    assert flat_level < high < 2.0 * flat_level
-    assert low < 0
-
-
-def test_slide_figure_uses_large_type():
-    slides = SurrogateFigure(slides=True)
-    figure_to_png(slides.figure)
-    for ax in slides.figure.axes:
-        assert ax.yaxis.label.get_fontsize() >= 14
-        assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= 12
-    for column in slides.columns.values():
-        assert column.objective_ax.title.get_fontsize() >= 16
+    assert Image.open(png).size[0] == 2000
+    assert "1.30" in svg.read_text()
 
 
 def test_dual_clip_shades_both_clipped_regions():
     figure = Figure()
     top, bottom = figure.subplots(2, 1)
-    panel = draw_objective_panel(top, bottom, -1.0, 0.2, dual_clip=2.0)
+    panel = draw_objective_panel(top, bottom)
+    panel.update(-1.0, 0.2, dual_clip=2.0)
     below, above = panel.zero_grad[0], panel.zero_grad_other_side[0]
-    assert below.get_x() == 0.0
+    assert below.get_x() < 0.0
     assert below.get_x() + below.get_width() == pytest.approx(0.8, abs=0.01)
     assert above.get_x() == pytest.approx(2.0, abs=0.01)
     assert above.get_x() + above.get_width() > 3.0
-    plain = draw_objective_panel(top, bottom, -1.0, 0.2)
-    assert plain.zero_grad_other_side[0].get_width() == 0.0
+    panel.update(-1.0, 0.2)
+    assert panel.zero_grad_other_side[0].get_width() == 0.0
+
+
+@pytest.mark.parametrize("r_axis", [(0.0, 3.0), (0.5, 2.0), (0.0, 4.0)])
+def test_the_ratio_axis_is_one_setting(r_axis):
+    """Notebook 1's ratio axis can change in one place: the curves span it, kinks included."""
+    figure = Figure()
+    top, bottom = figure.subplots(2, 1)
+    panel = draw_objective_panel(top, bottom, r_axis=r_axis)
+    set_fixed_limits(top, bottom, +1, reach=2.0, r_axis=r_axis)
+    panel.update(1.0, 0.2)
+    xs = panel.objective.get_xdata()
+    assert (xs[0], xs[-1]) == r_axis
+    assert {0.8, 1.0, 1.2} <= set(xs)
+    assert top.get_xlim() == r_axis
+    zero = panel.zero_grad[0]
+    assert zero.get_x() == xs[xs > 1.2].min()  # the first clipped ratio: 1.2 itself is kept
+    assert zero.get_x() + zero.get_width() > r_axis[1]
 
 
 # --------------------------------------------------------------------------
@@ -243,10 +234,10 @@ def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
 @pytest.mark.parametrize("eps", [0.0, 0.2, 0.35])
 @pytest.mark.parametrize("sign", [+1, -1])
 def test_the_gradient_jump_is_drawn_as_a_jump_on_the_modules_values(explorer, sign, eps):
-    explorer.eps.value = eps
+    explorer.controls["eps"].value = eps
     panel = explorer.plot.columns[sign]
     edge = 1.0 + eps if sign > 0 else 1.0 - eps
-    advantage = sign * explorer.advantage.value
+    advantage = sign * explorer.controls["advantage"].value
     log_edge = log_landing_on(edge)  # exp(log_edge) is exactly the edge, on any machine
     at_edge = ppo_clip.ppo_clip_grad([log_edge], [0.0], [advantage], eps)[0]
     # The filled marker is what ppo_clip_grad gives at exactly 1 ± eps: not clipped there.
@@ -255,7 +246,7 @@ def test_the_gradient_jump_is_drawn_as_a_jump_on_the_modules_values(explorer, si
     assert at_edge == -edge * advantage
     # The open marker is the value just past the edge: zero, the sample is clipped.
     past = np.nextafter(edge, 3.0 if sign > 0 else 0.0)
-    just_past = ppo_clip.gradient_curve([past], advantage, eps)[0]
+    just_past = ppo_clip.ratio_sweep([past], advantage, eps).grad[0]
     assert panel.jump_other_side.get_xdata().tolist() == [edge]
     assert panel.jump_other_side.get_ydata().tolist() == [just_past] == [0.0]
     # The line itself has a gap there instead of a steep stretch.
@@ -266,7 +257,7 @@ def test_the_gradient_jump_is_drawn_as_a_jump_on_the_modules_values(explorer, si
 
 
 def test_no_jump_where_nothing_is_clipped(explorer):
-    explorer.eps.value = 1.0  # 1 - eps = 0: no ratio is below it
+    explorer.controls["eps"].value = 1.0  # 1 - eps = 0: no ratio is below it
     panel = explorer.plot.columns[-1]
     assert len(panel.jump_kept.get_xdata()) == 0
     assert not np.isnan(panel.gradient.get_xdata()).any()
