@@ -48,7 +48,7 @@ from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 
 from ppo_viz.html import Markup, message, page, style_tag, tag
-from ppo_viz.style import SCREEN_DPI, SLIDE_WIDTH_PX
+from ppo_viz.style import SLIDE_WIDTH_PX, screen_dpi
 
 #: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
 MAIN_CONTROL = "ppo-main-control"
@@ -209,11 +209,11 @@ class LiveFigure(StaticFallback, widgets.VBox):
 
     # -- pictures ---------------------------------------------------------------------------
 
-    def png(self, dpi: float = SCREEN_DPI) -> bytes:
-        """The whole figure at the current settings, as PNG bytes."""
+    def png(self) -> bytes:
+        """The whole figure at the current settings, as PNG bytes, as on screen."""
         buffer = io.BytesIO()
         with self._everything_drawn():
-            self.figure.savefig(buffer, format="png", dpi=dpi)
+            self.figure.savefig(buffer, format="png", dpi=screen_dpi())
         return buffer.getvalue()
 
     def save(self, stem: str | Path) -> tuple[Path, Path]:
@@ -262,7 +262,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
 
 def _canvas(figure: Figure) -> Canvas:
     """ipympl's canvas widget for ``figure``, at the bundle's screen resolution, not resizable."""
-    figure.set_dpi(SCREEN_DPI)
+    figure.set_dpi(screen_dpi())
     canvas = Canvas(figure)
     # ipympl keeps a copy of every frame as a data URL until the page's view starts, for
     # pages that embed widget state; this bundle shows its own picture there instead.

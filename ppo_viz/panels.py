@@ -97,11 +97,14 @@ class PanelArtists:
         advantage: float,
         eps: float,
         sample_ratios: Sequence[float] = (),
+        sample_advantages: Sequence[float] | None = None,
         **variant: float | None,
     ) -> ppo_clip.ClipBreakdown:
         """Move the panel to new settings; every y value comes from ``ppo_clip``.
 
-        ``sample_ratios`` are drawn as points on the curves.  ``variant`` takes
+        ``sample_ratios`` are drawn as points: at the term and gradient of a one-sample batch
+        with their own ``sample_advantages`` if given (off the curve when that differs from
+        ``advantage``), else on the curves.  ``variant`` takes
         :func:`ppo_clip.ratio_sweep`'s keywords (``eps_low``, ``eps_high``, ``dual_clip``).
         Returns the sweep the curves were drawn from.
 
@@ -131,13 +134,12 @@ class PanelArtists:
             _set_span(band, sweep.lower, sweep.upper)
             _set_span(zero, *favourable)
             _set_span(other, *other_side)
-        points = (
-            ppo_clip.ratio_sweep(np.asarray(sample_ratios, dtype=float), advantage, eps, **variant)
-            if len(sample_ratios)
-            else None
-        )
-        for line, values in zip(self.samples, ("objective_term", "grad"), strict=True):
-            line.set_data(([], []) if points is None else (points.ratio, getattr(points, values)))
+        ratios = np.asarray(sample_ratios, dtype=float)
+        own = np.full_like(ratios, advantage) if sample_advantages is None else sample_advantages
+        pairs = zip(ratios, own, strict=True)
+        points = [ppo_clip.ratio_sweep([r], a, eps, **variant) for r, a in pairs]
+        self.samples[0].set_data(ratios, [p.objective_term[0] for p in points])
+        self.samples[1].set_data(ratios, [p.grad[0] for p in points])
         return sweep
 
 
@@ -173,15 +175,6 @@ def draw_objective_panel(
         jump_kept=gradient_ax.plot([], [], **jump, mfc=COLORS["clipped"])[0],
         jump_other_side=gradient_ax.plot([], [], **jump, mfc="white")[0],
     )
-    artists.objective.set_label(f"top: PPO {FORMULAS['clipped']}")
-    artists.unclipped.set_label(f"top: {NAMES['unclipped']} {FORMULAS['unclipped']}")
-    artists.clip_only.set_label(f"top: {NAMES['clip_only']} {FORMULAS['clip_only']}")
-    artists.gradient.set_label("bottom: PPO's gradient")
-    artists.gradient_unclipped.set_label(f"bottom: {NAMES['unclipped']}, −r·A")
-    artists.gradient_clip_only.set_label(f"bottom: {NAMES['clip_only']}, 0 outside")
-    artists.jump_kept.set_label("gradient at the edge (kept)")
-    artists.jump_other_side.set_label("just past the edge (clipped)")
-    artists.samples[0].set_label("worked-example samples")
     objective_ax.set_ylabel("objective term")
     gradient_ax.set_ylabel("d loss / d log π_new  (N = 1)")
     gradient_ax.set_xlabel("ratio r = π_new / π_old")
@@ -190,34 +183,33 @@ def draw_objective_panel(
 
 def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle, Rectangle]:
     """Band, two zero-gradient spans and the r = 1 marker; returns the three patches."""
-    band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0, label="clip band [1−ε, 1+ε]")
-    zero = _zero_gradient_span(ax, label="clipped: zero gradient")
+    band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0)
+    zero = _zero_gradient_span(ax)
     other_side = _zero_gradient_span(ax)
-    ax.axvline(1.0, color=COLORS["start"], ls=":", lw=1.2, label="r = 1: a fresh batch")
+    ax.axvline(1.0, color=COLORS["start"], ls=":", lw=1.2)
     ax.axhline(0.0, color=COLORS["zero_line"], lw=0.8)
     return band, zero, other_side
 
 
-def _zero_gradient_span(ax: Axes, label: str | None = None) -> Rectangle:
+def _zero_gradient_span(ax: Axes) -> Rectangle:
     colour = COLORS["zero_grad"]
-    return ax.axvspan(
-        0, 0, facecolor=colour, alpha=0.16, hatch="//", edgecolor=colour, lw=0, label=label
-    )
+    return ax.axvspan(0, 0, facecolor=colour, alpha=0.16, hatch="//", edgecolor=colour, lw=0)
 
 
-def legend_entries(top: Axes, bottom: Axes) -> tuple[list, list[str]]:
-    """A column's legend: the shared marks, then the top row's curves, then the bottom's.
-
-    Each row's curves are labelled for what that row draws ("top: ...",
-    "bottom: ..."): the gradient row shows gradients, not the terms.
+def legend_entries(panel: PanelArtists) -> tuple[list[Artist], list[str]]:
+    """Six entries, enough for a projector: the three objectives, the band, the clipped
+    region and the worked-example points.  Each objective's line style is the same in the
+    objective row and the gradient row, so one entry names both.
     """
-    entries: dict[str, object] = {}
-    for ax in (top, bottom):
-        handles, labels = ax.get_legend_handles_labels()
-        entries.update(zip(labels, handles, strict=True))
-    rows = {"top": 1, "bottom": 2}
-    order = sorted(entries, key=lambda label: rows.get(label.split(":")[0], 0))
-    return [entries[label] for label in order], order
+    entries = {
+        f"PPO {FORMULAS['clipped']}, and its gradient": panel.objective,
+        f"{NAMES['unclipped']} {FORMULAS['unclipped']}, gradient −r·A": panel.unclipped,
+        f"{NAMES['clip_only']} {FORMULAS['clip_only']}, gradient 0 outside": panel.clip_only,
+        "clip band [1−ε, 1+ε]": panel.bands[0],
+        "clipped: zero gradient": panel.zero_grad[0],
+        "worked-example samples": panel.samples[0],
+    }
+    return list(entries.values()), list(entries)
 
 
 def broken_at_switches(

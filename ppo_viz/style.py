@@ -17,6 +17,7 @@ and exported page follows:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -114,37 +115,58 @@ BASE_RC = {
     "font.size": 10,
 }
 
-#: Larger type for figures saved for slides (about 18 pt at a 1280 px width).
-SLIDE_RC = {
+#: Presentation mode (``python -m ppo_viz.present``): the same figures, every text at least
+#: 10 pt, drawn at :data:`PRESENT_DPI`, so that on a 1280 x 800 projector every figure text is at
+#: least 14 pt (10 pt at 135 dpi is 18.75 screen pixels; 14 pt is 18.7).
+PRESENT_RC = {
     **BASE_RC,
-    "axes.titlesize": 18,
-    "axes.labelsize": 16,
-    "xtick.labelsize": 14,
-    "ytick.labelsize": 14,
-    "legend.fontsize": 13,
-    "font.size": 15,
-    "lines.linewidth": 2.5,
+    "axes.titlesize": 11.5,
+    "axes.labelsize": 10.5,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "font.size": 10.5,
 }
+#: The environment variable that turns presentation mode on in a kernel.
+PRESENT_VARIABLE = "PPO_PRESENT"
 
-#: Figure sizes in inches: on screen, and a 16:9 slide.
-SCREEN_SIZE = (10.0, 6.6)
-SLIDE_SIZE = (40 / 3, 7.5)  # 2000 x 1125 pixels at SLIDE_DPI
-#: Resolutions: on screen (what the apps show), and for saved slides.
+#: Figure size in inches (900 pixels wide on screen: it fits JupyterLab's output area).
+SCREEN_SIZE = (9.0, 5.6)
+#: Resolutions: on screen, and in presentation mode.
 SCREEN_DPI = 100
-SLIDE_DPI = 150
+PRESENT_DPI = 135
 #: The width of a figure saved for a slide, in pixels.
 SLIDE_WIDTH_PX = 2000
+# Kept until every figure is on LiveFigure: the old slide geometry.
+SLIDE_RC = PRESENT_RC
+SLIDE_SIZE = SCREEN_SIZE
+SLIDE_DPI = 150
+
+
+def presenting() -> bool:
+    """Whether this kernel runs in presentation mode (set by ``python -m ppo_viz.present``)."""
+    return os.environ.get(PRESENT_VARIABLE, "") == "1"
+
+
+def screen_dpi() -> float:
+    """The resolution figures are shown at: larger in presentation mode."""
+    return PRESENT_DPI if presenting() else SCREEN_DPI
+
+
+def rc() -> dict:
+    """The bundle's matplotlib settings: the screen's, or presentation mode's."""
+    return {**(PRESENT_RC if presenting() else BASE_RC), "figure.dpi": screen_dpi()}
 
 
 def use() -> None:
     """Make the bundle's look matplotlib's default in this kernel (for a notebook's own cells)."""
-    mpl.rcParams.update(BASE_RC)
+    mpl.rcParams.update(rc())
 
 
 @contextmanager
 def figure_style(slides: bool = False) -> Iterator[None]:
-    """Apply the bundle's matplotlib defaults (or the larger slide ones) in a block."""
-    with mpl.rc_context(SLIDE_RC if slides else BASE_RC):
+    """Apply the bundle's matplotlib settings in a block (``slides`` is ignored: one layout)."""
+    with mpl.rc_context(rc()):
         yield
 
 

@@ -53,12 +53,14 @@ class SurrogateFigure:
                 top, bottom = axes[0, column], axes[1, column]
                 self.columns[sign] = draw_objective_panel(top, bottom, r_axis=RATIO_AXIS)
                 top.set_title(" ")  # the text is set by update(); the font follows the style
-                self.sample_labels[sign] = [_sample_label(top, sign, p) for p in range(2)]
+                self.sample_labels[sign] = [
+                    _sample_label(top, sign < 0 and p == 0) for p in range(2)
+                ]
                 set_fixed_limits(top, bottom, sign, reach=REACH, r_axis=RATIO_AXIS)
             self.figure.legend(
-                *legend_entries(axes[0, 0], axes[1, 0]),
+                *legend_entries(self.columns[+1]),
                 loc="outside lower center",
-                ncols=4,
+                ncols=3,
                 frameon=False,
             )
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
@@ -75,7 +77,10 @@ class SurrogateFigure:
         """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout."""
         for sign, panel in self.columns.items():
             indices = self._sample_indices(sign, worked_example)
-            sweep = panel.update(sign * advantage, eps, self.example.ratio[indices])
+            example = self.example
+            sweep = panel.update(
+                sign * advantage, eps, example.ratio[indices], example.advantages[indices]
+            )
             self.sweeps[sign] = sweep
             panel.objective_ax.title.set_text(column_title(sign * advantage, sweep))
             self._place_sample_labels(sign, indices)
@@ -92,28 +97,23 @@ class SurrogateFigure:
         xs, ys = self.columns[sign].samples[0].get_data()
         for position, label in enumerate(self.sample_labels[sign]):
             shown = position < len(indices)
-            label.set_text(f"sample {indices[position]}" if shown else "")
+            t = indices[position] if shown else 0
+            label.set_text(f"sample {t} (A = {self.example.advantages[t]:+g})" if shown else "")
             label.xy = (xs[position], ys[position]) if shown else (0.0, 0.0)
 
 
-def _sample_label(ax: Axes, sign: int, position: int) -> Annotation:
-    """A "sample t" label for the column's ``position``-th point (by ratio).
-
-    Labels sit on the side of the curve away from it: above the rising A > 0 curve, and for
-    A < 0 below the flat part (left) and above the falling part (right).
-    """
-    left = position == 0
-    above = sign if left else 1
+def _sample_label(ax: Axes, below: bool) -> Annotation:
+    """A "sample t (A = ...)" label beside its point: up and to the right, or below it."""
     return ax.annotate(
         "",
         (0, 0),
-        xytext=(-7 if left else 7, above * 7),
+        xytext=(0, -9) if below else (7, 5),
         textcoords="offset points",
         fontsize="small",
         color=COLORS["sample"],
         fontweight="bold",
-        ha="right" if left else "left",
-        va="bottom" if above > 0 else "top",
+        ha="center" if below else "left",
+        va="top" if below else "bottom",
     )
 
 

@@ -97,15 +97,22 @@ def test_titles_and_readout_use_the_modules_band(explorer):
     assert "[0.65, 1.35]" in explorer.readout.value
 
 
-def test_worked_example_points_sit_on_the_curves(explorer):
+def test_worked_example_points_show_each_samples_own_term_and_gradient(explorer):
+    """Each point is its sample's term for its own advantage (N = 1), not the slider's |A|."""
     example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
-    xs, ys = explorer.plot.columns[+1].samples[0].get_data()
-    assert sorted(xs) == sorted(example.ratio[example.advantages > 0])
-    np.testing.assert_array_equal(ys, ppo_clip.ratio_sweep(xs, 1.0, 0.2).objective_term)
-    # Sample 0 (r = 1.4) is on the flat part: its term equals (1 + eps) * A.
-    assert max(ys) == pytest.approx(1.2)
-    _, grads = explorer.plot.columns[+1].samples[1].get_data()
-    assert sorted(grads)[-1] == 0.0
+    for sign, panel in explorer.plot.columns.items():
+        (chosen,) = np.nonzero(np.sign(example.advantages) == sign)
+        xs, terms = panel.samples[0].get_data()
+        _, grads = panel.samples[1].get_data()
+        assert sorted(xs) == sorted(example.ratio[chosen])
+        for x, term, grad in zip(xs, terms, grads, strict=True):
+            t = chosen[list(example.ratio[chosen]).index(x)]
+            one = ppo_clip.ratio_sweep([x], example.advantages[t], 0.2)
+            assert (term, grad) == (one.objective_term[0], one.grad[0])
+            assert term == pytest.approx(example.objective_term[t])  # sample 1's is 2.2, not 1.1
+    explorer.controls["advantage"].value = 2.0  # the curve moves; the points stay the samples'
+    xs, terms = explorer.plot.columns[+1].samples[0].get_data()
+    assert sorted(terms) == pytest.approx([1.2, 2.2])
 
 
 def test_redraws_move_artists_without_stacking_or_moving_axes(explorer):
@@ -146,7 +153,8 @@ def test_presenter_can_hide_the_worked_example(explorer):
     assert labels == ["", "", "", ""]
     explorer.controls["worked_example"].value = True
     assert len(explorer.plot.columns[+1].samples[0].get_xdata()) == 2
-    assert "sample 0" in [label.get_text() for label in explorer.plot.sample_labels[+1]]
+    labels = [label.get_text() for label in explorer.plot.sample_labels[+1]]
+    assert "sample 0 (A = +1)" in labels
 
 
 def test_save_writes_a_slide_of_the_current_setting(explorer, tmp_path):
@@ -263,12 +271,9 @@ def test_no_jump_where_nothing_is_clipped(explorer):
     assert not np.isnan(panel.gradient.get_xdata()).any()
 
 
-def test_each_row_of_the_legend_says_what_it_draws(explorer):
-    labels = [text.get_text() for text in explorer.plot.figure.legends[0].get_texts()]
-    top = [label for label in labels if label.startswith("top:")]
-    bottom = [label for label in labels if label.startswith("bottom:")]
-    assert len(top) == len(bottom) == 3
-    assert any("min(r·A, clip(r)·A)" in label for label in top)
-    assert not any("min(" in label for label in bottom)
-    assert any("−r·A" in label for label in bottom)
-    assert not any("r·A" in label and "−" not in label for label in bottom)
+def test_the_legend_has_six_entries_one_per_objective_and_mark(explorer):
+    """Few enough for a projector: each objective once (its line style is the same in both rows)."""
+    labels = [text.get_text() for text in explorer.figure.legends[0].get_texts()]
+    assert len(labels) == 6
+    for formula in ("min(r·A, clip(r)·A)", "r·A, gradient −r·A", "clip(r)·A, gradient 0 outside"):
+        assert sum(formula in label for label in labels) == 1
