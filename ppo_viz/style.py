@@ -115,17 +115,19 @@ BASE_RC = {
     "font.size": 10,
 }
 
-#: Presentation mode (``python -m ppo_viz.present``): the same figures, every text at least
-#: 10 pt, drawn at :data:`PRESENT_DPI`, so that on a 1280 x 800 projector every figure text is at
-#: least 14 pt (10 pt at 135 dpi is 18.75 screen pixels; 14 pt is 18.7).
+#: Presentation mode (``python -m ppo_viz.present``): the same figures drawn at
+#: :data:`PRESENT_DPI` with every text at least 10.8 pt (``"small"`` is 0.833 of 13 pt), so that
+#: on a 1280 x 800 projector every figure text is at least 14 pt (10.8 pt at 125 dpi is 18.75
+#: screen pixels; 14 pt is 18.7) and a 9 x 5.6 inch figure (1125 x 700 pixels) fits under its
+#: sliders.
 PRESENT_RC = {
     **BASE_RC,
-    "axes.titlesize": 11.5,
-    "axes.labelsize": 10.5,
-    "xtick.labelsize": 10,
-    "ytick.labelsize": 10,
-    "legend.fontsize": 10,
-    "font.size": 10.5,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
+    "font.size": 13,
 }
 #: The environment variable that turns presentation mode on in a kernel.
 PRESENT_VARIABLE = "PPO_PRESENT"
@@ -134,7 +136,7 @@ PRESENT_VARIABLE = "PPO_PRESENT"
 SCREEN_SIZE = (9.0, 5.6)
 #: Resolutions: on screen, and in presentation mode.
 SCREEN_DPI = 100
-PRESENT_DPI = 135
+PRESENT_DPI = 125
 #: The width of a figure saved for a slide, in pixels.
 SLIDE_WIDTH_PX = 2000
 # Kept until every figure is on LiveFigure: the old slide geometry.

@@ -1,0 +1,81 @@
+"""A notebook as a lecture: code hidden, figures and sliders live, type readable from the back.
+
+From the repository root::
+
+    python -m ppo_viz.present                                    # notebook 1
+    python -m ppo_viz.present notebooks/03_epochs_on_one_batch.ipynb --port 8890
+
+serves the notebook with Voilà on 127.0.0.1, prints the address to open, and runs until
+Ctrl-C.  Voilà runs every cell and shows only the prose and the outputs.  The page uses the
+``lecture`` template next to this file (Voilà's lab template with large type, loading nothing
+from the network), and the kernel runs in presentation mode (``PPO_PRESENT=1``): every figure is
+drawn larger, with every text at least 14 pt on a 1280 x 800 projector
+(:data:`ppo_viz.style.PRESENT_DPI`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from ppo_viz.style import PRESENT_VARIABLE
+
+#: Where Voilà finds the ``lecture`` template (a Jupyter data directory).
+TEMPLATES = Path(__file__).with_name("lecture")
+DEFAULT_NOTEBOOK = Path("notebooks") / "01_clipped_surrogate.ipynb"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def voila_command(notebook: Path, port: int) -> list[str]:
+    """The Voilà command line that serves ``notebook`` as a lecture on ``port``."""
+    return [
+        sys.executable,
+        "-m",
+        "voila",
+        str(notebook),
+        "--template=lecture",
+        "--theme=light",
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+    ]
+
+
+def lecture_environment() -> dict[str, str]:
+    """This environment, in presentation mode, with the lecture template on Jupyter's path."""
+    paths = [str(TEMPLATES), *filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))]
+    return {**os.environ, PRESENT_VARIABLE: "1", "JUPYTER_PATH": os.pathsep.join(paths)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebook", nargs="?", type=Path, default=DEFAULT_NOTEBOOK)
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    args = parser.parse_args(argv)
+    if not args.notebook.is_file():
+        print(f"error: no notebook at {args.notebook}", file=sys.stderr)
+        return 2
+    if importlib.util.find_spec("voila") is None:
+        print("error: Voilà is not installed: pip install -r requirements.txt", file=sys.stderr)
+        return 2
+    port = args.port or free_port()
+    print(f"Lecture: {args.notebook.name} at http://127.0.0.1:{port}/ (Ctrl-C stops)", flush=True)
+    try:
+        return subprocess.call(voila_command(args.notebook, port), env=lecture_environment())
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
