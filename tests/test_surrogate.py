@@ -277,3 +277,18 @@ def test_the_legend_has_six_entries_one_per_objective_and_mark(explorer):
     assert len(labels) == 6
     for formula in ("min(r·A, clip(r)·A)", "r·A, gradient −r·A", "clip(r)·A, gradient 0 outside"):
         assert sum(formula in label for label in labels) == 1
+
+
+def test_the_readme_image_is_what_its_script_draws(tmp_path, monkeypatch):
+    """The README's figure regenerates from notebooks/images/readme_image.py, palette and all."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[1] / "notebooks" / "images" / "readme_image.py"
+    spec = importlib.util.spec_from_file_location("readme_image", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = np.asarray(Image.open(module.IMAGE).convert("RGB"), dtype=int)
+    monkeypatch.setattr(module, "IMAGE", tmp_path / "fresh.png")
+    fresh = np.asarray(Image.open(module.main()).convert("RGB"), dtype=int)
+    assert fresh.shape == committed.shape
+    assert np.abs(fresh - committed).mean() < 1.0  # the same picture (font rendering aside)
