@@ -5,6 +5,11 @@ Each episode is driven by one of three kinds of action sequence, so that episode
 end in every way: uniformly random actions (short episodes, terminated), a biased
 coin (the cart runs off the track), and a balancing rule with 5% of its actions
 flipped (long episodes, most truncated at 500 steps).
+
+Beyond the dynamics, every part of gymnasium's API that ``cartpole`` offers is
+compared with gymnasium's own: which actions, seeds and options are accepted,
+steps after termination, resets, spaces, the vector form's ``info``.  Where
+``cartpole``'s docstring documents a difference, the test shows it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,38 @@ def action_rule(kind: int, rng: np.random.Generator):
     return choose
 
 
+def reference_vector(num_envs: int):
+    """gymnasium's vector form that :class:`CartPoleVector` matches (same-step autoreset)."""
+    return gymnasium.make_vec(
+        "CartPole-v1",
+        num_envs=num_envs,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+    )
+
+
+def assert_same_step(result, expected):
+    """One step's observation, reward, terminated and truncated equal gymnasium's."""
+    assert np.array_equal(result[0], expected[0])
+    for ours, theirs in zip(result[1:4], expected[1:4], strict=True):
+        assert np.array_equal(ours, theirs)
+
+
+def quietly(call):
+    """``call()`` with gymnasium's warnings (e.g. "Casting input x to numpy array") hidden."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call()
+
+
+def warnings_of(call) -> tuple[object, list[warnings.WarningMessage]]:
+    """``call()``'s result and every warning it gave, repeated ones included."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call()
+    return result, caught
+
+
 def test_single_environment_matches_gymnasium_on_many_action_sequences():
     endings = {"terminated": 0, "truncated": 0}
     for seed in range(240):
@@ -56,6 +93,7 @@ def test_single_environment_matches_gymnasium_on_many_action_sequences():
             obs, reward, terminated, truncated, _ = ours.step(action)
             assert np.array_equal(obs, expected[0]), (seed, step)
             assert (reward, terminated, truncated) == tuple(expected[1:4]), (seed, step)
+            assert type(reward) is float
             assert type(terminated) is bool
             assert type(truncated) is bool
             if terminated or truncated:
@@ -66,23 +104,164 @@ def test_single_environment_matches_gymnasium_on_many_action_sequences():
     assert endings["truncated"] >= 30, endings
 
 
-def test_steps_after_termination_pay_nothing_and_warn_as_in_gymnasium():
-    reference = gymnasium.make("CartPole-v1").unwrapped
-    ours = CartPole()
-    reference.reset(seed=7)
-    ours.reset(seed=7)
+def test_steering_back_after_termination_pays_and_warns_as_in_gymnasium():
+    # Issue 24's reproduction: seed 1, random actions until the episode terminates,
+    # then push the cart under the leaning pole until it is back upright.
+    reference, ours = gymnasium.make("CartPole-v1"), CartPole()
+    reference.reset(seed=1)
+    ours.reset(seed=1)
+    random_actions = np.random.RandomState(1)
     terminated = False
     while not terminated:
-        expected = reference.step(1)
-        _, reward, terminated, _, _ = ours.step(1)
-        assert reward == expected[1] == 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        expected = reference.step(1)
-    with pytest.warns(UserWarning, match="reset"):
-        obs, reward, terminated, _, _ = ours.step(1)
-    assert np.array_equal(obs, expected[0])
-    assert (reward, terminated) == (expected[1], expected[2]) == (0.0, True)
+        action = int(random_actions.randint(2))
+        expected = reference.step(action)
+        result = ours.step(action)
+        assert_same_step(result, expected)
+        terminated = result[2]
+    outcomes, warned = [], {"gymnasium": 0, "ours": 0}
+    for _ in range(40):
+        action = int(result[0][2] > 0)
+        expected, caught = warnings_of(lambda a=action: reference.step(a))
+        warned["gymnasium"] += len(caught)
+        result, caught = warnings_of(lambda a=action: ours.step(a))
+        warned["ours"] += len(caught)
+        assert_same_step(result, expected)
+        outcomes.append(result[1:3])
+    assert outcomes[0] == (0.0, True)
+    assert outcomes[14] == (1.0, False)  # the 15th step after termination: back in bounds
+    assert (0.0, True) in outcomes[15:]  # out again: nothing paid, no new warning
+    assert warned == {"gymnasium": 1, "ours": 1}
+
+
+def test_each_terminated_episode_warns_once_after_a_reset():
+    ours = CartPole()
+    for seed in (7, 8):
+        ours.reset(seed=seed)
+        while not ours.step(1)[2]:
+            pass
+        caught = [warnings_of(lambda: ours.step(1))[1] for _ in range(5)]
+        assert [len(w) for w in caught] == [1, 0, 0, 0, 0]
+        assert "reset()" in str(caught[0][0].message)
+
+
+#: Candidate actions: gymnasium's ``Discrete(2).contains`` decides which are accepted.
+ACTIONS = [
+    *(0, 1, True, False, np.int64(1), np.int8(0), np.uint8(1), np.array(1)),
+    *(np.True_, np.uint64(1), np.array([1]), 1.0, np.float64(0.0), 2, -1, 2**70, "1", None),
+]
+
+
+@pytest.mark.parametrize("action", ACTIONS, ids=repr)
+def test_an_action_is_accepted_or_refused_as_gymnasium_does(action):
+    reference, ours = gymnasium.make("CartPole-v1"), CartPole()
+    reference.reset(seed=0)
+    ours.reset(seed=0)
+    try:
+        expected = reference.step(action)
+    except AssertionError:
+        with pytest.raises(ValueError, match=r"^action must be 0 \(push left\) or 1"):
+            ours.step(action)
+        assert ours.elapsed_steps == 0
+        return
+    assert_same_step(ours.step(action), expected)
+
+
+def test_true_is_an_action_as_in_gymnasium():
+    ours, pushed_right = CartPole(), CartPole()
+    ours.reset(seed=0)
+    pushed_right.reset(seed=0)
+    assert np.array_equal(ours.step(True)[0], pushed_right.step(1)[0])
+
+
+#: Candidate vector actions for 3 environments: gymnasium checks each entry as above.
+VECTOR_ACTIONS = [
+    [1, 0, 1],
+    (1, 0, 1),
+    [True, False, True],
+    [np.int8(1), 0, True],
+    np.array([1, 0, 1]),
+    np.array([1, 0, 1], dtype=np.int8),
+    np.array([1, 0, 1], dtype=object),
+    np.array([True, False, True]),
+    np.array([1.0, 0.0, 1.0]),
+    np.array([1, 0, 1], dtype=np.uint64),
+    np.array([[1], [0], [1]]),
+    [1, 0, 2],
+    [1, 0],
+    5,
+]
+
+
+@pytest.mark.parametrize("actions", VECTOR_ACTIONS, ids=repr)
+def test_vector_actions_are_accepted_or_refused_as_gymnasium_does(actions):
+    reference, ours = reference_vector(3), CartPoleVector(3)
+    reference.reset(seed=0)
+    ours.reset(seed=0)
+    try:
+        expected = reference.step(actions)
+    except (AssertionError, ValueError, TypeError):
+        with pytest.raises((ValueError, TypeError), match=r"^actions"):
+            ours.step(actions)
+        assert not ours.elapsed_steps.any()
+        return
+    assert_same_step(ours.step(actions), expected)
+
+
+@pytest.mark.parametrize(
+    ("seed", "refusal"),
+    [
+        (np.int64(3), TypeError),
+        (np.uint32(3), TypeError),
+        (3.0, TypeError),
+        ("3", TypeError),
+        (-1, ValueError),
+        (True, None),
+        (0, None),
+        (2**70, None),
+    ],
+    ids=repr,
+)
+def test_a_seed_is_accepted_or_refused_as_gymnasium_does(seed, refusal):
+    reference, ours = gymnasium.make("CartPole-v1"), CartPole()
+    if refusal is None:
+        assert np.array_equal(ours.reset(seed=seed)[0], reference.reset(seed=seed)[0])
+        assert ours.np_random_seed == reference.np_random_seed
+        return
+    # gymnasium raises its own gymnasium.error.Error; ours is the project's TypeError
+    # or ValueError naming the argument (a documented difference).
+    with pytest.raises(gymnasium.error.Error, match="Seed must be"):
+        reference.reset(seed=seed)
+    with pytest.raises(refusal, match=r"^seed must be"):
+        ours.reset(seed=seed)
+    assert ours.state is None
+
+
+@pytest.mark.parametrize(
+    ("seed", "refusal"),
+    [
+        (np.int64(3), TypeError),
+        (3.0, TypeError),
+        ([np.int64(1), 2, 3], TypeError),
+        (np.array([1, 2, 3]), TypeError),
+        ([1, 2], ValueError),
+        ([1, -2, 3], ValueError),
+        (-1, ValueError),
+        (True, None),
+        ([1, 2, 3], None),
+        ((4, 0, 9), None),
+    ],
+    ids=repr,
+)
+def test_vector_seeds_are_accepted_or_refused_as_gymnasium_does(seed, refusal):
+    reference, ours = reference_vector(3), CartPoleVector(3)
+    if refusal is None:
+        assert np.array_equal(ours.reset(seed=seed)[0], reference.reset(seed=seed)[0])
+        return
+    with pytest.raises((gymnasium.error.Error, TypeError, ValueError)):
+        reference.reset(seed=seed)
+    with pytest.raises(refusal, match=r"^seed"):
+        ours.reset(seed=seed)
+    assert ours.state is None
 
 
 def test_a_reset_without_seed_carries_on_with_the_same_generator():
@@ -91,42 +270,175 @@ def test_a_reset_without_seed_carries_on_with_the_same_generator():
     assert np.array_equal(ours.reset(seed=3)[0], reference.reset(seed=3)[0])
     for _ in range(5):
         assert np.array_equal(ours.reset()[0], reference.reset()[0])
+    assert ours.np_random_seed == reference.np_random_seed == 3
+
+
+def test_a_vector_reset_without_seed_carries_on_with_each_generator():
+    reference, ours = reference_vector(3), CartPoleVector(3)
+    for seed in (5, None, [None, 7, None], None, [2, None, None]):
+        assert np.array_equal(ours.reset(seed=seed)[0], reference.reset(seed=seed)[0]), seed
+    assert tuple(ours.np_random_seed) == reference.np_random_seed == (2, 7, 7)
+
+
+@pytest.mark.parametrize(
+    "options", [{"low": -0.2, "high": 0.3}, {"high": 0.01}, {"low": "-0.1"}, {"other": 1}, {}]
+)
+def test_reset_options_set_the_initial_interval_as_in_gymnasium(options):
+    reference, ours = gymnasium.make("CartPole-v1"), CartPole()
+    expected = reference.reset(seed=4, options=options)[0]
+    assert np.array_equal(ours.reset(seed=4, options=options)[0], expected)
+
+
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        ({"low": 1, "high": 0}, ValueError),
+        ({"low": "a"}, ValueError),
+        ({"low": None}, ValueError),
+        ({"low": -np.inf}, OverflowError),
+        (5, TypeError),
+    ],
+    ids=repr,
+)
+def test_bad_reset_options_are_refused_as_gymnasium_refuses_them(options, refusal):
+    with pytest.raises(refusal):
+        gymnasium.make("CartPole-v1").reset(seed=0, options=options)
+    ours = CartPole()
+    with pytest.raises((ValueError, TypeError), match=r"^options"):
+        ours.reset(seed=0, options=options)
+    assert ours.state is None
+
+
+def test_vector_options_apply_to_the_reset_and_not_to_the_autoresets():
+    reference, ours = reference_vector(4), CartPoleVector(4)
+    options = {"low": -0.2, "high": 0.2}
+    assert np.array_equal(
+        ours.reset(seed=3, options=options)[0], reference.reset(seed=3, options=options)[0]
+    )
+    for _ in range(60):
+        assert_same_step(ours.step([1, 0, 1, 1]), reference.step([1, 0, 1, 1]))
+    with pytest.raises(ValueError, match="reset_mask"):
+        ours.reset(options={"reset_mask": np.ones(4, dtype=bool)})
+
+
+def test_the_time_limit_is_gymnasiums():
+    reference = gymnasium.make("CartPole-v1", max_episode_steps=3)
+    ours = CartPole(max_episode_steps=3)
+    reference.reset(seed=0)
+    ours.reset(seed=0)
+    flags = []
+    for action in (0, 1, 0, 1, 1):
+        result = ours.step(action)
+        assert_same_step(result, reference.step(action))
+        flags.append(result[3])
+    assert flags == [False, False, True, True, True]  # stepping on stays truncated
+    for steps, refusal in ((0, ValueError), (-2, ValueError), (np.int64(5), TypeError)):
+        with pytest.raises(refusal):
+            gymnasium.make("CartPole-v1", max_episode_steps=steps)
+        with pytest.raises(refusal, match=r"^max_episode_steps"):
+            CartPole(max_episode_steps=steps)
+        with pytest.raises(refusal, match=r"^max_episode_steps"):
+            CartPoleVector(2, max_episode_steps=steps)
+
+
+def assert_same_space(ours, theirs, candidates):
+    """Attributes, ``contains`` on every candidate, and draws after the same seeds."""
+    assert (ours.shape, ours.dtype, repr(ours)) == (theirs.shape, theirs.dtype, repr(theirs))
+    for name in ("n", "start", "nvec", "low", "high", "bounded_below", "bounded_above"):
+        if hasattr(theirs, name):
+            assert np.array_equal(getattr(ours, name), getattr(theirs, name)), name
+            assert type(getattr(ours, name)) is type(getattr(theirs, name)), name
+    for value in candidates:
+        assert ours.contains(value) == quietly(lambda v=value: theirs.contains(v)), value
+    for seed in (0, 1, 2**40):
+        assert ours.seed(seed) == theirs.seed(seed) == seed
+        for _ in range(20):
+            mine, reference = ours.sample(), theirs.sample()
+            assert np.array_equal(mine, reference)
+            assert (type(mine), mine.dtype) == (type(reference), reference.dtype)
+
+
+BOX_CANDIDATES = [
+    np.zeros(4, dtype=np.float32),
+    np.zeros(4),
+    np.zeros(4, dtype=np.int64),
+    np.zeros(4, dtype=np.int8),
+    [0, 0, 0, 0],
+    [0.0, 1e30, 0.4, -1e30],
+    [4.8, 0, 0, 0],
+    [4.9, 0, 0, 0],
+    [0, 0, 0, "a"],
+    np.full(4, np.nan, dtype=np.float32),
+    np.zeros(3, dtype=np.float32),
+]
+
+
+def test_the_spaces_are_gymnasiums():
+    reference, ours = gymnasium.make("CartPole-v1"), CartPole()
+    assert_same_space(ours.action_space, reference.action_space, ACTIONS)
+    assert_same_space(ours.observation_space, reference.observation_space, BOX_CANDIDATES)
+    assert ours.action_space.contains(CartPole().action_space.sample())  # seeded on first use
+    obs = ours.reset(seed=0)[0]
+    assert ours.observation_space.contains(obs)
+
+
+def test_the_vector_spaces_are_gymnasiums():
+    reference, ours = reference_vector(3), CartPoleVector(3)
+    assert_same_space(ours.single_action_space, reference.single_action_space, ACTIONS)
+    assert_same_space(
+        ours.single_observation_space, reference.single_observation_space, BOX_CANDIDATES
+    )
+    assert_same_space(ours.action_space, reference.action_space, VECTOR_ACTIONS)
+    batches = [np.zeros((3, 4), dtype=np.float32), np.zeros((3, 4)), np.zeros((4, 3))]
+    assert_same_space(ours.observation_space, reference.observation_space, batches)
+    assert ours.action_space.contains(CartPoleVector(3).action_space.sample())
 
 
 def test_vector_form_matches_gymnasiums_same_step_autoreset():
     num_envs = 6
-    reference = gymnasium.make_vec(
-        "CartPole-v1",
-        num_envs=num_envs,
-        vectorization_mode="sync",
-        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
-    )
+    reference = reference_vector(num_envs)
     ours = CartPoleVector(num_envs)
-    expected_obs, _ = reference.reset(seed=11)
-    obs, _ = ours.reset(seed=11)
+    expected_obs, expected_info = reference.reset(seed=11)
+    obs, info = ours.reset(seed=11)
     assert obs.dtype == np.float32
     assert obs.shape == (num_envs, 4)
     assert np.array_equal(obs, expected_obs)
+    assert info == expected_info == {}
     rng = np.random.default_rng(0)
-    ended = {"terminated": 0, "truncated": 0}
+    ended = {"terminated": 0, "truncated": 0, "steps without an end": 0}
     for step in range(4000):
         actions = (obs @ BALANCE_GAINS > 0).astype(np.int64)
         flip = rng.random(num_envs) < (0.05 if step < 3000 else 0.5)
         actions = np.where(flip, 1 - actions, actions)
         expected = reference.step(actions)
         obs, rewards, terminated, truncated, info = ours.step(actions)
-        assert np.array_equal(obs, expected[0]), step
-        assert np.array_equal(rewards, expected[1]), step
-        assert np.array_equal(terminated, expected[2]), step
-        assert np.array_equal(truncated, expected[3]), step
+        assert_same_step((obs, rewards, terminated, truncated), expected)
+        assert rewards.dtype == expected[1].dtype
+        expected_info = expected[4]
+        assert sorted(info) == sorted(expected_info), step
         done = terminated | truncated
-        assert np.array_equal(info["_final_obs"], done)
-        for i in np.flatnonzero(done):
-            assert np.array_equal(info["final_obs"][i], expected[4]["final_obs"][i])
+        if not done.any():
+            ended["steps without an end"] += 1
+            continue
+        assert info["final_info"] == expected_info["final_info"] == {}
+        for mask in ("_final_obs", "_final_info"):
+            assert np.array_equal(info[mask], expected_info[mask])
+            assert np.array_equal(info[mask], done)
+        # The documented difference: one float32 array, not an object array with None.
+        assert info["final_obs"].dtype == np.float32
+        assert info["final_obs"].shape == (num_envs, 4)
+        for i in range(num_envs):
+            if done[i]:
+                assert np.array_equal(info["final_obs"][i], expected_info["final_obs"][i])
+            else:
+                assert expected_info["final_obs"][i] is None
+                assert np.array_equal(info["final_obs"][i], obs[i])
         ended["terminated"] += int(terminated.sum())
         ended["truncated"] += int(truncated.sum())
     assert ended["terminated"] >= 20, ended
     assert ended["truncated"] >= 20, ended
+    assert ended["steps without an end"] >= 1000, ended
+    assert ours.metadata["autoreset_mode"] == reference.metadata["autoreset_mode"].value
 
 
 def test_vector_reset_takes_one_seed_per_environment():
@@ -136,25 +448,34 @@ def test_vector_reset_takes_one_seed_per_environment():
         assert np.array_equal(row, CartPole().reset(seed=seed)[0])
 
 
-@pytest.mark.parametrize(
-    ("action", "message"),
-    [(2, "0 \\(push left\\) or 1"), (-1, "0 \\(push left\\) or 1"), (0.5, "integer 0 or 1")],
-)
-def test_bad_actions_are_refused_by_name(action, message):
-    env = CartPole()
-    env.reset(seed=0)
-    with pytest.raises(ValueError, match=message):
-        env.step(action)
+def test_render_and_close_as_gymnasium_without_a_render_mode():
+    reference, ours = gymnasium.make("CartPole-v1"), CartPole()
+    reference.reset(seed=0)
+    ours.reset(seed=0)
+    assert ours.render_mode is reference.render_mode is None
+    assert ours.unwrapped is ours
+    for env in (reference, ours):
+        result, caught = warnings_of(env.render)
+        assert result is None
+        assert [w.category for w in caught] == [UserWarning]
+        assert env.close() is None
+    reference_many, many = reference_vector(2), CartPoleVector(2)
+    reference_many.reset(seed=0)
+    many.reset(seed=0)
+    assert quietly(many.render) == quietly(reference_many.render) == (None, None)
+    assert many.close() is reference_many.close() is None
 
 
 def test_misuse_is_reported_plainly():
     with pytest.raises(RuntimeError, match="reset"):
         CartPole().step(0)
-    with pytest.raises(ValueError, match="seed"):
-        CartPole().reset(seed=-1)
+    with pytest.raises(RuntimeError, match="reset"):
+        CartPoleVector(2).step([0, 1])
     with pytest.raises(ValueError, match="one per environment"):
         CartPoleVector(2).reset(seed=[1, 2, 3])
+    with pytest.raises(TypeError, match="num_envs"):
+        CartPoleVector(2.0)
     vector = CartPoleVector(2)
     vector.reset(seed=0)
-    with pytest.raises(ValueError, match="shape \\(2,\\)"):
+    with pytest.raises(ValueError, match="needs one per environment \\(2\\)"):
         vector.step([1, 0, 1])
