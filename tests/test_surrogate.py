@@ -208,7 +208,9 @@ def _run_cell_containing(marker: str) -> dict:
 
     cells = nbformat.read(NOTEBOOK, as_version=4).cells
     source = next(c.source for c in cells if c.cell_type == "code" and marker in c.source)
-    namespace = {"np": np, "plt": plt, "ppo_clip": ppo_clip}
+    from ppo_viz.style import COLORS, LINES
+
+    namespace = {"np": np, "plt": plt, "ppo_clip": ppo_clip, "COLORS": COLORS, "LINES": LINES}
     with mock.patch.object(plt, "show", return_value=None):
         exec(source, namespace)
     plt.close("all")
@@ -222,21 +224,23 @@ def test_the_first_step_on_a_fresh_batch_is_the_policy_gradient():
 
 def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
     namespace = _run_cell_containing("per_arm = ppo_clip.clip_breakdown")
+    pi_old, advantage = namespace["pi_old"], namespace["advantage"]
+    assert abs(pi_old @ advantage) < 1e-12  # advantages, so mean 0 under the old policy
     kl = np.array(namespace["kl"])
     unclipped = np.array(namespace["unclipped"])
     clipped = np.array(namespace["clipped"])
-    true_value = np.array(namespace["true_value"])
+    truth = np.array(namespace["truth"])
     batches = unclipped.shape[1]
-    # "The orange average lies on the dashed truth": within 4 standard errors at every step.
+    # "The vermillion average follows the dotted truth": within 4 standard errors at every step.
     standard_error = unclipped.std(axis=1) / np.sqrt(batches)
-    assert np.all(np.abs(unclipped.mean(axis=1) - true_value) <= 4 * standard_error + 1e-12)
+    assert np.all(np.abs(unclipped.mean(axis=1) - truth) <= 4 * standard_error + 1e-12)
     # "its band widens fast": the 5-95 % width grows with the KL, several-fold over the range.
     low, high = np.percentile(unclipped, [5, 95], axis=1)
     width = high - low
     assert np.all(np.diff(kl) > 0)
     assert width[-1] > 4 * width[1]
-    # "The blue term ... stays flat": its average moves by less than a tenth of the truth's rise.
-    assert np.ptp(clipped.mean(axis=1)) < 0.1 * np.ptp(true_value)
+    # "The blue term stays flat": its average moves by less than a tenth of the truth's rise.
+    assert np.ptp(clipped.mean(axis=1)) < 0.1 * np.ptp(truth)
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.2, 0.35])
