@@ -37,9 +37,9 @@ Differences from gymnasium, on purpose:
 * Refused input raises ``ValueError`` or ``TypeError`` naming the argument, where
   gymnasium raises ``AssertionError`` (an action), ``gymnasium.error.Error`` (a
   seed) or ``OverflowError`` (infinite ``options`` bounds), and ``RuntimeError``
-  for ``step`` before ``reset`` (gymnasium's ``ResetNeeded``).  The same inputs
-  are refused, and a refused call changes nothing.  ``options["reset_mask"]`` (a
-  partial reset of the vector form) is refused.
+  for ``step`` before ``reset`` (gymnasium's ``ResetNeeded``).  ``reset`` and
+  ``step`` refuse the same inputs, and a refused call changes nothing; only
+  ``options["reset_mask"]`` (a partial reset of the vector form) is refused here.
 * The vector form matches ``SyncVectorEnv`` with ``AutoresetMode.SAME_STEP``;
   gymnasium 1.x's default is ``NEXT_STEP`` (and ``gymnasium.make_vec("CartPole-v1")``
   builds its own ``CartPoleVectorEnv``: ``NEXT_STEP``, one generator for all).
@@ -48,6 +48,8 @@ Differences from gymnasium, on purpose:
   But ``info["final_obs"]`` is one float32 array of shape ``(num_envs, 4)``, not an
   object array with ``None`` where no episode ended: row ``i`` equals gymnasium's
   entry where ``info["_final_obs"][i]``, and is the current observation elsewhere.
+* ``np_random`` and ``np_random_seed`` are ``None`` until the first ``reset``, where
+  gymnasium seeds them from the operating system when first read.
 * Nothing is drawn: ``render_mode`` is ``None``; ``render()`` warns, as
   gymnasium's does without a render mode, and returns ``None`` (one per environment
   in the vector form).
@@ -174,7 +176,7 @@ def _checked_action(space: Discrete, action: object, name: str) -> bool:
 def _generator(seed: int | None) -> tuple[np.random.Generator, int]:
     """gymnasium's ``seeding.np_random``: the generator and the seed it came from."""
     sequence = np.random.SeedSequence(seed)
-    return np.random.default_rng(sequence), int(sequence.entropy)  # type: ignore[arg-type]
+    return np.random.default_rng(sequence), int(sequence.entropy)
 
 
 def _reset_bounds(options: Mapping[str, Any] | None) -> tuple[float, float]:
@@ -237,8 +239,10 @@ class Discrete(_Space):
     """The integers ``0, ..., n - 1``, as ``gymnasium.spaces.Discrete(n)``."""
 
     def __init__(self, n: int) -> None:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
         super().__init__((), np.int64)
-        self.n = np.int64(_checked_int(n, "n", 1))
+        self.n = np.int64(n)
         self.start = np.int64(0)
 
     def contains(self, x: object) -> bool:
@@ -339,8 +343,8 @@ class CartPole(_NoRendering):
 
     After an episode terminates, further steps keep integrating, as in gymnasium:
     ``terminated`` says whether the pole is out of bounds now, the reward is 1
-    while it is back within bounds and 0 while it is out, and the first such step
-    warns that you should reset.
+    while it is back within bounds and 0 while it is out, and the first of those
+    out-of-bounds steps warns that you should reset.
     """
 
     def __init__(self, max_episode_steps: int = MAX_EPISODE_STEPS) -> None:
@@ -372,7 +376,7 @@ class CartPole(_NoRendering):
         low, high = _reset_bounds(options)
         if seed is not None or self.np_random is None:
             self.np_random, self.np_random_seed = _generator(seed)
-        self.state = _initial_state(self.np_random, low, high)  # type: ignore[arg-type]
+        self.state = _initial_state(self.np_random, low, high)
         self.elapsed_steps = 0
         self.steps_beyond_terminated = None
         return self.state.astype(np.float32), {}
@@ -445,7 +449,7 @@ class CartPoleVector(_NoRendering):
         for i, env_seed in enumerate(seeds):
             if env_seed is not None or self.np_random[i] is None:
                 self.np_random[i], self.np_random_seed[i] = _generator(env_seed)
-        starts = [_initial_state(rng, low, high) for rng in self.np_random]  # type: ignore[arg-type]
+        starts = [_initial_state(rng, low, high) for rng in self.np_random]
         self.state = np.stack(starts, axis=1)
         self.elapsed_steps[:] = 0
         return self.observations(), {}
@@ -522,7 +526,7 @@ class CartPoleVector(_NoRendering):
             info |= {"final_info": {}, "_final_info": ended.copy()}
             for i in np.flatnonzero(ended):  # gymnasium resets them without options
                 rng = self.np_random[i]
-                self.state[:, i] = _initial_state(rng, -RESET_BOUND, RESET_BOUND)  # type: ignore[arg-type]
+                self.state[:, i] = _initial_state(rng, -RESET_BOUND, RESET_BOUND)
                 self.elapsed_steps[i] = 0
         rewards = np.ones(self.num_envs, dtype=np.float64)
         return self.observations(), rewards, terminated, truncated, info

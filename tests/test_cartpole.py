@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from cartpole import MAX_EPISODE_STEPS, CartPole, CartPoleVector
+from cartpole import MAX_EPISODE_STEPS, Box, CartPole, CartPoleVector, Discrete, MultiDiscrete
 
 #: A rule that keeps the pole up: push towards where the pole is falling.
 BALANCE_GAINS = np.array([0.05, 0.1, 1.0, 0.5])
@@ -380,6 +380,17 @@ def test_the_spaces_are_gymnasiums():
     assert ours.action_space.contains(CartPole().action_space.sample())  # seeded on first use
     obs = ours.reset(seed=0)[0]
     assert ours.observation_space.contains(obs)
+
+
+def test_the_stand_in_spaces_are_built_and_refused_by_name():
+    assert repr(Discrete(np.int64(3))) == repr(gymnasium.spaces.Discrete(np.int64(3)))
+    for bad in (0, True, 2.0):
+        with pytest.raises(ValueError, match=r"^n must be"):
+            Discrete(bad)
+    with pytest.raises(ValueError, match=r"^nvec must be"):
+        MultiDiscrete([2, 0])
+    with pytest.raises(ValueError, match=r"^low and high must"):
+        Box([1.0, 1.0], [0.0, 2.0])
 
 
 def test_the_vector_spaces_are_gymnasiums():
