@@ -99,7 +99,7 @@ def overflow_demo() -> Demo:
 def ratio_text(case: model.BoundaryCase) -> str:
     """The ratio as the table prints it: exact, and a float32 one also as float32 prints it."""
     if case.float32:
-        return f"{np.float32(case.ratio)} (float32; as float64 {exact(case.ratio)})"
+        return f"{np.float32(case.ratio)!s} (float32; as float64 {exact(case.ratio)})"
     return exact(case.ratio)
 
 
