@@ -1,4 +1,13 @@
-"""The app of notebook 3: controls for the settings over :class:`EpochsFigure` and a table."""
+"""Notebook 3's explorer: the three objectives trained on one batch, epoch by epoch.
+
+One column per objective (PPO's clipped ``min``, the unclipped ``r*A``, the clip-only
+``clip(r)*A``): on top each arm's ratio against the epoch, with the clip band shaded and a
+hollow circle where no sample of the arm has a gradient of its own; below, a map of which
+way each sample pushes (grey: epochs the run did not take).  The bottom row overlays the
+three runs: the share of samples with zero gradient, the KL between the old and the new
+policy (k3 estimate and exact), and the true expected reward.  The epoch axis spans the
+epochs slider's whole range, so no axis ever moves.
+"""
 
 from __future__ import annotations
 
@@ -7,144 +16,273 @@ import numbers
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
 import traitlets
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from ppo_viz.app import App, InputError, control_layout, main_control, slider
-from ppo_viz.epochs.figure import EpochsFigure
-from ppo_viz.epochs.text import summary_html
+import ppo_clip
+from ppo_viz.app import InputError, LiveFigure, checkbox, control_layout, slider
+from ppo_viz.bandit import ARM_MEANS, arm_colors
+from ppo_viz.epochs.text import sample_label, summary_html
 from ppo_viz.epochs.training import (
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
-    DEFAULT_SEED,
     DEFAULT_STEP_SIZE,
     DEFAULT_TARGET_KL,
-    EPOCHS_RANGE,
-    EPS_RANGE,
-    STEP_SIZE_RANGE,
-    TARGET_KL_RANGE,
+    OBJECTIVES,
+    SETTING_RANGES,
     Run,
-    SettingError,
     Settings,
+    misleading_seed,
+    n_samples,
     run_all,
 )
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, PALETTE, figure_style
+
+#: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
+#: (none is an objective's or an arm's colour); grey cells are epochs the run did not take.
+PUSH_MAP = ListedColormap([PALETTE["yellow"], "white", PALETTE["sky_blue"]])
+PUSH_MAP.set_bad(COLORS["guide"], alpha=0.3)
+#: Every epoch axis ends here (the epochs slider's maximum).
+EPOCH_AXIS_MAX = SETTING_RANGES["n_epochs"][1]
+KL_LIMITS = (1e-4, 5.0)
+#: How the figure draws an arm's ratios, an arm with no gradient, a sample's label.
+ARM_LINE = {"lw": 1.8, "marker": "o", "ms": 2.5}
+HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
+SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": 7.5}
+CELLS = {"vmin": -1.5, "vmax": 1.5, "aspect": "auto", "interpolation": "nearest"}
+#: Words for each setting on the controls, for messages.
+SETTING_WORDS = {
+    "eps": "clip size ε",
+    "step_size": "step size",
+    "n_epochs": "number of epochs",
+    "seed": "batch seed",
+    "target_kl": "target KL",
+}
 
 
-class EpochsExplorer(App):
-    """Controls for eps, step size, epochs, batch seed and early stop over :class:`EpochsFigure`.
+class EpochsExplorer(LiveFigure):
+    """Controls for ε, step size, epochs, batch seed and early stop over the three runs.
 
-    Every change re-trains the three objectives (cached per settings) and
-    updates the figure and the summary table in place.  A setting the app
-    cannot use (a batch seed out of range, a NaN set from code) shows a
-    message and keeps the last good run on screen.  The constructor's
-    arguments are the controls' starting values; values out of range raise
-    :class:`SettingError` (a ``ValueError``) naming the argument and its
-    range, rather than being clamped by a slider.
+    Every change trains the three objectives again (cached per settings) and moves the
+    figure and the summary table above it.  A setting the app cannot use (a seed out of
+    range, a NaN set from code) shows a message and keeps the last good runs.  The arguments
+    are the controls' starting values (the seed: :func:`misleading_seed`); one out of range
+    raises a ``ValueError`` naming it, rather than being clamped by a slider.
     """
-
-    description = "Several epochs of PPO on one batch: three objectives side by side"
-    slide_name = "ppo_epochs_on_one_batch"
 
     def __init__(
         self,
         eps: float = DEFAULT_EPS,
         step_size: float = DEFAULT_STEP_SIZE,
         n_epochs: int = DEFAULT_EPOCHS,
-        seed: int = DEFAULT_SEED,
+        seed: int | None = None,
         target_kl: float | None = None,
     ) -> None:
+        seed = misleading_seed() if seed is None else seed
         #: The settings on screen (the last good ones while an entry is bad).
         self.settings = Settings(eps, step_size, n_epochs, seed, target_kl)
-        self.eps = slider("ε (clip size)", eps, EPS_RANGE, 0.01, name="eps")
-        self.step_size = slider("step size", step_size, STEP_SIZE_RANGE, 0.05, name="step-size")
-        self.epochs = slider("epochs", n_epochs, EPOCHS_RANGE, 1, name="epochs", integer=True)
-        self.seed = main_control(
-            WholeNumberText(
-                value=seed,
-                description="batch seed",
-                continuous_update=False,  # one redraw on Enter, not one per digit typed
-                **control_layout(),
-            ),
-            "seed",
+        self.runs: dict[str, Run] = {}
+        low, high = (math.log10(end) for end in SETTING_RANGES["target_kl"][:2])
+        target = widgets.FloatLogSlider(
+            target_kl or DEFAULT_TARGET_KL,
+            min=low,
+            max=high,
+            step=0.05,
+            readout_format=".3f",
+            description="target KL",
+            disabled=target_kl is None,
+            **control_layout(),
         )
-        self.early_stop = main_control(
-            widgets.Checkbox(
-                value=target_kl is not None,
-                description="stop early when k3 KL > target",
-                indent=False,
-                **control_layout(),
+        early = checkbox("stop early when k3 KL > target", target_kl is not None)
+        # Observed before LiveFigure's own observer: the slider is enabled before the redraw.
+        early.observe(lambda change: setattr(target, "disabled", not change.new), names="value")
+        ranges = {name: SETTING_RANGES[name][:2] for name in SETTING_RANGES}
+        controls = {
+            "eps": slider("ε (clip size)", eps, ranges["eps"], 0.01),
+            "step_size": slider("step size", step_size, ranges["step_size"], 0.05),
+            "epochs": slider("epochs", n_epochs, ranges["n_epochs"], 1, integer=True),
+            # One redraw on Enter, not one per digit typed.
+            "seed": WholeNumberText(
+                seed, description="batch seed", continuous_update=False, **control_layout()
             ),
-            "early-stop",
-        )
-        self.target_kl = main_control(
-            widgets.FloatLogSlider(
-                value=target_kl or DEFAULT_TARGET_KL,
-                base=10,
-                min=math.log10(TARGET_KL_RANGE[0]),
-                max=math.log10(TARGET_KL_RANGE[1]),
-                step=0.05,
-                description="target KL",
-                readout_format=".3f",
-                disabled=target_kl is None,
-                **control_layout(),
-            ),
-            "target-kl",
-        )
-        # Registered before App's own observer, so the slider is enabled before the redraw.
-        self.early_stop.observe(self._enable_target_kl, names="value")
-        self.summary = widgets.HTML()
+            "early_stop": early,
+            "target_kl": target,
+        }
+        self._build_figure(len(ARM_MEANS), n_samples())
         super().__init__(
-            controls=[
-                [self.eps, self.step_size],
-                [self.epochs, self.seed],
-                [self.early_stop, self.target_kl],
-            ],
-            readouts=[self.summary],
+            self.figure,
+            self.update,
+            controls,
+            moving=self.moving_artists,
+            rows=[["eps", "step_size"], ["epochs", "seed"], ["early_stop", "target_kl"]],
+            description="Several epochs of PPO on one batch: three objectives side by side",
         )
+
+    # -- the figure ---------------------------------------------------------------------------
+
+    def _build_figure(self, k: int, n: int) -> None:
+        colors = arm_colors(k)
+        with figure_style():
+            self.figure = Figure(figsize=(9.0, 8.8), layout="constrained")
+            grid = self.figure.add_gridspec(3, 3, height_ratios=(3.0, 0.2 * n, 2.2))
+            top = [self.figure.add_subplot(grid[0, c]) for c in range(3)]
+            maps, metrics = (
+                [self.figure.add_subplot(grid[r, c]) for c in range(3)] for r in (1, 2)
+            )
+            for ax in [*top[1:], *maps, *metrics]:
+                ax.sharex(top[0])
+            self.columns = {
+                objective: self._column(objective, ratio_ax, map_ax, colors, n)
+                for objective, ratio_ax, map_ax in zip(OBJECTIVES, top, maps, strict=True)
+            }
+            top[0].set(ylabel="ratio π_new / π_old of each arm", ylim=(0.0, k * 1.04))  # r <= K
+            label_at = maps[0].get_yaxis_transform()
+            self.sample_labels = [
+                maps[0].text(-0.03, t, "", transform=label_at, **SAMPLE_LABEL) for t in range(n)
+            ]
+            maps[0].set_ylabel("sample: number, arm, A", labelpad=118)
+            self._build_metrics(metrics)
+            top[0].set_xlim(-0.5, EPOCH_AXIS_MAX + 0.5)
+            for handles, where in zip(self._legends(colors), ("upper", "lower"), strict=True):
+                self.figure.legend(
+                    handles=handles, loc=f"outside {where} center", ncols=3, frameon=False
+                )
+
+    def _column(self, objective: str, ratio_ax: Any, map_ax: Any, colors: list[str], n: int):
+        """One objective's ratio panel and gradient map, and the artists that move in them."""
+        name = "PPO" if objective == "clipped" else NAMES[objective]
+        ratio_ax.set_title(f"{name}: {FORMULAS[objective]}", color=COLORS[objective])
+        ratio_ax.axhline(1.0, color=COLORS["start"], lw=0.8, ls=":")
+        ratio_ax.sharey(self.figure.axes[0])
+        ratio_ax.tick_params(labelbottom=False)
+        map_ax.set(ylim=(n - 0.5, -0.5), yticks=[], xlabel="epoch")
+        map_ax.grid(False)
+        extent = (-0.5, EPOCH_AXIS_MAX + 0.5, n - 0.5, -0.5)
+        return {
+            "band": ratio_ax.axhspan(0.8, 1.2, color=COLORS["band"], alpha=0.3, lw=0),
+            "arms": [ratio_ax.plot([], [], color=c, **ARM_LINE)[0] for c in colors],
+            "hollow": [ratio_ax.plot([], [], mec=c, **HOLLOW)[0] for c in colors],
+            "stop": ratio_ax.axvline(0.0, color=COLORS["start"], lw=1.2, ls="--"),
+            "cells": map_ax.imshow(blank_cells(n), cmap=PUSH_MAP, extent=extent, **CELLS),
+            "separators": [map_ax.axhline(0, color=COLORS["threshold"]) for _ in colors[1:]],
+        }
+
+    def _build_metrics(self, axes: list[Any]) -> None:
+        """The bottom row: zero-gradient share, KL (log scale) and true reward, per run."""
+        zero, kl, reward = axes
+        means = np.array(ARM_MEANS)
+        zero.set(title="samples with zero gradient", ylim=(-0.02, 1.02), xlabel="epoch")
+        kl.set(title="KL(old ‖ new): k3 (line), exact (dots)", xlabel="epoch")
+        kl.set_yscale("log", nonpositive="mask")
+        kl.set_ylim(*KL_LIMITS)
+        reward.set(title="true expected reward", ylim=(means.min() - 0.1, means.max() + 0.1))
+        reward.set_xlabel("epoch")
+        reward.axhline(means.mean(), color=COLORS["start"], lw=0.8, ls=":")
+        reward.axhline(means.max(), color=COLORS["guide"], lw=0.8, ls="--")
+        self.metric_lines = {
+            o: {
+                "zero_grad_fraction": zero.plot([], [], **LINES[o])[0],
+                "approx_kl": kl.plot([], [], **LINES[o])[0],
+                "exact_kl": kl.plot([], [], ls="none", marker="o", ms=2.5, color=COLORS[o])[0],
+                "true_reward": reward.plot([], [], **LINES[o])[0],
+            }
+            for o in OBJECTIVES
+        }
+        self.target = kl.axhline(DEFAULT_TARGET_KL, color=COLORS["threshold"], ls=(0, (4, 2)))
+
+    @staticmethod
+    def _legends(colors: list[str]) -> tuple[list[Any], list[Any]]:
+        """Two legends of few entries: the arms and marks of the top row; the map's colours
+        and the objectives' lines of the bottom row."""
+        arms = [
+            Line2D([], [], color=c, **ARM_LINE, label=f"arm {arm} (μ = {mu:+.2g})")
+            for arm, (c, mu) in enumerate(zip(colors, ARM_MEANS, strict=True))
+        ]
+        band = Patch(color=COLORS["band"], alpha=0.45, label="clip band [1−ε, 1+ε]")
+        hollow = Line2D([], [], mec=COLORS["guide"], **HOLLOW, label="arm with no gradient")
+        pushes = [
+            Patch(color=PUSH_MAP(1.0), label="sample pushes its arm up"),
+            Patch(color=PUSH_MAP(0.0), label="pushes it down"),
+            Patch(facecolor="white", edgecolor=COLORS["guide"], label="no gradient"),
+        ]
+        lines = [Line2D([], [], **LINES[o], label=NAMES[o]) for o in OBJECTIVES]
+        return [*arms, band, hollow], [x for pair in zip(pushes, lines, strict=True) for x in pair]
 
     @property
-    def runs(self) -> dict[str, Run]:
-        """The three runs on screen."""
-        return self.plot.runs
+    def moving_artists(self) -> list[Any]:
+        """Every artist :meth:`update` changes."""
+        moving = [*self.sample_labels, self.target]
+        for column in self.columns.values():
+            moving += [column["band"], column["stop"], column["cells"], *column["separators"]]
+            moving += [*column["arms"], *column["hollow"]]
+        return moving + [line for lines in self.metric_lines.values() for line in lines.values()]
 
-    def make_plot(self, slides: bool) -> EpochsFigure:
-        return EpochsFigure(self.settings, slides=slides)
+    # -- updating -------------------------------------------------------------------------------
 
-    def draw(self, plot: EpochsFigure) -> None:
-        settings = self.settings_from_controls()
-        plot.show(run_all(settings), settings.n_epochs)
-        self.settings = settings
-
-    def update_readouts(self) -> None:
-        self.summary.value = str(summary_html(self.runs))
-
-    def settings_from_controls(self) -> Settings:
-        """The controls' values as :class:`Settings`; :class:`InputError` if one is unusable."""
+    def update(
+        self,
+        eps: float,
+        step_size: float,
+        epochs: int,
+        seed: int,
+        early_stop: bool,
+        target_kl: float,
+    ) -> Any:
+        """Train the three objectives at these settings and move every artist to their runs."""
         try:
-            return Settings(
-                eps=self.eps.value,
-                step_size=self.step_size.value,
-                n_epochs=self.epochs.value,
-                seed=self.seed.value,
-                target_kl=self._target_kl() if self.early_stop.value else None,
-            )
-        except SettingError as error:
+            target = _target_kl(target_kl) if early_stop else None
+            settings = Settings(eps, step_size, epochs, seed, target)
+        except ValueError as error:
+            name, problem = str(error).split(" ", 1)
             raise InputError(
-                f"The {error.setting} {error.problem}. The figure still shows the last valid "
-                f"settings. Fix the {error.setting} to apply other changes."
+                f"The {SETTING_WORDS[name]} {problem}. The figure still shows the last valid "
+                f"settings. Fix the {SETTING_WORDS[name]} to apply other changes."
             ) from error
+        self.settings, self.runs = settings, run_all(settings)
+        for objective, run in self.runs.items():
+            self._show_column(self.columns[objective], run)
+            for name, line in self.metric_lines[objective].items():
+                line.set_data(run.epochs, getattr(run, name))
+        self.target.set_visible(target is not None)
+        self.target.set_ydata([target or DEFAULT_TARGET_KL] * 2)
+        batch, colors = self.runs["clipped"].batch, arm_colors(len(ARM_MEANS))
+        for t, label in enumerate(self.sample_labels):
+            label.set_text(sample_label(t, batch.actions[t], batch.advantages[t]))
+            label.set_color(colors[batch.actions[t]])
+        return summary_html(self.runs)
 
-    def _target_kl(self) -> float:
-        """The target KL slider's value, its ends read as the range's ends.
+    @staticmethod
+    def _show_column(column: dict[str, Any], run: Run) -> None:
+        lower, upper = ppo_clip.clip_band(run.settings.eps)
+        column["band"].set(y=lower, height=upper - lower)
+        ratios, silent = run.arm_ratios(), run.arms_without_gradient()
+        for arm, (line, hollow) in enumerate(zip(column["arms"], column["hollow"], strict=True)):
+            line.set_data(run.epochs, ratios[:, arm])
+            hollow.set_data(run.epochs, np.where(silent[:, arm], ratios[:, arm], np.nan))
+        column["stop"].set(visible=run.stopped_early, xdata=[run.epochs_run] * 2)
+        cells = blank_cells(run.batch.n)
+        cells[:, : run.epochs_run + 1] = run.push_directions()
+        column["cells"].set_array(cells)
+        edges = np.cumsum(np.bincount(run.batch.actions, minlength=len(ARM_MEANS)))[:-1] - 0.5
+        for line, y in zip(column["separators"], edges, strict=True):
+            line.set_ydata([y, y])
 
-        A log slider's end is ``10 ** log10(0.2)``, which is 0.20000000000000004.
-        """
-        value = self.target_kl.value
-        return next(
-            (end for end in TARGET_KL_RANGE if math.isclose(value, end, rel_tol=1e-12)), value
-        )
 
-    def _enable_target_kl(self, _change: Any = None) -> None:
-        self.target_kl.disabled = not self.early_stop.value
+def blank_cells(n: int) -> np.ma.MaskedArray:
+    """A gradient map with every cell blank: masked zeros (``np.ma.masked_all`` would hide
+    uninitialised memory, which the colour map's normalisation computes with)."""
+    return np.ma.array(np.zeros((n, EPOCH_AXIS_MAX + 1)), mask=True)
+
+
+def _target_kl(value: float) -> float:
+    """The log slider's value, its ends read as the range's ends (``10 ** log10(0.2)`` is
+    0.20000000000000004)."""
+    ends = SETTING_RANGES["target_kl"][:2]
+    return next((end for end in ends if math.isclose(value, end, rel_tol=1e-12)), value)
 
 
 class _WholeNumber(traitlets.TraitType):
@@ -159,10 +297,7 @@ class _WholeNumber(traitlets.TraitType):
 
 
 class WholeNumberText(widgets.IntText):
-    """An ``IntText`` that refuses, with a ``TraitError`` before anything changes, a non-integer.
-
-    ``IntText`` itself turns 2.5 into 2 and "12" into 12 without a word.  An
-    integer of any size is taken: the app says when it is out of range.
-    """
+    """An ``IntText`` that refuses a non-integer with a ``TraitError`` before anything changes
+    (``IntText`` turns 2.5 into 2 without a word); the app says when a number is out of range."""
 
     value = _WholeNumber(0, help="Int value").tag(sync=True)

@@ -1,149 +1,125 @@
-"""The three objectives along the straight line through one PPO update (the paper's Figure 2).
+"""Notebook 3's analogue of the PPO paper's Figure 2, with ε on a slider.
 
-Schulman et al. (2017), Figure 2, plot PPO's objectives as the parameters
-move along the line from ``theta_old`` through the parameters after one
-iteration of PPO and beyond.  :class:`UpdateLine` does the same on notebook
-3's bandit and batch:
-
-    ``theta(t) = theta_old + t * (theta_new - theta_old)``,
-
-with ``theta_new`` the logits after PPO's default run (:func:`ppo_update_line`),
-so ``t = 0`` is the old policy and ``t = 1`` the policy PPO reached.  At each
-factor ``t`` the three objectives are minus :func:`ppo_clip.surrogate_loss`
-(the mean of ``r*A``, of ``clip(r)*A`` and of their minimum: quantities to
-*maximise*), and the KL from the old policy is exact.
+Against the interpolation factor ``t`` of :class:`~ppo_viz.epochs.foundations.UpdateLine`:
+the unclipped surrogate, the clip-only term and PPO's clipped objective (all to maximise,
+minus :func:`ppo_clip.surrogate_loss`) and the exact KL from the old policy, with the clipped
+objective's maximum marked.  The slider moves ε in the objectives; the line stays PPO's
+update at the default settings.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-from functools import cached_property
-
 import numpy as np
-from numpy.typing import ArrayLike
+from matplotlib.figure import Figure
 
 import ppo_clip
-from ppo_viz.epochs.bandit import (
-    Bandit,
-    BanditBatch,
-    FloatArray,
-    cached_batch,
-    default_bandit,
-    read_only,
-    softmax,
-)
-from ppo_viz.epochs.kl import exact_kl
-from ppo_viz.epochs.training import Settings, grad_wrt_logits, run_all
-from ppo_viz.numbers import count
+from ppo_viz.app import InputError, LiveFigure, checked_number, slider
+from ppo_viz.epochs.foundations import UpdateLine, ppo_update_line
+from ppo_viz.epochs.training import SETTING_RANGES
+from ppo_viz.html import Markup, tag
+from ppo_viz.numbers import rounded
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, figure_style
 
-#: The interpolation factors plotted: -1 to 3 in steps of 0.02 (0 and 1 exactly included).
-FACTORS = np.arange(-50, 151) / 50.0
-#: The range of the explorer's eps slider.
-EPS_RANGE = (0.0, 0.5)
+#: The range of the ε slider (the epochs explorer's).
+EPS_RANGE = SETTING_RANGES["eps"][:2]
 
 
-@dataclass(frozen=True, eq=False)
-class UpdateLine:
-    """The line ``theta(t) = start + t * (end - start)`` through one update, on one batch.
+def value_range(line: UpdateLine) -> tuple[float, float]:
+    """Limits that hold every curve at every ε of the slider, so the axes never move.
 
-    ``start`` is the old policy's logits (the batch's policy), ``end`` the
-    logits after the update, which ``end_label`` describes for the figure.
-    Every objective comes from :func:`ppo_clip.surrogate_loss` at ``theta(t)``.
+    Each sample's clipped term grows with ε, so PPO's curves at the slider's ends bound the
+    others; a clip-only term can move either way, so its curves at the ends bound it only
+    roughly: 6% of room on each side (the tests check a fine grid of ε in between).
     """
+    curves = [line.objective("unclipped", 0.0), line.kl, np.zeros(1)]
+    curves += [line.objective(o, eps) for o in ("clipped", "clip_only") for eps in EPS_RANGE]
+    low, high = min(c.min() for c in curves), max(c.max() for c in curves)
+    return low - 0.06 * (high - low), high + 0.06 * (high - low)
 
-    batch: BanditBatch
-    bandit: Bandit
-    start: FloatArray
-    end: FloatArray
-    factors: FloatArray
-    end_label: str = "after the update"
 
-    @property
-    def direction(self) -> FloatArray:
-        """``end - start``: the update itself."""
-        return self.end - self.start
+def _label(objective: str) -> str:
+    return f"{NAMES[objective]}: mean of {FORMULAS[objective]}"
 
-    def logits_at(self, factor: float) -> FloatArray:
-        """``theta(factor)``."""
-        return self.start + factor * self.direction
 
-    @cached_property
-    def sample_logps(self) -> FloatArray:
-        """``(len(factors), N)``: every sample's log-probability at every factor."""
-        return np.array([self.batch.sample_logp(self.logits_at(t)) for t in self.factors])
+class InterpolationExplorer(LiveFigure):
+    """An ε slider over the objectives along the line through PPO's update."""
 
-    def objective(self, objective: ppo_clip.Objective, eps: float) -> FloatArray:
-        """The objective to maximise at each factor: minus ppo_clip's loss there (kept)."""
-        key = (objective, float(eps))
-        if key not in self._curves:
-            batch = self.batch
-            self._curves[key] = read_only(
-                np.array(
-                    [
-                        -ppo_clip.surrogate_loss(
-                            logp, batch.logp_old, batch.advantages, eps, objective=objective
-                        )
-                        for logp in self.sample_logps
-                    ]
+    def __init__(self, eps: float = ppo_clip.DEFAULT_EPS) -> None:
+        checked_number("eps", eps, EPS_RANGE)
+        self.line = line = ppo_update_line()
+        with figure_style():
+            figure = Figure(figsize=(9.0, 5.2), layout="constrained")
+            ax = self.ax = figure.add_subplot()
+            ax.set(xlim=(line.factors[0], line.factors[-1]), ylim=value_range(line))
+            ax.set(xlabel="interpolation factor t:  θ = θ_old + t · (θ_PPO − θ_old)")
+            ax.set_ylabel("objective (to maximise) and KL")
+            ax.axhline(0.0, color=COLORS["guide"], lw=0.8)
+            for factor, text in ((0.0, "θ_old"), (1.0, f"θ_PPO:\n{line.end_label}")):
+                ax.axvline(factor, color=COLORS["start"], lw=0.9, ls=":")
+                ax.annotate(
+                    text,
+                    (factor, 0.0),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(4, 6),
+                    textcoords="offset points",
+                    fontsize="small",
                 )
+            unclipped = line.objective("unclipped", ppo_clip.DEFAULT_EPS)  # the same at any ε
+            ax.plot(line.factors, unclipped, **LINES["unclipped"], label=_label("unclipped"))
+            self.curves = {
+                objective: ax.plot([], [], **LINES[objective], label=_label(objective))[0]
+                for objective in ("clip_only", "clipped")
+            }
+            ax.plot(
+                line.factors,
+                line.kl,
+                color=COLORS["start"],
+                lw=1.4,
+                ls="-.",
+                label="KL(π_old ‖ π_θ), exact",
             )
-        return self._curves[key]
+            self.peak = ax.plot(
+                [], [], ls="none", marker="o", ms=9, mfc=COLORS["clipped"], mec="white", zorder=5
+            )[0]
+            self.peak_text = ax.annotate(
+                "",
+                (0.0, 0.0),
+                xytext=(-10, 12),
+                textcoords="offset points",
+                ha="right",
+                color=COLORS["clipped"],
+                fontweight="bold",
+                zorder=6,
+            )
+            figure.legend(loc="outside lower center", ncols=2, frameon=False)
+        super().__init__(
+            figure,
+            self.update,
+            {"figure2_eps": slider("ε (clip size)", eps, EPS_RANGE, 0.01)},
+            moving=[*self.curves.values(), self.peak, self.peak_text],
+            description="PPO's objectives along the line through one update (the paper's Figure 2)",
+        )
 
-    @cached_property
-    def _curves(self) -> dict[tuple[str, float], FloatArray]:
-        """The curves computed so far, by objective and eps (a slider revisits its values)."""
-        return {}
-
-    @cached_property
-    def unclipped(self) -> FloatArray:
-        """The unclipped surrogate at each factor (it does not depend on eps)."""
-        return self.objective("unclipped", ppo_clip.DEFAULT_EPS)
-
-    @cached_property
-    def kl(self) -> FloatArray:
-        """The exact ``KL(old || new)`` at each factor."""
-        old = self.bandit.old_probs
-        return np.array([exact_kl(old, softmax(self.logits_at(t))) for t in self.factors])
-
-    def start_slope(self, objective: ppo_clip.Objective, eps: float) -> float:
-        """The objective's slope at factor 0: ``-(d loss / d logits) . direction`` there.
-
-        The gradient is ppo_clip's, chained through the softmax
-        (:func:`grad_wrt_logits`).  At ``theta_old`` every ratio is 1, inside
-        the band, so the three objectives share it: it is the policy gradient
-        along the update.
-        """
-        return -float(grad_wrt_logits(self.start, self.batch, eps, objective) @ self.direction)
-
-
-@dataclass(frozen=True)
-class Peak:
-    """Where PPO's clipped objective is largest along the line, on the grid of factors."""
-
-    factor: float
-    value: float
-    kl: float
-
-
-def clipped_peak(line: UpdateLine, clipped: ArrayLike) -> Peak:
-    """The grid point where ``clipped`` (PPO's objective along ``line``) is largest."""
-    values = np.asarray(clipped, dtype=np.float64)
-    index = int(np.argmax(values))
-    return Peak(float(line.factors[index]), float(values[index]), float(line.kl[index]))
-
-
-@functools.lru_cache(maxsize=4)
-def ppo_update_line(settings: Settings | None = None) -> UpdateLine:
-    """The line through PPO's update in the run with these settings (default: notebook 3's).
-
-    ``end`` is the logits after the run's last epoch: at the defaults, 30
-    full-batch steps of size 0.5 with eps = 0.2 on the batch of seed 2115.
-    """
-    settings = settings or Settings()
-    run = run_all(settings)["clipped"]
-    bandit = default_bandit()
-    label = f"after PPO's {count(run.epochs_run, 'epoch')}"
-    return UpdateLine(
-        cached_batch(settings.seed), bandit, bandit.old_logits, run.logits[-1], FACTORS, label
-    )
+    def update(self, figure2_eps: float) -> Markup:
+        """Draw the objectives at ε and the clipped one's maximum; return where it lies."""
+        try:
+            eps = float(checked_number("ε", figure2_eps, EPS_RANGE))
+        except (TypeError, ValueError) as error:
+            raise InputError(str(error)) from error
+        for objective, artist in self.curves.items():
+            artist.set_data(self.line.factors, self.line.objective(objective, eps))
+        factor, value, kl = self.line.peak(eps)
+        self.peak.set_data([factor], [value])
+        self.peak_text.xy = (factor, value)
+        self.peak_text.set_text(f"PPO's maximum\nKL {rounded(kl, 3)}")
+        factors, curves = self.line.factors, self.curves
+        return tag(
+            "div",
+            f"At ε = {rounded(eps, 2)} PPO's clipped objective is largest at t = ",
+            tag("b", rounded(factor, 3)),
+            f" (on a grid of step {rounded(factors[1] - factors[0], 2)}), where KL(π_old ‖ π_θ) = "
+            f"{rounded(kl, 3)}. At t = {rounded(factors[-1], 2)} the unclipped surrogate is "
+            f"{rounded(self.line.objective('unclipped', eps)[-1], 3)}, PPO's "
+            f"{rounded(curves['clipped'].get_ydata()[-1], 3)}.",
+            classes="ppo",
+        )

@@ -1,21 +1,28 @@
-"""The words and tables of notebook 3: sample labels, the batch, summary and KL-estimator tables.
+"""Notebook 3's tables: the bandit, the batch, the runs' final numbers, the KL estimators.
 
 Every number goes through :mod:`ppo_viz.numbers` and every table through
-:func:`ppo_viz.html.table`, styled by the bundle's stylesheet.
+:func:`ppo_viz.html.table`.  The notebook's prose states no number that depends on the
+batch: these tables do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
 
-from ppo_viz.epochs.bandit import Bandit, BanditBatch, cached_batch, default_bandit
-from ppo_viz.epochs.kl import KL_FORMULAS, EstimatorStudy
-from ppo_viz.epochs.training import DEFAULT_SEED, OBJECTIVES, Run
-from ppo_viz.html import Markup, escape, page, table, tag
-from ppo_viz.numbers import count, listing, rounded, signed
+import numpy as np
+from IPython.display import HTML
+
+from ppo_viz.bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE
+from ppo_viz.epochs.foundations import EstimatorStudy
+from ppo_viz.epochs.training import OBJECTIVES, Run, arm_sums, batch_of, start_reward
+from ppo_viz.html import Markup, page, table, tag
+from ppo_viz.numbers import rounded, signed
 from ppo_viz.style import NAMES
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[object]], caption: str) -> HTML:
+    """A table for a notebook cell, styled by the bundle's stylesheet."""
+    return HTML(str(page(table(header, rows, caption=caption))))
 
 
 def sample_label(t: int, arm: int, advantage: float) -> str:
@@ -23,121 +30,43 @@ def sample_label(t: int, arm: int, advantage: float) -> str:
     return f"#{t:<2d} arm {arm}  A {signed(advantage, 2)}"
 
 
-def arm_label(arm: int, true_mean: float) -> str:
-    """``arm 0 (true mean +1)``: an arm in the figure's legend."""
-    return f"arm {arm} (true mean {signed(true_mean, 2)})"
+def bandit_table() -> HTML:
+    """The bandit: each arm's true mean and its probability under the old (uniform) policy."""
+    k = len(ARM_MEANS)
+    rows = tuple((f"arm {arm}", signed(mu, 2), f"1/{k}") for arm, mu in enumerate(ARM_MEANS))
+    caption = (
+        f"{k} arms; each reward is the arm's true mean plus Gaussian noise of standard deviation "
+        f"{REWARD_NOISE:g}. The old policy's true expected reward is "
+        f"{rounded(start_reward(), 3)}."
+    )
+    return html_table(("arm", "true mean μ", "old policy π_old"), rows, caption)
 
 
-@dataclass(frozen=True)
-class TextTable:
-    """A table shown as HTML in a notebook and as plain text elsewhere."""
-
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    caption: str
-
-    def _repr_html_(self) -> str:
-        return str(page(table(self.header, self.rows, caption=self.caption)))
-
-    def __repr__(self) -> str:
-        lines = [self.caption, " | ".join(self.header)]
-        lines += [" | ".join(row) for row in self.rows]
-        return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------
-# The batch, arm by arm
-# --------------------------------------------------------------------------
-
-
-class ArmRow(NamedTuple):
-    """What the batch says about one arm (``mean_reward`` is None if no sample drew it)."""
-
-    arm: int
-    true_mean: float
-    samples: list[int]
-    advantages: list[float]
-    mean_reward: float | None
-    advantage_sum: float
-
-
-def arm_rows(batch: BanditBatch, bandit: Bandit) -> list[ArmRow]:
-    """Per arm: its true mean, the samples that drew it, their mean reward and advantage sum."""
-    rows = []
-    for arm in range(bandit.k):
-        members = batch.samples_of(arm)
+def batch_table(seed: int) -> HTML:
+    """The batch drawn with ``seed``, arm by arm: its samples, mean reward and sum of A."""
+    batch, k = batch_of(seed), len(ARM_MEANS)
+    sums, rows = arm_sums(batch), []
+    for arm in range(k):
+        members = np.flatnonzero(batch.actions == arm)
+        samples = ", ".join(f"#{t} ({signed(batch.advantages[t], 2)})" for t in members)
+        mean = rounded(batch.rewards[members].mean(), 3) if members.size else "–"
         rows.append(
-            ArmRow(
-                arm=arm,
-                true_mean=float(bandit.true_means[arm]),
-                samples=[int(t) for t in members],
-                advantages=[float(batch.advantages[t]) for t in members],
-                mean_reward=float(batch.rewards[members].mean()) if members.size else None,
-                advantage_sum=float(batch.advantages[members].sum()),
-            )
+            (f"arm {arm}", signed(ARM_MEANS[arm], 2), samples or "none", mean, signed(sums[arm], 3))
         )
-    return rows
+    caption = (
+        f"Batch seed {seed}: N = {batch.n}, mean reward {rounded(batch.rewards.mean(), 3)}, "
+        f"advantage A = R − mean reward. The batch favours arm {int(np.argmax(sums))}, the arm "
+        "with the largest sum of A."
+    )
+    header = ("arm", "true mean μ", "samples (advantage A)", "batch mean reward", "sum of A")
+    return html_table(header, tuple(rows), caption)
 
-
-@dataclass(frozen=True)
-class BatchTable:
-    """The batch summarized per arm: an HTML table in a notebook, aligned text elsewhere."""
-
-    batch: BanditBatch
-    bandit: Bandit
-
-    HEADER = ("arm", "true mean μ", "samples (advantage A)", "batch mean reward", "sum of A")
-
-    def rows(self) -> list[ArmRow]:
-        """One row per arm."""
-        return arm_rows(self.batch, self.bandit)
-
-    def caption(self) -> str:
-        """The seed, the batch size and the batch's mean reward."""
-        mean = rounded(self.batch.rewards.mean(), 3)
-        return (
-            f"Batch seed {self.batch.seed}: N = {self.batch.n}, mean reward {mean}, "
-            "advantage A = R − mean reward"
-        )
-
-    def cells(self, row: ArmRow) -> list[str]:
-        """A row's cells as text."""
-        samples = ", ".join(
-            f"#{t} ({signed(a, 2)})" for t, a in zip(row.samples, row.advantages, strict=True)
-        )
-        return [
-            f"arm {row.arm}",
-            signed(row.true_mean, 2),
-            samples or "none",
-            "–" if row.mean_reward is None else rounded(row.mean_reward, 3),
-            signed(row.advantage_sum, 3),
-        ]
-
-    def text_table(self) -> TextTable:
-        """The table's header, cells and caption."""
-        rows = tuple(tuple(self.cells(row)) for row in self.rows())
-        return TextTable(self.HEADER, rows, self.caption())
-
-    def _repr_html_(self) -> str:
-        return self.text_table()._repr_html_()
-
-    def __repr__(self) -> str:
-        return repr(self.text_table())
-
-
-def describe_batch(seed: int = DEFAULT_SEED) -> BatchTable:
-    """The batch drawn with ``seed`` (default bandit), summarized per arm, for the notebook."""
-    return BatchTable(cached_batch(seed), default_bandit())
-
-
-# --------------------------------------------------------------------------
-# The runs' final numbers
-# --------------------------------------------------------------------------
 
 SUMMARY_HEADER = (
     "objective",
     "epochs run",
     "ratios seen",
+    "largest distance outside the band",
     "samples with zero gradient",
     "KL: k3 / exact",
     "true reward",
@@ -152,64 +81,54 @@ def summary_html(runs: dict[str, Run]) -> Markup:
         "For PPO the samples with zero gradient are its clip fraction. "
         f"The true reward started at {start}."
     )
-    rows = [summary_cells(objective, runs[objective]) for objective in OBJECTIVES]
+    rows = []
+    for objective, run in runs.items():
+        eps = run.settings.eps
+        outside = np.maximum(run.ratios - (1 + eps), (1 - eps) - run.ratios).max()
+        colour = "ppo-text-" + objective.replace("_", "-")
+        rows.append(
+            [
+                tag("span", NAMES[objective], classes=f"ppo-strong {colour}"),
+                f"{run.epochs_run}{' (early stop)' if run.stopped_early else ''}",
+                f"{rounded(run.ratios.min(), 3)} to {rounded(run.ratios.max(), 3)}",
+                rounded(max(outside, 0.0), 3),
+                f"{int(run.zero_grad[-1].sum())} of {run.batch.n} "
+                f"({rounded(run.zero_grad_fraction[-1], 3)})",
+                f"{rounded(run.approx_kl[-1], 3)} / {rounded(run.exact_kl[-1], 3)}",
+                rounded(run.true_reward[-1], 3),
+            ]
+        )
     return tag("div", table(SUMMARY_HEADER, rows, caption=caption), classes="ppo")
 
 
-def summary_cells(objective: str, run: Run) -> list[object]:
-    """The summary table's row of one run."""
-    stopped = " (early stop)" if run.stopped_early else ""
-    zero = int(run.zero_grad[-1].sum())
-    return [
-        objective_name(objective),
-        f"{run.epochs_run}{stopped}",
-        f"{rounded(run.ratios.min(), 3)} to {rounded(run.ratios.max(), 3)}",
-        f"{zero} of {count(run.batch.n, 'sample')} ({rounded(run.zero_grad_fraction[-1], 3)})",
-        f"{rounded(run.approx_kl[-1], 3)} / {rounded(run.exact_kl[-1], 3)}",
-        rounded(run.true_reward[-1], 3),
-    ]
-
-
-def objective_name(objective: str) -> Markup:
-    """The objective's name in bold, in its colour."""
-    colour_class = "ppo-text-" + objective.replace("_", "-")
-    return tag("span", escape(NAMES[objective]), classes=f"ppo-strong {colour_class}")
-
-
-# --------------------------------------------------------------------------
-# The KL estimators over many fresh batches
-# --------------------------------------------------------------------------
-
-KL_HEADER = (
-    "new policy (exact KL)",
-    "estimator",
-    "mean of the estimates",
-    "bias: mean − exact",
-    "bias in standard errors",
-    "spread: sd of one estimate",
-    "estimates below 0",
-)
-
-
-def kl_estimator_table(studies: Sequence[EstimatorStudy]) -> TextTable:
+def kl_estimator_table(studies: Sequence[EstimatorStudy]) -> HTML:
     """One row per policy and estimator: mean, bias, spread and sign over the fresh batches."""
     rows = []
     for study in studies:
-        for name, spread in study.spreads.items():
+        for name, values in study.estimates.items():
             rows.append(
                 (
                     f"{study.label} ({rounded(study.exact, 3)})",
                     f"{name} = {KL_FORMULAS[name]}",
-                    rounded(spread.mean, 3),
-                    signed(spread.bias, 2),
-                    signed(spread.bias / spread.standard_error, 2),
-                    rounded(spread.spread, 2),
-                    f"{spread.negative} of {study.n_batches}",
+                    rounded(values.mean(), 3),
+                    signed(values.mean() - study.exact, 2),
+                    signed(study.bias_in_standard_errors(name), 2),
+                    rounded(values.std(ddof=1), 2),
+                    f"{np.count_nonzero(values < 0)} of {values.size}",
                 )
             )
-    batches = {study.n_batches for study in studies}
-    caption = (
-        f"Each estimate is the mean of one term over one fresh batch of 12 samples from the old "
-        f"policy; {listing(sorted(batches))} batches (seeds 0, 1, 2, …) per policy."
+    header = (
+        "new policy (exact KL)",
+        "estimator",
+        "mean of the estimates",
+        "bias: mean − exact",
+        "bias in standard errors",
+        "spread: sd of one estimate",
+        "estimates below 0",
     )
-    return TextTable(KL_HEADER, tuple(rows), caption)
+    caption = (
+        f"Each estimate is the mean of one term over one fresh batch of {batch_of(0).n} samples "
+        f"from the old policy; {studies[0].estimates['k1'].size} batches (seeds 0, 1, 2, …) "
+        "per policy."
+    )
+    return html_table(header, tuple(rows), caption)

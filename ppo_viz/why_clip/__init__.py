@@ -1,7 +1,7 @@
 """Notebook 4: why PPO clips, measured over many seeds (the PPO paper's Table 1, in numpy).
 
-* :mod:`.methods`: the methods compared and ppo_clip's gradient for many runs at once;
-* :mod:`.bandit_loop`: part A, PPO's loop (collect, K epochs, repeat) on a bandit;
+* :mod:`.methods`: the methods compared, as data, and statistics over seeds;
+* :mod:`.bandit_loop`: part A, PPO's loop (collect, K epochs, repeat) on notebook 3's bandit;
 * :mod:`.networks` and :mod:`.cartpole_ppo`: part B, a numpy actor-critic on CartPole;
 * :mod:`.figures` and :mod:`.apps`: the figures and the two interactive apps;
 * :mod:`.results`: the reproduced table (written by ``python -m experiments.why_clip``).
@@ -11,7 +11,7 @@ from ppo_viz.why_clip.apps import BanditLoopExplorer, CartPoleExplorer
 from ppo_viz.why_clip.bandit_loop import BanditLoopSettings, run_bandit_methods
 from ppo_viz.why_clip.cartpole_ppo import CartPoleSettings, run_cartpole
 from ppo_viz.why_clip.methods import METHODS
-from ppo_viz.why_clip.results import comparison_table, load_results, ordering_lines
+from ppo_viz.why_clip.results import comparison_table, load_results
 
 __all__ = [
     "METHODS",
@@ -21,7 +21,6 @@ __all__ = [
     "CartPoleSettings",
     "comparison_table",
     "load_results",
-    "ordering_lines",
     "run_bandit_methods",
     "run_cartpole",
 ]

@@ -13,7 +13,7 @@ The agent is CleanRL's ``ppo.py`` for CartPole, written out by hand:
   a global norm of ``max_grad_norm``; the learning rate falls linearly to 0.
 
 The policy loss's gradient with respect to each sample's log-probability
-comes from :mod:`ppo_clip` (:func:`~ppo_viz.why_clip.methods.surrogate_gradients`);
+comes from :mod:`ppo_clip` (:func:`ppo_viz.bandit.sample_gradients`);
 this module chains it through the softmax and the network.  Two deliberate
 differences from CleanRL: the value loss is not clipped (CleanRL's
 ``clip_vloss``), so that only the policy's objective differs between methods;
@@ -30,15 +30,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cartpole import MAX_EPISODE_STEPS, CartPoleVector
+from ppo_viz import bandit
 from ppo_viz.app import InputError
-from ppo_viz.why_clip.methods import (
-    FloatArray,
-    Method,
-    checked_settings,
-    joined_runs,
-    k3_kl,
-    surrogate_gradients,
-)
+from ppo_viz.bandit import FloatArray, Method, checked_fields, sample_gradients
+from ppo_viz.why_clip.methods import joined_runs
 from ppo_viz.why_clip.networks import MLP, Adam, clip_by_global_norm
 
 #: The methods of part B, in the order of legends and tables.
@@ -91,7 +86,7 @@ class CartPoleSettings:
     max_grad_norm: float = 0.5
 
     def __post_init__(self) -> None:
-        checked_settings(self, CARTPOLE_RANGES)
+        checked_fields(self, CARTPOLE_RANGES)
         if self.batch_size % self.minibatches:
             raise InputError(
                 f"minibatches ({self.minibatches}) must divide the rollout of "
@@ -194,8 +189,7 @@ def gae(
 
 def policy_terms(logits: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(log pi, pi, entropy)`` of softmax policies over the last axis."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    log_probs = bandit.log_softmax(logits)
     probs = np.exp(log_probs)
     return log_probs, probs, -(probs * log_probs).sum(axis=-1)
 
@@ -262,7 +256,7 @@ class CartPoleAgent:
         log_probs, probs, entropy = policy_terms(logits)
         logp_new = np.take_along_axis(log_probs, batch.actions[..., None], axis=-1)[..., 0]
         advantages = normalized(batch.advantages)
-        d_logp, clipped = surrogate_gradients(logp_new, batch.logp, advantages, self.method)
+        d_logp, clipped = sample_gradients(logp_new, batch.logp, advantages, self.method)
         one_hot = np.eye(N_ACTIONS)[batch.actions]
         # d logp(a) / d logits = onehot(a) - pi;  d entropy / d logits = -pi * (log pi + H)
         d_logits = d_logp[..., None] * (one_hot - probs)
@@ -345,7 +339,7 @@ def run_cartpole(
         clip_fraction.append(agent.update(rollout, learning_rate))
         logp_after, _, _ = policy_terms(agent.policy(rollout.observations))
         logp_after = np.take_along_axis(logp_after, rollout.actions[..., None], axis=-1)[..., 0]
-        approx_kl.append(k3_kl(logp_after - rollout.logp))
+        approx_kl.append(bandit.approx_kl(logp_after - rollout.logp))
         if progress is not None:
             progress(iteration + 1, s.iterations)
     steps_done = s.batch_size * np.arange(1, s.iterations + 1)

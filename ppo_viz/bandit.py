@@ -1,0 +1,306 @@
+"""The bandit of notebooks 3 and 4, and the training step both notebooks share.
+
+A softmax policy over K arms whose mean rewards are known (:data:`ARM_MEANS`: change the
+means, and with them the number of arms, here and both notebooks follow).  Everything works
+on one batch (arrays of shape ``(n,)``) or on many runs side by side (``(runs, n)``): the last
+axis holds a batch's samples or a policy's arms, and nothing mixes the rows.
+
+* the policy: :func:`log_softmax`, :func:`softmax`, and the chain rule from the samples'
+  log-probabilities to the logits (:func:`chain_through_softmax`);
+* how far a policy moved: :data:`KL_TERMS` (k1, k2, k3 from the log-ratios of the batch) and
+  :func:`exact_kl`;
+* batches: :func:`random_numbers` (a seed's uniforms and Gaussians) and :func:`pull`, which
+  turns them into arms, rewards and advantages under a policy;
+* training: a :class:`Method` (an objective of :mod:`ppo_clip` as data) and
+  :func:`epochs_on_batch`, full-batch gradient steps on one batch, every ratio and every
+  ``d loss / d logp_new`` from :mod:`ppo_clip` (:func:`sample_gradients`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+import ppo_clip
+from ppo_viz.app import InputError
+from ppo_viz.numbers import exact
+from ppo_viz.style import PALETTE
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
+
+#: The bandit, declared once: the true mean reward of each arm (the learner never sees
+#: these).  Their number is the number of arms K.
+ARM_MEANS: tuple[float, ...] = (1.0, 0.5, 0.0, -0.5)
+#: Standard deviation of the Gaussian noise on every reward.
+REWARD_NOISE = 1.0
+#: The contract's largest batch: one call to ppo_clip never gets more samples.
+MAX_SAMPLES_PER_CALL = 4096
+
+
+def arm_colors(k: int) -> list[str]:
+    """K colours for the arms, from the palette, none of them an objective's colour."""
+    names = ("green", "purple", "black", "grey", "sky_blue", "yellow")
+    if k > len(names):
+        raise ValueError(f"the palette has colours for {len(names)} arms, not {k}")
+    return [PALETTE[name] for name in names[:k]]
+
+
+def log_softmax(logits: ArrayLike) -> FloatArray:
+    """``log softmax`` over the last axis, computed stably (subtracting the max first).
+
+    >>> log_softmax([0.0, 0.0]).round(4)
+    array([-0.6931, -0.6931])
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    shifted = z - z.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def softmax(logits: ArrayLike) -> FloatArray:
+    """The categorical probabilities ``exp(logits) / sum(exp(logits))`` over the last axis."""
+    return np.exp(log_softmax(logits))
+
+
+def chain_through_softmax(
+    dloss_dlogp: FloatArray, actions: IntArray, probs: FloatArray
+) -> FloatArray:
+    """Chain ``d loss / d logp_t`` to ``d loss / d logits`` through the softmax.
+
+    With ``logp_t = logits[a_t] - logsumexp(logits)``, ``d logp_t / d logits_k =
+    [a_t == k] - pi_k``, so ``d loss / d logits_k = sum_{t: a_t = k} g_t - pi_k * sum_t g_t``.
+    """
+    one_hot = actions[..., None] == np.arange(probs.shape[-1])
+    per_arm = (dloss_dlogp[..., None] * one_hot).sum(axis=-2)
+    return per_arm - probs * dloss_dlogp.sum(axis=-1, keepdims=True)
+
+
+#: Per-sample terms of the three estimates of KL(old || new) from the log-ratio ``log r``
+#: of samples the old policy drew; each estimate is the batch's mean of its term.  k3's
+#: ``r - 1`` is ``expm1(log r)``: written ``exp(log r) - 1``, a term comes out slightly
+#: negative once ``r`` rounds to 1 (for ``log r = 1e-20`` it is ``-1e-20``).
+KL_TERMS: dict[str, Callable[[FloatArray], FloatArray]] = {
+    "k1": lambda log_ratio: -log_ratio,
+    "k2": lambda log_ratio: 0.5 * log_ratio**2,
+    "k3": lambda log_ratio: np.expm1(log_ratio) - log_ratio,
+}
+KL_FORMULAS = {"k1": "−log r", "k2": "(log r)² / 2", "k3": "(r − 1) − log r"}
+
+
+def approx_kl(log_ratio: ArrayLike, estimator: str = "k3") -> FloatArray:
+    """The batch's mean of an estimator's term (k3: ``mean((r - 1) - log r)``), per run.
+
+    The samples come from the old policy, so ``E_old[r] = 1`` and k3 estimates
+    ``KL(old || new) = -E_old[log r]`` without bias (for a policy that did not learn from
+    these samples), every term ``>= 0``.  Stable-Baselines3 and CleanRL log it as ``approx_kl``.
+
+    >>> float(approx_kl(np.log([0.5, 2.0])).round(4))
+    0.25
+    """
+    return np.mean(KL_TERMS[estimator](np.asarray(log_ratio, dtype=np.float64)), axis=-1)
+
+
+def exact_kl(old_probs: ArrayLike, new_probs: ArrayLike) -> FloatArray:
+    """``KL(old || new) = sum_k old_k * log(old_k / new_k)`` over the last axis."""
+    p, q = np.asarray(old_probs, dtype=np.float64), np.asarray(new_probs, dtype=np.float64)
+    return np.sum(p * (np.log(p) - np.log(q)), axis=-1)
+
+
+# -- batches ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Samples drawn by one policy: arms, rewards, advantages and their log-probabilities.
+
+    Arrays have shape ``(..., n)``.  The advantage of sample t is ``A_t = R_t - mean(R)``,
+    the reward minus the batch's mean reward: an estimate, noisy, never normalized.
+    """
+
+    actions: IntArray
+    rewards: FloatArray
+    advantages: FloatArray
+    logp_old: FloatArray
+
+    @property
+    def n(self) -> int:
+        """The number of samples N per batch."""
+        return int(self.actions.shape[-1])
+
+    def logp(self, logits: ArrayLike) -> FloatArray:
+        """``log pi(a_t)`` of every sample under the policy with these logits (the leading
+        axes of the two broadcast: one policy on many batches, or many policies on one)."""
+        logp_all = log_softmax(logits)
+        lead = np.broadcast_shapes(logp_all.shape[:-1], self.actions.shape[:-1])
+        return np.take_along_axis(
+            np.broadcast_to(logp_all, lead + logp_all.shape[-1:]),
+            np.broadcast_to(self.actions, lead + self.actions.shape[-1:]),
+            axis=-1,
+        )
+
+
+def random_numbers(seed: int, shape: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
+    """Seed ``seed``'s uniforms (which arm a pull picks) and Gaussians (reward noise).
+
+    Drawn up front, so every method trained on the seed sees the same numbers.
+    """
+    rng = np.random.default_rng(seed)
+    return rng.random(shape), rng.standard_normal(shape)
+
+
+def pull(
+    logits: FloatArray,
+    uniforms: FloatArray,
+    noise: FloatArray,
+    arm_means: tuple[float, ...] = ARM_MEANS,
+) -> Batch:
+    """A batch under the policy with ``logits``: each uniform number picks an arm (the
+    inverse of the policy's CDF), each Gaussian is that pull's noise."""
+    logp_all = log_softmax(logits)
+    cdf = np.cumsum(np.exp(logp_all), axis=-1)
+    actions = (uniforms[..., None] >= cdf[..., None, :-1]).sum(axis=-1).astype(np.int64)
+    rewards = np.asarray(arm_means)[actions] + REWARD_NOISE * noise
+    return Batch(
+        actions=actions,
+        rewards=rewards,
+        advantages=rewards - rewards.mean(axis=-1, keepdims=True),
+        logp_old=np.take_along_axis(logp_all, actions, axis=-1),
+    )
+
+
+# -- training --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """One way of turning a batch into policy updates, as data.
+
+    ``objective`` and ``eps`` go to :mod:`ppo_clip`; ``one_step`` makes it plain policy
+    gradient (one update per batch, whatever the number of epochs: at the first update every
+    ratio is 1, so all objectives give the ordinary policy gradient); ``target_kl`` stops a
+    run's epochs once the k3 estimate on the batch exceeds it.  For objectives without a clip,
+    ``eps`` only sets the band the clip fraction is measured with.
+    """
+
+    key: str
+    label: str
+    objective: ppo_clip.Objective
+    eps: float = ppo_clip.DEFAULT_EPS
+    one_step: bool = False
+    target_kl: float | None = None
+
+    def epochs(self, epochs: int) -> int:
+        """How many passes this method makes over a batch when the setting is ``epochs``."""
+        return 1 if self.one_step else epochs
+
+
+def sample_gradients(
+    logp_new: FloatArray, logp_old: FloatArray, advantages: FloatArray, method: Method
+) -> tuple[FloatArray, BoolArray]:
+    """``(d loss / d logp_new, clipped)`` from ppo_clip, for one batch or many runs at once.
+
+    Arrays have shape ``(..., n)``; each run's loss is the mean over its own ``n`` samples.
+    ``clipped`` is where PPO's rule at ``method.eps`` switches a gradient off (for the other
+    objectives: where it *would*).  The runs go to :func:`ppo_clip.clip_breakdown` ``m`` at a
+    time, ``m`` a power of two with ``m * n <= 4096`` (the contract's largest batch), a short
+    last chunk padded with rows of zero advantage.  ppo_clip divides by the chunk's ``m * n``
+    samples; multiplying by ``m`` gives each run the gradient of its own mean, exactly (both
+    steps are powers of two): every run gets, bit for bit, what ``ppo_clip.surrogate_grad``
+    returns for its batch alone.
+    """
+    shape = logp_new.shape
+    n = shape[-1]
+    rows = [np.reshape(a, (-1, n)) for a in (logp_new, logp_old, advantages)]
+    runs = len(rows[0])
+    m = min(1 << (MAX_SAMPLES_PER_CALL // n).bit_length() - 1, 1 << (runs - 1).bit_length())
+    padded = -(-runs // m) * m
+    new, old, adv = (np.concatenate([a, np.zeros((padded - runs, n))]) for a in rows)
+    grads, clipped = np.empty((padded, n)), np.empty((padded, n), dtype=bool)
+    for start in range(0, padded, m):
+        chunk = slice(start, start + m)
+        breakdown = ppo_clip.clip_breakdown(
+            new[chunk].ravel(), old[chunk].ravel(), adv[chunk].ravel(), method.eps
+        )
+        grads[chunk] = ppo_clip.objective_terms(breakdown, method.objective)[1].reshape(m, n)
+        clipped[chunk] = breakdown.is_clipped.reshape(m, n)
+    return (grads[:runs] * m).reshape(shape), clipped[:runs].reshape(shape)
+
+
+class Step(NamedTuple):
+    """A policy during training on one batch (before an epoch's step, or after the last):
+    its logits ``(..., K)``; per sample ``(..., n)`` ppo_clip's ``d loss / d logp_t`` and
+    where PPO's rule clips; per run ``(...)`` the k3 estimate of KL(old || this policy) on the
+    batch, and whether the run takes a step from here (not after the last epoch or a stop)."""
+
+    logits: FloatArray
+    grads: FloatArray
+    clipped: BoolArray
+    approx_kl: FloatArray
+    moving: BoolArray
+
+
+def epochs_on_batch(
+    logits: ArrayLike, batch: Batch, method: Method, step_size: float, epochs: int
+) -> Iterator[Step]:
+    """Full-batch gradient steps of ``method`` on ``batch``: ``logits -= step_size * grad``.
+
+    Yields the policy before each step and after the last (``method.epochs(epochs) + 1``
+    policies).  With ``method.target_kl`` a run stops before a step once the k3 estimate
+    exceeds it (so the last KL may overshoot the target, as in practice); its logits stay.
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    moving = np.ones(logits.shape[:-1], dtype=bool)
+    last = method.epochs(epochs)
+    for epoch in range(last + 1):
+        logp_all = log_softmax(logits)
+        logp = np.take_along_axis(logp_all, batch.actions, axis=-1)
+        grads, clipped = sample_gradients(logp, batch.logp_old, batch.advantages, method)
+        kl = approx_kl(logp - batch.logp_old)
+        if method.target_kl is not None:
+            moving = moving & ~(kl > method.target_kl)
+        if epoch == last:
+            moving = np.zeros_like(moving)
+        yield Step(logits, grads, clipped, kl, moving)
+        step = step_size * chain_through_softmax(grads, batch.actions, np.exp(logp_all))
+        logits = np.where(moving[..., None], logits - step, logits)
+
+
+# -- settings --------------------------------------------------------------------------------
+
+
+def checked_fields(settings: Any, ranges: dict[str, tuple[float, float, bool]]) -> None:
+    """Check (and convert) each field of a frozen settings dataclass named in ``ranges``.
+
+    ``ranges[field] = (low, high, whole)``.  A value that is not a real number, lies outside
+    ``[low, high]`` or is not whole when it must be raises :class:`InputError` (a
+    ``ValueError``) naming the field; a whole number stays an ``int``, however large.
+    """
+    for field in fields(settings):
+        if field.name not in ranges:
+            continue
+        low, high, whole = ranges[field.name]
+        value = getattr(settings, field.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise InputError(f"{field.name} must be a number, got {type(value).__name__}")
+        number = int(value) if isinstance(value, (int, np.integer)) else float(value)
+        if not low <= number <= high:  # also refuses NaN and infinities
+            raise InputError(
+                f"{field.name} must be between {exact(low)} and {exact(high)}, got {_shown(number)}"
+            )
+        if whole and number != int(number):
+            raise InputError(f"{field.name} must be a whole number, got {number!r}")
+        object.__setattr__(settings, field.name, int(number) if whole else float(number))
+
+
+def _shown(number: float) -> str:
+    """``number`` for a message; a whole number of more than 15 digits by its size."""
+    if isinstance(number, int) and abs(number) >= 10**15:
+        power = int(abs(number).bit_length() * math.log10(2))
+        return f"about {'-' if number < 0 else ''}10^{power}"
+    return repr(number)

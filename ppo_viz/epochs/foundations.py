@@ -1,0 +1,228 @@
+"""Why PPO uses a ratio and clips it, on notebook 3's bandit and batch.
+
+* :class:`UpdateLine`: the three objectives along the straight line through PPO's update,
+  the analogue of the PPO paper's Figure 2 (Schulman et al. 2017):
+  ``theta(t) = theta_old + t * (theta_PPO - theta_old)``, each objective minus
+  :func:`ppo_clip.surrogate_loss` at ``theta(t)``, with the exact KL from the old policy.
+* :func:`small_step_study`: PPO with the step size halved again and again and the epochs
+  doubled, so that ``step size * epochs`` stays :data:`TOTAL_MOVEMENT`; with tiny steps the
+  soft band behaves like the hard constraint :func:`hard_constraint_optimum` solves.
+* :func:`estimator_studies`: the KL estimators k1, k2, k3 over many fresh batches, against
+  the exact KL (tabled by :func:`ppo_viz.epochs.text.kl_estimator_table`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+import ppo_clip
+from ppo_viz.bandit import (
+    ARM_MEANS,
+    KL_TERMS,
+    Batch,
+    FloatArray,
+    epochs_on_batch,
+    exact_kl,
+    softmax,
+)
+from ppo_viz.epochs.training import DEFAULT_EPS, Settings, batch_of, draw_batches, run_all
+
+#: The interpolation factors: -1 to 3 in steps of 0.02 (0 and 1 exactly on the grid).
+FACTORS = np.arange(-50, 151) / 50.0
+#: The step sizes of the small-step study: 4, 2, 1, ..., 1/32 (each half the one before).
+STEP_SIZES: tuple[float, ...] = tuple(4.0 / 2.0**k for k in range(8))
+#: ``step size * epochs`` of every run of the study (the explorer's default run has 0.5 * 30).
+TOTAL_MOVEMENT = 16.0
+#: How many fresh batches :func:`estimator_studies` draws by default.
+STUDY_BATCHES = 1000
+
+
+# -- the line through one update ----------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class UpdateLine:
+    """The line ``theta(t) = start + t * (end - start)`` through one update, on one batch."""
+
+    batch: Batch
+    start: FloatArray
+    end: FloatArray
+    end_label: str
+    factors: FloatArray = field(default_factory=lambda: FACTORS)
+    _curves: dict[tuple[str, float], FloatArray] = field(default_factory=dict, repr=False)
+
+    def logits_at(self, factor: float) -> FloatArray:
+        """``theta(factor)``."""
+        return self.start + factor * (self.end - self.start)
+
+    @functools.cached_property
+    def sample_logps(self) -> FloatArray:
+        """``(len(factors), N)``: every sample's log-probability at every factor."""
+        return self.batch.logp(self.start + self.factors[:, None] * (self.end - self.start))
+
+    def objective(self, objective: ppo_clip.Objective, eps: float) -> FloatArray:
+        """The objective to maximise at each factor: minus ppo_clip's loss there (kept)."""
+        key = (objective, float(eps))
+        if key not in self._curves:
+            b = self.batch
+            self._curves[key] = np.array(
+                [
+                    -ppo_clip.surrogate_loss(
+                        logp, b.logp_old, b.advantages, eps, objective=objective
+                    )
+                    for logp in self.sample_logps
+                ]
+            )
+        return self._curves[key]
+
+    @functools.cached_property
+    def kl(self) -> FloatArray:
+        """The exact ``KL(old || new)`` at each factor."""
+        logits = self.start + self.factors[:, None] * (self.end - self.start)
+        return exact_kl(softmax(self.start), softmax(logits))
+
+    def peak(self, eps: float) -> tuple[float, float, float]:
+        """``(factor, value, KL)`` where PPO's clipped objective is largest on the grid."""
+        clipped = self.objective("clipped", eps)
+        best = int(np.argmax(clipped))
+        return float(self.factors[best]), float(clipped[best]), float(self.kl[best])
+
+
+@functools.lru_cache(maxsize=4)
+def ppo_update_line(settings: Settings | None = None) -> UpdateLine:
+    """The line through PPO's update in the run with these settings (default: notebook 3's)."""
+    run = run_all(settings or Settings())["clipped"]
+    label = f"after PPO's {run.epochs_run} epochs"
+    return UpdateLine(run.batch, run.logits[0], run.logits[-1], label)
+
+
+# -- the small-step limit ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepSizeRun:
+    """One run of the study: per epoch, every arm's ratio."""
+
+    objective: ppo_clip.Objective
+    step_size: float
+    eps: float
+    arm_ratios: FloatArray
+
+    @property
+    def n_epochs(self) -> int:
+        """How many gradient steps the run took."""
+        return len(self.arm_ratios) - 1
+
+    @property
+    def movement(self) -> FloatArray:
+        """``step size * epochs so far``: the x axis on which runs of any step size compare."""
+        return self.step_size * np.arange(self.n_epochs + 1)
+
+    @property
+    def largest_excursion(self) -> float:
+        """How far any arm's ratio ever got outside the band (0 if never)."""
+        lower, upper = ppo_clip.clip_band(self.eps)
+        beyond = np.maximum(self.arm_ratios - upper, lower - self.arm_ratios)
+        return float(max(beyond.max(), 0.0))
+
+
+def run_with_step_size(
+    objective: ppo_clip.Objective,
+    step_size: float,
+    *,
+    total: float = TOTAL_MOVEMENT,
+    eps: float = DEFAULT_EPS,
+    batch: Batch | None = None,
+) -> StepSizeRun:
+    """Train ``objective`` with ``step_size`` for ``total / step_size`` epochs (a whole number)."""
+    n_epochs = total / step_size
+    if n_epochs != round(n_epochs) or n_epochs < 1:
+        raise ValueError(
+            f"total / step_size must be a whole number of epochs, got {total} / {step_size}"
+        )
+    batch = batch or batch_of(Settings().seed)
+    method = Settings(eps=eps, seed=0).method(objective)
+    start = np.zeros(len(ARM_MEANS))
+    probs = softmax(
+        [s.logits for s in epochs_on_batch(start, batch, method, step_size, round(n_epochs))]
+    )
+    return StepSizeRun(objective, step_size, eps, probs / probs[0])
+
+
+def small_step_study(
+    objectives: Sequence[ppo_clip.Objective] = ("clipped", "clip_only"),
+    step_sizes: Sequence[float] = STEP_SIZES,
+    *,
+    total: float = TOTAL_MOVEMENT,
+    eps: float = DEFAULT_EPS,
+) -> dict[ppo_clip.Objective, list[StepSizeRun]]:
+    """For each objective, one run per step size on notebook 3's batch, same total movement."""
+    return {
+        objective: [
+            run_with_step_size(objective, step, total=total, eps=eps) for step in step_sizes
+        ]
+        for objective in objectives
+    }
+
+
+def hard_constraint_optimum(batch: Batch | None = None, eps: float = DEFAULT_EPS) -> FloatArray:
+    """The arm ratios that maximise the unclipped surrogate with every ratio in the band.
+
+    The surrogate is ``sum_k r_k * S_k / N`` (``S_k`` the sum of arm k's advantages); the
+    ratios must lie in ``[1 - eps, 1 + eps]`` and keep the probabilities summing to one,
+    ``sum_k pi_old(k) * r_k = 1``.  A linear program of this shape is solved greedily: start
+    every arm at ``1 - eps``, then raise the arms in order of ``S_k / pi_old(k)``, best
+    first, each as far as ``1 + eps``, until the probabilities sum to one.
+    """
+    batch = batch or batch_of(Settings().seed)
+    lower, upper = ppo_clip.clip_band(eps)
+    old = softmax(np.zeros(len(ARM_MEANS)))
+    sums = np.bincount(batch.actions, weights=batch.advantages, minlength=len(old))
+    ratios = np.full(len(old), lower)
+    room = 1.0 - float(old @ ratios)  # probability still to hand out
+    for arm in np.argsort(-sums / old, kind="stable"):
+        raise_by = min(upper - lower, max(room, 0.0) / old[arm])
+        ratios[arm] += raise_by
+        room -= raise_by * old[arm]
+    return ratios
+
+
+# -- the KL estimators -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EstimatorStudy:
+    """The estimators of KL(old || new) for one new policy on many fresh batches: each
+    estimator's estimates, one per batch, and the exact KL they estimate."""
+
+    label: str
+    exact: float
+    estimates: dict[str, FloatArray]
+
+    def bias_in_standard_errors(self, name: str) -> float:
+        """How far the estimates' mean lies from the exact KL, in standard errors of the mean."""
+        values = self.estimates[name]
+        return (values.mean() - self.exact) / (values.std(ddof=1) / np.sqrt(values.size))
+
+
+def estimator_studies(
+    policies: Mapping[str, ArrayLike], seeds: Sequence[int] = range(STUDY_BATCHES)
+) -> list[EstimatorStudy]:
+    """For each new policy (label: logits), k1, k2 and k3 on one fresh batch per seed.
+
+    Each batch is the one the explorer's batch seed draws; every policy is estimated on the
+    same batches, and none of the policies learned from them.
+    """
+    batches = draw_batches(seeds)
+    old = softmax(np.zeros(len(ARM_MEANS)))
+    studies = []
+    for label, logits in policies.items():
+        log_ratio = batches.logp(logits) - batches.logp_old
+        estimates = {name: term(log_ratio).mean(axis=-1) for name, term in KL_TERMS.items()}
+        studies.append(EstimatorStudy(label, float(exact_kl(old, softmax(logits))), estimates))
+    return studies
