@@ -246,7 +246,7 @@ class VariantsExplorer(LiveFigure):
             entries[self.columns[-1].objective] = "PPO with the variant, and its gradient"
             entries[self.columns[-1].bands[0]] = "clip band [1 − ε_low, 1 + ε_high]"
             entries[self.cap_lines[-1][0]] = "dual-clip cap r = c"
-            figure.legend(*zip(*entries.items(), strict=True), loc="outside lower center", ncols=3)
+            figure.legend(*zip(*entries.items(), strict=True), loc="outside lower center", ncols=2)
         cap = DEFAULT_CAP if dual_clip is None else dual_clip
         controls = {
             "eps_low": slider("ε_low (lower bound)", eps_low, (0.0, 1.0), 0.01),
@@ -266,8 +266,7 @@ class VariantsExplorer(LiveFigure):
 
     def _draw_column(self, top: Axes, bottom: Axes, sign: int) -> None:
         panel = draw_objective_panel(top, bottom, r_axis=VARIANT_R_AXIS)
-        better = "A = +1: an action that did better" if sign > 0 else "A = −1: one that did worse"
-        top.set_title(f"{better} than expected")
+        top.set_title("A = +1: better than expected" if sign > 0 else "A = −1: worse than expected")
         cap = {"color": COLORS["threshold"], "ls": "-.", "lw": 1.5}
         self.cap_lines[sign] = [ax.axvline(np.nan, **cap) for ax in (top, bottom)]
         set_fixed_limits(top, bottom, sign, reach=VARIANT_REACH, r_axis=VARIANT_R_AXIS)
