@@ -307,7 +307,7 @@ def test_outside_the_band_the_sign_of_a_decides_and_the_gradient_is_scaled_by_r(
     for (x, plus, minus), row in zip(demo.result, demo.rows, strict=True):
         r = math.exp(x)
         assert plus.ratio[0] == pytest.approx(r, rel=1e-12)
-        below, above = bool(plus.ratio[0] < 0.8), bool(plus.ratio[0] > 1.2)
+        below, above = bool(plus.ratio[0] < plus.lower), bool(plus.ratio[0] > plus.upper)
         assert bool(plus.is_clipped[0]) is above  # the favourable side is clipped ...
         assert bool(minus.is_clipped[0]) is below
         assert plus.grad[0] == (0.0 if above else pytest.approx(-r, rel=1e-12))  # ... the other
@@ -431,22 +431,26 @@ def test_long_responses_leave_the_band_far_more_often_than_tokens(tokens_app):
     assert art["float64_overflow"].get_ydata()[-1] == 100.0
 
 
-@pytest.mark.parametrize(("length", "shift"), [(1, 0.0), (760, 0.0), (1000, 0.0), (1000, 4.0)])
+@pytest.mark.parametrize(
+    ("length", "shift"),
+    [(1, 0.0), (760, 0.0), (model.MAX_TOKENS, 0.0), (model.MAX_TOKENS, model.MAX_SHIFT)],
+)
 def test_the_readout_says_what_the_clip_does_with_the_sequence_ratio(tokens_app, length, shift):
     tokens_app.controls["length"].value = length
     tokens_app.controls["shift"].value = shift
     _, sequence, _ = _expected_tokens(length, shift)
-    r = float(sequence.ratio[0])
+    r, (lower, upper) = float(sequence.ratio[0]), ppo_clip.clip_band(model.EPS)
     shown = plain(tokens_app.readout.value)
     if not sequence.outside_band[0]:
-        assert "inside [0.8, 1.2]: not clipped for either sign of A" in shown
+        band = f"[{rounded(lower)}, {rounded(upper)}]"
+        assert f"inside {band}: not clipped for either sign of A" in shown
         return
-    favourable = "A > 0" if r > 1.2 else "A < 0"
+    favourable = "A > 0" if r > upper else "A < 0"
     assert f"with {favourable} clipped (zero gradient)" in shown
     if math.isinf(r):
         assert "with A < 0 not clipped: the loss is inf" in shown
     else:
-        assert f"scaled {'down' if r < 0.8 else 'up'} by r = {rounded(r)}" in shown
+        assert f"scaled {'down' if r < lower else 'up'} by r = {rounded(r)}" in shown
 
 
 def test_default_view_fills_the_token_panel(tokens_app):
@@ -501,9 +505,9 @@ def test_sequence_ratio_is_the_product_of_token_ratios(tokens_app):
 @pytest.mark.parametrize(
     ("control", "value", "says"),
     [
-        ("shift", model.MAX_SHIFT + 1, "policy shift must be from 0 to 4"),
-        ("shift", math.nan, "policy shift must be from 0 to 4"),
-        ("length", model.MAX_TOKENS + 1, "length must be between 1 and 1000"),
+        ("shift", model.MAX_SHIFT + 1, f"policy shift must be from 0 to {model.MAX_SHIFT:g}"),
+        ("shift", math.nan, f"policy shift must be from 0 to {model.MAX_SHIFT:g}"),
+        ("length", model.MAX_TOKENS + 1, f"length must be between 1 and {model.MAX_TOKENS}"),
     ],
 )
 def test_a_setting_beyond_the_axes_shows_a_message_and_keeps_the_figure(
@@ -572,7 +576,8 @@ def _assert_columns_match_ppo_clip(app: VariantsExplorer, eps_low, eps_high, cap
     variant = {"eps_low": eps_low, "eps_high": eps_high, "dual_clip": cap}
     for sign, panel in app.columns.items():
         grid = panel.objective.get_xdata()
-        np.testing.assert_array_equal(grid, ratio_grid(0.2, r_axis=VARIANT_R_AXIS, **variant))
+        expected_grid = ratio_grid(model.EPS, r_axis=VARIANT_R_AXIS, **variant)
+        np.testing.assert_array_equal(grid, expected_grid)
         sweep = ppo_clip.ratio_sweep(grid, sign, **variant)
         np.testing.assert_array_equal(panel.objective.get_ydata(), sweep.objective_term)
         x, y = (np.asarray(values, dtype=float) for values in panel.gradient.get_data())
@@ -603,11 +608,12 @@ def test_cap_slider_moves_the_flat_part_and_the_zero_gradient_region(variants_ap
     _assert_columns_match_ppo_clip(variants_app, DEFAULT_EPS_LOW, DEFAULT_EPS_HIGH, cap)
     negative = variants_app.columns[-1]
     grid = negative.objective.get_xdata()
-    sweep = ppo_clip.ratio_sweep(grid, -1.0, eps_low=0.2, eps_high=0.28, dual_clip=cap)
+    bounds = {"eps_low": DEFAULT_EPS_LOW, "eps_high": DEFAULT_EPS_HIGH}
+    sweep = ppo_clip.ratio_sweep(grid, -1.0, **bounds, dual_clip=cap)
     assert negative.zero_grad_other_side[0].get_x() == grid[sweep.is_clipped & (grid > 1)].min()
     assert negative.objective.get_ydata()[-1] == -cap
     low = negative.zero_grad[0]  # the band-side region stays left of the band
-    assert low.get_x() + low.get_width() < 0.8
+    assert low.get_x() + low.get_width() < 1 - DEFAULT_EPS_LOW
     assert variants_app.cap_lines[-1][0].get_xdata()[0] == cap
     assert_states(plain(variants_app.readout.value), f"or r > {rounded(cap, 3)}.")
 
@@ -630,7 +636,7 @@ def test_dual_clip_can_be_switched_off(variants_app):
 @pytest.mark.parametrize(
     ("control", "value", "says"),
     [
-        ("cap", 0.9, "dual-clip cap must be between 1.05 and 3.9"),
+        ("cap", 0.9, "dual-clip cap must be between {:g} and {:g}".format(*CAP_RANGE)),
         ("eps_low", math.nan, "eps_low"),
         ("eps_high", math.nan, "eps_high"),
     ],
@@ -736,12 +742,13 @@ def test_numbers_stated_by_the_token_section_are_the_computed_ones():
     assert 12 <= majority <= 60, "the prose says 'longer than a few dozen tokens'"
     assert not survey["float32_overflow"].any(), "the prose: none overflows float32 at shift 0"
     f32, f64 = model.FLOAT32_EXP_LIMIT, model.FLOAT64_EXP_LIMIT
+    lower, upper = ppo_clip.clip_band(model.EPS)
     assert_states(
         _prose(),
-        f"\\log 0.8 = {rounded(math.log(0.8), 2)}",
-        f"\\log 1.2 = {rounded(math.log(1.2), 2)}",
+        f"\\log {rounded(lower)} = {rounded(math.log(lower), 2)}",
+        f"\\log {rounded(upper)} = {rounded(math.log(upper), 2)}",
         f"{round(100 * survey['sequence_outside'][at[100]])} %",
-        f"{round(100 * survey['sequence_outside'][at[1000]])} %",
+        f"{round(100 * survey['sequence_outside'][at[model.MAX_TOKENS]])} %",
         str(model.SURVEY_RESPONSES),
         rounded(f64, 5),
         rounded(f32, 4),
@@ -759,7 +766,8 @@ def test_the_running_log_ratio_wanders_at_shift_0_and_climbs_with_a_shift():
     positive shift it climbs with the length"."""
     response = model.synthetic_response()
     wandering = model.token_view(response, model.MAX_TOKENS, 0.0).running_log_ratio
-    inside = (math.log(0.8) <= wandering) & (wandering <= math.log(1.2))
+    lower, upper = ppo_clip.clip_band(model.EPS)
+    inside = (math.log(lower) <= wandering) & (wandering <= math.log(upper))
     assert np.count_nonzero(np.diff(inside.astype(int)) != 0) >= 4  # in and out, repeatedly
     assert np.argmax(wandering) < len(wandering) - 1, "it does not grow to its end at shift 0"
     climbing = model.token_view(response, model.MAX_TOKENS, 1.0).running_log_ratio
@@ -773,7 +781,7 @@ def test_numbers_stated_by_the_variants_section_and_things_to_try_are_the_comput
     upper = ppo_clip.clip_band(model.EPS)[1]
     capped = ppo_clip.clip_breakdown([-150.0], [-900.0], [-1.0], dual_clip=DEFAULT_CAP).loss
     below = model.token_view(model.synthetic_response(), 760, 0.0).sequence.ratio[0]
-    assert below < 0.8, "things to try: around 760 tokens the sequence ratio is below 0.8"
+    assert below < 1 - model.EPS, "things to try: around 760 tokens the ratio is below the band"
     p_old = model.RARE_P_OLD
     assert_states(
         _prose(),
