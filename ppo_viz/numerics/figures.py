@@ -61,9 +61,9 @@ LOG_RATIO_LIMITS = (-40.0, 1500.0)
 TOKEN_STRETCH = 0.5
 #: The objectives' blue (inside the band) and vermillion (outside), the samples' green for
 #: the mean; the overflow levels are black and grey, told apart by line style.
-FLOAT32_STYLE = {"color": COLORS["threshold_alt"], "ls": "--"}
-FLOAT64_STYLE = {"color": COLORS["threshold"], "ls": ":"}
-BELOW_AXES = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.22), "ncols": 2}
+FLOAT32_STYLE = {"color": COLORS["threshold_alt"], "ls": "--", "lw": 1.6}
+FLOAT64_STYLE = {"color": COLORS["threshold"], "ls": ":", "lw": 1.6}
+BELOW_AXES = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.22)}
 
 
 def stretch_ratio(ratio: ArrayLike) -> np.ndarray:
@@ -109,7 +109,7 @@ def running_panel(ax: Axes, band: tuple[float, float]) -> dict[str, Artist]:
         (model.FLOAT32_EXP_LIMIT, "float32", FLOAT32_STYLE),
         (model.FLOAT64_EXP_LIMIT, "float64", FLOAT64_STYLE),
     ):
-        ax.axhline(limit, lw=1.6, label=f"{name} overflow ({limit:.2f})", **style)
+        ax.axhline(limit, label=f"{name} overflow ({limit:.2f})", **style)
     blue = COLORS["clipped"]
     artists = {
         "running": ax.plot([], [], color=blue, lw=2.0, label="log of the sequence ratio")[0],
@@ -126,14 +126,14 @@ def survey_panel(ax: Axes) -> dict[str, Artist]:
     """Over the survey's responses: how often a sequence's ratio, or a token's, leaves the band."""
     blue, green = COLORS["clipped"], COLORS["sample"]
     artists = {
-        "sequence_outside": ax.plot([], [], color=blue, lw=2.4, label="sequence ratios")[0],
-        "token_outside": ax.plot([], [], color=green, lw=2.0, label="per-token ratios")[0],
-        "float32_overflow": ax.plot([], [], lw=1.6, label="overflows float32", **FLOAT32_STYLE)[0],
-        "float64_overflow": ax.plot([], [], lw=1.6, label="overflows float64", **FLOAT64_STYLE)[0],
+        "sequence_outside": ax.plot([], [], color=blue, lw=2.4, label="sequences outside")[0],
+        "token_outside": ax.plot([], [], color=green, lw=2.0, label="tokens outside")[0],
+        "float32_overflow": ax.plot([], [], label="sequences past float32", **FLOAT32_STYLE)[0],
+        "float64_overflow": ax.plot([], [], label="sequences past float64", **FLOAT64_STYLE)[0],
         "length_marker": ax.axvline(0.0, color=COLORS["guide"], lw=1.0, alpha=0.6),
     }
-    ax.set(xlim=TOKEN_AXIS, ylim=(-3, 103), xlabel="response length (tokens)")
-    ax.set(ylabel="% outside the band", title=f"{model.SURVEY_RESPONSES} responses, same shift")
+    ax.set(xlim=TOKEN_AXIS, ylim=(-3, 103), ylabel="% of responses (or of tokens)")
+    ax.set(xlabel="response length", title=f"{model.SURVEY_RESPONSES} responses, same shift")
     ax.legend(**BELOW_AXES)
     return artists
 
