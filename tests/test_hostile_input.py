@@ -1,62 +1,54 @@
 """Hostile input to the apps of notebooks 2 and 3: readable messages, nothing lost, no NaN.
 
-Headless: each test sets widget values or clicks buttons the way a reader (or
-code in a notebook cell) would, then checks what the reader sees: the
-message, the fields, the toggle, the figure and the batch or run on screen.
+Headless: each test sets widget values or clicks buttons the way a reader (or code in a
+notebook cell) would, then checks what the reader sees: the message, the fields, the toggle,
+the figure and the batch or run on screen.
 
-* The stepper's toggle from log-probabilities to probabilities refuses a
-  log-probability whose probability float64 cannot hold faithfully, and the
-  batch still loads afterwards; the other way is always faithful.
+* The stepper's toggle from log-probabilities to probabilities refuses a log-probability whose
+  probability float64 cannot hold faithfully, and the batch still loads afterwards; the other
+  way is always faithful.
 * A message about an entry stays short, whatever was typed.
-* The epochs explorer shows a message for a setting it cannot use, set from
-  code, and keeps its last good run; its constructor refuses values out of
-  range instead of letting a slider clamp them.
-* The stepper's constructor and public functions name a bad argument.
+* The stepper's constructor, methods and public functions name a bad argument.
+* The epochs explorer shows a message for a setting it cannot use, set from code, and keeps its
+  last good run; its constructor refuses values out of range instead of letting a slider clamp
+  them.
 """
 
 from __future__ import annotations
 
-import html
-import math
 import re
-import sys
+import reprlib
 
 import numpy as np
 import pytest
 import traitlets
+from helpers import plain
 from test_epochs import assert_figure_shows
 
 from ppo_viz.epochs import EpochsExplorer, SettingError, Settings
-from ppo_viz.numbers import exact
-from ppo_viz.stepper import (
-    BatchStepper,
-    EntryError,
-    compare_with_module,
-    parse_batch,
-    preset_batch,
-    running_totals,
-    sample_readout,
-)
-from ppo_viz.stepper.entry import parse_numbers
+from ppo_viz.numbers import exact, rounded
+from ppo_viz.stepper import BatchStepper, compare_with_module, preset_batch
+from ppo_viz.stepper.batch import converted_field, parse_batch, read_field
 
-WORKED = preset_batch("worked example")
 #: Far longer than any message about an entry needs to be.
 SHORT_MESSAGE = 600
 
 
-def plain(html_text: str) -> str:
-    """HTML as read on screen: no tags, no entities, one space between words."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", html_text)).split())
+@pytest.fixture(scope="module")
+def shared() -> BatchStepper:
+    return BatchStepper()
+
+
+@pytest.fixture
+def stepper(shared: BatchStepper) -> BatchStepper:
+    """The shared stepper, back on the worked example's first sample."""
+    shared.load_preset("worked example")
+    return shared
 
 
 # --------------------------------------------------------------------------
 # The stepper's toggle between log-probabilities and probabilities
 # --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def stepper() -> BatchStepper:
-    return BatchStepper()
 
 
 def in_log_mode(stepper: BatchStepper, new: str, old: str) -> None:
@@ -68,15 +60,10 @@ def in_log_mode(stepper: BatchStepper, new: str, old: str) -> None:
 @pytest.mark.parametrize(
     ("field", "logp", "why"),
     [
-        ("new", -1000.0, "is e^-1000, which float64 cannot hold as a probability (it rounds to 0)"),
-        ("old", -745.2, "is e^-745.2, which float64 cannot hold as a probability (it rounds to 0)"),
-        (
-            "new",
-            -744.0,
-            "is e^-744 ≈ 9.9e-324, too small for float64 to hold in full "
-            f"(its log would read back as {exact(math.log(math.exp(-744.0)))})",
-        ),
-        ("old", -715.0, "too small for float64 to hold in full (its log would read back as -714.9"),
+        ("new", -1000.0, "has no float64 probability: e^x is 0."),
+        ("old", -745.2, "has no float64 probability: e^x is 0."),
+        ("new", -744.0, "is too low: float64 holds e^x ≈ {} with fewer digits than the log has."),
+        ("old", -715.0, "is too low: float64 holds e^x ≈ {} with fewer digits than the log has."),
     ],
 )
 def test_a_log_probability_without_a_faithful_probability_keeps_the_toggle_on_logs(
@@ -86,38 +73,31 @@ def test_a_log_probability_without_a_faithful_probability_keeps_the_toggle_on_lo
     typed[field] = f"-0.3, -0.5, -0.2, {exact(logp)}"
     in_log_mode(stepper, typed["new"], typed["old"])
     stepper.mode.value = "probabilities"
-    label = f"log π_{field}"
     assert stepper.mode.value == "log-probabilities"
-    assert (stepper.new_field.description, stepper.old_field.description) == (
-        "log π_new",
-        "log π_old",
-    )
+    assert stepper.new_field.description == "log π_new"
     assert (stepper.new_field.value, stepper.old_field.value) == (typed["new"], typed["old"])
     shown = plain(stepper.entry_message.value)
-    assert shown.startswith(f"{label}, sample 3: {exact(logp)} ")
-    assert why in shown
-    assert shown.endswith("The first two fields stay in log-probabilities.")
+    probability = rounded(np.exp(np.array([logp]))[0], 2)  # numpy's exp, as the stepper's
+    assert shown.startswith(f"log π_{field}, sample 3: “{exact(logp)}” {why.format(probability)}")
+    assert shown.endswith("The fields stay as they were.")
     assert "ppo-message-error" in stepper.entry_message.value
     # Nothing was lost: the batch loads exactly as typed.
     assert stepper.load()
     loaded = {"new": stepper.batch.logp_new, "old": stepper.batch.logp_old}
     assert loaded[field][3] == logp
-    assert stepper.batch.n == 4
     assert "nan" not in plain(stepper.sample_view.value).lower()
 
 
-def test_log_probabilities_whose_probabilities_read_back_still_switch(stepper):
-    """e^-708.39 is a normal float64; e^-710 is not, but its log still reads back as -710."""
-    assert math.exp(-708.39) >= sys.float_info.min > math.exp(-710.0)
+def test_log_probabilities_whose_probabilities_hold_their_digits_still_switch(stepper):
+    """e^-708.39 is a normal float64; e^-710 is not, but keeps more digits than -710 has."""
+    assert np.exp(-708.39) >= np.finfo(float).tiny > np.exp(-710.0)
     in_log_mode(stepper, "-0.3, -708.39, -710", "-0.5, -0.5, -0.5")
     stepper.mode.value = "probabilities"
     assert stepper.mode.value == "probabilities"
-    shown = np.exp(np.array([-0.3, -708.39, -710]))  # numpy's exp, as the stepper converts
-    assert stepper.new_field.value == ", ".join(exact(v) for v in shown)
-    assert "now hold probabilities" in plain(stepper.entry_message.value)
+    probabilities = np.exp(np.array([-0.3, -708.39, -710]))  # numpy's exp, as the stepper's
+    assert stepper.new_field.value == ", ".join(exact(p) for p in probabilities)
     stepper.advantages_field.value = "1, -1, 1"
     assert stepper.load()
-    assert stepper.batch.logp_new[2] == pytest.approx(-710.0, rel=1e-15)  # log(exp(-710))
     np.testing.assert_allclose(stepper.batch.logp_new, [-0.3, -708.39, -710], rtol=1e-15)
 
 
@@ -130,14 +110,20 @@ def test_probabilities_to_log_probabilities_is_faithful_down_to_the_smallest_flo
     assert stepper.load()
     as_probabilities = stepper.batch
     stepper.mode.value = "log-probabilities"
-    assert stepper.mode.value == "log-probabilities"
     assert stepper.new_field.value == ", ".join(exact(v) for v in np.log(probabilities))
     assert stepper.load()
     np.testing.assert_array_equal(stepper.batch.logp_new, as_probabilities.logp_new)
     np.testing.assert_array_equal(stepper.batch.logp_old, as_probabilities.logp_old)
-    # Back to probabilities: the fields were not edited, so they read as typed.
-    stepper.mode.value = "probabilities"
+    stepper.mode.value = "probabilities"  # the fields were not edited: they read as typed
     assert stepper.new_field.value == typed
+
+
+def test_a_field_of_junk_is_left_as_typed_by_either_conversion():
+    for to_log in (True, False):
+        assert converted_field("0.5, x", to_log) is None
+        assert converted_field("", to_log) is None
+    assert converted_field("0.5, 2", to_log=True) is None  # 2 is no probability
+    assert converted_field("-0.5, 2", to_log=False) is None  # 2 is no log-probability
 
 
 # --------------------------------------------------------------------------
@@ -145,40 +131,29 @@ def test_probabilities_to_log_probabilities_is_faithful_down_to_the_smallest_flo
 # --------------------------------------------------------------------------
 
 
-def walked_batch(stepper: BatchStepper) -> tuple:
-    """What a reader sees of the batch being walked."""
-    return stepper.batch, stepper.step, stepper.view.png, stepper.sample_view.value
-
-
 @pytest.mark.parametrize(
     ("field", "token", "quoted", "problem"),
     [
-        ("new", "1" * 5000, "“11111111111111111111…” (5000 characters)", "is not a finite number"),
-        (
-            "old",
-            "0." + "5" * 4997 + "x",
-            "“0.555555555555555555…” (5000 characters)",
-            "not a number",
-        ),
-        ("advantages", "9" * 5000, "“99999999999999999999…” (5000 characters)", "not a finite"),
-        ("eps", "-" + "2" * 4999, "“-2222222222222222222…” (5000 characters)", "not a finite"),
+        ("new", "1" * 5000, "“11111111111111111111…” (5000 characters)", "is no finite number"),
+        ("old", "0." + "5" * 4997 + "x", "“0.555555555555555555…” (5000 characters)", "is no"),
+        ("advantages", "9" * 5000, "“99999999999999999999…” (5000 characters)", "is no finite"),
+        ("eps", "-" + "2" * 4999, "“-2222222222222222222…” (5000 characters)", "is no finite"),
     ],
 )
 def test_a_5000_character_entry_is_shortened_in_the_message(stepper, field, token, quoted, problem):
     stepper.go(2)
-    before = walked_batch(stepper)
+    before = stepper.batch, stepper.step, stepper.sample_view.value
     if field == "eps":
         stepper.eps_field.value = token
     else:
-        text_field = getattr(stepper, f"{field}_field")
-        text_field.value = f"0.5, {token}, 0.5, 0.5"
+        getattr(stepper, f"{field}_field").value = f"0.5, {token}, 0.5, 0.5"
     assert not stepper.load()
     shown = plain(stepper.entry_message.value)
     assert quoted in shown
     assert problem in shown
     assert token[:30] not in shown
     assert len(stepper.entry_message.value) < SHORT_MESSAGE
-    assert walked_batch(stepper) == before
+    assert (stepper.batch, stepper.step, stepper.sample_view.value) == before
 
 
 def test_4096_bad_entries_are_counted_not_listed(stepper):
@@ -190,22 +165,17 @@ def test_4096_bad_entries_are_counted_not_listed(stepper):
     assert not stepper.load()
     lines = [plain(line) for line in stepper.entry_message.value.split("</div>") if line]
     assert lines == [
-        "π_new, sample 0: “x0” is not a number (use digits and a decimal point, for example "
-        "0.45 or -1). 4095 more entries of π_new have a problem too.",
-        "π_old, sample 0: 2 is not a probability in (0, 1]; a probability is at most 1. "
+        "π_new, sample 0: “x0” is no finite number (such as -0.45). "
+        "4095 more entries of π_new have a problem too.",
+        "π_old, sample 0: “2” is not a probability in (0, 1] (0 has no log). "
         "4095 more entries of π_old have a problem too.",
-        "A, sample 0: 10000000 is too large to plot; advantages are usually within ±100, and the "
-        "stepper takes them up to ±1e6 (a million). 4095 more entries of A have a problem too.",
-        "ε, sample 0: “x0” is not a number (use digits and a decimal point, for example 0.45 or "
-        "-1). 4095 more entries of ε have a problem too.",
-        "Still showing the last batch that loaded (worked example, N = 4).",
+        "A, sample 0: “1e7” is too large to plot: the stepper takes advantages up to ±1e6 "
+        "(a million). 4095 more entries of A have a problem too.",
+        "ε, sample 0: “x0” is no finite number (such as -0.45). "
+        "4095 more entries of ε have a problem too.",
+        "Still showing the last batch that loaded, worked example.",
     ]
     assert stepper.batch.name == "worked example"
-
-
-def test_one_more_bad_entry_is_counted_in_the_singular():
-    with pytest.raises(EntryError, match=r"“y” is not a number .* 1 more entry of A has a problem"):
-        parse_batch("0.5, 0.5, 0.5", "0.5, 0.5, 0.5", "1, y, z", "0.2")
 
 
 # --------------------------------------------------------------------------
@@ -216,25 +186,39 @@ def test_one_more_bad_entry_is_counted_in_the_singular():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: BatchStepper(0), TypeError, "batch must be a StepperBatch, a preset's name or"),
-        (lambda: BatchStepper(""), ValueError, "batch must be one of the presets"),
-        (lambda: BatchStepper("x" * 5000), ValueError, r"got 'xxxxxxxxxxxx\.\.\.xxxxxxxxxxxxx'$"),
-        (lambda: BatchStepper(inputs="no"), TypeError, "inputs must be True or False, got str"),
-        (lambda: parse_batch("0.5", b"0.5", "1", "0.2"), TypeError, "old_text must be a str"),
-        (lambda: parse_numbers(None, "A"), TypeError, r"text must be a str, got NoneType \(r"),
-        (lambda: sample_readout(WORKED, -1), ValueError, "^step must be between 0 and 3, got -1$"),
-        (lambda: running_totals(WORKED, 4), ValueError, "^step must be between 0 and 3, got 4$"),
-        (lambda: sample_readout(WORKED, 1.5), TypeError, "^step must be an integer, got float$"),
-        (lambda: running_totals("x", 0), TypeError, "^batch must be a StepperBatch, got str$"),
+        (lambda: BatchStepper(""), ValueError, "a preset's name is one of"),
+        (
+            lambda: BatchStepper("x" * 5000),
+            ValueError,
+            f"got {re.escape(reprlib.repr('x' * 5000))}$",
+        ),
+        (lambda: BatchStepper(inputs="no"), TypeError, "inputs must be True or False, got 'no'"),
+        (
+            lambda: BatchStepper(batch=[]),
+            TypeError,
+            "batch must be a StepperBatch, a WorkedExample",
+        ),
+        (lambda: preset_batch(None), ValueError, "a preset's name is one of .*, got None$"),
+        (
+            lambda: parse_batch("0.5", b"0.5", "1", "0.2"),
+            TypeError,
+            "the text of π_old must be a str",
+        ),
+        (
+            lambda: read_field(None, "A", "advantage"),
+            TypeError,
+            "text of A must be a str, got None",
+        ),
         (lambda: compare_with_module([]), TypeError, "^batch must be a StepperBatch, a Worked"),
+        (lambda: compare_with_module(3.5), TypeError, "got float$"),
     ],
 )
-def test_the_stepper_s_public_functions_name_a_bad_argument(call, error, match):
+def test_the_steppers_public_functions_name_a_bad_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
 
 
-@pytest.mark.parametrize("step", [float("nan"), 1.5, "2", None])
+@pytest.mark.parametrize("step", [float("nan"), 1.5, "2", None, True])
 def test_going_to_a_step_that_is_not_an_integer_names_it_and_keeps_the_step(stepper, step):
     stepper.go(2)
     with pytest.raises(TypeError, match="step must be an integer"):
@@ -242,6 +226,12 @@ def test_going_to_a_step_that_is_not_an_integer_names_it_and_keeps_the_step(step
     assert stepper.step == 2
     stepper.go(np.int64(3))
     assert stepper.step == 3
+
+
+def test_a_preset_that_does_not_exist_is_named_and_nothing_changes(stepper):
+    with pytest.raises(ValueError, match="a preset's name is one of"):
+        stepper.load_preset("no such preset")
+    assert stepper.batch.name == "worked example"
 
 
 # --------------------------------------------------------------------------

@@ -1,407 +1,328 @@
-"""Notebook 2's app: step through a batch sample by sample, or type your own batch.
+"""Notebook 2's figure and app: step through a batch sample by sample, or type your own.
 
-:class:`BatchStepper` shows, for the current sample, a card with every
-quantity (both log-probabilities, the log-ratio, the ratio, the two
-candidate terms of the ``min`` and the one it keeps, whether it is clipped,
-with the rule written out in its numbers, its share of the loss and its
-gradient entry), the running totals, and the figure with the sample
-highlighted.  Below: the two clip fractions and the whole batch as a table
-(closed until the reader opens it).  At the last sample the totals are
-exactly what :func:`ppo_clip.ppo_clip_loss`, :func:`ppo_clip.clip_fraction`
-and :func:`ppo_clip.ppo_clip_grad` return.
-
-Above the stepper, "Your own batch": text fields for the probabilities (or
-log-probabilities), the advantages and ``eps``, and three presets.  A batch
-that cannot be used, or drawn, is refused with a message next to the
-fields before anything on screen changes; the last good batch stays.
+:class:`StepperFigure` is notebook 1's panels with the current sample marked;
+:class:`BatchStepper` is the :class:`~ppo_viz.app.LiveFigure` around it.
 """
 
 from __future__ import annotations
 
-import numbers
-import reprlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+import math
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.figure import Figure
 
-from ppo_viz.app import App, Fallback, main_control
-from ppo_viz.figure_view import figure_to_png
-from ppo_viz.html import join, message, tag
-from ppo_viz.numbers import count, exact
-from ppo_viz.stepper.batch import PRESETS, StepperBatch, preset_batch
-from ppo_viz.stepper.cards import (
-    batch_table_html,
-    clip_fractions_html,
-    fallback_html,
-    position_html,
-    sample_view_html,
-)
-from ppo_viz.stepper.entry import (
-    EntryError,
-    converted_field,
-    field_labels,
-    numbers_text,
-    parse_batch,
-)
-from ppo_viz.stepper.figure import StepperFigure, figure_limits
-from ppo_viz.stepper.readout import (
-    RunningTotals,
-    SampleReadout,
-    running_totals,
-    sample_readout,
-)
+import ppo_clip
+from ppo_viz.app import LiveFigure, checked_flag
+from ppo_viz.html import Markup, join, message, tag
+from ppo_viz.numbers import exact, exact_or_approx
+from ppo_viz.panels import R_AXIS, draw_objective_panel, legend_entries
+from ppo_viz.stepper import batch as model
+from ppo_viz.stepper import text
+from ppo_viz.stepper.batch import PRESETS, EntryError, StepperBatch
+from ppo_viz.style import COLORS, PALETTE, figure_style
 
-__all__ = ["BatchStepper"]
-
+#: The figure's size in inches: it fits JupyterLab's output area (at most 9 wide).
+FIGURE_SIZE = (9.0, 6.4)
+#: The ratio axis is ``R_AXIS``, widened for larger ratios up to this end.
+R_AXIS_CAP = 6.0
+#: Above this many samples in a column, its y limits fit 95 % of them (the rest are pinned).
+ROBUST_LIMITS_FROM = 20
 MODES = ("probabilities", "log-probabilities")
 
 
-class BatchStepper(App):
+def figure_limits(batch: StepperBatch) -> tuple[float, dict[int, tuple[float, float]]]:
+    """The ratio axis' end and, per advantage sign, the objective's y limits for ``batch``.
+
+    The gradient's mirror them.  Values off the axes (beyond the cap, or in the top 5 % of a
+    large batch) are drawn pinned to the edge.
+    """
+    b = batch.breakdown
+    finite = b.ratio[np.isfinite(b.ratio)]
+    r_end = min(max(R_AXIS[1], math.ceil(finite.max(initial=1.0) * 2.2) / 2), R_AXIS_CAP)
+    limits = {}
+    for sign in (+1, -1):
+        chosen = np.sign(b.advantages) == sign
+        with np.errstate(over="ignore"):  # an overflow gives inf, refused below
+            reach = np.abs(b.advantages[chosen]) * np.clip(b.ratio[chosen], b.upper, r_end)
+        many = reach.size > ROBUST_LIMITS_FROM
+        top = float(np.quantile(reach, 0.95) if many else reach.max(initial=b.upper))
+        top = min(top, R_AXIS_CAP * model.MAX_ABS_ADVANTAGE)
+        limits[sign] = (-0.14 * top, 1.22 * top) if sign > 0 else (-1.22 * top, 0.14 * top)
+    return r_end, limits
+
+
+class StepperFigure:
+    """The two columns of panels with the current sample marked; :meth:`show` moves them."""
+
+    def __init__(self) -> None:
+        with figure_style():
+            self.figure = Figure(figsize=FIGURE_SIZE, layout="constrained")
+            axes = self.figure.subplots(2, 2, sharex="col")
+            self.columns = {
+                sign: draw_objective_panel(*axes[:, i]) for i, sign in enumerate((1, -1))
+            }
+            self.marks = {sign: self._marks(sign) for sign in self.columns}
+            for panel in self.columns.values():
+                panel.objective_ax.set_title(" ", fontsize="medium")
+                for line in panel.samples:
+                    line.set_alpha(0.6)
+            self.headline = self.figure.suptitle(" ", fontweight="bold")
+            handles, labels = legend_entries(self.columns[+1])
+            handles += [self.marks[+1][name] for name in ("point", "unclipped", "clip_only")]
+            labels[-1] = "the batch's samples, each at its own term"
+            labels += ["current sample: the kept term", "its r·A", "its clip(r)·A"]
+            self.figure.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+        self.batch: StepperBatch | None = None
+        #: Every artist :meth:`show` changes.
+        self.moving: list[Artist] = [self.headline]
+        for sign, panel in self.columns.items():
+            self.moving += [*panel.moving, panel.objective_ax.title, *self.marks[sign].values()]
+
+    def _marks(self, sign: int) -> dict[str, Artist]:
+        """The current sample's artists in one column, empty until :meth:`show`."""
+        top, bottom = self.columns[sign].objective_ax, self.columns[sign].gradient_ax
+        big = {"ls": "none", "marker": "o", "ms": 14, "mfc": COLORS["current"], "zorder": 8}
+        big |= {"mec": PALETTE["black"], "mew": 1.8}
+        small = {"ls": "none", "marker": "D", "ms": 7, "mfc": "white", "mew": 1.8, "zorder": 7}
+        return {
+            "point": top.plot([], [], **big)[0],
+            "gradient": bottom.plot([], [], **big)[0],
+            "unclipped": top.plot([], [], mec=COLORS["unclipped"], **small)[0],
+            "clip_only": top.plot([], [], mec=COLORS["clip_only"], **small)[0],
+        }
+
+    def show(self, batch: StepperBatch, step: int) -> None:
+        """Draw sample ``step`` of ``batch``; a new batch first sets its axis limits."""
+        if batch is not self.batch:
+            self.batch, (r_end, limits) = batch, figure_limits(batch)
+            for sign, panel in self.columns.items():
+                panel.r_axis = (0.0, r_end)
+                panel.objective_ax.set(xlim=panel.r_axis, ylim=limits[sign])
+                panel.gradient_ax.set_ylim(-limits[sign][1], -limits[sign][0])
+        b = batch.breakdown
+        for sign, panel in self.columns.items():
+            of_sign = np.flatnonzero(np.sign(b.advantages) == sign)
+            earlier = of_sign[of_sign <= step]
+            owner = int(earlier[-1]) if earlier.size else int(of_sign[0]) if of_sign.size else None
+            advantage = float(sign if owner is None else b.advantages[owner])
+            drawn = of_sign[np.isfinite(b.ratio[of_sign])]
+            panel.update(advantage, batch.eps, b.ratio[drawn], b.advantages[drawn])
+            edge = f"r > {exact(b.upper)}" if sign > 0 else f"r < {exact(b.lower)}"
+            flat = "never clipped: 1 − ε = 0" if sign < 0 and b.lower <= 0 else f"flat where {edge}"
+            whose = "this sample" if owner == step else f"sample {owner}"
+            if owner is None:
+                whose = "no sample has this sign"
+            title = f"Curve for A {exact_or_approx(advantage)} ({whose}): {flat}"
+            panel.objective_ax.title.set_text(title)
+            self._mark(sign, step if owner == step else None)
+        state = "clipped" if b.is_clipped[step] else "not clipped"
+        a, r = exact_or_approx(b.advantages[step]), exact_or_approx(b.ratio[step])
+        if b.ratio[step] > self.columns[+1].r_axis[1]:
+            r += ", off the axis"
+        headline = f"Sample {step}: A {a}, r {r}, {state}"
+        if b.advantages[step] == 0:
+            headline = f"Sample {step}: A = 0, so it adds 0 to loss and gradient (on neither curve)"
+        self.headline.set_text(headline)
+
+    def _mark(self, sign: int, step: int | None) -> None:
+        """Yellow points at (r, kept term) and (r, N = 1 gradient), diamonds at the candidates.
+
+        A value beyond an axis is pinned to its edge with a marker pointing out (^, v, >).
+        """
+        marks, panel = self.marks[sign], self.columns[sign]
+        if step is None:
+            for line in marks.values():
+                line.set_data([], [])
+            return
+        b, r_end = self.batch.breakdown, panel.r_axis[1]
+        r = float(b.ratio[step])
+        gradient = b.grad[step]  # an overflowed ratio: pinned, with the N = 1 gradient's sign
+        if math.isfinite(r):
+            gradient = ppo_clip.ratio_sweep([r], b.advantages[step], self.batch.eps).grad[0]
+        x = min(r, r_end)
+        for name, value, ax, shape in (
+            ("point", b.objective_term[step], panel.objective_ax, "o"),
+            ("gradient", gradient, panel.gradient_ax, "o"),
+            ("unclipped", b.unclipped_term[step], panel.objective_ax, "D"),
+            ("clip_only", b.clipped_term[step], panel.objective_ax, "D"),
+        ):
+            low, high = ax.get_ylim()
+            marker = "^" if value > high else "v" if value < low else shape
+            marks[name].set_data([x], [min(max(value, low), high)])
+            marks[name].set_marker(">" if r > r_end and shape == "o" else marker)
+
+
+class BatchStepper(LiveFigure):
     """Step through a batch sample by sample; type your own batch.
 
-    ``batch`` is a :class:`StepperBatch` or the name of a preset (default:
-    the worked example).  ``inputs=False`` leaves out the text fields and
-    presets.  :attr:`step` is the current sample; :meth:`readout` and
-    :meth:`totals` are what the cards show.
+    ``batch`` is a :class:`StepperBatch`, the name of a preset, or None for the worked example;
+    ``inputs=False`` leaves out the fields and presets.  :attr:`step` is the sample shown and
+    :meth:`go` moves to one; :meth:`load` reads the fields, :meth:`load_preset` fills them.
     """
 
-    description = "PPO's clipped loss, one sample at a time"
-    slide_name = "ppo_stepper"
-
     def __init__(self, batch: StepperBatch | str | None = None, *, inputs: bool = True) -> None:
-        if not isinstance(inputs, bool):
-            raise TypeError(f"inputs must be True or False, got {type(inputs).__name__}")
-        self.batch = batch = _checked_batch(batch)
-        self._quiet = False
-        self._converted: dict[str, tuple[str, str]] = {}
-        self._build_stepping_controls()
-        self._build_entry()
-        self.sample_view = widgets.HTML()
-        self.sample_view.add_class("ppo-sample-view")
+        checked_flag("inputs", inputs)
+        batch = model.as_batch(batch)
+        self.batch, self.plot = batch, StepperFigure()
+        self.slider = widgets.IntSlider(0, min=0, max=batch.n - 1, description="sample")
+        self.prev_button = widgets.Button(description="◀ Previous")
+        self.next_button = widgets.Button(description="Next ▶", button_style="primary")
+        for button, move, css in (
+            (self.prev_button, -1, "ppo-prev"),
+            (self.next_button, +1, "ppo-next"),
+        ):
+            button.on_click(lambda _, move=move: self.go(self.step + move))
+            button.add_class(css)
         self.clip_fractions = widgets.HTML()
-        self.table = widgets.HTML()
-        self.table_box = widgets.Accordion(
-            children=[self.table], titles=("The whole batch as a table",), selected_index=None
-        )
-        self.table_box.observe(self._on_table_box, names="selected_index")
-        stepping = widgets.HBox(
-            [self.prev_button, self.slider, self.next_button, self.position],
-            layout=widgets.Layout(align_items="center"),
-        )
+        self.inputs = self._entry_box()
+        stepping = widgets.HBox([self.prev_button, self.slider, self.next_button])
         super().__init__(
-            controls=[stepping],
-            readouts=[self.sample_view],
-            above=[self.inputs] if inputs else [],
-            below=[self.clip_fractions, self.table_box],
+            self.plot.figure,
+            self._show,
+            {"sample": self.slider},
+            moving=self.plot.moving,
+            rows=[],
+            above=[self.inputs, stepping] if inputs else [stepping],
+            below=[self.clip_fractions],
+            description="PPO's clipped loss, one sample at a time",
         )
+        self.sample_view = self.readout
+        self.sample_view.add_class("ppo-sample-view")
         self._write_fields(batch)
-
-    # -- building -------------------------------------------------------------
-
-    def _build_stepping_controls(self) -> None:
-        self.prev_button = widgets.Button(
-            description="◀ Previous", layout=widgets.Layout(width="120px")
-        )
-        self.prev_button.add_class("ppo-prev")
-        self.next_button = widgets.Button(
-            description="Next ▶", button_style="primary", layout=widgets.Layout(width="120px")
-        )
-        self.next_button.add_class("ppo-next")
-        self.slider = widgets.IntSlider(
-            value=0,
-            min=0,
-            max=self.batch.n - 1,
-            description="sample",
-            continuous_update=True,
-            style={"description_width": "60px"},
-            layout=widgets.Layout(width="420px"),
-        )
-        main_control(self.slider, "sample")
-        self.position = widgets.HTML()
-        self.prev_button.on_click(lambda _button: self.go(self.step - 1))
-        self.next_button.on_click(lambda _button: self.go(self.step + 1))
-        self.slider.observe(self._on_sample, names="value")
-
-    def _build_entry(self) -> None:
-        """The "Your own batch" box: mode, fields, Load, presets, and its own message line."""
-        self.mode = widgets.ToggleButtons(
-            options=MODES, value=MODES[0], style={"button_width": "140px"}
-        )
-        self.new_field = _text_field("π_new")
-        self.old_field = _text_field("π_old")
-        self.advantages_field = _text_field("A")
-        self.eps_field = _text_field("ε", width="200px")
-        self.load_button = widgets.Button(
-            description="Load batch",
-            button_style="primary",
-            icon="upload",
-            layout=widgets.Layout(width="130px"),
-        )
-        self.load_button.on_click(lambda _button: self.load())
-        self.preset_buttons: dict[str, widgets.Button] = {}
-        for name, preset in PRESETS.items():
-            button = widgets.Button(
-                description=preset.label,
-                layout=widgets.Layout(width=f"{40 + 8 * len(preset.label)}px", flex="0 0 auto"),
-            )
-            button.on_click(lambda _button, name=name: self.load_preset(name))
-            self.preset_buttons[name] = button
-        #: Messages about the typed batch, next to the fields (they stay while stepping).
-        self.entry_message = widgets.HTML(
-            layout=widgets.Layout(flex="1 1 260px", min_width="240px")
-        )
-        self.mode.observe(self._on_mode, names="value")
-        intro = tag(
-            "div",
-            tag("div", "Your own batch", classes="ppo-title"),
-            tag(
-                "div",
-                "One number per sample, separated by commas. Press ",
-                tag("b", "Load batch"),
-                "; the stepper below then walks through it.",
-                classes="ppo-small ppo-muted",
-            ),
-            classes="ppo",
-        )
-        presets = widgets.HBox(
-            [widgets.HTML(tag("span", "Presets:", classes="ppo")), *self.preset_buttons.values()],
-            layout=widgets.Layout(align_items="center"),
-        )
-        fields = widgets.VBox(
-            [
-                self.mode,
-                self.new_field,
-                self.old_field,
-                self.advantages_field,
-                widgets.HBox([self.eps_field, self.load_button]),
-                presets,
-            ],
-            layout=widgets.Layout(flex="0 0 auto"),
-        )
-        self.inputs = widgets.VBox(
-            [widgets.HTML(intro), widgets.HBox([fields, self.entry_message])],
-            layout=widgets.Layout(margin="0 0 6px 0"),
-        )
-        self.inputs.add_class("ppo-card")
-
-    # -- stepping ---------------------------------------------------------------
 
     @property
     def step(self) -> int:
-        """The index of the current sample."""
+        """The index of the sample shown."""
         return int(self.slider.value)
 
     def go(self, step: int) -> None:
-        """Show sample ``step`` (clamped to the batch); ``TypeError`` if it is not an integer."""
-        if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        """Show sample ``step``, clamped to the batch; ``TypeError`` if it is not an integer."""
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
             raise TypeError(f"step must be an integer, got {type(step).__name__}")
         self.slider.value = max(0, min(int(step), self.batch.n - 1))
 
-    def readout(self) -> SampleReadout:
-        """What the sample card shows for the current sample."""
-        return sample_readout(self.batch, self.step)
+    def _show(self, sample: int) -> Markup:
+        """LiveFigure's update: the figure, the buttons and the sample view at ``sample``."""
+        batch = self.batch
+        self.plot.show(batch, sample)
+        self.clip_fractions.value = text.clip_fractions_html(batch)
+        self.prev_button.disabled, self.next_button.disabled = sample == 0, sample == batch.n - 1
+        return text.sample_view_html(batch, sample)
 
-    def totals(self) -> RunningTotals:
-        """The running totals after the current sample."""
-        return running_totals(self.batch, self.step)
+    # -- your own batch ---------------------------------------------------------------------
 
-    @property
-    def table_open(self) -> bool:
-        """Whether the reader has opened the whole-batch table (it starts closed)."""
-        return self.table_box.selected_index is not None
-
-    def _on_table_box(self, _change: Any) -> None:
-        """Write the table when it is opened (while it is closed, steps skip it)."""
-        if self.table_open:
-            self.table.value = batch_table_html(self.batch, self.step)
-
-    def _on_sample(self, _change: Any) -> None:
-        if not self._quiet:
-            self.redraw()
-
-    @contextmanager
-    def _quietly(self) -> Iterator[None]:
-        """Change controls without the redraw or field conversion their change would start."""
-        self._quiet = True
-        try:
-            yield
-        finally:
-            self._quiet = False
-
-    # -- App --------------------------------------------------------------------
-
-    def make_plot(self, slides: bool) -> StepperFigure:
-        return StepperFigure(self.batch, slides=slides)
-
-    def draw(self, plot: StepperFigure) -> None:
-        plot.show(self.batch, self.step)
-
-    def update_readouts(self) -> None:
-        batch, step = self.batch, self.step
-        self.sample_view.value = sample_view_html(batch, step)
-        if self.table_open:
-            self.table.value = batch_table_html(batch, step)
-        self.clip_fractions.value = clip_fractions_html(batch)
-        self.position.value = position_html(batch, step)
-        self.prev_button.disabled = step == 0
-        self.next_button.disabled = step == batch.n - 1
-
-    def static_fallback(self) -> Fallback:
-        """The figure, and a page with the whole-batch table, the totals and both clip fractions."""
-        png = self.view.png or figure_to_png(self.plot.figure)
-        return Fallback(png=png, html=fallback_html(self.batch, png))
-
-    # -- batches ----------------------------------------------------------------
-
-    @property
-    def log_mode(self) -> bool:
-        """Whether the first two fields hold log-probabilities."""
-        return self.mode.value == MODES[1]
+    def _entry_box(self) -> widgets.VBox:
+        """The "Your own batch" box: the toggle, four fields, Load, the presets, a message line."""
+        self.mode = widgets.ToggleButtons(options=MODES)
+        self.mode.observe(self._on_mode, names="value")
+        self.new_field, self.old_field, self.advantages_field, self.eps_field = (
+            widgets.Text(description=name, layout=widgets.Layout(width="640px"))
+            for name in ("π_new", "π_old", "A", "ε")
+        )
+        self.load_button = widgets.Button(description="Load batch", button_style="primary")
+        self.load_button.on_click(lambda _: self.load())
+        self.preset_buttons = {
+            name: widgets.Button(description=p.label) for name, p in PRESETS.items()
+        }
+        for name, button in self.preset_buttons.items():
+            button.on_click(lambda _, name=name: self.load_preset(name))
+        #: Messages about the typed batch, under the fields (they stay while stepping).
+        self.entry_message = widgets.HTML()
+        self._before_switch: dict[widgets.Text, tuple[str, str]] = {}
+        intro = tag("div", tag("b", "Your own batch"), ": one number per sample.", classes="ppo")
+        fields = [self.mode, self.new_field, self.old_field, self.advantages_field, self.eps_field]
+        presets = [widgets.Label("Presets:"), *self.preset_buttons.values()]
+        buttons = widgets.HBox([self.load_button, *presets])
+        box = widgets.VBox([widgets.HTML(intro), *fields, buttons, self.entry_message])
+        box.add_class("ppo-card")
+        return box
 
     def load(self) -> bool:
-        """Read the fields; show the batch, or say why not and keep the previous batch.
+        """Read the fields and walk the batch from its first sample; True if it loaded.
 
-        Everything is checked before anything on screen changes: the entries,
-        the module's input checks and the figure's limits.  Returns whether
-        the batch was loaded; never raises for bad input.
+        A batch the stepper cannot use or draw is refused with a message under the fields,
+        before anything on screen changes: the last good batch stays.  Never raises.
         """
+        fields = (self.new_field, self.old_field, self.advantages_field, self.eps_field)
         try:
-            batch = parse_batch(
-                self.new_field.value,
-                self.old_field.value,
-                self.advantages_field.value,
-                self.eps_field.value,
-                log_mode=self.log_mode,
+            batch = model.parse_batch(
+                *(f.value for f in fields), log_mode=self.mode.value == MODES[1]
             )
-            figure_limits(batch)
         except (ValueError, TypeError) as error:  # EntryError, or the module's own checks
-            self._refuse(str(error).splitlines())
+            kept = f"Still showing the last batch that loaded, {self.batch.name}."
+            said = [message(line) for line in str(error).splitlines()]
+            self.entry_message.value = join([*said, message(kept, "info")])
             return False
-        self._show_batch(batch)
-        self.entry_message.value = message(
-            f"Loaded {batch.name}: N = {count(batch.n, 'sample')}, ε = {exact(batch.eps)}. "
-            "Step through it with Next ▶.",
-            "ok",
-        )
+        self._walk(batch)
+        said = f"Loaded {batch.name}: N = {batch.n}, ε = {exact(batch.eps)}. Step with Next ▶."
+        self.entry_message.value = message(said, "ok")
         return True
 
     def load_preset(self, name: str) -> None:
-        """Write preset ``name`` into the fields and load it."""
-        batch = preset_batch(name)
+        """Write preset ``name`` (a key of ``PRESETS``) into the fields and walk it."""
+        batch = model.preset_batch(name)
         self._write_fields(batch)
-        self._show_batch(batch)
-        self.entry_message.value = message(
-            f"Loaded the preset “{PRESETS[name].label}”: N = {batch.n}, ε = {exact(batch.eps)}.",
-            "ok",
-        )
+        self._walk(batch)
+        said = f"Loaded the preset “{PRESETS[name].label}”: N = {batch.n}, ε = {exact(batch.eps)}."
+        self.entry_message.value = message(said, "ok")
 
-    def _show_batch(self, batch: StepperBatch) -> None:
-        """Swap a checked ``batch`` in at its first sample."""
-        self.batch = batch
-        with self._quietly():
-            self.slider.value = 0
-            self.slider.max = batch.n - 1
-        self.redraw()
-
-    def _refuse(self, problems: list[str]) -> None:
-        """Say why the typed batch was not loaded; the last good batch stays on screen."""
-        still = f"Still showing the last batch that loaded ({self.batch.name}, N = {self.batch.n})."
-        self.entry_message.value = join(
-            [*(message(problem, "error") for problem in problems), message(still, "info")]
-        )
+    def _walk(self, batch: StepperBatch) -> None:
+        """Show a checked ``batch`` from its first sample."""
+        self.batch, at_start = batch, self.step == 0
+        self.slider.value = 0  # redraws, unless the slider is there already
+        self.slider.max = batch.n - 1
+        if at_start:
+            self.refresh()
 
     def _write_fields(self, batch: StepperBatch) -> None:
-        """Write ``batch`` into the fields exactly, as probabilities when it was typed so."""
-        self._converted.clear()
-        if self.log_mode or not batch.typed_as_probabilities:
-            with self._quietly():
-                self.mode.value = MODES[1]
-            self._relabel()
-            new, old = batch.logp_new, batch.logp_old
-        else:
-            new, old = batch.prob_new, batch.prob_old
-        self.new_field.value = numbers_text(new)
-        self.old_field.value = numbers_text(old)
-        self.advantages_field.value = numbers_text(batch.advantages)
+        """Write ``batch`` into the fields exactly as it was typed: probabilities, or logs."""
+        self._before_switch.clear()
+        typed = batch.prob_new is not None and batch.prob_old is not None
+        self._set_mode(MODES[0] if typed else MODES[1])
+        self.new_field.value = model.numbers_text(batch.prob_new if typed else batch.logp_new)
+        self.old_field.value = model.numbers_text(batch.prob_old if typed else batch.logp_old)
+        self.advantages_field.value = model.numbers_text(batch.advantages)
         self.eps_field.value = exact(batch.eps)
 
+    def _set_mode(self, mode: str) -> None:
+        """Set the toggle without rewriting the fields, and name the fields for it."""
+        self.mode.unobserve(self._on_mode, names="value")
+        self.mode.value = mode
+        self.mode.observe(self._on_mode, names="value")
+        logs = "log " if mode == MODES[1] else ""
+        self.new_field.description, self.old_field.description = f"{logs}π_new", f"{logs}π_old"
+
     def _on_mode(self, change: dict[str, Any]) -> None:
-        """Rewrite the first two fields in the other form (undone exactly by switching back).
+        """Rewrite the first two fields in the other form; switching back restores them exactly.
 
-        A log-probability with no faithful probability (``e^-1000`` rounds to
-        0) refuses the switch: the fields and the toggle stay as they were.
+        A log-probability whose probability float64 cannot hold refuses the switch: the toggle
+        and the fields stay as they were, with a message.
         """
-        if self._quiet:
-            return
-        to_log = change["new"] == MODES[1]
-        fields = {"new": self.new_field, "old": self.old_field}
+        fields = (self.new_field, self.old_field)
         try:
-            converted = {key: self._converted_text(key, to_log) for key in fields}
+            texts = [self._other_form(field, to_log=change["new"] == MODES[1]) for field in fields]
         except EntryError as error:
-            with self._quietly():
-                self.mode.value = change["old"]
-            self.entry_message.value = message(
-                f"{error} The first two fields stay in log-probabilities.", "error"
-            )
+            self._set_mode(change["old"])
+            self.entry_message.value = message(f"{error} The fields stay as they were.")
             return
-        self._relabel()
-        left_as_typed = []
-        for key, text_field in fields.items():
-            if converted[key] is None:
-                left_as_typed.append(text_field.description)
-            else:
-                self._converted[key] = (converted[key], text_field.value)
-                text_field.value = converted[key]
-        note = ""
-        if left_as_typed:
-            verb = "was" if len(left_as_typed) == 1 else "were"
-            note = (
-                f" {' and '.join(left_as_typed)} could not be converted and {verb} left as typed."
-            )
-        self.entry_message.value = message(
-            "The first two fields now hold "
-            + ("log-probabilities (each ≤ 0)." if to_log else "probabilities (each in (0, 1]).")
-            + note
-            + " Press Load batch to use them.",
-            "info",
-        )
+        pairs = list(zip(fields, texts, strict=True))
+        left = [field.description for field, rewritten in pairs if rewritten is None]
+        self._set_mode(change["new"])
+        for field, rewritten in pairs:
+            if rewritten is not None:
+                self._before_switch[field] = (rewritten, field.value)
+                field.value = rewritten
+        said = f"The first two fields now hold {change['new']}."
+        if left:
+            said += f" {' and '.join(left)} could not be converted: left as typed."
+        self.entry_message.value = message(said + " Press Load batch to use them.", "info")
 
-    def _converted_text(self, key: str, to_log: bool) -> str | None:
-        """Field ``key`` in the other form: what it held before the last switch, if unedited."""
-        text_field = self.new_field if key == "new" else self.old_field
-        previous = self._converted.get(key)
-        if previous is not None and previous[0] == text_field.value:
-            return previous[1]
-        return converted_field(text_field.value, to_log, text_field.description)
-
-    def _relabel(self) -> None:
-        self.new_field.description, self.old_field.description = field_labels(self.log_mode)
-
-
-def _checked_batch(batch: object) -> StepperBatch:
-    """The constructor's ``batch``: a batch, a preset's name, or None for the worked example."""
-    if batch is None:
-        return preset_batch("worked example")
-    if isinstance(batch, StepperBatch):
-        return batch
-    if not isinstance(batch, str):
-        raise TypeError(
-            f"batch must be a StepperBatch, a preset's name or None, got {type(batch).__name__}"
-        )
-    if batch not in PRESETS:
-        raise ValueError(
-            f"batch must be one of the presets {list(PRESETS)}, got {reprlib.repr(batch)}"
-        )
-    return preset_batch(batch)
-
-
-def _text_field(description: str, width: str = "640px") -> widgets.Text:
-    """A field of the "Your own batch" box (read when Load batch is pressed)."""
-    return widgets.Text(
-        description=description,
-        continuous_update=False,
-        style={"description_width": "90px"},
-        layout=widgets.Layout(width=width),
-    )
+    def _other_form(self, field: widgets.Text, to_log: bool) -> str | None:
+        """``field`` in the other form: what it held before the last switch, if unedited."""
+        before = self._before_switch.get(field)
+        if before is not None and before[0] == field.value:
+            return before[1]
+        return model.converted_field(field.value, to_log, field.description)
