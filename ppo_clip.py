@@ -2,8 +2,7 @@
 
 This module is the single source of truth for the teaching bundle: every figure,
 widget and notebook calls it and never re-derives a ratio or a gradient.  It is
-also the reference solution of the exercises, so it is written the way the
-formulas read.
+also the reference solution of the exercises.
 
 For a batch of N samples with new log-probabilities ``logp_new``, old
 log-probabilities ``logp_old`` and advantages ``A`` (used as given, never
@@ -15,34 +14,39 @@ normalized):
   ``A_t < 0 and r_t < 1 - eps`` (strict comparisons; ``A_t == 0`` never clips);
 * ``dL/dlogp_new_t`` is 0 for a clipped sample and ``-r_t * A_t / N`` otherwise.
 
-A ratio may overflow to ``inf`` (log-ratios above about 709.78).  That never
-produces NaN: a product ``r * A`` is only formed where ``A != 0`` (elsewhere
-it is exactly 0, because ``inf * 0`` is NaN in IEEE arithmetic), and a
-negative-advantage sample with an infinite ratio makes the loss ``+inf``,
-which is the true float64 value.
+The file reads top to bottom:
+
+1. **The textbook**: :func:`ppo_clip_loss`, :func:`clip_fraction` and
+   :func:`ppo_clip_grad`, each the formula above in a few numpy lines.
+2. **Every intermediate quantity**: :func:`clip_breakdown` gives each
+   sample's ratio, terms, clip decision and gradient as a :class:`ClipBreakdown`,
+   for the RLHF variants too (asymmetric bounds, the dual-clip cap);
+   :func:`worked_example` is the contract's example.
+3. **The alternatives** the clipped objective is compared with (the unclipped
+   surrogate ``r*A`` and the clip-only ``clip(r)*A``): :func:`surrogate_loss`,
+   :func:`surrogate_grad`, :func:`objective_terms`, :func:`loss_of`; and
+   :func:`ratio_sweep`, one sample over a grid of ratios, for plots.
+4. **Float64's limits**: what float64 arithmetic cannot do in the textbook
+   lines, decided exactly instead.  A ratio overflows to ``inf`` above a
+   log-ratio of about 709.78, ``inf * 0`` is NaN, and a product ``r*A`` or a
+   sum of terms can overflow although the answer is finite.  Whenever a
+   textbook line's result is not finite, part 4 decides it; never NaN:
+
+   * a sample with ``A == 0`` contributes exactly 0 to the loss and the gradient;
+   * an overflowed ratio with ``A < 0`` makes the loss and that sample's
+     gradient ``+inf`` (the ratio is infinite in float64, and so is the loss);
+   * otherwise the loss is the exact ``-(1/N) * sum(min(r*A, clip(r)*A))`` of
+     the float64 ratios and advantages, rounded once to float64, and a gradient
+     entry the exact ``-r*A/N`` rounded once: finite wherever float64 holds
+     the answer, ``+-inf`` only beyond float64's range.
+
+   Where nothing overflows, the answers are float64 arithmetic as written:
+   ``-(r*A)/N`` for a gradient entry, and numpy's sum of the float64 terms
+   divided by ``-N`` for the loss (rounded like any float64 mean: by a few
+   units in the last place of the terms' total magnitude, over N).
 
 Bad input raises a ``TypeError`` or ``ValueError`` that names the argument;
-those checks live in :mod:`ppo_clip_inputs`, so that this file reads like the
-formulas.
-
-Public API
-----------
-``ppo_clip_loss``, ``clip_fraction``, ``ppo_clip_grad``
-    The three contract functions, each a few lines built from the steps below.
-``checked_ratio``, ``times_advantage``, ``clipped_times_advantage``, ``clip_mask``,
-``loss_gradient``, ``negative_mean``, ``clip_band``
-    The steps: the checked ratios, the two candidate terms of the ``min``,
-    which samples are clipped, the gradient, the mean, the band.
-``clip_breakdown``
-    The per-sample computation behind all three, as a :class:`ClipBreakdown`.
-    It also accepts the variants used in RLHF codes: asymmetric bounds
-    (``eps_low``/``eps_high``) and the dual-clip cap for negative advantages.
-``ratio_sweep``, ``objective_curve``, ``gradient_curve``
-    One sample's objective term and gradient over a grid of ratios, for plots.
-``surrogate_loss``, ``surrogate_grad``, ``objective_terms``
-    The clipped objective next to the two alternatives it is compared with:
-    the unclipped importance-weighted surrogate ``r*A`` and the clip-only
-    ``clip(r)*A``.
+those checks live in :mod:`ppo_clip_inputs`.
 
 Worked example (from the project's contract):
 
@@ -61,14 +65,15 @@ array([ 0.    , -0.55  ,  0.    ,  0.1125])
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ppo_clip_inputs import (
+    checked_count,
     checked_dual_clip,
     checked_eps,
     checked_finite_vector,
@@ -82,26 +87,16 @@ __all__ = [
     "ClipBreakdown",
     "Objective",
     "WorkedExample",
-    "checked_log_ratio",
-    "checked_ratio",
     "clip_band",
     "clip_breakdown",
     "clip_fraction",
-    "clip_mask",
-    "clipped_times_advantage",
-    "gradient_curve",
-    "loss_gradient",
     "loss_of",
-    "negative_mean",
-    "objective_curve",
     "objective_terms",
     "ppo_clip_grad",
     "ppo_clip_loss",
-    "ratio_of",
     "ratio_sweep",
     "surrogate_grad",
     "surrogate_loss",
-    "times_advantage",
     "worked_example",
 ]
 
@@ -112,10 +107,11 @@ OBJECTIVES: tuple[Objective, ...] = ("clipped", "unclipped", "clip_only")
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
+_FloatOrArray = TypeVar("_FloatOrArray", float, FloatArray)
 
 
 # --------------------------------------------------------------------------
-# The contract: three functions of one batch
+# 1. The textbook: the three contract functions
 # --------------------------------------------------------------------------
 
 
@@ -125,23 +121,26 @@ def ppo_clip_loss(
     """PPO's clipped surrogate loss (the quantity to minimize), as a float.
 
     ``L = -(1/N) * sum_t min(r_t * A_t, clip(r_t, 1 - eps, 1 + eps) * A_t)``
-    with ``r_t = exp(logp_new_t - logp_old_t)``.  Returns ``+inf`` when a
-    negative-advantage sample's ratio overflows; never NaN.  Input checks as
-    in :func:`clip_breakdown`.
+    with ``r_t = exp(logp_new_t - logp_old_t)``.  ``+inf`` when a
+    negative-advantage sample's ratio overflows; never NaN (see part 4 of the
+    module's docstring).  Input checks as in :func:`clip_breakdown`.
 
     >>> import numpy as np
     >>> ppo_clip_loss(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
     ...               [1.0, 2.0, -1.0, -0.5])
     -0.5375000000000001
     """
-    ratio, advantages = checked_ratio(logp_new, logp_old, advantages)
-    lower, upper = clip_band(eps)
-    unclipped_term = times_advantage(ratio, advantages)
-    clipped_term = clipped_times_advantage(ratio, lower, upper, advantages)
-    loss = negative_mean(np.minimum(unclipped_term, clipped_term), len(ratio))
-    if not math.isfinite(loss):  # something overflowed on the way: see loss_of
-        loss = loss_of(clip_breakdown(logp_new, logp_old, advantages, eps))
-    return loss
+    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
+    eps = checked_eps("eps", eps)
+    with _float64_limits_handled_below():
+        ratio = np.exp(log_ratio)  # r_t
+        unclipped = ratio * advantages  # r_t * A_t
+        clipped = np.clip(ratio, 1 - eps, 1 + eps) * advantages  # clip(r_t, 1-eps, 1+eps) * A_t
+        terms = np.minimum(unclipped, clipped)  # min(r_t * A_t, clip(r_t, 1-eps, 1+eps) * A_t)
+        loss = -terms.sum() / len(terms)  # -(1/N) * sum_t
+    if not math.isfinite(loss):  # float64 overflowed on the way: part 4 decides
+        return _clipped_loss_beyond_float64(terms, ratio, advantages, 1 - eps, 1 + eps)
+    return _positive_zero(float(loss))
 
 
 def clip_fraction(
@@ -159,10 +158,12 @@ def clip_fraction(
     ...               [1.0, 2.0, -1.0, -0.5])
     0.5
     """
-    ratio, advantages = checked_ratio(logp_new, logp_old, advantages)
-    lower, upper = clip_band(eps)
-    clipped = clip_mask(ratio, advantages, lower, upper)
-    return float(np.count_nonzero(clipped) / len(ratio))
+    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
+    eps = checked_eps("eps", eps)
+    with _float64_limits_handled_below():
+        ratio = np.exp(log_ratio)  # r_t (inf where it overflows: compared as such)
+    clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
+    return float(np.count_nonzero(clipped) / len(clipped))
 
 
 def ppo_clip_grad(
@@ -170,112 +171,30 @@ def ppo_clip_grad(
 ) -> FloatArray:
     """``d loss / d logp_new``, a float64 array of shape (N,).
 
-    0 for a clipped sample (and for ``A == 0``), ``-r_t * A_t / N`` otherwise.
-    A ratio exactly on the band's edge is not clipped and keeps its gradient.
+    0 for a clipped sample (and for ``A == 0``), ``-r_t * A_t / N`` otherwise:
+    ``d(r*A)/dlogp_new = r*A`` because ``dr/dlogp_new = r``, and a clipped
+    sample's term is a constant.  A ratio exactly on the band's edge is not
+    clipped and keeps its gradient.
 
     >>> import numpy as np
     >>> ppo_clip_grad(np.log([0.7, 0.55, 0.3, 0.45]), np.log([0.5] * 4),
     ...               [1.0, 2.0, -1.0, -0.5])
     array([ 0.    , -0.55  ,  0.    ,  0.1125])
     """
-    ratio, advantages = checked_ratio(logp_new, logp_old, advantages)
-    lower, upper = clip_band(eps)
-    clipped = clip_mask(ratio, advantages, lower, upper)
-    return loss_gradient(ratio, advantages, clipped, len(ratio))
+    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
+    eps = checked_eps("eps", eps)
+    with _float64_limits_handled_below():
+        ratio = np.exp(log_ratio)  # r_t
+        grad = -ratio * advantages / len(ratio)  # -r_t * A_t / N
+    clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
+    grad[clipped] = 0.0  # a clipped sample's term is a constant
+    if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
+        _gradient_beyond_float64(grad, ratio, advantages, len(ratio))
+    return _positive_zero(grad)
 
 
 # --------------------------------------------------------------------------
-# The steps, each a function of the ratios
-# --------------------------------------------------------------------------
-
-
-def checked_ratio(
-    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike
-) -> tuple[FloatArray, FloatArray]:
-    """``(r, A)``: the ratios ``exp(logp_new - logp_old)`` and the advantages as float64.
-
-    The inputs are checked first (see :func:`clip_breakdown`).  A log-ratio
-    above about 709.78 overflows the ratio to ``inf``, its float64 value.
-    """
-    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)
-    return ratio_of(log_ratio), advantages
-
-
-def ratio_of(log_ratio: FloatArray) -> FloatArray:
-    """``exp(log_ratio)``: ``inf`` (no warning) where it overflows float64."""
-    with np.errstate(over="ignore"):
-        return np.exp(log_ratio)
-
-
-def times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
-    """``values * A``, with an exact 0 wherever ``A == 0``.
-
-    Where ``A == 0`` the value is replaced by 0 before multiplying, so
-    ``inf * 0`` (NaN in IEEE arithmetic) is never formed.  A product too large
-    for float64 overflows to ``±inf``, its true float64 value.
-    """
-    with np.errstate(over="ignore"):
-        return np.where(advantages == 0, 0.0, values) * advantages
-
-
-def clipped_times_advantage(
-    ratio: FloatArray, lower: float, upper: float, advantages: FloatArray
-) -> FloatArray:
-    """``clip(r, lower, upper) * A`` (``clip(r)`` is finite, so a plain product is safe)."""
-    with np.errstate(over="ignore"):
-        return np.clip(ratio, lower, upper) * advantages
-
-
-def clip_mask(
-    ratio: FloatArray,
-    advantages: FloatArray,
-    lower: float,
-    upper: float,
-    dual_clip: float | None = None,
-) -> BoolArray:
-    """Where clipping switches the gradient off (strict comparisons).
-
-    ``A > 0 and r > upper``, or ``A < 0 and r < lower``; with a dual-clip cap
-    ``c``, also ``A < 0 and r > c``.  ``A == 0`` is never clipped.
-    """
-    positive, negative = advantages > 0, advantages < 0
-    clipped = (positive & (ratio > upper)) | (negative & (ratio < lower))
-    if dual_clip is not None:
-        clipped |= negative & (ratio > dual_clip)
-    return clipped
-
-
-def loss_gradient(
-    ratio: FloatArray, advantages: FloatArray, clipped: BoolArray, n: int
-) -> FloatArray:
-    """``d loss / d logp_new``: 0 where ``clipped``, ``-r*A/N`` elsewhere.
-
-    The slope of ``r*A`` with respect to ``logp_new`` is ``r*A``, because
-    ``dr/dlogp_new = r``; a clipped sample keeps a constant term, slope 0.
-    A sample with ``A == 0`` has slope 0 too, and is left out of the product
-    so that ``inf * 0`` is never formed.
-    """
-    flowing = ~clipped & (advantages != 0)
-    gradient = np.where(flowing, ratio, 0.0)
-    with np.errstate(over="ignore"):
-        gradient *= advantages
-    gradient /= -n
-    gradient += 0.0  # turns -0.0 into 0.0
-    return gradient
-
-
-def negative_mean(terms: FloatArray, n: int) -> float:
-    """The loss ``-(1/n) * sum(terms)``: ``±inf`` if the sum overflows, never ``-0.0``.
-
-    NaN when terms of ``+inf`` and ``-inf`` meet, and ``±inf`` when the sum of
-    finite terms overflows: :func:`loss_of` handles both.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(-terms.sum() / n) + 0.0
-
-
-# --------------------------------------------------------------------------
-# Every intermediate quantity, one line each
+# 2. Every intermediate quantity, one line each
 # --------------------------------------------------------------------------
 
 
@@ -322,13 +241,13 @@ class ClipBreakdown:
 
     @cached_property
     def unclipped_term(self) -> FloatArray:
-        """``r * A`` (exactly 0 where ``A == 0``, even if ``r`` is ``inf``)."""
-        return times_advantage(self.ratio, self.advantages)
+        """``r * A``: exactly 0 where ``A == 0`` (even if ``r = inf``); ``+-inf`` past float64."""
+        return _times_advantage(self.ratio, self.advantages)
 
     @cached_property
     def clipped_term(self) -> FloatArray:
         """``clip(r) * A``."""
-        return clipped_times_advantage(self.ratio, self.lower, self.upper, self.advantages)
+        return _times_advantage(self.clipped_ratio, self.advantages)
 
     @cached_property
     def objective_term(self) -> FloatArray:
@@ -338,26 +257,33 @@ class ClipBreakdown:
         ``max(min(r*A, clip(r)*A), c*A)``: its term never falls below ``c*A``.
         """
         kept = np.minimum(self.unclipped_term, self.clipped_term)
-        if self.dual_clip is not None:
-            with np.errstate(over="ignore"):
-                floor = self.dual_clip * self.advantages
-            kept = np.where(self.advantages < 0, np.maximum(kept, floor), kept)
-        return kept
+        if self.dual_clip is None:
+            return kept
+        floor = _times_advantage(self.dual_clip, self.advantages)
+        return np.where(self.advantages < 0, np.maximum(kept, floor), kept)
 
     @cached_property
     def is_clipped(self) -> BoolArray:
-        """Where clipping switches the gradient off: see :func:`clip_mask`."""
-        return clip_mask(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
+        """Where clipping switches the gradient off (strict comparisons).
+
+        ``A > 0 and r > upper``, or ``A < 0 and r < lower``; with a dual-clip
+        cap ``c``, also ``A < 0 and r > c``.  ``A == 0`` is never clipped.
+        """
+        positive, negative = self.advantages > 0, self.advantages < 0
+        clipped = (positive & (self.ratio > self.upper)) | (negative & (self.ratio < self.lower))
+        if self.dual_clip is not None:
+            clipped |= negative & (self.ratio > self.dual_clip)
+        return clipped
 
     @cached_property
     def grad(self) -> FloatArray:
         """``d loss / d logp_new``: 0 where clipped, ``-r*A/N`` elsewhere."""
-        return loss_gradient(self.ratio, self.advantages, self.is_clipped, self.batch_size)
+        return _gradient(self.ratio, self.advantages, ~self.is_clipped, self.batch_size)
 
     @cached_property
     def loss_contribution(self) -> FloatArray:
         """Each sample's share of the loss, ``-(1/N) * objective_term``."""
-        return -self.objective_term / self.batch_size
+        return _positive_zero(-self.objective_term / self.batch_size)
 
     @property
     def loss(self) -> float:
@@ -369,9 +295,7 @@ class ClipBreakdown:
 
         With ``count == N`` this is :attr:`loss`, bit for bit.
         """
-        if not 1 <= count <= self.n:
-            raise ValueError(f"count must be between 1 and {self.n}, got {count!r}")
-        return loss_of(self, count=count)
+        return loss_of(self, count=checked_count("count", count, self.n))
 
     @property
     def n(self) -> int:
@@ -396,11 +320,6 @@ class ClipBreakdown:
     def band_fraction(self) -> float:
         """``mean(|r - 1| > eps)``: the other, sign-blind clip fraction."""
         return float(np.count_nonzero(self.outside_band) / self.n)
-
-
-def _without_negative_zero(values: FloatArray) -> FloatArray:
-    """``values`` with every ``-0.0`` turned into ``0.0`` (adding 0.0 does exactly that)."""
-    return values + 0.0
 
 
 def clip_breakdown(
@@ -450,9 +369,11 @@ def clip_breakdown(
     """
     log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)
     lower, upper = clip_band(eps, eps_low, eps_high)
+    with _float64_limits_handled_below():
+        ratio = np.exp(log_ratio)
     return ClipBreakdown(
         log_ratio=log_ratio,
-        ratio=ratio_of(log_ratio),
+        ratio=ratio,
         advantages=advantages.copy(),
         lower=lower,
         upper=upper,
@@ -486,7 +407,7 @@ class WorkedExample(NamedTuple):
 
 
 # --------------------------------------------------------------------------
-# The alternatives the clipped objective is compared with
+# 3. The alternatives the clipped objective is compared with, and curves for plots
 # --------------------------------------------------------------------------
 
 
@@ -506,30 +427,12 @@ def objective_terms(
     Works on a :func:`ratio_sweep` too (N = 1).
     """
     objective = _checked_objective(objective)
+    b = breakdown
     if objective == "clipped":
-        return breakdown.objective_term, breakdown.grad
-    full_grad = _without_negative_zero(-breakdown.unclipped_term / breakdown.batch_size)
-    if objective == "unclipped":
-        return breakdown.unclipped_term, full_grad
-    inside = ~breakdown.outside_band
-    return breakdown.clipped_term, np.where(inside, full_grad, 0.0)
-
-
-#: The exact power of two the advantages are scaled by when products overflow float64.
-OVERFLOW_SCALE = 2.0**-16
-
-
-def scaled_down(advantages: np.ndarray) -> np.ndarray:
-    """``advantages * OVERFLOW_SCALE``, where no nonzero advantage becomes 0.
-
-    The tiniest advantages (below about 1e-319) would round to 0, and an
-    infinite ratio times them would then give 0 instead of ``±inf``; they keep
-    their sign as the smallest float64 instead.  Their other products change
-    by far less than the last bit of a loss large enough to be recomputed.
-    """
-    scaled = advantages * OVERFLOW_SCALE
-    smallest = np.copysign(np.finfo(np.float64).smallest_subnormal, advantages)
-    return np.where((scaled == 0) & (advantages != 0), smallest, scaled)
+        return b.objective_term, b.grad
+    flowing = np.ones(b.n, dtype=bool) if objective == "unclipped" else ~b.outside_band
+    grad = _gradient(b.ratio, b.advantages, flowing, b.batch_size)
+    return (b.unclipped_term if objective == "unclipped" else b.clipped_term), grad
 
 
 def loss_of(
@@ -537,32 +440,23 @@ def loss_of(
 ) -> float:
     """``-(1/N) * sum`` of the first ``count`` (default: all) terms of an objective; never NaN.
 
-    With huge advantages a product ``r*A`` or ``clip(r)*A`` can be too large
-    for float64 (``±inf``) and a sum of large terms can overflow, although the
-    exact loss is finite: a ``+inf`` term meeting a ``-inf`` one would even
-    give NaN.  So when the plain computation is not finite, the loss is
-    recomputed with the advantages scaled down by :data:`OVERFLOW_SCALE` (an
-    exact power of two, so the terms are the same up to that factor): every
-    product of a finite ratio stays finite, and the result is the exact loss
-    rounded to float64, or ``±inf`` when it lies beyond float64's range or a
-    ratio itself overflowed (``r = inf`` with ``A < 0`` makes the clipped loss
-    ``+inf``).  Only the unclipped objective can meet two true infinities
-    (infinite ratios with advantages of both signs: ``inf - inf``); it
-    raises ``ValueError``.
+    As the module's docstring (part 4) says: numpy's sum where float64 holds
+    every term and the sum, else the exact loss rounded once (``+-inf``
+    beyond float64's range, ``+inf`` for an overflowed ratio with ``A < 0``).
+    Only the unclipped objective can meet two true infinities (overflowed
+    ratios with advantages of both signs: ``inf - inf``); it raises
+    ``ValueError``.
     """
-    terms, _ = objective_terms(breakdown, objective)
-    loss = negative_mean(terms[:count], breakdown.batch_size)
+    objective = _checked_objective(objective)
+    b, advantages = breakdown, breakdown.advantages[:count]
+    if objective == "clipped":  # min(r*A, clip(r)*A) is k*A for the kept ratio k
+        factor = _kept_ratio(b.ratio, b.advantages, b.lower, b.upper, b.dual_clip)[:count]
+    else:
+        factor = (b.ratio if objective == "unclipped" else b.clipped_ratio)[:count]
+    loss = _summed_loss(_times_advantage(factor, advantages), b.batch_size)
     if math.isfinite(loss):
         return loss
-    scaled = replace(breakdown, advantages=scaled_down(breakdown.advantages))
-    terms, _ = objective_terms(scaled, objective)
-    loss = negative_mean(terms[:count], breakdown.batch_size) / OVERFLOW_SCALE
-    if math.isnan(loss):
-        raise ValueError(
-            f"the {objective} loss is undefined: infinite ratios (log-ratios above about "
-            "709.78) with advantages of both signs make it inf - inf"
-        )
-    return loss
+    return _exact_loss(factor, advantages, b.batch_size, f"the {objective} loss")
 
 
 def surrogate_loss(
@@ -599,13 +493,7 @@ def surrogate_grad(
     """
     objective = _checked_objective(objective)
     breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    _, grad = objective_terms(breakdown, objective)
-    return grad
-
-
-# --------------------------------------------------------------------------
-# Curves over a grid of ratios, for plots
-# --------------------------------------------------------------------------
+    return objective_terms(breakdown, objective)[1]
 
 
 def ratio_sweep(
@@ -648,21 +536,6 @@ def ratio_sweep(
     )
 
 
-def objective_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS) -> FloatArray:
-    """One sample's objective term ``min(r*A, clip(r)*A)`` at each ratio."""
-    return ratio_sweep(ratios, advantage, eps).objective_term
-
-
-def gradient_curve(ratios: ArrayLike, advantage: float, eps: float = DEFAULT_EPS) -> FloatArray:
-    """One sample's ``d loss / d logp_new`` (N = 1) at each ratio."""
-    return ratio_sweep(ratios, advantage, eps).grad
-
-
-# --------------------------------------------------------------------------
-# The band, and the name of an objective (the other input checks are in ppo_clip_inputs)
-# --------------------------------------------------------------------------
-
-
 def clip_band(eps: object, eps_low: object = None, eps_high: object = None) -> tuple[float, float]:
     """The clip band ``(1 - eps_low, 1 + eps_high)``; each bound defaults to ``eps``.
 
@@ -680,3 +553,150 @@ def _checked_objective(objective: object) -> Objective:
     if not isinstance(objective, str) or objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     return objective  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------
+# 4. Float64's limits: what the textbook lines leave to this part
+# --------------------------------------------------------------------------
+
+
+def _float64_limits_handled_below() -> np.errstate:
+    """No warning for ``inf`` or NaN on the way: the results are checked, and decided here."""
+    return np.errstate(over="ignore", invalid="ignore")
+
+
+def _positive_zero(values: _FloatOrArray) -> _FloatOrArray:
+    """``values`` with every ``-0.0`` made ``0.0`` (adding ``0.0`` does exactly that).
+
+    ``-r*A/N`` is ``-0.0`` where ``A`` or ``r`` is 0; a reader should see 0.
+    """
+    return values + 0.0
+
+
+def _times_advantage(values: FloatArray | float, advantages: FloatArray) -> FloatArray:
+    """``values * A``, with an exact 0 wherever ``A == 0`` (``inf * 0`` is never formed).
+
+    A product too large for float64 is ``+-inf``, its float64 value.
+    """
+    with _float64_limits_handled_below():
+        return np.where(advantages == 0, 0.0, values) * advantages
+
+
+def _kept_ratio(
+    ratio: FloatArray,
+    advantages: FloatArray,
+    lower: float,
+    upper: float,
+    dual_clip: float | None = None,
+) -> FloatArray:
+    """The ``k`` with ``min(r*A, clip(r)*A) == k * A`` exactly, for each sample.
+
+    ``min(r, upper)`` where ``A > 0`` and ``max(r, lower)`` where ``A < 0``;
+    with a dual-clip cap ``c``, at most ``c`` where ``A < 0`` (the kept term
+    ``max(min(r*A, clip(r)*A), c*A)``).  Rounding to float64 never reverses an
+    order, so ``k * A`` in float64 is also the float64 kept term, bit for bit.
+    """
+    top = np.inf if dual_clip is None else dual_clip
+    return np.where(advantages > 0, np.minimum(ratio, upper), np.clip(ratio, lower, top))
+
+
+def _clipped_loss_beyond_float64(
+    terms: FloatArray, ratio: FloatArray, advantages: FloatArray, lower: float, upper: float
+) -> float:
+    """The clipped loss where float64 overflowed in the textbook lines of :func:`ppo_clip_loss`.
+
+    ``terms`` are those lines' ``min(r*A, clip(r)*A)`` (changed here): NaN where
+    ``inf * 0`` was formed, so first each term with ``A == 0`` becomes 0.
+    """
+    terms[advantages == 0] = 0.0
+    loss = _summed_loss(terms, len(terms))
+    if math.isfinite(loss):  # only inf * 0 was in the way
+        return loss
+    return _exact_loss(_kept_ratio(ratio, advantages, lower, upper), advantages, len(terms))
+
+
+def _summed_loss(terms: FloatArray, n: int) -> float:
+    """``-(1/n) * sum(terms)``: numpy's float64 sum, not finite where it overflowed."""
+    with _float64_limits_handled_below():
+        return _positive_zero(float(-terms.sum() / n))
+
+
+def _exact_loss(
+    factor: FloatArray, advantages: FloatArray, n: int, name: str = "the loss"
+) -> float:
+    """The exact ``-(1/n) * sum(factor * A)`` rounded once to float64; ``0`` where ``A == 0``.
+
+    ``factor`` multiplies each advantage: the ratio for the unclipped objective,
+    ``clip(r)`` for the clip-only one, :func:`_kept_ratio` for the clipped one.
+    An infinite factor (an overflowed ratio) with a nonzero advantage makes the
+    loss infinite; two of opposite signs make it undefined (``ValueError``,
+    naming ``name``).  Beyond float64's range the loss is ``+-inf``.
+    """
+    nonzero = advantages != 0
+    factor, advantages = factor[nonzero], advantages[nonzero]
+    infinite_signs = set(np.sign(advantages[np.isinf(factor)]).tolist())
+    if len(infinite_signs) == 2:
+        raise ValueError(
+            f"{name} is undefined: infinite ratios (log-ratios above about 709.78) with "
+            "advantages of both signs make it inf - inf"
+        )
+    if infinite_signs:  # -(1/n) * inf * A
+        return -math.copysign(math.inf, infinite_signs.pop())
+    return _rounded(-_exact_sum_of_products(factor, advantages), _PRODUCT_UNITS * n)
+
+
+def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: int) -> FloatArray:
+    """``-r*A/n`` where ``flowing``, 0 elsewhere and where ``A == 0``; never NaN."""
+    with _float64_limits_handled_below():
+        grad = -ratio * advantages / n
+    grad[~flowing] = 0.0
+    if not np.isfinite(grad).all():
+        _gradient_beyond_float64(grad, ratio, advantages, n)
+    return _positive_zero(grad)
+
+
+def _gradient_beyond_float64(
+    grad: FloatArray, ratio: FloatArray, advantages: FloatArray, n: int
+) -> None:
+    """Decide, in place, each entry of ``grad = -r*A/N`` that float64 left not finite.
+
+    ``A == 0``: 0 (``inf * 0`` was NaN).  ``r = inf``: ``inf`` with the sign of
+    ``-A`` (for the clipped objective only ``A < 0`` gets here: ``+inf``).
+    Finite ``r`` with ``r*A`` beyond float64: the exact ``-r*A/N`` rounded
+    once, finite wherever float64 holds it.
+    """
+    for index in np.flatnonzero(~np.isfinite(grad)):
+        r, a = ratio[index : index + 1], advantages[index : index + 1]
+        if a[0] == 0:
+            grad[index] = 0.0
+        elif np.isinf(r[0]):
+            grad[index] = -math.copysign(math.inf, a[0])
+        else:
+            grad[index] = _rounded(-_exact_sum_of_products(r, a), _PRODUCT_UNITS * n)
+
+
+#: Every float64 value is a whole number of units of 2**-1074 (the smallest subnormal), so a
+#: product of two is a whole number of units of 2**-2148.
+_PRODUCT_EXPONENT = 2 * 1074
+_PRODUCT_UNITS = 2**_PRODUCT_EXPONENT
+
+
+def _exact_sum_of_products(x: FloatArray, y: FloatArray) -> int:
+    """``sum(x * y)`` exactly, as a whole number of units of ``1 / _PRODUCT_UNITS``."""
+    total = 0
+    for a, b in zip(x.tolist(), y.tolist(), strict=True):
+        (a_top, a_bottom), (b_top, b_bottom) = a.as_integer_ratio(), b.as_integer_ratio()
+        # a_bottom * b_bottom is a power of two, 2**k with k <= _PRODUCT_EXPONENT
+        total += (a_top * b_top) << (_PRODUCT_EXPONENT + 1 - (a_bottom * b_bottom).bit_length())
+    return total
+
+
+def _rounded(numerator: int, denominator: int) -> float:
+    """``numerator / denominator`` rounded once to float64 (Python rounds int division so).
+
+    ``+-inf`` where the quotient lies beyond float64's range; never ``-0.0``.
+    """
+    try:
+        return numerator / denominator + 0.0
+    except OverflowError:
+        return math.inf if numerator > 0 else -math.inf

@@ -2,8 +2,9 @@
 
 Kept apart from the math so that ``ppo_clip.py`` reads like the formulas.
 Each function returns its input as the type the math needs (a float64 array,
-a float, ``None``) or raises ``TypeError`` (not real numbers) or
-``ValueError`` (a wrong shape, length or range, or a non-finite value).
+a float, an int, ``None``) or raises ``TypeError`` (not real numbers, or not
+the kind of container numpy reads as a batch) or ``ValueError`` (a wrong
+shape, length or range, or a value that is not finite in float64).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+import operator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "checked_count",
     "checked_dual_clip",
     "checked_eps",
     "checked_finite_vector",
@@ -48,16 +51,28 @@ def checked_log_ratio(
     return log_ratio, advantages
 
 
+def checked_finite_vector(name: str, value: ArrayLike) -> FloatArray:
+    """:func:`_as_vector`, and a ``ValueError`` naming the first NaN or infinite entry."""
+    array = _as_vector(name, value)
+    _raise_for_the_first_non_finite(**{name: array})
+    return array
+
+
+# --------------------------------------------------------------------------
+# Arrays: what numpy would misread is refused before numpy reads it
+# --------------------------------------------------------------------------
+
+
 def _as_vector(name: str, value: ArrayLike) -> FloatArray:
     """``value`` as a non-empty, 1-D float64 array, or raise naming ``name``.
 
     Raises ``TypeError`` for data that is not real numbers (booleans
-    included) and ``ValueError`` for the wrong shape or an integer too large
+    included) and ``ValueError`` for the wrong shape or a number too large
     for float64.  Finiteness is checked by the caller.
     """
     array = value if _is_plain_array(value) else _array_from(name, value)
     if array.dtype.kind == "O":
-        array = _object_array_as_float(name, array)
+        array = _object_array_as_float(name, array, value)
     if array.dtype.kind not in "iuf":
         raise TypeError(
             f"{name} must contain real numbers, got dtype {array.dtype} "
@@ -68,6 +83,8 @@ def _as_vector(name: str, value: ArrayLike) -> FloatArray:
         raise ValueError(f"{name} must be 1-D, got {shape}")
     if len(array) == 0:
         raise ValueError(f"{name} is empty; it needs at least one sample")
+    if array.dtype.itemsize > 8 and array.dtype.kind == "f":  # long double: may not fit
+        return _long_double_as_float(name, array)
     return array.astype(np.float64, copy=False)
 
 
@@ -85,7 +102,7 @@ def _array_from(name: str, value: object) -> np.ndarray:
             f"{name} must be a 1-D array of numbers; it looks nested or ragged "
             "(rows of different lengths) or holds values numpy cannot read"
         ) from None
-    if isinstance(value, (list, tuple)) and array.dtype.kind in "iuf":
+    if array.dtype.kind in "iuf" and array.ndim == 1:
         _refuse_booleans(name, value)  # numpy reads [True, 0.5] as [1.0, 0.5] without a word
     return array
 
@@ -93,13 +110,21 @@ def _array_from(name: str, value: object) -> np.ndarray:
 def _refuse_unordered_or_masked(name: str, value: object) -> None:
     """Raise a ``TypeError`` for inputs numpy would misread as a batch.
 
-    ``None``, text, a dict, a set or a generator has no samples in order
-    (numpy would make a single object of it), and a masked array's mask
-    would be silently ignored.
+    ``None``, text or raw bytes, a dict or a view of one, a set, an iterator
+    or any other iterable numpy cannot index has no samples in order that
+    numpy would find (it makes a single object of it, or reads each byte as
+    a number), and a masked array's mask would be silently ignored.
     """
     kind = type(value).__name__
-    if value is None or isinstance(value, (str, bytes)):
+    if value is None or isinstance(value, str):
         raise TypeError(f"{name} must be a 1-D array of numbers, got {kind}")
+    if isinstance(value, (bytes, bytearray)):  # numpy would read each byte as a number
+        raise TypeError(f"{name} must be a 1-D array of numbers, got {kind} (raw bytes)")
+    if isinstance(value, memoryview):
+        raise TypeError(
+            f"{name} must be a 1-D array of numbers, got memoryview (a raw buffer); if it "
+            f"holds numbers, say so with np.asarray({name})"
+        )
     if isinstance(value, np.ma.MaskedArray):
         raise TypeError(
             f"{name} is a masked array, and ppo_clip would ignore its mask: pass "
@@ -120,63 +145,78 @@ def _refuse_unordered_or_masked(name: str, value: object) -> None:
         raise TypeError(
             f"{name} is a {kind} (an iterator); pass a list or an array, e.g. list(...) of it"
         )
+    if (
+        isinstance(value, Iterable)
+        and not hasattr(value, "__getitem__")
+        and not hasattr(value, "__array__")
+    ):
+        raise TypeError(
+            f"{name} is a {kind}, which numpy does not read as an array; pass a list or an "
+            f"array, e.g. list({name})"
+        )
 
 
-def _refuse_booleans(name: str, values: Sequence[object]) -> None:
+def _refuse_booleans(name: str, values: object) -> None:
+    """A ``TypeError`` for the first boolean in a container numpy read as numbers."""
+    if not isinstance(values, Sequence):  # other containers (a tensor, ...) hold no Python bools
+        return
     for index, item in enumerate(values):
-        if isinstance(item, (bool, np.bool_)):
+        if isinstance(item, (bool, np.bool_, np.ndarray)) and _is_boolean(item):
             raise TypeError(
                 f"{name} must contain only numbers: {name}[{index}] is {item!r}, a boolean"
             )
 
 
-def checked_finite_vector(name: str, value: ArrayLike) -> FloatArray:
-    """:func:`_as_vector`, and a ``ValueError`` naming the first NaN or infinite entry."""
-    array = _as_vector(name, value)
-    _raise_for_the_first_non_finite(**{name: array})
-    return array
+def _is_boolean(item: object) -> bool:
+    """``True``/``False``, numpy's ``bool_``, or a 0-d array of booleans."""
+    if isinstance(item, np.ndarray):
+        return item.ndim == 0 and item.dtype.kind == "b"
+    return isinstance(item, (bool, np.bool_))
 
 
-def _raise_for_the_first_non_finite(**arrays: FloatArray) -> None:
-    """Raise a ``ValueError`` naming the first NaN or infinite entry of ``arrays``, if any.
-
-    (A NaN or infinity in either log-probability shows in their difference, so
-    :func:`clip_breakdown` calls this only when the log-ratio is not finite.)
-    """
-    for name, array in arrays.items():
-        finite = np.isfinite(array)
-        if not finite.all():
-            index = int(np.argmin(finite))
-            raise ValueError(f"{name}[{index}] is {array[index]}; every value must be finite")
-
-
-def _object_array_as_float(name: str, array: NDArray[np.object_]) -> FloatArray:
+def _object_array_as_float(name: str, array: NDArray[np.object_], value: object) -> FloatArray:
     """Convert a mixed-type array, naming the first entry that is not a usable number."""
+    if array.ndim == 0:
+        raise TypeError(f"{name} must be a 1-D array of numbers, got {type(value).__name__}")
     if array.ndim != 1:
         raise TypeError(f"{name} must be a 1-D array of numbers, got a nested or ragged sequence")
-    numbers_as_floats = []
+    floats = []
     for index, item in enumerate(array):
-        if isinstance(item, (bool, np.bool_)):
+        if isinstance(item, np.ndarray) and item.ndim == 0:
+            item = item[()]
+        if _is_boolean(item):
             raise TypeError(
                 f"{name} must contain only numbers: {name}[{index}] is {item!r}, a boolean"
             )
         if not isinstance(item, numbers.Real):
             hint = (
-                f"; convert it first, e.g. [float(x) for x in {name}]" if _is_decimal(item) else ""
+                f"; convert it first, e.g. [float(x) for x in {name}]"
+                if isinstance(item, decimal.Decimal)
+                else ""
             )
             raise TypeError(f"{name} must contain only numbers: {name}[{index}] is {item!r}{hint}")
-        try:
-            numbers_as_floats.append(float(item))
-        except OverflowError:
-            raise ValueError(
-                f"{name}[{index}] is an integer too large for float64 (whose largest finite "
-                "value is about 1.8e308)"
-            ) from None
-    return np.array(numbers_as_floats, dtype=np.float64)
+        floats.append(_as_float(f"{name}[{index}]", item, "is"))
+    return np.array(floats, dtype=np.float64)
 
 
-def _is_decimal(item: object) -> bool:
-    return isinstance(item, decimal.Decimal)
+def _long_double_as_float(name: str, array: np.ndarray) -> FloatArray:
+    """A long double array as float64, naming the first finite entry that float64 cannot hold."""
+    with np.errstate(over="ignore"):
+        converted = array.astype(np.float64)
+    overflowed = np.isinf(converted) & np.isfinite(array)
+    if overflowed.any():
+        index = int(np.argmax(overflowed))
+        raise ValueError(f"{name}[{index}] is {array[index]!s}, {_TOO_LARGE}")
+    return converted
+
+
+def _raise_for_the_first_non_finite(**arrays: FloatArray) -> None:
+    """Raise a ``ValueError`` naming the first NaN or infinite entry of ``arrays``, if any."""
+    for name, array in arrays.items():
+        finite = np.isfinite(array)
+        if not finite.all():
+            index = int(np.argmin(finite))
+            raise ValueError(f"{name}[{index}] is {array[index]}; every value must be finite")
 
 
 def _dtype_description(dtype: np.dtype) -> str:
@@ -191,13 +231,44 @@ def _raise_for_different_lengths(**arrays: FloatArray) -> None:
     raise ValueError(f"inputs must have the same length: {described}")
 
 
+# --------------------------------------------------------------------------
+# Single numbers
+# --------------------------------------------------------------------------
+
+_TOO_LARGE = "too large for float64 (whose largest finite value is about 1.8e308)"
+
+
+def _as_float(name: str, value: numbers.Real, verb: str = "must be finite; it is") -> float:
+    """``float(value)``, or a ``ValueError`` where a finite number is too large for float64.
+
+    A huge ``int`` or ``Fraction`` raises ``OverflowError`` on the way, and a
+    huge long double turns into ``inf``: both are named as what they are.
+    """
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if math.isinf(number) and not _is_infinite(value):
+        kind = "an integer" if isinstance(value, numbers.Integral) else "a number"
+        raise ValueError(f"{name} {verb} {kind} {_TOO_LARGE}")
+    return number
+
+
+def _is_infinite(value: numbers.Real) -> bool:
+    """Whether ``value`` itself is infinite (not merely too large for float64)."""
+    try:
+        return bool(np.isinf(value))
+    except TypeError:  # an int or Fraction too large for numpy: finite
+        return False
+
+
 def checked_real(name: str, value: object) -> float:
     """``value`` as a finite Python float (from Python or numpy reals, 0-d arrays too)."""
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    number = float(value)
+    number = _as_float(name, value)
     if not math.isfinite(number):
         raise ValueError(f"{name} must be a finite number, got {number!r}")
     return number
@@ -219,3 +290,17 @@ def checked_dual_clip(value: object) -> float | None:
     if cap <= 1.0:
         raise ValueError(f"dual_clip must be greater than 1, got {cap!r}")
     return cap
+
+
+def checked_count(name: str, value: object, largest: int) -> int:
+    """A whole number from 1 to ``largest`` (an ``int`` or numpy integer, not a bool)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if not 1 <= count <= largest:
+        shown = f"{count}" if abs(count) < 10**20 else "an integer with more than 20 digits"
+        raise ValueError(f"{name} must be between 1 and {largest}, got {shown}")
+    return count

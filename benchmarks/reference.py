@@ -63,8 +63,10 @@ def sample(
     ``min(r*A, clip(r)*A)``, and with a cap ``c``, ``max(that, c*A)`` for
     ``A < 0``; clipped when ``A > 0 and r > upper``, ``A < 0 and r < lower``
     or ``A < 0 and r > c`` (strict); gradient 0 where clipped or ``A == 0``,
-    else ``-r*A/N``.  Where ``A == 0`` every product is 0, even for an
-    infinite ``r``.
+    else ``-r*A/N``: computed as float64 computes ``-(r*A)/N``, except where the
+    product ``r*A`` of a finite ratio overflows, where it is the exact ``-r*A/N``
+    rounded once (finite where float64 holds it).  Where ``A == 0`` every
+    product is 0, even for an infinite ``r``.
     """
     lower = 1.0 - (eps if eps_low is None else eps_low)
     upper = 1.0 + (eps if eps_high is None else eps_high)
@@ -79,7 +81,12 @@ def sample(
     if dual_clip is not None and advantage < 0:
         kept = max(kept, dual_clip * advantage)
         is_clipped = is_clipped or r > dual_clip
-    grad = 0.0 if is_clipped or advantage == 0 else -unclipped_term / n
+    if is_clipped or advantage == 0:
+        grad = 0.0
+    elif math.isinf(unclipped_term) and math.isfinite(r):
+        grad = _rounded(-Fraction(r) * Fraction(advantage) / n)  # r*A overflowed; -r*A/N may not
+    else:
+        grad = -unclipped_term / n
     return Sample(r, clipped_ratio, unclipped_term, clipped_term, kept, is_clipped, grad)
 
 
@@ -137,31 +144,49 @@ def exact_loss(
     eps: float = 0.2,
     *,
     ratios: Sequence[float] | None = None,
+    eps_low: float | None = None,
+    eps_high: float | None = None,
+    dual_clip: float | None = None,
 ) -> float:
     """The clipped loss computed exactly, then rounded once to float64 (``±inf`` beyond it).
 
     Each ratio is the float64 ``exp`` (``inf`` where it overflows), or the given ``ratios``:
     pass the module's own to check its rounding alone, since ``math.exp`` and numpy's
-    ``exp`` may differ in the last bit.  Every product, the ``min`` and the sum are exact
-    (``fractions.Fraction``), so no product overflows on the way.  An infinite ratio with
-    ``A < 0`` makes the loss ``+inf``; with ``A > 0`` it is clipped and its term is
-    ``(1 + eps) * A``.
+    ``exp`` may differ in the last bit.  Every product, the ``min`` (and the dual-clip
+    ``max``) and the sum are exact (``fractions.Fraction``), so no product overflows on the
+    way.  The band is ``[1 - eps_low, 1 + eps_high]`` in float64, as in :func:`sample`.  An
+    infinite ratio with ``A < 0`` makes the loss ``+inf`` (without a dual-clip cap); with
+    ``A > 0`` it is clipped and its term is ``(1 + eps_high) * A``.
     """
-    lower, upper = Fraction(1.0 - eps), Fraction(1.0 + eps)
+    lower = Fraction(1.0 - (eps if eps_low is None else eps_low))
+    upper = Fraction(1.0 + (eps if eps_high is None else eps_high))
+    cap = None if dual_clip is None else Fraction(dual_clip)
     total = Fraction(0)
     if ratios is None:
         ratios = [ratio(new, old) for new, old in zip(logp_new, logp_old, strict=True)]
     for r, advantage in zip(ratios, advantages, strict=True):
         if advantage == 0:
             continue
+        exact_a = Fraction(advantage)
         if math.isinf(r):
-            if advantage < 0:
+            if advantage > 0:
+                total += upper * exact_a
+            elif cap is not None:
+                total += cap * exact_a
+            else:
                 return math.inf
-            total += upper * Fraction(advantage)
             continue
-        exact_r, exact_a = Fraction(r), Fraction(advantage)
-        total += min(exact_r * exact_a, min(max(exact_r, lower), upper) * exact_a)
+        exact_r = Fraction(r)
+        kept = min(exact_r * exact_a, min(max(exact_r, lower), upper) * exact_a)
+        if cap is not None and advantage < 0:
+            kept = max(kept, cap * exact_a)
+        total += kept
+    return _rounded(-total / len(advantages))
+
+
+def _rounded(value: Fraction) -> float:
+    """``value`` rounded once to float64; ``±inf`` beyond float64's range; never ``-0.0``."""
     try:
-        return float(-total / len(advantages)) + 0.0
+        return float(value) + 0.0
     except OverflowError:
-        return math.inf if total < 0 else -math.inf
+        return math.inf if value > 0 else -math.inf

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -21,8 +22,6 @@ from benchmarks import reference
 from ppo_clip import (
     clip_breakdown,
     clip_fraction,
-    gradient_curve,
-    objective_curve,
     objective_terms,
     ppo_clip_grad,
     ppo_clip_loss,
@@ -210,6 +209,60 @@ def test_sum_of_huge_finite_terms_overflowing_still_gives_the_finite_mean():
     loss = ppo_clip_loss(*args)
     assert loss == pytest.approx(reference.exact_loss(*args), rel=1e-15)
     assert loss == pytest.approx(math.exp(709.5), rel=1e-15)
+
+
+# Issue 24: exact where float64 can represent the answer.  Each expectation is computed from
+# this machine's ratio (its exp may differ from another CPU's in the last bit).
+
+
+def test_a_gradient_whose_product_overflows_is_the_exact_finite_value():
+    # r = e^709 ~ 8.2e307 times A = -3 overflows float64, but -r*A/N ~ 1.23e308 fits.
+    args = ([709.0, 0.0], [0.0, 0.0], [-3.0, 1.0])
+    grad = ppo_clip_grad(*args)
+    ratio = clip_breakdown(*args).ratio[0]
+    assert grad[0] == float(Fraction(float(ratio)) * 3 / 2)
+    assert grad[0] == pytest.approx(1.2327611192332458e308, rel=1e-15)
+    assert grad[1] == -0.5
+    np.testing.assert_array_equal(clip_breakdown(*args).grad, grad)
+    np.testing.assert_array_equal(surrogate_grad(*args, objective="unclipped"), grad)
+
+
+def test_one_overflowing_term_in_a_huge_batch_gives_the_finite_loss():
+    # N = 2**17, r = e^709.7 and A = -1e5 (the rest 0): r*A overflows, r*A/N does not.
+    n = 2**17
+    logp_new, logp_old, advantages = np.zeros(n), np.zeros(n), np.zeros(n)
+    logp_new[0], advantages[0] = 709.7, -1e5
+    breakdown = clip_breakdown(logp_new, logp_old, advantages)
+    exact = float(Fraction(float(breakdown.ratio[0])) * 100_000 / n)
+    assert exact == pytest.approx(1.2627e308, rel=1e-4)
+    assert ppo_clip_loss(logp_new, logp_old, advantages) == exact
+    assert breakdown.loss == exact
+    assert breakdown.grad[0] == exact  # -r*A/N is the same number here
+    assert breakdown.partial_loss(1) == exact
+
+
+def test_huge_advantages_that_cancel_give_the_exact_loss():
+    # r = 1, so each term is its advantage: they sum to exactly 1, but float64's running sum
+    # overflows on the way.  Every objective and variant keeps these terms.
+    args = ([0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308])
+    assert ppo_clip_loss(*args) == -0.2
+    assert clip_breakdown(*args, eps_low=0.1, eps_high=0.3, dual_clip=3.0).loss == -0.2
+    for objective in ppo_clip.OBJECTIVES:
+        assert surrogate_loss(*args, objective=objective) == -0.2
+
+
+def test_a_variants_loss_whose_term_overflows_is_the_exact_finite_value():
+    # Found in CI by tests/test_numerics.py: r = e^709.5 ~ 1.35e308 with A = -2 and a band of
+    # width 0.  The term r*A overflows; the loss -(1/2)(r * -2) is r itself.
+    args = ([0.0, 0.0], [0.0, -709.5], [0.0, -2.0])
+    breakdown = clip_breakdown(*args, eps_low=0, eps_high=0)
+    ratio = float(breakdown.ratio[1])
+    assert math.isfinite(ratio)
+    assert breakdown.loss == ratio
+    assert breakdown.partial_loss(2) == ratio
+    assert breakdown.partial_loss(1) == 0.0
+    assert breakdown.grad.tolist() == [0.0, ratio]
+    assert clip_breakdown(*args, eps=0).loss == ppo_clip_loss(*args, eps=0) == ratio
 
 
 def test_ratio_underflow_to_zero_is_handled():
@@ -550,8 +603,8 @@ def test_inputs_are_never_changed(function):
 def test_sweep_inputs_are_never_changed():
     grid = np.array([0.0, 0.5, 1.0, 1.2, 3.0])
     before = grid.copy()
-    for sweep_function in (ratio_sweep, objective_curve, gradient_curve):
-        sweep_function(grid, -1.0)
+    for advantage in (-1.0, 0.0, 1.0):
+        ratio_sweep(grid, advantage)
         np.testing.assert_array_equal(grid, before)
     ratio_sweep(read_only(grid), 1.0, dual_clip=2.0)
 
@@ -749,10 +802,10 @@ def test_bad_dual_clip_is_rejected(value, error, message):
         (ratio_sweep, ([1.0], math.nan), ValueError, "advantage must be a finite number, got nan"),
         (ratio_sweep, ([1.0], "1"), TypeError, "advantage must be a real number, got str"),
         (ratio_sweep, ([1.0], 1.0, 1.2), ValueError, "eps must be between 0 and 1, got 1.2"),
-        (objective_curve, ([-1.0], 1.0), ValueError, "ratios[0] is -1.0"),
-        (objective_curve, ([1.0], None), TypeError, "advantage must be a real number"),
-        (gradient_curve, ([1.0], 1.0, -0.5), ValueError, "eps must be between 0 and 1"),
-        (gradient_curve, ([1.0], [1.0]), TypeError, "advantage must be a real number, got list"),
+        (ratio_sweep, ([-1.0], 1.0), ValueError, "ratios[0] is -1.0"),
+        (ratio_sweep, ([1.0], None), TypeError, "advantage must be a real number"),
+        (ratio_sweep, ([1.0], 1.0, -0.5), ValueError, "eps must be between 0 and 1"),
+        (ratio_sweep, ([1.0], [1.0]), TypeError, "advantage must be a real number, got list"),
     ],
 )
 def test_bad_sweep_input_is_rejected(function, args, error, message):
@@ -912,9 +965,10 @@ def test_objective_terms_on_a_sweep_are_per_sample():
 
 def test_curves_have_the_textbook_shape():
     ratios = np.array([0.5, 0.8, 1.0, 1.2, 1.5])
-    np.testing.assert_allclose(objective_curve(ratios, 1.0), [0.5, 0.8, 1.0, 1.2, 1.2])
-    np.testing.assert_allclose(gradient_curve(ratios, 1.0), [-0.5, -0.8, -1.0, -1.2, 0.0])
-    np.testing.assert_allclose(objective_curve(ratios, -1.0), [-0.8, -0.8, -1.0, -1.2, -1.5])
-    np.testing.assert_allclose(gradient_curve(ratios, -1.0), [0.0, 0.8, 1.0, 1.2, 1.5])
-    assert objective_curve(ratios, 0.0).tolist() == [0.0] * 5
-    assert gradient_curve(ratios, 0.0).tolist() == [0.0] * 5
+    up, down, flat = (ratio_sweep(ratios, advantage) for advantage in (1.0, -1.0, 0.0))
+    np.testing.assert_allclose(up.objective_term, [0.5, 0.8, 1.0, 1.2, 1.2])
+    np.testing.assert_allclose(up.grad, [-0.5, -0.8, -1.0, -1.2, 0.0])
+    np.testing.assert_allclose(down.objective_term, [-0.8, -0.8, -1.0, -1.2, -1.5])
+    np.testing.assert_allclose(down.grad, [0.0, 0.8, 1.0, 1.2, 1.5])
+    assert flat.objective_term.tolist() == [0.0] * 5
+    assert flat.grad.tolist() == [0.0] * 5

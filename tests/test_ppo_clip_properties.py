@@ -35,21 +35,27 @@ from benchmarks import reference
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-EXAMPLES = settings(max_examples=500, deadline=None)
+#: Example counts sized so that the module's three test files run in about 15 s.
+EXAMPLES = settings(max_examples=200, deadline=None)
+FEW_EXAMPLES = settings(max_examples=30, deadline=None)
 
 LOGP_LOW, LOGP_HIGH = -1000.0, 0.0
 MAX_EXP_ARGUMENT = math.log(sys.float_info.max)  # about 709.78: exp overflows above it
 #: The per-sample quantities the breakdown and the reference share (the ratio is an input).
 PER_SAMPLE = reference.Sample._fields[1:]
-#: An exact power of two: the advantages are scaled by it when a product r*A overflows.
-SCALE = 2.0**-16
 
 
-def per_sample(
-    ratios: Sequence[float], advantages: Sequence[float], eps: float, n: int
-) -> dict[str, list]:
-    """The reference's per-sample quantities for these ratios, one list per quantity."""
-    samples = [reference.sample(r, a, n, eps) for r, a in zip(ratios, advantages, strict=True)]
+def reference_samples(
+    ratios: Sequence[float], advantages: Sequence[float], eps: float, n: int, **variant
+) -> list[reference.Sample]:
+    """The reference's samples for these ratios (the module's own, so the rest is exact)."""
+    return [
+        reference.sample(r, a, n, eps, **variant) for r, a in zip(ratios, advantages, strict=True)
+    ]
+
+
+def per_sample(samples: list[reference.Sample]) -> dict[str, list]:
+    """The reference's per-sample quantities, one list per quantity."""
     return {name: [getattr(sample, name) for sample in samples] for name in PER_SAMPLE}
 
 
@@ -198,28 +204,31 @@ def assert_ratio_close_to_math_exp(got: float, expected: float, log_ratio: float
     assert abs(got - expected) <= 2 * math.ulp(expected), (got, expected)
 
 
-def expected_loss(batch: DrawnBatch, samples: list[reference.Sample]) -> tuple[float, float]:
-    """The reference's loss of ``batch`` from its ``samples``, and what summation order may add.
+def assert_loss_as_promised(
+    loss: float, batch: DrawnBatch, samples: list[reference.Sample], **variant
+) -> str:
+    """The loss as ppo_clip promises it, on the module's own ratios; returns which case held.
 
-    Where the float64 terms are not all finite (a product ``r*A`` of a finite
-    ratio can overflow although the loss itself may not), the expected loss is
-    the exact one (:func:`reference.exact_loss`: exact products and sum, rounded
-    once, ``+-inf`` beyond float64's range or for an overflowed ratio with
-    ``A < 0``).  The tolerance then comes from the terms with the advantages
-    scaled by :data:`SCALE`, as the module recomputes them.
+    Where every float64 term and numpy's float64 sum of them are finite, the loss is that sum
+    divided by -N, within rounding of the exact loss.  Where float64 overflowed on the way,
+    it is the exact loss (:func:`reference.exact_loss`) rounded once, ``+-inf`` beyond
+    float64's range.
     """
-    scale = 1.0
-    loss = reference.loss(samples)
-    if not math.isfinite(loss):
-        scale = SCALE
-        advantages = [advantage * scale for advantage in batch.advantages]
-        samples = reference.batch(batch.logp_new, batch.logp_old, advantages, batch.eps)
+    terms = np.array([sample.objective_term for sample in samples])
+    with np.errstate(over="ignore", invalid="ignore"):
+        summed = -terms.sum() / batch.n
+    if not math.isfinite(summed):
         ratios = [sample.ratio for sample in samples]
-        loss = reference.exact_loss(
-            batch.logp_new, batch.logp_old, batch.advantages, batch.eps, ratios=ratios
-        )
-    magnitude = math.fsum(abs(sample.objective_term) / batch.n for sample in samples)
-    return loss, 1e-13 * magnitude / scale
+        exact = reference.exact_loss(*batch, ratios=ratios, **variant)
+        assert loss == exact, (loss, exact)
+        return "float64 overflowed: the exact loss"
+    assert loss == summed + 0.0
+    magnitude = math.fsum(abs(term) / batch.n for term in terms.tolist())
+    # each term and the sum round (by at most N + 2 units of 2**-53 of the magnitude), and
+    # a product in the subnormal range may lose up to the smallest float64
+    tolerance = (batch.n + 2) * 2.0**-53 * magnitude + 2 * math.ulp(0.0)
+    assert abs(loss - reference.loss(samples)) <= tolerance, (loss, reference.loss(samples))
+    return "float64 held every term: numpy's sum"
 
 
 def check_batch_against_reference(batch: DrawnBatch) -> None:
@@ -246,20 +255,23 @@ def check_batch_against_reference(batch: DrawnBatch) -> None:
             assert_ratio_close_to_math_exp(ratio, own.ratio, new - old)
 
     # every per-sample quantity, bit for bit, for the module's ratios (NaN never equals)
-    expected = per_sample(ratios, batch.advantages, eps, n)
+    samples = reference_samples(ratios, batch.advantages, eps, n)
+    expected = per_sample(samples)
     for name, column in expected.items():
         assert getattr(breakdown, name).tolist() == column, name
     assert grad.tolist() == expected["grad"]
     assert fraction == sum(expected["is_clipped"]) / n
     assert breakdown.clip_fraction == fraction
 
-    # the loss, from the reference's own ratios
-    expected_value, tolerance = expected_loss(batch, own_samples)
-    if math.isinf(expected_value):
-        assert loss == expected_value
-    else:
-        assert abs(loss - expected_value) <= tolerance, (loss, expected_value, tolerance)
-    assert breakdown.loss == loss
+    # the loss, on the module's ratios; the textbook functions equal the breakdown's and the
+    # variants' general form (symmetric bounds, no cap) bit for bit
+    event(assert_loss_as_promised(loss, batch, samples))
+    general = ppo_clip.clip_breakdown(*arrays, 0.5, eps_low=eps, eps_high=eps, dual_clip=None)
+    for result in (breakdown, general):
+        assert result.loss == loss
+        assert result.clip_fraction == fraction
+        assert result.grad.tobytes() == grad.tobytes()
+    assert ppo_clip.surrogate_loss(*arrays, eps) == loss
 
     event(f"N {'1' if n == 1 else '<= 64' if n <= 64 else '> 64'}")
     if math.isinf(loss):
@@ -294,7 +306,7 @@ LARGE_SIZES = st.integers(0, 9).flatmap(
 )
 
 
-@EXAMPLES
+@FEW_EXAMPLES
 @given(
     batch=batches(
         sizes=LARGE_SIZES,
@@ -305,6 +317,76 @@ LARGE_SIZES = st.integers(0, 9).flatmap(
 )
 def test_more_than_4096_samples_and_positive_log_densities_match_the_reference(batch):
     check_batch_against_reference(batch)
+
+
+# --------------------------------------------------------------------------
+# Float64's limits: exact where float64 can represent the answer
+# --------------------------------------------------------------------------
+
+#: Advantages from the whole float64 range, zero and the tiniest subnormals included.
+HUGE_ADVANTAGES = st.one_of(
+    st.floats(-1.79e308, 1.79e308, allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.7e308, -1.7e308, 1.0, -1.0]),
+)
+#: (log-ratio, advantage) pairs whose products r*A and sums come near float64's limit
+#: from both sides: a ratio near 1 times a huge advantage, a huge finite ratio (up to
+#: 1.8e308) times a modest one; and ratios that overflow exp (log-ratios above about 709.78).
+NEAR_THE_LIMIT = st.one_of(
+    st.tuples(st.floats(-1.0, 1.0), HUGE_ADVANTAGES),
+    st.tuples(st.floats(700.0, MAX_EXP_ARGUMENT), st.floats(-10.0, 10.0)),
+    st.tuples(st.sampled_from([0.0, 709.0, 709.5, 709.7, 709.78]), HUGE_ADVANTAGES),
+)
+OVERFLOWED = st.tuples(st.floats(MAX_EXP_ARGUMENT, 1000.0), HUGE_ADVANTAGES)
+CAPS = st.one_of(st.none(), st.floats(1.0, 10.0, exclude_min=True))
+
+
+@st.composite
+def overflowing_batches(draw) -> tuple[DrawnBatch, dict]:
+    """Up to 12 samples whose products and sums often overflow float64, and a variant."""
+    rows = draw(st.lists(NEAR_THE_LIMIT, min_size=1, max_size=12))
+    rows = draw(st.permutations(rows + draw(st.lists(OVERFLOWED, max_size=2))))
+    log_ratios, advantages = (list(column) for column in zip(*rows, strict=True))
+    # logp_old in [-1000, 0] such that logp_new = logp_old + log-ratio stays in [-1000, 0]
+    logp_old = [draw(st.floats(max(-1000.0, -1000.0 - x), min(0.0, -x))) for x in log_ratios]
+    logp_new = [old + x for old, x in zip(logp_old, log_ratios, strict=True)]
+    eps = draw(EPS)
+    variant = draw(
+        st.one_of(
+            st.just({}),
+            st.fixed_dictionaries({"eps_low": EPS, "eps_high": EPS, "dual_clip": CAPS}),
+        )
+    )
+    return DrawnBatch(logp_new, logp_old, advantages, eps), variant
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=overflowing_batches())
+# The issue's case: four terms of +-1.7e308 cancel exactly; the loss is -1/5.
+@example(
+    case=(DrawnBatch([0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308], 0.2), {})
+)
+# Found in CI (tests/test_numerics.py): r = e^709.5 with A = -2 and a band of width 0.
+@example(
+    case=(
+        DrawnBatch([0.0, 0.0], [0.0, -709.5], [0.0, -2.0], 0.2),
+        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None},
+    )
+)
+def test_the_loss_is_the_exact_loss_rounded_once_where_float64_overflows(case):
+    batch, variant = case
+    breakdown = ppo_clip.clip_breakdown(*batch, **variant)
+    ratios = breakdown.ratio.tolist()
+    loss = breakdown.loss
+    assert not math.isnan(loss)
+    samples = reference_samples(ratios, batch.advantages, batch.eps, batch.n, **variant)
+    held = assert_loss_as_promised(loss, batch, samples, **variant)
+    event(f"{held}, {'+-inf' if math.isinf(loss) else 'finite'}")
+    assert breakdown.partial_loss(batch.n) == loss
+    # each gradient entry is -r*A/N as float64 computes it, exact where r*A overflowed
+    assert breakdown.grad.tolist() == [sample.grad for sample in samples]
+    if not variant:
+        assert ppo_clip.ppo_clip_loss(*batch) == loss
+        assert ppo_clip.ppo_clip_grad(*batch).tolist() == breakdown.grad.tolist()
 
 
 def boundary_ratios(eps: float) -> list[float]:
@@ -323,12 +405,9 @@ def boundary_ratios(eps: float) -> list[float]:
 def test_sweep_decides_boundary_ratios_like_the_reference(eps, advantage, more_ratios):
     ratios = boundary_ratios(eps) + more_ratios
     sweep = ppo_clip.ratio_sweep(ratios, advantage, eps)
-    expected = per_sample(ratios, [advantage] * len(ratios), eps, 1)
+    expected = per_sample(reference_samples(ratios, [advantage] * len(ratios), eps, 1))
     for name, column in expected.items():
         assert getattr(sweep, name).tolist() == column, name
-    curve_args = (ratios, advantage, eps)
-    assert ppo_clip.gradient_curve(*curve_args).tolist() == sweep.grad.tolist()
-    assert ppo_clip.objective_curve(*curve_args).tolist() == sweep.objective_term.tolist()
     if advantage != 0:
         # on the edge (1 + eps for A > 0, 1 - eps for A < 0): not clipped, full gradient
         edge = 1.0 + eps if advantage > 0 else 1.0 - eps
@@ -347,9 +426,8 @@ def test_curves_equal_the_contract_functions_with_one_sample(data, eps):
         event("ratio overflowed; no curve")
         return
     sweep = ppo_clip.ratio_sweep([ratio], advantage, eps)
-    assert ppo_clip.gradient_curve([ratio], advantage, eps)[0] == ppo_clip.ppo_clip_grad(*args)[0]
     assert sweep.grad[0] == ppo_clip.ppo_clip_grad(*args)[0]
-    assert ppo_clip.objective_curve([ratio], advantage, eps)[0] == -ppo_clip.ppo_clip_loss(*args)
+    assert sweep.objective_term[0] == -ppo_clip.ppo_clip_loss(*args)
     assert sweep.is_clipped[0] == (ppo_clip.clip_fraction(*args) == 1.0)
 
 
