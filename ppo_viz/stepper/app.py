@@ -224,11 +224,11 @@ class BatchStepper(LiveFigure):
         )
         self.load_button = widgets.Button(description="Load batch", button_style="primary")
         self.load_button.on_click(lambda _: self.load())
-        self.preset_buttons = {
-            name: widgets.Button(description=p.label) for name, p in PRESETS.items()
-        }
-        for name, button in self.preset_buttons.items():
-            button.on_click(lambda _, name=name: self.load_preset(name))
+        wide = widgets.Layout(width="auto")  # a preset's whole label
+        self.preset_buttons = {}
+        for name, preset in PRESETS.items():
+            self.preset_buttons[name] = widgets.Button(description=preset.label, layout=wide)
+            self.preset_buttons[name].on_click(lambda _, name=name: self.load_preset(name))
         #: Messages about the typed batch, under the fields (they stay while stepping).
         self.entry_message = widgets.HTML()
         self._before_switch: dict[widgets.Text, tuple[str, str]] = {}
