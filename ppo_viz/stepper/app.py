@@ -45,7 +45,7 @@ def figure_limits(batch: StepperBatch) -> tuple[float, dict[int, tuple[float, fl
     limits = {}
     for sign in (+1, -1):
         chosen = np.sign(b.advantages) == sign
-        with np.errstate(over="ignore"):  # an overflow gives inf, refused below
+        with np.errstate(over="ignore"):  # an overflow gives inf, capped below
             reach = np.abs(b.advantages[chosen]) * np.clip(b.ratio[chosen], b.upper, r_end)
         many = reach.size > ROBUST_LIMITS_FROM
         top = float(np.quantile(reach, 0.95) if many else reach.max(initial=b.upper))
@@ -243,8 +243,8 @@ class BatchStepper(LiveFigure):
     def load(self) -> bool:
         """Read the fields and walk the batch from its first sample; True if it loaded.
 
-        A batch the stepper cannot use or draw is refused with a message under the fields,
-        before anything on screen changes: the last good batch stays.  Never raises.
+        A batch the stepper cannot use is refused with a message under the fields, before
+        anything on screen changes: the last good batch stays.  Never raises.
         """
         fields = (self.new_field, self.old_field, self.advantages_field, self.eps_field)
         try:
