@@ -187,12 +187,12 @@ def clip_fractions_html(batch: StepperBatch) -> Markup:
             f"gradient stays on, yet the sign-blind count calls {'them' if s else 'it'} clipped."
         )
     odd = "ppo-text-error" if only_band.size else "ppo-text-info"
-    header = ["", "this project, TRL, verl: clip_fraction", "SB3, CleanRL, Spinning Up: clipfrac"]
+    header = ["", "this project, TRL, verl", "SB3, CleanRL, OpenAI Baselines, Spinning Up"]
     rows = [
         [
             "counts",
-            "gradient switched off: A > 0 and r > 1+ε, or A < 0 and r < 1−ε",
-            "outside the band, sign ignored: mean(|r − 1| > ε)",
+            "clip_fraction: switched-off gradients, A > 0 and r > 1+ε or A < 0 and r < 1−ε",
+            "clipfrac: ratios outside the band, whatever A's sign: mean(|r − 1| > ε)",
         ],
         [
             "value",
