@@ -65,6 +65,7 @@ array([ 0.    , -0.55  ,  0.    ,  0.1125])
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, NamedTuple, TypeVar
@@ -171,9 +172,9 @@ def ppo_clip_grad(
 ) -> FloatArray:
     """``d loss / d logp_new``, a float64 array of shape (N,).
 
-    0 for a clipped sample (and for ``A == 0``), ``-r_t * A_t / N`` otherwise:
-    ``d(r*A)/dlogp_new = r*A`` because ``dr/dlogp_new = r``, and a clipped
-    sample's term is a constant.  A ratio exactly on the band's edge is not
+    0 for a clipped sample and for ``A == 0`` (a constant term, even where the
+    ratio overflowed), ``-r_t * A_t / N`` otherwise: ``d(r*A)/dlogp_new = r*A``
+    because ``dr/dlogp_new = r``.  A ratio exactly on the band's edge is not
     clipped and keeps its gradient.
 
     >>> import numpy as np
@@ -185,11 +186,12 @@ def ppo_clip_grad(
     eps = checked_eps("eps", eps)
     with _float64_limits_handled_below():
         ratio = np.exp(log_ratio)  # r_t
-        grad = -ratio * advantages / len(ratio)  # -r_t * A_t / N
+        grad = ratio * advantages / -len(ratio)  # -r_t * A_t / N
     clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
-    grad[clipped] = 0.0  # a clipped sample's term is a constant
-    if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
-        _gradient_beyond_float64(grad, ratio, advantages, len(ratio))
+    grad[clipped | (advantages == 0)] = 0.0  # a constant term (clipped, or A_t = 0): slope 0
+    finite = np.isfinite(grad)
+    if not finite.all():  # float64 overflowed on the way: part 4 decides
+        _gradient_beyond_float64(grad, ~finite, ratio, advantages)
     return _positive_zero(grad)
 
 
@@ -566,10 +568,14 @@ def _float64_limits_handled_below() -> np.errstate:
 
 
 def _positive_zero(values: _FloatOrArray) -> _FloatOrArray:
-    """``values`` with every ``-0.0`` made ``0.0`` (adding ``0.0`` does exactly that).
+    """``values`` with every ``-0.0`` made ``0.0``: adding ``0.0`` does exactly that.
 
-    ``-r*A/N`` is ``-0.0`` where ``A`` or ``r`` is 0; a reader should see 0.
+    ``-r*A/N`` is ``-0.0`` where ``A`` or ``r`` is 0; a reader should see 0.  An
+    array (always one this module made) is changed in place.
     """
+    if isinstance(values, np.ndarray):
+        values += 0.0
+        return values
     return values + 0.0
 
 
@@ -642,37 +648,46 @@ def _exact_loss(
         )
     if infinite_signs:  # -(1/n) * inf * A
         return -math.copysign(math.inf, infinite_signs.pop())
-    return _rounded(-_exact_sum_of_products(factor, advantages), _PRODUCT_UNITS * n)
+    exact_sum = _exact_sum_of_products(factor.tolist(), advantages.tolist())
+    return _rounded(-exact_sum, _PRODUCT_UNITS * n)
 
 
 def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: int) -> FloatArray:
     """``-r*A/n`` where ``flowing``, 0 elsewhere and where ``A == 0``; never NaN."""
+    grad = np.where(flowing & (advantages != 0), ratio, 0.0)  # inf * 0 is never formed
     with _float64_limits_handled_below():
-        grad = -ratio * advantages / n
-    grad[~flowing] = 0.0
-    if not np.isfinite(grad).all():
-        _gradient_beyond_float64(grad, ratio, advantages, n)
+        grad *= advantages
+        grad /= -n
+    finite = np.isfinite(grad)
+    if not finite.all():
+        _gradient_beyond_float64(grad, ~finite, ratio, advantages, n)
     return _positive_zero(grad)
 
 
 def _gradient_beyond_float64(
-    grad: FloatArray, ratio: FloatArray, advantages: FloatArray, n: int
+    grad: FloatArray,
+    undecided: BoolArray,
+    ratio: FloatArray,
+    advantages: FloatArray,
+    n: int | None = None,
 ) -> None:
-    """Decide, in place, each entry of ``grad = -r*A/N`` that float64 left not finite.
+    """Decide, in place, the entries of ``grad = -r*A/N`` that float64 left not finite.
 
+    ``undecided`` marks them; ``n`` defaults to the number of entries.
     ``A == 0``: 0 (``inf * 0`` was NaN).  ``r = inf``: ``inf`` with the sign of
     ``-A`` (for the clipped objective only ``A < 0`` gets here: ``+inf``).
     Finite ``r`` with ``r*A`` beyond float64: the exact ``-r*A/N`` rounded
     once, finite wherever float64 holds it.
     """
-    for index in np.flatnonzero(~np.isfinite(grad)):
-        r, a = ratio[index : index + 1], advantages[index : index + 1]
-        if a[0] == 0:
+    n = len(grad) if n is None else n
+    for index in np.flatnonzero(undecided).tolist():
+        r, a = float(ratio[index]), float(advantages[index])
+        if a == 0:
             grad[index] = 0.0
-        elif np.isinf(r[0]):
-            grad[index] = -math.copysign(math.inf, a[0])
+        elif math.isinf(r):
+            grad[index] = -math.copysign(math.inf, a)
         else:
-            grad[index] = _rounded(-_exact_sum_of_products(r, a), _PRODUCT_UNITS * n)
+            grad[index] = _rounded(-_exact_sum_of_products([r], [a]), _PRODUCT_UNITS * n)
 
 
 #: Every float64 value is a whole number of units of 2**-1074 (the smallest subnormal), so a
@@ -681,10 +696,10 @@ _PRODUCT_EXPONENT = 2 * 1074
 _PRODUCT_UNITS = 2**_PRODUCT_EXPONENT
 
 
-def _exact_sum_of_products(x: FloatArray, y: FloatArray) -> int:
+def _exact_sum_of_products(x: Iterable[float], y: Iterable[float]) -> int:
     """``sum(x * y)`` exactly, as a whole number of units of ``1 / _PRODUCT_UNITS``."""
     total = 0
-    for a, b in zip(x.tolist(), y.tolist(), strict=True):
+    for a, b in zip(x, y, strict=True):
         (a_top, a_bottom), (b_top, b_bottom) = a.as_integer_ratio(), b.as_integer_ratio()
         # a_bottom * b_bottom is a power of two, 2**k with k <= _PRODUCT_EXPONENT
         total += (a_top * b_top) << (_PRODUCT_EXPONENT + 1 - (a_bottom * b_bottom).bit_length())
