@@ -9,9 +9,8 @@ the figure and the batch or run on screen.
   way is always faithful.
 * A message about an entry stays short, whatever was typed.
 * The stepper's constructor, methods and public functions name a bad argument.
-* The epochs explorer shows a message for a setting it cannot use, set from code, and keeps its
-  last good run; its constructor refuses values out of range instead of letting a slider clamp
-  them.
+
+The epochs explorer's hostile-input tests are in ``test_epochs.py``.
 """
 
 from __future__ import annotations
@@ -21,11 +20,8 @@ import reprlib
 
 import numpy as np
 import pytest
-import traitlets
 from helpers import plain
-from test_epochs import assert_figure_shows
 
-from ppo_viz.epochs import EpochsExplorer, SettingError, Settings
 from ppo_viz.numbers import exact, rounded
 from ppo_viz.stepper import BatchStepper, compare_with_module, preset_batch
 from ppo_viz.stepper.batch import converted_field, parse_batch, read_field
@@ -232,99 +228,3 @@ def test_a_preset_that_does_not_exist_is_named_and_nothing_changes(stepper):
     with pytest.raises(ValueError, match="a preset's name is one of"):
         stepper.load_preset("no such preset")
     assert stepper.batch.name == "worked example"
-
-
-# --------------------------------------------------------------------------
-# The epochs explorer: settings set from code
-# --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def explorer() -> EpochsExplorer:
-    return EpochsExplorer()
-
-
-@pytest.mark.parametrize(
-    ("seed", "said"),
-    [
-        (10**400, "The batch seed must be between 0 and 4294967295, got about 10^400."),
-        (-(10**400), "The batch seed must be between 0 and 4294967295, got about -10^400."),
-        (2**64, "The batch seed must be between 0 and 4294967295, got about 10^19."),
-        (2**32, "The batch seed must be between 0 and 4294967295, got 4294967296."),
-        (-1, "The batch seed must be between 0 and 4294967295, got -1."),
-    ],
-)
-def test_a_seed_the_app_cannot_use_shows_a_short_message_and_keeps_the_run(explorer, seed, said):
-    explorer.seed.value = 10
-    png, settings = explorer.view.png, explorer.settings
-    explorer.seed.value = seed
-    shown = plain(explorer.message.value)
-    assert shown.startswith(said)
-    assert len(explorer.message.value) < SHORT_MESSAGE
-    assert explorer.view.png == png
-    assert explorer.settings == settings == Settings(seed=10)
-    explorer.seed.value = 11
-    assert explorer.message.value == ""
-    assert_figure_shows(explorer, Settings(seed=11))
-
-
-@pytest.mark.parametrize("seed", [2.5, 3.0, float("nan"), "12", "seven", True, None])
-def test_a_seed_that_is_not_a_whole_number_is_refused_before_anything_changes(explorer, seed):
-    png = explorer.view.png
-    with pytest.raises(traitlets.TraitError, match="expected a whole number"):
-        explorer.seed.value = seed
-    assert explorer.seed.value == Settings().seed
-    assert explorer.message.value == ""
-    assert explorer.view.png == png
-    assert_figure_shows(explorer, Settings())
-
-
-@pytest.mark.parametrize(
-    ("control", "said"),
-    [
-        ("eps", "The clip size ε must be between 0 and 0.5, got nan."),
-        ("step_size", "The step size must be between 0.05 and 4, got nan."),
-        ("target_kl", "The target KL must be between 0.001 and 0.2, got nan."),
-    ],
-)
-def test_a_nan_from_code_shows_a_message_until_a_good_value_replaces_it(explorer, control, said):
-    explorer.early_stop.value = True
-    png, settings = explorer.view.png, explorer.settings
-    widget = getattr(explorer, control)
-    good = widget.value
-    widget.value = float("nan")
-    assert plain(explorer.message.value).startswith(said)
-    assert explorer.view.png == png
-    assert explorer.settings == settings
-    explorer.epochs.value = 10  # another control changes: the message stays, nothing redraws
-    assert plain(explorer.message.value).startswith(said)
-    assert explorer.view.png == png
-    widget.value = good
-    assert explorer.message.value == ""
-    assert_figure_shows(explorer, Settings(n_epochs=10, target_kl=explorer.target_kl.value))
-
-
-def test_the_target_kl_slider_s_right_end_is_the_range_s_end(explorer):
-    """The log slider's right end is 10 ** log10(0.2) = 0.20000000000000004, above 0.2."""
-    explorer.early_stop.value = True
-    explorer.target_kl.value = 10**explorer.target_kl.max
-    assert explorer.target_kl.value > 0.2
-    assert explorer.message.value == ""
-    assert_figure_shows(explorer, Settings(target_kl=0.2))
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "said"),
-    [
-        ({"eps": 5}, r"^eps must be between 0 and 0\.5, got 5$"),
-        ({"step_size": -1}, r"^step_size must be between 0\.05 and 4, got -1$"),
-        ({"n_epochs": 1000}, r"^n_epochs must be between 1 and 30, got 1000$"),
-        ({"seed": 10**400}, r"^seed must be between 0 and 4294967295, got about 10\^400$"),
-        ({"target_kl": 0.0}, r"^target_kl must be between 0\.001 and 0\.2, got 0\.0$"),
-        ({"eps": float("inf")}, r"^eps must be between 0 and 0\.5, got inf$"),
-    ],
-)
-def test_the_explorer_refuses_a_starting_value_a_slider_would_clamp(kwargs, said):
-    with pytest.raises(SettingError, match=said) as raised:
-        EpochsExplorer(**kwargs)
-    assert isinstance(raised.value, ValueError)

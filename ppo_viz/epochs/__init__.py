@@ -20,7 +20,7 @@ from ppo_viz.epochs.foundations import (
 )
 from ppo_viz.epochs.interpolation import InterpolationExplorer
 from ppo_viz.epochs.text import bandit_table, batch_table, kl_estimator_table
-from ppo_viz.epochs.training import Settings, misleading_seed, run_all
+from ppo_viz.epochs.training import Settings, misleading_seed, run_all, survey
 
 __all__ = [
     "EpochsExplorer",
@@ -35,4 +35,5 @@ __all__ = [
     "ppo_update_line",
     "run_all",
     "small_step_study",
+    "survey",
 ]

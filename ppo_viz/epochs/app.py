@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 import traitlets
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -44,8 +44,9 @@ from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, PALETTE, figure_style
 
 #: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
 #: (none is an objective's or an arm's colour); grey cells are epochs the run did not take.
-PUSH_MAP = ListedColormap([PALETTE["yellow"], "white", PALETTE["sky_blue"]])
-PUSH_MAP.set_bad(COLORS["guide"], alpha=0.3)
+PUSH_MAP = ListedColormap([PALETTE["yellow"], "white", PALETTE["sky_blue"]]).with_extremes(
+    bad=(*to_rgb(COLORS["guide"]), 0.3)
+)
 #: Every epoch axis ends here (the epochs slider's maximum).
 EPOCH_AXIS_MAX = SETTING_RANGES["n_epochs"][1]
 KL_LIMITS = (1e-4, 5.0)

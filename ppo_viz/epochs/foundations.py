@@ -30,14 +30,19 @@ from ppo_viz.bandit import (
     exact_kl,
     softmax,
 )
-from ppo_viz.epochs.training import DEFAULT_EPS, Settings, batch_of, draw_batches, run_all
+from ppo_viz.epochs.training import (
+    DEFAULT_EPS,
+    TOTAL_MOVEMENT,
+    Settings,
+    batch_of,
+    draw_batches,
+    run_all,
+)
 
 #: The interpolation factors: -1 to 3 in steps of 0.02 (0 and 1 exactly on the grid).
 FACTORS = np.arange(-50, 151) / 50.0
 #: The step sizes of the small-step study: 4, 2, 1, ..., 1/32 (each half the one before).
 STEP_SIZES: tuple[float, ...] = tuple(4.0 / 2.0**k for k in range(8))
-#: ``step size * epochs`` of every run of the study (the explorer's default run has 0.5 * 30).
-TOTAL_MOVEMENT = 16.0
 #: How many fresh batches :func:`estimator_studies` draws by default.
 STUDY_BATCHES = 1000
 

@@ -160,6 +160,8 @@ def results_figure(
             x = np.arange(first.settings.iterations + 1.0)
             for key, run in bandit.items():
                 panels.show(0, key, x, spread(run.true_reward))
+            axes[0].relim()
+            axes[0].autoscale_view()
             axes[0].set(title=f"bandit, {name} ({len(first.seeds)} seeds)", xlabel="iteration")
             axes[0].set_ylabel("true reward")
         for index, (name, runs) in enumerate(cartpole.items(), start=bool(bandit)):
