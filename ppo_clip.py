@@ -658,9 +658,10 @@ def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: 
     with _float64_limits_handled_below():
         grad *= advantages
         grad /= -n
-    finite = np.isfinite(grad)
-    if not finite.all():
-        _gradient_beyond_float64(grad, ~finite, ratio, advantages, n)
+        # an infinite entry makes the sum infinite (a sum of finite entries that overflows
+        # only costs the search: nothing is undecided)
+        if not math.isfinite(np.add.reduce(grad)):
+            _gradient_beyond_float64(grad, ~np.isfinite(grad), ratio, advantages, n)
     return _positive_zero(grad)
 
 
