@@ -24,7 +24,7 @@ The file reads top to bottom:
    :func:`worked_example` is the contract's example.
 3. **The alternatives** the clipped objective is compared with (the unclipped
    surrogate ``r*A`` and the clip-only ``clip(r)*A``): :func:`surrogate_loss`,
-   :func:`surrogate_grad`, :func:`objective_terms`, :func:`loss_of`; and
+   :func:`surrogate_grad`, :func:`objective_terms`; and
    :func:`ratio_sweep`, one sample over a grid of ratios, for plots.
 4. **Float64's limits**: what float64 arithmetic cannot do in the textbook
    lines, decided exactly instead.  A ratio overflows to ``inf`` above a
@@ -91,7 +91,6 @@ __all__ = [
     "clip_band",
     "clip_breakdown",
     "clip_fraction",
-    "loss_of",
     "objective_terms",
     "ppo_clip_grad",
     "ppo_clip_loss",
@@ -289,15 +288,15 @@ class ClipBreakdown:
 
     @property
     def loss(self) -> float:
-        """``-(1/N) * sum(objective_term)``, the loss to minimize (see :func:`loss_of`)."""
-        return loss_of(self)
+        """``-(1/N) * sum(objective_term)``, the loss to minimize (see :func:`_loss_of`)."""
+        return _loss_of(self)
 
     def partial_loss(self, count: int) -> float:
         """``-(1/N) * sum(objective_term[:count])``: the loss after ``count`` samples.
 
         With ``count == N`` this is :attr:`loss`, bit for bit.
         """
-        return loss_of(self, count=checked_count("count", count, self.n))
+        return _loss_of(self, count=checked_count("count", count, self.n))
 
     @property
     def n(self) -> int:
@@ -437,7 +436,7 @@ def objective_terms(
     return (b.unclipped_term if objective == "unclipped" else b.clipped_term), grad
 
 
-def loss_of(
+def _loss_of(
     breakdown: ClipBreakdown, objective: Objective = "clipped", count: int | None = None
 ) -> float:
     """``-(1/N) * sum`` of the first ``count`` (default: all) terms of an objective; never NaN.
@@ -476,7 +475,7 @@ def surrogate_loss(
     (``clip(r)*A``).
     """
     objective = _checked_objective(objective)
-    return loss_of(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
+    return _loss_of(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
 
 
 def surrogate_grad(
