@@ -1,24 +1,31 @@
-"""Notebook 5's checker: it passes right answers, names each mistake, and survives any learner.
+"""Notebook 6's checker: it passes right answers, names each mistake, and survives any learner.
 
 Every wrong implementation below is a learner-style numpy function with deliberate mistakes
-(one, or two at once); the checker must report exactly those mistakes' keys.  Correct code
-(the module itself, a careful learner's, the plain-Python reference) passes with no note; the
-textbook numpy loss, the PyTorch-style form and a log-space clip pass the core batches and get
-one "going further" note.  A learner's function that loops, sleeps, raises anything, prints a
-flood or replaces ppo_clip's functions gets a finding, never an exception or a frozen kernel.
-The concept questions are decided by ppo_clip, and the notebook runs headless with its
-exercise bodies empty and filled in.
+(one, or two at once); the checker must report exactly those mistakes' keys, and no mistake
+where a placeholder (``return 0.0``) only happens to equal a combination of them.  Correct code
+(the module itself, a careful learner's, the plain-Python reference with ``math.exp``) passes
+with no note, on this CPU and under the simulated other ones; the textbook numpy loss, the
+PyTorch-style form and a log-space clip pass the core batches and get one "going further"
+note.  A learner's function that loops, sleeps, swallows every exception, raises anything,
+prints a flood or changes the process gets a finding within its time limit, never an exception
+or a frozen kernel, and leaves the process as it was; a real Ctrl-C stops the check.  The
+concept questions are decided by ppo_clip, and the notebook runs headless with its exercise
+bodies empty and filled in.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import html
 import inspect
 import itertools
 import math
+import multiprocessing
+import os
 import re
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -29,6 +36,7 @@ from typing import Any
 import nbformat
 import numpy as np
 import pytest
+from helpers import assert_states
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markupsafe import escape
@@ -38,8 +46,9 @@ import ppo_clip
 from benchmarks import reference
 from ppo_viz.app import WIDGET_VIEW_MIME
 from ppo_viz.exercises import (
-    MISTAKES,
+    EXPLANATIONS,
     TIME_LIMIT_S,
+    TITLES,
     VALUE_MISTAKES,
     CheckBatch,
     ConceptQuestion,
@@ -53,6 +62,7 @@ from ppo_viz.exercises import (
     exercise_summary,
     explanation,
     predict,
+    sandbox,
 )
 from ppo_viz.exercises.battery import (
     NUMERICS_NOTEBOOK,
@@ -60,7 +70,7 @@ from ppo_viz.exercises.battery import (
     TOKENS_LESSON,
     UNDERFLOW_LESSON,
 )
-from ppo_viz.exercises.why_questions import shared_parameter_run
+from ppo_viz.exercises.question_bank import shared_parameter_run
 from ppo_viz.numbers import exact, rounded, vector
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_exercises.ipynb"
@@ -327,7 +337,7 @@ def test_each_mistake_is_named_and_no_other(kind, code, mistakes, notes):
     result = check(kind, LEARNERS[kind](code))
     assert (result.mistakes, result.note_keys) == (mistakes, notes), str(result)
     named = (result.findings or result.notes)[0]
-    assert named.title == MISTAKES[named.key].title
+    assert named.title == TITLES[named.key]
     if named.key != "wrong_type":
         assert named.message == explanation(named.key, kind)
     assert named.evidence, "a mistake comes with the batch where it shows"
@@ -400,18 +410,38 @@ CODE_VARIANTS = {
 }
 
 
+#: Pairs where the learner code above lets one mistake override the other (its if/elif picks
+#: one objective; with no clipping at all, how clipping is decided does not matter): only the
+#: one that takes effect shows in the answers, and only it is named.
+TAKES_EFFECT = {
+    frozenset(pair): effect
+    for pair, effect in [
+        (("unclipped", "clip_only"), "unclipped"),
+        (("unclipped", "max_for_min"), "unclipped"),
+        (("unclipped", "clip_swapped"), "unclipped"),
+        (("unclipped", "non_strict"), "unclipped"),
+        (("clip_only", "max_for_min"), "clip_only"),
+        (("grad_on_clipped", "non_strict"), "unclipped"),
+        (("grad_on_clipped", "clip_only"), "unclipped"),
+        (("grad_on_clipped", "max_for_min"), "unclipped"),
+    ]
+}
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_visible_pair_of_mistakes_in_learner_code_is_named(kind):
-    from ppo_viz.exercises.mistakes import REDUNDANT
-
+    wrong = []
     for first, second in itertools.combinations(CODE_VARIANTS[kind], 2):
         keys = {KEY_OF.get(first, first), KEY_OF.get(second, second)}
-        if len(keys) < 2 or frozenset(keys) in REDUNDANT or keys in INVISIBLE_TOGETHER:
+        if len(keys) < 2 or keys in INVISIBLE_TOGETHER:
             continue
+        keys = {TAKES_EFFECT.get(frozenset({first, second}))} - {None} or keys
         if {first, second} & {"zero_advantage_else", "sign_blind", "clipped_ratio_on_clipped"}:
             continue  # the learner code above does not combine these forms with others
         result = check(kind, LEARNERS[kind](first, second))
-        assert set(result.mistakes) == keys, f"{first} + {second}:\n{result}"
+        if set(result.mistakes) != keys:
+            wrong.append((first, second, result.mistakes))
+    assert not wrong, "\n".join(map(str, wrong))
 
 
 def test_evidence_quotes_the_answer_and_the_reference():
@@ -432,7 +462,7 @@ def test_counting_zero_advantages_is_shown_on_the_batch_that_has_them():
     assert batch.role == "core"
     wrong = np.mean((batch.advantages >= 0) & (batch.breakdown.ratio > 1.2))
     assert result.findings[0].evidence == (
-        f"On {batch.label}: expected {rounded(batch.reference('clip_fraction'))}, "
+        f"On {batch.label}: expected {rounded(batch.answers['clip_fraction'])}, "
         f"got {rounded(wrong)}."
     )
 
@@ -470,7 +500,7 @@ def test_an_unknown_error_falls_back_to_the_smallest_failing_batch():
     evidence = result.findings[0].evidence
     smallest = min((b for b in battery("core") if b.n >= 5), key=lambda b: b.n)
     assert f"batch '{smallest.name}' (N = 5" in evidence
-    expected = smallest.reference("loss")
+    expected = smallest.answers["loss"]
     assert f"expected {rounded(expected)}, got {rounded(expected + 0.001)}" in evidence
     assert "logp_new = [" in evidence
     assert "advantages = [" in evidence
@@ -494,7 +524,7 @@ def test_a_tiny_difference_is_shown_with_every_digit():
 
     evidence = check_loss(nudged).findings[0].evidence
     one = next(b for b in battery() if b.n == 1)
-    expected = one.reference("loss")
+    expected = one.answers["loss"]
     assert f"expected {exact(expected)}, got {exact(expected * (1 + 1e-8))}." in evidence
 
 
@@ -606,13 +636,110 @@ def test_html_is_escaped():
 
 
 # --------------------------------------------------------------------------
-# The checker survives any learner: time limit, exceptions, output, a patched module
+# Placeholders and echoes: no mistake read into them (issue 24, section 3)
 # --------------------------------------------------------------------------
 
-#: A short limit keeps these tests quick; one test below uses the real one.
-QUICK_LIMIT_S = 0.5
-#: Generous room for everything a check does besides waiting for the learner.
-MARGIN_S = 5.0
+
+def _constant(value):
+    return lambda logp_new, logp_old, advantages, eps=0.2: value
+
+
+def _smallest_differing(kind, value):
+    """The smallest core batch whose reference answer is not ``value``, and that answer."""
+    for batch in sorted(battery("core"), key=lambda b: b.n):
+        expected = np.atleast_1d(batch.answers[kind])
+        if not np.array_equal(expected, np.full_like(expected, value), equal_nan=True):
+            return batch, expected[int(np.argmax(expected != value))]
+    raise AssertionError("every reference answer is the placeholder's")
+
+
+PLACEHOLDERS = [
+    ("loss", _constant(0.0), 0.0),
+    ("loss", _constant(0), 0.0),
+    ("loss", _constant(-1.0), -1.0),
+    ("loss", _constant(math.nan), math.nan),
+    ("clip_fraction", _constant(0.0), 0.0),
+    ("clip_fraction", _constant(1), 1.0),
+    ("grad", lambda logp_new, logp_old, advantages, eps=0.2: np.zeros_like(logp_new), 0.0),
+    (
+        "grad",
+        lambda logp_new, logp_old, advantages, eps=0.2: np.full(len(logp_new), np.nan),
+        np.nan,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "function", "value"), PLACEHOLDERS, ids=[f"{k}-{v}" for k, _, v in PLACEHOLDERS]
+)
+def test_a_placeholder_is_told_it_differs_not_given_mistakes(kind, function, value):
+    """``return 0.0`` equals what three mistakes together give; it is a placeholder, not them."""
+    result = check(kind, function)
+    assert (result.mistakes, result.note_keys) == (("mismatch",), ()), str(result)
+    batch, expected = _smallest_differing(kind, value)
+    shown = f"an array of {exact(value)}s" if kind == "grad" else exact(value)
+    assert f"returns {shown} on every batch it answered" in result.findings[0].message
+    assert batch.lesson in result.findings[0].message
+    evidence = result.findings[0].evidence
+    assert evidence.startswith(f"On {batch.label}")
+    assert evidence.endswith(f"expected {rounded(expected)}, got {rounded(value)}.")
+
+
+ECHOES = [
+    ("loss", lambda logp_new, logp_old, advantages, eps=0.2: float(logp_new[0])),
+    ("loss", lambda logp_new, logp_old, advantages, eps=0.2: float(np.mean(advantages))),
+    ("loss", lambda logp_new, logp_old, advantages, eps=0.2: float(eps)),
+    ("clip_fraction", lambda logp_new, logp_old, advantages, eps=0.2: float(eps)),
+    ("grad", lambda logp_new, logp_old, advantages, eps=0.2: logp_new),
+    ("grad", lambda logp_new, logp_old, advantages, eps=0.2: advantages),
+    ("grad", lambda logp_new, logp_old, advantages, eps=0.2: np.exp(logp_new - logp_old)),
+]
+
+
+def test_one_answer_is_never_read_as_several_mistakes():
+    """``return 0.0`` on the one batch it answers: three mistakes together give that too."""
+
+    def answers_once(logp_new, logp_old, advantages, eps=0.2):
+        if len(advantages) != 4:
+            raise ValueError("not yet")
+        return 0.0
+
+    result = check_loss(answers_once)
+    assert result.mistakes == ("error", "mismatch"), str(result)
+
+
+@pytest.mark.parametrize(("kind", "function"), ECHOES, ids=lambda x: "" if callable(x) else x)
+def test_an_input_echoed_back_differs_from_the_reference(kind, function):
+    result = check(kind, function)
+    assert (result.mistakes, result.note_keys) == (("mismatch",), ()), str(result)
+    assert "match none of the common mistakes" in result.findings[0].message
+
+
+RIGHT_VALUE_WRONG_FORM = [
+    ("loss", lambda *args: np.array([ppo_clip.ppo_clip_loss(*args)])),
+    ("loss", lambda *args: np.array(ppo_clip.ppo_clip_loss(*args))),
+    ("loss", lambda *args: np.float32(ppo_clip.ppo_clip_loss(*args))),
+    ("clip_fraction", lambda *args: np.array([ppo_clip.clip_fraction(*args)])),
+    ("grad", lambda *args: ppo_clip.ppo_clip_grad(*args).tolist()),
+    ("grad", lambda *args: ppo_clip.ppo_clip_grad(*args)[None, :]),
+    ("grad", lambda *args: ppo_clip.ppo_clip_grad(*args).astype(np.float16)),
+]
+
+
+@pytest.mark.parametrize(("kind", "function"), RIGHT_VALUE_WRONG_FORM, ids=lambda x: "")
+def test_the_right_value_in_the_wrong_form_is_a_wrong_type_and_nothing_else(kind, function):
+    result = check(kind, function)
+    assert (result.mistakes, result.note_keys) == (("wrong_type",), ()), str(result)
+
+
+# --------------------------------------------------------------------------
+# The checker survives any learner: time limit, Ctrl-C, exceptions, output (issue 24, section 2)
+# --------------------------------------------------------------------------
+
+#: A short limit keeps these tests quick.
+QUICK_LIMIT_S = 0.2
+#: What a check may take beyond waiting for the learner: a fork, the diagnosis, a busy machine.
+MARGIN_S = 1.0
 
 
 def endless(logp_new, logp_old, advantages, eps=0.2):
@@ -624,22 +751,40 @@ def sleeps(logp_new, logp_old, advantages, eps=0.2):
     time.sleep(600)
 
 
-def swallows_exceptions(logp_new, logp_old, advantages, eps=0.2):
+def swallows_everything(logp_new, logp_old, advantages, eps=0.2):
     while True:
-        try:  # noqa: SIM105 - a learner's "catch everything" must not catch the time limit
-            time.sleep(600)
-        except Exception:
+        try:
+            time.sleep(0.05)
+            raise ValueError
+        except:  # noqa: E722 - the learner's loop of issue 24
+            continue
+
+
+def swallows_in_two_loops(logp_new, logp_old, advantages, eps=0.2):
+    while True:
+        try:
+            while True:
+                try:  # noqa: SIM105 - as a learner writes it
+                    time.sleep(0.05)
+                except BaseException:
+                    pass
+        except BaseException:
             pass
 
 
-def catches_the_interruption_once(logp_new, logp_old, advantages, eps=0.2):
+def suppresses_everything(logp_new, logp_old, advantages, eps=0.2):
+    while True:
+        with contextlib.suppress(BaseException):
+            time.sleep(0.05)
+
+
+def loops_in_finally(logp_new, logp_old, advantages, eps=0.2):
     try:
+        time.sleep(600)
+    finally:
         while True:
-            pass
-    except BaseException:
-        pass
-    while True:
-        pass
+            with contextlib.suppress(BaseException):
+                time.sleep(600)
 
 
 def returns_late(logp_new, logp_old, advantages, eps=0.2):
@@ -656,6 +801,12 @@ def raises_something_else(logp_new, logp_old, advantages, eps=0.2):
         raise ValueError("interrupted") from interruption
 
 
+def ignores_signals(logp_new, logp_old, advantages, eps=0.2):
+    for number in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
+    endless(logp_new, logp_old, advantages, eps)
+
+
 def slow_on_big_batches(logp_new, logp_old, advantages, eps=0.2):
     if len(advantages) > 1000:
         time.sleep(600)
@@ -668,35 +819,46 @@ def timed_check(function, **keywords) -> tuple[Any, float]:
     return result, time.monotonic() - started
 
 
-def test_an_endless_loop_is_stopped_at_the_real_time_limit():
-    result, seconds = timed_check(endless)
-    assert seconds < TIME_LIMIT_S + MARGIN_S  # one call: the check stops calling after it
+def test_the_learner_loop_of_issue_24_is_stopped_at_its_limit():
+    result, seconds = timed_check(
+        swallows_everything, time_limit_s=0.5
+    )  # was still running at 15 s
+    assert seconds < 0.5 + MARGIN_S
     assert result.mistakes == ("timeout",)
     assert result.findings[0].message.startswith(
-        f"On batch 'worked example' (N = 4, eps = 0.2) your function did not return within "
-        f"{exact(TIME_LIMIT_S)} s, the checker's time limit for one call. The checker stopped it "
-        "(in endless, line "
+        f"On {battery()[0].label} your function did not return within 0.5 s, "
+        "the checker's time limit for one call. The checker stopped it (in swallows_everything, "
+        "line "
     )
     assert f"It was not called on the {len(battery()) - 1} batches after that one." in str(result)
-    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
-    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert not multiprocessing.active_children()
 
 
 @pytest.mark.parametrize(
     "function",
     [
+        endless,
         sleeps,
-        swallows_exceptions,
-        catches_the_interruption_once,
+        swallows_in_two_loops,
+        suppresses_everything,
+        loops_in_finally,
         returns_late,
         raises_something_else,
+        ignores_signals,
     ],
 )
-def test_sleeping_or_catching_the_interruption_still_stops(function):
+def test_whatever_a_function_catches_it_is_stopped(function):
     result, seconds = timed_check(function, time_limit_s=QUICK_LIMIT_S)
-    assert seconds < QUICK_LIMIT_S + MARGIN_S
+    assert seconds < QUICK_LIMIT_S + sandbox.GRACE_S + MARGIN_S
     assert result.mistakes == ("timeout",)
-    assert "did not return within 0.5 s" in result.findings[0].message
+    assert f"did not return within {exact(QUICK_LIMIT_S)} s" in result.findings[0].message
+    assert "The checker stopped it" in result.findings[0].message
+
+
+def test_the_time_limit_is_the_documented_one_by_default():
+    for function in (check, check_loss, check_clip_fraction, check_grad, exercise_summary):
+        default = inspect.signature(function).parameters["time_limit_s"].default
+        assert default == TIME_LIMIT_S
 
 
 def test_a_timeout_on_the_largest_batch_is_a_note():
@@ -707,38 +869,122 @@ def test_a_timeout_on_the_largest_batch_is_a_note():
     assert "batch '4096 tokens'" in result.notes[0].message
 
 
-def test_a_running_timer_of_someone_else_is_resumed_afterwards():
+def test_ctrl_c_stops_the_check_at_once():
+    """A real SIGINT means "stop the check", not "your function raised KeyboardInterrupt"."""
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        check_loss(swallows_everything, time_limit_s=5.0)
+    assert time.monotonic() - started < 0.3 + MARGIN_S
+    assert not multiprocessing.active_children()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _state() -> dict[str, Any]:
+    """What a check must leave as it found it."""
+    return {
+        "signal handlers": {n: signal.getsignal(n) for n in signal.valid_signals()},
+        "streams": (sys.stdout, sys.stderr),
+        "sys.modules": dict(sys.modules),
+        "ppo_clip": dict(vars(ppo_clip)),
+        "numpy": dict(vars(np)),
+        "numpy error state": np.geterr(),
+        "numpy print options": np.get_printoptions(),
+        "warning filters": list(warnings.filters),
+        "working directory": os.getcwd(),
+    }
+
+
+def changes_everything(logp_new, logp_old, advantages, eps=0.2):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - a learner's careless line
+    sys.modules.pop("ppo_clip", None)
+    sys.modules["json"] = None
+    ppo_clip.clip_breakdown = None
+    np.mean = None
+    np.seterr(all="raise")
+    np.set_printoptions(precision=2)
+    warnings.simplefilter("error")
+    os.chdir(os.sep)
+    return 0.0
+
+
+@pytest.mark.parametrize("function", [changes_everything, endless])
+def test_the_process_is_left_as_it_was_found(function):
+    """Also someone else's SIGALRM handler and running timer (pytest-timeout uses both)."""
     fired = []
     previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
     try:
-        signal.setitimer(signal.ITIMER_REAL, 30.0)
-        check_loss(endless, time_limit_s=QUICK_LIMIT_S)
+        before = _state()
+        result = check_loss(function, time_limit_s=QUICK_LIMIT_S)
+        after = _state()
         remaining, _ = signal.getitimer(signal.ITIMER_REAL)
-        assert 20.0 < remaining < 30.0
-        assert not fired
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    assert result.findings
+    for name, value in before.items():
+        assert after[name] == value, name
+    assert 25.0 < remaining <= 30.0
+    assert not fired
 
 
-def test_outside_the_main_thread_the_wait_is_bounded_and_the_message_says_so():
-    release = threading.Event()
+def test_a_changed_module_is_reported_and_the_notebooks_is_untouched():
+    original = ppo_clip.ppo_clip_loss, ppo_clip.clip_breakdown
 
-    def waits(logp_new, logp_old, advantages, eps=0.2):
-        release.wait(600)  # "endless" for the checker; the test releases it afterwards
+    def cheats(logp_new, logp_old, advantages, eps=0.2):
+        ppo_clip.ppo_clip_loss = lambda *args, **kwargs: 42.0
+        ppo_clip.clip_breakdown = None
+        return float(len(advantages))
 
+    result = check_loss(cheats)
+    assert (ppo_clip.ppo_clip_loss, ppo_clip.clip_breakdown) == original
+    assert result.mistakes == ("mismatch", "patched_module")
+    assert "ppo_clip.clip_breakdown, ppo_clip.ppo_clip_loss" in result.findings[1].evidence
+
+
+def test_the_reference_answers_do_not_follow_a_replaced_module(monkeypatch):
+    monkeypatch.setattr(ppo_clip, "ppo_clip_loss", learner_loss("sign"))
+    monkeypatch.setattr(ppo_clip, "clip_breakdown", lambda *args, **kwargs: None)
+    assert check_loss(ppo_clip.ppo_clip_loss).mistakes == ("sign",)
+    assert check_loss(learner_loss()).passed
+
+
+def test_outside_the_main_thread_a_function_is_stopped_too():
     results = []
     worker = threading.Thread(
-        target=lambda: results.append(timed_check(waits, time_limit_s=QUICK_LIMIT_S))
+        target=lambda: results.append(timed_check(swallows_everything, time_limit_s=QUICK_LIMIT_S))
     )
     worker.start()
     worker.join(QUICK_LIMIT_S + MARGIN_S)
-    release.set()
     assert results, "the check did not return"
-    result, seconds = results[0]
+    result, _ = results[0]
+    assert result.mistakes == ("timeout",)
+    assert "The checker stopped it" in result.findings[0].message
+
+
+def test_without_fork_the_wait_is_bounded_and_the_message_says_so(monkeypatch):
+    monkeypatch.setattr(sandbox.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    release = threading.Event()
+
+    def waits(logp_new, logp_old, advantages, eps=0.2):
+        print("waiting")
+        release.wait(600)  # "endless" for the checker; the test releases it afterwards
+
+    streams = sys.stdout, sys.stderr
+    try:
+        result, seconds = timed_check(waits, time_limit_s=QUICK_LIMIT_S)
+    finally:
+        release.set()
     assert seconds < QUICK_LIMIT_S + MARGIN_S
     assert result.mistakes == ("timeout",)
     assert "still running in the background" in result.findings[0].message
+    assert (sys.stdout, sys.stderr) == streams
+    assert check_loss(learner_loss("sign")).mistakes == ("sign",)
 
 
 def _raises(error_factory):
@@ -756,22 +1002,22 @@ class BrokenMessageError(Exception):
 @pytest.mark.parametrize(
     ("function", "shown"),
     [
-        (_raises(lambda: SystemExit(3)), "SystemExit: 3"),
-        (_raises(KeyboardInterrupt), "KeyboardInterrupt"),
-        (_raises(BrokenMessageError), "BrokenMessageError: <its message cannot be shown"),
+        (_raises(lambda: SystemExit(3)), "raised SystemExit: 3"),
+        (_raises(KeyboardInterrupt), "raised KeyboardInterrupt"),
+        (_raises(BrokenMessageError), "raised BrokenMessageError: <its message cannot be shown"),
+        (lambda *args: os._exit(3), "ended the Python process it ran in (exit code 3)"),
     ],
-    ids=["SystemExit", "KeyboardInterrupt", "broken __str__"],
+    ids=["SystemExit", "KeyboardInterrupt", "broken __str__", "os._exit"],
 )
 def test_anything_raised_is_a_finding(function, shown):
     result, seconds = timed_check(function)
-    assert seconds < TIME_LIMIT_S + MARGIN_S
+    assert seconds < MARGIN_S
     assert result.mistakes == ("error",)
-    assert f"your function raised {shown}" in result.findings[0].message
+    assert f"your function {shown}" in result.findings[0].message
 
 
 def test_an_integer_too_large_for_float64_is_a_wrong_type():
-    result, seconds = timed_check(lambda logp_new, logp_old, advantages, eps=0.2: 10**400)
-    assert seconds < TIME_LIMIT_S + MARGIN_S
+    result = check_loss(_constant(10**400))
     assert result.mistakes == ("wrong_type",)
     assert "an integer too large for float64" in str(result)
 
@@ -790,28 +1036,6 @@ def test_printed_output_is_captured_and_shortened(capsys):
         f"checked; on {battery()[0].label} it printed (cut at 300 characters): {'x' * 300!r}"
     )
     assert len(str(result)) < 2000
-
-
-def test_a_function_that_replaces_the_reference_cannot_pass_and_is_undone():
-    original = ppo_clip.ppo_clip_loss
-
-    def cheats(logp_new, logp_old, advantages, eps=0.2):
-        ppo_clip.ppo_clip_loss = lambda *args, **kwargs: 42.0
-        ppo_clip.times_advantage = None
-        return 42.0
-
-    result = check_loss(cheats)
-    assert ppo_clip.ppo_clip_loss is original
-    assert callable(ppo_clip.times_advantage)
-    assert result.mistakes == ("mismatch", "patched_module")
-    assert "ppo_clip.ppo_clip_loss, ppo_clip.times_advantage" in result.findings[1].evidence
-
-
-def test_the_reference_answers_do_not_follow_a_replaced_module(monkeypatch):
-    monkeypatch.setattr(ppo_clip, "ppo_clip_loss", learner_loss("sign"))
-    monkeypatch.setattr(ppo_clip, "times_advantage", lambda values, advantages: values * 0)
-    assert check_loss(ppo_clip.ppo_clip_loss).mistakes == ("sign",)
-    assert check_loss(learner_loss()).passed
 
 
 def test_the_summary_never_raises_and_keeps_to_the_time_limits():
@@ -837,15 +1061,23 @@ def test_the_summary_never_raises_and_keeps_to_the_time_limits():
 def test_battery_covers_the_contracts_edges():
     batches = {b.name: b for b in battery()}
     edge = batches["ratios exactly on the band's edges"]
-    assert edge.breakdown.ratio[0] == 1.2
+    assert edge.breakdown.ratio[0] == 1.2, "numpy's exp lands on the edge, on any CPU"
     assert edge.breakdown.ratio[1] == 0.8
-    p, q = np.exp(edge.logp_new), np.exp(edge.logp_old)
-    assert p[0] / q[0] == 1.2, "dividing probabilities is exact on this batch too"
-    assert p[1] / q[1] == 0.8
+    assert not edge.breakdown.is_clipped.any()
+    log_ratio = edge.logp_new - edge.logp_old
+    ways = {
+        "math.exp": np.array([math.exp(x) for x in log_ratio]),
+        "divided probabilities": np.exp(edge.logp_new) / np.exp(edge.logp_old),
+    }
+    clipped_another_way = np.zeros(2, dtype=bool)
+    for ratio in ways.values():  # sample 0 has A > 0 (edge 1.2), sample 1 has A < 0 (edge 0.8)
+        clipped_another_way |= [ratio[0] > 1.2, ratio[1] < 0.8]
+    assert (edge.undecided[:2] == clipped_another_way).all(), "either verdict where they differ"
+    assert not any(b.undecided.any() for b in battery() if b is not edge)
     overflow = batches["A = 0 with an overflowing ratio"].breakdown
     assert np.isinf(overflow.ratio[0])
     assert overflow.advantages[0] == 0
-    assert batches["A < 0 with an overflowing ratio"].reference("loss") == np.inf
+    assert batches["A < 0 with an overflowing ratio"].answers["loss"] == np.inf
     zero = batches["advantages of exactly 0"].breakdown
     outside = (zero.advantages == 0) & zero.outside_band
     assert (zero.ratio[outside] > 1.2).sum() == 2
@@ -860,6 +1092,20 @@ def test_battery_covers_the_contracts_edges():
         assert 0 <= batch.eps <= 1
         for logp in (batch.logp_new, batch.logp_old):
             assert ((logp >= -1000) & (logp <= 0)).all(), batch.name
+
+
+def test_either_verdict_is_accepted_on_an_undecided_sample():
+    """Where another exp could put a ratio on the other side of an edge, both answers pass."""
+    edge = next(b for b in battery() if b.name == "ratios exactly on the band's edges")
+    batch = CheckBatch("copy", edge.logp_new, edge.logp_old, edge.advantages, edge.eps, "")
+    batch.__dict__["undecided"] = np.array([True, True, False])  # as math.exp may make them
+    fractions = sorted(float(v[0]) for v in predict(batch, "clip_fraction").values)
+    assert fractions == [0.0, 1 / 3, 2 / 3]
+    gradients = predict(batch, "grad").values
+    for sample in (0, 1):
+        entries = {float(v[sample]) for v in gradients}
+        assert entries == {0.0, float(edge.answers["grad"][sample])}
+    assert all(v[2] == edge.answers["grad"][2] for v in gradients)
 
 
 def test_robustness_batches_are_float64s_edges_and_the_largest_batch():
@@ -891,23 +1137,17 @@ def test_the_lessons_name_sections_of_the_numerics_notebook_as_they_are():
         assert f"{section}. {title}" in headings, lesson
 
 
-def test_a_batch_from_probabilities_takes_the_steppers_argument_order():
-    batch = CheckBatch.from_probabilities(
-        [0.7, 0.55], [0.5, 0.5], [1.0, -2.0], 0.2, name="two", lesson="a test"
-    )
+def test_a_batch_outside_the_contract_is_refused_naming_the_argument():
+    batch = CheckBatch("two", np.log([0.7, 0.55]), np.log([0.5, 0.5]), [1.0, -2.0], 0.2, "a test")
     np.testing.assert_allclose(batch.breakdown.ratio, [1.4, 1.1])
     assert batch.role == "core"
     assert batch.label == "batch 'two' (N = 2, eps = 0.2)"
-    with pytest.raises(ValueError, match=r"prob_old\[1\] is 0.0"):
-        CheckBatch.from_probabilities([0.5, 0.5], [0.5, 0.0], [1.0, 1.0], 0.2, name="x", lesson="")
+    with pytest.raises(ValueError, match="logp_old"):
+        CheckBatch("x", [0.0, 0.0], [0.0, np.nan], [1.0, 1.0], 0.2, "")
     with pytest.raises(ValueError, match="same length"):
-        CheckBatch.from_probabilities([0.5], [0.5, 0.5], [1.0], 0.2, name="x", lesson="")
-    with pytest.raises(ValueError, match="role"):
-        CheckBatch.from_probabilities([0.5], [0.5], [1.0], 0.2, name="x", lesson="", role="edge")
-    with pytest.raises(ValueError, match="further"):
-        CheckBatch.from_probabilities(
-            [0.5], [0.5], [1.0], 0.2, name="x", lesson="", role="robustness"
-        )
+        CheckBatch("x", [0.0], [0.0, 0.0], [1.0], 0.2, "")
+    with pytest.raises(ValueError, match="eps"):
+        CheckBatch("x", [0.0], [0.0], [1.0], 1.5, "")
 
 
 def test_a_batchs_arrays_and_answers_cannot_be_changed():
@@ -915,7 +1155,7 @@ def test_a_batchs_arrays_and_answers_cannot_be_changed():
     with pytest.raises(ValueError, match="read-only"):
         batch.advantages[0] = 5.0
     with pytest.raises(ValueError, match="read-only"):
-        batch.reference("grad")[0] = 5.0
+        batch.answers["grad"][0] = 5.0
     handed_out = batch.inputs()[2]
     handed_out[0] = 5.0
     assert batch.advantages[0] == 1.0
@@ -926,7 +1166,7 @@ def test_the_variant_with_no_mistake_is_the_module(kind):
     for batch in battery():
         expected = REFERENCE[kind](batch.logp_new, batch.logp_old, batch.advantages, batch.eps)
         np.testing.assert_array_equal(predict(batch, kind, ()).value, expected)
-        np.testing.assert_array_equal(batch.reference(kind), expected)
+        np.testing.assert_array_equal(batch.answers[kind], expected)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -1046,18 +1286,16 @@ def test_every_option_fits_on_one_line_of_a_notebook():
 
 
 def test_why_min_is_decided_by_the_clip_only_gradient():
-    args = (np.log([0.25]), np.log([0.5]), [1.0])  # r = 0.5, A = +1, N = 1
-    clip_only = ppo_clip.surrogate_grad(*args, objective="clip_only")
-    clipped = ppo_clip.ppo_clip_grad(*args)
-    assert (clip_only[0], clipped[0]) == (0.0, -0.5)
+    strayed = ppo_clip.ratio_sweep([0.5], 1.0)  # r = 0.5, A = +1, N = 1: no exp, no last bit
+    clip_only = ppo_clip.objective_terms(strayed, "clip_only")[1]
+    assert (clip_only[0], strayed.grad[0]) == (0.0, -0.5)
     question = concept_questions()["why_min"]
     assert question.options[question.answer].claims == {
         "clip_only_grad": 0.0,
         "grad": -0.5,
         "objective_term": 0.5,
     }
-    assert "gradient -r*A/N = -0.5 and gradient descent raises logp_new" in question.explanation
-    assert "clip(0.5)*A = 0.8, gradient 0:" in question.explanation
+    assert_states(question.explanation, "-r*A/N = -0.5", "clip(0.5)*A = 0.8, gradient 0")
 
 
 def test_the_first_update_is_the_policy_gradient_and_later_ones_are_not():
@@ -1097,7 +1335,7 @@ def test_no_text_says_every_epoch_starts_at_r_equal_one():
         for text in [question.prompt, question.explanation]
         + [part for option in question.options for part in (option.label, option.note)]
     ]
-    texts += [text for mistake in MISTAKES.values() for text in mistake.explanations.values()]
+    texts += [text for texts_of in EXPLANATIONS.values() for text in texts_of.values()]
     joined = " ".join(texts)
     assert "first update on a freshly collected batch" in joined
     for wrong in ("epoch starts", "every epoch", "of an epoch", "this epoch"):
@@ -1135,7 +1373,7 @@ def test_a_question_displays_as_html_where_widgets_do_not_run():
 
 def test_a_question_starts_unanswered_and_carries_the_browser_tests_hook():
     question = concept_questions()["overflow"]
-    assert "ppo-quiz" in question.widget._dom_classes  # the browser tests look for it
+    assert "ppo-quiz" in question._dom_classes  # the browser tests look for it
     assert question.choice.value is None
     assert question.outcome == "not answered"
 
@@ -1253,37 +1491,36 @@ def test_the_notebook_shows_every_concept_question_once():
     assert sorted(shown) == sorted(concept_questions())
 
 
-def _one_line(markdown: str) -> str:
-    """A markdown cell's text with every run of whitespace (line breaks too) as one space."""
-    return " ".join(markdown.split())
+def _markdown(cell: int) -> str:
+    """One markdown cell's text with every run of whitespace (line breaks too) as one space."""
+    return " ".join(_notebook().cells[cell].source.split())
 
 
-def test_the_introduction_quotes_the_battery_and_the_time_limit():
-    introduction = _one_line(_notebook().cells[0].source)
+def test_the_introduction_states_the_battery_and_the_time_limit():
     core, robust = battery("core"), battery("robustness")
-    assert (
-        f"it calls your function on {len(core)} core batches, from the worked example to a "
-        f"batch of {max(b.n for b in core)} samples, and compares every answer with "
-        f"`ppo_clip`; {len(robust)} robustness batches then try float64's edges and a batch "
-        f"of {max(b.n for b in robust)} samples."
-    ) in introduction
-    assert (
-        f"each call of your function has a time limit of {exact(TIME_LIMIT_S)} s, so a loop "
-        "that never ends is stopped and reported while the notebook stays usable."
-    ) in introduction
-    assert f"with the section of {NUMERICS_NOTEBOOK} that explains it." in introduction
+    assert_states(
+        _markdown(0),
+        f"{len(core)} core batches",
+        f"a batch of {max(b.n for b in core)} samples",
+        f"{len(robust)} robustness batches",
+        f"a batch of {max(b.n for b in robust)} samples",
+        f"a time limit of {exact(TIME_LIMIT_S)} s",
+        f"the section of {NUMERICS_NOTEBOOK}",
+    )
 
 
 def test_the_worked_examples_answers_are_the_modules():
     example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
     first, second = np.flatnonzero(example.is_clipped)
-    sentence = (
-        f"Its ratios are ${vector(example.ratio, each=rounded)}$ and its advantages "
-        f"${vector(example.advantages, each=rounded)}$. Samples {first} and {second} are "
-        f"clipped, so the answers are: loss ${rounded(example.loss)}$, clip fraction "
-        f"${rounded(example.clip_fraction)}$, gradient ${vector(example.grad, each=rounded)}$."
+    assert_states(
+        _markdown(4),
+        f"${vector(example.ratio, each=rounded)}$",
+        f"${vector(example.advantages, each=rounded)}$",
+        f"Samples {first} and {second}",
+        f"${rounded(example.loss)}$",
+        f"${rounded(example.clip_fraction)}$",
+        f"${vector(example.grad, each=rounded)}$",
     )
-    assert _one_line(_notebook().cells[4].source).startswith(sentence)
 
 
 def test_things_to_try_names_notebook_2s_disagreeing_preset_exactly():
@@ -1293,11 +1530,8 @@ def test_things_to_try_names_notebook_2s_disagreeing_preset_exactly():
     label = stepper.PRESETS["two clip fractions"][0]
     example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
     assert example.clip_fraction == example.band_fraction
-    sentence = (
-        f"(on the worked example they agree, {rounded(example.clip_fraction)} and "
-        f"{rounded(example.band_fraction)}; try the “{label}” preset in notebook 2)."
-    )
-    assert sentence in _one_line(_notebook().cells[-1].source)
+    agree = f"{rounded(example.clip_fraction)} and {rounded(example.band_fraction)}"
+    assert_states(_markdown(-1), agree, f"“{label}” preset")
 
 
 @pytest.mark.notebook

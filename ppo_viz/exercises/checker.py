@@ -1,26 +1,25 @@
-"""The checks a learner runs: :func:`check_loss`, :func:`check_clip_fraction`, :func:`check_grad`.
+"""The checks a learner runs, and the summary to paste to a teacher.
 
-Each runs the learner's function on every batch of :func:`.battery` (through
-:func:`.call_battery`: a time limit per call, printed output captured), names
-its mistakes (:func:`.diagnose`) and returns a :class:`CheckResult`, which a
-notebook shows as a coloured card: green when the core batches pass, blue
-while the body is empty, red with one item per finding otherwise.  Notes
-from the robustness batches follow under "Going further", whatever the
-colour: they never decide the pass.  A check never raises because of the
-learner's function.
+:func:`check_loss`, :func:`check_clip_fraction` and :func:`check_grad` run the learner's function
+on every batch of :func:`.battery` (through :func:`.call_battery`: in a copy of the process, with
+a time limit per call, output kept), name its mistakes (:func:`.diagnose`) and return a
+:class:`CheckResult`, which a notebook shows as a coloured card: green when the core batches
+pass, blue while the body is empty, red with one item per finding otherwise.  Notes from the
+robustness batches follow under "Going further", whatever the colour: they never decide the
+pass.  :func:`exercise_summary` runs all three and adds the concept questions' outcomes.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, battery
-from ppo_viz.exercises.calling import LearnerCall, call_battery, safe_repr
 from ppo_viz.exercises.diagnosis import Finding, diagnose, finding
-from ppo_viz.exercises.time_limit import OUTPUT_LIMIT, TIME_LIMIT_S
+from ppo_viz.exercises.questions import ConceptQuestion
+from ppo_viz.exercises.sandbox import OUTPUT_LIMIT, TIME_LIMIT_S, Call, call_battery
 from ppo_viz.html import Markup, join, message, page, tag
 from ppo_viz.numbers import count
 
@@ -36,10 +35,9 @@ GOING_FURTHER = (
 class CheckResult:
     """The outcome of checking one function.
 
-    ``findings`` come from the core batches and decide the pass; ``notes``
-    come from the robustness batches ("going further").  ``matching_core``
-    and ``matching_robustness`` count the batches whose answers were right;
-    ``printed`` describes what the function printed ("" if nothing).
+    ``findings`` come from the core batches and decide the pass; ``notes`` from the robustness
+    batches ("going further").  ``matching_core`` and ``matching_robustness`` count the batches
+    whose answers were right; ``printed`` describes what the function printed ("" if nothing).
     """
 
     exercise: str
@@ -99,16 +97,26 @@ class CheckResult:
         if not self.implemented:
             return "\n".join([*lines, "  " + self.findings[0].message])
         lines += _numbered(self.findings)
-        if self.notes:
-            lines += [GOING_FURTHER, *_numbered(self.notes)]
-        if self.printed:
-            lines.append(self.printed)
-        return "\n".join(lines)
+        lines += [GOING_FURTHER, *_numbered(self.notes)] if self.notes else []
+        return "\n".join(lines + ([self.printed] if self.printed else []))
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        return str(result_html(self))
+        if self.passed:
+            kind, body = "ok", Markup("")
+        elif not self.implemented:
+            kind, body = "info", tag("div", self.findings[0].message)
+        else:
+            kind, body = "error", tag("ul", *(_finding_html(f) for f in self.findings))
+        parts = [tag("b", self.headline()), body]
+        if self.notes:
+            notes = tag("ul", *(_finding_html(f) for f in self.notes))
+            parts.append(tag("div", GOING_FURTHER, notes, classes="ppo-note"))
+        if self.printed:
+            parts.append(tag("div", self.printed, classes="ppo-small ppo-num"))
+        classes = f"ppo-check ppo-check-{self.status.replace(' ', '-')}"
+        return str(page(message(join(parts), kind), classes=classes))
 
 
 def _numbered(findings: Sequence[Finding]) -> list[str]:
@@ -119,44 +127,24 @@ def _numbered(findings: Sequence[Finding]) -> list[str]:
     ]
 
 
-def result_html(result: CheckResult) -> Markup:
-    """A check's card: headline, empty-body note or findings, going-further notes, output."""
-    if result.passed:
-        kind, body = "ok", Markup("")
-    elif not result.implemented:
-        kind, body = "info", tag("div", result.findings[0].message)
-    else:
-        kind, body = "error", tag("ul", *(finding_html(f) for f in result.findings))
-    parts = [tag("b", result.headline()), body]
-    if result.notes:
-        notes = tag("ul", *(finding_html(f) for f in result.notes))
-        parts.append(tag("div", GOING_FURTHER, notes, classes="ppo-note"))
-    if result.printed:
-        parts.append(tag("div", result.printed, classes="ppo-small ppo-num"))
-    card = message(join(parts), kind)
-    return page(card, classes=f"ppo-check ppo-check-{result.status.replace(' ', '-')}")
-
-
-def finding_html(item: Finding) -> Markup:
+def _finding_html(item: Finding) -> Markup:
     """One finding as a list item: title, explanation, evidence (monospace), related lesson."""
     evidence = tag("div", item.evidence, classes="ppo-num") if item.evidence else ""
     further = tag("div", f"See {item.further}.", classes="ppo-muted") if item.further else ""
     return tag("li", tag("b", f"{item.title}."), " ", item.message, evidence, further)
 
 
-def printed_summary(calls: Sequence[LearnerCall]) -> str:
+def _printed(calls: Sequence[Call]) -> str:
     """What the function printed, shortened: how much, and the start of it ("" if nothing)."""
-    printed = [c for c in calls if c.printed is not None and c.printed.total]
+    printed = [c for c in calls if c.printed_total]
     if not printed:
         return ""
-    total = sum(c.printed.total for c in printed if c.printed is not None)
-    first = printed[0].printed
-    assert first is not None
-    cut = f" (cut at {OUTPUT_LIMIT} characters)" if first.dropped else ""
+    first = printed[0]
+    cut = f" (cut at {OUTPUT_LIMIT} characters)" if first.printed_total > len(first.printed) else ""
     return (
-        f"Your function printed {count(total, 'character')} in "
-        f"{count(len(printed), 'call')} while it was checked; on {printed[0].batch.label} it "
-        f"printed{cut}: {first.kept!r}"
+        f"Your function printed {count(sum(c.printed_total for c in printed), 'character')} in "
+        f"{count(len(printed), 'call')} while it was checked; on {first.batch.label} it "
+        f"printed{cut}: {first.printed!r}"
     )
 
 
@@ -166,31 +154,33 @@ def check(
     """Run ``function`` on every batch of :func:`.battery` and name its mistakes.
 
     ``kind`` is ``"loss"``, ``"clip_fraction"`` or ``"grad"``; ``function`` takes
-    ``(logp_new, logp_old, advantages, eps)`` like the :mod:`ppo_clip` function
-    of that name.  Each call may take ``time_limit_s`` seconds; after the first
-    that takes longer, the function is not called again.  Whatever ``function``
-    raises is caught and reported, what it prints is captured, its warnings
-    are silenced.  Raises ``ValueError`` for an unknown ``kind`` or a time limit
-    that is not a positive number of seconds, never for a bad ``function``.
+    ``(logp_new, logp_old, advantages, eps)`` like the :mod:`ppo_clip` function of that name.
+    Each call may take ``time_limit_s`` seconds; after one that takes longer, the function is
+    not called again.  Whatever ``function`` does is caught and reported.  Raises
+    ``ValueError`` for an unknown ``kind`` or a time limit that is not a positive number of
+    seconds, never because of ``function``; Ctrl-C stops the check (``KeyboardInterrupt``).
     """
     if kind not in FUNCTION_NAMES:
         raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
-    if not (isinstance(time_limit_s, (int, float)) and 0 < time_limit_s < math.inf):
+    if isinstance(time_limit_s, bool) or not (
+        isinstance(time_limit_s, (int, float)) and 0 < time_limit_s < math.inf
+    ):
         raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
     name, batches = FUNCTION_NAMES[kind], battery()
     sizes = {"core_batches": len(battery("core")), "robustness_batches": len(battery("robustness"))}
     if not callable(function):
         text = (
-            f"check_{kind} expects your function (the name after def, without "
-            f"parentheses), got {safe_repr(function)}."
+            f"check_{kind} expects your function (the name after def, without parentheses), "
+            f"got {_short_repr(function)}."
         )
         return CheckResult(name, kind, (finding("error", kind, text),), **sizes)
-    calls = call_battery(function, batches, time_limit_s)
-    printed = printed_summary(calls)
+    calls = call_battery(function, kind, batches, float(time_limit_s))
+    printed = _printed(calls)
     if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):
-        empty = (finding("not_implemented", kind),)
-        return CheckResult(name, kind, empty, printed=printed, **sizes)
-    found = diagnose(kind, function, calls, time_limit_s)
+        return CheckResult(
+            name, kind, (finding("not_implemented", kind),), printed=printed, **sizes
+        )
+    found = diagnose(kind, calls, float(time_limit_s))
     return CheckResult(
         name,
         kind,
@@ -201,6 +191,15 @@ def check(
         printed=printed,
         **sizes,
     )
+
+
+def _short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, or a note if ``repr`` raised."""
+    try:
+        text = repr(value)
+    except BaseException as error:  # a learner's object may break its own __repr__
+        return f"<a {type(value).__name__} whose repr() raised {type(error).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
@@ -218,3 +217,93 @@ def check_clip_fraction(
 def check_grad(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
     """Check a learner's ``ppo_clip_grad(logp_new, logp_old, advantages, eps=0.2)``."""
     return check("grad", function, time_limit_s=time_limit_s)
+
+
+# -- the summary ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExerciseSummary:
+    """Every check and concept question in one plain text (``str``) to paste to a teacher."""
+
+    results: tuple[CheckResult, ...]
+    questions: tuple[ConceptQuestion, ...] = field(default_factory=tuple)
+
+    @property
+    def all_passed(self) -> bool:
+        """Whether every exercise passed its core batches."""
+        return all(result.passed for result in self.results)
+
+    def lines(self) -> list[str]:
+        """The summary, line by line: a count, then each exercise and each question."""
+        passed = sum(result.passed for result in self.results)
+        lines = [
+            "PPO clipped loss: exercise summary",
+            f"Exercises passed (core batches): {passed} of {len(self.results)}",
+        ]
+        width = max(len(result.exercise) for result in self.results)
+        for result in self.results:
+            lines.append(f"  {result.exercise.ljust(width)}  {_core_status(result)}")
+            if result.implemented and result.robustness_batches:
+                lines.append(f"  {''.ljust(width)}  {_robustness_status(result)}")
+        if self.questions:
+            right = sum(q.right_first_time for q in self.questions)
+            lines.append(
+                f"Concept questions right at the first try: {right} of {len(self.questions)}"
+            )
+            width = max(len(q.title) for q in self.questions)
+            lines.extend(f"  {q.title.ljust(width)}  {q.outcome}" for q in self.questions)
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return str(page(tag("pre", str(self), classes="ppo-summary")))
+
+
+def _core_status(result: CheckResult) -> str:
+    if not result.implemented:
+        return result.status
+    if result.passed:
+        return f"core: passed (all {result.core_batches} batches match the reference)"
+    return "core: needs work: " + "; ".join(f.title for f in result.findings)
+
+
+def _robustness_status(result: CheckResult) -> str:
+    if result.notes:
+        return "going further: " + "; ".join(f.title for f in result.notes)
+    if result.matching_robustness == result.robustness_batches:
+        return f"robustness: all {result.robustness_batches} batches match"
+    if "timeout" in result.mistakes:
+        return "robustness: not checked (the check stopped at the time limit)"
+    return "robustness: nothing to note beyond the core findings"
+
+
+def exercise_summary(
+    loss: Callable[..., Any],
+    clip_fraction: Callable[..., Any],
+    grad: Callable[..., Any],
+    questions: Mapping[str, ConceptQuestion] | Iterable[ConceptQuestion] = (),
+    *,
+    time_limit_s: float = TIME_LIMIT_S,
+) -> ExerciseSummary:
+    """Check all three functions and collect the concept questions' outcomes.
+
+    ``questions`` is :func:`.concept_questions`'s mapping (or its values); anything else
+    raises ``TypeError``.  Nothing the three functions do raises: see :func:`check`.
+    """
+    chosen = tuple(questions.values() if isinstance(questions, Mapping) else questions)
+    strangers = [q for q in chosen if not isinstance(q, ConceptQuestion)]
+    if strangers:
+        raise TypeError(
+            "questions must be the concept questions (concept_questions()), got a "
+            f"{type(strangers[0]).__name__}"
+        )
+    results = tuple(
+        check(kind, function, time_limit_s=time_limit_s)
+        for kind, function in zip(FUNCTION_NAMES, (loss, clip_fraction, grad), strict=True)
+    )
+    return ExerciseSummary(results, chosen)

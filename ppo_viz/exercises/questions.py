@@ -1,14 +1,14 @@
 """Concept questions: multiple choice, with the right answer decided by :mod:`ppo_clip`.
 
-Each option of a :class:`ConceptQuestion` states claims: about one sample
-(clipped or not, its gradient, its term of the objective), about a batch (its
-clip fraction), or about facts a question computes with :mod:`ppo_clip` (the
-gradient of the clip-only objective, a ratio after several epochs, ...).
-The right option is the one whose claims all hold for the question's
-``truth``, so a question cannot quietly disagree with the module.  After a
-choice the learner reads whether it was right, a note on the option chosen
-and the explanation, whose numbers come from the same computation.  The
-questions themselves are in :mod:`.question_bank`.
+Each option of a :class:`ConceptQuestion` states claims: about one sample (clipped or not, its
+gradient, its term of the objective), about a batch (its clip fraction), or about facts a
+question computes with :mod:`ppo_clip` (the gradient of the clip-only objective, a ratio after
+several epochs, ...).  The right option is the one whose claims all hold for the question's
+``truth``, so a question cannot quietly disagree with the module; every number a question quotes
+is computed with the checker's copy of it (:data:`.battery.reference`).  After a choice the
+learner reads whether it was right, a note on the option chosen and the explanation.
+
+:func:`.question_bank.concept_questions` gives eight of them.
 """
 
 from __future__ import annotations
@@ -20,25 +20,20 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from ppo_viz.app import Fallback, WidgetDisplay
-from ppo_viz.exercises.reference import reference
+from ppo_viz.app import StaticFallback
+from ppo_viz.exercises.battery import reference
 from ppo_viz.html import message, page, style_tag, tag
 
 _LETTERS = "abcdefgh"
-
-#: What decides a question: a ``ppo_clip.ClipBreakdown``, or a mapping of facts (name to
-#: value) computed with ppo_clip.
-Truth = Any
 
 
 @dataclass(frozen=True)
 class Option:
     """One answer: its label, what it claims, and a note on why it is (not) right.
 
-    ``claims`` maps a ``ppo_clip.ClipBreakdown`` attribute (``is_clipped``,
-    ``grad``, ``objective_term``, ``clip_fraction``), or the name of a fact
-    the question computed, to the value the option says it has (sample 0 for
-    per-sample attributes).
+    ``claims`` maps a ``ppo_clip.ClipBreakdown`` attribute (``is_clipped``, ``grad``,
+    ``objective_term``, ``clip_fraction``), or the name of a fact the question computed, to the
+    value the option says it has (sample 0 for per-sample attributes).
     """
 
     label: str
@@ -51,7 +46,7 @@ def single_sample(ratio: float, advantage: float, eps: float = 0.2) -> Any:
     return reference.ratio_sweep([ratio], advantage, eps)
 
 
-def claim_holds(truth: Truth, attribute: str, claimed: float | bool) -> bool:
+def claim_holds(truth: Any, attribute: str, claimed: float | bool) -> bool:
     """Whether ``truth``'s ``attribute`` (a fact, or sample 0 of an array) is ``claimed``."""
     actual = truth[attribute] if isinstance(truth, Mapping) else getattr(truth, attribute)
     value = actual[0] if isinstance(actual, np.ndarray) else actual
@@ -60,15 +55,13 @@ def claim_holds(truth: Truth, attribute: str, claimed: float | bool) -> bool:
     return bool(np.isclose(float(value), float(claimed), rtol=1e-12, atol=0.0))
 
 
-class ConceptQuestion(WidgetDisplay):
+class ConceptQuestion(StaticFallback, widgets.VBox):
     """A multiple-choice question whose answer :mod:`ppo_clip` decides.
 
-    Choosing an option (the ``choice`` radio buttons, or :meth:`choose`)
-    shows whether it is right, a note on that option and the explanation.
-    The right option is the one whose claims all hold for ``truth`` (a
-    breakdown, or a mapping of facts); there must be exactly one, else
-    ``ValueError``.  Without a kernel the question
-    shows as HTML with the answer folded away.
+    Choosing an option (the ``choice`` radio buttons, or :meth:`choose`) shows whether it is
+    right, a note on that option and the explanation.  The right option is the one whose claims
+    all hold for ``truth`` (a breakdown, or a mapping of facts); there must be exactly one, else
+    ``ValueError``.  Without a kernel the question shows as HTML with the answer folded away.
     """
 
     def __init__(
@@ -77,14 +70,11 @@ class ConceptQuestion(WidgetDisplay):
         title: str,
         prompt: str,
         options: Sequence[Option],
-        truth: Truth,
+        truth: Any,
         explanation: str,
     ) -> None:
-        self.key = key
-        self.title = title
-        self.prompt = prompt
-        self.options = tuple(options)
-        self.explanation = explanation
+        self.key, self.title, self.prompt = key, title, prompt
+        self.options, self.explanation = tuple(options), explanation
         self.description = f"Concept question: {prompt}"
         right = [
             index
@@ -104,10 +94,8 @@ class ConceptQuestion(WidgetDisplay):
         self.feedback = widgets.HTML("")
         self.feedback.add_class("ppo-quiz-feedback")
         prompt_html = tag("div", tag("b", "Question."), " ", prompt, classes="ppo")
-        self.widget = widgets.VBox(
-            [widgets.HTML(style_tag() + prompt_html), self.choice, self.feedback]
-        )
-        self.widget.add_class("ppo-quiz")
+        super().__init__([widgets.HTML(style_tag() + prompt_html), self.choice, self.feedback])
+        self.add_class("ppo-quiz")
         self.choice.observe(self._on_choice, names="value")
 
     def option_text(self, index: int) -> str:
@@ -117,11 +105,6 @@ class ConceptQuestion(WidgetDisplay):
     def choose(self, index: int) -> None:
         """Pick option ``index``, as a click would."""
         self.choice.value = index
-
-    @property
-    def answered(self) -> bool:
-        """Whether any option was chosen."""
-        return bool(self.attempts)
 
     @property
     def right_first_time(self) -> bool:
@@ -156,11 +139,11 @@ class ConceptQuestion(WidgetDisplay):
         kind = "ok" if index == self.answer else "error"
         self.feedback.value = str(message(self.feedback_text(int(index)), kind))
 
-    def static_fallback(self) -> Fallback:
+    def static_html(self) -> str:
         """The question and its options as HTML, the answer folded away."""
         answer = f"{self.option_text(self.answer)} {self.explanation}"
-        return Fallback(
-            html=page(
+        return str(
+            page(
                 tag("p", tag("b", "Question."), " ", self.prompt),
                 tag("ul", *(tag("li", self.option_text(i)) for i in range(len(self.options)))),
                 tag("details", tag("summary", "Show the answer"), tag("p", answer)),
