@@ -1,12 +1,15 @@
 """Driving a notebook in JupyterLab or Notebook 7 through headless Chromium.
 
-Used by ``tests/test_browser.py`` and ``tests/test_export.py``.  Selectors are
-JupyterLab 4's public DOM classes (``.jp-Notebook``, ``.jp-CodeCell``,
-``.jp-InputArea-prompt``, ``.jp-OutputArea-output``), Lumino's menu bar
-(``.lm-MenuBar-item``, ``.lm-Menu-item[data-command="runmenu:run-all"]``) and the project's
-own stable classes (``ppo-figure``, ``ppo-main-control`` with ``ppo-control-<name>``,
-``ppo-next``, ...), never ipywidgets' internal class names except the slider handle
-that the keyboard drives (noUiSlider's ``.noUi-handle``) and the slider's readout.
+Used by ``tests/test_browser.py``, ``tests/test_browser_exercises.py``, ``tests/test_export.py``
+and the browser benchmark (``benchmarks/browser.py``).  Selectors are JupyterLab 4's public DOM
+classes (``.jp-Notebook``, ``.jp-CodeCell``, ``.jp-InputArea-prompt``, ``.jp-OutputArea-output``),
+Lumino's menu bar (``.lm-MenuBar-item``, ``.lm-Menu-item[data-command="runmenu:run-all"]``) and
+the project's own stable classes (``ppo-app``, ``ppo-figure``, ``ppo-main-control`` with
+``ppo-control-<name>``, ``ppo-next``, ...), never ipywidgets' internal class names except the
+slider handle the keyboard drives (noUiSlider's ``.noUi-handle``) and the slider's readout.
+
+A figure is ipympl's canvas widget (``.ppo-figure``): its picture is the first ``<canvas>`` in
+it, which :data:`CANVAS_PIXELS` reads back, so a test sees what a reader sees.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,9 +29,9 @@ from typing import Any
 import pytest
 
 from ppo_viz.app import MAIN_CONTROL
-from ppo_viz.export import FIGURE_REPR, WIDGET_REPR
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 FIXTURE_NOTEBOOK = REPO_ROOT / "tests" / "fixtures" / "smoke.ipynb"
 OUTPUT_DIR = REPO_ROOT / "test-output" / "browser"
 #: The prefix of each main control's own class: ``ppo-control-eps``, ...
@@ -54,11 +58,33 @@ INSTALL_HINT = (
     "`pip install -r requirements-test.txt`; set PPO_REQUIRE_BROWSER=1 to make this a failure"
 )
 
-#: Outputs that must never appear after Run All.
+#: Outputs that must never appear after Run All: a traceback, a widget that failed to render,
+#: a widget or a figure shown as its text repr (``FloatSlider(value=...``, ``<Figure size ...>``).
 PROBLEM_PATTERNS = [
     re.compile(r"Traceback \(most recent call last\)"),
     re.compile(r"Error displaying widget"),
+    re.compile(r"\b[A-Z]\w*\((value|children|description|layout|options)="),
+    re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>"),
 ]
+
+#: Reads each ``.ppo-figure`` canvas under an element: its size, how many pixels differ from
+#: the top-left one (the background), and a hash of every pixel (FNV-1a over RGBA words).
+CANVAS_PIXELS = """(root) => Array.from(root.querySelectorAll('.ppo-figure')).map((figure) => {
+  const canvas = figure.querySelector('canvas');
+  if (!canvas || !canvas.width || !canvas.height) return {width: 0, height: 0, inked: 0, hash: 0};
+  const {width, height} = canvas;
+  const rgba = canvas.getContext('2d').getImageData(0, 0, width, height).data;
+  const words = new Uint32Array(rgba.buffer);
+  let hash = 2166136261, inked = 0;
+  for (let i = 0; i < words.length; i++) {
+    if (words[i] !== words[0]) inked++;
+    hash = Math.imul(hash ^ words[i], 16777619);
+  }
+  return {width, height, inked, hash: hash >>> 0};
+})"""
+#: A figure counts as drawn when at least this share of its canvas differs from the background
+#: (axes, ticks and labels alone cover more than that).
+MIN_INKED_SHARE = 0.005
 
 
 def browser_required() -> bool:
@@ -123,6 +149,11 @@ def output_dir(name: str) -> Path:
     return folder
 
 
+def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The course notebooks (``NN_*.ipynb``) in ``directory``, in order."""
+    return sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))
+
+
 # -- expectations ------------------------------------------------------------------------------
 
 
@@ -132,7 +163,7 @@ class NotebookExpectation:
 
     ``controls``: the name of each main control (classes ``ppo-main-control`` and
     ``ppo-control-<name>``); ``stepper``: it has ``ppo-next``/``ppo-prev`` buttons and a
-    ``ppo-sample-view`` readout; ``min_figures``: how many ``ppo-figure`` outputs at least;
+    ``ppo-sample-view`` readout; ``min_figures``: how many ``ppo-figure`` canvases at least;
     ``extra_classes``: other classes that must be on screen.
     """
 
@@ -144,7 +175,7 @@ class NotebookExpectation:
 
 #: Per notebook, keyed by its name without the number (so renumbering keeps them): its
 #: main controls, whether it has the worked-example stepper, and how many ppo-figure
-#: outputs it shows at least.
+#: canvases it shows at least.  A new or changed notebook needs only its line here.
 EXPECTATIONS: dict[str, NotebookExpectation] = {
     "clipped_surrogate": NotebookExpectation(
         controls=("eps", "advantage", "worked-example"), min_figures=1
@@ -200,11 +231,26 @@ def expectation_for(path: Path) -> NotebookExpectation:
     return EXPECTATIONS.get(name, NotebookExpectation())
 
 
+def blank_figures(pixels: list[dict[str, int]]) -> list[int]:
+    """The positions of the figures in ``pixels`` (:data:`CANVAS_PIXELS`) that show nothing."""
+    return [
+        index
+        for index, figure in enumerate(pixels)
+        if figure["inked"] < MIN_INKED_SHARE * figure["width"] * figure["height"]
+        or not figure["inked"]
+    ]
+
+
 # -- a notebook in the browser -----------------------------------------------------------------
 
 
 class NotebookPage:
-    """One notebook opened in JupyterLab (``kind="lab"``) or Notebook 7 (``kind="notebook"``)."""
+    """One notebook opened in JupyterLab (``kind="lab"``) or Notebook 7 (``kind="notebook"``).
+
+    :meth:`open` loads the notebook's URL; on a page already showing a JupyterLab whose server
+    exposes the app (:class:`lab_server.JupyterServer` does), it opens the notebook in that
+    page instead, which saves loading JupyterLab again.  :meth:`close` closes it unsaved.
+    """
 
     def __init__(self, page: Any, server: Any, relative_path: str, workspace: str) -> None:
         self.page = page
@@ -228,10 +274,39 @@ class NotebookPage:
         return f"{self.server.url}notebooks/{self.path}"
 
     def open(self, timeout_s: float = 60) -> None:
-        """Load the page and wait until the notebook is rendered and its kernel is idle."""
-        self.page.goto(self.url)
+        """Show the notebook and wait until it is rendered and its kernel is idle."""
+        if self.page.evaluate("() => Boolean(window.jupyterapp)"):
+            self.page.evaluate(
+                """(path) => {
+                  const app = window.jupyterapp;  // one notebook at a time: close the others
+                  for (const widget of Array.from(app.shell.widgets('main'))) {
+                    if (widget.context) widget.dispose();
+                  }
+                  app.commands.execute('docmanager:open', {path});
+                }""",
+                self.path,
+            )
+        else:
+            self.page.goto(self.url)
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
         self.wait_for_kernel_idle(timeout_s)
+
+    def close(self) -> None:
+        """Close the notebook without saving (where the app is exposed); stop its kernel.
+
+        The kernel stops in the background: the next notebook need not wait for it.
+        """
+        self.page.evaluate(
+            """(path) => {
+              const app = window.jupyterapp;
+              if (!app) return;
+              for (const widget of Array.from(app.shell.widgets('main'))) {
+                if (widget.context && widget.context.path === path) widget.dispose();
+              }
+            }""",
+            self.path,
+        )
+        threading.Thread(target=self.server.shutdown_kernel_of, args=(self.path,)).start()
 
     def kernel_state(self) -> str | None:
         """The execution state the server reports for this notebook's kernel."""
@@ -253,7 +328,7 @@ class NotebookPage:
         while time.monotonic() < deadline:
             if self.kernel_state() == "idle" and self.ui_status() in (None, "idle"):
                 return
-            time.sleep(0.25)
+            time.sleep(0.1)
         raise AssertionError(
             f"{self.path}: kernel not idle after {timeout_s} s "
             f"(server: {self.kernel_state()}, toolbar: {self.ui_status()})"
@@ -288,7 +363,7 @@ class NotebookPage:
                 return prompts
             if self.problems():
                 break  # an error stops Run All; report it instead of waiting
-            time.sleep(0.25)
+            time.sleep(0.2)
         return prompts
 
     def problems(self) -> list[str]:
@@ -300,27 +375,35 @@ class NotebookPage:
         for text in stderr.all_inner_texts():
             found.append(f"stderr/error output: {text.strip()[:800]}")
         for text in self.page.locator(".jp-OutputArea-output").all_inner_texts():
-            for pattern in (*PROBLEM_PATTERNS, WIDGET_REPR, FIGURE_REPR):
-                match = pattern.search(text)
-                if match:
+            for pattern in PROBLEM_PATTERNS:
+                if pattern.search(text):
                     found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
                     break
-        dialogs = self.page.locator(".jp-Dialog")
-        for text in dialogs.all_inner_texts():
+        for text in self.page.locator(".jp-Dialog").all_inner_texts():
             found.append(f"dialog open: {text.strip()[:300]}")
         return found
 
+    # -- figures ------------------------------------------------------------------------------
+
+    def figure_pixels(self, scope: Any | None = None) -> list[dict[str, int]]:
+        """Each ``.ppo-figure`` canvas in ``scope`` (default: the notebook): CANVAS_PIXELS."""
+        root = scope if scope is not None else self.page.locator(".jp-Notebook").first
+        return list(root.evaluate(CANVAS_PIXELS))
+
+    def wait_until_figures_drawn(self, timeout_s: float = 10) -> list[dict[str, int]]:
+        """Poll until no figure on the page is blank (ipympl draws a moment after Run All)."""
+        deadline = time.monotonic() + timeout_s
+        pixels = self.figure_pixels()
+        while blank_figures(pixels) and time.monotonic() < deadline:
+            self.page.wait_for_timeout(100)
+            pixels = self.figure_pixels()
+        return pixels
+
     # -- widgets ------------------------------------------------------------------------------
 
-    def main_controls(self) -> Any:
-        """Every main control on the page (class ``ppo-main-control``), in page order."""
-        return self.page.locator(f".{MAIN_CONTROL}")
-
-    def figure_sources(self, scope: Any | None = None) -> list[str]:
-        """The ``src`` of every image inside ``ppo-figure`` outputs (in ``scope`` or the page)."""
-        root = scope if scope is not None else self.page
-        images = root.locator(".ppo-figure img")
-        return [images.nth(i).get_attribute("src") or "" for i in range(images.count())]
+    def main_controls(self, scope: Any | None = None) -> Any:
+        """Every main control (class ``ppo-main-control``) in ``scope`` or the page, in order."""
+        return (scope if scope is not None else self.page).locator(f".{MAIN_CONTROL}")
 
     def cell_of(self, locator: Any) -> Any:
         """The notebook cell (``.jp-Cell``) that contains ``locator``."""
@@ -333,7 +416,7 @@ class NotebookPage:
             now = read()
             if now != before:
                 return now
-            self.page.wait_for_timeout(100)
+            self.page.wait_for_timeout(50)
         return before
 
     def control_kind(self, control: Any) -> str:
@@ -389,24 +472,21 @@ class NotebookPage:
         return before, before, None
 
     def move_control_changes_figure(
-        self, control: Any, shots: Path, name: str, arrows_only: bool = True
+        self, control: Any, scope: Any, shots: Path, name: str, arrows_only: bool = True
     ) -> list[str]:
         """Move a main control with the keyboard; return what went wrong (empty = fine).
 
-        A slider: focus its handle, press ArrowRight (ArrowLeft if already at the
-        maximum; with ``arrows_only=False`` then End and Home too); the readout must
-        move and an image of the same cell's ``ppo-figure`` outputs must change.  A
-        number field: ArrowUp and Enter (or ArrowDown); the figure must change.  A
-        checkbox: Space; the figure need not change (a switch may only enable another
-        control).  The figure must still be there afterwards.
+        A slider: focus its handle, press ArrowRight (ArrowLeft if already at the maximum;
+        with ``arrows_only=False`` then End and Home too); a number field: ArrowUp and Enter
+        (or ArrowDown); a checkbox: Space.  The value must change, and so must the pixels of a
+        ``.ppo-figure`` canvas in ``scope`` (the control's app), which must stay drawn.
         """
         kind = self.control_kind(control)
         if kind == "other":
             return [f"{name}: a {MAIN_CONTROL} that is no slider, number field or checkbox"]
-        cell = self.cell_of(control)
-        figures_before = self.figure_sources(cell)
-        if not figures_before:
-            return [f"{name}: no ppo-figure image in the control's cell"]
+        pixels_before = self.figure_pixels(scope)
+        if not pixels_before:
+            return [f"{name}: no ppo-figure canvas next to the control"]
         moves = {
             "slider": tuple((key,) for key in (SLIDER_KEYS[:2] if arrows_only else SLIDER_KEYS)),
             "number": (("ArrowUp", "Enter"), ("ArrowDown", "Enter")),
@@ -420,16 +500,16 @@ class NotebookPage:
                 f"(stays {value_before!r})"
             ]
         self.used_keys.append(move)
-        figures_after = self.wait_for_change(lambda: self.figure_sources(cell), figures_before)
-        cell.screenshot(path=str(shots / f"control_{name}_{move}.png"))
+        pixels_after = self.wait_for_change(lambda: self.figure_pixels(scope), pixels_before)
+        scope.screenshot(path=str(shots / f"control_{name}_{move}.png"))
         failures = []
-        if figures_after == figures_before and kind != "checkbox":
+        if [p["hash"] for p in pixels_after] == [p["hash"] for p in pixels_before]:
             failures.append(
                 f"{name}: moving the {kind} {value_before} -> {value_after} ({move}) "
-                "did not change the figure image"
+                "drew no new frame on its figure"
             )
-        if not self.figure_sources(cell):
-            failures.append(f"{name}: the figure disappeared after moving the control")
+        if blank_figures(pixels_after):
+            failures.append(f"{name}: the figure is blank after moving the control")
         return failures
 
     def screenshot(self, path: Path) -> None:

@@ -4,7 +4,9 @@ The server listens on 127.0.0.1 on a free port, with no token and no password,
 rooted at the repository.  Everything it could write (settings, workspaces,
 runtime files, config, checkpoints) lives in a temporary directory, and the
 settings it gets turn autosave off, so driving a notebook in the browser never
-rewrites the committed ``.ipynb`` files or adds files next to them.
+rewrites the committed ``.ipynb`` files or adds files next to them.  JupyterLab
+exposes its app object to the page (``window.jupyterapp``), so a test can open
+the next notebook without loading JupyterLab again.
 :meth:`JupyterServer.stop` shuts the server's kernels down through the REST API
 and then ends that one server process (and the kernels it started, which share
 its process group), nothing else.
@@ -24,6 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -59,10 +62,18 @@ class JupyterServer:
     Use as a context manager; ``url`` is the base URL (ending in ``/``).
     """
 
-    def __init__(self, kind: ServerKind, root_dir: Path, startup_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        kind: ServerKind,
+        root_dir: Path,
+        startup_timeout: float = 60.0,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
         self.kind = kind
         self.root_dir = Path(root_dir).resolve()
         self.startup_timeout = startup_timeout
+        #: Extra environment variables for the server and its kernels (e.g. ``PYTHONPATH``).
+        self.environment = dict(environment or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.process: subprocess.Popen[bytes] | None = None
@@ -104,6 +115,8 @@ class JupyterServer:
             f"--FileCheckpoints.checkpoint_dir={self._home / 'checkpoints'}",
             "--LabApp.extension_manager=readonly",  # no PyPI queries from the test server
         ]
+        if self.kind == "lab":
+            command.append("--LabApp.expose_app_in_browser=True")  # window.jupyterapp
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-root")  # containers and CI often run as root
         log = self.log_path.open("wb")
@@ -161,6 +174,15 @@ class JupyterServer:
         except (urllib.error.URLError, OSError):
             pass
 
+    def shutdown_kernel_of(self, path: str) -> None:
+        """Delete the sessions of the notebook at ``path`` (relative to the root), kernels too."""
+        try:
+            for session in self.sessions():
+                if session.get("path") == path:
+                    self.api(f"api/sessions/{session['id']}", method="DELETE", timeout=30)
+        except (urllib.error.URLError, OSError):
+            pass
+
     def log_tail(self, n_chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
         try:
@@ -188,6 +210,7 @@ class JupyterServer:
             IPYTHONDIR=str(self.ipython_dir),
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.environment)
         return env
 
     def _wait_until_ready(self) -> None:

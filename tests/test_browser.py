@@ -1,17 +1,17 @@
 """End-to-end: every notebook in a real JupyterLab (and Notebook 7) in headless Chromium.
 
-For each notebook in ``notebooks/`` the test opens it in JupyterLab, clicks
-Run > Run All Cells, waits until the kernel is idle, and then checks what a
-learner would see: every code cell ran, no error/traceback/stderr output, no
-"Error displaying widget", the expected controls are there (stable ``ppo-*``
-CSS classes: ``ppo-main-control`` and ``ppo-control-<name>``), each main
-control moved with the keyboard changes its figure, and the worked example's
-"next" button changes the displayed sample.
-Screenshots go to ``test-output/browser/<notebook>/``.
+For each notebook in ``notebooks/`` (and the harness's fixture) the test opens it in JupyterLab,
+clicks Run > Run All Cells, waits until the kernel is idle, and then checks what a learner would
+see: every code cell ran; no error, traceback or stderr output and no "Error displaying widget";
+the expected controls are there (stable ``ppo-*`` CSS classes: ``ppo-main-control`` and
+``ppo-control-<name>``, data in ``browser_support.EXPECTATIONS``); every figure is drawn (its
+canvas is not blank); one control of each app, moved with the keyboard, draws a new frame on
+that app's figure (its canvas pixels change); the worked example's "next" button changes the
+sample shown.  All notebooks share one JupyterLab page, each opened once.  Screenshots go to
+``test-output/browser/<notebook>/``.
 
-Run with ``pytest -m browser tests/test_browser.py``.  Without Chromium the
-tests skip (``apt-get install chromium``); with ``PPO_REQUIRE_BROWSER=1`` a
-missing browser is a failure.
+Run with ``pytest -m browser tests/test_browser.py``.  Without Chromium the tests skip
+(``apt-get install chromium``); with ``PPO_REQUIRE_BROWSER=1`` a missing browser is a failure.
 """
 
 from __future__ import annotations
@@ -23,27 +23,31 @@ from typing import Any
 import nbformat
 import pytest
 from browser_support import (
+    CANVAS_PIXELS,
     CONTROL_PREFIX,
     FIXTURE_NOTEBOOK,
     REPO_ROOT,
     NotebookExpectation,
     NotebookPage,
+    blank_figures,
     chromium_context,
     control_name,
     control_names,
     expectation_for,
+    notebook_paths,
     output_dir,
     require_browser,
 )
 from lab_server import JupyterServer
 
 from ppo_viz.app import MAIN_CONTROL
-from ppo_viz.export import notebook_paths
 
 pytestmark = pytest.mark.browser
 
 RUN_ALL_TIMEOUT_S = 90  # one notebook, from the click to an idle kernel
 OPEN_TIMEOUT_S = 60
+#: Which control of an app to move, in order of preference: the one that redraws the most.
+KIND_PREFERENCE = ("slider", "number", "checkbox")
 
 
 def saved_state(path: Path) -> tuple[bool, bool]:
@@ -84,48 +88,54 @@ def lab_server(browser: Any) -> Iterator[JupyterServer]:
 
 
 @pytest.fixture(scope="module")
-def notebook7_server(browser: Any) -> Iterator[JupyterServer]:
-    with JupyterServer("notebook", REPO_ROOT) as server:
-        yield server
+def lab_page(browser: Any, lab_server: JupyterServer) -> Iterator[Any]:
+    """One JupyterLab page for every notebook: each is opened in it and closed after."""
+    page = browser.new_page()
+    yield page
+    page.close()
 
 
-def open_and_run_all(browser: Any, server: JupyterServer, notebook: Path, shots: Path) -> Any:
-    """Open ``notebook``, Run All from the menu, wait; return the NotebookPage.
+def open_and_run_all(
+    browser: Any, server: JupyterServer, notebook: Path, shots: Path, page: Any = None
+) -> NotebookPage:
+    """Open ``notebook`` (in ``page``, else a new page), Run All from the menu, wait.
 
     Asserts every code cell executed and no error output appeared, and that the
-    notebook file on disk is left untouched.
+    notebook file on disk is left untouched.  Returns the NotebookPage.
     """
     state_before = saved_state(notebook)
-    page = browser.new_page()
+    page = page if page is not None else browser.new_page()
     nb = NotebookPage(page, server, relative(notebook), workspace=f"test-{notebook.stem}")
-    with nb.timed("open"):
-        nb.open(OPEN_TIMEOUT_S)
-    with nb.timed("run all"):
-        nb.run_all_from_menu()
-        prompts = nb.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
-    nb.screenshot(shots / "00_after_run_all.png")
-    nb.save_console(shots / "console.log")
-    problems = nb.problems()
-    assert not problems, f"{notebook.name} after Run All:\n" + "\n".join(problems)
-    unexecuted = [i for i, p in enumerate(prompts) if not p[1:-2].isdigit()]
-    assert prompts, f"{notebook.name}: no code cell found in {server.kind}"
-    assert not unexecuted, (
-        f"{notebook.name}: code cells {unexecuted} show no execution count "
-        f"after {RUN_ALL_TIMEOUT_S} s (prompts {prompts})\n" + server.log_tail(1500)
-    )
-    assert saved_state(notebook) == state_before, f"{notebook.name} was saved by the test"
+    try:
+        with nb.timed("open"):
+            nb.open(OPEN_TIMEOUT_S)
+        with nb.timed("run all"):
+            nb.run_all_from_menu()
+            prompts = nb.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
+        nb.screenshot(shots / "00_after_run_all.png")
+        nb.save_console(shots / "console.log")
+        problems = nb.problems()
+        assert not problems, f"{notebook.name} after Run All:\n" + "\n".join(problems)
+        unexecuted = [i for i, p in enumerate(prompts) if not p[1:-2].isdigit()]
+        assert prompts, f"{notebook.name}: no code cell found in {server.kind}"
+        assert not unexecuted, (
+            f"{notebook.name}: code cells {unexecuted} show no execution count "
+            f"after {RUN_ALL_TIMEOUT_S} s (prompts {prompts})\n" + server.log_tail(1500)
+        )
+        assert saved_state(notebook) == state_before, f"{notebook.name} was saved by the test"
+    except BaseException:
+        nb.close()  # the next notebook starts from a clean page
+        raise
     return nb
+
+
+# -- checks: each returns what went wrong -----------------------------------------------------
 
 
 def check_controls(nb: NotebookPage, expectation: NotebookExpectation, name: str) -> list[str]:
     """The stable CSS classes the expectation names are on screen."""
     page = nb.page
     failures = []
-    figures = page.locator(".ppo-figure").count()
-    if figures < expectation.min_figures:
-        failures.append(
-            f"{name}: {figures} ppo-figure outputs, expected >= {expectation.min_figures}"
-        )
     for control in expectation.controls:
         if page.locator(f".{MAIN_CONTROL}.{CONTROL_PREFIX}{control}").count() == 0:
             failures.append(f"{name}: no main control '{MAIN_CONTROL} {CONTROL_PREFIX}{control}'")
@@ -143,17 +153,48 @@ def check_controls(nb: NotebookPage, expectation: NotebookExpectation, name: str
     return failures
 
 
-def check_main_controls(nb: NotebookPage, shots: Path) -> list[str]:
-    """Every visible main control, moved with the keyboard, changes its figure."""
+def check_figures_drawn(nb: NotebookPage, expectation: NotebookExpectation, name: str) -> list[str]:
+    """Every ``ppo-figure`` canvas shows a picture, and there are as many as expected."""
+    with nb.timed("figures drawn"):
+        pixels = nb.wait_until_figures_drawn()
     failures = []
-    controls = nb.main_controls()
-    for i in range(controls.count()):
-        control = controls.nth(i)
-        if not control.is_visible():
-            continue  # e.g. on a tab that is not selected
-        if control.locator("[disabled]").count():
-            continue  # switched off until another control enables it (e.g. the dual-clip cap)
-        failures += nb.move_control_changes_figure(control, shots, control_name(control, i))
+    if len(pixels) < expectation.min_figures:
+        failures.append(f"{name}: {len(pixels)} figures, expected >= {expectation.min_figures}")
+    for index in blank_figures(pixels):
+        failures.append(f"{name}: figure #{index} is blank ({pixels[index]})")
+    return failures
+
+
+def control_to_move(nb: NotebookPage, app: Any) -> tuple[Any, str] | None:
+    """The app's first visible, enabled main control of the most preferred kind."""
+    candidates: dict[str, tuple[Any, str]] = {}
+    controls = nb.main_controls(app)
+    for index in range(controls.count()):
+        control = controls.nth(index)
+        if not control.is_visible() or control.locator("[disabled]").count():
+            continue  # on a tab not shown, or switched off until another control enables it
+        kind = nb.control_kind(control)
+        candidates.setdefault(kind, (control, control_name(control, index)))
+    for kind in KIND_PREFERENCE:
+        if kind in candidates:
+            return candidates[kind]
+    return None
+
+
+def check_one_control_per_app(nb: NotebookPage, shots: Path) -> list[str]:
+    """In each visible app, moving one control with the keyboard draws a new frame."""
+    failures = []
+    apps = nb.page.locator(".ppo-app")
+    for index in range(apps.count()):
+        app = apps.nth(index)
+        if not app.is_visible():
+            continue
+        chosen = control_to_move(nb, app)
+        if chosen is None:
+            failures.append(f"app #{index}: no visible, enabled main control to move")
+            continue
+        control, name = chosen
+        failures += nb.move_control_changes_figure(control, app, shots, f"app{index}-{name}")
     failures += [f"after moving the controls: {p}" for p in nb.problems()]
     return failures
 
@@ -194,9 +235,21 @@ def check_steppers(nb: NotebookPage, shots: Path) -> list[str]:
     return failures
 
 
-def check_harness_sees_an_error(nb: NotebookPage, shots: Path) -> None:
-    """Self-check on the fixture: a cell that raises must be reported (never saved)."""
+def check_harness_sees_problems(nb: NotebookPage, shots: Path) -> None:
+    """Self-check on the fixture: a cell that raises, a still figure and a blank canvas are seen.
+
+    The cell that raises is typed in the browser and never saved.
+    """
     page = nb.page
+    still = [figure["hash"] for figure in nb.figure_pixels()]
+    page.wait_for_timeout(200)
+    assert [figure["hash"] for figure in nb.figure_pixels()] == still, "pixels of a still figure"
+    blank = page.evaluate(
+        "() => { const box = document.createElement('div');"
+        " box.innerHTML = '<div class=\"ppo-figure\"><canvas width=40 height=30></canvas></div>';"
+        f" return ({CANVAS_PIXELS})(box); }}"
+    )
+    assert blank_figures(blank) == [0], f"a blank canvas was not seen as blank: {blank}"
     page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-InputArea-prompt").click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")  # insert a cell below, in command mode
@@ -222,59 +275,54 @@ def lab_targets() -> list[Any]:
 
 @pytest.mark.timeout(RUN_ALL_TIMEOUT_S + OPEN_TIMEOUT_S + 60)
 @pytest.mark.parametrize("notebook", lab_targets())
-def test_notebook_in_jupyterlab(browser: Any, lab_server: JupyterServer, notebook: Path) -> None:
-    """Run All in JupyterLab, then drive every main control and stepper like a learner."""
+def test_notebook_in_jupyterlab(
+    browser: Any, lab_server: JupyterServer, lab_page: Any, notebook: Path
+) -> None:
+    """Run All in JupyterLab, then check every figure and move one control of each app."""
     shots = output_dir(f"lab-{notebook.stem}")
     expectation = expectation_for(notebook)
     state_before = saved_state(notebook)
-    nb = open_and_run_all(browser, lab_server, notebook, shots)
+    nb = open_and_run_all(browser, lab_server, notebook, shots, page=lab_page)
     try:
         failures = check_controls(nb, expectation, notebook.name)
+        failures += check_figures_drawn(nb, expectation, notebook.name)
         if expectation.stepper:  # first, while the stepper is at its first sample
             with nb.timed("stepper"):
                 failures += check_steppers(nb, shots)
-        with nb.timed("main controls"):
-            failures += check_main_controls(nb, shots)
+        with nb.timed("one control per app"):
+            failures += check_one_control_per_app(nb, shots)
         nb.screenshot(shots / "99_after_interactions.png")
         nb.save_console(shots / "console.log")
         nb.save_timings(shots / "timings.txt")
         assert not failures, f"{notebook.name} in JupyterLab:\n" + "\n".join(failures)
         if notebook == FIXTURE_NOTEBOOK:
-            check_harness_sees_an_error(nb, shots)
+            check_harness_sees_problems(nb, shots)
             assert saved_state(notebook) == state_before, f"{notebook.name} was saved"
     finally:
-        nb.page.close()
-        lab_server.shutdown_all_kernels()
-
-
-def notebook7_target() -> Path:
-    """The first course notebook with a main control in its expectations (else the fixture)."""
-    for path in notebook_paths():
-        if expectation_for(path).controls:
-            return path
-    return FIXTURE_NOTEBOOK
+        nb.close()
 
 
 @pytest.mark.timeout(RUN_ALL_TIMEOUT_S + OPEN_TIMEOUT_S + 60)
-def test_smoke_in_notebook7(browser: Any, notebook7_server: JupyterServer) -> None:
-    """Notebook 7: open, Run All from the menu, no errors, one main control moves a figure."""
-    notebook = notebook7_target()
-    shots = output_dir(f"nb7-{notebook.stem}")
-    nb = open_and_run_all(browser, notebook7_server, notebook, shots)
-    try:
-        controls = nb.main_controls()
-        assert controls.count() > 0, f"{notebook.name}: no {MAIN_CONTROL} in Notebook 7"
-        control = controls.first
-        # Notebook 7 handles keydown in the capture phase, so its command-mode shortcut for
-        # ArrowRight (collapse/expand headings) swallows the key before the slider sees it;
-        # End and Home reach the slider. Use whichever key a learner could use.
-        failures = nb.move_control_changes_figure(
-            control, shots, control_name(control, 0), arrows_only=False
-        )
-        failures += nb.problems()
-        nb.screenshot(shots / "99_after_slider.png")
-        nb.save_timings(shots / "timings.txt")
-        assert not failures, f"{notebook.name} in Notebook 7:\n" + "\n".join(failures)
-    finally:
-        nb.page.close()
-        notebook7_server.shutdown_all_kernels()
+def test_the_fixture_in_notebook7(browser: Any) -> None:
+    """Notebook 7: Run All from the menu, no errors, the figure drawn, a slider redraws it.
+
+    Notebook 7 handles keydown in the capture phase, so its command-mode shortcut for
+    ArrowRight (collapse/expand headings) swallows the key before the slider sees it; End
+    and Home reach the slider, as the README tells readers.
+    """
+    shots = output_dir("nb7-smoke")
+    with JupyterServer("notebook", REPO_ROOT) as server:
+        nb = open_and_run_all(browser, server, FIXTURE_NOTEBOOK, shots)
+        try:
+            failures = check_figures_drawn(nb, expectation_for(FIXTURE_NOTEBOOK), "nb7")
+            app = nb.page.locator(".ppo-app").first
+            control = nb.main_controls(app).first
+            failures += nb.move_control_changes_figure(
+                control, app, shots, control_name(control, 0), arrows_only=False
+            )
+            failures += nb.problems()
+            nb.screenshot(shots / "99_after_slider.png")
+            nb.save_timings(shots / "timings.txt")
+            assert not failures, "smoke.ipynb in Notebook 7:\n" + "\n".join(failures)
+        finally:
+            nb.page.close()
