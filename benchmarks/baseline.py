@@ -1,8 +1,8 @@
 """ppo_clip against an earlier revision of itself: is the module at least as fast as before?
 
 ``python -m benchmarks.run --baseline-rev 3686b3b`` reads ``ppo_clip.py`` as it
-was at that git revision (``git show REV:ppo_clip.py``), loads it as a
-temporary module, and times its contract functions and ``clip_breakdown``
+was at that git revision (a commit, checked before the run: :mod:`benchmarks.revisions`),
+loads it as a temporary module, and times its contract functions and ``clip_breakdown``
 interleaved with the current module's, on the same seeded arrays
 (:func:`benchmarks.module_bench.make_batch`).  Each row reports current time /
 baseline time; the target is a ratio of at most 1.  (A revision whose
@@ -11,7 +11,6 @@ baseline time; the target is a ratio of at most 1.  (A revision whose
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import types
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ppo_clip
+from benchmarks import revisions
 from benchmarks.module_bench import EPS, agreement, make_batch
 from benchmarks.tables import Table, microseconds, ratio
 from benchmarks.timing import Timing, time_interleaved
@@ -38,9 +38,10 @@ class Baseline:
 
     @classmethod
     def at(cls, revision: str, repo: Path) -> Baseline:
-        """Load ``ppo_clip.py`` of ``revision``; ``ValueError`` if git cannot show it."""
-        source = source_at(revision, repo)
-        return cls(revision, module_from_source(source, f"ppo_clip_at_{revision}"))
+        """Load ``ppo_clip.py`` of ``revision`` (a commit); else ``ValueError``, in one line."""
+        commit = revisions.resolve(revision, repo)
+        source = revisions.file_at(commit, "ppo_clip.py", repo)
+        return cls(revision, module_from_source(source, f"ppo_clip_at_{commit[:12]}"))
 
 
 @dataclass
@@ -56,20 +57,6 @@ class BaselineResult:
     def ratio(self, function: str) -> float:
         """Current minimum time over the baseline's (below 1: faster now)."""
         return self.now[function].best / self.before[function].best
-
-
-def source_at(revision: str, repo: Path) -> str:
-    """``ppo_clip.py`` as it was at ``revision`` of the git repository at ``repo``."""
-    completed = subprocess.run(
-        ["git", "show", f"{revision}:ppo_clip.py"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        raise ValueError(f"cannot read ppo_clip.py at {revision!r}: {completed.stderr.strip()}")
-    return completed.stdout
 
 
 def module_from_source(source: str, name: str) -> types.ModuleType:

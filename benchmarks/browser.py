@@ -1,30 +1,33 @@
 """How the apps feel in a real JupyterLab: step latency, frames during a drag, settle time.
 
-Each notebook is opened in JupyterLab in headless Chromium and run (Run All
-from the menu), started the way the browser tests start them
-(``tests/lab_server.py``, ``tests/browser_support.py``).  Then every main
-control (class ``ppo-main-control``; per notebook, the first visible, enabled
-one of each ``ppo-control-<name>``) is used the way a reader uses it:
+Each notebook is opened in JupyterLab in headless Chromium and run (Run All from the menu),
+started the way the browser tests start them (``tests/lab_server.py``,
+``tests/browser_support.py``).  Then every main control (class ``ppo-main-control``; per
+notebook, the first visible, enabled one of each ``ppo-control-<name>``) is used the way a
+reader uses it:
 
-* **steps**: focus the control and press a key (a slider's handle: ArrowRight,
-  ArrowLeft once it reached the end; a number field: ArrowUp then Enter; a
-  checkbox: Space).  The latency runs from the key press to the moment the new
-  image of that cell's figure (``.ppo-figure img``) is in the page *and
-  decoded*.  Both ends are taken inside the page (``benchmarks/page_probe.js``:
-  ``performance.now()``, a ``MutationObserver``, ``img.decode()``), so the
-  harness' own round trips do not count.  One warm-up step first, and the
-  kernel is left idle between steps (a checkbox warms up once each way).
-* **drag** (sliders): mouse down on the handle, a move every 1/60 s carrying it
-  over half its track in :attr:`Settings.drag_seconds`, release.  Frames are the
-  distinct images shown (decoded while still the current one) between press
-  and release; settle is the time from the release to the last image.
+* **steps**: focus the control and press a key (a slider's handle: ArrowRight, ArrowLeft once
+  it reached the end; a number field: ArrowUp then Enter; a checkbox: Space).  The latency runs
+  from the key press to the moment that cell's figure shows a new frame: today the picture
+  ipympl's front end draws on the figure's ``<canvas>``, at earlier revisions a new
+  ``.ppo-figure img`` decoded.  Both ends are taken inside the page
+  (``benchmarks/page_probe.js``: ``performance.now()``, hooks on ``drawImage`` and
+  ``img.decode()``), so the harness' own round trips do not count.  One warm-up step first,
+  and the kernel is left idle between steps (a checkbox warms up once each way).
+* **drag** (sliders): mouse down on the handle, a move every 1/60 s carrying it over half its
+  track in :attr:`Settings.drag_seconds`, release.  Frames are the distinct pictures painted
+  between press and release; settle is the time from the release to the last one.
 
-A probe in each kernel (:mod:`benchmarks.kernel_probe`) logs each widget
-message and each figure render, so a step's latency splits into: the key press
-to the kernel starting on the message, the app's own work, drawing, encoding
-the PNG, from the PNG to the image in the page, and decoding it.  During a drag
-Chromium's own counters (DevTools ``Performance.getMetrics``) tell how busy the
-page's main thread was.  The tables are in :mod:`benchmarks.browser_tables`.
+A probe in each kernel (:mod:`benchmarks.kernel_probe`) logs each widget message and each
+redraw, so a step's latency splits into: the key press to the kernel starting on the message,
+the app's own work, drawing, encoding the PNG, from the PNG to the picture arriving in the page,
+and decoding and drawing it there.  During a drag Chromium's own counters (DevTools
+``Performance.getMetrics``) tell how busy the page's main thread was.
+
+The same notebooks can be measured as they were at an earlier revision in the same run
+(:class:`Side`: the revision's tree with its own JupyterLab rooted there, its kernels importing
+that tree's ``ppo_viz``), one notebook at a time, now then before, so a change of load hits
+both alike.  The tables are in :mod:`benchmarks.browser_tables`.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +55,7 @@ SETTLE_TARGET_S = 0.150
 
 #: Mouse moves per second while dragging, like a mouse read at a display's 60 Hz.
 MOVES_PER_SECOND = 60
-#: A step is over when no new image has come for this long; a drag, for SETTLE_QUIET_S.
+#: A step is over when no new frame has come for this long; a drag, for SETTLE_QUIET_S.
 QUIET_S = 0.4
 SETTLE_QUIET_S = 1.0
 STEP_TIMEOUT_S = 15.0
@@ -84,10 +87,11 @@ class Step:
     ``app``: from there to the start of the render (the app's own work: its
     computation, the artists' data, the readouts); ``draw`` and ``encode``: the
     render, drawing and encoding the PNG; ``to_page``: from the PNG to the new
-    image in the page; ``decode``: from there to decoded.  They add up to the
-    latency.  ``kernel_cpu``: the CPU time the kernel spent on it all (less than
-    ``app + draw + encode`` when other processes had the cores); ``moving``: how
-    many artists the render redrew.
+    picture arriving in the page; ``decode``: from there to the picture decoded
+    and (ipympl) drawn on the figure's canvas.  They add up to the latency.
+    ``kernel_cpu``: the CPU time the kernel spent on it all (less than ``app +
+    draw + encode`` when other processes had the cores); ``moving``: how many
+    artists the render redrew.
     """
 
     latency: float
@@ -100,6 +104,7 @@ class Step:
     kernel_cpu: float | None = None
     png_bytes: int = 0
     moving: int = 0
+    full_draws: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ class Drag:
 
     @property
     def met(self) -> bool:
-        """At least the target rate, or an image for every value the handle passed."""
+        """At least the target rate, or a frame for every value the handle passed."""
         return self.fps >= DRAG_FPS_TARGET or self.every_value_shown
 
 
@@ -161,13 +166,40 @@ class ControlFeel:
 
 @dataclass
 class BrowserRun:
-    """What the browser benchmark measured, or why it did not run."""
+    """What the browser benchmark measured on one side (this checkout, or a revision)."""
 
     controls: list[ControlFeel] = field(default_factory=list)
     skipped: str = ""
     notebooks: list[str] = field(default_factory=list)
     #: Lines for the report (e.g. the load average around the measurement).
     notes: list[str] = field(default_factory=list)
+    #: Which code was measured: "now" (this checkout) or "at <revision>".
+    label: str = "now"
+
+
+@dataclass(frozen=True)
+class Side:
+    """Code to measure: a JupyterLab rooted at ``root`` whose kernels import ``ppo_viz`` there.
+
+    ``label``: "now", or "at <revision>" for a revision's tree (``tree`` set: the notebooks
+    are found at the same place inside it).
+    """
+
+    label: str = "now"
+    tree: Path | None = None
+
+    def notebook(self, path: Path) -> Path:
+        """Where ``path`` (a notebook of this checkout) is on this side."""
+        if self.tree is None:
+            return path
+        return self.tree / path.resolve().relative_to(REPO)
+
+    def root(self, notebooks: list[Path]) -> Path:
+        return self.tree if self.tree is not None else server_root(notebooks)
+
+    def environment(self) -> dict[str, str]:
+        """A revision's kernels import its ``ppo_viz`` and ``ppo_clip``, not this checkout's."""
+        return {"PYTHONPATH": str(self.tree)} if self.tree is not None else {}
 
 
 # -- JupyterLab and Chromium, started as the browser tests start them ---------------------------
@@ -190,10 +222,10 @@ def missing_browser(chromium: Path | None = None) -> str:
 
 
 @contextmanager
-def probed_lab(root: Path, log: Path) -> Iterator[Any]:
+def probed_lab(root: Path, log: Path, environment: dict[str, str]) -> Iterator[Any]:
     """A JupyterLab server rooted at ``root`` whose kernels log to ``log`` (the kernel probe)."""
     _, lab_server = _test_helpers()
-    with lab_server.JupyterServer("lab", root) as server:
+    with lab_server.JupyterServer("lab", root, environment=environment) as server:
         startup = server.ipython_dir / "profile_default" / "startup"
         startup.mkdir(parents=True, exist_ok=True)
         (startup / "00-ppo-kernel-probe.py").write_text(
@@ -224,37 +256,56 @@ def measure(
     notebooks: list[Path],
     settings: Settings,
     *,
+    sides: tuple[Side, ...] = (Side(),),
     chromium: Path | None = None,
     say: Callable[[str], None] | None = None,
-) -> BrowserRun:
-    """Open each notebook in JupyterLab, run it, and measure each of its main controls."""
+) -> list[BrowserRun]:
+    """Open each notebook in JupyterLab on each side, run it, and measure its main controls.
+
+    One :class:`BrowserRun` per side, in the order given.  Notebook by notebook, each side in
+    turn, so the sides share whatever load the machine had meanwhile.
+    """
+    runs = [BrowserRun(label=side.label) for side in sides]
     problem = missing_browser(chromium)
-    if problem:
-        return BrowserRun(skipped=f"not run: {problem}")
-    if not notebooks:
-        return BrowserRun(skipped="not run: no notebook")
+    if problem or not notebooks:
+        for run in runs:
+            run.skipped = f"not run: {problem or 'no notebook'}"
+        return runs
     support, _ = _test_helpers()
-    run = BrowserRun(notebooks=[path.name for path in notebooks])
-    root = server_root(notebooks)
     logs = Path(tempfile.mkdtemp(prefix="ppo-browser-bench-"))
     try:
-        with support.chromium_context(chromium) as browser, probed_lab(root, logs / "k") as lab:
+        with support.chromium_context(chromium) as browser, ExitStack() as labs:
+            servers = []
+            for index, side in enumerate(sides):
+                log = logs / f"kernel-{index}.jsonl"
+                lab = labs.enter_context(probed_lab(side.root(notebooks), log, side.environment()))
+                servers.append((lab, log))
             for path in notebooks:
-                if say is not None:
-                    say(f"browser: {path.name} ...")
-                page = browser.new_page()
-                try:
-                    relative = path.resolve().relative_to(root).as_posix()
-                    notebook = support.NotebookPage(page, lab, relative, f"bench-{path.stem}")
-                    run.controls += measure_notebook(notebook, path.name, settings, logs / "k")
-                except Exception as error:  # a notebook that cannot be run: say so, go on
-                    run.controls.append(ControlFeel(path.name, "—", "—", problem=_short(error)))
-                finally:
-                    page.close()
-                    lab.shutdown_all_kernels()
+                for side, run, (lab, log) in zip(sides, runs, servers, strict=True):
+                    if say is not None:
+                        say(f"browser: {path.name} ({side.label}) ...")
+                    run.notebooks.append(path.name)
+                    run.controls += measure_side(browser, lab, side.notebook(path), settings, log)
     finally:
         shutil.rmtree(logs, ignore_errors=True)
-    return run
+    return runs
+
+
+def measure_side(browser: Any, lab: Any, path: Path, settings: Settings, log: Path) -> list:
+    """One notebook in one side's JupyterLab, in a page of its own."""
+    support, _ = _test_helpers()
+    if not path.exists():
+        return [ControlFeel(path.name, "—", "—", problem="no such notebook on this side")]
+    page = browser.new_page()
+    try:
+        relative = path.resolve().relative_to(lab.root_dir).as_posix()
+        notebook = support.NotebookPage(page, lab, relative, f"bench-{path.stem}")
+        return measure_notebook(notebook, path.name, settings, log)
+    except Exception as error:  # a notebook that cannot be run: say so, go on
+        return [ControlFeel(path.name, "—", "—", problem=_short(error))]
+    finally:
+        page.close()
+        lab.shutdown_all_kernels()
 
 
 def measure_notebook(notebook: Any, name: str, settings: Settings, log: Path) -> list[ControlFeel]:
@@ -310,8 +361,8 @@ def measure_control(
     for step in range(warm_up + settings.steps):
         page.evaluate("() => window.__ppoFeel.forget()")
         press(notebook, control, result.kind, sweep)
-        if not wait_for_image(page):
-            result.problem = f"no new figure image within {STEP_TIMEOUT_S:.0f} s of a key press"
+        if not wait_for_frame(page):
+            result.problem = f"no new frame of the figure within {STEP_TIMEOUT_S:.0f} s of a key"
             return
         wait_until_quiet(page, QUIET_S)
         if step >= warm_up:
@@ -351,8 +402,8 @@ def press(notebook: Any, control: Any, kind: str, sweep: dict[str, str]) -> None
 PARTS = ("now", "min", "max")
 
 
-def wait_for_image(page: Any) -> bool:
-    """Whether a new image was shown within :data:`STEP_TIMEOUT_S`."""
+def wait_for_frame(page: Any) -> bool:
+    """Whether a new frame was shown within :data:`STEP_TIMEOUT_S`."""
     try:
         page.wait_for_function(
             "() => window.__ppoFeel.shown() > 0", polling=50, timeout=STEP_TIMEOUT_S * 1000
@@ -363,16 +414,16 @@ def wait_for_image(page: Any) -> bool:
 
 
 def wait_until_quiet(page: Any, seconds: float, limit_s: float = 20.0) -> None:
-    """Wait until no new image has come for ``seconds`` and every image is decoded."""
+    """Wait until no new frame has come for ``seconds`` and every frame is settled."""
     deadline = time.monotonic() + limit_s
     count = -1
     while time.monotonic() < deadline:
-        images, settled = page.evaluate(
-            "() => [window.__ppoFeel.images.length, window.__ppoFeel.settled()]"
+        frames, settled = page.evaluate(
+            "() => [window.__ppoFeel.frames.length, window.__ppoFeel.settled()]"
         )
-        if images == count and settled:
+        if frames == count and settled:
             return
-        count = images
+        count = frames
         page.wait_for_timeout(seconds * 1000)
 
 
@@ -438,7 +489,7 @@ class _MainThreadClock:
 def kernel_records(log: Path, feel: dict[str, Any]) -> list[dict[str, Any]]:
     """The kernel probe's records that started within the page's records (epoch seconds)."""
     times = [event["t"] for event in feel["inputs"]]
-    times += [image["decoded"] or image["t"] for image in feel["images"]]
+    times += [frame["decoded"] or frame["t"] for frame in feel["frames"]]
     if not times or not log.exists():
         return []
     start, end = min(times) / 1000, max(times) / 1000
@@ -458,9 +509,9 @@ def step_from_records(feel: dict[str, Any], records: list[dict[str, Any]]) -> St
 
     The press is the step's first key down (a number field's ArrowUp, before
     its Enter); the kernel's part runs from the first message it handled after
-    the press to the render that made the image shown first.
+    the press to the render that made the frame shown first.
     """
-    first = min((image for image in feel["images"] if image["shown"]), key=lambda i: i["decoded"])
+    first = min((frame for frame in feel["frames"] if frame["shown"]), key=lambda f: f["decoded"])
     pressed = min(event["t"] for event in feel["inputs"] if event["type"] == "keydown") / 1000
     appeared, decoded = first["t"] / 1000, first["decoded"] / 1000
     latency = decoded - pressed
@@ -480,8 +531,9 @@ def step_from_records(feel: dict[str, Any], records: list[dict[str, Any]]) -> St
         to_page=appeared - render["end"],
         decode=decoded - appeared,
         kernel_cpu=message["cpu"] + (0.0 if within else render["cpu"]),
-        png_bytes=int(render["png_bytes"]),
+        png_bytes=int(render.get("png_bytes", 0)),
         moving=int(render.get("moving", 0)),
+        full_draws=int(render.get("full_draws", 0)),
     )
 
 
@@ -491,7 +543,7 @@ def drag_from_records(
     """A drag's frames, values and settle (the page's records) and its kernel side (the probe's)."""
     down = min(e["t"] for e in feel["inputs"] if e["type"] == "mousedown") / 1000
     up = max(e["t"] for e in feel["inputs"] if e["type"] == "mouseup") / 1000
-    shown = [image["decoded"] / 1000 for image in feel["images"] if image["shown"]]
+    shown = [frame["decoded"] / 1000 for frame in feel["frames"] if frame["shown"]]
     during = [r for r in records if down <= r["start"] <= up]
     renders = [r["end"] - r["start"] for r in during if r["kind"] == "render"]
     return Drag(

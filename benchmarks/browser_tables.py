@@ -1,11 +1,14 @@
 """The browser benchmark's tables, its rows in the Targets table, and why a target was missed.
 
-Every verdict that says **missed** comes with a reason computed from the
-measured split (:func:`why_slow_step`, :func:`why_few_frames`, :func:`why_slow_settle`):
-which part of the time is largest, and what it is.
+Every verdict that says **missed** comes with a reason computed from the measured split
+(:func:`why_slow_step`, :func:`why_few_frames`, :func:`why_slow_settle`): which part of the time
+is largest, and what it is.  With a baseline revision measured in the same run,
+:func:`comparison_table` and :func:`comparison_rows` set each control now against it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from benchmarks.browser import (
     DRAG_FPS_TARGET,
@@ -16,6 +19,11 @@ from benchmarks.browser import (
     Drag,
 )
 from benchmarks.tables import Table, verdict
+
+#: How much the browser numbers of one setting differ between runs on a quiet 2-core machine
+#: (about 20 %), plus one display frame at 60 Hz for times too short for a share to mean much.
+NOISE_SHARE = 0.20
+NOISE_S = 1 / 60
 
 
 def _ms(seconds: float | None) -> str:
@@ -60,66 +68,77 @@ def why_slow_settle(drag: Drag) -> str:
     )
 
 
-def steps_table(run: BrowserRun) -> Table:
+def steps_table(runs: list[BrowserRun]) -> Table:
     out = Table(
-        "Feel in the browser: key press to the new image, in JupyterLab (ms)",
+        "Feel in the browser: key press to the new frame, in JupyterLab (ms)",
         [
+            "code",
             "notebook",
             "control",
             "presses",
             "median ms",
             "min-max ms",
             "median split: to kernel / app / draw / PNG / to page / decode ms",
+            "full draws",
             "kernel CPU ms",
             "PNG kB",
             f"median <= {STEP_TARGET_S * 1e3:.0f} ms",
         ],
     )
-    if run.skipped:
-        out.add("—", "—", 0, "n/a", "n/a", "n/a", "n/a", "n/a", run.skipped)
-    elif not run.controls:
-        out.add("—", "—", 0, "n/a", "n/a", "n/a", "n/a", "n/a", "no main control found")
-    for result in run.controls:
-        if result.problem or not result.steps:
-            problem = result.problem or "no step measured"
-            out.add(result.notebook, result.control, len(result.steps), *["n/a"] * 5, problem)
-            continue
-        latencies = [step.latency for step in result.steps]
-        split = " / ".join(
-            _ms(result.median_of(part))
-            for part in ("to_kernel", "app", "draw", "encode", "to_page", "decode")
-        )
-        size = result.median_of("png_bytes")
-        met = result.median <= STEP_TARGET_S
-        out.add(
-            result.notebook,
-            f"{result.control} ({result.kind})",
-            len(latencies),
-            _ms(result.median),
-            f"{_ms(min(latencies))}-{_ms(max(latencies))}",
-            split,
-            _ms(result.median_of("kernel_cpu")),
-            f"{size / 1000:.0f}" if size else "n/a",
-            verdict(met) + ("" if met else f": {why_slow_step(result)}"),
-        )
+    for run in runs:
+        if run.skipped or not run.controls:
+            reason = run.skipped or "no main control found"
+            out.add(run.label, "—", "—", 0, *["n/a"] * 6, reason)
+        for result in run.controls:
+            out.add(run.label, *_step_cells(result))
     out.notes.append(
         "Each main control (the first visible, enabled one of each name per notebook) after "
         "Run All: one warm-up key press, then the presses counted, each after the kernel went "
-        "idle. From the key down (a number field: ArrowUp, then Enter) to the new image of the "
-        "control's cell decoded in the page, timed inside the page. The split comes from a "
+        "idle. From the key down (a number field: ArrowUp, then Enter) to the new frame of the "
+        "control's cell, timed inside the page: today the picture ipympl draws on the figure's "
+        "canvas, at earlier revisions a new image of the figure decoded. The split comes from a "
         "probe in the kernel: the key press to the kernel starting on the message / the app's "
         "own work (its computation, artists, readouts) / drawing / encoding the PNG / the PNG "
-        "to the image in the page / decoding it; medians of each part. Kernel CPU: CPU time "
-        "the kernel spent per step (less than its wall time when other processes had the cores)."
+        "to the picture arriving in the page / decoding it (and drawing it on the canvas); "
+        "medians of each part. Full draws: presses that drew the whole figure rather than only "
+        "what moved. Kernel CPU: CPU time the kernel spent per step (less than its wall time "
+        "when other processes had the cores)."
     )
-    out.notes += run.notes
+    for run in runs:
+        out.notes += run.notes
     return out
 
 
-def drags_table(run: BrowserRun) -> Table:
+def _step_cells(result: ControlFeel) -> list[object]:
+    if result.problem or not result.steps:
+        problem = result.problem or "no step measured"
+        return [result.notebook, result.control, len(result.steps), *["n/a"] * 6, problem]
+    latencies = [step.latency for step in result.steps]
+    split = " / ".join(
+        _ms(result.median_of(part))
+        for part in ("to_kernel", "app", "draw", "encode", "to_page", "decode")
+    )
+    size = result.median_of("png_bytes")
+    met = result.median <= STEP_TARGET_S
+    return [
+        result.notebook,
+        f"{result.control} ({result.kind})",
+        len(latencies),
+        _ms(result.median),
+        f"{_ms(min(latencies))}-{_ms(max(latencies))}",
+        split,
+        sum(step.full_draws > 0 for step in result.steps),
+        _ms(result.median_of("kernel_cpu")),
+        f"{size / 1000:.0f}" if size else "n/a",
+        verdict(met) + ("" if met else f": {why_slow_step(result)}"),
+    ]
+
+
+def drags_table(runs: list[BrowserRun]) -> Table:
     out = Table(
         "Feel in the browser: dragging a slider's handle over half its track",
         [
+            "code",
             "notebook",
             "control",
             "drag s",
@@ -134,39 +153,39 @@ def drags_table(run: BrowserRun) -> Table:
             f"settle <= {SETTLE_TARGET_S * 1e3:.0f} ms",
         ],
     )
-    if not any(result.drag for result in run.controls):
-        reason = run.skipped or "no slider measured"
-        out.add("—", "—", *["n/a"] * 9, reason)
-    for result in run.controls:
-        drag = result.drag
-        if drag is None:
-            continue
-        settled = drag.settle <= SETTLE_TARGET_S
-        out.add(
-            result.notebook,
-            result.control,
-            f"{drag.seconds:.1f}",
-            drag.frames,
-            f"{drag.fps:.1f}",
-            drag.values,
-            drag.frames_after,
-            f"{drag.kernel_messages} / {drag.kernel_renders} / {_share(drag.kernel_busy)}",
-            _share(drag.page_busy),
-            _ms(drag.settle),
-            _drag_verdict(drag),
-            verdict(settled) + ("" if settled else f": {why_slow_settle(drag)}"),
-        )
+    for run in runs:
+        if not any(result.drag for result in run.controls):
+            out.add(run.label, "—", "—", *["n/a"] * 9, run.skipped or "no slider measured")
+        for result in run.controls:
+            if result.drag is not None:
+                out.add(run.label, result.notebook, result.control, *_drag_cells(result.drag))
     out.notes.append(
         "Mouse down on the handle, a move every 1/60 s carrying it over half its track towards "
-        "the farther end, mouse up. Frames: distinct images decoded while still the one on "
-        "screen, between press and release; values passed: distinct values the slider's readout "
-        "showed meanwhile (a slider with few values cannot show more frames than that: the "
-        "target then is an image for every value). Kernel: the new values it received and the "
-        "figures it rendered during the drag, and the share of the drag it was busy; page busy: "
-        "the share the page's main thread worked (Chromium's TaskDuration). Settle: from the "
-        "release to the last image."
+        "the farther end, mouse up. Frames: distinct pictures the page painted between press "
+        "and release; values passed: distinct values the slider's readout showed meanwhile (a "
+        "slider with few values cannot show more frames than that: the target then is a frame "
+        "for every value). Kernel: the new values it received and the figures it rendered "
+        "during the drag, and the share of the drag it was busy; page busy: the share the "
+        "page's main thread worked (Chromium's TaskDuration). Settle: from the release to the "
+        "last frame."
     )
     return out
+
+
+def _drag_cells(drag: Drag) -> list[object]:
+    settled = drag.settle <= SETTLE_TARGET_S
+    return [
+        f"{drag.seconds:.1f}",
+        drag.frames,
+        f"{drag.fps:.1f}",
+        drag.values,
+        drag.frames_after,
+        f"{drag.kernel_messages} / {drag.kernel_renders} / {_share(drag.kernel_busy)}",
+        _share(drag.page_busy),
+        _ms(drag.settle),
+        _drag_verdict(drag),
+        verdict(settled) + ("" if settled else f": {why_slow_settle(drag)}"),
+    ]
 
 
 def _drag_verdict(drag: Drag) -> str:
@@ -200,7 +219,7 @@ def _notebook_rows(notebook: str, results: list[ControlFeel]) -> list[tuple[str,
         met = worst.median <= STEP_TARGET_S
         rows.append(
             (
-                f"{notebook}: median key press to new image <= {STEP_TARGET_S * 1e3:.0f} ms, "
+                f"{notebook}: median key press to new frame <= {STEP_TARGET_S * 1e3:.0f} ms, "
                 "every control",
                 f"worst {worst.control} {_ms(worst.median)} ms"
                 + ("" if met else f"; {why_slow_step(worst)}"),
@@ -214,7 +233,7 @@ def _notebook_rows(notebook: str, results: list[ControlFeel]) -> list[tuple[str,
         met = all(r.drag.met for r in drags)
         measured = (
             f"slowest {slowest.control} {drag.fps:.1f} frames/s, "
-            f"{drag.frames + drag.frames_after} images for {drag.values} values"
+            f"{drag.frames + drag.frames_after} frames for {drag.values} values"
         )
         rows.append(
             (
@@ -228,11 +247,116 @@ def _notebook_rows(notebook: str, results: list[ControlFeel]) -> list[tuple[str,
         met = latest.drag.settle <= SETTLE_TARGET_S
         rows.append(
             (
-                f"{notebook}: last image <= {SETTLE_TARGET_S * 1e3:.0f} ms after release, "
+                f"{notebook}: last frame <= {SETTLE_TARGET_S * 1e3:.0f} ms after release, "
                 "every slider",
                 f"slowest {latest.control} {_ms(latest.drag.settle)} ms"
                 + ("" if met else f"; {why_slow_settle(latest.drag)}"),
                 met,
+            )
+        )
+    return rows
+
+
+# -- now against a baseline revision, measured in the same run ------------------------------
+
+
+def no_worse(now: float, before: float) -> bool:
+    """A time ``now`` is no worse than ``before``, beyond the noise of repeated runs."""
+    return now <= before * (1 + NOISE_SHARE) + NOISE_S
+
+
+def _pairs(now: BrowserRun, before: BrowserRun) -> list[tuple[ControlFeel, ControlFeel]]:
+    """The controls measured on both sides (same notebook, same control name)."""
+    earlier = {(r.notebook, r.control): r for r in before.controls if r.steps}
+    return [
+        (result, earlier[(result.notebook, result.control)])
+        for result in now.controls
+        if result.steps and (result.notebook, result.control) in earlier
+    ]
+
+
+#: The three feels compared: their names, and each control's value in seconds (lower is better).
+FEELS: list[tuple[str, Callable[[ControlFeel], float | None]]] = [
+    ("key press", lambda r: r.median),
+    ("time per frame while dragging", lambda r: _frame_time(r.drag)),
+    ("settle", lambda r: r.drag.settle if r.drag else None),
+]
+
+
+def _frame_time(drag: Drag | None) -> float | None:
+    """Seconds per frame while dragging; a drag that showed every value counts as one value's."""
+    if drag is None:
+        return None
+    if drag.every_value_shown and drag.values:
+        return drag.seconds / max(drag.values, drag.frames, 1)
+    return drag.seconds / drag.frames if drag.frames else float("inf")
+
+
+def comparison_table(now: BrowserRun, before: BrowserRun) -> Table:
+    out = Table(
+        f"Feel in the browser: now against the code {before.label}, same run",
+        [
+            "notebook",
+            "control",
+            "key press ms: now / before",
+            "drag frames/s: now / before",
+            "settle ms: now / before",
+            "no worse beyond noise",
+        ],
+    )
+    pairs = _pairs(now, before)
+    if not pairs:
+        reason = now.skipped or before.skipped or "no control measured on both sides"
+        out.add("—", "—", "n/a", "n/a", "n/a", reason)
+    for result, earlier in pairs:
+        worse = _worse(result, earlier)
+        out.add(
+            result.notebook,
+            result.control,
+            f"{_ms(result.median)} / {_ms(earlier.median)}",
+            _both(result.drag, earlier.drag, lambda d: f"{d.fps:.1f}"),
+            _both(result.drag, earlier.drag, lambda d: _ms(d.settle)),
+            verdict(not worse) + (f": worse {', '.join(worse)}" if worse else ""),
+        )
+    out.notes.append(
+        f"Both measured in this run, notebook by notebook (now, then {before.label}), each in "
+        "its own JupyterLab. Worse beyond noise: more than "
+        f"{NOISE_SHARE:.0%} + {NOISE_S * 1e3:.0f} ms (one display frame) slower, for the key "
+        "press, the time per frame while dragging (a drag that showed every value passed "
+        "counts as fast as the values came) and the settle time."
+    )
+    return out
+
+
+def _both(now: Drag | None, before: Drag | None, cell: Callable[[Drag], str]) -> str:
+    return " / ".join(cell(drag) if drag else "n/a" for drag in (now, before))
+
+
+def _worse(result: ControlFeel, earlier: ControlFeel) -> list[str]:
+    """The feels in which ``result`` is worse than ``earlier`` beyond the noise."""
+    worse = []
+    for name, value in FEELS:
+        now, before = value(result), value(earlier)
+        if now is not None and before is not None and not no_worse(now, before):
+            worse.append(name)
+    return worse
+
+
+def comparison_rows(now: BrowserRun, before: BrowserRun) -> list[tuple[str, str, bool]]:
+    """Per notebook: every control's feel no worse than at the baseline, beyond the noise."""
+    rows = []
+    pairs = _pairs(now, before)
+    for notebook in dict.fromkeys(result.notebook for result, _ in pairs):
+        worse = [
+            f"{result.control}: {', '.join(found)}"
+            for result, earlier in pairs
+            if result.notebook == notebook and (found := _worse(result, earlier))
+        ]
+        rows.append(
+            (
+                f"{notebook}: the feel in the browser no worse than {before.label}, beyond noise",
+                "; ".join(worse) if worse else "every control as fast or faster",
+                not worse,
             )
         )
     return rows

@@ -1,52 +1,51 @@
-"""How long each interactive figure takes from a control's new value to a finished PNG.
+"""How long each live figure takes from a control's new value to the frame sent to the page.
 
-Every :class:`ppo_viz.app.App` subclass defined in a ``ppo_viz`` submodule is
-constructed with its defaults; its main controls are found by the
-``ppo-main-control`` CSS class, walking the app's widget tree.  Each control is
-set to ``values`` values spread over its range, one after another, and each
-assignment is timed: ipywidgets calls the app's observer synchronously, so when
-the assignment returns the app has redrawn and encoded its PNG (checked: a
-new ``FigureView.png`` must appear, else the row says so).
+Every :class:`ppo_viz.app.LiveFigure` subclass in ``ppo_viz`` that can be built without
+arguments (``tests/helpers.py``'s ``live_figure_classes``, the one list ``tests/test_app.py``
+checks too) is built with its defaults.  Each of its controls (``app.controls``) is set to
+``values`` values spread over its range, one after another, and each assignment is timed:
+ipywidgets calls the app's observer synchronously, so when the assignment returns the app has
+run ``update``, blitted its moving artists (or drawn everything, when an axis' limits changed)
+and ipympl has encoded the PNG of the changed pixels it sends to the page
+(``Canvas.get_diff_image``; checked: every setting must yield one, else the row says so).
 """
 
 from __future__ import annotations
 
 import gc
-import importlib
-import inspect
 import itertools
-import pkgutil
 import statistics
+import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.tables import Table, milliseconds, verdict
-from ppo_viz.app import MAIN_CONTROL, App
 
-#: The prefix of each main control's own class (``ppo-control-eps``).
-CONTROL_PREFIX = "ppo-control-"
-#: Target from issue 9: median redraw, setting a control to finished PNG.
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+#: Target from issue 9: median redraw, setting a control to the frame sent.
 REDRAW_TARGET_S = 0.060
 
 
 @dataclass
 class ControlResult:
-    """One control's sweep: total seconds per setting, and the parts spent in FigureView."""
+    """One control's sweep: seconds per setting, and the parts of each."""
 
     app: str
     control: str
     seconds: list[float] = field(default_factory=list)
-    #: Per setting: seconds inside ``FigureView.render`` (drawing plus PNG encoding).
-    render: list[float] = field(default_factory=list)
-    #: Per setting: seconds encoding the PNG (``ppo_viz.figure_view.encode_png``).
+    #: Per setting: seconds in the app's ``update`` (its computation, artists, readout).
+    update: list[float] = field(default_factory=list)
+    #: Per setting: seconds ipympl spent encoding the frame's PNG.
     encode: list[float] = field(default_factory=list)
-    without_png: int = 0
+    without_frame: int = 0
+    full_draws: int = 0
+    refused: int = 0
     problem: str = ""
 
     @property
@@ -58,41 +57,17 @@ class ControlResult:
         return max(self.seconds)
 
 
-def app_classes() -> Iterator[tuple[str, type | None, str]]:
-    """``(qualified name, class or None, problem)`` for each App subclass in ppo_viz."""
-    import ppo_viz
+def live_figure_classes() -> list[type]:
+    """Every LiveFigure subclass in ppo_viz built without arguments (``tests/helpers.py``)."""
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    from helpers import live_figure_classes as classes
 
-    modules = pkgutil.walk_packages(ppo_viz.__path__, prefix="ppo_viz.")
-    for info in sorted(modules, key=lambda info: info.name):
-        name = info.name
-        if info.ispkg or name.startswith("ppo_viz.export"):
-            continue
-        try:
-            module = importlib.import_module(name)
-        except Exception as error:  # a module being written right now may not import
-            yield name, None, f"import failed: {type(error).__name__}: {error}"
-            continue
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if issubclass(cls, App) and cls is not App and cls.__module__ == name:
-                yield f"{name}.{cls.__qualname__}", cls, ""
+    return classes()
 
 
-def walk(widget: Any) -> Iterator[Any]:
-    """The widget and every widget below it (through ``children``)."""
-    yield widget
-    for child in getattr(widget, "children", ()) or ():
-        yield from walk(child)
-
-
-def main_controls(app: Any) -> list[Any]:
-    """Widgets with the ``ppo-main-control`` class, in tree order."""
-    return [w for w in walk(app.widget) if MAIN_CONTROL in getattr(w, "_dom_classes", ())]
-
-
-def control_name(control: Any) -> str:
-    specific = [c for c in control._dom_classes if c.startswith(CONTROL_PREFIX)]
-    label = specific[0] if specific else getattr(control, "description", "") or "?"
-    return f"{label} ({type(control).__name__})"
+def qualified_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _candidate_values(control: Any, count: int) -> list[Any] | None:
@@ -110,7 +85,7 @@ def _candidate_values(control: Any, count: int) -> list[Any] | None:
     if not all(hasattr(control, attr) for attr in ("min", "max")):
         return None
     if isinstance(control.value, tuple):
-        return None  # range sliders: not a main control of any app yet
+        return None  # range sliders: no app has one
     low, high = float(control.min), float(control.max)
     base = getattr(control, "base", None)
     spread = np.linspace(low, high, count)
@@ -146,75 +121,65 @@ def value_sequence(control: Any, count: int) -> list[Any] | None:
     return values
 
 
-def figure_views(app: Any) -> list[Any]:
-    """The FigureViews an app holds (as attributes, or attributes of its attributes)."""
-    from ppo_viz.figure_view import FigureView
-
-    found: list[Any] = []
-    for value in vars(app).values():
-        if isinstance(value, FigureView):
-            found.append(value)
-        elif hasattr(value, "__dict__") and not isinstance(value, type):
-            found.extend(v for v in vars(value).values() if isinstance(v, FigureView))
-    return list({id(view): view for view in found}.values())
-
-
 class _Stopwatch:
-    """Adds up the time spent in wrapped callables, for the split of a redraw."""
+    """Adds up the time spent in a wrapped callable, and counts its calls and results."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.calls = 0
+        self.results: list[Any] = []
 
     def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
             try:
-                return func(*args, **kwargs)
+                result = func(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - started
+                self.calls += 1
+            self.results.append(result)
+            return result
 
         return timed
 
-
-@contextmanager
-def _watching(views: list[Any]) -> Iterator[tuple[_Stopwatch, _Stopwatch]]:
-    """Time every ``view.render`` and every PNG encoding while the block runs."""
-    from ppo_viz import figure_view
-
-    render, encode = _Stopwatch(), _Stopwatch()
-    original_encode = figure_view.encode_png
-    figure_view.encode_png = encode.wrap(original_encode)
-    for view in views:
-        view.render = render.wrap(view.render)
-    try:
-        yield render, encode
-    finally:
-        for view in views:
-            del view.render  # back to the class's method
-        figure_view.encode_png = original_encode
+    def reset(self) -> None:
+        self.seconds, self.calls, self.results = 0.0, 0, []
 
 
-def time_control(app_name: str, app: Any, control: Any, count: int) -> ControlResult:
-    result = ControlResult(app_name, control_name(control))
+def time_control(app_name: str, app: Any, name: str, count: int) -> ControlResult:
+    """Set ``app.controls[name]`` to ``count`` values in turn, timing each and its parts."""
+    control = app.controls[name]
+    result = ControlResult(app_name, f"{name} ({type(control).__name__})")
     values = value_sequence(control, count)
     if values is None:
         result.problem = f"cannot sweep a {type(control).__name__} with value {control.value!r}"
         return result
-    views = figure_views(app)
+    update, encode, draws = _Stopwatch(), _Stopwatch(), _Stopwatch()
+    app_update = app._update
+    app._update = update.wrap(app_update)
+    # Instance attributes shadow the canvas's methods that ipympl calls, for this sweep only.
+    app.canvas.get_diff_image = encode.wrap(app.canvas.get_diff_image)
+    app.canvas.draw = draws.wrap(app.canvas.draw)
     original = control.value
     gc.collect()
-    with _watching(views) as (render, encode):
+    try:
         for value in values:
-            before = [view.png for view in views]
-            render.seconds = encode.seconds = 0.0
+            for watch in (update, encode, draws):
+                watch.reset()
+            message = app.message.value
             started = time.perf_counter()
             control.value = value
             result.seconds.append(time.perf_counter() - started)
-            result.render.append(render.seconds)
+            result.update.append(update.seconds)
             result.encode.append(encode.seconds)
-            if all(view.png is old for view, old in zip(views, before, strict=True)):
-                result.without_png += 1
-    control.value = original
+            result.full_draws += draws.calls > 0
+            result.refused += app.message.value != message and bool(app.message.value)
+            if not any(png for png in encode.results):
+                result.without_frame += 1
+        control.value = original
+    finally:
+        app._update = app_update
+        del app.canvas.get_diff_image, app.canvas.draw
     return result
 
 
@@ -228,11 +193,9 @@ def measure(
     results: list[ControlResult] = []
     untimed: list[tuple[str, str]] = []
     built: dict[str, float] = {}
-    for name, cls, problem in app_classes():
+    for cls in live_figure_classes():
+        name = qualified_name(cls)
         if only not in name:
-            continue
-        if cls is None:
-            untimed.append((name, problem))
             continue
         started = time.perf_counter()
         try:
@@ -242,16 +205,12 @@ def measure(
             untimed.append((name, f"could not be built with no arguments: {detail}"))
             continue
         built[name] = time.perf_counter() - started
-        controls = main_controls(app)
-        if not controls:
-            untimed.append((name, f"no widget with the {MAIN_CONTROL!r} class"))
-            continue
-        for control in controls:
+        for control in app.controls:
             try:
                 results.append(time_control(name, app, control, values))
             except Exception as error:
                 detail = traceback.format_exception_only(type(error), error)[-1].strip()
-                results.append(ControlResult(name, control_name(control), problem=detail))
+                results.append(ControlResult(name, control, problem=detail))
     return results, untimed, built
 
 
@@ -262,21 +221,22 @@ def table(
     values: int,
 ) -> Table:
     out = Table(
-        "Figure redraws: setting a main control's value to the finished PNG (ms)",
+        "Figure redraws: setting a control's value to the frame sent to the page (ms)",
         [
             "app",
             "control",
             "values",
             "median ms",
             "worst ms",
-            "median split: update / draw / PNG ms",
-            "new PNG each time",
+            "median split: update / blit / PNG ms",
+            "full draws",
+            "new frame each time",
             f"median <= {REDRAW_TARGET_S * 1e3:.0f} ms",
         ],
     )
     for result in results:
         if result.problem:
-            out.add(result.app, result.control, 0, "n/a", "n/a", "n/a", "n/a", result.problem)
+            out.add(result.app, result.control, 0, *["n/a"] * 5, result.problem)
             continue
         n = len(result.seconds)
         out.add(
@@ -286,50 +246,50 @@ def table(
             milliseconds(result.median),
             milliseconds(result.worst),
             _split(result),
-            f"{n - result.without_png}/{n}",
+            result.full_draws,
+            f"{n - result.without_frame}/{n}"
+            + (f" ({result.refused} refused)" if result.refused else ""),
             verdict(result.median <= REDRAW_TARGET_S),
         )
     for name, problem in untimed:
-        out.add(name, "—", 0, "n/a", "n/a", "n/a", "n/a", f"not timed: {problem}")
+        out.add(name, "—", 0, *["n/a"] * 5, f"not timed: {problem}")
     if built:
         described = ", ".join(f"{name} {milliseconds(s)} ms" for name, s in built.items())
         out.notes.append(f"Building each app with its defaults (first draw included): {described}.")
     out.notes.append(
         f"In-process, each control swept over {values} values spread across its range "
         "(a control with fewer settings goes up and down it); the other controls stay at "
-        "their defaults. The split: the app's own work (ppo_clip, artists' data, widgets) / "
-        "FigureView.render drawing the figure / encoding the PNG; medians of each part, so "
-        "they need not add up to the median total. Apps are discovered as every "
-        "ppo_viz.app.App subclass in a "
-        f"ppo_viz submodule; controls by the {MAIN_CONTROL!r} CSS class."
+        "their defaults. The split: the app's update (ppo_clip, artists' data, readout) / "
+        "restoring the kept background and drawing the moving artists (LiveFigure's blit) / "
+        "ipympl encoding the PNG of the changed pixels; medians of each part, so they need not "
+        "add up to the median total. Full draws: settings that drew the whole figure (an axis' "
+        "limits changed). Refused: settings the app declined with a message. Apps are every "
+        "ppo_viz.app.LiveFigure subclass built without arguments."
     )
     return out
 
 
 def _split(result: ControlResult) -> str:
-    """Medians of: the app's own update (math, artists, widgets), drawing, PNG encoding."""
-    update = [t - r for t, r in zip(result.seconds, result.render, strict=True)]
-    draw = [r - e for r, e in zip(result.render, result.encode, strict=True)]
-    parts = [statistics.median(update), statistics.median(draw), statistics.median(result.encode)]
+    """Medians of: the app's update, the blit (the rest of the redraw), the PNG encoding."""
+    blit = [
+        total - update - png
+        for total, update, png in zip(result.seconds, result.update, result.encode, strict=True)
+    ]
+    parts = [statistics.median(result.update), statistics.median(blit)]
+    parts.append(statistics.median(result.encode))
     return " / ".join(milliseconds(part) for part in parts)
 
 
 def target_rows(results: list[ControlResult]) -> list[tuple[str, str, bool]]:
     rows = []
     for result in results:
+        app = result.app.removeprefix("ppo_viz.")
         if result.problem:
-            rows.append(
-                (
-                    f"{result.app.removeprefix('ppo_viz.')} {result.control}: redraw",
-                    result.problem,
-                    False,
-                )
-            )
+            rows.append((f"{app} {result.control}: redraw", result.problem, False))
             continue
         rows.append(
             (
-                f"{result.app.removeprefix('ppo_viz.')} {result.control}: median redraw "
-                f"<= {REDRAW_TARGET_S * 1e3:.0f} ms",
+                f"{app} {result.control}: median redraw <= {REDRAW_TARGET_S * 1e3:.0f} ms",
                 f"{milliseconds(result.median)} ms (worst {milliseconds(result.worst)})",
                 result.median <= REDRAW_TARGET_S,
             )

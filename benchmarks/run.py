@@ -6,9 +6,12 @@ From the repository root::
     python -m benchmarks.run --quick         # tiny sizes, a few seconds; writes nothing
     python -m benchmarks.run --output x.md   # write the table somewhere else
     python -m benchmarks.run --baseline-rev 3686b3b   # also time ppo_clip.py as it was then
+    python -m benchmarks.run --browser-baseline-rev 7c696d6   # and the feel in the browser then
     python -m benchmarks.run --no-browser    # leave out JupyterLab in headless Chromium
 
-Every ratio compares measurements taken in this same run, on the same arrays.
+Every ratio compares measurements taken in this same run, on the same arrays.  The arguments
+are checked before anything is measured (a revision must name a commit; the output must be a
+file that can be written in an existing folder): a problem stops the run in one line, status 2.
 The machine is described at the top of the table, because the numbers mean
 nothing without it.  PyTorch is optional: with torch installed the module is
 also compared with the usual PyTorch form of the loss.
@@ -22,7 +25,9 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +35,16 @@ from typing import Any
 if __package__ in (None, ""):  # run as `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import baseline, browser, browser_tables, figures, imports, module_bench, notebooks
+from benchmarks import (
+    baseline,
+    browser,
+    browser_tables,
+    figures,
+    imports,
+    module_bench,
+    notebooks,
+    revisions,
+)
 from benchmarks.baseline import Baseline
 from benchmarks.tables import Table, verdict
 from ppo_viz.export import notebook_paths
@@ -165,19 +179,21 @@ def targets_table(rows: list[tuple[str, str, bool]]) -> Table:
     return table
 
 
-def measure_in_browser(settings: Settings, notebook_dir: Path, say: Any) -> browser.BrowserRun:
-    """The browser benchmark on the notebooks (the first ``notebook_limit`` of them)."""
+def measure_in_browser(
+    settings: Settings, notebook_dir: Path, say: Any, sides: tuple[browser.Side, ...]
+) -> list[browser.BrowserRun]:
+    """The browser benchmark on the notebooks (the first ``notebook_limit`` of them), per side."""
     if settings.browser is None:
-        return browser.BrowserRun(skipped="not run (--no-browser)")
+        return [browser.BrowserRun(skipped="not run (--no-browser)", label=s.label) for s in sides]
     paths = notebook_paths(notebook_dir)[: settings.notebook_limit]
     load_before = _load()
-    feel = browser.measure(paths, settings.browser, say=say)
-    if not feel.skipped:
-        feel.notes.append(
+    runs = browser.measure(paths, settings.browser, sides=sides, say=say)
+    if not runs[0].skipped:
+        runs[0].notes.append(
             f"Load average (1 / 5 / 15 min) before the browser part: {load_before}; "
             f"after: {_load()}."
         )
-    return feel
+    return runs
 
 
 def run(
@@ -186,10 +202,13 @@ def run(
     mode: str,
     apps: str = "",
     earlier: Baseline | None = None,
+    sides: tuple[browser.Side, ...] = (browser.Side(),),
 ) -> str:
     """Measure everything and return the markdown report.
 
     ``earlier``: also time ``ppo_clip`` as it was at that revision, against the current one.
+    ``sides``: the code whose feel in the browser is measured: this checkout first, then
+    perhaps a revision's tree, compared with it.
     """
     load_at_start = _load()
     started = time.perf_counter()
@@ -223,8 +242,9 @@ def run(
         notebook_dir, runs=settings.notebook_runs, limit=settings.notebook_limit
     )
     step("the notebooks in JupyterLab in headless Chromium ...")
-    feel = measure_in_browser(settings, notebook_dir, _say)
+    feels = measure_in_browser(settings, notebook_dir, _say, sides)
     step("done")
+    feel, *before = feels
 
     target_rows = (
         module_bench.target_rows(module_results)
@@ -232,6 +252,7 @@ def run(
         + figures.target_rows(redraws)
         + notebooks.target_rows(notebook_results)
         + browser_tables.target_rows(feel)
+        + [row for run in before for row in browser_tables.comparison_rows(feel, run)]
     )
     sections = [
         machine_table(load_at_start, mode),
@@ -240,8 +261,9 @@ def run(
         *([baseline.table(baseline_results)] if baseline_results else []),
         figures.table(redraws, untimed, built, settings.slider_values),
         notebooks.table(notebook_results, notebook_dir, settings.notebook_runs),
-        browser_tables.steps_table(feel),
-        browser_tables.drags_table(feel),
+        browser_tables.steps_table(feels),
+        browser_tables.drags_table(feels),
+        *(browser_tables.comparison_table(feel, run) for run in before),
         imports.table(import_result),
     ]
     elapsed = time.perf_counter() - started
@@ -285,6 +307,14 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         "interleaved with the current one on the same arrays (default: none)",
     )
     parser.add_argument(
+        "--browser-baseline-rev",
+        default="",
+        metavar="REV",
+        help="also measure the feel in the browser of the notebooks as they were at this git "
+        "revision (e.g. 7c696d6), each right after today's, in a JupyterLab of its own "
+        "(default: none)",
+    )
+    parser.add_argument(
         "--no-browser",
         action="store_true",
         help="leave out the notebooks in JupyterLab in headless Chromium (the browser part "
@@ -299,8 +329,57 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def output_problem(output: Path) -> str:
+    """Why the report cannot be written to ``output`` (empty when it can), checked up front.
+
+    The file may exist (it is replaced); it must not be a folder, and its folder must exist
+    and take a new file (tried, not guessed from permission bits).
+    """
+    folder = output.parent
+    if output.is_dir():
+        return f"--output {output} is a folder; give a file, e.g. {output / 'RESULTS.md'}"
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        return f"--output {output}: the folder {folder} {what}"
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".benchmarks-check-"):
+            pass
+        if output.exists():
+            with output.open("a", encoding="utf-8"):
+                pass
+    except OSError as error:
+        return f"--output {output}: cannot write there ({error.strerror or error})"
+    return ""
+
+
+def check_arguments(arguments: argparse.Namespace) -> str:
+    """The first problem with the command line (empty if none), found before any measuring."""
+    output = arguments.output
+    if output is not None and (problem := output_problem(output)):
+        return problem
+    if not arguments.notebook_dir.is_dir():
+        return f"--notebook-dir {arguments.notebook_dir} is not a folder"
+    for option in ("baseline_rev", "browser_baseline_rev"):
+        revision = getattr(arguments, option)
+        if revision:
+            try:
+                revisions.resolve(revision, REPO)
+            except ValueError as error:
+                return f"--{option.replace('_', '-')}: {error}"
+    if arguments.browser_baseline_rev and not arguments.notebook_dir.resolve().is_relative_to(REPO):
+        return "--browser-baseline-rev needs notebooks inside the repository (--notebook-dir)"
+    names = [figures.qualified_name(cls) for cls in figures.live_figure_classes()]
+    if arguments.apps and not any(arguments.apps in name for name in names):
+        return f"--apps {arguments.apps!r} matches no app; the apps are: {', '.join(names)}"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
+    problem = check_arguments(arguments)
+    if problem:
+        _say(f"error: {problem}")
+        return 2
     settings = Settings.quick() if arguments.quick else Settings.full()
     mode = "--quick" if arguments.quick else "full run"
     if arguments.no_browser:
@@ -312,15 +391,23 @@ def main(argv: list[str] | None = None) -> int:
     if arguments.baseline_rev:
         try:
             earlier = Baseline.at(arguments.baseline_rev, REPO)
-        except ValueError as error:
-            _say(f"benchmarks: {error}")
+        except ValueError as error:  # a commit without ppo_clip.py
+            _say(f"error: --baseline-rev: {error}")
             return 2
         mode += f", baseline ppo_clip.py at {arguments.baseline_rev}"
-    report = run(settings, arguments.notebook_dir.resolve(), mode, arguments.apps, earlier)
+    with ExitStack() as stack:
+        sides = (browser.Side(),)
+        if arguments.browser_baseline_rev:
+            revision = arguments.browser_baseline_rev
+            commit = revisions.resolve(revision, REPO)
+            tree = stack.enter_context(revisions.checked_out(commit, REPO))
+            sides += (browser.Side(f"at {revision}", tree),)
+            mode += f", browser feel also at {revision}"
+        notebook_dir = arguments.notebook_dir.resolve()
+        report = run(settings, notebook_dir, mode, arguments.apps, earlier, sides)
     print(report)
     output = arguments.output or (None if arguments.quick else DEFAULT_OUTPUT)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(report, encoding="utf-8")
         _say(f"wrote {output}")
     return 0

@@ -2,10 +2,14 @@
 
 Not a timed test: no number is compared with a target here.  It checks that
 ``python -m benchmarks.run --quick --baseline-rev HEAD --no-browser`` completes,
-that the file it writes is the table it prints, that the baselines it compares
-against are right (a wrong Python loop would make every ratio meaningless), and
-that the browser benchmark turns the page's and the kernel's records into the
-right numbers; the tests marked ``browser`` drive it in a real JupyterLab.
+that the file it writes is the table it prints, that a bad argument stops it before
+anything is measured, that the baselines it compares against are right (a wrong
+Python loop would make every ratio meaningless), and that the browser benchmark
+turns the page's and the kernel's records into the right numbers; the test marked
+``browser`` drives it in a real JupyterLab, today's code and a revision's.
+
+Every test here is marked ``benchmarks`` and left out of the default run (``addopts``
+in ``pyproject.toml``); CI runs them with ``pytest -m benchmarks tests/test_benchmarks.py``.
 """
 
 from __future__ import annotations
@@ -20,12 +24,20 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from browser_support import FIXTURE_NOTEBOOK, require_browser
 
+import benchmarks.run
 import ppo_clip
-from benchmarks import baseline, browser, browser_tables, figures, module_bench
+from benchmarks import baseline, browser, browser_tables, figures, module_bench, revisions
 from benchmarks.run import main as benchmarks_main
+from ppo_viz.surrogate import SurrogateExplorer
 
 REPO = Path(__file__).resolve().parent.parent
+#: The app layer before LiveFigure: an image per frame (``.ppo-figure img``), for the browser
+#: benchmark's before-and-after comparison.
+IMAGE_LAYER_REVISION = "7c696d6"
+
+pytestmark = pytest.mark.benchmarks
 
 
 def _tiny_notebook(directory: Path) -> Path:
@@ -175,18 +187,14 @@ def test_the_surrogate_explorer_redraws_are_timed(quick_run):
     records = _records(_table_titled(written, "Figure redraws"))
     assert {record["app"] for record in records} == {"ppo_viz.surrogate.SurrogateExplorer"}
     controls = {record["control"].split(" ")[0]: record for record in records}
-    assert set(controls) == {
-        "ppo-control-eps",
-        "ppo-control-advantage",
-        "ppo-control-worked-example",
-    }
+    assert set(controls) == set(SurrogateExplorer().controls)
     for record in controls.values():
         settings = record["values"]
         assert int(settings) >= 2
-        assert record["new PNG each time"] == f"{settings}/{settings}"
+        assert record["new frame each time"] == f"{settings}/{settings}"
         split = next(value for key, value in record.items() if key.startswith("median split"))
-        update, draw, png = (float(part) for part in split.split(" / "))
-        assert draw > 0
+        update, blit, png = (float(part) for part in split.split(" / "))
+        assert blit > 0
         assert png > 0
         assert update >= 0
 
@@ -234,9 +242,105 @@ def test_a_revision_is_loaded_as_a_module_of_its_own():
     assert isinstance(earlier.clip_breakdown(*example), earlier.ClipBreakdown)
 
 
-def test_an_unknown_revision_stops_the_run_before_measuring(capsys):
-    assert benchmarks_main(["--quick", "--baseline-rev", "no-such-revision"]) == 2
-    assert "cannot read ppo_clip.py at 'no-such-revision'" in capsys.readouterr().err
+# --------------------------------------------------------------------------
+# Bad arguments stop the run before anything is measured (issue 24, section 6)
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def nothing_measured(monkeypatch):
+    """Fails the test if the run starts measuring."""
+
+    def measuring(*args, **kwargs):
+        raise AssertionError("the run started measuring despite a bad argument")
+
+    monkeypatch.setattr(benchmarks.run, "run", measuring)
+
+
+def _refused(arguments: list[str], capsys) -> str:
+    """The one line the run printed when it refused ``arguments`` with status 2."""
+    assert benchmarks_main(["--quick", "--no-browser", *arguments]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.mark.usefixtures("nothing_measured")
+def test_an_option_given_as_a_revision_reaches_no_git_command(tmp_path, capsys):
+    # Today's main passed it to `git show`, which wrote the file it named.
+    target = tmp_path / "x"
+    for option in ("--baseline-rev", "--browser-baseline-rev"):
+        line = _refused([f"{option}=--output={target}"], capsys)
+        assert f"{option}: '--output={target}' is not a revision" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.usefixtures("nothing_measured")
+@pytest.mark.parametrize("revision", ["no-such-revision", "HEAD:ppo_clip.py", "HEAD^{tree}", " "])
+def test_a_revision_must_name_a_commit(revision, capsys):
+    line = _refused(["--baseline-rev", revision], capsys)
+    assert line.startswith("error: --baseline-rev: ")
+    assert "commit" in line
+
+
+def test_a_revision_is_resolved_to_its_commit():
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert revisions.resolve("HEAD", REPO) == head
+    assert revisions.resolve(head[:12], REPO) == head
+
+
+@pytest.mark.usefixtures("nothing_measured")
+def test_an_output_that_is_a_folder_is_refused_before_the_run(tmp_path, capsys):
+    # Today's main measured for 77 s and then failed with IsADirectoryError.
+    line = _refused(["--output", str(tmp_path)], capsys)
+    assert f"--output {tmp_path} is a folder" in line
+
+
+@pytest.mark.usefixtures("nothing_measured")
+def test_an_output_in_a_missing_folder_is_refused_before_the_run(tmp_path, capsys):
+    missing = tmp_path / "no-such-folder" / "results.md"
+    line = _refused(["--output", str(missing)], capsys)
+    assert f"the folder {missing.parent} does not exist" in line
+    assert not missing.parent.exists()
+    under_a_file = tmp_path / "a-file"
+    under_a_file.write_text("not a folder")
+    line = _refused(["--output", str(under_a_file / "results.md")], capsys)
+    assert f"the folder {under_a_file} is not a folder" in line
+
+
+def _unwritable_folder(tmp_path: Path) -> Path:
+    """A folder no file can be created in: a read-only one, or (as root) /sys."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        (folder / "probe").touch()
+    except OSError:
+        return folder
+    (folder / "probe").unlink()  # root writes anywhere it may: take a kernel file system
+    return Path("/sys")
+
+
+@pytest.mark.usefixtures("nothing_measured")
+def test_an_output_in_a_read_only_folder_is_refused_before_the_run(tmp_path, capsys):
+    folder = _unwritable_folder(tmp_path)
+    try:
+        line = _refused(["--output", str(folder / "results.md")], capsys)
+        assert f"--output {folder / 'results.md'}: cannot write there" in line
+    finally:
+        (tmp_path / "read-only").chmod(0o700)
+
+
+@pytest.mark.usefixtures("nothing_measured")
+def test_apps_that_match_nothing_are_refused_before_the_run(capsys):
+    line = _refused(["--apps", "NoSuchApp"], capsys)
+    assert "--apps 'NoSuchApp' matches no app" in line
+    assert "ppo_viz.surrogate.SurrogateExplorer" in line
 
 
 @pytest.mark.parametrize("n", [4, 64, 4096])
@@ -324,7 +428,7 @@ def test_a_steps_parts_add_up_to_its_latency():
     # The page's times are epoch milliseconds; the kernel's, epoch seconds.
     feel = {
         "inputs": [{"type": "keydown", "t": 1000.0}, {"type": "keydown", "t": 1002.0}],
-        "images": [{"t": 1080.0, "decoded": 1095.0, "shown": True}],
+        "frames": [{"t": 1080.0, "decoded": 1095.0, "shown": True}],
         "values": [],
     }
     records = [_message(1.005, 1.010), _render(1.010, 1.060, encode=0.012)]
@@ -345,7 +449,7 @@ def test_a_steps_parts_add_up_to_its_latency():
 def test_a_step_without_kernel_records_keeps_its_latency():
     feel = {
         "inputs": [{"type": "keydown", "t": 1000.0}],
-        "images": [
+        "frames": [
             {"t": 1040.0, "decoded": None, "shown": False},  # replaced before it was decoded
             {"t": 1050.0, "decoded": 1070.0, "shown": True},
         ],
@@ -359,7 +463,7 @@ def test_a_step_without_kernel_records_keeps_its_latency():
 def test_a_drag_counts_frames_values_and_settle():
     feel = {
         "inputs": [{"type": "mousedown", "t": 0.0}, {"type": "mouseup", "t": 2000.0}],
-        "images": [
+        "frames": [
             {"t": 100.0, "decoded": 150.0, "shown": True},
             {"t": 200.0, "decoded": 260.0, "shown": False},  # never on screen
             {"t": 300.0, "decoded": 350.0, "shown": True},
@@ -397,7 +501,7 @@ def test_every_missed_browser_target_says_why():
     assert "drawing (72 artists move) 120 ms" in step
     assert "page's main thread is busy 90%" in frames
     assert "waits for the frame being drawn" in settle
-    table = browser_tables.steps_table(run)
+    table = browser_tables.steps_table([run])
     [record] = _records(_tables(table.markdown())[table.title])
     assert record["median ms"] == "180"
     split = record["median split: to kernel / app / draw / PNG / to page / decode ms"]
@@ -413,40 +517,88 @@ def test_a_slider_sending_only_on_release_is_explained():
 def test_without_chromium_the_browser_part_is_skipped_with_a_message(tmp_path):
     missing = tmp_path / "no-chromium"
     assert "Chromium not found" in browser.missing_browser(missing)
-    run = browser.measure([tmp_path / "01_x.ipynb"], browser.Settings.quick(), chromium=missing)
+    [run] = browser.measure([tmp_path / "01_x.ipynb"], browser.Settings.quick(), chromium=missing)
     assert run.skipped.startswith("not run: Chromium not found")
     assert browser_tables.target_rows(run) == []
-    for table in (browser_tables.steps_table(run), browser_tables.drags_table(run)):
+    for table in (browser_tables.steps_table([run]), browser_tables.drags_table([run])):
         [record] = _records(_tables(table.markdown())[table.title])
         assert list(record.values())[-1] == run.skipped
 
 
+def _feel(notebook: str, control: str, latency: float, fps: float, settle: float, label: str):
+    """A run with one slider: every press ``latency`` s, a 2 s drag at ``fps``, ``settle`` s."""
+    step = browser.Step(latency)
+    frames = round(fps * 2)
+    drag = browser.Drag(2.0, frames, 1, 100, frames, frames, 0.5, settle)
+    feel = browser.ControlFeel(notebook, control, "slider", [step, step, step], drag)
+    return browser.BrowserRun(controls=[feel], label=label)
+
+
+def test_now_is_compared_with_the_baseline_beyond_the_noise():
+    before = _feel("01_x.ipynb", "eps", 0.200, 5.0, 0.300, "at abc1234")
+    noise = browser_tables.NOISE_SHARE
+    same = _feel("01_x.ipynb", "eps", 0.200 * (1 + noise), 5.0 / (1 + noise), 0.300, "now")
+    [(target, measured, met)] = browser_tables.comparison_rows(same, before)
+    assert target == "01_x.ipynb: the feel in the browser no worse than at abc1234, beyond noise"
+    assert met, measured
+    slower = _feel("01_x.ipynb", "eps", 0.300, 2.0, 0.600, "now")
+    [(_, measured, met)] = browser_tables.comparison_rows(slower, before)
+    assert not met
+    assert measured == "eps: key press, time per frame while dragging, settle"
+    table = browser_tables.comparison_table(slower, before)
+    [record] = _records(_tables(table.markdown())[table.title])
+    assert record["key press ms: now / before"] == "300 / 200"
+    assert record["drag frames/s: now / before"] == "2.0 / 5.0"
+    assert record["settle ms: now / before"] == "600 / 300"
+
+
+def test_controls_measured_on_one_side_only_are_not_compared():
+    before = _feel("01_x.ipynb", "eps", 0.2, 5.0, 0.3, "at abc1234")
+    now = _feel("01_x.ipynb", "step-size", 0.2, 5.0, 0.3, "now")
+    assert browser_tables.comparison_rows(now, before) == []
+    table = browser_tables.comparison_table(now, before)
+    [record] = _records(_tables(table.markdown())[table.title])
+    assert record["no worse beyond noise"] == "no control measured on both sides"
+
+
 @pytest.mark.browser
-@pytest.mark.timeout(300)
-def test_the_browser_benchmark_measures_the_smoke_app_in_jupyterlab():
-    """Quick settings on the browser tests' fixture: every number comes from a real page."""
-    fixture = REPO / "tests" / "fixtures" / "smoke.ipynb"
-    problem = browser.missing_browser()
-    if problem:
-        pytest.skip(problem)
-    run = browser.measure([fixture], browser.Settings.quick())
-    assert not run.skipped
-    [eps] = run.controls
-    assert (eps.notebook, eps.control, eps.kind, eps.problem) == (
-        "smoke.ipynb",
-        "eps",
-        "slider",
-        "",
+@pytest.mark.timeout(400)
+def test_the_browser_benchmark_measures_the_smoke_app_now_and_at_the_image_layer():
+    """Quick settings on the browser tests' fixture, today's code and the image-based layer.
+
+    Every number comes from a real page: today's frames are drawn on ipympl's canvas, the
+    earlier revision's are images; the same harness must see both.
+    """
+    require_browser()
+    commit = revisions.resolve(IMAGE_LAYER_REVISION, REPO)
+    with revisions.checked_out(commit, REPO) as tree:
+        sides = (browser.Side(), browser.Side(f"at {IMAGE_LAYER_REVISION}", tree))
+        runs = browser.measure([FIXTURE_NOTEBOOK], browser.Settings.quick(), sides=sides)
+    for run in runs:
+        assert not run.skipped
+        [eps] = run.controls
+        assert (eps.notebook, eps.control, eps.kind, eps.problem) == (
+            "smoke.ipynb",
+            "eps",
+            "slider",
+            "",
+        ), run.label
+        assert len(eps.steps) == browser.Settings.quick().steps
+        for step in eps.steps:
+            assert step.latency > 0
+            parts = (step.to_kernel, step.app, step.draw, step.encode, step.to_page, step.decode)
+            assert None not in parts, f"{run.label}: the kernel probe logged message and render"
+            assert step.png_bytes > 0
+            assert step.moving >= 1
+        assert eps.drag is not None
+        assert eps.drag.values >= 1
+        assert eps.drag.frames + eps.drag.frames_after >= 1
+        assert eps.drag.kernel_messages >= 1
+        rows = browser_tables.target_rows(run)
+        assert [target.split(":")[0] for target, _, _ in rows] == ["smoke.ipynb"] * 3
+    now, before = runs
+    [(target, _, _)] = browser_tables.comparison_rows(now, before)
+    assert target == (
+        f"smoke.ipynb: the feel in the browser no worse than at {IMAGE_LAYER_REVISION}, "
+        "beyond noise"
     )
-    assert len(eps.steps) == browser.Settings.quick().steps
-    for step in eps.steps:
-        assert step.latency > 0
-        parts = (step.to_kernel, step.app, step.draw, step.encode, step.to_page, step.decode)
-        assert None not in parts, "the kernel probe logged the message and the render"
-        assert step.png_bytes > 0
-    assert eps.drag is not None
-    assert eps.drag.values >= 1
-    assert eps.drag.frames + eps.drag.frames_after >= 1
-    assert eps.drag.kernel_messages >= 1
-    rows = browser_tables.target_rows(run)
-    assert [target.split(":")[0] for target, _, _ in rows] == ["smoke.ipynb"] * 3
