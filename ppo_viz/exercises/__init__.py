@@ -6,7 +6,7 @@ it on a battery of batches (:mod:`.battery`: the contract on realistic inputs, t
 edges) in a copy of the process with a time limit (:mod:`.sandbox`), compares every answer with
 :mod:`ppo_clip`, and names each mistake by its symptom (:mod:`.mistakes`, :mod:`.variants`,
 :mod:`.diagnosis`) on a card (:mod:`.checker`).  :func:`concept_questions` gives eight
-multiple-choice questions decided by :mod:`ppo_clip` (:mod:`.questions`, :mod:`.question_bank`);
+multiple-choice questions decided by :mod:`ppo_clip` (:mod:`.questions`);
 :func:`exercise_summary` runs every check and gives a text to paste to a teacher.
 
 >>> import ppo_clip
@@ -29,11 +29,9 @@ from ppo_viz.exercises.checker import (
     exercise_summary,
 )
 from ppo_viz.exercises.diagnosis import Finding
-from ppo_viz.exercises.mistakes import EXPLANATIONS, TITLES, VALUE_MISTAKES, explanation
-from ppo_viz.exercises.question_bank import concept_questions
-from ppo_viz.exercises.questions import ConceptQuestion, Option
+from ppo_viz.exercises.mistakes import EXPLANATIONS, TITLES, VALUE_MISTAKES, explanation, predict
+from ppo_viz.exercises.questions import ConceptQuestion, Option, concept_questions
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S
-from ppo_viz.exercises.variants import predict
 
 __all__ = [
     "BATTERY",

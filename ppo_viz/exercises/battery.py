@@ -1,20 +1,15 @@
 """The batches every check runs a learner's function on, and what each is there to test.
 
 A :class:`CheckBatch` holds the inputs of one call (read-only), the clip size, a sentence saying
-what it tests (its ``lesson``, quoted when a function fails on it) and its ``role``:
-
-* ``"core"`` batches test the contract on realistic inputs: the worked example, a batch of one,
-  ratios exactly on the band's edges, ``eps = 0`` and ``eps = 1``, advantages of both signs, of
-  exactly 0 or with a nonzero mean, random batches up to ``N = 257``, read-only arrays.  Passing
-  them is passing the exercise;
-* ``"robustness"`` batches test float64's edges: a ratio that overflows to ``inf`` (with
-  ``A = 0`` and with ``A < 0``), log-probabilities near -1000, and ``N = 4096``.  What goes wrong
-  there is a "going further" note naming the lesson of notebook 5 it relates to (``further``).
+what it tests (its ``lesson``, quoted when a function fails on it) and its ``role``: ``"core"``
+batches test the contract on realistic inputs (passing them is passing the exercise);
+``"robustness"`` batches test float64's edges and ``N = 4096``, and what goes wrong there is a
+"going further" note naming the lesson of notebook 5 it relates to (``further``).
 
 :data:`BATTERY` lists them, core batches first, each with its reference answers, computed when
-the checker is imported with :data:`reference`, the checker's own copy of :mod:`ppo_clip`: loaded
-again from the same file, so a learner who replaces ``ppo_clip.ppo_clip_loss`` (or a helper it
-calls) in the notebook changes nothing the checker compares with.
+the checker is imported with :data:`reference`, the checker's own copy of :mod:`ppo_clip`:
+loaded again from the same file, so a learner who replaces ``ppo_clip.ppo_clip_loss`` (or a
+helper it calls) in the notebook changes nothing the checker compares with.
 """
 
 from __future__ import annotations
@@ -41,28 +36,12 @@ Kind = Literal["loss", "clip_fraction", "grad"]
 #: What a batch is there to test: the contract on realistic inputs, or float64's edges.
 Role = Literal["core", "robustness"]
 #: The name of the learner's function for each exercise.
-FUNCTION_NAMES: dict[str, str] = {
+FUNCTION_NAMES = {
     "loss": "ppo_clip_loss",
     "clip_fraction": "clip_fraction",
     "grad": "ppo_clip_grad",
 }
 ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
-
-
-def _private_copy(module: ModuleType) -> ModuleType:
-    """``module`` executed again from its file, as a module no learner's code refers to."""
-    name = f"{__name__}._reference_{module.__name__}"
-    spec = importlib.util.spec_from_file_location(name, module.__file__)
-    if spec is None or spec.loader is None:  # pragma: no cover - ppo_clip is a plain .py file
-        raise ImportError(f"cannot load a copy of {module.__file__}")
-    copy = importlib.util.module_from_spec(spec)
-    sys.modules[name] = copy  # as an import does: its dataclasses look the module up
-    spec.loader.exec_module(copy)
-    return copy
-
-
-#: The checker's own ``ppo_clip``: every reference answer and variant is computed with it.
-reference: ModuleType = _private_copy(ppo_clip)
 
 #: The notebook "Numerics and the RLHF setting", whose lessons the robustness batches relate to.
 NUMERICS_NOTEBOOK = "notebook 5"
@@ -80,14 +59,29 @@ TOKENS_LESSON = (
 )
 
 
+def _private_copy(module: ModuleType) -> ModuleType:
+    """``module`` executed again from its file, as a module no learner's code refers to."""
+    name = f"{__name__}._reference_{module.__name__}"
+    spec = importlib.util.spec_from_file_location(name, module.__file__)
+    if spec is None or spec.loader is None:  # pragma: no cover - ppo_clip is a plain .py file
+        raise ImportError(f"cannot load a copy of {module.__file__}")
+    copy = importlib.util.module_from_spec(spec)
+    sys.modules[name] = copy  # as an import does: its dataclasses look the module up
+    spec.loader.exec_module(copy)
+    return copy
+
+
+#: The checker's own ``ppo_clip``: every reference answer and variant is computed with it.
+reference: ModuleType = _private_copy(ppo_clip)
+
+
 @dataclass(frozen=True, eq=False)
 class CheckBatch:
     """One batch of a check: inputs, ``eps``, what it tests (``lesson``) and its ``role``.
 
     The arrays are kept as read-only float64 copies; :meth:`inputs` hands out fresh copies
     (read-only ones if ``read_only``).  The reference answers are computed when the batch is
-    made; inputs outside the contract raise ``ValueError``/``TypeError`` as :mod:`ppo_clip`
-    does.
+    made: inputs outside the contract raise ``ValueError``/``TypeError`` as :mod:`ppo_clip` does.
     """
 
     name: str
@@ -103,7 +97,7 @@ class CheckBatch:
     def __post_init__(self) -> None:
         for argument in ARGUMENT_NAMES:
             object.__setattr__(self, argument, _frozen(getattr(self, argument)))
-        _ = self.answers  # checks the inputs against the contract
+        _ = self.answers
 
     @property
     def n(self) -> int:
@@ -152,10 +146,9 @@ class CheckBatch:
     def undecided(self) -> BoolArray:
         """Samples whose clip decision depends on how the ratio is computed.
 
-        numpy's ``exp`` differs in the last bit between CPUs and from ``math.exp``.  A ratio
-        within an ulp or two of a band's edge can be clipped by one way of computing it and not
-        by another: ``math.exp`` of the log-ratio, or the probabilities divided.  The checker
-        accepts either verdict on these samples.
+        numpy's ``exp`` differs in the last bit between CPUs and from ``math.exp``, so a ratio
+        within an ulp of a band's edge may be clipped when computed one way (``math.exp`` of the
+        log-ratio, or the probabilities divided) and not another.  Either verdict is accepted.
         """
         b = self.breakdown
         with np.errstate(all="ignore"):
@@ -176,11 +169,6 @@ def _frozen(values: ArrayLike) -> FloatArray:
     return array
 
 
-def _from_probabilities(name: str, new: list[float], old: list[float], **batch: Any) -> CheckBatch:
-    """A core batch given by probabilities instead of log-probabilities."""
-    return CheckBatch(name, np.log(new), np.log(old), **batch)
-
-
 def _numpy_exp(x: float) -> float:
     """numpy's ``exp`` of one value, through the array code path the reference takes."""
     return float(np.exp(np.array([x]))[0])
@@ -192,7 +180,7 @@ def _on_the_edge(ratio: float, p_old: float) -> tuple[float, float]:
     Whether ``exp(log(0.6) - log(0.5))`` is exactly 1.2 depends on the ``exp``.  Of the float
     neighbours tried, a pair on which numpy's ``exp`` gives exactly ``ratio`` (the reference's
     ratio) is taken, preferring one where ``math.exp`` and dividing the probabilities land there
-    too; the samples where some way still misses are :attr:`CheckBatch.undecided`.
+    too; where some way still misses, the sample is :attr:`CheckBatch.undecided`.
     """
     new0, old0 = math.log(ratio * p_old), math.log(p_old)
     steps = sorted(itertools.product(range(-4, 5), repeat=2), key=lambda s: abs(s[0]) + abs(s[1]))
@@ -207,12 +195,13 @@ def _on_the_edge(ratio: float, p_old: float) -> tuple[float, float]:
     return best
 
 
-RANDOM_LESSON = "random ratios around 1 and advantages of both signs"
+def _core(name: str, lesson: str, batch: tuple[list[float], ...], eps: float) -> CheckBatch:
+    """A core batch given by its probabilities ``(new, old)`` and advantages."""
+    new, old, advantages = batch
+    return CheckBatch(name, np.log(new), np.log(old), advantages, eps, lesson)
 
 
-def _random_batch(
-    name: str, n: int, eps: float, seed: int, lesson: str, **batch: Any
-) -> CheckBatch:
+def _random(name: str, n: int, eps: float, seed: int, lesson: str, **batch: Any) -> CheckBatch:
     """``n`` random ratios around 1 and advantages of both signs, from ``seed``."""
     rng = np.random.default_rng(seed)
     logp_old = rng.uniform(-4.0, -0.5, n)
@@ -220,53 +209,51 @@ def _random_batch(
     return CheckBatch(name, logp_new, logp_old, rng.normal(0.4, 1.2, n), eps, lesson, **batch)
 
 
-def _token_batch() -> CheckBatch:
+def _edge(name: str, lesson: str, further: str, batch: tuple[list[float], ...]) -> CheckBatch:
+    """A robustness batch given by its log-probabilities ``(new, old)`` and advantages."""
+    return CheckBatch(name, *batch, 0.2, lesson, "robustness", further)
+
+
+def _tokens() -> CheckBatch:
     """4096 per-token samples: 4 prompts x 4 answers of 256 tokens, advantages as in GRPO.
 
-    About half the tokens are near-certain, the others have probabilities from 0.03 to 0.95.
-    Each answer's advantage is its reward standardized within its prompt's group, copied to its
-    tokens; one prompt's answers tie, so their advantages are exactly 0.
+    Half the tokens are near-certain, the others have probabilities from 0.03 to 0.95.  Each
+    answer's advantage is its reward standardized within its prompt's group; one prompt's
+    answers tie, so their advantages are exactly 0.
     """
     rng = np.random.default_rng(4096)
     rewards = np.array([[1, 0, 1, 0], [1, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]], dtype=float)
-    centred = rewards - rewards.mean(axis=1, keepdims=True)
     spread = rewards.std(axis=1, keepdims=True)
-    per_answer = np.divide(centred, spread, out=np.zeros_like(rewards), where=spread > 0)
-    n = rewards.size * 256
-    certain = rng.random(n) < 0.5
-    logp_old = np.where(certain, rng.uniform(-0.05, 0.0, n), np.log(rng.uniform(0.03, 0.95, n)))
-    return CheckBatch(
-        "4096 tokens",
-        np.minimum(logp_old + rng.normal(0.0, 0.12, n), 0.0),
-        logp_old,
-        np.repeat(per_answer.ravel(), 256),
-        0.2,
+    centred = rewards - rewards.mean(axis=1, keepdims=True)
+    advantages = np.divide(centred, spread, out=np.zeros_like(rewards), where=spread > 0)
+    certain = rng.random(4096) < 0.5
+    old = np.where(certain, rng.uniform(-0.05, 0.0, 4096), np.log(rng.uniform(0.03, 0.95, 4096)))
+    new = np.minimum(old + rng.normal(0.0, 0.12, 4096), 0.0)
+    lesson = (
         "N = 4096, the contract's largest batch: one sample per token of 16 answers, each token "
-        "carrying its answer's advantage (exactly 0 for a prompt whose answers tie, as in GRPO)",
-        role="robustness",
-        further=TOKENS_LESSON,
+        "carrying its answer's advantage (exactly 0 for a prompt whose answers tie, as in GRPO)"
     )
+    repeated = np.repeat(advantages.ravel(), 256)
+    return CheckBatch("4096 tokens", new, old, repeated, 0.2, lesson, "robustness", TOKENS_LESSON)
 
 
 def _battery() -> tuple[CheckBatch, ...]:
     """Every batch a check runs: the core batches, then the robustness ones."""
-    example, log = reference.worked_example(), math.log
     (up_new, up_old), (down_new, down_old) = _on_the_edge(1.2, 0.5), _on_the_edge(0.8, 0.5)
+    log, random_lesson = math.log, "random ratios around 1 and advantages of both signs"
     return (
         CheckBatch(
             "worked example",
-            *example,
+            *reference.worked_example(),
             "the contract's worked example: ratios [1.4, 1.1, 0.6, 0.9]; samples 0 and 2 are "
             "clipped",
         ),
-        _from_probabilities(
+        _core(
             "one sample",
-            [0.3],
-            [0.6],
-            advantages=[2.5],
-            eps=0.2,
-            lesson="a batch of one sample: r = 0.5 although A > 0, a move the unfavourable way, "
-            "so it is not clipped",
+            "a batch of one sample: r = 0.5 although A > 0, a move the unfavourable way, so it "
+            "is not clipped",
+            ([0.3], [0.6], [2.5]),
+            0.2,
         ),
         CheckBatch(
             "ratios exactly on the band's edges",
@@ -277,51 +264,40 @@ def _battery() -> tuple[CheckBatch, ...]:
             "r = 1.2 with A > 0 and r = 0.8 with A < 0, exactly on the edges (log-probabilities "
             "chosen so that exp lands there): on the edge a sample is not clipped",
         ),
-        _from_probabilities(
+        _core(
             "eps = 0",
-            [0.5, 0.5, 0.55, 0.45, 0.55, 0.45],
-            [0.5] * 6,
-            advantages=[1.0, -1.0, 1.0, -1.0, -1.0, 1.0],
-            eps=0.0,
-            lesson="eps = 0: every sample that moved the favourable way is clipped; r == 1 "
-            "exactly is not",
+            "eps = 0: every sample that moved the favourable way is clipped; r == 1 exactly is not",
+            ([0.5, 0.5, 0.55, 0.45, 0.55, 0.45], [0.5] * 6, [1.0, -1.0, 1.0, -1.0, -1.0, 1.0]),
+            0.0,
         ),
-        _from_probabilities(
+        _core(
             "eps = 1",
-            [0.01, 0.1, 0.5, 0.3, 0.6],
-            [0.2] * 5,
-            advantages=[-1.0, -2.0, 1.0, 0.5, -1.0],
-            eps=1.0,
-            lesson="eps = 1: the band is [0, 2], so no negative-advantage sample is ever clipped",
+            "eps = 1: the band is [0, 2], so no negative-advantage sample is ever clipped",
+            ([0.01, 0.1, 0.5, 0.3, 0.6], [0.2] * 5, [-1.0, -2.0, 1.0, 0.5, -1.0]),
+            1.0,
         ),
-        _from_probabilities(
+        _core(
             "clipping depends on the advantage's sign",
-            [0.75, 0.75, 0.25, 0.25],
-            [0.5] * 4,
-            advantages=[1.0, -1.0, 1.0, -1.0],
-            eps=0.2,
-            lesson="r = [1.5, 1.5, 0.5, 0.5], A = [+1, -1, +1, -1]: all four ratios are outside "
-            "the band, but only samples 0 and 3 are clipped",
+            "r = [1.5, 1.5, 0.5, 0.5], A = [+1, -1, +1, -1]: all four ratios are outside the "
+            "band, but only samples 0 and 3 are clipped",
+            ([0.75, 0.75, 0.25, 0.25], [0.5] * 4, [1.0, -1.0, 1.0, -1.0]),
+            0.2,
         ),
-        _from_probabilities(
+        _core(
             "advantages with a nonzero mean",
-            [0.65, 0.35, 0.52, 0.62, 0.45],
-            [0.5] * 5,
-            advantages=[3.0, 5.0, 4.0, 6.0, 2.0],
-            eps=0.2,
-            lesson="every advantage is positive (mean 4); they are used as given, never normalized",
+            "every advantage is positive (mean 4); they are used as given, never normalized",
+            ([0.65, 0.35, 0.52, 0.62, 0.45], [0.5] * 5, [3.0, 5.0, 4.0, 6.0, 2.0]),
+            0.2,
         ),
-        _from_probabilities(
+        _core(
             "advantages of exactly 0",
-            [0.75, 0.7, 0.25, 0.65, 0.65],
-            [0.5, 0.2, 0.5, 0.5, 0.5],
-            advantages=[0.0, 0.0, 0.0, 1.5, -0.5],
-            eps=0.2,
-            lesson="A = 0 with r = 1.5, 3.5 and 0.5, all outside the band (A = 0 is common in "
-            "GRPO, when every answer to a prompt got the same reward): a sample with A = 0 is "
-            "never clipped; only sample 3 (A > 0, r = 1.3) is",
+            "A = 0 with r = 1.5, 3.5 and 0.5, all outside the band (A = 0 is common in GRPO, "
+            "when every answer to a prompt got the same reward): a sample with A = 0 is never "
+            "clipped; only sample 3 (A > 0, r = 1.3) is",
+            ([0.75, 0.7, 0.25, 0.65, 0.65], [0.5, 0.2, 0.5, 0.5, 0.5], [0, 0, 0, 1.5, -0.5]),
+            0.2,
         ),
-        _random_batch(
+        _random(
             "read-only inputs",
             8,
             0.2,
@@ -329,42 +305,34 @@ def _battery() -> tuple[CheckBatch, ...]:
             "the input arrays are read-only, so a function that writes into them fails",
             read_only=True,
         ),
-        _random_batch("random batch", 16, 0.1, 11, RANDOM_LESSON),
-        _random_batch("large random batch", 257, 0.2, 5, RANDOM_LESSON),
-        CheckBatch(
+        _random("random batch", 16, 0.1, 11, random_lesson),
+        _random("large random batch", 257, 0.2, 5, random_lesson),
+        _edge(
             "A = 0 with an overflowing ratio",
-            [0.0, log(0.5), log(0.5), log(0.3), log(0.6)],
-            [-1000.0, log(0.4), log(0.6), log(0.6), log(0.4)],
-            [0.0, 1.0, -1.0, 0.0, 0.0],
-            0.2,
             "sample 0 has logp_new - logp_old = 1000, so r = exp(1000) overflows to inf, and "
             "A = 0: it must add exactly 0 (inf * 0 is NaN in IEEE arithmetic)",
-            role="robustness",
-            further=OVERFLOW_LESSON,
+            OVERFLOW_LESSON,
+            (
+                [0.0, log(0.5), log(0.5), log(0.3), log(0.6)],
+                [-1000.0, *np.log([0.4, 0.6, 0.6, 0.4])],
+                [0.0, 1.0, -1.0, 0.0, 0.0],
+            ),
         ),
-        CheckBatch(
+        _edge(
             "A < 0 with an overflowing ratio",
-            [0.0, log(0.5)],
-            [-1000.0, log(0.5)],
-            [-1.0, 1.0],
-            0.2,
             "sample 0 has r = inf and A < 0: it is not clipped, so the loss is +inf (the true "
             "float64 value) and its gradient is +inf",
-            role="robustness",
-            further=OVERFLOW_LESSON,
+            OVERFLOW_LESSON,
+            ([0.0, log(0.5)], [-1000.0, log(0.5)], [-1.0, 1.0]),
         ),
-        CheckBatch(
+        _edge(
             "tiny probabilities",
-            [-749.8, -900.1, -999.95],
-            [-750.0, -900.0, -1000.0],
-            [1.0, -0.5, 2.0],
-            0.2,
             "log-probabilities near -1000, as for whole sequences in RLHF: exp(logp) underflows "
             "to 0, but exp(logp_new - logp_old) is fine",
-            role="robustness",
-            further=UNDERFLOW_LESSON,
+            UNDERFLOW_LESSON,
+            ([-749.8, -900.1, -999.95], [-750.0, -900.0, -1000.0], [1.0, -0.5, 2.0]),
         ),
-        _token_batch(),
+        _tokens(),
     )
 
 

@@ -1,19 +1,20 @@
 """The checks a learner runs, and the summary to paste to a teacher.
 
 :func:`check_loss`, :func:`check_clip_fraction` and :func:`check_grad` run the learner's function
-on every batch of :func:`.battery` (through :func:`.call_battery`: in a copy of the process, with
-a time limit per call, output kept), name its mistakes (:func:`.diagnose`) and return a
-:class:`CheckResult`, which a notebook shows as a coloured card: green when the core batches
-pass, blue while the body is empty, red with one item per finding otherwise.  Notes from the
-robustness batches follow under "Going further", whatever the colour: they never decide the
-pass.  :func:`exercise_summary` runs all three and adds the concept questions' outcomes.
+on every batch of :func:`.battery` (:func:`.call_battery`: in a copy of the process, with a time
+limit per call), name its mistakes (:func:`.diagnose`) and return a :class:`CheckResult`, shown
+as a card: green when the core batches pass, blue while the body is empty, red with one item per
+finding otherwise.  Notes from the robustness batches follow under "Going further", whatever the
+colour: they never decide the pass.  :func:`exercise_summary` runs all three checks and adds the
+concept questions' outcomes.
 """
 
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, battery
@@ -26,8 +27,8 @@ from ppo_viz.numbers import count
 #: What the robustness batches are, said once above their notes.
 GOING_FURTHER = (
     "Going further: the robustness batches test float64's edges (overflowing ratios, "
-    "log-probabilities near -1000) and the contract's largest batch. They do not decide "
-    f"the pass; each note names the lesson of {NUMERICS_NOTEBOOK} it relates to."
+    "log-probabilities near -1000) and the contract's largest batch. They do not decide the "
+    f"pass; each note names the lesson of {NUMERICS_NOTEBOOK} it relates to."
 )
 
 
@@ -58,7 +59,7 @@ class CheckResult:
     @property
     def implemented(self) -> bool:
         """False while the function's body is still empty."""
-        return not any(f.key == "not_implemented" for f in self.findings)
+        return self.mistakes != ("not_implemented",)
 
     @property
     def mistakes(self) -> tuple[str, ...]:
@@ -93,10 +94,9 @@ class CheckResult:
         return line + f"batches, and on the {self.robustness_batches} robustness batches too."
 
     def __str__(self) -> str:
-        lines = [self.headline()]
         if not self.implemented:
-            return "\n".join([*lines, "  " + self.findings[0].message])
-        lines += _numbered(self.findings)
+            return f"{self.headline()}\n  {self.findings[0].message}"
+        lines = [self.headline(), *_numbered(self.findings)]
         lines += [GOING_FURTHER, *_numbered(self.notes)] if self.notes else []
         return "\n".join(lines + ([self.printed] if self.printed else []))
 
@@ -108,10 +108,10 @@ class CheckResult:
         elif not self.implemented:
             kind, body = "info", tag("div", self.findings[0].message)
         else:
-            kind, body = "error", tag("ul", *(_finding_html(f) for f in self.findings))
+            kind, body = "error", tag("ul", *map(_finding_html, self.findings))
         parts = [tag("b", self.headline()), body]
         if self.notes:
-            notes = tag("ul", *(_finding_html(f) for f in self.notes))
+            notes = tag("ul", *map(_finding_html, self.notes))
             parts.append(tag("div", GOING_FURTHER, notes, classes="ppo-note"))
         if self.printed:
             parts.append(tag("div", self.printed, classes="ppo-small ppo-num"))
@@ -156,50 +156,40 @@ def check(
     ``kind`` is ``"loss"``, ``"clip_fraction"`` or ``"grad"``; ``function`` takes
     ``(logp_new, logp_old, advantages, eps)`` like the :mod:`ppo_clip` function of that name.
     Each call may take ``time_limit_s`` seconds; after one that takes longer, the function is
-    not called again.  Whatever ``function`` does is caught and reported.  Raises
-    ``ValueError`` for an unknown ``kind`` or a time limit that is not a positive number of
-    seconds, never because of ``function``; Ctrl-C stops the check (``KeyboardInterrupt``).
+    not called again.  Whatever ``function`` does is reported, never raised; Ctrl-C stops the
+    check (``KeyboardInterrupt``).  Raises ``ValueError`` for an unknown ``kind`` or a time limit
+    that is not a positive number of seconds.
     """
     if kind not in FUNCTION_NAMES:
         raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
-    if isinstance(time_limit_s, bool) or not (
-        isinstance(time_limit_s, (int, float)) and 0 < time_limit_s < math.inf
-    ):
+    number = isinstance(time_limit_s, (int, float)) and not isinstance(time_limit_s, bool)
+    if not (number and 0 < time_limit_s < math.inf):
         raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
-    name, batches = FUNCTION_NAMES[kind], battery()
+    name = FUNCTION_NAMES[kind]
     sizes = {"core_batches": len(battery("core")), "robustness_batches": len(battery("robustness"))}
     if not callable(function):
         text = (
-            f"check_{kind} expects your function (the name after def, without parentheses), "
-            f"got {_short_repr(function)}."
+            f"check_{kind} expects your function (the name after def, without parentheses), got "
+            f"{reprlib.repr(function)}."
         )
         return CheckResult(name, kind, (finding("error", kind, text),), **sizes)
-    calls = call_battery(function, kind, batches, float(time_limit_s))
+    calls = call_battery(function, kind, battery(), float(time_limit_s))
     printed = _printed(calls)
     if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):
         return CheckResult(
             name, kind, (finding("not_implemented", kind),), printed=printed, **sizes
         )
-    found = diagnose(kind, calls, float(time_limit_s))
+    findings, notes, matching = diagnose(kind, calls, float(time_limit_s))
     return CheckResult(
         name,
         kind,
-        found.findings,
-        found.notes,
-        matching_core=found.matching["core"],
-        matching_robustness=found.matching["robustness"],
+        tuple(findings),
+        tuple(notes),
+        matching_core=matching["core"],
+        matching_robustness=matching["robustness"],
         printed=printed,
         **sizes,
     )
-
-
-def _short_repr(value: object, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters, or a note if ``repr`` raised."""
-    try:
-        text = repr(value)
-    except BaseException as error:  # a learner's object may break its own __repr__
-        return f"<a {type(value).__name__} whose repr() raised {type(error).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
@@ -219,15 +209,12 @@ def check_grad(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT
     return check("grad", function, time_limit_s=time_limit_s)
 
 
-# -- the summary ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class ExerciseSummary:
     """Every check and concept question in one plain text (``str``) to paste to a teacher."""
 
     results: tuple[CheckResult, ...]
-    questions: tuple[ConceptQuestion, ...] = field(default_factory=tuple)
+    questions: tuple[ConceptQuestion, ...] = ()
 
     @property
     def all_passed(self) -> bool:
@@ -242,10 +229,10 @@ class ExerciseSummary:
             f"Exercises passed (core batches): {passed} of {len(self.results)}",
         ]
         width = max(len(result.exercise) for result in self.results)
-        for result in self.results:
-            lines.append(f"  {result.exercise.ljust(width)}  {_core_status(result)}")
-            if result.implemented and result.robustness_batches:
-                lines.append(f"  {''.ljust(width)}  {_robustness_status(result)}")
+        for r in self.results:
+            lines.append(f"  {r.exercise.ljust(width)}  {_core_status(r)}")
+            if r.implemented:
+                lines.append(f"  {''.ljust(width)}  {_robustness_status(r)}")
         if self.questions:
             right = sum(q.right_first_time for q in self.questions)
             lines.append(
@@ -292,18 +279,16 @@ def exercise_summary(
 ) -> ExerciseSummary:
     """Check all three functions and collect the concept questions' outcomes.
 
-    ``questions`` is :func:`.concept_questions`'s mapping (or its values); anything else
-    raises ``TypeError``.  Nothing the three functions do raises: see :func:`check`.
+    ``questions`` is :func:`.concept_questions`'s mapping (or its values); anything else raises
+    ``TypeError``.  Nothing the three functions do raises: see :func:`check`.
     """
     chosen = tuple(questions.values() if isinstance(questions, Mapping) else questions)
-    strangers = [q for q in chosen if not isinstance(q, ConceptQuestion)]
-    if strangers:
+    stranger = next((q for q in chosen if not isinstance(q, ConceptQuestion)), None)
+    if stranger is not None:
+        kind = type(stranger).__name__
         raise TypeError(
-            "questions must be the concept questions (concept_questions()), got a "
-            f"{type(strangers[0]).__name__}"
+            f"questions must be the concept questions (concept_questions()), got a {kind}"
         )
-    results = tuple(
-        check(kind, function, time_limit_s=time_limit_s)
-        for kind, function in zip(FUNCTION_NAMES, (loss, clip_fraction, grad), strict=True)
-    )
+    functions = zip(FUNCTION_NAMES, (loss, clip_fraction, grad), strict=True)
+    results = tuple(check(kind, f, time_limit_s=time_limit_s) for kind, f in functions)
     return ExerciseSummary(results, chosen)

@@ -1,28 +1,21 @@
 """Running a learner's function on the battery: a time limit and Ctrl-C that always win.
 
-:func:`call_battery` calls ``function(logp_new, logp_old, advantages, eps)`` on each batch and
-returns one :class:`Call` per batch: the answer read as floats (or why it cannot be), or the
-exception raised (any, ``SystemExit`` and ``KeyboardInterrupt`` included), or that it did not
-return in time.  It raises nothing, except ``KeyboardInterrupt`` for a real Ctrl-C.
+:func:`call_battery` calls ``function(logp_new, logp_old, advantages, eps)`` on each batch, each
+time on fresh copies of its arrays, and returns one :class:`Call` per batch.  It raises nothing,
+except ``KeyboardInterrupt`` for a real Ctrl-C.
 
-**A copy of this process.**  The calls run in a child process forked from this one
-(``multiprocessing``'s ``"fork"`` context): it has the learner's function and everything it
-refers to, and nothing it does reaches the notebook's process.  So the streams, the signal
-handlers, ``sys.modules``, numpy's error state and print options, and :mod:`ppo_clip` itself
-are as they were, whatever the function does.  Each call gets fresh copies of its batch's
-arrays; what it prints is kept (the first :data:`OUTPUT_LIMIT` characters), its warnings are
-silenced; names it rebinds in :data:`GUARDED_MODULES` are put back before the next call and
-reported.
+The calls run in a child process forked from this one (``multiprocessing``'s ``"fork"``
+context), so nothing the function does reaches the notebook's process: its streams, signal
+handlers, ``sys.modules``, numpy's settings and :mod:`ppo_clip` stay as they were.  In the child
+its output is kept (the first :data:`OUTPUT_LIMIT` characters), its warnings are silenced, and
+names it rebinds in :data:`GUARDED_MODULES` are put back after each call and reported.  When a
+call's time is up, the child's own timer notes the line it is running and ends the child with
+``os._exit``, which no ``except`` can catch; a child stuck in compiled code is killed
+:data:`GRACE_S` later.  The calls after a timeout are skipped.  Ctrl-C raises
+``KeyboardInterrupt`` while the checker waits: the child is killed and the check stops.
 
-**The time limit and Ctrl-C.**  The child's own timer (``signal.setitimer``) notes the line a
-call is running when its time is up and ends the child with ``os._exit``, which no ``except``
-can catch; if the child is stuck in compiled code, the checker kills it :data:`GRACE_S` later.
-The calls after a timeout are skipped.  Ctrl-C raises ``KeyboardInterrupt`` in the checker
-while it waits: the child is killed and the check stops, as the person pressing Ctrl-C means.
-
-**Without fork** (Windows) the calls run in a daemon thread and the checker waits at most the
-limit for each.  A thread cannot be stopped from outside: a function that never returns runs on
-in the background (:attr:`Call.stopped` is False) and what it prints later is not captured.
+Without fork (Windows) the calls run in a daemon thread, and the checker waits at most the limit
+for each: a function that never returns runs on in the background (``stopped`` is False).
 """
 
 from __future__ import annotations
@@ -44,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+import ppo_clip
 from ppo_viz.exercises.battery import ARGUMENT_NAMES, CheckBatch, FloatArray, Kind
 
 #: Seconds one call of the learner's function may take.
@@ -52,39 +46,35 @@ TIME_LIMIT_S = 3.0
 GRACE_S = 0.5
 #: How many characters of a call's printed output are kept.
 OUTPUT_LIMIT = 300
-#: The longest error message quoted to the learner.
-MESSAGE_LIMIT = 200
-#: The modules whose names a call may not rebind (put back before the next call, and reported).
-GUARDED_MODULES = ("ppo_clip", "numpy")
+#: The modules whose names a call may not rebind (put back after each call, and reported).
+GUARDED_MODULES = (ppo_clip, np)
+
+Receive = Callable[[float], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Call:
     """What one call of the learner's function did on ``batch``.
 
-    ``answer`` is the returned value as a 1-D float64 array, or a sentence saying why it is
-    not the right type or shape (None if nothing was returned).  ``error`` says what went wrong
-    otherwise ("raised ValueError: ... (in f, line 3: ...)"), ``error_type`` names the
-    exception.  ``not_implemented``: the body looks empty (``NotImplementedError``, ``None``
-    or ``...``); ``read_only_failure``: it wrote into read-only inputs.  ``timed_out``: no
-    answer within the limit (``stopped``: the call was ended; ``where``: the line it was
-    running); ``skipped``: not called after a timeout.  ``mutated`` names the input arrays it
-    changed, ``before_after`` holds the first before and after; ``patched`` names what it
-    rebound in :data:`GUARDED_MODULES`.
+    ``answer``: the value returned, as a 1-D float64 array, or a sentence saying why it is not
+    the right type or shape.  ``error``: what went wrong otherwise ("raised ValueError: ... (in
+    f, line 3: ...)"; ``ended``: the process it ran in ended).  ``not_implemented``: the body
+    looks empty.  ``timed_out``: no answer within the limit (``stopped``: the call was ended;
+    ``where``: the line it was running).  ``changed``: the first input array it changed, before
+    and after.  ``patched``: what it rebound in :data:`GUARDED_MODULES`.
     """
 
     batch: CheckBatch
     answer: FloatArray | str | None = None
     error: str = ""
-    error_type: str = ""
+    ended: bool = False
     not_implemented: bool = False
     read_only_failure: bool = False
     timed_out: bool = False
     stopped: bool = True
     where: str = ""
     skipped: bool = False
-    mutated: tuple[str, ...] = ()
-    before_after: tuple[FloatArray, FloatArray] | None = None
+    changed: tuple[str, FloatArray, FloatArray] | None = None
     printed: str = ""
     printed_total: int = 0
     patched: tuple[str, ...] = ()
@@ -99,50 +89,50 @@ def call_battery(
     function: Callable[..., Any], kind: Kind, batches: Sequence[CheckBatch], limit_s: float
 ) -> list[Call]:
     """One :class:`Call` per batch; after a timeout, or once the child ended, the rest skipped."""
-    forking = "fork" in multiprocessing.get_all_start_methods()
+    run = _in_a_child if "fork" in multiprocessing.get_all_start_methods() else _in_a_thread
     calls: list[Call] = []
-    with (_in_a_child if forking else _in_a_thread)(function, kind, batches, limit_s) as receive:
+    with run(function, kind, batches, limit_s) as receive:
         for batch in batches:
-            if any(c.timed_out or c.error_type == "ended" for c in calls):
+            if any(c.timed_out or c.ended for c in calls):
                 calls.append(Call(batch, skipped=True))
-                continue
-            fields = receive(limit_s + GRACE_S)
-            calls.append(Call(batch, **fields))
+            else:
+                calls.append(Call(batch, **receive(limit_s + GRACE_S)))
     return calls
 
 
 @contextmanager
 def _in_a_child(
     function: Callable[..., Any], kind: Kind, batches: Sequence[CheckBatch], limit_s: float
-) -> Iterator[Callable[[float], dict[str, Any]]]:
-    """Run the calls in a forked child; yield a function that waits for the next one's fields."""
+) -> Iterator[Receive]:
+    """Run the calls in a forked child; yield a function that waits for the next call's fields."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(
-        target=_child, args=(function, kind, batches, limit_s, sender), daemon=True
-    )
+    arguments = (function, kind, batches, limit_s, sender)
+    child = context.Process(target=_child, args=arguments, daemon=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork with threads
         child.start()
     sender.close()
-    answered: list[dict[str, Any]] = []
+    received: list[dict[str, Any]] = []
 
     def receive(wait_s: float) -> dict[str, Any]:
         if not receiver.poll(wait_s):
             return {"timed_out": True}  # stuck in compiled code: killed below
         try:
-            answered.append(receiver.recv())
-            return answered[-1]
+            received.append(receiver.recv())
         except EOFError:
             child.join()
-            ended = f"ended the Python process it ran in (exit code {child.exitcode})"
-            return {"error": ended, "error_type": "ended"}
+            return {
+                "error": f"ended the Python process it ran in (exit code {child.exitcode})",
+                "ended": True,
+            }
+        return received[-1]
 
     try:
         yield receive
     finally:
         receiver.close()
-        if len(answered) < len(batches) or answered[-1].get("timed_out"):
+        if len(received) < len(batches) or received[-1].get("timed_out"):
             child.kill()  # a timeout or Ctrl-C; otherwise the child ends by itself
             child.join()
 
@@ -173,18 +163,15 @@ def _child(
 @contextmanager
 def _in_a_thread(
     function: Callable[..., Any], kind: Kind, batches: Sequence[CheckBatch], limit_s: float
-) -> Iterator[Callable[[float], dict[str, Any]]]:
+) -> Iterator[Receive]:
     """Run the calls in a daemon thread; the streams and warning filters are restored after."""
     done: queue.Queue[dict[str, Any]] = queue.Queue()
-    late = threading.Event()
-    streams, filters = (sys.stdout, sys.stderr), list(warnings.filters)
+    late, streams, filters = threading.Event(), (sys.stdout, sys.stderr), list(warnings.filters)
 
     def work() -> None:
         for batch in batches:
             if not late.is_set():
                 done.put(_call(function, kind, batch))
-
-    threading.Thread(target=work, name="learner function", daemon=True).start()
 
     def receive(wait_s: float) -> dict[str, Any]:
         try:
@@ -193,6 +180,7 @@ def _in_a_thread(
             late.set()
             return {"timed_out": True, "stopped": False}
 
+    threading.Thread(target=work, name="learner function", daemon=True).start()
     try:
         yield receive
     finally:
@@ -202,11 +190,8 @@ def _in_a_thread(
 
 def _call(function: Callable[..., Any], kind: Kind, batch: CheckBatch) -> dict[str, Any]:
     """One call on fresh copies of the batch's arrays: the fields of its :class:`Call`."""
-    inputs, output = batch.inputs(), _KeptOutput()
-    guarded = {
-        m: (sys.modules[m], dict(vars(sys.modules[m]))) for m in GUARDED_MODULES if m in sys.modules
-    }
-    fields: dict[str, Any] = {}
+    inputs, output, fields = batch.inputs(), _KeptOutput(), {}
+    guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
     with redirect_stdout(output), redirect_stderr(output), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
@@ -215,34 +200,27 @@ def _call(function: Callable[..., Any], kind: Kind, batch: CheckBatch) -> dict[s
                 fields["not_implemented"] = value is None or value is Ellipsis
                 fields["answer"] = read_answer(kind, value, batch.n)
             except BaseException as error:  # the learner's code may raise anything
-                fields.update(_error_fields(function, batch, error))
-    changed = [
-        (name, before, after)
-        for name, before, after in zip(ARGUMENT_NAMES, _originals(batch), inputs, strict=True)
-        if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True)
-    ]
-    if changed:
-        fields["mutated"] = tuple(name for name, _, _ in changed)
-        fields["before_after"] = changed[0][1:]
-    patched = _put_back(guarded)
-    return {**fields, "printed": output.kept, "printed_total": output.total, "patched": patched}
-
-
-def _error_fields(function: Callable[..., Any], batch: CheckBatch, error: BaseException) -> dict:
-    text = safe_str(error).strip()
-    message = text.splitlines()[0][:MESSAGE_LIMIT] if text else ""
-    name = type(error).__name__
-    where = _where(function, traceback.extract_tb(error.__traceback__))
-    return {
-        "error": f"raised {name}"
-        + (f": {message}" if message else "")
-        + (f" ({where})" if where else ""),
-        "error_type": name,
-        "not_implemented": isinstance(error, NotImplementedError),
-        "read_only_failure": batch.read_only
-        and isinstance(error, ValueError)
-        and "read-only" in text,
-    }
+                text = _str(error).strip()
+                where = _where(function, traceback.extract_tb(error.__traceback__))
+                fields["error"] = (
+                    f"raised {type(error).__name__}"
+                    + (f": {text.splitlines()[0][:200]}" if text else "")
+                    + (f" ({where})" if where else "")
+                )
+                fields["not_implemented"] = isinstance(error, NotImplementedError)
+                fields["read_only_failure"] = batch.read_only and "read-only" in text
+    originals = (batch.logp_new, batch.logp_old, batch.advantages)
+    for name, before, after in zip(ARGUMENT_NAMES, originals, inputs, strict=True):
+        if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
+            fields["changed"] = fields.get("changed") or (name, before, after)
+    patched = []
+    for module, names in guarded:  # put back what the call rebound or deleted
+        for name, value in names.items():
+            if vars(module).get(name, _MISSING) is not value:
+                vars(module)[name] = value
+                patched.append(f"{module.__name__}.{name}")
+    printed = {"printed": output.kept, "printed_total": output.total}
+    return {**fields, **printed, "patched": tuple(sorted(patched))}
 
 
 def _where(function: Callable[..., Any], frames: traceback.StackSummary) -> str:
@@ -267,16 +245,16 @@ def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
         right = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
         right &= not isinstance(value, np.floating) or isinstance(value, np.float64)
     if not right:
-        shape = (
+        array = (
             f" of shape {value.shape} and dtype {value.dtype}" if hasattr(value, "dtype") else ""
         )
-        return f"a {type(value).__name__}{shape}; expected {expected}"
+        return f"a {type(value).__name__}{array}; expected {expected}"
     try:
         return np.atleast_1d(np.asarray(value if kind == "grad" else float(value), np.float64))
     except OverflowError:
         return "an integer too large for float64 (whose largest value is about 1.8e308)"
     except BaseException as error:  # a learner's object may break any conversion
-        return f"a {type(value).__name__} the checker cannot read ({safe_str(error)[:80]})"
+        return f"a {type(value).__name__} the checker cannot read ({_str(error)[:80]})"
 
 
 class _KeptOutput(io.TextIOBase):
@@ -295,23 +273,7 @@ class _KeptOutput(io.TextIOBase):
         return len(text)
 
 
-def _originals(batch: CheckBatch) -> tuple[FloatArray, FloatArray, FloatArray]:
-    return batch.logp_new, batch.logp_old, batch.advantages
-
-
-def _put_back(guarded: dict[str, tuple[Any, dict[str, Any]]]) -> tuple[str, ...]:
-    """Put back each name the call rebound or deleted in a guarded module; ``module.name`` each."""
-    patched = []
-    for module_name, (module, before) in guarded.items():
-        namespace = vars(module)
-        for name, value in before.items():
-            if namespace.get(name, _MISSING) is not value:
-                namespace[name] = value
-                patched.append(f"{module_name}.{name}")
-    return tuple(sorted(patched))
-
-
-def safe_str(value: object) -> str:
+def _str(value: object) -> str:
     """``str(value)``, or a note saying it could not be had (its ``__str__`` raised)."""
     try:
         return str(value)
