@@ -244,7 +244,7 @@ def test_a_seeds_bandit_run_does_not_depend_on_the_seeds_beside_it():
 
 
 def test_a_seeds_cartpole_run_does_not_depend_on_the_seeds_beside_it():
-    settings = CartPoleSettings(total_steps=1024, epochs=10, learning_rate=2.5e-3)
+    settings = CartPoleSettings(total_steps=512, epochs=10, learning_rate=2.5e-3)
     together = run_cartpole(METHODS["unclipped"], settings, (0, 1))
     alone = run_cartpole(METHODS["unclipped"], settings, (1,))
     assert np.array_equal(together.return_curve[1], alone.return_curve[0], equal_nan=True)

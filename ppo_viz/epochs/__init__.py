@@ -14,19 +14,26 @@ The bandit and the training step are :mod:`ppo_viz.bandit`'s (shared with notebo
 from ppo_viz.epochs.app import EpochsExplorer
 from ppo_viz.epochs.foundations import (
     estimator_studies,
-    hard_constraint_optimum,
     ppo_update_line,
     small_step_study,
 )
 from ppo_viz.epochs.interpolation import InterpolationExplorer
 from ppo_viz.epochs.text import bandit_table, batch_table, kl_estimator_table
-from ppo_viz.epochs.training import Settings, misleading_seed, run_all, survey
+from ppo_viz.epochs.training import (
+    Settings,
+    batch_of,
+    hard_constraint_optimum,
+    misleading_seed,
+    run_all,
+    survey,
+)
 
 __all__ = [
     "EpochsExplorer",
     "InterpolationExplorer",
     "Settings",
     "bandit_table",
+    "batch_of",
     "batch_table",
     "estimator_studies",
     "hard_constraint_optimum",

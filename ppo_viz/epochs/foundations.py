@@ -6,7 +6,8 @@
   :func:`ppo_clip.surrogate_loss` at ``theta(t)``, with the exact KL from the old policy.
 * :func:`small_step_study`: PPO with the step size halved again and again and the epochs
   doubled, so that ``step size * epochs`` stays :data:`TOTAL_MOVEMENT`; with tiny steps the
-  soft band behaves like the hard constraint :func:`hard_constraint_optimum` solves.
+  soft band behaves like the hard constraint
+  :func:`~ppo_viz.epochs.training.hard_constraint_optimum` solves.
 * :func:`estimator_studies`: the KL estimators k1, k2, k3 over many fresh batches, against
   the exact KL (tabled by :func:`ppo_viz.epochs.text.kl_estimator_table`).
 """
@@ -173,28 +174,6 @@ def small_step_study(
         ]
         for objective in objectives
     }
-
-
-def hard_constraint_optimum(batch: Batch | None = None, eps: float = DEFAULT_EPS) -> FloatArray:
-    """The arm ratios that maximise the unclipped surrogate with every ratio in the band.
-
-    The surrogate is ``sum_k r_k * S_k / N`` (``S_k`` the sum of arm k's advantages); the
-    ratios must lie in ``[1 - eps, 1 + eps]`` and keep the probabilities summing to one,
-    ``sum_k pi_old(k) * r_k = 1``.  A linear program of this shape is solved greedily: start
-    every arm at ``1 - eps``, then raise the arms in order of ``S_k / pi_old(k)``, best
-    first, each as far as ``1 + eps``, until the probabilities sum to one.
-    """
-    batch = batch or batch_of(Settings().seed)
-    lower, upper = ppo_clip.clip_band(eps)
-    old = softmax(np.zeros(len(ARM_MEANS)))
-    sums = np.bincount(batch.actions, weights=batch.advantages, minlength=len(old))
-    ratios = np.full(len(old), lower)
-    room = 1.0 - float(old @ ratios)  # probability still to hand out
-    for arm in np.argsort(-sums / old, kind="stable"):
-        raise_by = min(upper - lower, max(room, 0.0) / old[arm])
-        ratios[arm] += raise_by
-        room -= raise_by * old[arm]
-    return ratios
 
 
 # -- the KL estimators -------------------------------------------------------------------
