@@ -1,9 +1,9 @@
 """The notebook tests' way to run a notebook: :mod:`ppo_viz.export`'s runner, once per session.
 
-``execute_notebook``, ``output_problems`` and ``NOTEBOOK_DIR`` are the
-export's own (one kernel, one working directory, one list of problems for the
-export, the tests and the benchmarks); :func:`run_committed` adds a cache so
-that several test files can inspect one execution of the same notebook.
+``execute_notebook``, ``output_problems`` and ``NOTEBOOK_DIR`` are the export's own (one
+runner, on nbclient, for the export, the tests and the benchmarks); :func:`run_committed`
+adds a cache so that several test files (test_notebooks, test_export's page of notebook 1,
+the notebooks' own test files) inspect one execution of the same notebook.
 """
 
 from __future__ import annotations

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from bs4 import BeautifulSoup
 from notebook_runner import NOTEBOOK_DIR, notebook_paths, output_problems, run_committed
 
 from ppo_viz.export import make_static
+from ppo_viz.export.__main__ import write_page
 
 NOTEBOOKS = notebook_paths(NOTEBOOK_DIR)
 
@@ -40,13 +42,19 @@ def test_runs_without_errors_or_warnings(executed):
 
 
 @pytest.mark.notebook
-def test_every_output_has_a_static_form(executed):
-    """Without a kernel (the course-site export) each widget shows its fallback, never a repr.
+def test_exports_as_a_page_that_shows_every_figure(executed, tmp_path):
+    """Its course-site page (``python -m ppo_viz.export``) shows a picture for each figure.
 
-    ``make_static`` is the export's own conversion; it raises ``ExportError``
-    naming the cell whose output would show a bare widget or figure repr.
+    Without a kernel each widget shows its fallback, never a repr: ``make_static``, the
+    export's own conversion, raises ``ExportError`` naming a cell that would show one.
     """
-    make_static(executed, "the notebook")
+    static = make_static(executed, "the notebook")
+    outputs = [output for cell in static.cells for output in cell.get("outputs", [])]
+    figures = sum("image/png" in output.get("data", {}) for output in outputs)
+    write_page(executed, "page", tmp_path, "mathjax/MathJax.js")
+    page = BeautifulSoup((tmp_path / "page.html").read_text(), "html.parser")
+    assert len(page.select(".jp-OutputArea-output img")) == figures
+    assert len(list((tmp_path / "page_files").glob("*.png"))) == figures
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))

@@ -1,91 +1,148 @@
-"""Run the notebooks headless, and publish them as static pages for a course site or an LMS.
-
-Usage (from the repository root)::
-
-    python -m ppo_viz.export build/site
-
-executes every ``notebooks/NN_*.ipynb`` (kernel ``python3``, working directory
-``notebooks/``) and writes, into the given folder:
-
-- ``<name>.html``: the notebook as a static page (JupyterLab look), no kernel needed;
-- ``<name>_files/*.png``: every figure of that page as a PNG file (the page links them);
-- ``mathjax/``: the site's own copy of MathJax, which typesets the formulas with no
-  network (``--mathjax-url URL`` loads MathJax from a CDN or another copy instead);
-- ``index.html``: a list of the pages, in order;
-- ``manifest.json``: for each page, the cells that show a figure and their PNG files.
-
-A page loads nothing from the network (unless a notebook displays JavaScript, which
-needs nbconvert's require.js from a CDN).  Before any notebook runs, the command
-checks the notebooks folder, the output folder (a file, a parent that is a
-file, a folder it cannot write into) and the copy of MathJax, and says what is
-wrong in one line.
-
-The modules, in the order of the work:
-
-- :mod:`~ppo_viz.export.running`: running a notebook, :func:`execute_notebook`, shared
-  with the tests and the benchmarks, and what a reader would see go wrong in its
-  outputs, :func:`output_problems`;
-- :mod:`~ppo_viz.export.static`: an executed notebook made fit for a page without a
-  kernel (apps show their fallback; bare widget reprs are refused);
-- :mod:`~ppo_viz.export.mathjax`: the site's copy of MathJax, and why that one;
-- :mod:`~ppo_viz.export.pages`: the HTML pages, their PNG files and the index;
-- :mod:`~ppo_viz.export.site`: the checks, the export of a folder, the command line.
+"""Notebooks run headless (:func:`execute_notebook`, the one runner of the export, the tests and
+the benchmarks) and made fit for a page without a kernel (:func:`make_static`).  The course
+site, ``python -m ppo_viz.export``, is :mod:`ppo_viz.export.__main__`.
 """
 
-from ppo_viz.export.errors import ExportError, SetupError
-from ppo_viz.export.mathjax import MATHJAX_DIR, copy_mathjax, mathjax_files, mathjax_source
-from ppo_viz.export.pages import index_page, page_title, write_page
-from ppo_viz.export.running import (
-    DEFAULT_TIMEOUT_S,
-    NOTEBOOK_DIR,
-    execute_notebook,
-    kernel_environment,
-    notebook_paths,
-    output_problems,
-)
-from ppo_viz.export.site import (
-    PageReport,
-    export_all,
-    export_notebook,
-    main,
-    notebooks_to_export,
-    prepare_output_dir,
-)
-from ppo_viz.export.static import (
-    FIGURE_REPR,
-    WIDGET_REPR,
-    WIDGET_STATE_MIME,
-    make_static,
-    static_html,
-    static_outputs,
-)
+import asyncio
+import contextlib
+import copy
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
 
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "FIGURE_REPR",
-    "MATHJAX_DIR",
-    "NOTEBOOK_DIR",
-    "WIDGET_REPR",
-    "WIDGET_STATE_MIME",
-    "ExportError",
-    "PageReport",
-    "SetupError",
-    "copy_mathjax",
-    "execute_notebook",
-    "export_all",
-    "export_notebook",
-    "index_page",
-    "kernel_environment",
-    "main",
-    "make_static",
-    "mathjax_files",
-    "mathjax_source",
-    "notebook_paths",
-    "notebooks_to_export",
-    "output_problems",
-    "page_title",
-    "prepare_output_dir",
-    "static_html",
-    "static_outputs",
-    "write_page",
-]
+import nbformat
+import zmq
+
+#: The course notebooks that come with the bundle.
+NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+#: Seconds a cell may run; seconds to wait for a finished cell's outputs (nbclient's 4 s: tight).
+DEFAULT_TIMEOUT_S, IOPUB_TIMEOUT_S = 180, 60
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+#: A bare widget repr (``FloatSlider(value=0.2, ...)``, ``VBox(children=(...``).
+WIDGET_REPR = re.compile(r"\b[A-Z]\w*\((value|children|outputs|description|layout|options)=")
+#: matplotlib's text repr of a figure, shown when a figure itself is missing.
+FIGURE_REPR = re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>")
+
+
+class ExportError(RuntimeError):
+    """A notebook cannot be published as a static page (the message says why)."""
+
+
+def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The course notebooks in ``directory`` (``NN_*.ipynb``), in order."""
+    return sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))
+
+
+def execute_notebook(
+    notebook: nbformat.NotebookNode | Path | str,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    allow_errors: bool = False,
+) -> nbformat.NotebookNode:
+    """Run every cell of ``notebook`` (a path, or a node run in place) in a fresh kernel.
+
+    The ``python3`` kernel starts in the notebook's folder (``notebooks/`` for a node) without
+    this process's ``MPLBACKEND``, as in JupyterLab.  A cell may run ``timeout_s`` seconds
+    (no "no limit").  A cell that raises or times out stops the run with nbclient's error (the
+    cell, its traceback) unless ``allow_errors``; Ctrl-C raises ``KeyboardInterrupt``.
+    """
+    from nbclient import NotebookClient
+
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+        raise TypeError(f"timeout_s must be a number of seconds, got {timeout_s!r}")
+    if not 0 < timeout_s < math.inf:
+        raise ValueError(f"timeout_s must be a positive, finite number of seconds, got {timeout_s}")
+    if isinstance(notebook, (str, Path)):
+        folder, notebook = Path(notebook).parent, nbformat.read(notebook, as_version=4)
+    elif isinstance(notebook, nbformat.NotebookNode):
+        folder = NOTEBOOK_DIR
+    else:
+        raise TypeError(f"notebook must be a path or a notebook, got {type(notebook).__name__}")
+    client = NotebookClient(
+        notebook,
+        timeout=timeout_s,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        iopub_timeout=IOPUB_TIMEOUT_S,
+        raise_on_iopub_timeout=True,
+        shutdown_kernel="immediate",  # a graceful shutdown of a busy kernel prints its traceback
+        resources={"metadata": {"path": str(folder)}},
+        on_notebook_start=lambda **_: _keep_awake(client),
+    )
+    try:
+        client.execute(env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"})
+    except Exception:
+        # On Ctrl-C nbclient's own handler shuts the kernel down and records that here; the run
+        # then fails with what that caused (nbclient 0.10-0.11: an AssertionError).
+        if getattr(client, "_async_cleanup_kernel_future", None) is not None:
+            raise KeyboardInterrupt from None
+        raise
+    return notebook
+
+
+def _keep_awake(client: Any) -> None:
+    """Read the kernel's sockets' events now, and every second while ``client`` has a kernel.
+
+    pyzmq's asyncio sockets can miss a wake-up of their edge-triggered descriptors: nbclient
+    then saw a reply the kernel sent in 0.4 s only when its 180 s wait ran out.
+    """
+    with contextlib.suppress(AttributeError, zmq.ZMQError):  # no kernel, or channels closing
+        for channel in (client.kc.shell_channel, client.kc.iopub_channel):
+            channel.socket.get(zmq.EVENTS)
+        asyncio.get_running_loop().call_later(1, _keep_awake, client)
+
+
+def output_problems(notebook: nbformat.NotebookNode) -> list[str]:
+    """What a reader would see go wrong (errors, stderr, warnings, tracebacks), one line each."""
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") + output.get("data", {}).get("text/plain", "")
+            if output.output_type == "error":
+                problems.append(f"cell {index}: {output.ename}: {output.evalue}")
+            elif output.get("name") == "stderr" or "Warning" in text or "Traceback" in text:
+                problems.append(f"cell {index} shows a warning or error: {text[:300]}")
+    return problems
+
+
+def make_static(notebook: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """A copy of an executed ``notebook`` without widget views or state, for a static page.
+
+    nbconvert then shows each widget's fallback (:class:`ppo_viz.app.StaticFallback`: a live
+    figure's PNG, or its readouts' HTML with the PNG; a quiz's HTML).  An ``interact``, which
+    has none, shows what its ``Output`` widgets hold.  An output that would show a bare
+    widget or figure repr raises :class:`ExportError` naming the cell of notebook ``name``.
+    """
+    static = copy.deepcopy(notebook)
+    state = static.metadata.pop("widgets", {}).get(WIDGET_STATE_MIME, {}).get("state", {})
+    for index, cell in enumerate(static.cells):
+        if cell.cell_type == "code":
+            cell.outputs = _static_outputs(cell.outputs, f"{name}, cell {index}", state)
+    return static
+
+
+def _static_outputs(outputs: list[Any], where: str, state: dict[str, Any]) -> list[Any]:
+    """One cell's outputs as :func:`make_static` shows them; ``state``: widget models by id."""
+    shown = []
+    for output in outputs:
+        data = output.get("data", {})
+        view, text = data.pop(WIDGET_VIEW_MIME, None), data.get("text/plain", "")
+        bare = view or WIDGET_REPR.search(text) or FIGURE_REPR.search(text)
+        held = _held_outputs(view["model_id"], state) if view else []
+        if set(data) - {"text/plain"} or not bare:
+            shown.append(output)  # the widget's fallback, or an ordinary output
+        elif held:
+            shown += _static_outputs(held, where, state)
+        else:
+            raise ExportError(f"{where} shows {text[:80]!r}, not a picture (see StaticFallback)")
+    return shown
+
+
+def _held_outputs(model_id: str, state: dict[str, Any]) -> list[Any]:
+    """The outputs held by a widget's ``Output`` children (an ``interact``'s figure)."""
+    children = state.get(model_id, {}).get("state", {}).get("children", [])
+    models = [state.get(str(child).removeprefix("IPY_MODEL_"), {}) for child in children]
+    return [nbformat.from_dict(o) for m in models for o in m.get("state", {}).get("outputs", [])]

@@ -1,8 +1,142 @@
-"""``python -m ppo_viz.export [OUT_DIR]``: see :func:`ppo_viz.export.main`."""
+"""``python -m ppo_viz.export [OUT_DIR]``: every notebook run, as static pages for a course site.
 
+nbconvert writes the pages (HTML exporter, template ``page.html.j2``, figure extractor, files
+writer).  Added here: checks before any notebook runs, an index, and the site's own MathJax.
+"""
+
+import argparse
+import importlib.resources
+import re
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
-from ppo_viz.export.site import main
+import nbformat
+
+from ppo_viz import export
+
+TEMPLATE = Path(__file__).with_name("page.html.j2")
+SITE_TITLE = "PPO's clipped surrogate: notebooks"
+SITE_INTRO = "Pages at the default settings; open the notebooks in JupyterLab to move the sliders."
+#: Exit statuses: the site is written; a notebook failed; a check failed before any ran; Ctrl-C.
+EXIT_OK, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: ``jupyter-server-mathjax`` ships MathJax 2.7.9 (9.6 MB), the version nbconvert's pages load
+#: from a CDN; the site copies the 2.4 MB that TeX input and the HTML-CSS output load.
+MATHJAX_DIR, MATHJAX_LEFT_OUT = "mathjax", ("SVG", "a11y", "localization")
+
+
+class SetupError(export.ExportError):
+    """Found before any notebook runs; the message is one line, fit to follow ``error:``."""
+
+
+def copy_mathjax(out_dir: Path) -> str:
+    """Copy MathJax into ``out_dir/mathjax/``; return its address for the pages (relative)."""
+    try:
+        source = importlib.resources.files("jupyter_server_mathjax") / "static"
+    except ModuleNotFoundError:
+        raise SetupError(
+            "no jupyter-server-mathjax for the site's own MathJax: install it, or use --mathjax-url"
+        ) from None
+    ignore = shutil.ignore_patterns(*MATHJAX_LEFT_OUT)
+    shutil.copytree(source, out_dir / MATHJAX_DIR, ignore=ignore, dirs_exist_ok=True)
+    return f"{MATHJAX_DIR}/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+
+
+def prepare_output_dir(out_dir: Path) -> None:
+    """Create ``out_dir`` and write a file there (which finds what stops even root, ``/proc``)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tempfile.NamedTemporaryFile(dir=out_dir, prefix=".ppo-export-probe-").close()
+    except OSError as error:
+        blocker = next((path for path in (out_dir, *out_dir.parents) if path.is_file()), None)
+        reason = f"{blocker} is a file, not a folder" if blocker else str(error.strerror).lower()
+        raise SetupError(f"cannot write the site into {out_dir}: {reason}") from None
+
+
+def write_page(executed: nbformat.NotebookNode, stem: str, out_dir: Path, mathjax_url: str) -> int:
+    """Write ``<stem>.html`` and its figures, ``<stem>_files/*.png``; return how many figures."""
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import ExtractOutputPreprocessor
+    from nbconvert.writers import FilesWriter
+
+    exporter = HTMLExporter(template_file=str(TEMPLATE), mathjax_url=mathjax_url)
+    exporter.register_preprocessor(ExtractOutputPreprocessor(), enabled=True)
+    names = {"metadata": {"name": stem}, "unique_key": stem, "output_files_dir": f"{stem}_files"}
+    html, resources = exporter.from_notebook_node(export.make_static(executed, stem), names)
+    FilesWriter(build_directory=str(out_dir)).write(html, resources, notebook_name=stem)
+    return len(resources["outputs"])
+
+
+def page_title(path: Path) -> str:
+    """The notebook's first Markdown heading (its file's name if it has none)."""
+    cells = nbformat.read(path, as_version=4).cells
+    markdown = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
+    heading = re.search(r"^#+\s+(.+)$", markdown, flags=re.MULTILINE)
+    return heading.group(1).strip() if heading else path.stem
+
+
+def export_site(
+    notebooks: Path,
+    out_dir: Path,
+    mathjax_url: str | None = None,
+    timeout_s: float = export.DEFAULT_TIMEOUT_S,
+) -> None:
+    """Export every ``NN_*.ipynb`` in ``notebooks`` and an index into ``out_dir``.
+
+    :class:`SetupError` before any notebook runs; ``ExportError`` with the traceback of a cell
+    that raises; a warning naming a cell that writes to stderr or warns.
+    """
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellControlSignal, DeadKernelError
+
+    notebooks, out_dir = Path(notebooks), Path(out_dir)
+    paths = [path.resolve() for path in export.notebook_paths(notebooks)]
+    if not paths:
+        raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
+    if not timeout_s > 0:
+        raise SetupError(f"--timeout must be a positive number of seconds, not {timeout_s}")
+    prepare_output_dir(out_dir)
+    mathjax_url = mathjax_url or copy_mathjax(out_dir)
+    for path in paths:
+        print(f"exporting {path.name} ...", flush=True)
+        try:
+            executed = export.execute_notebook(path, timeout_s=timeout_s)
+        except (CellControlSignal, DeadKernelError, NoSuchKernel) as error:
+            raise export.ExportError(f"{path.name} did not run to the end:\n{error}") from error
+        figures = write_page(executed, path.stem, out_dir, mathjax_url)
+        print(f"  -> {path.stem}.html with {figures} figure(s)", flush=True)
+        for problem in export.output_problems(executed):
+            print(f"  warning: {path.name}, {problem}", file=sys.stderr, flush=True)
+    links = "\n".join(f"1. [{page_title(path)}]({path.stem}.html)" for path in paths)
+    index = nbformat.v4.new_markdown_cell(f"# {SITE_TITLE}\n\n{SITE_INTRO}\n\n{links}")
+    write_page(nbformat.v4.new_notebook(cells=[index]), "index", out_dir, mathjax_url)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit status (a failed check prints ``error: ...``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ppo_viz.export",
+        description="Run every notebook; write static HTML pages, PNG figures and an index.",
+    )
+    parser.add_argument("out_dir", nargs="?", default="build/site", type=Path)
+    parser.add_argument("--notebooks", type=Path, default=Path("notebooks"))
+    parser.add_argument("--timeout", type=int, default=export.DEFAULT_TIMEOUT_S, help="per cell, s")
+    parser.add_argument("--mathjax-url", help="a MathJax 2 script (default: the site's own)")
+    args = parser.parse_args(argv)
+    try:
+        export_site(args.notebooks, args.out_dir, args.mathjax_url, args.timeout)
+    except SetupError as error:
+        message, status = f"error: {error}", EXIT_SETUP
+    except (export.ExportError, OSError) as error:  # OSError: such as a disk that fills up
+        message, status = f"export failed: {error}", EXIT_FAILED
+    except KeyboardInterrupt:
+        message, status = f"interrupted: {args.out_dir} is only part of the site", EXIT_INTERRUPTED
+    else:
+        message, status = f"wrote the site to {args.out_dir}: open its index.html", EXIT_OK
+    print(message, file=sys.stderr if status else sys.stdout, flush=True)
+    return status
+
 
 if __name__ == "__main__":  # importing this module (a doctest or module walk) runs nothing
     sys.exit(main())
