@@ -52,6 +52,9 @@ MORE_BANDIT_SEEDS = 20
 MORE_CARTPOLE_SEEDS = 2
 #: CartPole-v1's reward threshold: a mean return of 475 counts as solved.
 SOLVED_RETURN = 475.0
+#: The final-score panel: one dot per seed, a bar at the mean.
+SEED_DOT = {"ls": "none", "marker": "o", "ms": 3.5, "alpha": 0.55}
+MEAN_BAR = {"ls": "none", "marker": "_", "ms": 18, "mew": 2.5}
 
 
 def show_name(key: str) -> str:
@@ -133,25 +136,9 @@ class BanditLoopExplorer(LiveFigure):
             figure = Figure(figsize=(9.0, 6.6), layout="constrained")
             axes = bandit_axes(figure, self.arm_means)
             self.panels = SpreadPanels(axes[:5], BANDIT_METHODS)
-            score = self.score_ax = axes[5]
-            self.dots = {
-                k: score.plot(
-                    [],
-                    [],
-                    ls="none",
-                    marker="o",
-                    ms=3.5,
-                    alpha=0.55,
-                    color=METHOD_LINES[k]["color"],
-                )[0]
-                for k in BANDIT_METHODS
-            }
-            self.means = {
-                k: score.plot(
-                    [], [], ls="none", marker="_", ms=18, mew=2.5, color=METHOD_LINES[k]["color"]
-                )[0]
-                for k in BANDIT_METHODS
-            }
+            score, c = axes[5], lambda key: METHOD_LINES[key]["color"]
+            self.dots = {k: score.plot([], [], **SEED_DOT, color=c(k))[0] for k in BANDIT_METHODS}
+            self.means = {k: score.plot([], [], **MEAN_BAR, color=c(k))[0] for k in BANDIT_METHODS}
             score.set_xticks(
                 range(len(BANDIT_METHODS)),
                 [METHODS[k].label for k in BANDIT_METHODS],
@@ -219,32 +206,30 @@ class BanditLoopExplorer(LiveFigure):
         self.refresh()
 
 
+def summary_html(runs: Mapping[str, Any], columns: Mapping[str, Any], caption: str) -> Markup:
+    """One row per method: its name, then ``cell(run)`` for each column (header: cell)."""
+    rows = [
+        [method_cell(key), *(cell(run) for cell in columns.values())] for key, run in runs.items()
+    ]
+    return tag("div", table(["method", *columns], rows, caption=caption), classes="ppo")
+
+
 def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
     """Per method: final score, seeds on a wrong arm, mean KL and mean clip fraction."""
     seeds = len(next(iter(runs.values())).seeds)
-    rows = []
-    for key, run in runs.items():
-        low, high = np.percentile(run.score, [25, 75])
-        rows.append(
-            [
-                method_cell(key),
-                f"{rounded(run.score.mean(), 3)} [{rounded(low, 3)}, {rounded(high, 3)}]",
-                f"{int(run.collapsed[:, -1].sum())} of {seeds}",
-                f"{int(run.collapsed.any(axis=1).sum())} of {seeds}",
-                rounded(run.approx_kl.mean(), 3),
-                rounded(run.clip_fraction.mean(), 3),
-            ]
-        )
-    header = [
-        "method",
-        "final score: mean [25th, 75th percentile]",
-        "seeds on a wrong arm at the end",
-        "… at some iteration",
-        "mean KL per iteration",
-        "mean clip fraction",
-    ]
+    columns = {
+        "final score: mean [25th, 75th percentile]": lambda run: (
+            f"{rounded(run.score.mean(), 3)} ["
+            + ", ".join(rounded(q, 3) for q in np.percentile(run.score, [25, 75]))
+            + "]"
+        ),
+        "seeds on a wrong arm at the end": lambda run: f"{run.collapsed[:, -1].sum()} of {seeds}",
+        "… at some iteration": lambda run: f"{run.collapsed.any(axis=1).sum()} of {seeds}",
+        "mean KL per iteration": lambda run: rounded(run.approx_kl.mean(), 3),
+        "mean clip fraction": lambda run: rounded(run.clip_fraction.mean(), 3),
+    }
     caption = f"{seeds} seeds; score 0 = uniform policy, 1 = always the best arm"
-    return tag("div", table(header, rows, caption=caption), classes="ppo")
+    return summary_html(runs, columns, caption)
 
 
 class CartPoleExplorer(LiveFigure):
@@ -319,27 +304,17 @@ class CartPoleExplorer(LiveFigure):
 def cartpole_summary_html(setting: str, runs: Mapping[str, CartPoleRuns]) -> Markup:
     """Per method: final return and score, seeds solving it, the largest KL, the clip fraction."""
     first = next(iter(runs.values()))
-    rows = [
-        [
-            method_cell(key),
-            rounded(run.final_return.mean(), 3),
-            rounded(run.score.mean(), 2),
-            f"{int((run.final_return >= SOLVED_RETURN).sum())} of {len(run.seeds)}",
-            rounded(np.nanmax(run.approx_kl), 3),
-            rounded(run.clip_fraction.mean(), 3),
-        ]
-        for key, run in runs.items()
-    ]
-    header = [
-        "method",
-        "final return (last 20 episodes)",
-        "score",
-        f"seeds solving it (≥ {SOLVED_RETURN:g})",
-        "largest KL per iteration",
-        "mean clip fraction",
-    ]
+    columns = {
+        "final return (last 20 episodes)": lambda run: rounded(run.final_return.mean(), 3),
+        "score": lambda run: rounded(run.score.mean(), 2),
+        f"seeds solving it (≥ {SOLVED_RETURN:g})": lambda run: (
+            f"{(run.final_return >= SOLVED_RETURN).sum()} of {len(run.seeds)}"
+        ),
+        "largest KL per iteration": lambda run: rounded(np.nanmax(run.approx_kl), 3),
+        "mean clip fraction": lambda run: rounded(run.clip_fraction.mean(), 3),
+    }
     caption = (
         f"{setting}: {len(first.seeds)} seeds × {first.settings.total_steps:,} steps "
         f"(seeds {first.seeds[0]}–{first.seeds[-1]})"
     )
-    return tag("div", table(header, rows, caption=caption), classes="ppo")
+    return summary_html(runs, columns, caption)
