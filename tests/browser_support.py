@@ -14,10 +14,10 @@ it, which :data:`CANVAS_PIXELS` reads back, so a test sees what a reader sees.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -115,30 +115,47 @@ def require_browser() -> None:
     pytest.skip(message)
 
 
+#: This process's Playwright and its headless Chromium per executable, started on first use
+#: and stopped at exit: a second ``sync_playwright()`` in one thread is refused, so every user
+#: (browser tests, the export's test, the benchmark) takes its contexts from the one browser.
+_PLAYWRIGHT: list[Any] = []
+_CHROMIUMS: dict[str, Any] = {}
+
+
+def _chromium(executable: Path | None) -> Any:
+    """The headless Chromium at ``executable`` (default :data:`CHROMIUM`), started once."""
+    key = str(executable or CHROMIUM)
+    if key not in _CHROMIUMS:
+        if not _PLAYWRIGHT:
+            from playwright.sync_api import sync_playwright
+
+            _PLAYWRIGHT.append(sync_playwright().start())
+            atexit.register(_stop_playwright)
+        chromium = _PLAYWRIGHT[0].chromium
+        _CHROMIUMS[key] = chromium.launch(executable_path=key, headless=True, args=CHROMIUM_ARGS)
+    return _CHROMIUMS[key]
+
+
+def _stop_playwright() -> None:
+    for chromium in _CHROMIUMS.values():
+        chromium.close()
+    _CHROMIUMS.clear()
+    while _PLAYWRIGHT:
+        _PLAYWRIGHT.pop().stop()
+
+
 @contextmanager
 def chromium_context(executable: Path | None = None) -> Iterator[Any]:
-    """A headless Chromium with a fresh, throw-away profile (a Playwright BrowserContext).
+    """A fresh browser context (its own storage and pages; a Playwright BrowserContext).
 
-    ``executable``: the browser to start (default :data:`CHROMIUM`).
+    ``executable``: the Chromium to use (default :data:`CHROMIUM`), headless, started once
+    per process.
     """
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="ppo-chromium-")
+    context = _chromium(executable).new_context(viewport=VIEWPORT)
     try:
-        with sync_playwright() as playwright:
-            context = playwright.chromium.launch_persistent_context(
-                profile,
-                executable_path=str(executable or CHROMIUM),
-                headless=True,
-                args=CHROMIUM_ARGS,
-                viewport=VIEWPORT,
-            )
-            try:
-                yield context
-            finally:
-                context.close()
+        yield context
     finally:
-        shutil.rmtree(profile, ignore_errors=True)
+        context.close()
 
 
 def output_dir(name: str) -> Path:
@@ -243,20 +260,27 @@ def blank_figures(pixels: list[dict[str, int]]) -> list[int]:
 
 # -- a notebook in the browser -----------------------------------------------------------------
 
+#: The kernel shutdowns :meth:`NotebookPage.close` started, by (server, notebook path).
+_stopping: dict[tuple[int, str], threading.Thread] = {}
+
 
 class NotebookPage:
-    """One notebook opened in JupyterLab (``kind="lab"``) or Notebook 7 (``kind="notebook"``).
+    """One notebook opened in JupyterLab (``ui="lab"``) or Notebook 7 (``ui="notebook"``).
 
+    ``ui`` defaults to the server's kind; a JupyterLab server serves Notebook 7's pages too.
     :meth:`open` loads the notebook's URL; on a page already showing a JupyterLab whose server
     exposes the app (:class:`lab_server.JupyterServer` does), it opens the notebook in that
     page instead, which saves loading JupyterLab again.  :meth:`close` closes it unsaved.
     """
 
-    def __init__(self, page: Any, server: Any, relative_path: str, workspace: str) -> None:
+    def __init__(
+        self, page: Any, server: Any, relative_path: str, workspace: str, ui: str | None = None
+    ) -> None:
         self.page = page
         self.server = server
         self.path = relative_path
         self.workspace = workspace
+        self.ui = ui or server.kind
         self.console: list[str] = []
         self.timings: dict[str, float] = {}  # seconds per phase, saved with the screenshots
         self.used_keys: list[str] = []  # the key (sequence) that moved each control
@@ -269,12 +293,15 @@ class NotebookPage:
 
     @property
     def url(self) -> str:
-        if self.server.kind == "lab":
+        if self.ui == "lab":
             return f"{self.server.url}lab/workspaces/{self.workspace}/tree/{self.path}"
         return f"{self.server.url}notebooks/{self.path}"
 
     def open(self, timeout_s: float = 60) -> None:
         """Show the notebook and wait until it is rendered and its kernel is idle."""
+        stopping = _stopping.pop((id(self.server), self.path), None)
+        if stopping is not None:
+            stopping.join()  # its last kernel, stopped by close(), must not be reused
         if self.page.evaluate("() => Boolean(window.jupyterapp)"):
             self.page.evaluate(
                 """(path) => {
@@ -306,7 +333,9 @@ class NotebookPage:
             }""",
             self.path,
         )
-        threading.Thread(target=self.server.shutdown_kernel_of, args=(self.path,)).start()
+        stopping = threading.Thread(target=self.server.shutdown_kernel_of, args=(self.path,))
+        stopping.start()
+        _stopping[id(self.server), self.path] = stopping
 
     def kernel_state(self) -> str | None:
         """The execution state the server reports for this notebook's kernel."""

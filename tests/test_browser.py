@@ -76,6 +76,7 @@ def relative(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """A headless Chromium context (skips, or fails under PPO_REQUIRE_BROWSER=1, without one)."""
     require_browser()
     with chromium_context() as context:
         yield context
@@ -83,38 +84,45 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def lab_server(browser: Any) -> Iterator[JupyterServer]:
+    """One JupyterLab server rooted at the repository; it serves Notebook 7's pages too."""
     with JupyterServer("lab", REPO_ROOT) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def lab_page(browser: Any, lab_server: JupyterServer) -> Iterator[Any]:
-    """One JupyterLab page for every notebook: each is opened in it and closed after."""
+    """One JupyterLab page: each notebook is opened in it and closed after, never reloaded."""
     page = browser.new_page()
     yield page
     page.close()
 
 
 def open_and_run_all(
-    browser: Any, server: JupyterServer, notebook: Path, shots: Path, page: Any = None
+    browser: Any,
+    server: JupyterServer,
+    notebook: Path,
+    shots: Path,
+    page: Any = None,
+    ui: str | None = None,
 ) -> NotebookPage:
-    """Open ``notebook`` (in ``page``, else a new page), Run All from the menu, wait.
+    """Open ``notebook`` (in ``page``, else a new page; in ``ui``), Run All from the menu, wait.
 
     Asserts every code cell executed and no error output appeared, and that the
     notebook file on disk is left untouched.  Returns the NotebookPage.
     """
     state_before = saved_state(notebook)
     page = page if page is not None else browser.new_page()
-    nb = NotebookPage(page, server, relative(notebook), workspace=f"test-{notebook.stem}")
+    nb = NotebookPage(page, server, relative(notebook), f"test-{notebook.stem}", ui)
     try:
         with nb.timed("open"):
             nb.open(OPEN_TIMEOUT_S)
         with nb.timed("run all"):
             nb.run_all_from_menu()
             prompts = nb.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
-        nb.screenshot(shots / "00_after_run_all.png")
-        nb.save_console(shots / "console.log")
         problems = nb.problems()
+        if problems:
+            nb.screenshot(shots / "00_after_run_all.png")
+            nb.save_console(shots / "console.log")
         assert not problems, f"{notebook.name} after Run All:\n" + "\n".join(problems)
         unexecuted = [i for i, p in enumerate(prompts) if not p[1:-2].isdigit()]
         assert prompts, f"{notebook.name}: no code cell found in {server.kind}"
@@ -303,26 +311,27 @@ def test_notebook_in_jupyterlab(
 
 
 @pytest.mark.timeout(RUN_ALL_TIMEOUT_S + OPEN_TIMEOUT_S + 60)
-def test_the_fixture_in_notebook7(browser: Any) -> None:
+def test_the_fixture_in_notebook7(browser: Any, lab_server: JupyterServer) -> None:
     """Notebook 7: Run All from the menu, no errors, the figure drawn, a slider redraws it.
 
-    Notebook 7 handles keydown in the capture phase, so its command-mode shortcut for
-    ArrowRight (collapse/expand headings) swallows the key before the slider sees it; End
-    and Home reach the slider, as the README tells readers.
+    The JupyterLab server serves Notebook 7's pages too.  Notebook 7 handles keydown in the
+    capture phase, so its command-mode shortcut for ArrowRight (collapse/expand headings)
+    swallows the key before the slider sees it; End and Home reach the slider, as the README
+    tells readers.
     """
     shots = output_dir("nb7-smoke")
-    with JupyterServer("notebook", REPO_ROOT) as server:
-        nb = open_and_run_all(browser, server, FIXTURE_NOTEBOOK, shots)
-        try:
-            failures = check_figures_drawn(nb, expectation_for(FIXTURE_NOTEBOOK), "nb7")
-            app = nb.page.locator(".ppo-app").first
-            control = nb.main_controls(app).first
-            failures += nb.move_control_changes_figure(
-                control, app, shots, control_name(control, 0), arrows_only=False
-            )
-            failures += nb.problems()
-            nb.screenshot(shots / "99_after_slider.png")
-            nb.save_timings(shots / "timings.txt")
-            assert not failures, "smoke.ipynb in Notebook 7:\n" + "\n".join(failures)
-        finally:
-            nb.page.close()
+    nb = open_and_run_all(browser, lab_server, FIXTURE_NOTEBOOK, shots, ui="notebook")
+    try:
+        failures = check_figures_drawn(nb, expectation_for(FIXTURE_NOTEBOOK), "nb7")
+        app = nb.page.locator(".ppo-app").first
+        control = nb.main_controls(app).first
+        failures += nb.move_control_changes_figure(
+            control, app, shots, control_name(control, 0), arrows_only=False
+        )
+        failures += nb.problems()
+        nb.screenshot(shots / "99_after_slider.png")
+        nb.save_timings(shots / "timings.txt")
+        assert not failures, "smoke.ipynb in Notebook 7:\n" + "\n".join(failures)
+    finally:
+        nb.close()
+        nb.page.close()
