@@ -241,6 +241,16 @@ def log_space_clip_loss(logp_new, logp_old, advantages, eps=0.2):
     return float(-np.mean(np.minimum(np.exp(log_ratio) * advantages, clipped * advantages)))
 
 
+@pytest.fixture
+def without_fork(monkeypatch):
+    """Checks on a system without fork: the calls run in a thread (the diagnosis is the same).
+
+    The tests that run hundreds of well-behaved functions use it to keep the suite quick; the
+    fork is tested below, with functions that misbehave.
+    """
+    monkeypatch.setattr(sandbox.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+
+
 # --------------------------------------------------------------------------
 # Right answers pass
 # --------------------------------------------------------------------------
@@ -333,7 +343,7 @@ WRONG_IMPLEMENTATIONS = [
     WRONG_IMPLEMENTATIONS,
     ids=[f"{k}-{c}" for k, c, _, _ in WRONG_IMPLEMENTATIONS],
 )
-def test_each_mistake_is_named_and_no_other(kind, code, mistakes, notes):
+def test_each_mistake_is_named_and_no_other(kind, code, mistakes, notes, without_fork):
     result = check(kind, LEARNERS[kind](code))
     assert (result.mistakes, result.note_keys) == (mistakes, notes), str(result)
     named = (result.findings or result.notes)[0]
@@ -387,7 +397,7 @@ NEW_MISTAKES = [
 @pytest.mark.parametrize(
     ("kind", "code", "partner"), NEW_MISTAKES, ids=[f"{k}-{c}+{p}" for k, c, p in NEW_MISTAKES]
 )
-def test_a_new_mistake_with_another_gets_both_named(kind, code, partner):
+def test_a_new_mistake_with_another_gets_both_named(kind, code, partner, without_fork):
     result = check(kind, LEARNERS[kind](code, partner))
     assert set(result.mistakes) == {KEY_OF.get(code, code), partner}, str(result)
     assert result.note_keys == ()
@@ -429,7 +439,7 @@ TAKES_EFFECT = {
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_visible_pair_of_mistakes_in_learner_code_is_named(kind):
+def test_every_visible_pair_of_mistakes_in_learner_code_is_named(kind, without_fork):
     wrong = []
     for first, second in itertools.combinations(CODE_VARIANTS[kind], 2):
         keys = {KEY_OF.get(first, first), KEY_OF.get(second, second)}
@@ -967,8 +977,7 @@ def test_outside_the_main_thread_a_function_is_stopped_too():
     assert "The checker stopped it" in result.findings[0].message
 
 
-def test_without_fork_the_wait_is_bounded_and_the_message_says_so(monkeypatch):
-    monkeypatch.setattr(sandbox.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+def test_without_fork_the_wait_is_bounded_and_the_message_says_so(without_fork):
     release = threading.Event()
 
     def waits(logp_new, logp_old, advantages, eps=0.2):
