@@ -94,8 +94,6 @@ def export_site(
     paths = [path.resolve() for path in export.notebook_paths(notebooks)]
     if not paths:
         raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
-    if not timeout_s > 0:
-        raise SetupError(f"--timeout must be a positive number of seconds, not {timeout_s}")
     prepare_output_dir(out_dir)
     mathjax_url = mathjax_url or copy_mathjax(out_dir)
     for path in paths:
@@ -125,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mathjax-url", help="a MathJax 2 script (default: the site's own)")
     args = parser.parse_args(argv)
     try:
+        if args.timeout < 1:  # nbclient would read 0 or less as "no limit"
+            raise SetupError(f"--timeout must be a positive number of seconds, not {args.timeout}")
         export_site(args.notebooks, args.out_dir, args.mathjax_url, args.timeout)
     except SetupError as error:
         message, status = f"error: {error}", EXIT_SETUP
