@@ -688,11 +688,11 @@ def test_a_placeholder_is_told_it_differs_not_given_mistakes(kind, function, val
     assert (result.mistakes, result.note_keys) == (("mismatch",), ()), str(result)
     batch, expected = _smallest_differing(kind, value)
     shown = f"an array of {exact(value)}s" if kind == "grad" else exact(value)
-    assert f"returns {shown} on every batch it answered" in result.findings[0].message
+    assert f"returns {shown} on every batch" in result.findings[0].message
     assert batch.lesson in result.findings[0].message
     evidence = result.findings[0].evidence
     assert evidence.startswith(f"On {batch.label}")
-    assert evidence.endswith(f"expected {rounded(expected)}, got {rounded(value)}.")
+    assert f"expected {rounded(expected)}, got {rounded(value)}." in evidence
 
 
 ECHOES = [

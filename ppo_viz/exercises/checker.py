@@ -209,64 +209,22 @@ def check_grad(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT
     return check("grad", function, time_limit_s=time_limit_s)
 
 
-@dataclass(frozen=True)
-class ExerciseSummary:
-    """Every check and concept question in one plain text (``str``) to paste to a teacher."""
+class ExerciseSummary(str):
+    """Every check and concept question in one plain text to paste to a teacher.
+
+    ``results`` holds the three :class:`CheckResult`; ``all_passed`` says whether every
+    exercise passed its core batches.  A notebook shows it as preformatted text.
+    """
 
     results: tuple[CheckResult, ...]
-    questions: tuple[ConceptQuestion, ...] = ()
 
     @property
     def all_passed(self) -> bool:
         """Whether every exercise passed its core batches."""
         return all(result.passed for result in self.results)
 
-    def lines(self) -> list[str]:
-        """The summary, line by line: a count, then each exercise and each question."""
-        passed = sum(result.passed for result in self.results)
-        lines = [
-            "PPO clipped loss: exercise summary",
-            f"Exercises passed (core batches): {passed} of {len(self.results)}",
-        ]
-        width = max(len(result.exercise) for result in self.results)
-        for r in self.results:
-            lines.append(f"  {r.exercise.ljust(width)}  {_core_status(r)}")
-            if r.implemented:
-                lines.append(f"  {''.ljust(width)}  {_robustness_status(r)}")
-        if self.questions:
-            right = sum(q.right_first_time for q in self.questions)
-            lines.append(
-                f"Concept questions right at the first try: {right} of {len(self.questions)}"
-            )
-            width = max(len(q.title) for q in self.questions)
-            lines.extend(f"  {q.title.ljust(width)}  {q.outcome}" for q in self.questions)
-        return lines
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-    __repr__ = __str__
-
     def _repr_html_(self) -> str:
         return str(page(tag("pre", str(self), classes="ppo-summary")))
-
-
-def _core_status(result: CheckResult) -> str:
-    if not result.implemented:
-        return result.status
-    if result.passed:
-        return f"core: passed (all {result.core_batches} batches match the reference)"
-    return "core: needs work: " + "; ".join(f.title for f in result.findings)
-
-
-def _robustness_status(result: CheckResult) -> str:
-    if result.notes:
-        return "going further: " + "; ".join(f.title for f in result.notes)
-    if result.matching_robustness == result.robustness_batches:
-        return f"robustness: all {result.robustness_batches} batches match"
-    if "timeout" in result.mistakes:
-        return "robustness: not checked (the check stopped at the time limit)"
-    return "robustness: nothing to note beyond the core findings"
 
 
 def exercise_summary(
@@ -291,4 +249,38 @@ def exercise_summary(
         )
     functions = zip(FUNCTION_NAMES, (loss, clip_fraction, grad), strict=True)
     results = tuple(check(kind, f, time_limit_s=time_limit_s) for kind, f in functions)
-    return ExerciseSummary(results, chosen)
+    width = max(len(r.exercise) for r in results)
+    lines = [
+        "PPO clipped loss: exercise summary",
+        f"Exercises passed (core batches): {sum(r.passed for r in results)} of {len(results)}",
+    ]
+    for r in results:
+        lines.append(f"  {r.exercise.ljust(width)}  {_core_status(r)}")
+        if r.implemented:
+            lines.append(f"  {''.ljust(width)}  {_robustness_status(r)}")
+    if chosen:
+        right = sum(q.right_first_time for q in chosen)
+        lines.append(f"Concept questions right at the first try: {right} of {len(chosen)}")
+        width = max(len(q.title) for q in chosen)
+        lines += [f"  {q.title.ljust(width)}  {q.outcome}" for q in chosen]
+    summary = ExerciseSummary("\n".join(lines))
+    summary.results = results
+    return summary
+
+
+def _core_status(result: CheckResult) -> str:
+    if not result.implemented:
+        return result.status
+    if result.passed:
+        return f"core: passed (all {result.core_batches} batches match the reference)"
+    return "core: needs work: " + "; ".join(f.title for f in result.findings)
+
+
+def _robustness_status(result: CheckResult) -> str:
+    if result.notes:
+        return "going further: " + "; ".join(f.title for f in result.notes)
+    if result.matching_robustness == result.robustness_batches:
+        return f"robustness: all {result.robustness_batches} batches match"
+    if "timeout" in result.mistakes:
+        return "robustness: not checked (the check stopped at the time limit)"
+    return "robustness: nothing to note beyond the core findings"

@@ -119,10 +119,7 @@ def _value_findings(
     """The findings about the values, and the mistakes that explain them (None if none do)."""
     if assumed is None or not answers:
         return [], assumed
-    constant = _constant(kind, answers)
-    if constant:
-        return constant, None
-    for extra in candidate_mistake_sets(kind, role):
+    for extra in () if _placeholder(kind, answers) else candidate_mistake_sets(kind, role):
         flags = assumed | extra
         if (len(extra) > 1 and len(answers) <= len(extra)) or not _explains(kind, answers, flags):
             continue  # k mistakes need more than k answers to show them: fewer fit anything
@@ -134,21 +131,11 @@ def _value_findings(
     return _mismatch(kind, answers, assumed), None
 
 
-def _constant(kind: Kind, answers: Sequence[Answer]) -> list[Finding]:
-    """``mismatch`` when every answer is one and the same value though the references differ."""
+def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
+    """Whether every answer is one and the same value, though the reference answers differ."""
     values = np.concatenate([got for _, got in answers])
     references = np.concatenate([np.atleast_1d(c.batch.answers[kind]) for c, _ in answers])
-    if len(answers) < 2 or not _all_equal(values) or _all_equal(references):
-        return []
-    call, got = min(((c, g) for c, g in answers if _differs(kind, c, g).any()), key=_size)
-    shown = f"an array of {exact(values[0])}s" if kind == "grad" else exact(values[0])
-    message = (
-        f"Your function returns {shown} on every batch it answered, whatever the inputs (a "
-        "placeholder?), and that differs from the reference. The smallest batch where it "
-        f"differs tests this: {call.batch.lesson}."
-    )
-    evidence = _evidence(kind, call, got, _first(_differs(kind, call, got)))
-    return [finding("mismatch", kind, message, evidence, call.batch)]
+    return len(answers) > 1 and _all_equal(values) and not _all_equal(references)
 
 
 def _all_equal(values: FloatArray) -> bool:
@@ -225,20 +212,24 @@ def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: frozenset[str]) ->
     if not failing:
         return []
     call, got = min(failing, key=_size)
-    b = call.batch
-    unexplained = (
-        "differ in a way the mistakes above do not explain"
-        if assumed
-        else "match none of the common mistakes this checker knows"
-    )
-    message = f"Your answers differ from the reference and {unexplained}. {_tests(b, 'smallest')}"
-    inputs = (
+    b, value = call.batch, answers[0][1][0]
+    if _placeholder(kind, answers):
+        shown = f"an array of {exact(value)}s" if kind == "grad" else exact(value)
+        message = f"Your function returns {shown} on every batch, whatever the inputs (a "
+        message += "placeholder?), and that differs from the reference."
+    else:
+        known = "in a way the mistakes above do not explain" if assumed else "and match none of"
+        message = f"Your answers differ from the reference {known}"
+        message += "" if assumed else " the common mistakes this checker knows"
+        message += "."
+    message += f" {_tests(b, 'smallest')}"
+    evidence = (
         f"{_evidence(kind, call, got, _first(_differs(kind, call, got)))} Inputs: logp_new = "
         f"{_numbers(b.logp_new)}, logp_old = {_numbers(b.logp_old)} (ratios "
         f"{_numbers(b.breakdown.ratio)}), advantages = {_numbers(b.advantages)}, "
         f"eps = {exact(b.eps)}."
     )
-    return [finding("mismatch", kind, message, inputs, b)]
+    return [finding("mismatch", kind, message, evidence, b)]
 
 
 def _evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:

@@ -151,8 +151,8 @@ def _favourable() -> ConceptQuestion:
     return ConceptQuestion(
         "favourable",
         "A = +2, r = 1.3",
-        "A sample has advantage A = +2 and its ratio is now r = 1.3 (eps = 0.2, a batch of "
-        "N = 1). Is it clipped, and what is d loss / d logp_new?",
+        "A sample has A = +2 and ratio r = 1.3 (eps = 0.2, a batch of N = 1). Is it clipped, and "
+        "what is d loss / d logp_new?",
         [
             Option("Clipped; the gradient is 0.", {"is_clipped": True, "grad": 0.0}),
             Option(
@@ -168,15 +168,13 @@ def _favourable() -> ConceptQuestion:
             Option(
                 "Not clipped; the gradient is -A = -2.",
                 {"is_clipped": False, "grad": -2.0},
-                "-A is the derivative with respect to r; with respect to logp_new it is -r*A. "
-                "And this sample is clipped anyway.",
+                "-A is the derivative with respect to r, and this sample is clipped anyway.",
             ),
         ],
         s,
-        f"With A > 0 the objective rewards making the action more likely, and r = 1.3 is past "
-        f"1 + eps = {rounded(s.upper)}. The min keeps the clipped term clip(r)*A = "
-        f"{rounded(s.clipped_term[0])}, a constant, so the gradient is {rounded(s.grad[0])}: no "
-        "further push from this sample.",
+        f"With A > 0 the objective rewards a likelier action, and r = 1.3 is past 1 + eps = "
+        f"{rounded(s.upper)}: the min keeps the constant clip(r)*A = {rounded(s.clipped_term[0])}, "
+        f"so the gradient is {rounded(s.grad[0])}. No further push from this sample.",
     )
 
 
@@ -185,8 +183,8 @@ def _wrong_way() -> ConceptQuestion:
     return ConceptQuestion(
         "wrong_way",
         "A = -1, r = 1.5",
-        "A sample has advantage A = -1 and its ratio is now r = 1.5 (eps = 0.2, N = 1). Is it "
-        "clipped, and what is d loss / d logp_new?",
+        "A sample has A = -1 and ratio r = 1.5 (eps = 0.2, N = 1). Is it clipped, and what is "
+        "d loss / d logp_new?",
         [
             Option(
                 "Clipped, since r is outside the band; the gradient is 0.",
@@ -206,30 +204,26 @@ def _wrong_way() -> ConceptQuestion:
             ),
         ],
         s,
-        "A < 0 means the action was worse than expected, yet r = 1.5 made it more likely: a move "
-        f"the unfavourable way. min(r*A, clip(r)*A) = min({rounded(s.unclipped_term[0])}, "
-        f"{rounded(s.clipped_term[0])}) = {rounded(s.objective_term[0])} is the unclipped term, "
-        f"so the gradient is -r*A/N = {rounded(s.grad[0])} > 0 and gradient descent lowers "
-        f"logp_new, pulling the sample back. For A < 0 only r < 1 - eps = {rounded(s.lower)} is "
-        "clipped.",
+        "A < 0, yet r = 1.5 made the action likelier: a move the unfavourable way. The min "
+        f"keeps r*A = {rounded(s.objective_term[0])} (clip(r)*A is {rounded(s.clipped_term[0])}), "
+        f"so the gradient -r*A/N = {rounded(s.grad[0])} > 0 lets gradient descent pull the sample "
+        f"back. For A < 0 only r < 1 - eps = {rounded(s.lower)} is clipped.",
     )
 
 
 def _edge() -> ConceptQuestion:
     s = _one_sample(1.2, 1.0)
     edge = next(b for b in BATTERY if b.name == "ratios exactly on the band's edges")
+    lands = "lands" if edge.breakdown.ratio[0] == 1.2 else "does not land"
     in_float64 = (
-        "In float64 the case is real: the checker's edge batch has log-probabilities whose ratio "
-        "numpy computes as exactly 1.2 here; another exp (math.exp, or numpy on another CPU) may "
-        "land one unit in the last place away, and the checker accepts either verdict there."
-        if edge.breakdown.ratio[0] == 1.2
-        else "In float64 it is hard to hit: numpy's exp here misses 1.2 by one unit in the last "
-        "place for the log-probabilities the checker tried, so it accepts either verdict there."
+        f"In float64 this case is real: numpy's exp here {lands} exactly on 1.2 for the "
+        "checker's edge batch. Another exp (math.exp, or another CPU's) may miss by one unit in "
+        "the last place, so the checker accepts either verdict there."
     )
     return ConceptQuestion(
         "edge",
         "A = +1, r = 1.2 exactly",
-        "A sample has A = +1 and its ratio is exactly on the edge: r = 1 + eps = 1.2 (eps = 0.2, "
+        "A sample has A = +1 and its ratio is exactly on the edge, r = 1 + eps = 1.2 (eps = 0.2, "
         "N = 1). Is it clipped, and what is its gradient?",
         [
             Option(
@@ -248,9 +242,9 @@ def _edge() -> ConceptQuestion:
         ],
         s,
         "The comparisons are strict: clipped means r > 1 + eps. On the edge both terms of the "
-        f"min are equal ({rounded(s.unclipped_term[0])}) and the sample keeps the gradient of "
-        f"r*A, -r*A/N = {rounded(s.grad[0])}, as PyTorch's autograd gives for the usual "
-        f"max(-A*r, -A*clip(r)). {in_float64}",
+        f"min are {rounded(s.unclipped_term[0])} and the sample keeps -r*A/N = "
+        f"{rounded(s.grad[0])}, as PyTorch's autograd gives for max(-A*r, -A*clip(r)). "
+        f"{in_float64}",
     )
 
 
@@ -283,10 +277,9 @@ def _overflow() -> ConceptQuestion:
             ),
         ],
         s,
-        "A sample with A = 0 is never clipped (clipping needs A > 0 or A < 0) and adds exactly "
-        f"{rounded(s.objective_term[0])} to the loss and to the gradient, even when r is inf. "
-        "IEEE arithmetic says inf * 0 is NaN, so code must not compute that product: multiply "
-        "only where A != 0.",
+        "A sample with A = 0 is never clipped and adds exactly "
+        f"{rounded(s.objective_term[0])} to the loss and the gradient, even when r is inf. In "
+        "IEEE arithmetic inf * 0 is NaN, so multiply only where A != 0.",
     )
 
 
@@ -310,12 +303,11 @@ def _fraction() -> ConceptQuestion:
             ),
         ],
         s,
-        "All four ratios are outside [0.8, 1.2], but only sample 0 (A > 0, r > 1.2) and sample 3 "
-        "(A < 0, r < 0.8) moved the favourable way, so only their gradients are switched off: "
-        f"{rounded(s.clip_fraction)}. Samples 1 and 2 keep r*A and their full gradient. "
-        "Stable-Baselines3, CleanRL, OpenAI Baselines and Spinning Up log mean(|r - 1| > eps) "
-        f"instead, which is {rounded(s.band_fraction)} here; TRL, verl and this project count "
-        f"{rounded(s.clip_fraction)}.",
+        "All four ratios are outside [0.8, 1.2], but only samples 0 (A > 0, r > 1.2) and 3 "
+        "(A < 0, r < 0.8) moved the favourable way and have their gradients switched off: "
+        f"{rounded(s.clip_fraction)}. Stable-Baselines3, CleanRL, OpenAI Baselines and Spinning "
+        f"Up log mean(|r - 1| > eps) instead, {rounded(s.band_fraction)} here; TRL, verl and "
+        "this project count the switched-off gradients.",
     )
 
 
@@ -358,13 +350,12 @@ def _why_min() -> ConceptQuestion:
         ],
         facts,
         f"The min is a pessimistic bound: of r*A = {rounded(s.unclipped_term[0])} and clip(r)*A "
-        f"= {rounded(s.clipped_term[0])} it keeps r*A, so the sample keeps its gradient -r*A/N = "
-        f"{rounded(facts['grad'])} and gradient descent raises logp_new back towards the band. "
-        f"With the clipped term alone its term is the constant clip(0.5)*A = "
-        f"{rounded(s.clipped_term[0])}, gradient {rounded(facts['clip_only_grad'])}: nothing "
-        "would pull back a sample that strayed the unfavourable way, however far it went. "
-        "Clipping switches the gradient off only for moves that would improve the objective "
-        "beyond the band; thanks to the min, moves that make it worse keep their full gradient.",
+        f"= {rounded(s.clipped_term[0])} it keeps r*A, whose gradient -r*A/N = "
+        f"{rounded(facts['grad'])} lets gradient descent raise logp_new back towards the band. "
+        f"The clipped term alone is the constant clip(0.5)*A = {rounded(s.clipped_term[0])}, "
+        f"gradient {rounded(facts['clip_only_grad'])}: nothing would pull back a sample that "
+        "strayed the unfavourable way. Clipping switches the gradient off only for moves that "
+        "would improve the objective beyond the band; moves that make it worse keep it.",
     )
 
 
@@ -411,14 +402,13 @@ def _first_update() -> ConceptQuestion:
             ),
         ],
         facts,
-        "Before the first update logp_new = logp_old, so every ratio is exactly 1: inside the "
-        "band for every eps (and not clipped even at eps = 0, the comparisons being strict). "
-        f"The clip fraction is {rounded(fresh.clip_fraction)} and each gradient entry is "
-        f"-r*A/N = -A/N, {pg} here: the gradient of -(1/N) * sum_t A_t * log pi(a_t | s_t), the "
-        "ordinary policy-gradient loss, since the ratio's gradient is r times that of log pi and "
-        "r = 1. Only that first update starts at r = 1 (with minibatches, only the first "
-        "minibatch's): afterwards the gradient is the importance-weighted -r*A/N inside the band "
-        f"and 0 for clipped samples, e.g. {moved_grad} at the worked example's ratios.",
+        "Before the first update logp_new = logp_old, so every ratio is exactly 1, inside the "
+        f"band for every eps: the clip fraction is {rounded(fresh.clip_fraction)} and each "
+        f"gradient entry is -r*A/N = -A/N, {pg} here. That is the gradient of the ordinary "
+        "policy-gradient loss, since the ratio's gradient is r times that of log pi and r = 1. "
+        "Only the first update (with minibatches, the first minibatch's) starts at r = 1: "
+        "afterwards the gradient is the importance-weighted -r*A/N inside the band and 0 for "
+        f"clipped samples, e.g. {moved_grad} at the worked example's ratios.",
     )
 
 
@@ -484,15 +474,12 @@ def _epochs() -> ConceptQuestion:
             ),
         ],
         {"final_ratio": final, "moves_in_last_epoch": moved_last},
-        f"Epoch by epoch r_0 goes {trail}, and stays there. The step of epoch {crossing + 1} "
-        f"was computed inside the band (r_0 = {rounded(before)}) and overshot the edge to "
-        f"{rounded(r0[crossing])}. From then on sample 0's gradient is 0, yet θ still moves: "
-        f"sample 1 is inside the band (r_1 = {rounded(r1[crossing])}) and its gradient pushes θ "
-        f"up, and r_0 with it, to {rounded(final)}. Only when r_1 passes 1.2 too "
-        f"({rounded(r1[-1])}) does every gradient vanish. Clipping takes away the incentive to "
-        "move a sample further, but it is no wall: a step computed inside the band can jump past "
-        "its edge, and parameters shared with samples still inside keep moving it. That is why "
-        "the band is a soft trust region, and why some codes also watch an approximate KL "
-        "between the old and the new policy and stop the updates on a batch early (Spinning Up "
-        "by default; Stable-Baselines3 and CleanRL only when target_kl is set).",
+        f"Epoch by epoch r_0 goes {trail}, and stays there. The step of epoch {crossing + 1}, "
+        f"computed inside the band (r_0 = {rounded(before)}), overshot the edge. Then sample 0's "
+        f"gradient is 0, yet sample 1 is still inside (r_1 = {rounded(r1[crossing])}) and its "
+        f"gradient pushes θ, and r_0 with it, to {rounded(final)}; only when r_1 passes 1.2 too "
+        f"({rounded(r1[-1])}) does every gradient vanish. Clipping removes the incentive, but "
+        "it is no wall: the band is a soft trust region, and some codes also watch an "
+        "approximate KL between the old and the new policy and stop the epochs early (Spinning "
+        "Up by default; Stable-Baselines3 and CleanRL when target_kl is set).",
     )

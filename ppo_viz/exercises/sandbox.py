@@ -190,7 +190,7 @@ def _in_a_thread(
 
 def _call(function: Callable[..., Any], kind: Kind, batch: CheckBatch) -> dict[str, Any]:
     """One call on fresh copies of the batch's arrays: the fields of its :class:`Call`."""
-    inputs, output, fields = batch.inputs(), _KeptOutput(), {}
+    inputs, output, fields = batch.inputs(), io.StringIO(), {}
     guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
     with redirect_stdout(output), redirect_stderr(output), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -219,7 +219,7 @@ def _call(function: Callable[..., Any], kind: Kind, batch: CheckBatch) -> dict[s
             if vars(module).get(name, _MISSING) is not value:
                 vars(module)[name] = value
                 patched.append(f"{module.__name__}.{name}")
-    printed = {"printed": output.kept, "printed_total": output.total}
+    printed = {"printed": output.getvalue()[:OUTPUT_LIMIT], "printed_total": output.tell()}
     return {**fields, **printed, "patched": tuple(sorted(patched))}
 
 
@@ -255,22 +255,6 @@ def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
         return "an integer too large for float64 (whose largest value is about 1.8e308)"
     except BaseException as error:  # a learner's object may break any conversion
         return f"a {type(value).__name__} the checker cannot read ({_str(error)[:80]})"
-
-
-class _KeptOutput(io.TextIOBase):
-    """A text stream that keeps the first :data:`OUTPUT_LIMIT` characters and counts all."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.kept, self.total = "", 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self.kept += str(text)[: max(OUTPUT_LIMIT - len(self.kept), 0)]
-        self.total += len(text)
-        return len(text)
 
 
 def _str(value: object) -> str:
