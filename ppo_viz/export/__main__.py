@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 
 from ppo_viz import export
+from ppo_viz.export import DEFAULT_TIMEOUT_S
 
 TEMPLATE = Path(__file__).with_name("page.html.j2")
 SITE_TITLE = "PPO's clipped surrogate: notebooks"
@@ -80,7 +81,7 @@ def export_site(
     notebooks: Path,
     out_dir: Path,
     mathjax_url: str | None = None,
-    timeout_s: float = export.DEFAULT_TIMEOUT_S,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Export every ``NN_*.ipynb`` in ``notebooks`` and an index into ``out_dir``.
 
@@ -117,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m ppo_viz.export",
         description="Run every notebook; write static HTML pages, PNG figures and an index.",
     )
-    parser.add_argument("out_dir", nargs="?", default="build/site", type=Path)
-    parser.add_argument("--notebooks", type=Path, default=Path("notebooks"))
-    parser.add_argument("--timeout", type=int, default=export.DEFAULT_TIMEOUT_S, help="per cell, s")
+    parser.add_argument("out_dir", nargs="?", default="build/site", help="default: %(default)s")
+    parser.add_argument("--notebooks", default="notebooks", help="default: %(default)s")
+    parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="%(default)s s")
     parser.add_argument("--mathjax-url", help="a MathJax 2 script (default: the site's own)")
     args = parser.parse_args(argv)
     try:
