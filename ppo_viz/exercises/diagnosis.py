@@ -217,11 +217,12 @@ def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: frozenset[str]) ->
         shown = f"an array of {exact(value)}s" if kind == "grad" else exact(value)
         message = f"Your function returns {shown} on every batch, whatever the inputs (a "
         message += "placeholder?), and that differs from the reference."
+    elif assumed:
+        message = "Your answers differ from the reference in a way the mistakes above do not "
+        message += "explain."
     else:
-        known = "in a way the mistakes above do not explain" if assumed else "and match none of"
-        message = f"Your answers differ from the reference {known}"
-        message += "" if assumed else " the common mistakes this checker knows"
-        message += "."
+        message = "Your answers differ from the reference and match none of the common mistakes "
+        message += "this checker knows."
     message += f" {_tests(b, 'smallest')}"
     evidence = (
         f"{_evidence(kind, call, got, _first(_differs(kind, call, got)))} Inputs: logp_new = "
@@ -270,17 +271,19 @@ def _timeout(kind: Kind, call: Call, calls: Sequence[Call], limit_s: float) -> F
     skipped = sum(c.skipped for c in calls)
     sentences = [
         f"On {call.batch.label} your function did not return within {exact(limit_s)} s, the "
-        "checker's time limit for one call.",
-        "The checker stopped it" + (f" ({call.where})." if call.where else ".")
-        if call.stopped
-        else "The checker cannot stop it here (this system cannot run it in a separate "
-        "process): it is still running in the background and keeps a CPU core busy until you "
-        "restart the kernel (Kernel > Restart Kernel).",
+        "checker's time limit for one call."
     ]
-    if skipped:
+    if call.stopped:
+        sentences.append("The checker stopped it" + (f" ({call.where})." if call.where else "."))
+    else:
         sentences.append(
-            f"It was not called on the {skipped} batch{'es' * (skipped > 1)} after that one."
+            "The checker cannot stop it here (this system cannot run it in a separate process): "
+            "it is still running in the background and keeps a CPU core busy until you restart "
+            "the kernel (Kernel > Restart Kernel)."
         )
+    if skipped:
+        batches = "batch" if skipped == 1 else "batches"
+        sentences.append(f"It was not called on the {skipped} {batches} after that one.")
     sentences.append(
         "Look for a loop whose condition never changes, a sleep, or work that grows much faster "
         f"than N. {_tests(call.batch)}"

@@ -146,32 +146,48 @@ def _one_sample(ratio: float, advantage: float) -> Any:
     return reference.ratio_sweep([ratio], advantage, 0.2)
 
 
-def _favourable() -> ConceptQuestion:
-    s = _one_sample(1.3, 2.0)
+def _sample_question(key: str, s: Any, exactly: str, explanation: str) -> ConceptQuestion:
+    """Is the one sample of ``s`` clipped, and what is its gradient? Four candidate answers."""
+    r, a, kept = float(s.ratio[0]), float(s.advantages[0]), float(s.clipped_term[0])
     return ConceptQuestion(
-        "favourable",
-        "A = +2, r = 1.3",
-        "A sample has A = +2 and ratio r = 1.3 (eps = 0.2, a batch of N = 1). Is it clipped, and "
-        "what is d loss / d logp_new?",
+        key,
+        f"A = {a:+g}, r = {r:g}{exactly}",
+        f"A sample has A = {a:+g} and ratio r = {r:g}{exactly} (eps = 0.2, a batch of N = 1). Is "
+        "it clipped, and what is d loss / d logp_new?",
         [
-            Option("Clipped; the gradient is 0.", {"is_clipped": True, "grad": 0.0}),
             Option(
-                "Not clipped; the gradient is -r*A = -2.6.",
-                {"is_clipped": False, "grad": -2.6},
-                "r*A = 2.6 is larger than clip(r)*A = 2.4, so the min does not keep it.",
+                "Clipped; the gradient is 0.",
+                {"is_clipped": True, "grad": 0.0},
+                "Only a move the favourable way beyond the band is clipped, strictly: A > 0 with "
+                "r > 1 + eps, or A < 0 with r < 1 - eps.",
             ),
             Option(
-                "Clipped; the gradient is -(1 + eps)*A = -2.4.",
-                {"is_clipped": True, "grad": -2.4},
-                "(1 + eps)*A is a constant: it does not change when logp_new does.",
+                f"Not clipped; the gradient is -r*A = {rounded(-r * a)}.",
+                {"is_clipped": False, "grad": -r * a},
+                "Past the band the min keeps clip(r)*A, a constant: its gradient is 0.",
             ),
             Option(
-                "Not clipped; the gradient is -A = -2.",
-                {"is_clipped": False, "grad": -2.0},
-                "-A is the derivative with respect to r, and this sample is clipped anyway.",
+                f"Not clipped; the gradient is -A = {rounded(-a)}.",
+                {"is_clipped": False, "grad": -a},
+                "-A is the derivative with respect to r; dr/dlogp_new = r adds the factor r.",
+            ),
+            Option(
+                f"Clipped; the gradient is -clip(r)*A = {rounded(-kept)}.",
+                {"is_clipped": True, "grad": -kept},
+                "clip(r)*A is what a clipped sample keeps: a constant, whose gradient is 0.",
             ),
         ],
         s,
+        explanation,
+    )
+
+
+def _favourable() -> ConceptQuestion:
+    s = _one_sample(1.3, 2.0)
+    return _sample_question(
+        "favourable",
+        s,
+        "",
         f"With A > 0 the objective rewards a likelier action, and r = 1.3 is past 1 + eps = "
         f"{rounded(s.upper)}: the min keeps the constant clip(r)*A = {rounded(s.clipped_term[0])}, "
         f"so the gradient is {rounded(s.grad[0])}. No further push from this sample.",
@@ -180,30 +196,10 @@ def _favourable() -> ConceptQuestion:
 
 def _wrong_way() -> ConceptQuestion:
     s = _one_sample(1.5, -1.0)
-    return ConceptQuestion(
+    return _sample_question(
         "wrong_way",
-        "A = -1, r = 1.5",
-        "A sample has A = -1 and ratio r = 1.5 (eps = 0.2, N = 1). Is it clipped, and what is "
-        "d loss / d logp_new?",
-        [
-            Option(
-                "Clipped, since r is outside the band; the gradient is 0.",
-                {"is_clipped": True, "grad": 0.0},
-                "Being outside the band is not enough: the direction matters.",
-            ),
-            Option("Not clipped; the gradient is -r*A = 1.5.", {"is_clipped": False, "grad": 1.5}),
-            Option(
-                "Not clipped; the gradient is -A = 1.",
-                {"is_clipped": False, "grad": 1.0},
-                "dr/dlogp_new = r, so the gradient carries the factor r = 1.5.",
-            ),
-            Option(
-                "Clipped; the gradient is -(1 + eps)*A = 1.2.",
-                {"is_clipped": True, "grad": 1.2},
-                "A clipped sample has gradient 0, and this one is not clipped.",
-            ),
-        ],
         s,
+        "",
         "A < 0, yet r = 1.5 made the action likelier: a move the unfavourable way. The min "
         f"keeps r*A = {rounded(s.objective_term[0])} (clip(r)*A is {rounded(s.clipped_term[0])}), "
         f"so the gradient -r*A/N = {rounded(s.grad[0])} > 0 lets gradient descent pull the sample "
@@ -215,36 +211,16 @@ def _edge() -> ConceptQuestion:
     s = _one_sample(1.2, 1.0)
     edge = next(b for b in BATTERY if b.name == "ratios exactly on the band's edges")
     lands = "lands" if edge.breakdown.ratio[0] == 1.2 else "does not land"
-    in_float64 = (
-        f"In float64 this case is real: numpy's exp here {lands} exactly on 1.2 for the "
-        "checker's edge batch. Another exp (math.exp, or another CPU's) may miss by one unit in "
-        "the last place, so the checker accepts either verdict there."
-    )
-    return ConceptQuestion(
+    return _sample_question(
         "edge",
-        "A = +1, r = 1.2 exactly",
-        "A sample has A = +1 and its ratio is exactly on the edge, r = 1 + eps = 1.2 (eps = 0.2, "
-        "N = 1). Is it clipped, and what is its gradient?",
-        [
-            Option(
-                "Clipped; the gradient is 0.",
-                {"is_clipped": True, "grad": 0.0},
-                "Clipping needs r > 1 + eps, strictly.",
-            ),
-            Option(
-                "Not clipped; the gradient is -r*A = -1.2.", {"is_clipped": False, "grad": -1.2}
-            ),
-            Option(
-                "Not clipped; the gradient is -A = -1.",
-                {"is_clipped": False, "grad": -1.0},
-                "dr/dlogp_new = r, so the gradient carries the factor r = 1.2.",
-            ),
-        ],
         s,
-        "The comparisons are strict: clipped means r > 1 + eps. On the edge both terms of the "
-        f"min are {rounded(s.unclipped_term[0])} and the sample keeps -r*A/N = "
-        f"{rounded(s.grad[0])}, as PyTorch's autograd gives for max(-A*r, -A*clip(r)). "
-        f"{in_float64}",
+        " exactly",
+        "It is exactly on the edge, and the comparisons are strict: clipped means r > 1 + eps. "
+        f"Both terms of the min are {rounded(s.unclipped_term[0])} and the sample keeps -r*A/N = "
+        f"{rounded(s.grad[0])}, as PyTorch's autograd gives for max(-A*r, -A*clip(r)). In float64 "
+        f"the case is real: numpy's exp here {lands} exactly on 1.2 for the checker's edge batch; "
+        "another exp (math.exp, or another CPU's) may miss by one unit in the last place, so the "
+        "checker accepts either verdict there.",
     )
 
 
