@@ -301,7 +301,8 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
             with np.errstate(all="ignore"):
                 full = (-b.advantages if "minus_A" in flags else -b.unclipped_term) / b.n + 0.0
             full[nan] = math.nan
-            free = clipped if "grad_on_clipped" in flags else None
+            if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
+                free = clipped if free is None else free | clipped
             values.append(full if free is not None else np.where(clipped, 0.0, full))
     if not values:
         return None
