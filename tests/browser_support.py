@@ -530,6 +530,7 @@ class NotebookPage:
             ]
         self.used_keys.append(move)
         pixels_after = self.wait_for_change(lambda: self.figure_pixels(scope), pixels_before)
+        self.page.wait_for_timeout(100)  # the page lays out the new readout: let it settle
         scope.screenshot(path=str(shots / f"control_{name}_{move}.png"))
         failures = []
         if [p["hash"] for p in pixels_after] == [p["hash"] for p in pixels_before]:

@@ -243,6 +243,40 @@ def check_steppers(nb: NotebookPage, shots: Path) -> list[str]:
     return failures
 
 
+#: Typed into the fixture: the kernel's own picture of the app's figure, summed up as
+#: ``CANVAS_PIXELS`` sums up the page's canvas (pixels unlike the top-left one, FNV-1a hash).
+KERNEL_PIXELS = (
+    "import functools, numpy as np; "
+    "words = np.asarray(app.canvas.buffer_rgba()).view(np.uint32).ravel(); "
+    "print('kernel pixels', int((words != words[0]).sum()), functools.reduce("
+    "lambda h, word: ((h ^ word) * 16777619) & 0xFFFFFFFF, words.tolist(), 2166136261))"
+)
+
+
+def run_typed_cell(nb: NotebookPage, line: str) -> None:
+    """Type ``line`` into a new cell at the end of the notebook and run it (never saved)."""
+    page = nb.page
+    page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-InputArea-prompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")  # insert a cell below, in command mode
+    page.keyboard.press("Enter")  # edit it
+    page.keyboard.type(line)
+    page.keyboard.press("Shift+Enter")
+
+
+def check_page_shows_the_kernels_figure(nb: NotebookPage) -> None:
+    """On the fixture, after the controls moved: the canvas equals the kernel's figure, pixel
+    for pixel (so no frame was lost or garbled between matplotlib's blit and the page)."""
+    run_typed_cell(nb, KERNEL_PIXELS)
+    output = nb.page.locator(".jp-OutputArea-output", has_text="kernel pixels").last
+    output.wait_for(timeout=15_000)
+    _, _, inked, pixel_hash = output.inner_text().split()
+    [shown] = nb.figure_pixels(nb.page.locator(".ppo-app").first)
+    assert (shown["inked"], shown["hash"]) == (int(inked), int(pixel_hash)), (
+        f"the page's canvas {shown} is not the kernel's figure ({inked} pixels, hash {pixel_hash})"
+    )
+
+
 def check_harness_sees_problems(nb: NotebookPage, shots: Path) -> None:
     """Self-check on the fixture: a cell that raises, a still figure and a blank canvas are seen.
 
@@ -258,12 +292,7 @@ def check_harness_sees_problems(nb: NotebookPage, shots: Path) -> None:
         f" return ({CANVAS_PIXELS})(box); }}"
     )
     assert blank_figures(blank) == [0], f"a blank canvas was not seen as blank: {blank}"
-    page.locator(".jp-Notebook .jp-Cell").last.locator(".jp-InputArea-prompt").click()
-    page.keyboard.press("Escape")
-    page.keyboard.press("b")  # insert a cell below, in command mode
-    page.keyboard.press("Enter")  # edit it
-    page.keyboard.type("raise ValueError('harness self-check')")
-    page.keyboard.press("Shift+Enter")
+    run_typed_cell(nb, "raise ValueError('harness self-check')")
     nb.wait_for_change(nb.problems, [], 15)
     nb.screenshot(shots / "98_self_check_error.png")
     problems = nb.problems()
@@ -304,6 +333,7 @@ def test_notebook_in_jupyterlab(
         nb.save_timings(shots / "timings.txt")
         assert not failures, f"{notebook.name} in JupyterLab:\n" + "\n".join(failures)
         if notebook == FIXTURE_NOTEBOOK:
+            check_page_shows_the_kernels_figure(nb)
             check_harness_sees_problems(nb, shots)
             assert saved_state(notebook) == state_before, f"{notebook.name} was saved"
     finally:
