@@ -379,16 +379,18 @@ class NotebookPage:
             for text in self.page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
         ]
 
-    def wait_until_all_executed(self, timeout_s: float) -> list[str]:
-        """Wait until every code cell shows an execution count and the kernel is idle."""
+    def wait_until_all_executed(self, timeout_s: float, settle_s: float = 0.5) -> list[str]:
+        """Wait until every code cell shows an execution count and the kernel is idle.
+
+        Then ``settle_s`` more: widgets render asynchronously after the kernel replies.
+        """
         deadline = time.monotonic() + timeout_s
         prompts = self.prompts()
         while time.monotonic() < deadline:
             prompts = self.prompts()
             done = prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts)
             if done and self.kernel_state() == "idle" and self.ui_status() in (None, "idle"):
-                # Widgets render asynchronously after the kernel replies: let them settle.
-                self.page.wait_for_timeout(500)
+                self.page.wait_for_timeout(settle_s * 1000)
                 return prompts
             if self.problems():
                 break  # an error stops Run All; report it instead of waiting
@@ -508,7 +510,8 @@ class NotebookPage:
         A slider: focus its handle, press ArrowRight (ArrowLeft if already at the maximum;
         with ``arrows_only=False`` then End and Home too); a number field: ArrowUp and Enter
         (or ArrowDown); a checkbox: Space.  The value must change, and so must the pixels of a
-        ``.ppo-figure`` canvas in ``scope`` (the control's app), which must stay drawn.
+        ``.ppo-figure`` canvas in ``scope`` (the control's app), which must stay drawn.  A
+        screenshot of ``scope`` goes to ``shots`` when it did not.
         """
         kind = self.control_kind(control)
         if kind == "other":
@@ -530,8 +533,6 @@ class NotebookPage:
             ]
         self.used_keys.append(move)
         pixels_after = self.wait_for_change(lambda: self.figure_pixels(scope), pixels_before)
-        self.page.wait_for_timeout(100)  # the page lays out the new readout: let it settle
-        scope.screenshot(path=str(shots / f"control_{name}_{move}.png"))
         failures = []
         if [p["hash"] for p in pixels_after] == [p["hash"] for p in pixels_before]:
             failures.append(
@@ -540,6 +541,8 @@ class NotebookPage:
             )
         if blank_figures(pixels_after):
             failures.append(f"{name}: the figure is blank after moving the control")
+        if failures:  # a picture of what went wrong (the page shows the rest at the end)
+            scope.screenshot(path=str(shots / f"control_{name}_{move}.png"))
         return failures
 
     def screenshot(self, path: Path) -> None:

@@ -104,11 +104,14 @@ def open_and_run_all(
     shots: Path,
     page: Any = None,
     ui: str | None = None,
+    settle_s: float = 0.5,
 ) -> NotebookPage:
     """Open ``notebook`` (in ``page``, else a new page; in ``ui``), Run All from the menu, wait.
 
     Asserts every code cell executed and no error output appeared, and that the
-    notebook file on disk is left untouched.  Returns the NotebookPage.
+    notebook file on disk is left untouched.  ``settle_s``: how long to let widgets render
+    after the kernel went idle (a caller that checks the page again later needs none).
+    Returns the NotebookPage.
     """
     state_before = saved_state(notebook)
     page = page if page is not None else browser.new_page()
@@ -118,7 +121,7 @@ def open_and_run_all(
             nb.open(OPEN_TIMEOUT_S)
         with nb.timed("run all"):
             nb.run_all_from_menu()
-            prompts = nb.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
+            prompts = nb.wait_until_all_executed(RUN_ALL_TIMEOUT_S, settle_s)
         problems = nb.problems()
         if problems:
             nb.screenshot(shots / "00_after_run_all.png")
@@ -319,7 +322,8 @@ def test_notebook_in_jupyterlab(
     shots = output_dir(f"lab-{notebook.stem}")
     expectation = expectation_for(notebook)
     state_before = saved_state(notebook)
-    nb = open_and_run_all(browser, lab_server, notebook, shots, page=lab_page)
+    # No settling wait: the figures are waited for, and problems looked for again at the end.
+    nb = open_and_run_all(browser, lab_server, notebook, shots, page=lab_page, settle_s=0)
     try:
         failures = check_controls(nb, expectation, notebook.name)
         failures += check_figures_drawn(nb, expectation, notebook.name)
