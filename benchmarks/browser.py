@@ -32,26 +32,27 @@ both alike.  The tables are in :mod:`benchmarks.browser_tables`.
 
 from __future__ import annotations
 
-import json
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.feel import (
+    BrowserRun,
+    ControlFeel,
+    drag_from_records,
+    kernel_records,
+    step_from_records,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
 PAGE_PROBE = Path(__file__).with_name("page_probe.js")
-
-#: Targets from issue 16, on a quiet 2-core machine.
-STEP_TARGET_S = 0.100
-DRAG_FPS_TARGET = 12.0
-SETTLE_TARGET_S = 0.150
 
 #: Mouse moves per second while dragging, like a mouse read at a display's 60 Hz.
 MOVES_PER_SECOND = 60
@@ -77,104 +78,6 @@ class Settings:
     @classmethod
     def quick(cls) -> Settings:
         return cls(steps=2, drag_seconds=0.5)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One key press: its latency and where the time went (seconds; None where unknown).
-
-    ``to_kernel``: from the key press to the kernel starting on the message;
-    ``app``: from there to the start of the render (the app's own work: its
-    computation, the artists' data, the readouts); ``draw`` and ``encode``: the
-    render, drawing and encoding the PNG; ``to_page``: from the PNG to the new
-    picture arriving in the page; ``decode``: from there to the picture decoded
-    and (ipympl) drawn on the figure's canvas.  They add up to the latency.
-    ``kernel_cpu``: the CPU time the kernel spent on it all (less than ``app +
-    draw + encode`` when other processes had the cores); ``moving``: how many
-    artists the render redrew.
-    """
-
-    latency: float
-    to_kernel: float | None = None
-    app: float | None = None
-    draw: float | None = None
-    encode: float | None = None
-    to_page: float | None = None
-    decode: float | None = None
-    kernel_cpu: float | None = None
-    png_bytes: int = 0
-    moving: int = 0
-    full_draws: int = 0
-
-
-@dataclass(frozen=True)
-class Drag:
-    """One drag over half the track: what was shown while the mouse moved, and after.
-
-    ``values``: the distinct values the slider's readout showed meanwhile;
-    ``kernel_messages`` / ``kernel_renders``: the new values the kernel received
-    and the figures it rendered meanwhile, ``render`` the median seconds of one;
-    ``kernel_busy`` / ``page_busy``: the share of the drag the kernel, and the
-    page's main thread, were busy (None where unknown).
-    """
-
-    seconds: float
-    frames: int
-    frames_after: int
-    values: int
-    kernel_messages: int
-    kernel_renders: int
-    kernel_busy: float
-    settle: float
-    render: float | None = None
-    page_busy: float | None = None
-
-    @property
-    def fps(self) -> float:
-        return self.frames / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def every_value_shown(self) -> bool:
-        return self.frames + self.frames_after >= self.values
-
-    @property
-    def met(self) -> bool:
-        """At least the target rate, or a frame for every value the handle passed."""
-        return self.fps >= DRAG_FPS_TARGET or self.every_value_shown
-
-
-@dataclass
-class ControlFeel:
-    """One main control of one notebook, as measured in the browser."""
-
-    notebook: str
-    control: str
-    kind: str
-    steps: list[Step] = field(default_factory=list)
-    drag: Drag | None = None
-    problem: str = ""
-
-    @property
-    def median(self) -> float:
-        return statistics.median(step.latency for step in self.steps)
-
-    def median_of(self, part: str) -> float | None:
-        """The median of one part of the steps' split (None if never known)."""
-        known = [getattr(step, part) for step in self.steps if getattr(step, part) is not None]
-        return statistics.median(known) if known else None
-
-
-@dataclass
-class BrowserRun:
-    """What the browser benchmark measured on one side (this checkout, or a revision)."""
-
-    controls: list[ControlFeel] = field(default_factory=list)
-    skipped: str = ""
-    notebooks: list[str] = field(default_factory=list)
-    #: Lines for the report (e.g. the load average around the measurement).
-    notes: list[str] = field(default_factory=list)
-    #: Which code was measured: "now" (this checkout) or "at <revision>".
-    label: str = "now"
 
 
 @dataclass(frozen=True)
@@ -481,90 +384,3 @@ class _MainThreadClock:
         worked = self._task_seconds() - self.began
         self.session.detach()
         return worked / seconds
-
-
-# -- from the page's records and the kernel's to numbers ---------------------------------------
-
-
-def kernel_records(log: Path, feel: dict[str, Any]) -> list[dict[str, Any]]:
-    """The kernel probe's records that started within the page's records (epoch seconds)."""
-    times = [event["t"] for event in feel["inputs"]]
-    times += [frame["decoded"] or frame["t"] for frame in feel["frames"]]
-    if not times or not log.exists():
-        return []
-    start, end = min(times) / 1000, max(times) / 1000
-    records = []
-    for line in log.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line being written right now
-        if start <= record["start"] <= end:
-            records.append(record)
-    return records
-
-
-def step_from_records(feel: dict[str, Any], records: list[dict[str, Any]]) -> Step:
-    """One step's latency and its split, from the page's records and the kernel probe's.
-
-    The press is the step's first key down (a number field's ArrowUp, before
-    its Enter); the kernel's part runs from the first message it handled after
-    the press to the render that made the frame shown first.
-    """
-    first = min((frame for frame in feel["frames"] if frame["shown"]), key=lambda f: f["decoded"])
-    pressed = min(event["t"] for event in feel["inputs"] if event["type"] == "keydown") / 1000
-    appeared, decoded = first["t"] / 1000, first["decoded"] / 1000
-    latency = decoded - pressed
-    messages = [r for r in records if r["kind"] == "message" and r["start"] >= pressed]
-    renders = [r for r in records if r["kind"] == "render" and r["end"] <= appeared]
-    if not messages or not renders:
-        return Step(latency)
-    message, render = messages[0], renders[-1]
-    within = render["start"] < message["end"]  # rendered while handling the message
-    encode = render.get("encode", 0.0)
-    return Step(
-        latency=latency,
-        to_kernel=message["start"] - pressed,
-        app=render["start"] - message["start"],
-        draw=render["end"] - render["start"] - encode,
-        encode=encode,
-        to_page=appeared - render["end"],
-        decode=decoded - appeared,
-        kernel_cpu=message["cpu"] + (0.0 if within else render["cpu"]),
-        png_bytes=int(render.get("png_bytes", 0)),
-        moving=int(render.get("moving", 0)),
-        full_draws=int(render.get("full_draws", 0)),
-    )
-
-
-def drag_from_records(
-    feel: dict[str, Any], records: list[dict[str, Any]], page_busy: float | None = None
-) -> Drag:
-    """A drag's frames, values and settle (the page's records) and its kernel side (the probe's)."""
-    down = min(e["t"] for e in feel["inputs"] if e["type"] == "mousedown") / 1000
-    up = max(e["t"] for e in feel["inputs"] if e["type"] == "mouseup") / 1000
-    shown = [frame["decoded"] / 1000 for frame in feel["frames"] if frame["shown"]]
-    during = [r for r in records if down <= r["start"] <= up]
-    renders = [r["end"] - r["start"] for r in during if r["kind"] == "render"]
-    return Drag(
-        seconds=up - down,
-        frames=sum(down < t <= up for t in shown),
-        frames_after=sum(t > up for t in shown),
-        values=len({v["value"] for v in feel["values"] if down <= v["t"] / 1000 <= up}),
-        kernel_messages=sum(r["kind"] == "message" and bool(r["state"]) for r in during),
-        kernel_renders=sum(r["kind"] == "render" for r in during),
-        kernel_busy=covered([(r["start"], min(r["end"], up)) for r in during]) / (up - down),
-        settle=max(0.0, max(shown, default=up) - up),
-        render=statistics.median(renders) if renders else None,
-        page_busy=page_busy,
-    )
-
-
-def covered(intervals: list[tuple[float, float]]) -> float:
-    """The total length of the union of ``intervals``."""
-    total, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchmarks.browser import (
+from benchmarks.feel import (
     DRAG_FPS_TARGET,
     SETTLE_TARGET_S,
     STEP_TARGET_S,

@@ -39,6 +39,7 @@ from benchmarks import (
     baseline,
     browser,
     browser_tables,
+    feel,
     figures,
     imports,
     module_bench,
@@ -181,10 +182,10 @@ def targets_table(rows: list[tuple[str, str, bool]]) -> Table:
 
 def measure_in_browser(
     settings: Settings, notebook_dir: Path, say: Any, sides: tuple[browser.Side, ...]
-) -> list[browser.BrowserRun]:
+) -> list[feel.BrowserRun]:
     """The browser benchmark on the notebooks (the first ``notebook_limit`` of them), per side."""
     if settings.browser is None:
-        return [browser.BrowserRun(skipped="not run (--no-browser)", label=s.label) for s in sides]
+        return [feel.BrowserRun(skipped="not run (--no-browser)", label=s.label) for s in sides]
     paths = notebook_paths(notebook_dir)[: settings.notebook_limit]
     load_before = _load()
     runs = browser.measure(paths, settings.browser, sides=sides, say=say)
@@ -244,15 +245,15 @@ def run(
     step("the notebooks in JupyterLab in headless Chromium ...")
     feels = measure_in_browser(settings, notebook_dir, _say, sides)
     step("done")
-    feel, *before = feels
+    now, *before = feels
 
     target_rows = (
         module_bench.target_rows(module_results)
         + baseline.target_rows(baseline_results)
         + figures.target_rows(redraws)
         + notebooks.target_rows(notebook_results)
-        + browser_tables.target_rows(feel)
-        + [row for run in before for row in browser_tables.comparison_rows(feel, run)]
+        + browser_tables.target_rows(now)
+        + [row for run in before for row in browser_tables.comparison_rows(now, run)]
     )
     sections = [
         machine_table(load_at_start, mode),
@@ -263,7 +264,7 @@ def run(
         notebooks.table(notebook_results, notebook_dir, settings.notebook_runs),
         browser_tables.steps_table(feels),
         browser_tables.drags_table(feels),
-        *(browser_tables.comparison_table(feel, run) for run in before),
+        *(browser_tables.comparison_table(now, run) for run in before),
         imports.table(import_result),
     ]
     elapsed = time.perf_counter() - started

@@ -28,7 +28,15 @@ from browser_support import FIXTURE_NOTEBOOK, require_browser
 
 import benchmarks.run
 import ppo_clip
-from benchmarks import baseline, browser, browser_tables, figures, module_bench, revisions
+from benchmarks import (
+    baseline,
+    browser,
+    browser_tables,
+    feel,
+    figures,
+    module_bench,
+    revisions,
+)
 from benchmarks.run import main as benchmarks_main
 from ppo_viz.surrogate import SurrogateExplorer
 
@@ -426,13 +434,13 @@ def _render(start: float, end: float, encode: float = 0.01) -> dict:
 
 def test_a_steps_parts_add_up_to_its_latency():
     # The page's times are epoch milliseconds; the kernel's, epoch seconds.
-    feel = {
+    page = {
         "inputs": [{"type": "keydown", "t": 1000.0}, {"type": "keydown", "t": 1002.0}],
         "frames": [{"t": 1080.0, "decoded": 1095.0, "shown": True}],
         "values": [],
     }
     records = [_message(1.005, 1.010), _render(1.010, 1.060, encode=0.012)]
-    step = browser.step_from_records(feel, records)
+    step = feel.step_from_records(page, records)
     assert step.latency == pytest.approx(0.095)
     assert step.to_kernel == pytest.approx(0.005)
     assert step.app == pytest.approx(0.005)
@@ -447,7 +455,7 @@ def test_a_steps_parts_add_up_to_its_latency():
 
 
 def test_a_step_without_kernel_records_keeps_its_latency():
-    feel = {
+    page = {
         "inputs": [{"type": "keydown", "t": 1000.0}],
         "frames": [
             {"t": 1040.0, "decoded": None, "shown": False},  # replaced before it was decoded
@@ -455,13 +463,13 @@ def test_a_step_without_kernel_records_keeps_its_latency():
         ],
         "values": [],
     }
-    step = browser.step_from_records(feel, [])
+    step = feel.step_from_records(page, [])
     assert step.latency == pytest.approx(0.070)
     assert step.app is None
 
 
 def test_a_drag_counts_frames_values_and_settle():
-    feel = {
+    page = {
         "inputs": [{"type": "mousedown", "t": 0.0}, {"type": "mouseup", "t": 2000.0}],
         "frames": [
             {"t": 100.0, "decoded": 150.0, "shown": True},
@@ -472,7 +480,7 @@ def test_a_drag_counts_frames_values_and_settle():
         "values": [{"t": 90.0, "value": "0.21"}, {"t": 290.0, "value": "0.22"}],
     }
     records = [_message(0.1, 0.2), _render(0.2, 0.3), _message(1.9, 2.0), _render(2.0, 2.04)]
-    drag = browser.drag_from_records(feel, records, page_busy=0.5)
+    drag = feel.drag_from_records(page, records, page_busy=0.5)
     assert (drag.frames, drag.frames_after, drag.values) == (2, 1, 2)
     assert drag.fps == pytest.approx(1.0)
     assert drag.settle == pytest.approx(0.120)
@@ -483,18 +491,18 @@ def test_a_drag_counts_frames_values_and_settle():
 
 
 def test_overlapping_intervals_are_counted_once():
-    assert browser.covered([(0, 2), (1, 3), (5, 6)]) == 4
-    assert browser.covered([]) == 0
+    assert feel.covered([(0, 2), (1, 3), (5, 6)]) == 4
+    assert feel.covered([]) == 0
 
 
-def _slow_control(notebook: str = "01_x.ipynb") -> browser.ControlFeel:
-    step = browser.Step(0.180, 0.005, 0.010, 0.120, 0.010, 0.015, 0.020, 0.130, 100_000, 72)
-    drag = browser.Drag(2.0, 8, 1, 40, 9, 9, 0.7, 0.300, render=0.120, page_busy=0.9)
-    return browser.ControlFeel(notebook, "eps", "slider", [step, step, step], drag)
+def _slow_control(notebook: str = "01_x.ipynb") -> feel.ControlFeel:
+    step = feel.Step(0.180, 0.005, 0.010, 0.120, 0.010, 0.015, 0.020, 0.130, 100_000, 72)
+    drag = feel.Drag(2.0, 8, 1, 40, 9, 9, 0.7, 0.300, render=0.120, page_busy=0.9)
+    return feel.ControlFeel(notebook, "eps", "slider", [step, step, step], drag)
 
 
 def test_every_missed_browser_target_says_why():
-    run = browser.BrowserRun(controls=[_slow_control()])
+    run = feel.BrowserRun(controls=[_slow_control()])
     rows = browser_tables.target_rows(run)
     assert [met for _, _, met in rows] == [False, False, False]
     step, frames, settle = (measured for _, measured, _ in rows)
@@ -509,7 +517,7 @@ def test_every_missed_browser_target_says_why():
 
 
 def test_a_slider_sending_only_on_release_is_explained():
-    drag = browser.Drag(2.0, 0, 1, 30, 0, 0, 0.0, 0.5)
+    drag = feel.Drag(2.0, 0, 1, 30, 0, 0, 0.0, 0.5)
     assert "only on release" in browser_tables.why_few_frames(drag)
     assert "on release" in browser_tables.why_slow_settle(drag)
 
@@ -527,11 +535,11 @@ def test_without_chromium_the_browser_part_is_skipped_with_a_message(tmp_path):
 
 def _feel(notebook: str, control: str, latency: float, fps: float, settle: float, label: str):
     """A run with one slider: every press ``latency`` s, a 2 s drag at ``fps``, ``settle`` s."""
-    step = browser.Step(latency)
+    step = feel.Step(latency)
     frames = round(fps * 2)
-    drag = browser.Drag(2.0, frames, 1, 100, frames, frames, 0.5, settle)
-    feel = browser.ControlFeel(notebook, control, "slider", [step, step, step], drag)
-    return browser.BrowserRun(controls=[feel], label=label)
+    drag = feel.Drag(2.0, frames, 1, 100, frames, frames, 0.5, settle)
+    measured = feel.ControlFeel(notebook, control, "slider", [step, step, step], drag)
+    return feel.BrowserRun(controls=[measured], label=label)
 
 
 def test_now_is_compared_with_the_baseline_beyond_the_noise():
