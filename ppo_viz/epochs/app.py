@@ -53,7 +53,7 @@ KL_LIMITS = (1e-4, 5.0)
 #: How the figure draws an arm's ratios, an arm with no gradient, a sample's label.
 ARM_LINE = {"lw": 1.8, "marker": "o", "ms": 2.5}
 HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
-SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": 7.5}
+SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": "small"}
 CELLS = {"vmin": -1.5, "vmax": 1.5, "aspect": "auto", "interpolation": "nearest"}
 #: Words for each setting on the controls, for messages.
 SETTING_WORDS = {
@@ -140,12 +140,11 @@ class EpochsExplorer(LiveFigure):
                 objective: self._column(objective, ratio_ax, map_ax, colors, n)
                 for objective, ratio_ax, map_ax in zip(OBJECTIVES, top, maps, strict=True)
             }
-            top[0].set(ylabel="ratio π_new / π_old of each arm", ylim=(0.0, k * 1.04))  # r <= K
+            top[0].set(ylabel="ratio of each arm", ylim=(0.0, k * 1.04))  # r <= K
             label_at = maps[0].get_yaxis_transform()
             self.sample_labels = [
                 maps[0].text(-0.03, t, "", transform=label_at, **SAMPLE_LABEL) for t in range(n)
             ]
-            maps[0].set_ylabel("sample: number, arm, A", labelpad=118)
             self._build_metrics(metrics)
             top[0].set_xlim(-0.5, EPOCH_AXIS_MAX + 0.5)
             for handles, where in zip(self._legends(colors), ("upper", "lower"), strict=True):
@@ -176,11 +175,11 @@ class EpochsExplorer(LiveFigure):
         """The bottom row: zero-gradient share, KL (log scale) and true reward, per run."""
         zero, kl, reward = axes
         means = np.array(ARM_MEANS)
-        zero.set(title="samples with zero gradient", ylim=(-0.02, 1.02), xlabel="epoch")
-        kl.set(title="KL(old ‖ new): k3 (line), exact (dots)", xlabel="epoch")
+        zero.set(title="zero-gradient share", ylim=(-0.02, 1.02), xlabel="epoch")
+        kl.set(title="KL(old ‖ new): k3, exact", xlabel="epoch")
         kl.set_yscale("log", nonpositive="mask")
         kl.set_ylim(*KL_LIMITS)
-        reward.set(title="true expected reward", ylim=(means.min() - 0.1, means.max() + 0.1))
+        reward.set(title="true reward", ylim=(means.min() - 0.1, means.max() + 0.1))
         reward.set_xlabel("epoch")
         reward.axhline(means.mean(), color=COLORS["start"], lw=0.8, ls=":")
         reward.axhline(means.max(), color=COLORS["guide"], lw=0.8, ls="--")
