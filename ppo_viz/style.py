@@ -8,9 +8,11 @@ and exported page follows:
   colour means everywhere in the bundle.
 * :data:`NAMES` holds the names of the three objectives and of the parts of
   the figures, as legends, titles and tables print them.
+* :data:`LINES` says how each objective's curve is drawn (colour *and* line style).
 * :func:`figure_style` applies the matplotlib defaults (white backgrounds,
-  so figures stay readable in JupyterLab's dark theme); ``slides=True`` gives
-  the larger type used for slides.
+  so figures stay readable in JupyterLab's dark theme), and :func:`use` makes
+  them a notebook's defaults; in presentation mode (``PPO_PRESENT=1``, set by
+  ``python -m ppo_viz.present``) both give larger type at a higher resolution.
 * :func:`stylesheet` is the CSS of every app's HTML and of the exported
   pages (``style.css`` next to this file, with the palette as CSS variables).
 """
@@ -139,10 +141,6 @@ SCREEN_DPI = 100
 PRESENT_DPI = 125
 #: The width of a figure saved for a slide, in pixels.
 SLIDE_WIDTH_PX = 2000
-# Kept until every figure is on LiveFigure: the old slide geometry.
-SLIDE_RC = PRESENT_RC
-SLIDE_SIZE = SCREEN_SIZE
-SLIDE_DPI = 150
 
 
 def presenting() -> bool:
@@ -166,8 +164,8 @@ def use() -> None:
 
 
 @contextmanager
-def figure_style(slides: bool = False) -> Iterator[None]:
-    """Apply the bundle's matplotlib settings in a block (``slides`` is ignored: one layout)."""
+def figure_style() -> Iterator[None]:
+    """Apply the bundle's matplotlib settings in a block: the screen's or presentation mode's."""
     with mpl.rc_context(rc()):
         yield
 
