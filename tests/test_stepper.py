@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import re
 from pathlib import Path
 
 import nbformat
@@ -36,7 +37,13 @@ from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, exact_or_approx, rounded, vector
 from ppo_viz.stepper import PRESETS, BatchStepper, StepperBatch, compare_with_module, preset_batch
 from ppo_viz.stepper.app import FIGURE_SIZE, R_AXIS_CAP, figure_limits
-from ppo_viz.stepper.batch import MAX_ABS_ADVANTAGE, MAX_SAMPLES, EntryError, parse_batch
+from ppo_viz.stepper.batch import (
+    LOGP_MIN,
+    MAX_ABS_ADVANTAGE,
+    MAX_SAMPLES,
+    EntryError,
+    parse_batch,
+)
 from ppo_viz.stepper.text import clip_rule, sample_rows
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "02_worked_example.ipynb"
@@ -524,6 +531,7 @@ def test_the_notebooks_prose_states_the_modules_numbers():
     b = ppo_clip.clip_breakdown(*example)
     two = preset_batch("two clip fractions").breakdown
     zero_eps = ppo_clip.clip_breakdown(*example[:3], 0.0)
+    inverse = two.unclipped_term < two.clipped_term  # what TRL 0.16 logged as clipped
     assert_contract_loss(b.loss)
     assert_states(
         prose,
@@ -536,11 +544,40 @@ def test_the_notebooks_prose_states_the_modules_numbers():
         f"${rounded(b.loss)}$",
         f"`{two.band_fraction!r}`",
         f"`{two.clip_fraction!r}`",
+        f"also `{float(inverse.mean())!r}`",
         f"`{exact(zero_eps.loss)}`",
         f"**{PRESETS['two clip fractions'].label}**",
+        # the batch, as the prose lists it
+        f"$\\pi_\\text{{old}} = {np.exp(example.logp_old[0]):g}$",
+        *(f"${p:.2f}$" for p in np.exp(example.logp_new)),
+        *(f"${a:+g}$" for a in example.advantages),
+        f"$\\epsilon = {example.eps:g}$",
+        f"$[{1 - example.eps:g},\\ {1 + example.eps:g}]$",
+        f"down to ${LOGP_MIN:g}$",
+        f"$\\pm 10^{math.log10(MAX_ABS_ADVANTAGE):g}$",
     )
     assert zero_eps.clip_fraction == 1.0
     assert not zero_eps.grad.any()
+    assert two.band_fraction == 2 * two.clip_fraction  # "twice as large on the preset"
+    assert not (inverse & two.is_clipped).any()  # the same size, but none of the clipped samples
+
+
+def test_the_notebook_names_its_sources_in_a_list_at_the_end():
+    """The code read for the two clip fractions and for TRL's inverse count, in Sources only."""
+    text, sources = markdown_of(NOTEBOOK).split("## Sources")
+    assert_states(
+        sources,
+        "`stable_baselines3/ppo/ppo.py` (commit cef4cf2)",
+        "`cleanrl/ppo.py` (commit 020cf0e)",
+        "`baselines/ppo2/model.py` (commit 0b8126f)",
+        "`spinup/algos/pytorch/ppo/ppo.py` (commit 2092113)",
+        "`trl/trainer/grpo_trainer.py` (commit 000bb3d)",
+        "`verl/trainer/ppo/core_algos.py` (commit 012be9d)",
+        "issue #3032",
+        "PR #3175",
+        "v0.17.0",
+    )
+    assert not re.search(r"commit [0-9a-f]{7}|\w+/\w+\.py", text)
 
 
 def test_the_last_digits_are_computed_in_the_cell_under_the_collapsed_part():
