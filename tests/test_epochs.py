@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 import traitlets
@@ -45,6 +46,7 @@ from ppo_viz.epochs.training import (
     n_samples,
     run_all,
     start_reward,
+    survey,
 )
 from ppo_viz.numbers import rounded
 
@@ -245,7 +247,17 @@ def test_the_notebook_states_the_default_settings(prose):
         f"$\\epsilon = {DEFAULT_EPS:g}$ for {DEFAULT_EPOCHS} epochs",
         f"epoch axis runs to {EPOCH_AXIS_MAX}",
         f"{DEFAULT_EPOCHS} epochs of step size {DEFAULT_STEP_SIZE:g}",
+        f"on average {PULLS_PER_ARM} per arm",
     )
+
+
+def test_most_batches_point_at_a_good_arm_and_the_unclipped_run_wins_on_most(prose):
+    """The claims around the survey cell ("most batches ...", things to try 3)."""
+    seeds = range(300)
+    good_arm, unclipped_wins = survey(seeds)
+    assert good_arm > len(seeds) / 2
+    assert unclipped_wins > len(seeds) / 2
+    assert_states(prose, "Most batches of this easy bandit point at a good arm", "On most of them")
 
 
 def test_the_runs_are_identical_until_a_ratio_leaves_the_band(runs):
@@ -295,12 +307,22 @@ def test_clip_only_leaves_the_wrong_way_samples_without_gradient(runs, favoured)
     assert run.true_reward[-1] < ppo.true_reward[-1]
 
 
-def test_a_big_step_overshoots_before_anything_is_clipped():
-    run = run_all(Settings(step_size=3.0))["clipped"]
-    outside = outside_band(run.arm_ratios())
-    from_inside = (outside[:-1] <= 0) & (outside[1:] > 0.1)  # one step: inside to far past
-    assert from_inside.any()
-    assert outside.max() > 0.2
+#: The big step of the section "A soft trust region" (its cell sets BIG_STEP to this).
+BIG_STEP = 3.0
+
+
+def test_a_big_step_overshoots_before_anything_is_clipped(prose):
+    """The cell under "A soft trust region": the first step, with nothing clipped, carries a
+    ratio far past the band; later steps pull it back, and big pushes throw it out again."""
+    run = run_all(Settings(step_size=BIG_STEP))["clipped"]
+    outside = outside_band(run.arm_ratios()).max(axis=1)
+    assert run.clip_fraction[0] == 0  # nothing clipped before the first step
+    assert outside[1] > 0.1  # one step: from 1 to far past an edge
+    assert (np.diff(outside[1:]) < 0).any()  # pulled back
+    assert (np.diff(outside[1:]) > 0.1).any()  # and thrown out again
+    assert_states(prose, f"at step size {BIG_STEP:g}")
+    code = "".join(c.source for c in nbformat.read(NOTEBOOK, 4).cells if c.cell_type == "code")
+    assert f"BIG_STEP = {BIG_STEP!r}" in code
 
 
 def test_early_stopping_keeps_the_unclipped_runs_reward(runs, prose):

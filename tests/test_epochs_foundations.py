@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import itertools
+import re
+from fractions import Fraction
 
 import nbformat
 import numpy as np
@@ -36,7 +38,9 @@ from ppo_viz.epochs.foundations import (
 )
 from ppo_viz.epochs.interpolation import EPS_RANGE, value_range
 from ppo_viz.epochs.training import (
+    DEFAULT_EPOCHS,
     DEFAULT_EPS,
+    DEFAULT_STEP_SIZE,
     HARD_MARGIN,
     OBJECTIVES,
     TINY_STEP,
@@ -199,8 +203,16 @@ def test_a_study_run_is_the_training_loops_run():
         run_with_step_size("clipped", 0.3)
 
 
-def test_the_study_keeps_the_total_movement(study):
+def test_the_study_keeps_the_total_movement(study, prose):
     assert STEP_SIZES[-1] == TINY_STEP
+    np.testing.assert_array_equal(np.diff(np.log2(STEP_SIZES)), -1.0)  # halving each time
+    default = DEFAULT_STEP_SIZE * DEFAULT_EPOCHS
+    assert_states(
+        prose,
+        f"from {Fraction(STEP_SIZES[0])} down to {Fraction(STEP_SIZES[-1])}, halving each time",
+        f"stays {TOTAL_MOVEMENT:g}",
+        f"{DEFAULT_STEP_SIZE:g} × {DEFAULT_EPOCHS} = {default:g}",
+    )
     for runs in study.values():
         for run, step in zip(runs, STEP_SIZES, strict=True):
             assert run.step_size == step
@@ -215,7 +227,12 @@ def test_tiny_steps_make_the_band_hard_for_ppo_and_not_for_clip_only(study, pros
     assert excursions[-1] / excursions[0] < 2 * STEP_SIZES[-1] / STEP_SIZES[0]
     tiny = study["clipped"][-1]
     assert tiny.largest_excursion <= HARD_MARGIN
-    assert_states(prose, f"never more than {HARD_MARGIN:g} outside the band")
+    assert_states(
+        prose,
+        f"never more than {HARD_MARGIN:g} outside the band",
+        f"At step size {Fraction(tiny.step_size)}",
+        f"At step size {Fraction(study['clipped'][1].step_size)}",
+    )
     assert min(run.largest_excursion for run in study["clip_only"]) > 5 * HARD_MARGIN
     big = study["clipped"][1]
     assert big.step_size == 2.0
@@ -321,8 +338,20 @@ def test_the_estimator_table_lists_each_policy_and_estimator(studies):
 # --------------------------------------------------------------------------
 
 
-def test_the_notebook_names_the_sources_of_what_codes_stop_on(prose):
-    assert_states(prose, "(commit 2092113)", "(commit cef4cf2)", "(commit 020cf0e)")
+def test_the_notebook_names_its_sources_in_a_list_at_the_end(prose):
+    """What codes log and stop on was read at these commits; hashes and paths stay in Sources."""
+    text, sources = prose.split("## Sources")
+    assert_states(
+        sources,
+        "`spinup/algos/pytorch/ppo/ppo.py` (commit 2092113)",
+        "`stable_baselines3/ppo/ppo.py` (commit cef4cf2)",
+        "`cleanrl/ppo.py` (commit 020cf0e)",
+        "`baselines/ppo2/model.py` (commit ea25b9e)",
+        "arXiv 2005.12729",
+        "arXiv 1811.02553",
+        "arXiv 2006.05990",
+    )
+    assert not re.search(r"commit [0-9a-f]{7}|\w+/\w+\.py", text)
 
 
 def test_the_details_for_implementers_are_collapsed_and_true():

@@ -80,6 +80,25 @@ def test_notebook_is_a_document(path):
     assert last.cell_type == "markdown"
 
 
+#: The 45-minute lecture (README, "Teaching with the notebooks") and its prose budget (issue 23).
+LECTURE = ("01_clipped_surrogate", "02_worked_example", "03_epochs_on_one_batch")
+LECTURE_WORDS = 6500
+
+
+def prose_words(path: Path) -> int:
+    """Whitespace-separated tokens in a notebook's markdown cells."""
+    notebook = nbformat.read(path, as_version=4)
+    return sum(len(cell.source.split()) for cell in notebook.cells if cell.cell_type == "markdown")
+
+
+def test_the_lecture_fits_its_prose_budget_and_each_opening_gives_its_minutes():
+    words = {stem: prose_words(NOTEBOOK_DIR / f"{stem}.ipynb") for stem in LECTURE}
+    assert sum(words.values()) <= LECTURE_WORDS, words
+    for stem in LECTURE:
+        opening = nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4).cells[0].source
+        assert re.search(r"About\s+\d+\s+minutes", opening), f"{stem} gives no minutes"
+
+
 #: The one full-precision number the prose may state: the contract's loss, which every machine
 #: tried gives (shared/SPEC.md, "What may differ between machines").
 MACHINE_INDEPENDENT_DIGITS = {"-0.5375000000000001"}
