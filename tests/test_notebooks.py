@@ -99,6 +99,21 @@ def test_the_lecture_fits_its_prose_budget_and_each_opening_gives_its_minutes():
         assert re.search(r"About\s+\d+\s+minutes", opening), f"{stem} gives no minutes"
 
 
+def test_the_readmes_lecture_route_adds_up_and_matches_each_opening():
+    """README, "Teaching with the notebooks": the route's minutes sum to the lecture's length,
+    and each notebook's opening gives the same minutes."""
+    readme = (NOTEBOOK_DIR.parent / "README.md").read_text()
+    section = readme.split("## Teaching with the notebooks")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| (\d+) \| (\d) \|", section, flags=re.MULTILINE)
+    assert [f"0{number}" for _, number in rows] == [stem[:2] for stem in LECTURE]
+    lecture = sum(int(minutes) for minutes, _ in rows)
+    assert f"**A {lecture}-minute lecture**" in section
+    for (minutes, _), stem in zip(rows, LECTURE, strict=True):
+        opening = nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4).cells[0].source
+        assert f"About {minutes} minutes" in " ".join(opening.split()), stem
+        assert f"{lecture}-minute lecture" in " ".join(opening.split()), stem
+
+
 #: The one full-precision number the prose may state: the contract's loss, which every machine
 #: tried gives (shared/SPEC.md, "What may differ between machines").
 MACHINE_INDEPENDENT_DIGITS = {"-0.5375000000000001"}
