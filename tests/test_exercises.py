@@ -46,13 +46,8 @@ import ppo_clip
 from benchmarks import reference
 from ppo_viz.app import WIDGET_VIEW_MIME
 from ppo_viz.exercises import (
-    EXPLANATIONS,
     TIME_LIMIT_S,
-    TITLES,
-    VALUE_MISTAKES,
-    CheckBatch,
     ConceptQuestion,
-    Option,
     battery,
     check,
     check_clip_fraction,
@@ -60,8 +55,6 @@ from ppo_viz.exercises import (
     check_loss,
     concept_questions,
     exercise_summary,
-    explanation,
-    predict,
     sandbox,
 )
 from ppo_viz.exercises.battery import (
@@ -69,8 +62,9 @@ from ppo_viz.exercises.battery import (
     OVERFLOW_LESSON,
     TOKENS_LESSON,
     UNDERFLOW_LESSON,
+    CheckBatch,
 )
-from ppo_viz.exercises.questions import shared_parameter_run
+from ppo_viz.exercises.mistakes import EXPLANATIONS, TITLES, VALUE_MISTAKES, predict
 from ppo_viz.numbers import exact, rounded, vector
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_exercises.ipynb"
@@ -349,7 +343,7 @@ def test_each_mistake_is_named_and_no_other(kind, code, mistakes, notes, without
     named = (result.findings or result.notes)[0]
     assert named.title == TITLES[named.key]
     if named.key != "wrong_type":
-        assert named.message == explanation(named.key, kind)
+        assert named.message == EXPLANATIONS[named.key]
     assert named.evidence, "a mistake comes with the batch where it shows"
     assert result.passed == (not mistakes)
     card = html.unescape(result._repr_html_())
@@ -366,7 +360,7 @@ def test_every_listed_mistake_has_a_test_and_an_explanation():
     for kind, names in VALUE_MISTAKES.items():
         for name in names:
             assert (kind, name) in tested, f"no wrong {kind} implementation shows {name!r}"
-            assert explanation(name, kind), f"no explanation of {name!r} for {kind}"
+            assert EXPLANATIONS[name], f"no explanation of {name!r}"
     for kind in KINDS:
         for shared in ("mutated", "wrong_type"):
             assert (kind, shared) in tested
@@ -630,8 +624,7 @@ def test_mutation_evidence_shows_the_array_before_and_after():
     before = vector(example.logp_new, each=rounded)
     after = vector(example.logp_new - example.logp_old, each=rounded)  # logp_new -= logp_old
     assert f"logp_new was {before} before the call and {after} after it." in evidence
-    assert "read-only" in evidence
-    assert "logp_new -= logp_old" in evidence
+    assert "x -= y" in EXPLANATIONS["mutated"]
 
 
 def test_html_is_escaped():
@@ -1095,7 +1088,6 @@ def test_battery_covers_the_contracts_edges():
     assert min(b.n for b in battery()) == 1
     assert max(b.n for b in battery()) == 4096
     assert batches["advantages with a nonzero mean"].advantages.mean() == 4.0
-    assert batches["read-only inputs"].read_only
     assert len({b.name for b in battery()}) == len(battery())
     for batch in battery():
         assert 0 <= batch.eps <= 1
@@ -1142,7 +1134,7 @@ def test_the_lessons_name_sections_of_the_numerics_notebook_as_they_are():
         if line.startswith("## ")
     }
     for lesson in (OVERFLOW_LESSON, UNDERFLOW_LESSON, TOKENS_LESSON):
-        section, title = re.fullmatch(r"notebook \d+, section (\d+) \((.*?)\): .*", lesson).groups()
+        section, title = re.fullmatch(r"notebook \d+, section (\d+) \((.*)\)", lesson).groups()
         assert f"{section}. {title}" in headings, lesson
 
 
@@ -1174,7 +1166,7 @@ def test_a_batchs_arrays_and_answers_cannot_be_changed():
 def test_the_variant_with_no_mistake_is_the_module(kind):
     for batch in battery():
         expected = REFERENCE[kind](batch.logp_new, batch.logp_old, batch.advantages, batch.eps)
-        np.testing.assert_array_equal(predict(batch, kind, ()).value, expected)
+        np.testing.assert_array_equal(predict(batch, kind, ()).values[0], expected)
         np.testing.assert_array_equal(batch.answers[kind], expected)
 
 
@@ -1190,7 +1182,7 @@ def test_the_battery_tells_every_single_mistake_apart(kind):
             b = predict(batch, kind, {second} - {""})
             if a is None or b is None:
                 continue
-            if not np.allclose(a.value, b.value, rtol=1e-6, equal_nan=True):
+            if not np.allclose(a.values[0], b.values[0], rtol=1e-6, equal_nan=True):
                 distinct = True
                 break
         assert distinct, f"{kind}: {first or 'correct'} and {second} look the same"
@@ -1218,17 +1210,17 @@ def test_variant_math_agrees_with_the_plain_reference_on_random_batches(n, eps, 
     samples = reference.batch(logp_new, logp_old, advantages, eps)
     loss, fraction, grad = reference.contract(logp_new, logp_old, advantages, eps)
     close = {"rtol": 1e-12, "atol": 1e-15}
-    np.testing.assert_allclose(predict(batch, "loss", ()).value, loss, **close)
-    assert predict(batch, "clip_fraction", ()).value == fraction
-    np.testing.assert_allclose(predict(batch, "grad", ()).value, grad, **close)
+    np.testing.assert_allclose(predict(batch, "loss", ()).values[0], loss, **close)
+    assert predict(batch, "clip_fraction", ()).values[0] == fraction
+    np.testing.assert_allclose(predict(batch, "grad", ()).values[0], grad, **close)
     unclipped = [-s.unclipped_term / n for s in samples]
-    np.testing.assert_allclose(predict(batch, "grad", {"unclipped"}).value, unclipped, **close)
+    np.testing.assert_allclose(predict(batch, "grad", {"unclipped"}).values[0], unclipped, **close)
     np.testing.assert_allclose(
-        predict(batch, "loss", {"sign", "no_mean"}).value, n * -loss, rtol=1e-12, atol=1e-13
+        predict(batch, "loss", {"sign", "no_mean"}).values[0], n * -loss, rtol=1e-12, atol=1e-13
     )
     inverted = reference.contract(logp_old, logp_new, advantages, eps)
     np.testing.assert_allclose(
-        predict(batch, "loss", {"ratio_inverted"}).value, inverted[0], **close
+        predict(batch, "loss", {"ratio_inverted"}).values[0], inverted[0], **close
     )
 
 
@@ -1236,17 +1228,9 @@ def test_variant_math_agrees_with_the_plain_reference_on_random_batches(n, eps, 
 # Concept questions
 # --------------------------------------------------------------------------
 
-ANSWERS = {
-    "favourable": 0,
-    "wrong_way": 1,
-    "why_min": 2,
-    "fraction": 2,
-    "edge": 1,
-    "first_update": 0,
-    "epochs": 1,
-    "overflow": 1,
-}
-WHY_QUESTIONS = ("why_min", "first_update", "epochs")
+ANSWERS = {"favourable": 0, "wrong_way": 1, "why_min": 2, "first_update": 0}
+#: Where a sentence ends: a full stop, question or exclamation mark before a capital, or at the end.
+SENTENCE_END = r"[.?!](?=\s+[A-Z]|$)"
 
 
 def test_questions_have_the_expected_answers():
@@ -1280,11 +1264,12 @@ def test_choosing_a_wrong_option_names_the_answer_and_explains(key):
     assert question.outcome == "right after 2 tries"
 
 
-@pytest.mark.parametrize("key", WHY_QUESTIONS)
-def test_every_wrong_option_of_a_why_question_has_a_note(key):
+@pytest.mark.parametrize("key", list(ANSWERS))
+def test_every_wrong_option_has_a_note_and_the_explanation_two_sentences_at_most(key):
     question = concept_questions()[key]
     for index, option in enumerate(question.options):
-        assert bool(option.note) == (index != question.answer), option.label
+        assert option.note or index == question.answer, option.label
+    assert len(re.findall(SENTENCE_END, question.explanation)) <= 2, question.explanation
 
 
 def test_every_option_fits_on_one_line_of_a_notebook():
@@ -1294,16 +1279,28 @@ def test_every_option_fits_on_one_line_of_a_notebook():
             assert len(question.option_text(index)) <= 100, question.option_text(index)
 
 
+@pytest.mark.parametrize(
+    ("key", "ratio", "advantage"), [("favourable", 1.3, 2.0), ("wrong_way", 1.5, -1.0)]
+)
+def test_a_single_sample_question_quotes_the_modules_numbers(key, ratio, advantage):
+    sample = ppo_clip.ratio_sweep([ratio], advantage)  # a batch of N = 1: no exp, no last bit
+    question = concept_questions()[key]
+    right = question.options[question.answer].label
+    assert_states(right, rounded(sample.grad[0]))
+    assert_states(
+        question.explanation,
+        f"r = {rounded(ratio)}",
+        f"clip(r)*A = {rounded(sample.clipped_term[0])}",
+        rounded(sample.grad[0]),
+    )
+
+
 def test_why_min_is_decided_by_the_clip_only_gradient():
     strayed = ppo_clip.ratio_sweep([0.5], 1.0)  # r = 0.5, A = +1, N = 1: no exp, no last bit
     clip_only = ppo_clip.objective_terms(strayed, "clip_only")[1]
-    assert (clip_only[0], strayed.grad[0]) == (0.0, -0.5)
+    assert (clip_only[0], strayed.grad[0], strayed.is_clipped[0]) == (0.0, -0.5, False)
     question = concept_questions()["why_min"]
-    assert question.options[question.answer].claims == {
-        "clip_only_grad": 0.0,
-        "grad": -0.5,
-        "objective_term": 0.5,
-    }
+    assert question.options[question.answer].claims == {"clip_only_grad": 0.0, "is_clipped": False}
     assert_states(question.explanation, "-r*A/N = -0.5", "clip(0.5)*A = 0.8, gradient 0")
 
 
@@ -1320,26 +1317,6 @@ def test_the_first_update_is_the_policy_gradient_and_later_ones_are_not():
     )
 
 
-def test_the_epochs_question_tells_the_run_as_it_happened():
-    ratios, moved_last = shared_parameter_run()
-    r0, r1 = ratios[:, 0], ratios[:, 1]
-    crossing = int(np.argmax(r0 > 1.2))
-    assert crossing == 1, "the second step overshoots the edge"
-    assert r0[0] <= 1.2 < r0[crossing]
-    assert r1[crossing] <= 1.2 < r1[-1], "sample 1 is inside, then clipped too"
-    assert r0[crossing + 1] > r0[crossing], "sample 1 keeps moving r_0"
-    assert not moved_last
-    assert r0[-1] == r0[-2]
-    trail = " → ".join(rounded(r) for r in [1.0, *r0[: crossing + 2]])
-    assert_states(
-        concept_questions()["epochs"].explanation,
-        trail,
-        f"epoch {crossing + 1}",
-        rounded(r1[crossing]),
-        rounded(r1[-1]),
-    )
-
-
 def test_no_text_says_every_epoch_starts_at_r_equal_one():
     """Only the first update on a freshly collected batch starts at r = 1."""
     texts = [
@@ -1348,7 +1325,7 @@ def test_no_text_says_every_epoch_starts_at_r_equal_one():
         for text in [question.prompt, question.explanation]
         + [part for option in question.options for part in (option.label, option.note)]
     ]
-    texts += [text for texts_of in EXPLANATIONS.values() for text in texts_of.values()]
+    texts += list(EXPLANATIONS.values())
     joined = " ".join(texts)
     assert "first update on a freshly collected batch" in joined
     for wrong in ("epoch starts", "every epoch", "of an epoch", "this epoch"):
@@ -1356,32 +1333,38 @@ def test_no_text_says_every_epoch_starts_at_r_equal_one():
 
 
 def test_the_normalization_advice_names_where_each_library_normalizes():
-    assert_states(explanation("normalized", "loss"), "norm_adv", "normalize_advantage")
+    assert_states(EXPLANATIONS["normalized"], "norm_adv", "normalize_advantage")
+
+
+def test_every_explanation_is_two_sentences_at_most():
+    for key, text in EXPLANATIONS.items():
+        assert len(re.findall(SENTENCE_END, text)) <= 2, (key, text)
 
 
 def test_a_question_needs_exactly_one_right_option():
-    truth = ppo_clip.ratio_sweep([1.5], 1.0)
-    options = [Option("clipped", {"is_clipped": True}), Option("grad 0", {"grad": 0.0})]
+    facts = {"is_clipped": True, "grad": 0.0}
+    options = [("clipped", {"is_clipped": True}, ""), ("grad 0", {"grad": 0.0}, "")]
     with pytest.raises(ValueError, match="exactly one right option"):
-        ConceptQuestion("x", "x", "?", options, truth, "")
-    facts = [Option("yes", {"fact": True}), Option("no", {"fact": False})]
-    assert ConceptQuestion("y", "y", "?", facts, {"fact": False}, "").answer == 1
+        ConceptQuestion("x", facts, "x", "?", options, "")
+    yes_no = [("yes", {"fact": True}, ""), ("no {fact}", {"fact": False}, "")]
+    question = ConceptQuestion("y", {"fact": False}, "y", "?", yes_no, "")
+    assert (question.answer, question.options[1].label) == (1, "no False")
 
 
 def test_a_question_displays_as_html_where_widgets_do_not_run():
-    question = concept_questions()["edge"]
+    question = concept_questions()["favourable"]
     bundle = question._repr_mimebundle_()
     assert WIDGET_VIEW_MIME in bundle
     page = bundle["text/html"]
-    assert "exactly on the edge" in page
+    assert "A sample has A = +2 and ratio r = 1.3" in page
     assert "<li>(a) Clipped; the gradient is 0.</li>" in page
     assert "Show the answer" in page
-    assert bundle["text/plain"].startswith("Concept question: A sample has A = +1")
+    assert bundle["text/plain"].startswith("Concept question: A sample has A = +2")
     assert "RadioButtons" not in bundle["text/plain"]
 
 
 def test_a_question_starts_unanswered_and_carries_the_browser_tests_hook():
-    question = concept_questions()["overflow"]
+    question = concept_questions()["why_min"]
     assert "ppo-quiz" in question._dom_classes  # the browser tests look for it
     assert question.choice.value is None
     assert question.outcome == "not answered"
@@ -1395,8 +1378,8 @@ def test_a_question_starts_unanswered_and_carries_the_browser_tests_hook():
 def test_summary_of_a_finished_notebook():
     questions = concept_questions()
     for key, question in questions.items():
-        question.choose(question.answer if key != "edge" else 0)
-    questions["edge"].choose(questions["edge"].answer)
+        question.choose(question.answer if key != "wrong_way" else 0)
+    questions["wrong_way"].choose(questions["wrong_way"].answer)
     summary = exercise_summary(
         ppo_clip.ppo_clip_loss, learner_clip_fraction("sign_blind"), learner_grad(), questions
     )
@@ -1409,7 +1392,7 @@ def test_summary_of_a_finished_notebook():
     assert "clip_fraction  core: needs work: Counted |r - 1| > eps as clipped" in text
     assert "robustness: nothing to note beyond the core findings" in text
     assert f"Concept questions right at the first try: {len(ANSWERS) - 1} of {len(ANSWERS)}" in text
-    assert re.search(r"A = \+1, r = 1\.2 exactly\s+right after 2 tries", text)
+    assert re.search(r"A = -1, r = 1\.5\s+right after 2 tries", text)
     assert not summary.all_passed
     assert escape(text) in summary._repr_html_()
 

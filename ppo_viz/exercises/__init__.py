@@ -1,13 +1,12 @@
 """Exercises with checks that teach (notebook 6).
 
-A learner writes their own ``ppo_clip_loss``, ``clip_fraction`` and ``ppo_clip_grad`` and hands
-each to :func:`check_loss`, :func:`check_clip_fraction` or :func:`check_grad`.  The checker runs
-it on a battery of batches (:mod:`.battery`: the contract on realistic inputs, then float64's
-edges) in a copy of the process with a time limit (:mod:`.sandbox`), compares every answer with
-:mod:`ppo_clip`, and names each mistake by its symptom (:mod:`.mistakes`, :mod:`.variants`,
-:mod:`.diagnosis`) on a card (:mod:`.checker`).  :func:`concept_questions` gives eight
-multiple-choice questions decided by :mod:`ppo_clip` (:mod:`.questions`);
-:func:`exercise_summary` runs every check and gives a text to paste to a teacher.
+A learner writes ``ppo_clip_loss``, ``clip_fraction`` and ``ppo_clip_grad`` and hands each to
+:func:`check_loss`, :func:`check_clip_fraction` or :func:`check_grad`.  The checker runs it on a
+battery of batches (:mod:`.battery`) in a copy of the process with a time limit
+(:mod:`.sandbox`), compares every answer with :mod:`ppo_clip` and names each mistake by its
+symptom (:mod:`.mistakes`, :mod:`.diagnosis`) on a card (:mod:`.checker`).
+:func:`concept_questions` gives multiple-choice questions decided by :mod:`ppo_clip`
+(:mod:`.questions`); :func:`exercise_summary` runs every check and gives a text for a teacher.
 
 >>> import ppo_clip
 >>> check_loss(ppo_clip.ppo_clip_loss).passed
@@ -18,7 +17,7 @@ True
 ('sign',)
 """
 
-from ppo_viz.exercises.battery import BATTERY, CheckBatch, battery
+from ppo_viz.exercises.battery import battery
 from ppo_viz.exercises.checker import (
     CheckResult,
     ExerciseSummary,
@@ -28,23 +27,14 @@ from ppo_viz.exercises.checker import (
     check_loss,
     exercise_summary,
 )
-from ppo_viz.exercises.diagnosis import Finding
-from ppo_viz.exercises.mistakes import EXPLANATIONS, TITLES, VALUE_MISTAKES, explanation, predict
-from ppo_viz.exercises.questions import ConceptQuestion, Option, concept_questions
+from ppo_viz.exercises.questions import ConceptQuestion, concept_questions
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S
 
 __all__ = [
-    "BATTERY",
-    "EXPLANATIONS",
     "TIME_LIMIT_S",
-    "TITLES",
-    "VALUE_MISTAKES",
-    "CheckBatch",
     "CheckResult",
     "ConceptQuestion",
     "ExerciseSummary",
-    "Finding",
-    "Option",
     "battery",
     "check",
     "check_clip_fraction",
@@ -52,6 +42,4 @@ __all__ = [
     "check_loss",
     "concept_questions",
     "exercise_summary",
-    "explanation",
-    "predict",
 ]

@@ -1,21 +1,15 @@
-"""The batches every check runs a learner's function on, and what each is there to test.
+"""The batches every check runs a learner's function on, and what each one tests.
 
-A :class:`CheckBatch` holds the inputs of one call (read-only), the clip size, a sentence saying
-what it tests (its ``lesson``, quoted when a function fails on it) and its ``role``: ``"core"``
-batches test the contract on realistic inputs (passing them is passing the exercise);
-``"robustness"`` batches test float64's edges and ``N = 4096``, and what goes wrong there is a
-"going further" note naming the lesson of notebook 5 it relates to (``further``).
-
-:data:`BATTERY` lists them, core batches first, each with its reference answers, computed when
-the checker is imported with :data:`reference`, the checker's own copy of :mod:`ppo_clip`:
-loaded again from the same file, so a learner who replaces ``ppo_clip.ppo_clip_loss`` (or a
-helper it calls) in the notebook changes nothing the checker compares with.
+Core batches test the contract on realistic inputs and decide the pass; robustness batches test
+float64's edges and ``N = 4096``, and what goes wrong there is a "going further" note naming the
+section of notebook 5 it relates to.  Reference answers come from :data:`reference`, the
+checker's own copy of :mod:`ppo_clip`: a learner who replaces ``ppo_clip.ppo_clip_loss`` (or a
+helper it calls) changes nothing the checker compares with.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import math
 import sys
 from dataclasses import dataclass, replace
@@ -43,20 +37,35 @@ FUNCTION_NAMES = {
 }
 ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
 
-#: The notebook "Numerics and the RLHF setting", whose lessons the robustness batches relate to.
+#: The notebook "Numerics and the RLHF setting", and the sections the robustness batches need.
 NUMERICS_NOTEBOOK = "notebook 5"
-OVERFLOW_LESSON = (
-    f"{NUMERICS_NOTEBOOK}, section 2 (Overflow: when exp gives up): exp overflows to inf above "
-    "a log-ratio of about 709.78, and inf * 0 is NaN in IEEE arithmetic"
-)
-UNDERFLOW_LESSON = (
-    f"{NUMERICS_NOTEBOOK}, section 1 (Where −1000 comes from): a whole response's "
-    "log-probability is a sum over its tokens and reaches -1000, where exp(logp) underflows to 0"
-)
-TOKENS_LESSON = (
-    f"{NUMERICS_NOTEBOOK}, section 4 (Token-level versus sequence-level ratios): RLHF codes "
-    "clip each token's ratio, so one batch holds a sample per token, thousands of them"
-)
+UNDERFLOW_LESSON = f"{NUMERICS_NOTEBOOK}, section 1 (Where −1000 comes from)"
+OVERFLOW_LESSON = f"{NUMERICS_NOTEBOOK}, section 2 (Overflow: when exp gives up)"
+TOKENS_LESSON = f"{NUMERICS_NOTEBOOK}, section 4 (Token-level versus sequence-level ratios)"
+#: What each batch tests, quoted when a function fails on it.
+LESSONS = {
+    "worked example": "the worked example: ratios [1.4, 1.1, 0.6, 0.9]; samples 0 and 2 clipped",
+    "one sample": "one sample with r = 0.5 and A > 0, a move the unfavourable way: not clipped",
+    "ratios exactly on the band's edges": "r = 1.2 with A > 0 and r = 0.8 with A < 0 "
+    "(log-probabilities chosen so that exp lands there): on the edge a sample is not clipped",
+    "eps = 0": "eps = 0: every sample that moved the favourable way is clipped; r == 1 is not",
+    "eps = 1": "eps = 1: the band is [0, 2], so no negative-advantage sample is ever clipped",
+    "clipping depends on the advantage's sign": "r = [1.5, 1.5, 0.5, 0.5], A = [+1, -1, +1, -1]: "
+    "all outside the band, only samples 0 and 3 clipped",
+    "advantages with a nonzero mean": "every advantage is positive (mean 4): used as given",
+    "advantages of exactly 0": "A = 0 (common in GRPO) with r = 1.5, 3.5 and 0.5: never clipped; "
+    "only sample 3 (A > 0, r = 1.3) is",
+    "random batch": "random ratios around 1 and advantages of both signs",
+    "large random batch": "random ratios around 1 and advantages of both signs",
+    "A = 0 with an overflowing ratio": "sample 0 has r = exp(1000) = inf in float64 and A = 0: it "
+    "must add exactly 0 (inf * 0 is NaN in IEEE arithmetic)",
+    "A < 0 with an overflowing ratio": "sample 0 has r = inf and A < 0: not clipped, so the loss "
+    "is +inf (the true float64 value) and so is its gradient",
+    "tiny probabilities": "log-probabilities near -1000, as for whole sequences in RLHF: "
+    "exp(logp) underflows to 0, but exp(logp_new - logp_old) is fine",
+    "4096 tokens": "N = 4096, the contract's largest batch: a sample per token of 16 answers, "
+    "each with its answer's advantage (exactly 0 for a prompt whose answers tie, as in GRPO)",
+}
 
 
 def _private_copy(module: ModuleType) -> ModuleType:
@@ -77,11 +86,11 @@ reference: ModuleType = _private_copy(ppo_clip)
 
 @dataclass(frozen=True, eq=False)
 class CheckBatch:
-    """One batch of a check: inputs, ``eps``, what it tests (``lesson``) and its ``role``.
+    """One batch of a check: inputs (kept as read-only float64 copies), ``eps``, what it tests.
 
-    The arrays are kept as read-only float64 copies; :meth:`inputs` hands out fresh copies
-    (read-only ones if ``read_only``).  The reference answers are computed when the batch is
-    made: inputs outside the contract raise ``ValueError``/``TypeError`` as :mod:`ppo_clip` does.
+    ``further`` names the section of notebook 5 a robustness batch relates to.  The reference
+    answers are computed when the batch is made: inputs outside the contract raise
+    ``ValueError``/``TypeError`` as :mod:`ppo_clip` does.
     """
 
     name: str
@@ -92,7 +101,6 @@ class CheckBatch:
     lesson: str
     role: Role = "core"
     further: str = ""
-    read_only: bool = False
 
     def __post_init__(self) -> None:
         for argument in ARGUMENT_NAMES:
@@ -110,11 +118,8 @@ class CheckBatch:
         return f"batch '{self.name}' (N = {self.n}, eps = {exact(self.eps)})"
 
     def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Fresh copies of the three arrays for one call (read-only if ``read_only``)."""
-        copies = (self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy())
-        for array in copies:
-            array.setflags(write=not self.read_only)
-        return copies
+        """Fresh, writable copies of the three arrays, for one call."""
+        return self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
 
     @cached_property
     def breakdown(self) -> Any:
@@ -144,11 +149,11 @@ class CheckBatch:
 
     @cached_property
     def undecided(self) -> BoolArray:
-        """Samples whose clip decision depends on how the ratio is computed.
+        """Samples clipped or not depending on how the ratio is computed: either is accepted.
 
-        numpy's ``exp`` differs in the last bit between CPUs and from ``math.exp``, so a ratio
-        within an ulp of a band's edge may be clipped when computed one way (``math.exp`` of the
-        log-ratio, or the probabilities divided) and not another.  Either verdict is accepted.
+        numpy's ``exp`` differs in the last bit between CPUs and from ``math.exp``: a ratio within
+        an ulp of an edge computed another way (``math.exp`` of the log-ratio, or the
+        probabilities divided) may fall on the edge's other side.
         """
         b = self.breakdown
         with np.errstate(all="ignore"):
@@ -174,44 +179,43 @@ def _numpy_exp(x: float) -> float:
     return float(np.exp(np.array([x]))[0])
 
 
-def _on_the_edge(ratio: float, p_old: float) -> tuple[float, float]:
-    """``(logp_new, logp_old)`` near ``log(ratio * p_old)``, ``log(p_old)``, landing on ``ratio``.
+def _on_the_edge(ratio: float) -> tuple[float, float]:
+    """``(logp_new, logp_old)``, one of them 0, whose ratio by numpy's ``exp`` is ``ratio``.
 
-    Whether ``exp(log(0.6) - log(0.5))`` is exactly 1.2 depends on the ``exp``.  Of the float
-    neighbours tried, a pair on which numpy's ``exp`` gives exactly ``ratio`` (the reference's
-    ratio) is taken, preferring one where ``math.exp`` and dividing the probabilities land there
-    too; where some way still misses, the sample is :attr:`CheckBatch.undecided`.
+    Whether ``exp(log(1.2))`` is exactly 1.2 depends on the ``exp``.  Of the float neighbours of
+    ``log(ratio)``, one where numpy's ``exp`` lands is taken, preferring one where ``math.exp``
+    and dividing the probabilities land too; where one still misses, the sample is undecided.
     """
-    new0, old0 = math.log(ratio * p_old), math.log(p_old)
-    steps = sorted(itertools.product(range(-4, 5), repeat=2), key=lambda s: abs(s[0]) + abs(s[1]))
-    best, best_score = (new0, old0), -1
-    for i, j in steps:
-        new, old = new0 + i * math.ulp(new0), old0 + j * math.ulp(old0)
-        if _numpy_exp(new - old) != ratio:
-            continue
-        score = (math.exp(new - old) == ratio) + (_numpy_exp(new) / _numpy_exp(old) == ratio)
-        if score > best_score:
-            best, best_score = (new, old), score
-    return best
+    x = math.log(ratio)
+    nearest = sorted((x + k * math.ulp(x) for k in range(-4, 5)), key=lambda y: abs(y - x))
+    pairs = [(y, 0.0) if y < 0 else (0.0, -y) for y in nearest]
+    landing = [(new, old) for new, old in pairs if _numpy_exp(new - old) == ratio] or pairs
+    ways = (
+        lambda new, old: math.exp(new - old),
+        lambda new, old: _numpy_exp(new) / _numpy_exp(old),
+    )
+    return max(landing, key=lambda pair: sum(way(*pair) == ratio for way in ways))
 
 
-def _core(name: str, lesson: str, batch: tuple[list[float], ...], eps: float) -> CheckBatch:
-    """A core batch given by its probabilities ``(new, old)`` and advantages."""
-    new, old, advantages = batch
-    return CheckBatch(name, np.log(new), np.log(old), advantages, eps, lesson)
+def _batch(name: str, *arrays: Any, eps: float = 0.2, further: str = "") -> CheckBatch:
+    """Batch ``name`` from its logp_new, logp_old, advantages; a robustness one if ``further``."""
+    role = "robustness" if further else "core"
+    return CheckBatch(name, *arrays, eps, LESSONS[name], role, further)
 
 
-def _random(name: str, n: int, eps: float, seed: int, lesson: str, **batch: Any) -> CheckBatch:
+def _p(
+    name: str, new: list[float], old: list[float], a: list[float], eps: float = 0.2
+) -> CheckBatch:
+    """A core batch given by its probabilities ``new`` and ``old``."""
+    return _batch(name, np.log(new), np.log(old), a, eps=eps)
+
+
+def _random(name: str, n: int, eps: float, seed: int) -> CheckBatch:
     """``n`` random ratios around 1 and advantages of both signs, from ``seed``."""
     rng = np.random.default_rng(seed)
-    logp_old = rng.uniform(-4.0, -0.5, n)
-    logp_new = np.minimum(logp_old + rng.normal(0.0, 0.35, n), 0.0)
-    return CheckBatch(name, logp_new, logp_old, rng.normal(0.4, 1.2, n), eps, lesson, **batch)
-
-
-def _edge(name: str, lesson: str, further: str, batch: tuple[list[float], ...]) -> CheckBatch:
-    """A robustness batch given by its log-probabilities ``(new, old)`` and advantages."""
-    return CheckBatch(name, *batch, 0.2, lesson, "robustness", further)
+    old = rng.uniform(-4.0, -0.5, n)
+    new = np.minimum(old + rng.normal(0.0, 0.35, n), 0.0)
+    return _batch(name, new, old, rng.normal(0.4, 1.2, n), eps=eps)
 
 
 def _tokens() -> CheckBatch:
@@ -229,109 +233,34 @@ def _tokens() -> CheckBatch:
     certain = rng.random(4096) < 0.5
     old = np.where(certain, rng.uniform(-0.05, 0.0, 4096), np.log(rng.uniform(0.03, 0.95, 4096)))
     new = np.minimum(old + rng.normal(0.0, 0.12, 4096), 0.0)
-    lesson = (
-        "N = 4096, the contract's largest batch: one sample per token of 16 answers, each token "
-        "carrying its answer's advantage (exactly 0 for a prompt whose answers tie, as in GRPO)"
+    return _batch(
+        "4096 tokens", new, old, np.repeat(advantages.ravel(), 256), further=TOKENS_LESSON
     )
-    repeated = np.repeat(advantages.ravel(), 256)
-    return CheckBatch("4096 tokens", new, old, repeated, 0.2, lesson, "robustness", TOKENS_LESSON)
 
 
 def _battery() -> tuple[CheckBatch, ...]:
     """Every batch a check runs: the core batches, then the robustness ones."""
-    (up_new, up_old), (down_new, down_old) = _on_the_edge(1.2, 0.5), _on_the_edge(0.8, 0.5)
-    log, random_lesson = math.log, "random ratios around 1 and advantages of both signs"
+    (up_new, up_old), (down_new, down_old) = _on_the_edge(1.2), _on_the_edge(0.8)
+    half, edges = math.log(0.5), "ratios exactly on the band's edges"
+    sign, mean = "clipping depends on the advantage's sign", "advantages with a nonzero mean"
+    overflow_0, overflow_neg = "A = 0 with an overflowing ratio", "A < 0 with an overflowing ratio"
+    new, old = [0, half, half, math.log(0.3), math.log(0.6)], [-1000, *np.log([0.4, 0.6, 0.6, 0.4])]
+    tiny = [-749.8, -900.1, -999.95], [-750, -900, -1000], [1, -0.5, 2]
+    zero, example = "advantages of exactly 0", reference.worked_example()
     return (
-        CheckBatch(
-            "worked example",
-            *reference.worked_example(),
-            "the contract's worked example: ratios [1.4, 1.1, 0.6, 0.9]; samples 0 and 2 are "
-            "clipped",
-        ),
-        _core(
-            "one sample",
-            "a batch of one sample: r = 0.5 although A > 0, a move the unfavourable way, so it "
-            "is not clipped",
-            ([0.3], [0.6], [2.5]),
-            0.2,
-        ),
-        CheckBatch(
-            "ratios exactly on the band's edges",
-            [up_new, down_new, log(0.5)],
-            [up_old, down_old, log(0.5)],
-            [1.5, -2.0, 0.7],
-            0.2,
-            "r = 1.2 with A > 0 and r = 0.8 with A < 0, exactly on the edges (log-probabilities "
-            "chosen so that exp lands there): on the edge a sample is not clipped",
-        ),
-        _core(
-            "eps = 0",
-            "eps = 0: every sample that moved the favourable way is clipped; r == 1 exactly is not",
-            ([0.5, 0.5, 0.55, 0.45, 0.55, 0.45], [0.5] * 6, [1.0, -1.0, 1.0, -1.0, -1.0, 1.0]),
-            0.0,
-        ),
-        _core(
-            "eps = 1",
-            "eps = 1: the band is [0, 2], so no negative-advantage sample is ever clipped",
-            ([0.01, 0.1, 0.5, 0.3, 0.6], [0.2] * 5, [-1.0, -2.0, 1.0, 0.5, -1.0]),
-            1.0,
-        ),
-        _core(
-            "clipping depends on the advantage's sign",
-            "r = [1.5, 1.5, 0.5, 0.5], A = [+1, -1, +1, -1]: all four ratios are outside the "
-            "band, but only samples 0 and 3 are clipped",
-            ([0.75, 0.75, 0.25, 0.25], [0.5] * 4, [1.0, -1.0, 1.0, -1.0]),
-            0.2,
-        ),
-        _core(
-            "advantages with a nonzero mean",
-            "every advantage is positive (mean 4); they are used as given, never normalized",
-            ([0.65, 0.35, 0.52, 0.62, 0.45], [0.5] * 5, [3.0, 5.0, 4.0, 6.0, 2.0]),
-            0.2,
-        ),
-        _core(
-            "advantages of exactly 0",
-            "A = 0 with r = 1.5, 3.5 and 0.5, all outside the band (A = 0 is common in GRPO, "
-            "when every answer to a prompt got the same reward): a sample with A = 0 is never "
-            "clipped; only sample 3 (A > 0, r = 1.3) is",
-            ([0.75, 0.7, 0.25, 0.65, 0.65], [0.5, 0.2, 0.5, 0.5, 0.5], [0, 0, 0, 1.5, -0.5]),
-            0.2,
-        ),
-        _random(
-            "read-only inputs",
-            8,
-            0.2,
-            7,
-            "the input arrays are read-only, so a function that writes into them fails",
-            read_only=True,
-        ),
-        _random("random batch", 16, 0.1, 11, random_lesson),
-        _random("large random batch", 257, 0.2, 5, random_lesson),
-        _edge(
-            "A = 0 with an overflowing ratio",
-            "sample 0 has logp_new - logp_old = 1000, so r = exp(1000) overflows to inf, and "
-            "A = 0: it must add exactly 0 (inf * 0 is NaN in IEEE arithmetic)",
-            OVERFLOW_LESSON,
-            (
-                [0.0, log(0.5), log(0.5), log(0.3), log(0.6)],
-                [-1000.0, *np.log([0.4, 0.6, 0.6, 0.4])],
-                [0.0, 1.0, -1.0, 0.0, 0.0],
-            ),
-        ),
-        _edge(
-            "A < 0 with an overflowing ratio",
-            "sample 0 has r = inf and A < 0: it is not clipped, so the loss is +inf (the true "
-            "float64 value) and its gradient is +inf",
-            OVERFLOW_LESSON,
-            ([0.0, log(0.5)], [-1000.0, log(0.5)], [-1.0, 1.0]),
-        ),
-        _edge(
-            "tiny probabilities",
-            "log-probabilities near -1000, as for whole sequences in RLHF: exp(logp) underflows "
-            "to 0, but exp(logp_new - logp_old) is fine",
-            UNDERFLOW_LESSON,
-            ([-749.8, -900.1, -999.95], [-750.0, -900.0, -1000.0], [1.0, -0.5, 2.0]),
-        ),
+        _batch("worked example", *example[:3], eps=example.eps),
+        _p("one sample", [0.3], [0.6], [2.5]),
+        _batch(edges, [up_new, down_new, half], [up_old, down_old, half], [1.5, -2, 0.7]),
+        _p("eps = 0", [0.5, 0.5, 0.55, 0.45, 0.55, 0.45], [0.5] * 6, [1, -1, 1, -1, -1, 1], 0.0),
+        _p("eps = 1", [0.01, 0.1, 0.5, 0.3, 0.6], [0.2] * 5, [-1, -2, 1, 0.5, -1], 1.0),
+        _p(sign, [0.75, 0.75, 0.25, 0.25], [0.5] * 4, [1, -1, 1, -1]),
+        _p(mean, [0.65, 0.35, 0.52, 0.62, 0.45], [0.5] * 5, [3, 5, 4, 6, 2]),
+        _p(zero, [0.75, 0.7, 0.25, 0.65, 0.65], [0.5, 0.2, 0.5, 0.5, 0.5], [0, 0, 0, 1.5, -0.5]),
+        _random("random batch", 16, 0.1, 11),
+        _random("large random batch", 257, 0.2, 5),
+        _batch(overflow_0, new, old, [0, 1, -1, 0, 0], further=OVERFLOW_LESSON),
+        _batch(overflow_neg, [0, half], [-1000, half], [-1, 1], further=OVERFLOW_LESSON),
+        _batch("tiny probabilities", *tiny, further=UNDERFLOW_LESSON),
         _tokens(),
     )
 

@@ -1,29 +1,29 @@
-"""The checks a learner runs, and the summary to paste to a teacher.
+"""Checking a learner's function: run it, name its mistakes, show the result; the summary.
 
-:func:`check_loss`, :func:`check_clip_fraction` and :func:`check_grad` run the learner's function
-on every batch of :func:`.battery` (:func:`.call_battery`: in a copy of the process, with a time
-limit per call), name its mistakes (:func:`.diagnose`) and return a :class:`CheckResult`, shown
-as a card: green when the core batches pass, blue while the body is empty, red with one item per
-finding otherwise.  Notes from the robustness batches follow under "Going further", whatever the
-colour: they never decide the pass.  :func:`exercise_summary` runs all three checks and adds the
-concept questions' outcomes.
+:func:`check_loss`, :func:`check_clip_fraction` and :func:`check_grad` run the function on every
+batch (:func:`.call_battery`: in a copy of the process, with a time limit per call), name its
+mistakes (:func:`diagnose`) and return a :class:`CheckResult`, shown as a card: green when the
+core batches pass, blue while the body is empty, red with one item per finding.  Robustness notes
+follow under "Going further" and never decide the pass.  :func:`exercise_summary` runs all three
+checks and adds the concept questions' outcomes.
 """
 
 from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, battery
-from ppo_viz.exercises.diagnosis import Finding, diagnose, finding
+from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role, battery
+from ppo_viz.exercises.mistakes import Finding, differs, finding, lesson_of, numbers, value_findings
 from ppo_viz.exercises.questions import ConceptQuestion
-from ppo_viz.exercises.sandbox import OUTPUT_LIMIT, TIME_LIMIT_S, Call, call_battery
+from ppo_viz.exercises.sandbox import OUTPUT_LIMIT, TIME_LIMIT_S, Call, Function, call_battery
 from ppo_viz.html import Markup, join, message, page, tag
-from ppo_viz.numbers import count
+from ppo_viz.numbers import count, exact
 
+#: How many core and robustness batches a check runs.
+CORE, ROBUSTNESS = len(battery("core")), len(battery("robustness"))
 #: What the robustness batches are, said once above their notes.
 GOING_FURTHER = (
     "Going further: the robustness batches test float64's edges (overflowing ratios, "
@@ -45,8 +45,6 @@ class CheckResult:
     kind: str
     findings: tuple[Finding, ...]
     notes: tuple[Finding, ...] = ()
-    core_batches: int = 0
-    robustness_batches: int = 0
     matching_core: int = 0
     matching_robustness: int = 0
     printed: str = ""
@@ -84,14 +82,14 @@ class CheckResult:
             return f"{self.exercise}: not implemented yet."
         if not self.passed:
             found = f"{self.exercise}: {count(len(self.findings), 'problem')} found"
-            matches = f"{self.matching_core} of {self.core_batches} core batches"
+            matches = f"{self.matching_core} of {CORE} core batches"
             if "timeout" in self.mistakes:
                 return f"{found} (the check stopped at the time limit; it matched {matches})."
             return f"{found} (it matches the reference on {matches})."
-        line = f"{self.exercise}: passed. It matches the reference on all {self.core_batches} core "
+        line = f"{self.exercise}: passed. It matches the reference on all {CORE} core batches"
         if self.notes:
-            return line + f"batches. Going further: {count(len(self.notes), 'note')} below."
-        return line + f"batches, and on the {self.robustness_batches} robustness batches too."
+            return f"{line}. Going further: {count(len(self.notes), 'note')} below."
+        return f"{line}, and on the {ROBUSTNESS} robustness batches too."
 
     def __str__(self) -> str:
         if not self.implemented:
@@ -103,15 +101,14 @@ class CheckResult:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
+        kind, body = "error", tag("ul", *map(_html, self.findings))
         if self.passed:
             kind, body = "ok", Markup("")
         elif not self.implemented:
             kind, body = "info", tag("div", self.findings[0].message)
-        else:
-            kind, body = "error", tag("ul", *map(_finding_html, self.findings))
         parts = [tag("b", self.headline()), body]
         if self.notes:
-            notes = tag("ul", *map(_finding_html, self.notes))
+            notes = tag("ul", *map(_html, self.notes))
             parts.append(tag("div", GOING_FURTHER, notes, classes="ppo-note"))
         if self.printed:
             parts.append(tag("div", self.printed, classes="ppo-small ppo-num"))
@@ -120,37 +117,24 @@ class CheckResult:
 
 
 def _numbered(findings: Sequence[Finding]) -> list[str]:
-    """Findings as text items: ``- `` for one, ``1. ``, ``2. `` for several."""
-    return [
-        (f"{number}. " if len(findings) > 1 else "- ") + item.text().replace("\n", "\n   ")
-        for number, item in enumerate(findings, start=1)
-    ]
+    """Findings as text items (``- `` for one, ``1. ``, ``2. `` for several): title,
+    explanation, evidence, the related lesson."""
+    items = []
+    for number, f in enumerate(findings, start=1):
+        lines = [f"{f.title}: {f.message}", f.evidence, f"See {f.further}." if f.further else ""]
+        start = f"{number}. " if len(findings) > 1 else "- "
+        items.append(start + "\n     ".join(line for line in lines if line))
+    return items
 
 
-def _finding_html(item: Finding) -> Markup:
-    """One finding as a list item: title, explanation, evidence (monospace), related lesson."""
+def _html(item: Finding) -> Markup:
+    """A finding as a list item: title, explanation, evidence (monospace), related lesson."""
     evidence = tag("div", item.evidence, classes="ppo-num") if item.evidence else ""
     further = tag("div", f"See {item.further}.", classes="ppo-muted") if item.further else ""
     return tag("li", tag("b", f"{item.title}."), " ", item.message, evidence, further)
 
 
-def _printed(calls: Sequence[Call]) -> str:
-    """What the function printed, shortened: how much, and the start of it ("" if nothing)."""
-    printed = [c for c in calls if c.printed_total]
-    if not printed:
-        return ""
-    first = printed[0]
-    cut = f" (cut at {OUTPUT_LIMIT} characters)" if first.printed_total > len(first.printed) else ""
-    return (
-        f"Your function printed {count(sum(c.printed_total for c in printed), 'character')} in "
-        f"{count(len(printed), 'call')} while it was checked; on {first.batch.label} it "
-        f"printed{cut}: {first.printed!r}"
-    )
-
-
-def check(
-    kind: Kind, function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-) -> CheckResult:
+def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
     """Run ``function`` on every batch of :func:`.battery` and name its mistakes.
 
     ``kind`` is ``"loss"``, ``"clip_fraction"`` or ``"grad"``; ``function`` takes
@@ -166,45 +150,27 @@ def check(
     if not (number and 0 < time_limit_s < math.inf):
         raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
     name = FUNCTION_NAMES[kind]
-    sizes = {"core_batches": len(battery("core")), "robustness_batches": len(battery("robustness"))}
     if not callable(function):
-        text = (
-            f"check_{kind} expects your function (the name after def, without parentheses), got "
-            f"{reprlib.repr(function)}."
-        )
-        return CheckResult(name, kind, (finding("error", kind, text),), **sizes)
+        text = f"check_{kind} expects your function (the name after def, without parentheses), "
+        return CheckResult(name, kind, (finding("error", f"{text}got {reprlib.repr(function)}."),))
     calls = call_battery(function, kind, battery(), float(time_limit_s))
-    printed = _printed(calls)
     if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):
-        return CheckResult(
-            name, kind, (finding("not_implemented", kind),), printed=printed, **sizes
-        )
-    findings, notes, matching = diagnose(kind, calls, float(time_limit_s))
-    return CheckResult(
-        name,
-        kind,
-        tuple(findings),
-        tuple(notes),
-        matching_core=matching["core"],
-        matching_robustness=matching["robustness"],
-        printed=printed,
-        **sizes,
-    )
+        return CheckResult(name, kind, (finding("not_implemented"),), printed=_printed(calls))
+    findings, notes, core, robustness = diagnose(kind, calls, float(time_limit_s))
+    return CheckResult(name, kind, tuple(findings), tuple(notes), core, robustness, _printed(calls))
 
 
-def check_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
+def check_loss(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
     """Check a learner's ``ppo_clip_loss(logp_new, logp_old, advantages, eps=0.2)``."""
     return check("loss", function, time_limit_s=time_limit_s)
 
 
-def check_clip_fraction(
-    function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-) -> CheckResult:
+def check_clip_fraction(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
     """Check a learner's ``clip_fraction(logp_new, logp_old, advantages, eps=0.2)``."""
     return check("clip_fraction", function, time_limit_s=time_limit_s)
 
 
-def check_grad(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
+def check_grad(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
     """Check a learner's ``ppo_clip_grad(logp_new, logp_old, advantages, eps=0.2)``."""
     return check("grad", function, time_limit_s=time_limit_s)
 
@@ -228,9 +194,9 @@ class ExerciseSummary(str):
 
 
 def exercise_summary(
-    loss: Callable[..., Any],
-    clip_fraction: Callable[..., Any],
-    grad: Callable[..., Any],
+    loss: Function,
+    clip_fraction: Function,
+    grad: Function,
     questions: Mapping[str, ConceptQuestion] | Iterable[ConceptQuestion] = (),
     *,
     time_limit_s: float = TIME_LIMIT_S,
@@ -241,23 +207,21 @@ def exercise_summary(
     ``TypeError``.  Nothing the three functions do raises: see :func:`check`.
     """
     chosen = tuple(questions.values() if isinstance(questions, Mapping) else questions)
-    stranger = next((q for q in chosen if not isinstance(q, ConceptQuestion)), None)
-    if stranger is not None:
-        kind = type(stranger).__name__
+    stranger = next((type(q).__name__ for q in chosen if not isinstance(q, ConceptQuestion)), "")
+    if stranger:
         raise TypeError(
-            f"questions must be the concept questions (concept_questions()), got a {kind}"
+            f"questions must be the concept questions (concept_questions()), got a {stranger}"
         )
     functions = zip(FUNCTION_NAMES, (loss, clip_fraction, grad), strict=True)
     results = tuple(check(kind, f, time_limit_s=time_limit_s) for kind, f in functions)
-    width = max(len(r.exercise) for r in results)
     lines = [
         "PPO clipped loss: exercise summary",
         f"Exercises passed (core batches): {sum(r.passed for r in results)} of {len(results)}",
     ]
+    width = max(len(r.exercise) for r in results)
     for r in results:
-        lines.append(f"  {r.exercise.ljust(width)}  {_core_status(r)}")
-        if r.implemented:
-            lines.append(f"  {''.ljust(width)}  {_robustness_status(r)}")
+        names = [r.exercise, ""]
+        lines += [f"  {n.ljust(width)}  {s}" for n, s in zip(names, _statuses(r), strict=False)]
     if chosen:
         right = sum(q.right_first_time for q in chosen)
         lines.append(f"Concept questions right at the first try: {right} of {len(chosen)}")
@@ -268,19 +232,112 @@ def exercise_summary(
     return summary
 
 
-def _core_status(result: CheckResult) -> str:
+def _statuses(result: CheckResult) -> list[str]:
+    """How ``result`` did on the core batches and, if implemented, on the robustness ones."""
     if not result.implemented:
-        return result.status
-    if result.passed:
-        return f"core: passed (all {result.core_batches} batches match the reference)"
-    return "core: needs work: " + "; ".join(f.title for f in result.findings)
-
-
-def _robustness_status(result: CheckResult) -> str:
+        return [result.status]
+    core = f"core: passed (all {CORE} batches match the reference)"
+    if not result.passed:
+        core = "core: needs work: " + "; ".join(f.title for f in result.findings)
+    robustness = "robustness: nothing to note beyond the core findings"
     if result.notes:
-        return "going further: " + "; ".join(f.title for f in result.notes)
-    if result.matching_robustness == result.robustness_batches:
-        return f"robustness: all {result.robustness_batches} batches match"
-    if "timeout" in result.mistakes:
-        return "robustness: not checked (the check stopped at the time limit)"
-    return "robustness: nothing to note beyond the core findings"
+        robustness = "going further: " + "; ".join(f.title for f in result.notes)
+    elif result.matching_robustness == ROBUSTNESS:
+        robustness = f"robustness: all {ROBUSTNESS} batches match"
+    elif "timeout" in result.mistakes:
+        robustness = "robustness: not checked (the check stopped at the time limit)"
+    return [core, robustness]
+
+
+def diagnose(
+    kind: Kind, calls: Sequence[Call], limit_s: float
+) -> tuple[list[Finding], list[Finding], int, int]:
+    """The findings and the notes, and how many core and robustness batches matched.
+
+    On the core batches, then on the robustness ones, it names: an exception or the process
+    ending (``error``); a value of the wrong type or shape (``wrong_type``); the fewest value
+    mistakes that explain every answer, each shown on a batch where leaving it out changes the
+    answer (k mistakes need more than k answers: fewer would fit almost anything), else
+    ``mismatch``; changed inputs (``mutated``), rebound module names (``patched_module``).  The
+    same answer on every batch (a placeholder such as ``return 0.0``) is a ``mismatch`` even where
+    a combination of mistakes gives it.  A call that did not return in time comes first
+    (``timeout``).  On the robustness batches the core's mistakes are taken as given.
+    """
+    core = [c for c in calls if c.batch.role == "core"]
+    findings, explained, core_matching = _diagnose(kind, core, frozenset(), "core")
+    robust = [c for c in calls if c.batch.role == "robustness"]
+    notes, _, robust_matching = _diagnose(kind, robust, explained, "robustness")
+    late = next((c for c in calls if c.timed_out), None)
+    if late is not None:
+        found = _timeout(kind, late, sum(c.skipped for c in calls), limit_s)
+        (findings if late.batch.role == "core" else notes).insert(0, found)
+    notes = [note for note in notes if note.key not in {f.key for f in findings}]
+    return findings, notes, core_matching, robust_matching
+
+
+def _diagnose(
+    kind: Kind, calls: Sequence[Call], assumed: frozenset[str] | None, role: Role
+) -> tuple[list[Finding], frozenset[str] | None, int]:
+    """One role's findings, the mistakes that explain its answers, how many batches match."""
+    findings = []
+    failed = [c for c in calls if c.error and not c.timed_out]
+    if failed:
+        call = min(failed, key=lambda c: c.batch.n)
+        message = f"On {call.batch.label} your function {call.error}. {lesson_of(call.batch)}"
+        findings.append(finding("error", message, batch=call.batch))
+    returned = [c for c in calls if c.returned]
+    wrong = next((c for c in returned if isinstance(c.answer, str)), None)
+    if wrong is not None:
+        message, seen = f"Your function returned {wrong.answer}.", f"Seen on {wrong.batch.label}."
+        findings.append(finding("wrong_type", message, seen, wrong.batch))
+    answers = [(c, c.answer) for c in returned if not isinstance(c.answer, str)]
+    values, explained = value_findings(kind, answers, assumed, role)
+    matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
+    return findings + values + _side_effects(kind, calls), explained, matching
+
+
+def _timeout(kind: Kind, call: Call, skipped: int, limit_s: float) -> Finding:
+    """The finding of ``call``, which did not return in time (the check stopped calling there)."""
+    stopped = "The checker stopped it" + (f" ({call.where})." if call.where else ".")
+    if not call.stopped:
+        stopped = (
+            "The checker cannot stop it here (this system cannot run it in a separate process): "
+            "it is still running in the background, keeping a CPU core busy until you restart the "
+            "kernel (Kernel > Restart Kernel)."
+        )
+    batches = "batch" if skipped == 1 else "batches"
+    sentences = [
+        f"On {call.batch.label} your function did not return within {exact(limit_s)} s, the "
+        f"checker's time limit for one call. {stopped}",
+        f"It was not called on the {skipped} {batches} after that one." if skipped else "",
+        "Look for a loop whose condition never changes, a sleep, or work that grows much faster "
+        f"than N. {lesson_of(call.batch)}",
+    ]
+    return finding("timeout", " ".join(s for s in sentences if s), batch=call.batch)
+
+
+def _side_effects(kind: Kind, calls: Sequence[Call]) -> list[Finding]:
+    """``mutated`` if a call changed its inputs; ``patched_module`` if it rebound module names."""
+    found = []
+    if (changed := next((c for c in calls if c.changed is not None), None)) is not None:
+        name, before, after = changed.changed  # type: ignore[misc]
+        evidence = f"On {changed.batch.label}, {name} was {numbers(before)} before the call and "
+        found.append(finding("mutated", evidence=f"{evidence}{numbers(after.ravel())} after it."))
+    if (patched := next((c for c in calls if c.patched), None)) is not None:
+        changes = f"On {patched.batch.label} it changed {', '.join(patched.patched)}."
+        found.append(finding("patched_module", evidence=changes))
+    return found
+
+
+def _printed(calls: Sequence[Call]) -> str:
+    """What the function printed, shortened: how much, and the start of it ("" if nothing)."""
+    printed = [c for c in calls if c.printed_total]
+    if not printed:
+        return ""
+    first = printed[0]
+    cut = f" (cut at {OUTPUT_LIMIT} characters)" if first.printed_total > len(first.printed) else ""
+    return (
+        f"Your function printed {count(sum(c.printed_total for c in printed), 'character')} in "
+        f"{count(len(printed), 'call')} while it was checked; on {first.batch.label} it "
+        f"printed{cut}: {first.printed!r}"
+    )

@@ -1,41 +1,28 @@
-"""The mistakes the checker names, and what an implementation with some of them returns.
+"""The mistakes the checker names, what an implementation with them returns, and which explain
+the learner's answers.
 
-Each mistake has a stable key, a title (:data:`TITLES`) and what the learner reads
-(:data:`EXPLANATIONS`).  Most are *variants* of the reference (:data:`VARIANTS`): :func:`predict`
-follows the computation one step at a time, each from the checker's copy of :mod:`ppo_clip`
-(:data:`.battery.reference`), and lets each mistake change the one step it affects:
-
-1. the inputs used: advantages normalized (``normalized``, with either standard deviation),
-   log-probabilities swapped (``ratio_inverted``);
-2. the ratios: the log-ratio itself (``no_exp``), NaN where ``exp(logp_new) / exp(logp_old)``
-   is ``0/0`` (``ratio_underflow``), a band whose upper edge is its lower one (``clip_swapped``:
-   ``np.clip(r, 1 + eps, 1 - eps)`` clips to that);
-3. which samples count as clipped: sign-blind, on the wrong side, ``A = 0`` included (with
-   either sign, or both), non-strict comparisons, none at all (``unclipped``);
-4. the terms: the objective kept (``unclipped``, ``clip_only``, ``max_for_min``), the gradient
-   (``minus_A``, ``grad_on_clipped``), NaN from ``inf * 0`` (``nan_overflow``);
-5. the scale: the sign (``sign``) and the ``1/N`` (``no_mean``).
-
-A mistake with several forms gives several possible answers, and so does a sample whose clip
-decision depends on which ``exp`` computed its ratio (:attr:`.CheckBatch.undecided`).  The other
-mistakes (an error, a timeout, a wrong type, changed inputs) are recognised by their symptom.  To
-teach the checker a new mistake, add its title and explanations, and for a variant its key in
-:data:`VARIANTS` and the step of :func:`predict` it changes.
+Each mistake has a key, a title (:data:`TITLES`) and what the learner reads
+(:data:`EXPLANATIONS`).  Those in :data:`VALUE_MISTAKES` show in the values returned:
+:func:`predict` follows the reference computation one step at a time and lets each mistake change
+the step it affects (inputs, ratio, band, which samples count as clipped, terms kept, scale), and
+:func:`value_findings` names the fewest that explain every answer.  To teach the checker a new
+mistake, add its title and explanation, and for a value mistake its key in :data:`VALUE_MISTAKES`
+and the step of :func:`predict` it changes.  The others (an error, a timeout, a wrong type,
+changed inputs) are recognised by their symptom (:mod:`.checker`).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ppo_viz.exercises.battery import (
-    FUNCTION_NAMES,
     NUMERICS_NOTEBOOK,
     BoolArray,
     CheckBatch,
@@ -44,6 +31,8 @@ from ppo_viz.exercises.battery import (
     Role,
     reference,
 )
+from ppo_viz.exercises.sandbox import Call
+from ppo_viz.numbers import exact, rounded, vector
 
 #: Every mistake's title, in the order findings are reported.
 TITLES = {
@@ -71,177 +60,117 @@ TITLES = {
     "mutated": "Changed the input arrays",
     "mismatch": "Differs from the reference",
 }
-#: The mistakes answers reveal, by the batches they show on: ``"robustness"`` ones only at
-#: float64's edges (an overflowing ratio, probabilities that underflow).
-VARIANTS: dict[Role, tuple[str, ...]] = {
-    "core": (
-        *("sign", "no_mean", "ratio_inverted", "no_exp", "unclipped", "clip_only", "max_for_min"),
-        *("clip_swapped", "sign_blind", "zero_advantage", "non_strict", "grad_on_clipped"),
-        *("minus_A", "normalized"),
+#: The mistakes each exercise's answers can show, in report order.
+VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
+    "loss": (
+        *("sign", "no_mean", "ratio_inverted", "no_exp", "unclipped", "clip_only"),
+        *("max_for_min", "clip_swapped", "normalized", "nan_overflow", "ratio_underflow"),
     ),
-    "robustness": ("nan_overflow", "ratio_underflow"),
+    "clip_fraction": (
+        *("no_mean", "ratio_inverted", "no_exp", "max_for_min", "sign_blind", "zero_advantage"),
+        *("non_strict", "normalized", "ratio_underflow"),
+    ),
+    "grad": (
+        *("sign", "no_mean", "ratio_inverted", "no_exp", "unclipped", "clip_only", "max_for_min"),
+        *("non_strict", "grad_on_clipped", "minus_A", "normalized", "nan_overflow"),
+        "ratio_underflow",
+    ),
 }
+#: The value mistakes that show only at float64's edges, on the robustness batches.
+ROBUSTNESS_MISTAKES = ("nan_overflow", "ratio_underflow")
 
-#: Checked against cleanrl/ppo.py @020cf0e (norm_adv, per minibatch),
-#: stable_baselines3/ppo/ppo.py @cef4cf2 (normalize_advantage, per minibatch) and
-#: spinup/algos/pytorch/ppo/ppo.py @2092113 (the buffer's get() normalizes the batch once).
-_NORMALIZED = (
-    "You normalize the advantages ((A - mean) / std). PPO codes often do, but before the loss: "
-    "CleanRL (norm_adv) and Stable-Baselines3 (normalize_advantage) normalize each minibatch's "
-    "advantages, Spinning Up normalizes the whole batch's advantages once, when the update takes "
-    "them from its buffer. This function uses them as given: normalizing here shifts them, can "
-    "flip their signs, and so changes which samples are clipped."
-)
 _CLIPPED = "A > 0 with r > 1 + eps, or A < 0 with r < 1 - eps"
 _UNFAVOURABLE = "A > 0 with r < 1 - eps, or A < 0 with r > 1 + eps"
-_WRONG_SIDE = (
-    f"A sample is clipped when it moved the favourable way beyond the band ({_CLIPPED}); you "
-    f"clip the ones that moved the other way ({_UNFAVOURABLE}), as max(r*A, clip(r)*A) does."
-)
-_RATIO = "The ratio is r = np.exp(logp_new - logp_old), the new policy's probability over the old"
-_UNDERFLOW = (
-    "when the log-probabilities are very negative (-750 to -1000, normal for whole sequences in "
-    "RLHF): exp(logp) underflows to 0, so exp(logp_new) / exp(logp_old) is 0/0 = NaN"
-)
-_NAN = "r = exp(1000) is inf in float64, and inf * 0 is NaN. Multiply only where A != 0, e.g. "
-_NAN += "np.multiply(r, A, out=np.zeros_like(r), where=A != 0)."
+_NEW_OVER_OLD = "the ratio is new over old: r = np.exp(logp_new - logp_old)"
 
-#: What the learner reads, by mistake and exercise (``"any"``: every exercise).
-EXPLANATIONS: dict[str, dict[str, str]] = {
-    "not_implemented": {
-        "any": "The function's body is still empty (it raises NotImplementedError or returns "
-        "nothing). Write your code in the cell above, run it, then run this check again."
-    },
-    "patched_module": {
-        "any": "Your function replaces names in the module ppo_clip (or numpy). That cannot "
-        "change the verdict (the checker has reference answers of its own) nor your notebook "
-        "(your function ran in a copy of its process), but a loss function should not change "
-        "other modules: remove those lines."
-    },
-    "sign": {
-        "loss": "You return the mean of min(r*A, clip(r)*A), the objective PPO maximizes. The "
-        "loss to minimize is its negative: L = -(1/N) * sum of min(r*A, clip(r)*A).",
-        "grad": "Your gradient has the opposite sign. It is the gradient of the loss, so an "
-        "unclipped sample gets -r*A/N: A > 0 gives a negative gradient, and gradient descent "
-        "raises logp_new.",
-    },
-    "no_mean": {
-        "loss": "You sum over the batch instead of averaging: the loss is a mean, so multiply "
-        "by 1/N (or use np.mean) and it will not grow with the batch size.",
-        "clip_fraction": "You return the number of clipped samples, not the fraction: divide "
-        "by N, so the result lies in [0, 1].",
-        "grad": "Your gradient is N times too large: the loss is a mean over N samples, so each "
-        "sample's gradient carries the 1/N, -r*A/N.",
-    },
-    "ratio_inverted": {
-        "any": f"You compute exp(logp_old - logp_new), pi_old / pi_new. {_RATIO} one, so it "
-        "grows when the update makes the action more likely."
-    },
-    "no_exp": {
-        "any": f"You use the log-ratio logp_new - logp_old as the ratio. {_RATIO} one: it is 1 "
-        "where nothing changed, and the band [1 - eps, 1 + eps] is a band around 1."
-    },
-    "unclipped": {
-        "loss": "Your loss is -(1/N) * sum of r*A, with no clipping at all. PPO keeps "
-        "min(r*A, clip(r)*A), so the term of a sample that moved the favourable way beyond the "
-        "band stops at (1 ± eps)*A: add the clipped term and the np.minimum.",
-        "grad": f"Your gradient is -r*A/N on every sample, the gradient of r*A. A clipped "
-        f"sample ({_CLIPPED}) keeps the constant clip(r)*A, so its gradient is 0: use "
-        "np.where(clipped, 0.0, -r*A/N).",
-    },
-    "clip_only": {
-        "loss": "Your loss is -(1/N) * sum of clip(r)*A: np.clip without the np.minimum. For a "
-        f"sample that moved the unfavourable way beyond the band ({_UNFAVOURABLE}), the "
-        "pessimistic min(r*A, clip(r)*A) is r*A: keep np.minimum of both terms.",
-        "grad": "Your gradient is 0 for every sample outside the band, on both sides, as for "
-        f"clip(r)*A alone (or for |r - 1| > eps). A sample that moved the unfavourable way "
-        f"({_UNFAVOURABLE}) is not clipped: the min keeps r*A and its gradient -r*A/N, which "
-        "is how PPO pulls back a sample that strayed the wrong way.",
-    },
-    "max_for_min": {
-        "loss": "You keep the larger of r*A and clip(r)*A: np.maximum where the loss needs "
-        "np.minimum. (PyTorch-style code takes a max of the negated terms: "
-        "max(-A*r, -A*clip(r)) = -min(A*r, A*clip(r)).) The min is the pessimistic bound.",
-        "clip_fraction": _WRONG_SIDE,
-        "grad": f"{_WRONG_SIDE} Those samples keep their gradient -r*A/N; the ones that moved "
-        "the favourable way beyond the band get 0.",
-    },
-    "clip_swapped": {
-        "loss": "You call np.clip(r, 1 + eps, 1 - eps), upper bound first. np.clip then "
-        "returns its upper bound for every sample, so your clipped term is (1 - eps)*A whatever "
-        "r is. Write np.clip(r, 1 - eps, 1 + eps)."
-    },
-    "sign_blind": {
-        "clip_fraction": "You count every sample with |r - 1| > eps, whatever the sign of its "
-        "advantage (Stable-Baselines3 and CleanRL log that number). This contract counts a "
-        f"sample only when clipping switches its gradient off: {_CLIPPED}."
-    },
-    "zero_advantage": {
-        "clip_fraction": "You count a sample with A = 0 outside the band as clipped, for "
-        "example with A >= 0, or np.where(A > 0, r > 1 + eps, r < 1 - eps), which sends A = 0 "
-        "to the test for A < 0. Its term r*A is 0 whatever r is: there is no gradient to "
-        "switch off, so it is never clipped."
-    },
-    "non_strict": {
-        "clip_fraction": "You count a sample exactly on the edge (r = 1 + eps with A > 0, or "
-        "r = 1 - eps with A < 0) as clipped; the comparisons are strict. With eps = 0 this "
-        "decides every sample with r == 1. (Computing in float32 can also push a ratio of 1.2 "
-        f"over the edge: {NUMERICS_NOTEBOOK}, section 3.)",
-        "grad": "You zero the gradient of a sample exactly on the edge (r = 1 + eps with A > 0, "
-        "or r = 1 - eps with A < 0). The comparisons are strict: it keeps -r*A/N. With eps = 0 "
-        "this decides every sample with r == 1.",
-    },
-    "grad_on_clipped": {
-        "grad": "Your gradient is not 0 on clipped samples. Their term is the constant "
-        "clip(r)*A = (1 ± eps)*A, whose gradient is 0: use np.where(clipped, 0.0, -r*A/N)."
-    },
-    "minus_A": {
-        "grad": "You use -A/N as the gradient of an unclipped sample; it is -r*A/N, because "
-        "dr/dlogp_new = r (the derivative of exp is exp). The two agree only where r = 1, as in "
-        "the first update on a freshly collected batch."
-    },
-    "normalized": {"any": _NORMALIZED},
-    "nan_overflow": {
-        "loss": f"You return NaN when a sample has A = 0 and an overflowing ratio: {_NAN}",
-        "grad": f"Your gradient is NaN for a sample with A = 0 and an overflowing ratio: {_NAN}",
-    },
-    "ratio_underflow": {
-        "clip_fraction": f"You miss clipped samples {_UNDERFLOW}, and NaN > 1 + eps is False. "
-        "Compute the ratio from the difference: r = np.exp(logp_new - logp_old).",
-        "any": f"You get NaN {_UNDERFLOW}. Compute the ratio from the difference: "
-        "r = np.exp(logp_new - logp_old).",
-    },
-    "mutated": {
-        "any": "Your function changes its input arrays, which the caller reuses (PPO runs "
-        "several epochs on one batch). Write x = x - y instead of x -= y, or work on a copy "
-        "(x = np.array(x, dtype=float))."
-    },
+#: What the learner reads about each mistake.  Checked against cleanrl/ppo.py @020cf0e
+#: (norm_adv), stable_baselines3/ppo/ppo.py @cef4cf2 (normalize_advantage) and
+#: spinup/algos/pytorch/ppo/ppo.py @2092113 (the buffer's get()).
+EXPLANATIONS = {
+    "not_implemented": "The body is still empty (it raises NotImplementedError or returns "
+    "nothing): write your code in the cell above, run it, then run this check again.",
+    "patched_module": "Your function rebinds names in ppo_clip or numpy. The verdict and your "
+    "notebook are safe (the checker keeps its own reference and ran your function in a copy of "
+    "the process), but a loss function should not change other modules: remove those lines.",
+    "sign": "Your answer has the opposite sign: the loss to minimize is minus the mean of "
+    "min(r*A, clip(r)*A), the objective PPO maximizes, and an unclipped sample's gradient is "
+    "-r*A/N.",
+    "no_mean": "You sum over the batch where the contract averages (the loss, the fraction of "
+    "clipped samples, the 1/N of each gradient entry): np.mean, not np.sum.",
+    "ratio_inverted": f"You compute exp(logp_old - logp_new), pi_old / pi_new; {_NEW_OVER_OLD}.",
+    "no_exp": f"You use the log-ratio logp_new - logp_old as the ratio; {_NEW_OVER_OLD}, 1 where "
+    "nothing changed, the centre of the band [1 - eps, 1 + eps].",
+    "unclipped": f"You ignore clipping: a clipped sample ({_CLIPPED}) keeps the constant "
+    "clip(r)*A, whose gradient is 0: np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A).",
+    "clip_only": "You keep clip(r)*A alone, without the np.minimum: a sample that moved the "
+    f"unfavourable way ({_UNFAVOURABLE}) keeps r*A, whose gradient -r*A/N pulls it back.",
+    "max_for_min": "You keep the larger of r*A and clip(r)*A, which clips the samples that moved "
+    f"the unfavourable way ({_UNFAVOURABLE}); PPO keeps the smaller (np.minimum, or "
+    f"max(-A*r, -A*clip(r)) in PyTorch style), so that clipped are {_CLIPPED}.",
+    "clip_swapped": "You call np.clip(r, 1 + eps, 1 - eps), which returns its upper bound, 1 - "
+    "eps, for every sample; the lower bound comes first: np.clip(r, 1 - eps, 1 + eps).",
+    "sign_blind": "You count every sample with |r - 1| > eps (as Stable-Baselines3 and CleanRL "
+    f"log it); this contract counts only those whose gradient clipping switches off: {_CLIPPED}.",
+    "zero_advantage": "You count a sample with A = 0 outside the band as clipped (with A >= 0, "
+    "or np.where(A > 0, r > 1 + eps, r < 1 - eps)); its term r*A is 0 whatever r is, so there is "
+    "no gradient to switch off.",
+    "non_strict": "You treat a sample exactly on the edge (r = 1 + eps with A > 0, r = 1 - eps "
+    "with A < 0) as clipped; the comparisons are strict, r > 1 + eps, which with eps = 0 decides "
+    f"every sample with r == 1 (float32 can also push 1.2 over the edge: {NUMERICS_NOTEBOOK}, "
+    "section 3).",
+    "grad_on_clipped": "Your gradient is not 0 on clipped samples, whose term is the constant "
+    "clip(r)*A = (1 ± eps)*A: np.where(clipped, 0.0, -r * A / N).",
+    "minus_A": "You use -A/N where the gradient is -r*A/N: dr/dlogp_new = r, the derivative of "
+    "exp. They agree only where r = 1, as in the first update on a freshly collected batch.",
+    "normalized": "You normalize the advantages; PPO codes do that before the loss (CleanRL's "
+    "norm_adv and Stable-Baselines3's normalize_advantage per minibatch, Spinning Up once per "
+    "batch), and here it shifts them, flips signs and changes which samples are clipped.",
+    "nan_overflow": "r = exp(1000) is inf in float64 and inf * 0 is NaN, so a sample with A = 0 "
+    "and an overflowing ratio makes your answer NaN: multiply only where A != 0, "
+    "np.multiply(r, A, out=np.zeros_like(r), where=A != 0).",
+    "ratio_underflow": "exp(logp_new) / exp(logp_old) is 0/0 = NaN when both log-probabilities "
+    "are near -1000 (normal for whole sequences in RLHF); compute the ratio from the "
+    "difference: r = np.exp(logp_new - logp_old).",
+    "mutated": "Your function changes its input arrays, which the caller reuses (PPO runs "
+    "several epochs on one batch): write x = x - y, not x -= y, or work on a copy.",
 }
 
 #: The most mistakes one answer is explained by.
 MAX_MISTAKES = 3
+#: Answers match a prediction where ``np.isclose`` with these (rtol, atol) holds; the looser
+#: ones for normalized advantages (codes add 1e-8 to the standard deviation).
+TOLERANCES = {False: (1e-9, 1e-12), True: (1e-6, 1e-9)}
+#: Mistakes after which a ratio or band is not the reference's: undecided samples get their
+#: verdict from the variant alone.
+_OWN_RATIOS = frozenset({"normalized", "ratio_inverted", "no_exp", "clip_swapped"})
 
 
-def explanation(key: str, kind: Kind) -> str:
-    """What the learner reads about mistake ``key`` in exercise ``kind`` ("" if nothing)."""
-    texts = EXPLANATIONS.get(key, {})
-    return texts.get(kind) or texts.get("any", "")
+@dataclass(frozen=True)
+class Finding:
+    """One problem found: a stable ``key``, its title, the explanation and the evidence.
+
+    ``further`` names the section of notebook 5 a robustness finding relates to.
+    """
+
+    key: str
+    title: str
+    message: str
+    evidence: str = ""
+    further: str = ""
 
 
-def _variants(kind: Kind, role: Role) -> tuple[str, ...]:
-    return tuple(key for key in VARIANTS[role] if explanation(key, kind))
-
-
-#: The variant mistakes of each exercise, in report order (core ones, then robustness ones).
-VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
-    kind: _variants(kind, "core") + _variants(kind, "robustness") for kind in FUNCTION_NAMES
-}
+def finding(
+    key: str, message: str = "", evidence: str = "", batch: CheckBatch | None = None
+) -> Finding:
+    """Mistake ``key``'s finding, with its own explanation unless ``message`` is given."""
+    further = batch.further if batch is not None else ""
+    return Finding(key, TITLES[key], message or EXPLANATIONS[key], evidence, further)
 
 
 @cache
 def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[frozenset[str], ...]:
-    """Every combination of up to :data:`MAX_MISTAKES` variants of ``role``, fewest first."""
-    names = _variants(kind, role)
+    """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first."""
+    names = [m for m in VALUE_MISTAKES[kind] if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
     return tuple(
         frozenset(combination)
         for size in range(MAX_MISTAKES + 1)
@@ -249,36 +178,26 @@ def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[frozenset[s
     )
 
 
-#: Mistakes after which a sample's ratio or band is not the reference's: the verdict on an
-#: undecided sample is then the variant's own.
-_OWN_RATIOS = frozenset({"normalized", "ratio_inverted", "no_exp", "clip_swapped"})
-
-
-@dataclass(frozen=True)
-class Prediction:
+class Prediction(NamedTuple):
     """What an implementation with some mistakes returns on one batch.
 
-    ``values`` are the answers it may give (1-D float arrays); ``free`` marks gradient entries
-    it claims nothing about (the clipped samples, for "non-zero gradient on clipped samples");
-    ``loose`` asks for looser tolerances (normalizing codes add a small constant to the std).
+    ``values``: the answers it may give (1-D float arrays), the reference's verdicts and the
+    mistakes' first forms first; several where a mistake has several forms, or a sample's verdict
+    depends on the ``exp`` used (:attr:`.CheckBatch.undecided`).  ``free``: gradient entries it
+    claims nothing about.  ``loose``: looser tolerances (normalizing adds 1e-8 to the std).
     """
 
     values: tuple[FloatArray, ...]
     free: BoolArray | None = None
     loose: bool = False
 
-    @property
-    def value(self) -> FloatArray:
-        """The first possible answer: the reference's verdicts and the mistakes' first forms."""
-        return self.values[0]
-
 
 def predict(batch: CheckBatch, kind: Kind, mistakes: Iterable[str] = ()) -> Prediction | None:
     """What an implementation with exactly these ``mistakes`` returns on ``batch``.
 
-    With no mistakes, :mod:`ppo_clip`'s own answer comes first.  None when the variant is
-    undefined on the batch (normalizing advantages whose standard deviation is 0).  Each is
-    computed once: a check tries hundreds of sets of mistakes on the same batches.
+    With no mistakes, :mod:`ppo_clip`'s own answer comes first.  None where the variant is
+    undefined (normalizing advantages whose standard deviation is 0).  Cached: a check tries
+    hundreds of sets of mistakes on the same batches.
     """
     return _predict(batch, kind, frozenset(mistakes))
 
@@ -368,3 +287,139 @@ def _loss(b: Any, flags: frozenset[str]) -> float:
         terms = b.unclipped_term if "unclipped" in flags else b.clipped_term
     with np.errstate(all="ignore"):  # inf - inf is NaN here: no such answer is right
         return float(-terms.sum() / b.n) + 0.0
+
+
+#: One answer: the call, and what it returned as floats.
+Answer = tuple[Call, FloatArray]
+
+
+def value_findings(
+    kind: Kind, answers: list[Answer], assumed: frozenset[str] | None, role: Role
+) -> tuple[list[Finding], frozenset[str] | None]:
+    """The findings about the values, and the mistakes that explain them (None if none do).
+
+    The fewest value mistakes of ``role`` that, with the ``assumed`` ones, explain every answer,
+    each shown on a batch where leaving it out changes the answer; k mistakes together need more
+    than k answers (fewer would fit almost anything).  The same answer on every batch, a
+    placeholder such as ``return 0.0``, is a ``mismatch`` even where mistakes happen to give it.
+    """
+    if assumed is None or not answers:
+        return [], assumed
+    for extra in () if _placeholder(kind, answers) else candidate_mistake_sets(kind, role):
+        flags = assumed | extra
+        if (len(extra) > 1 and len(answers) <= len(extra)) or not _explains(kind, answers, flags):
+            continue
+        shown = [_shows(kind, answers, flags, key) for key in VALUE_MISTAKES[kind] if key in extra]
+        if all(shown):
+            return shown, flags  # type: ignore[return-value]
+    return _mismatch(kind, answers, assumed), None
+
+
+def differs(kind: Kind, call: Call, got: FloatArray) -> BoolArray:
+    """Where the answer is not the reference's (either verdict on an undecided sample)."""
+    return ~_agrees(got, predict(call.batch, kind))  # type: ignore[arg-type]
+
+
+def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
+    """Whether every answer is one and the same value, though the reference answers differ."""
+    values = np.concatenate([got for _, got in answers])
+    references = np.concatenate([np.atleast_1d(c.batch.answers[kind]) for c, _ in answers])
+    same = [np.array_equal(v, np.full_like(v, v[0]), equal_nan=True) for v in (values, references)]
+    return len(answers) > 1 and same == [True, False]
+
+
+def _agrees(got: FloatArray, prediction: Prediction) -> BoolArray:
+    """Where ``got`` is one of the answers the prediction allows."""
+    rtol, atol = TOLERANCES[prediction.loose]
+    agree = prediction.free.copy() if prediction.free is not None else np.zeros(got.shape, bool)
+    with np.errstate(invalid="ignore"):  # infinities must agree exactly, NaN matches only NaN
+        for value in prediction.values:
+            agree |= np.isclose(got, value, rtol=rtol, atol=atol, equal_nan=True)
+    return agree
+
+
+def _explains(kind: Kind, answers: Sequence[Answer], flags: frozenset[str]) -> bool:
+    """Whether an implementation with exactly the mistakes ``flags`` gives every answer."""
+    predictions = [(predict(call.batch, kind, flags), got) for call, got in answers]
+    return all(p is None or _agrees(got, p).all() for p, got in predictions)
+
+
+def _shows(
+    kind: Kind, answers: Sequence[Answer], flags: frozenset[str], key: str
+) -> Finding | None:
+    """``key``'s finding on the smallest batch where leaving it out changes the prediction (one
+    where the answer is also wrong if any); None if there is none."""
+    needed = []
+    for call, got in sorted(answers, key=lambda answer: answer[0].batch.n):
+        with_key, without = (
+            predict(call.batch, kind, flags),
+            predict(call.batch, kind, flags - {key}),
+        )
+        if with_key is None or without is None:
+            continue
+        if key == "grad_on_clipped":
+            shows = with_key.free if with_key.free is not None else np.zeros(got.shape, bool)
+        else:
+            shows = ~_agrees(with_key.values[0], without)
+        if (wrong := shows & differs(kind, call, got)).any():
+            return finding(key, evidence=evidence(kind, call, got, _first(wrong)), batch=call.batch)
+        if shows.any():
+            needed.append((call, got, _first(shows), without.values[0]))
+    if not needed:
+        return None
+    call, got, index, without_value = needed[0]
+    text = f"On {call.batch.label} your answer {exact(got[index])} takes this mistake too: "
+    text += f"without it the others give {exact(without_value[index])}."
+    return finding(key, evidence=text, batch=call.batch)
+
+
+def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: frozenset[str]) -> list[Finding]:
+    """ "Differs from the reference", with the smallest batch where it does and its inputs."""
+    failing = [(c, got) for c, got in answers if differs(kind, c, got).any()]
+    if not failing:
+        return []
+    call, got = min(failing, key=lambda answer: answer[0].batch.n)
+    b, value = call.batch, answers[0][1][0]
+    message = "Your answers differ from the reference and match none of the common mistakes "
+    message += "this checker knows."
+    if _placeholder(kind, answers):
+        shown = f"an array of {exact(value)}s" if kind == "grad" else exact(value)
+        message = f"Your function returns {shown} on every batch, whatever the inputs (a "
+        message += "placeholder?), and that differs from the reference."
+    elif assumed:
+        message = "Your answers differ from the reference in a way the mistakes above do not "
+        message += "explain."
+    inputs = (
+        f" Inputs: logp_new = {numbers(b.logp_new)}, logp_old = {numbers(b.logp_old)} (ratios "
+        f"{numbers(b.breakdown.ratio)}), advantages = {numbers(b.advantages)}, "
+        f"eps = {exact(b.eps)}."
+    )
+    shown = evidence(kind, call, got, _first(differs(kind, call, got))) + inputs
+    return [finding("mismatch", f"{message} {lesson_of(b, 'smallest')}", shown, b)]
+
+
+def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:
+    """``On batch ..: expected .., got ..`` (a gradient's at sample ``index``): rounded, or with
+    every digit where the rounded forms look equal."""
+    b, expected = call.batch.breakdown, np.atleast_1d(call.batch.answers[kind])
+    shown = [rounded(expected[index]), rounded(got[index])]
+    if shown[0] == shown[1]:
+        shown = [exact(expected[index]), exact(got[index])]
+    sample = f", sample {index} (r = {rounded(b.ratio[index])}, A = {rounded(b.advantages[index])})"
+    where = call.batch.label + (sample if kind == "grad" else "")
+    return f"On {where}: expected {shown[0]}, got {shown[1]}."
+
+
+def lesson_of(batch: CheckBatch, which: str = "") -> str:
+    """``That batch tests this: <its lesson>.`` (``The <which> batch where they differ ...``)."""
+    where = f"The {which} batch where they differ" if which else "That batch"
+    return f"{where} tests this: {batch.lesson}."
+
+
+def numbers(values: FloatArray) -> str:
+    """``[0.5, 1, ...]``: at most 8 values, rounded."""
+    return vector(values, each=rounded, limit=8)
+
+
+def _first(mask: BoolArray) -> int:
+    return int(np.flatnonzero(mask)[0])

@@ -1,21 +1,12 @@
 """Running a learner's function on the battery: a time limit and Ctrl-C that always win.
 
-:func:`call_battery` calls ``function(logp_new, logp_old, advantages, eps)`` on each batch, each
-time on fresh copies of its arrays, and returns one :class:`Call` per batch.  It raises nothing,
-except ``KeyboardInterrupt`` for a real Ctrl-C.
-
-The calls run in a child process forked from this one (``multiprocessing``'s ``"fork"``
-context), so nothing the function does reaches the notebook's process: its streams, signal
-handlers, ``sys.modules``, numpy's settings and :mod:`ppo_clip` stay as they were.  In the child
-its output is kept (the first :data:`OUTPUT_LIMIT` characters), its warnings are silenced, and
-names it rebinds in :data:`GUARDED_MODULES` are put back after each call and reported.  When a
-call's time is up, the child's own timer notes the line it is running and ends the child with
-``os._exit``, which no ``except`` can catch; a child stuck in compiled code is killed
-:data:`GRACE_S` later.  The calls after a timeout are skipped.  Ctrl-C raises
-``KeyboardInterrupt`` while the checker waits: the child is killed and the check stops.
-
-Without fork (Windows) the calls run in a daemon thread, and the checker waits at most the limit
-for each: a function that never returns runs on in the background (``stopped`` is False).
+The calls run in a child forked from this process, so nothing the function does (to streams,
+signal handlers, ``sys.modules``, numpy's settings, :mod:`ppo_clip`) reaches the notebook.  When
+a call's time is up, the child's timer notes the line it runs and ends the child with
+``os._exit``, which no ``except`` catches; a child stuck in compiled code is killed
+:data:`GRACE_S` later.  Ctrl-C in the notebook kills the child and stops the check.  Without
+fork (Windows) the calls run in a daemon thread, and the checker waits at most the limit for
+each: a function that never returns runs on in the background (``stopped`` False).
 """
 
 from __future__ import annotations
@@ -31,7 +22,7 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,27 +40,26 @@ OUTPUT_LIMIT = 300
 #: The modules whose names a call may not rebind (put back after each call, and reported).
 GUARDED_MODULES = (ppo_clip, np)
 
-Receive = Callable[[float], dict[str, Any]]
+Function = Callable[..., Any]
+Batches = Sequence[CheckBatch]
+Fields = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Call:
     """What one call of the learner's function did on ``batch``.
 
-    ``answer``: the value returned, as a 1-D float64 array, or a sentence saying why it is not
-    the right type or shape.  ``error``: what went wrong otherwise ("raised ValueError: ... (in
-    f, line 3: ...)"; ``ended``: the process it ran in ended).  ``not_implemented``: the body
-    looks empty.  ``timed_out``: no answer within the limit (``stopped``: the call was ended;
-    ``where``: the line it was running).  ``changed``: the first input array it changed, before
-    and after.  ``patched``: what it rebound in :data:`GUARDED_MODULES`.
+    ``answer``: the value as a 1-D float64 array, or why it is not of the right type or shape.
+    ``error``: "raised ValueError: ... (in f, line 3: ...)", or that its process ended.
+    ``timed_out``: no answer within the limit (``stopped``: the call was ended; ``where``: the
+    line it ran).  ``changed``: the first input it changed, before and after.  ``patched``: what
+    it rebound in :data:`GUARDED_MODULES`.
     """
 
     batch: CheckBatch
     answer: FloatArray | str | None = None
     error: str = ""
-    ended: bool = False
     not_implemented: bool = False
-    read_only_failure: bool = False
     timed_out: bool = False
     stopped: bool = True
     where: str = ""
@@ -85,65 +75,47 @@ class Call:
         return self.answer is not None and not self.error and not self.timed_out
 
 
-def call_battery(
-    function: Callable[..., Any], kind: Kind, batches: Sequence[CheckBatch], limit_s: float
-) -> list[Call]:
-    """One :class:`Call` per batch; after a timeout, or once the child ended, the rest skipped."""
+def call_battery(function: Function, kind: Kind, batches: Batches, limit_s: float) -> list[Call]:
+    """One :class:`Call` per batch, on fresh copies of its arrays; after a timeout, or once the
+    child ended, the rest skipped.  Raises nothing but ``KeyboardInterrupt``, for a real Ctrl-C."""
     run = _in_a_child if "fork" in multiprocessing.get_all_start_methods() else _in_a_thread
-    calls: list[Call] = []
-    with run(function, kind, batches, limit_s) as receive:
-        for batch in batches:
-            if any(c.timed_out or c.ended for c in calls):
-                calls.append(Call(batch, skipped=True))
-            else:
-                calls.append(Call(batch, **receive(limit_s + GRACE_S)))
-    return calls
+    done = list(run(function, kind, batches, limit_s))  # to the end: its cleanup has run
+    skipped = [{"skipped": True}] * (len(batches) - len(done))
+    return [Call(batch, **fields) for batch, fields in zip(batches, done + skipped, strict=True)]
 
 
-@contextmanager
 def _in_a_child(
-    function: Callable[..., Any], kind: Kind, batches: Sequence[CheckBatch], limit_s: float
-) -> Iterator[Receive]:
-    """Run the calls in a forked child; yield a function that waits for the next call's fields."""
+    function: Function, kind: Kind, batches: Batches, limit_s: float
+) -> Iterator[Fields]:
+    """Each call's fields, from a forked child; it stops after a timeout or the child's end."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    arguments = (function, kind, batches, limit_s, sender)
-    child = context.Process(target=_child, args=arguments, daemon=True)
+    child = context.Process(target=_child, args=(function, kind, batches, limit_s, sender))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork with threads
         child.start()
     sender.close()
-    received: list[dict[str, Any]] = []
-
-    def receive(wait_s: float) -> dict[str, Any]:
-        if not receiver.poll(wait_s):
-            return {"timed_out": True}  # stuck in compiled code: killed below
-        try:
-            received.append(receiver.recv())
-        except EOFError:
-            child.join()
-            return {
-                "error": f"ended the Python process it ran in (exit code {child.exitcode})",
-                "ended": True,
-            }
-        return received[-1]
-
     try:
-        yield receive
+        for _ in batches:
+            if not receiver.poll(limit_s + GRACE_S):  # Ctrl-C raises here, in the notebook
+                yield {"timed_out": True}  # stuck in compiled code
+                return
+            try:
+                fields = receiver.recv()
+            except EOFError:
+                child.join()
+                yield {"error": f"ended the Python process it ran in (exit code {child.exitcode})"}
+                return
+            yield fields
+            if fields.get("timed_out"):
+                return
     finally:
         receiver.close()
-        if len(received) < len(batches) or received[-1].get("timed_out"):
-            child.kill()  # a timeout or Ctrl-C; otherwise the child ends by itself
-            child.join()
+        child.kill()
+        child.join()
 
 
-def _child(
-    function: Callable[..., Any],
-    kind: Kind,
-    batches: Sequence[CheckBatch],
-    limit_s: float,
-    sender: Any,
-) -> None:
+def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sender: Any) -> None:
     """The child process: each call with its own time limit, its fields sent to the checker."""
     sys.stdout = sys.stderr = io.StringIO()  # nothing the child prints reaches the notebook
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the checker's to handle
@@ -160,12 +132,11 @@ def _child(
         sender.send(fields)
 
 
-@contextmanager
 def _in_a_thread(
-    function: Callable[..., Any], kind: Kind, batches: Sequence[CheckBatch], limit_s: float
-) -> Iterator[Receive]:
-    """Run the calls in a daemon thread; the streams and warning filters are restored after."""
-    done: queue.Queue[dict[str, Any]] = queue.Queue()
+    function: Function, kind: Kind, batches: Batches, limit_s: float
+) -> Iterator[Fields]:
+    """Each call's fields, from a daemon thread; the streams and warning filters restored after."""
+    done: queue.Queue[Fields] = queue.Queue()
     late, streams, filters = threading.Event(), (sys.stdout, sys.stderr), list(warnings.filters)
 
     def work() -> None:
@@ -173,23 +144,22 @@ def _in_a_thread(
             if not late.is_set():
                 done.put(_call(function, kind, batch))
 
-    def receive(wait_s: float) -> dict[str, Any]:
-        try:
-            return done.get(timeout=wait_s)
-        except queue.Empty:
-            late.set()
-            return {"timed_out": True, "stopped": False}
-
     threading.Thread(target=work, name="learner function", daemon=True).start()
     try:
-        yield receive
+        for _ in batches:
+            try:
+                yield done.get(timeout=limit_s + GRACE_S)
+            except queue.Empty:
+                late.set()
+                yield {"timed_out": True, "stopped": False}
+                return
     finally:
         sys.stdout, sys.stderr = streams
         warnings.filters[:] = filters
 
 
-def _call(function: Callable[..., Any], kind: Kind, batch: CheckBatch) -> dict[str, Any]:
-    """One call on fresh copies of the batch's arrays: the fields of its :class:`Call`."""
+def _call(function: Function, kind: Kind, batch: CheckBatch) -> Fields:
+    """One call on fresh copies of the batch's arrays, output kept, warnings silenced."""
     inputs, output, fields = batch.inputs(), io.StringIO(), {}
     guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
     with redirect_stdout(output), redirect_stderr(output), warnings.catch_warnings():
@@ -208,7 +178,6 @@ def _call(function: Callable[..., Any], kind: Kind, batch: CheckBatch) -> dict[s
                     + (f" ({where})" if where else "")
                 )
                 fields["not_implemented"] = isinstance(error, NotImplementedError)
-                fields["read_only_failure"] = batch.read_only and "read-only" in text
     originals = (batch.logp_new, batch.logp_old, batch.advantages)
     for name, before, after in zip(ARGUMENT_NAMES, originals, inputs, strict=True):
         if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
@@ -223,7 +192,7 @@ def _call(function: Callable[..., Any], kind: Kind, batch: CheckBatch) -> dict[s
     return {**fields, **printed, "patched": tuple(sorted(patched))}
 
 
-def _where(function: Callable[..., Any], frames: traceback.StackSummary) -> str:
+def _where(function: Function, frames: traceback.StackSummary) -> str:
     """``in f, line 4: code``: the last line of ``function``'s file among ``frames``."""
     code = getattr(function, "__code__", None)
     mine = [frame for frame in frames if code is not None and frame.filename == code.co_filename]
@@ -245,10 +214,10 @@ def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
         right = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
         right &= not isinstance(value, np.floating) or isinstance(value, np.float64)
     if not right:
-        array = (
+        shape = (
             f" of shape {value.shape} and dtype {value.dtype}" if hasattr(value, "dtype") else ""
         )
-        return f"a {type(value).__name__}{array}; expected {expected}"
+        return f"a {type(value).__name__}{shape}; expected {expected}"
     try:
         return np.atleast_1d(np.asarray(value if kind == "grad" else float(value), np.float64))
     except OverflowError:
