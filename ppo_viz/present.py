@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -71,9 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     port = args.port or free_port()
     print(f"Lecture: {args.notebook.name} at http://127.0.0.1:{port}/ (Ctrl-C stops)", flush=True)
+    server = subprocess.Popen(voila_command(args.notebook, port), env=lecture_environment())
+    # SIGTERM (a service manager, a test) stops Voilà too, as Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
     try:
-        return subprocess.call(voila_command(args.notebook, port), env=lecture_environment())
+        return server.wait()
     except KeyboardInterrupt:
+        server.terminate()
+        server.wait()
         return 130
 
 

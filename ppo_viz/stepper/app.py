@@ -70,10 +70,18 @@ class StepperFigure:
                 for line in panel.samples:
                     line.set_alpha(0.6)
             self.headline = self.figure.suptitle(" ", fontweight="bold")
-            handles, labels = legend_entries(self.columns[+1])
-            handles += [self.marks[+1][name] for name in ("point", "unclipped", "clip_only")]
-            labels[-1] = "the batch's samples, each at its own term"
-            labels += ["current sample: the kept term", "its r·A", "its clip(r)·A"]
+            # Six entries, for a projector: the objectives (a diamond marks the current sample's
+            # value on each candidate), the band and the points; the hatch is notebook 1's.
+            handles, _ = legend_entries(self.columns[+1])
+            handles = [*handles[:4], self.marks[+1]["point"], handles[5]]
+            labels = [
+                "PPO: min(r·A, clip(r)·A)",
+                "unclipped r·A (◇ this sample's)",
+                "clip-only (◇ this sample's)",
+                "clip band",
+                "this sample (its kept term)",
+                "the other samples",
+            ]
             self.figure.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
         self.batch: StepperBatch | None = None
         #: Every artist :meth:`show` changes.
@@ -115,7 +123,7 @@ class StepperFigure:
             whose = "this sample" if owner == step else f"sample {owner}"
             if owner is None:
                 whose = "no sample has this sign"
-            title = f"Curve for A {exact_or_approx(advantage)} ({whose}): {flat}"
+            title = f"A {exact_or_approx(advantage)} ({whose}): {flat}"
             panel.objective_ax.title.set_text(title)
             self._mark(sign, step if owner == step else None)
         state = "clipped" if b.is_clipped[step] else "not clipped"
