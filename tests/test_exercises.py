@@ -1051,7 +1051,7 @@ def test_the_summary_never_raises_and_keeps_to_the_time_limits():
     assert text.count("Your function did not return in time") == 2
     assert "Your function raised an error" in text
     assert text.count("robustness: not checked (the check stopped at the time limit)") == 2
-    with pytest.raises(TypeError, match="concept questions"):
+    with pytest.raises(TypeError, match="concept_questions"):
         exercise_summary(endless, endless, endless, [3])
 
 
@@ -1343,10 +1343,10 @@ def test_every_explanation_is_two_sentences_at_most():
 
 def test_a_question_needs_exactly_one_right_option():
     facts = {"is_clipped": True, "grad": 0.0}
-    options = [("clipped", {"is_clipped": True}, ""), ("grad 0", {"grad": 0.0}, "")]
+    options = {"clipped": ({"is_clipped": True}, ""), "grad 0": ({"grad": 0.0}, "")}
     with pytest.raises(ValueError, match="exactly one right option"):
         ConceptQuestion("x", facts, "x", "?", options, "")
-    yes_no = [("yes", {"fact": True}, ""), ("no {fact}", {"fact": False}, "")]
+    yes_no = {"yes": ({"fact": True}, ""), "no {fact}": ({"fact": False}, "")}
     question = ConceptQuestion("y", {"fact": False}, "y", "?", yes_no, "")
     assert (question.answer, question.options[1].label) == (1, "no False")
 

@@ -1,12 +1,10 @@
 """Exercises with checks that teach (notebook 6).
 
 A learner writes ``ppo_clip_loss``, ``clip_fraction`` and ``ppo_clip_grad`` and hands each to
-:func:`check_loss`, :func:`check_clip_fraction` or :func:`check_grad`.  The checker runs it on a
-battery of batches (:mod:`.battery`) in a copy of the process with a time limit
-(:mod:`.sandbox`), compares every answer with :mod:`ppo_clip` and names each mistake by its
-symptom (:mod:`.mistakes`, :mod:`.diagnosis`) on a card (:mod:`.checker`).
-:func:`concept_questions` gives multiple-choice questions decided by :mod:`ppo_clip`
-(:mod:`.questions`); :func:`exercise_summary` runs every check and gives a text for a teacher.
+:func:`check_loss`, :func:`check_clip_fraction` or :func:`check_grad`: the checker runs it on
+the battery's batches in a copy of the process with a time limit, compares every answer with
+:mod:`ppo_clip` and names each mistake by its symptom.  :func:`concept_questions` gives questions
+that :mod:`ppo_clip` decides; :func:`exercise_summary` gives a text for a teacher.
 
 >>> import ppo_clip
 >>> check_loss(ppo_clip.ppo_clip_loss).passed

@@ -30,11 +30,7 @@ Kind = Literal["loss", "clip_fraction", "grad"]
 #: What a batch is there to test: the contract on realistic inputs, or float64's edges.
 Role = Literal["core", "robustness"]
 #: The name of the learner's function for each exercise.
-FUNCTION_NAMES = {
-    "loss": "ppo_clip_loss",
-    "clip_fraction": "clip_fraction",
-    "grad": "ppo_clip_grad",
-}
+FUNCTION_NAMES = dict(loss="ppo_clip_loss", clip_fraction="clip_fraction", grad="ppo_clip_grad")
 ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
 
 #: The notebook "Numerics and the RLHF setting", and the sections the robustness batches need.
@@ -46,37 +42,31 @@ TOKENS_LESSON = f"{NUMERICS_NOTEBOOK}, section 4 (Token-level versus sequence-le
 LESSONS = {
     "worked example": "the worked example: ratios [1.4, 1.1, 0.6, 0.9]; samples 0 and 2 clipped",
     "one sample": "one sample with r = 0.5 and A > 0, a move the unfavourable way: not clipped",
-    "ratios exactly on the band's edges": "r = 1.2 with A > 0 and r = 0.8 with A < 0 "
-    "(log-probabilities chosen so that exp lands there): on the edge a sample is not clipped",
+    "ratios exactly on the band's edges": "r = 1.2 with A > 0 and r = 0.8 with A < 0, where exp "
+    "lands exactly: on the edge a sample is not clipped",
     "eps = 0": "eps = 0: every sample that moved the favourable way is clipped; r == 1 is not",
     "eps = 1": "eps = 1: the band is [0, 2], so no negative-advantage sample is ever clipped",
     "clipping depends on the advantage's sign": "r = [1.5, 1.5, 0.5, 0.5], A = [+1, -1, +1, -1]: "
-    "all outside the band, only samples 0 and 3 clipped",
+    "only samples 0 and 3 are clipped",
     "advantages with a nonzero mean": "every advantage is positive (mean 4): used as given",
-    "advantages of exactly 0": "A = 0 (common in GRPO) with r = 1.5, 3.5 and 0.5: never clipped; "
-    "only sample 3 (A > 0, r = 1.3) is",
+    "advantages of exactly 0": "A = 0 (common in GRPO) is never clipped, even at r = 1.5, 3.5, 0.5",
     "random batch": "random ratios around 1 and advantages of both signs",
     "large random batch": "random ratios around 1 and advantages of both signs",
-    "A = 0 with an overflowing ratio": "sample 0 has r = exp(1000) = inf in float64 and A = 0: it "
-    "must add exactly 0 (inf * 0 is NaN in IEEE arithmetic)",
-    "A < 0 with an overflowing ratio": "sample 0 has r = inf and A < 0: not clipped, so the loss "
-    "is +inf (the true float64 value) and so is its gradient",
-    "tiny probabilities": "log-probabilities near -1000, as for whole sequences in RLHF: "
-    "exp(logp) underflows to 0, but exp(logp_new - logp_old) is fine",
-    "4096 tokens": "N = 4096, the contract's largest batch: a sample per token of 16 answers, "
-    "each with its answer's advantage (exactly 0 for a prompt whose answers tie, as in GRPO)",
+    "A = 0 with an overflowing ratio": "r = exp(1000) = inf and A = 0: it adds 0, not NaN",
+    "A < 0 with an overflowing ratio": "r = inf and A < 0: not clipped, so the loss is +inf, the "
+    "true float64 value, and so is its gradient",
+    "tiny probabilities": "log-probabilities near -1000: exp(logp) underflows, the ratio is fine",
+    "4096 tokens": "N = 4096: a sample per token of 16 answers, each with its answer's advantage "
+    "(exactly 0 where a prompt's answers tie, as in GRPO)",
 }
 
 
 def _private_copy(module: ModuleType) -> ModuleType:
     """``module`` executed again from its file, as a module no learner's code refers to."""
-    name = f"{__name__}._reference_{module.__name__}"
-    spec = importlib.util.spec_from_file_location(name, module.__file__)
-    if spec is None or spec.loader is None:  # pragma: no cover - ppo_clip is a plain .py file
-        raise ImportError(f"cannot load a copy of {module.__file__}")
-    copy = importlib.util.module_from_spec(spec)
-    sys.modules[name] = copy  # as an import does: its dataclasses look the module up
-    spec.loader.exec_module(copy)
+    spec = importlib.util.spec_from_file_location(f"{__name__}._reference", module.__file__)
+    copy = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[copy.__name__] = copy  # as an import does: its dataclasses look the module up
+    spec.loader.exec_module(copy)  # type: ignore[union-attr]
     return copy
 
 
@@ -174,11 +164,6 @@ def _frozen(values: ArrayLike) -> FloatArray:
     return array
 
 
-def _numpy_exp(x: float) -> float:
-    """numpy's ``exp`` of one value, through the array code path the reference takes."""
-    return float(np.exp(np.array([x]))[0])
-
-
 def _on_the_edge(ratio: float) -> tuple[float, float]:
     """``(logp_new, logp_old)``, one of them 0, whose ratio by numpy's ``exp`` is ``ratio``.
 
@@ -186,14 +171,15 @@ def _on_the_edge(ratio: float) -> tuple[float, float]:
     ``log(ratio)``, one where numpy's ``exp`` lands is taken, preferring one where ``math.exp``
     and dividing the probabilities land too; where one still misses, the sample is undecided.
     """
+
+    def np_exp(x: float) -> float:  # numpy's exp, through the array path the reference takes
+        return float(np.exp(np.array([x]))[0])
+
     x = math.log(ratio)
     nearest = sorted((x + k * math.ulp(x) for k in range(-4, 5)), key=lambda y: abs(y - x))
     pairs = [(y, 0.0) if y < 0 else (0.0, -y) for y in nearest]
-    landing = [(new, old) for new, old in pairs if _numpy_exp(new - old) == ratio] or pairs
-    ways = (
-        lambda new, old: math.exp(new - old),
-        lambda new, old: _numpy_exp(new) / _numpy_exp(old),
-    )
+    landing = [(new, old) for new, old in pairs if np_exp(new - old) == ratio] or pairs
+    ways = (lambda new, old: math.exp(new - old), lambda new, old: np_exp(new) / np_exp(old))
     return max(landing, key=lambda pair: sum(way(*pair) == ratio for way in ways))
 
 
@@ -203,9 +189,7 @@ def _batch(name: str, *arrays: Any, eps: float = 0.2, further: str = "") -> Chec
     return CheckBatch(name, *arrays, eps, LESSONS[name], role, further)
 
 
-def _p(
-    name: str, new: list[float], old: list[float], a: list[float], eps: float = 0.2
-) -> CheckBatch:
+def _p(name: str, new: list[float], old: list[float], a: Any, eps: float = 0.2) -> CheckBatch:
     """A core batch given by its probabilities ``new`` and ``old``."""
     return _batch(name, np.log(new), np.log(old), a, eps=eps)
 
@@ -219,11 +203,10 @@ def _random(name: str, n: int, eps: float, seed: int) -> CheckBatch:
 
 
 def _tokens() -> CheckBatch:
-    """4096 per-token samples: 4 prompts x 4 answers of 256 tokens, advantages as in GRPO.
+    """4096 per-token samples, 4 prompts x 4 answers x 256 tokens, half of them near-certain.
 
-    Half the tokens are near-certain, the others have probabilities from 0.03 to 0.95.  Each
-    answer's advantage is its reward standardized within its prompt's group; one prompt's
-    answers tie, so their advantages are exactly 0.
+    Each answer's advantage is its reward standardized within its prompt's group, as in GRPO;
+    one prompt's answers tie, so their advantages are exactly 0.
     """
     rng = np.random.default_rng(4096)
     rewards = np.array([[1, 0, 1, 0], [1, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]], dtype=float)
@@ -233,9 +216,8 @@ def _tokens() -> CheckBatch:
     certain = rng.random(4096) < 0.5
     old = np.where(certain, rng.uniform(-0.05, 0.0, 4096), np.log(rng.uniform(0.03, 0.95, 4096)))
     new = np.minimum(old + rng.normal(0.0, 0.12, 4096), 0.0)
-    return _batch(
-        "4096 tokens", new, old, np.repeat(advantages.ravel(), 256), further=TOKENS_LESSON
-    )
+    a = np.repeat(advantages.ravel(), 256)  # each token carries its answer's advantage
+    return _batch("4096 tokens", new, old, a, further=TOKENS_LESSON)
 
 
 def _battery() -> tuple[CheckBatch, ...]:

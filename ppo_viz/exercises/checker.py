@@ -209,16 +209,14 @@ def exercise_summary(
     chosen = tuple(questions.values() if isinstance(questions, Mapping) else questions)
     stranger = next((type(q).__name__ for q in chosen if not isinstance(q, ConceptQuestion)), "")
     if stranger:
-        raise TypeError(
-            f"questions must be the concept questions (concept_questions()), got a {stranger}"
-        )
+        raise TypeError(f"questions must be concept_questions()'s questions, got a {stranger}")
     functions = zip(FUNCTION_NAMES, (loss, clip_fraction, grad), strict=True)
     results = tuple(check(kind, f, time_limit_s=time_limit_s) for kind, f in functions)
+    passed, width = sum(r.passed for r in results), max(len(r.exercise) for r in results)
     lines = [
         "PPO clipped loss: exercise summary",
-        f"Exercises passed (core batches): {sum(r.passed for r in results)} of {len(results)}",
+        f"Exercises passed (core batches): {passed} of 3",
     ]
-    width = max(len(r.exercise) for r in results)
     for r in results:
         names = [r.exercise, ""]
         lines += [f"  {n.ljust(width)}  {s}" for n, s in zip(names, _statuses(r), strict=False)]
@@ -254,14 +252,10 @@ def diagnose(
 ) -> tuple[list[Finding], list[Finding], int, int]:
     """The findings and the notes, and how many core and robustness batches matched.
 
-    On the core batches, then on the robustness ones, it names: an exception or the process
-    ending (``error``); a value of the wrong type or shape (``wrong_type``); the fewest value
-    mistakes that explain every answer, each shown on a batch where leaving it out changes the
-    answer (k mistakes need more than k answers: fewer would fit almost anything), else
-    ``mismatch``; changed inputs (``mutated``), rebound module names (``patched_module``).  The
-    same answer on every batch (a placeholder such as ``return 0.0``) is a ``mismatch`` even where
-    a combination of mistakes gives it.  A call that did not return in time comes first
-    (``timeout``).  On the robustness batches the core's mistakes are taken as given.
+    On the core batches, then on the robustness ones (the core's mistakes taken as given): an
+    exception or the process ending (``error``), a value of the wrong type or shape
+    (``wrong_type``), the value mistakes (:func:`.value_findings`), changed inputs (``mutated``),
+    rebound module names (``patched_module``); first, a call that did not return in time.
     """
     core = [c for c in calls if c.batch.role == "core"]
     findings, explained, core_matching = _diagnose(kind, core, frozenset(), "core")
@@ -269,7 +263,7 @@ def diagnose(
     notes, _, robust_matching = _diagnose(kind, robust, explained, "robustness")
     late = next((c for c in calls if c.timed_out), None)
     if late is not None:
-        found = _timeout(kind, late, sum(c.skipped for c in calls), limit_s)
+        found = _timeout(late, sum(c.skipped for c in calls), limit_s)
         (findings if late.batch.role == "core" else notes).insert(0, found)
     notes = [note for note in notes if note.key not in {f.key for f in findings}]
     return findings, notes, core_matching, robust_matching
@@ -285,7 +279,7 @@ def _diagnose(
         call = min(failed, key=lambda c: c.batch.n)
         message = f"On {call.batch.label} your function {call.error}. {lesson_of(call.batch)}"
         findings.append(finding("error", message, batch=call.batch))
-    returned = [c for c in calls if c.returned]
+    returned = [c for c in calls if c.answer is not None]
     wrong = next((c for c in returned if isinstance(c.answer, str)), None)
     if wrong is not None:
         message, seen = f"Your function returned {wrong.answer}.", f"Seen on {wrong.batch.label}."
@@ -293,10 +287,10 @@ def _diagnose(
     answers = [(c, c.answer) for c in returned if not isinstance(c.answer, str)]
     values, explained = value_findings(kind, answers, assumed, role)
     matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
-    return findings + values + _side_effects(kind, calls), explained, matching
+    return findings + values + _side_effects(calls), explained, matching
 
 
-def _timeout(kind: Kind, call: Call, skipped: int, limit_s: float) -> Finding:
+def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:
     """The finding of ``call``, which did not return in time (the check stopped calling there)."""
     stopped = "The checker stopped it" + (f" ({call.where})." if call.where else ".")
     if not call.stopped:
@@ -316,7 +310,7 @@ def _timeout(kind: Kind, call: Call, skipped: int, limit_s: float) -> Finding:
     return finding("timeout", " ".join(s for s in sentences if s), batch=call.batch)
 
 
-def _side_effects(kind: Kind, calls: Sequence[Call]) -> list[Finding]:
+def _side_effects(calls: Sequence[Call]) -> list[Finding]:
     """``mutated`` if a call changed its inputs; ``patched_module`` if it rebound module names."""
     found = []
     if (changed := next((c for c in calls if c.changed is not None), None)) is not None:
@@ -331,13 +325,11 @@ def _side_effects(kind: Kind, calls: Sequence[Call]) -> list[Finding]:
 
 def _printed(calls: Sequence[Call]) -> str:
     """What the function printed, shortened: how much, and the start of it ("" if nothing)."""
-    printed = [c for c in calls if c.printed_total]
-    if not printed:
+    if not (printed := [c for c in calls if c.printed_total]):
         return ""
-    first = printed[0]
+    total, first = count(sum(c.printed_total for c in printed), "character"), printed[0]
     cut = f" (cut at {OUTPUT_LIMIT} characters)" if first.printed_total > len(first.printed) else ""
     return (
-        f"Your function printed {count(sum(c.printed_total for c in printed), 'character')} in "
-        f"{count(len(printed), 'call')} while it was checked; on {first.batch.label} it "
-        f"printed{cut}: {first.printed!r}"
+        f"Your function printed {total} in {count(len(printed), 'call')} while it was checked; on "
+        f"{first.batch.label} it printed{cut}: {first.printed!r}"
     )

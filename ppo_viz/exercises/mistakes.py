@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -62,19 +62,15 @@ TITLES = {
 }
 #: The mistakes each exercise's answers can show, in report order.
 VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
-    "loss": (
-        *("sign", "no_mean", "ratio_inverted", "no_exp", "unclipped", "clip_only"),
-        *("max_for_min", "clip_swapped", "normalized", "nan_overflow", "ratio_underflow"),
-    ),
-    "clip_fraction": (
-        *("no_mean", "ratio_inverted", "no_exp", "max_for_min", "sign_blind", "zero_advantage"),
-        *("non_strict", "normalized", "ratio_underflow"),
-    ),
-    "grad": (
-        *("sign", "no_mean", "ratio_inverted", "no_exp", "unclipped", "clip_only", "max_for_min"),
-        *("non_strict", "grad_on_clipped", "minus_A", "normalized", "nan_overflow"),
-        "ratio_underflow",
-    ),
+    kind: tuple(names.split())
+    for kind, names in {
+        "loss": "sign no_mean ratio_inverted no_exp unclipped clip_only max_for_min clip_swapped "
+        "normalized nan_overflow ratio_underflow",
+        "clip_fraction": "no_mean ratio_inverted no_exp max_for_min sign_blind zero_advantage "
+        "non_strict normalized ratio_underflow",
+        "grad": "sign no_mean ratio_inverted no_exp unclipped clip_only max_for_min non_strict "
+        "grad_on_clipped minus_A normalized nan_overflow ratio_underflow",
+    }.items()
 }
 #: The value mistakes that show only at float64's edges, on the robustness batches.
 ROBUSTNESS_MISTAKES = ("nan_overflow", "ratio_underflow")
@@ -145,8 +141,7 @@ TOLERANCES = {False: (1e-9, 1e-12), True: (1e-6, 1e-9)}
 _OWN_RATIOS = frozenset({"normalized", "ratio_inverted", "no_exp", "clip_swapped"})
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One problem found: a stable ``key``, its title, the explanation and the evidence.
 
     ``further`` names the section of notebook 5 a robustness finding relates to.
@@ -160,11 +155,11 @@ class Finding:
 
 
 def finding(
-    key: str, message: str = "", evidence: str = "", batch: CheckBatch | None = None
+    key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None
 ) -> Finding:
-    """Mistake ``key``'s finding, with its own explanation unless ``message`` is given."""
+    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given."""
     further = batch.further if batch is not None else ""
-    return Finding(key, TITLES[key], message or EXPLANATIONS[key], evidence, further)
+    return Finding(key, TITLES[key], text or EXPLANATIONS[key], evidence, further)
 
 
 @cache
@@ -289,13 +284,13 @@ def _loss(b: Any, flags: frozenset[str]) -> float:
         return float(-terms.sum() / b.n) + 0.0
 
 
-#: One answer: the call, and what it returned as floats.
-Answer = tuple[Call, FloatArray]
+#: One answer: the call, and what it returned as floats; a set of mistakes.
+Answer, Flags = tuple[Call, FloatArray], frozenset[str]
 
 
 def value_findings(
-    kind: Kind, answers: list[Answer], assumed: frozenset[str] | None, role: Role
-) -> tuple[list[Finding], frozenset[str] | None]:
+    kind: Kind, answers: list[Answer], assumed: Flags | None, role: Role
+) -> tuple[list[Finding], Flags | None]:
     """The findings about the values, and the mistakes that explain them (None if none do).
 
     The fewest value mistakes of ``role`` that, with the ``assumed`` ones, explain every answer,
@@ -338,29 +333,24 @@ def _agrees(got: FloatArray, prediction: Prediction) -> BoolArray:
     return agree
 
 
-def _explains(kind: Kind, answers: Sequence[Answer], flags: frozenset[str]) -> bool:
+def _explains(kind: Kind, answers: Sequence[Answer], flags: Flags) -> bool:
     """Whether an implementation with exactly the mistakes ``flags`` gives every answer."""
     predictions = [(predict(call.batch, kind, flags), got) for call, got in answers]
     return all(p is None or _agrees(got, p).all() for p, got in predictions)
 
 
-def _shows(
-    kind: Kind, answers: Sequence[Answer], flags: frozenset[str], key: str
-) -> Finding | None:
+def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Finding | None:
     """``key``'s finding on the smallest batch where leaving it out changes the prediction (one
     where the answer is also wrong if any); None if there is none."""
     needed = []
     for call, got in sorted(answers, key=lambda answer: answer[0].batch.n):
-        with_key, without = (
-            predict(call.batch, kind, flags),
-            predict(call.batch, kind, flags - {key}),
-        )
-        if with_key is None or without is None:
+        with_it, without = (predict(call.batch, kind, f) for f in (flags, flags - {key}))
+        if with_it is None or without is None:
             continue
         if key == "grad_on_clipped":
-            shows = with_key.free if with_key.free is not None else np.zeros(got.shape, bool)
+            shows = with_it.free if with_it.free is not None else np.zeros(got.shape, bool)
         else:
-            shows = ~_agrees(with_key.values[0], without)
+            shows = ~_agrees(with_it.values[0], without)
         if (wrong := shows & differs(kind, call, got)).any():
             return finding(key, evidence=evidence(kind, call, got, _first(wrong)), batch=call.batch)
         if shows.any():
@@ -373,7 +363,7 @@ def _shows(
     return finding(key, evidence=text, batch=call.batch)
 
 
-def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: frozenset[str]) -> list[Finding]:
+def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Finding]:
     """ "Differs from the reference", with the smallest batch where it does and its inputs."""
     failing = [(c, got) for c, got in answers if differs(kind, c, got).any()]
     if not failing:

@@ -8,9 +8,8 @@ question cannot quietly disagree with the module.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import ipywidgets as widgets
 import numpy as np
@@ -21,26 +20,26 @@ from ppo_viz.html import message, page, style_tag, tag
 from ppo_viz.numbers import rounded, vector
 
 Facts = Mapping[str, Any]
-#: An option as data: label, claims (fact -> a value, or another fact's name), why it is wrong.
-OptionRow = tuple[str, Mapping[str, object], str]
+#: Options as data: label -> (claims: fact -> a value or another fact's name, why it is wrong).
+Options = Mapping[str, tuple[Mapping[str, object], str]]
 
 
-@dataclass(frozen=True)
-class Option:
-    """One answer: its label, what it claims (fact name -> value), and why it is not right."""
+class Option(NamedTuple):
+    """One answer: its label, what it claims (fact -> value), and why it is not right."""
 
     label: str
     claims: Mapping[str, float | bool]
-    note: str = ""
+    note: str
 
-    def holds(self, facts: Facts) -> bool:
-        """Whether every claim holds (a float to within 1e-12 relative; NaN never does)."""
-        return all(
-            bool(facts[name]) is value
-            if isinstance(value, bool)
-            else bool(np.isclose(float(facts[name]), float(value), rtol=1e-12, atol=0.0))
-            for name, value in self.claims.items()
-        )
+
+def _holds(facts: Facts, claims: Mapping[str, float | bool]) -> bool:
+    """Whether every claim holds (a float to within 1e-12 relative; NaN never does)."""
+    return all(
+        bool(facts[name]) is value
+        if isinstance(value, bool)
+        else bool(np.isclose(float(facts[name]), float(value), rtol=1e-12, atol=0.0))
+        for name, value in claims.items()
+    )
 
 
 class ConceptQuestion(StaticFallback, widgets.VBox):
@@ -52,13 +51,7 @@ class ConceptQuestion(StaticFallback, widgets.VBox):
     """
 
     def __init__(
-        self,
-        key: str,
-        facts: Facts,
-        title: str,
-        prompt: str,
-        options: Sequence[OptionRow],
-        explanation: str,
+        self, key: str, facts: Facts, title: str, prompt: str, options: Options, explanation: str
     ) -> None:
         shown = {name: _shown(value) for name, value in facts.items()}
         self.key, self.title, self.prompt = key, title.format(**shown), prompt.format(**shown)
@@ -70,9 +63,9 @@ class ConceptQuestion(StaticFallback, widgets.VBox):
                 {name: facts[v] if isinstance(v, str) else v for name, v in claims.items()},
                 note.format(**shown),
             )
-            for label, claims, note in options
+            for label, (claims, note) in options.items()
         )
-        right = [index for index, option in enumerate(self.options) if option.holds(facts)]
+        right = [index for index, option in enumerate(self.options) if _holds(facts, option.claims)]
         if len(right) != 1:
             raise ValueError(f"question {key!r} must have exactly one right option, got {right}")
         self.answer, self.attempts = right[0], []
@@ -137,17 +130,11 @@ class ConceptQuestion(StaticFallback, widgets.VBox):
 def _one_sample(ratio: float, advantage: float) -> Facts:
     """One sample in a batch of one (eps = 0.2), and the gradients a learner might give it."""
     s = reference.ratio_sweep([ratio], advantage, 0.2)
-    r_a, kept = float(s.unclipped_term[0]), float(s.clipped_term[0])
+    r_a, kept, grad = float(s.unclipped_term[0]), float(s.clipped_term[0]), float(s.grad[0])
     facts = {"r": ratio, "A": f"{advantage:+g}", "upper": s.upper, "lower": s.lower, "kept": kept}
-    facts.update(is_clipped=bool(s.is_clipped[0]), grad=float(s.grad[0]), r_A=r_a)
+    facts.update(is_clipped=bool(s.is_clipped[0]), grad=grad, r_A=r_a, minus_grad=-grad)
+    facts["clip_only_grad"] = float(reference.objective_terms(s, "clip_only")[1][0])
     return {**facts, "minus_r_A": -r_a, "minus_A": -advantage, "minus_kept": -kept}
-
-
-def _why_min() -> Facts:
-    facts = _one_sample(0.5, 1.0)
-    s = reference.ratio_sweep([0.5], 1.0, 0.2)
-    clip_only = float(reference.objective_terms(s, "clip_only")[1][0])
-    return {**facts, "clip_only_grad": clip_only, "minus_grad": -facts["grad"]}
 
 
 def _first_update() -> Facts:
@@ -164,32 +151,28 @@ SAMPLE_PROMPT = (
     "A sample has A = {A} and ratio r = {r} (eps = 0.2, a batch of N = 1). Is it clipped, and "
     "what is d loss / d logp_new?"
 )
-SAMPLE_OPTIONS: tuple[OptionRow, ...] = (
-    (
-        "Clipped; the gradient is 0.",
+SAMPLE_OPTIONS: Options = {
+    "Clipped; the gradient is 0.": (
         {"is_clipped": True, "grad": 0.0},
         "Only a move the favourable way beyond the band is clipped: A > 0 with r > 1 + eps, or "
         "A < 0 with r < 1 - eps.",
     ),
-    (
-        "Not clipped; the gradient is -r*A = {minus_r_A}.",
+    "Not clipped; the gradient is -r*A = {minus_r_A}.": (
         {"is_clipped": False, "grad": "minus_r_A"},
         "Past the band the min keeps clip(r)*A, a constant: its gradient is 0.",
     ),
-    (
-        "Not clipped; the gradient is -A = {minus_A}.",
+    "Not clipped; the gradient is -A = {minus_A}.": (
         {"is_clipped": False, "grad": "minus_A"},
         "-A is the derivative with respect to r; dr/dlogp_new = r adds the factor r.",
     ),
-    (
-        "Clipped; the gradient is -clip(r)*A = {minus_kept}.",
+    "Clipped; the gradient is -clip(r)*A = {minus_kept}.": (
         {"is_clipped": True, "grad": "minus_kept"},
         "clip(r)*A is what a clipped sample keeps: a constant, whose gradient is 0.",
     ),
-)
+}
 
 #: Each question: its facts, title, prompt, options and explanation (texts filled with facts).
-QUESTIONS: dict[str, tuple[Callable[[], Facts], str, str, Sequence[OptionRow], str]] = {
+QUESTIONS: dict[str, tuple[Callable[[], Facts], str, str, Options, str]] = {
     "favourable": (
         lambda: _one_sample(1.3, 2.0),
         "A = {A}, r = {r}",
@@ -209,33 +192,29 @@ QUESTIONS: dict[str, tuple[Callable[[], Facts], str, str, Sequence[OptionRow], s
         "gradient -r*A/N = {grad} > 0 lets gradient descent pull the sample back.",
     ),
     "why_min": (
-        _why_min,
+        lambda: _one_sample(0.5, 1.0),
         "why the min",
         "A sample has A = +1, and an update made its ratio fall to r = {r}: the good action became "
         "less likely, past the band (eps = 0.2, N = 1). Why does PPO keep min(r*A, clip(r)*A) "
         "here, rather than the clipped term clip(r)*A alone?",
-        (
-            (
-                "Same gradient either way ({grad}): the min matters only for favourable moves.",
+        {
+            "Same gradient either way ({grad}): the min matters only for favourable moves.": (
                 {"clip_only_grad": "grad"},
                 "Below the band clip(r) is the constant 1 - eps, so clip(r)*A has gradient 0.",
             ),
-            (
-                "The min clips it too (gradient 0), as clip-only would; it only lowers the loss.",
+            "The min clips it too (gradient 0), as clip-only would; it only lowers the loss.": (
                 {"is_clipped": True, "grad": 0.0},
                 "For A > 0 only r > 1 + eps is clipped; r = {r} moved the unfavourable way.",
             ),
-            (
-                "Clip-only gives it gradient 0, so nothing pulls it back; the min gives {grad}.",
+            "Clip-only gives it gradient 0, so nothing pulls it back; the min gives {grad}.": (
                 {"clip_only_grad": 0.0, "is_clipped": False},
                 "",
             ),
-            (
-                "Clip-only would push it further the wrong way, with gradient {minus_grad}.",
+            "Clip-only would push it further the wrong way, with gradient {minus_grad}.": (
                 {"clip_only_grad": "minus_grad"},
                 "clip(r)*A is flat below the band: its gradient is 0.",
             ),
-        ),
+        },
         "The min keeps r*A = {r_A}, whose gradient -r*A/N = {grad} lets gradient descent raise "
         "logp_new back towards the band. The clipped term alone is the constant "
         "clip({r})*A = {kept}, gradient {clip_only_grad}: nothing would pull back a sample that "
@@ -248,28 +227,24 @@ QUESTIONS: dict[str, tuple[Callable[[], Facts], str, str, Sequence[OptionRow], s
         "it. Why is the loss's gradient at the first update on it exactly that of the ordinary "
         "policy-gradient loss -(1/N) * sum_t A_t * log pi(a_t | s_t)? (Take the worked example's "
         "advantages [1, 2, -1, -0.5], eps = 0.2.)",
-        (
-            (
-                "Every ratio is exactly 1: nothing is clipped, and -r*A/N = -A/N, its gradient.",
+        {
+            "Every ratio is exactly 1: nothing is clipped, and -r*A/N = -A/N, its gradient.": (
                 {"fresh_clip_fraction": 0.0, "fresh_is_pg": True},
                 "",
             ),
-            (
-                "-A/N is the clipped loss's gradient at every update: the factor r does not count.",
+            "-A/N is the clipped loss's gradient at every update: the factor r does not count.": (
                 {"moved_is_pg": True},
                 "After an update r is no longer 1: the worked example's gradient is {moved}.",
             ),
-            (
-                "Every sample is clipped at the first update, which leaves the policy gradient.",
+            "Every sample is clipped at the first update, which leaves the policy gradient.": (
                 {"fresh_clip_fraction": 1.0},
                 "r = 1 is inside the band, and a clipped sample's gradient is 0 anyway.",
             ),
-            (
-                "It is not: with eps = 0.2 clipping already changes the first update's gradient.",
+            "It is not: with eps = 0.2 clipping already changes the first update's gradient.": (
                 {"fresh_is_pg": False},
                 "At r = 1 no sample is clipped, whatever eps (the comparisons are strict).",
             ),
-        ),
+        },
         "Before the first update on a freshly collected batch logp_new = logp_old, so every ratio "
         "is 1, inside the band: the clip fraction is {fresh_clip_fraction} and each entry -r*A/N "
         "is -A/N = {pg}, the policy gradient (r's gradient is r times log pi's). Later updates "

@@ -43,13 +43,16 @@ GUARDED_MODULES = (ppo_clip, np)
 Function = Callable[..., Any]
 Batches = Sequence[CheckBatch]
 Fields = dict[str, Any]
+#: What a way of running the calls yields: each call's fields, until one times out or ends.
+Calls = Iterator[Fields]
 
 
 @dataclass(frozen=True)
 class Call:
     """What one call of the learner's function did on ``batch``.
 
-    ``answer``: the value as a 1-D float64 array, or why it is not of the right type or shape.
+    ``answer``: the value as a 1-D float64 array, or why it is not of the right type or shape
+    (None if the call returned nothing: it raised, timed out or was skipped).
     ``error``: "raised ValueError: ... (in f, line 3: ...)", or that its process ended.
     ``timed_out``: no answer within the limit (``stopped``: the call was ended; ``where``: the
     line it ran).  ``changed``: the first input it changed, before and after.  ``patched``: what
@@ -69,11 +72,6 @@ class Call:
     printed_total: int = 0
     patched: tuple[str, ...] = ()
 
-    @property
-    def returned(self) -> bool:
-        """Whether the call returned a value (it did not raise, time out or get skipped)."""
-        return self.answer is not None and not self.error and not self.timed_out
-
 
 def call_battery(function: Function, kind: Kind, batches: Batches, limit_s: float) -> list[Call]:
     """One :class:`Call` per batch, on fresh copies of its arrays; after a timeout, or once the
@@ -84,9 +82,7 @@ def call_battery(function: Function, kind: Kind, batches: Batches, limit_s: floa
     return [Call(batch, **fields) for batch, fields in zip(batches, done + skipped, strict=True)]
 
 
-def _in_a_child(
-    function: Function, kind: Kind, batches: Batches, limit_s: float
-) -> Iterator[Fields]:
+def _in_a_child(function: Function, kind: Kind, batches: Batches, limit_s: float) -> Calls:
     """Each call's fields, from a forked child; it stops after a timeout or the child's end."""
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
@@ -132,9 +128,7 @@ def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sen
         sender.send(fields)
 
 
-def _in_a_thread(
-    function: Function, kind: Kind, batches: Batches, limit_s: float
-) -> Iterator[Fields]:
+def _in_a_thread(function: Function, kind: Kind, batches: Batches, limit_s: float) -> Calls:
     """Each call's fields, from a daemon thread; the streams and warning filters restored after."""
     done: queue.Queue[Fields] = queue.Queue()
     late, streams, filters = threading.Event(), (sys.stdout, sys.stderr), list(warnings.filters)
@@ -214,9 +208,7 @@ def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
         right = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
         right &= not isinstance(value, np.floating) or isinstance(value, np.float64)
     if not right:
-        shape = (
-            f" of shape {value.shape} and dtype {value.dtype}" if hasattr(value, "dtype") else ""
-        )
+        shape = f" of shape {value.shape}, dtype {value.dtype}" if hasattr(value, "dtype") else ""
         return f"a {type(value).__name__}{shape}; expected {expected}"
     try:
         return np.atleast_1d(np.asarray(value if kind == "grad" else float(value), np.float64))
