@@ -1,5 +1,4 @@
-"""The mistakes the checker names, what an implementation with them returns, and which explain
-the learner's answers.
+"""The mistakes the checker knows: their texts, their answers, and which explain a learner's.
 
 Each mistake has a key, a title (:data:`TITLES`) and what the learner reads
 (:data:`EXPLANATIONS`).  Those in :data:`VALUE_MISTAKES` show in the values returned:
@@ -100,9 +99,9 @@ EXPLANATIONS = {
     "clip(r)*A, whose gradient is 0: np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A).",
     "clip_only": "You keep clip(r)*A alone, without the np.minimum: a sample that moved the "
     f"unfavourable way ({_UNFAVOURABLE}) keeps r*A, whose gradient -r*A/N pulls it back.",
-    "max_for_min": "You keep the larger of r*A and clip(r)*A, which clips the samples that moved "
-    f"the unfavourable way ({_UNFAVOURABLE}); PPO keeps the smaller (np.minimum, or "
-    f"max(-A*r, -A*clip(r)) in PyTorch style), so that clipped are {_CLIPPED}.",
+    "max_for_min": "You keep the larger of r*A and clip(r)*A, which clips the moves the "
+    f"unfavourable way ({_UNFAVOURABLE}); PPO keeps the smaller (np.minimum, or "
+    f"max(-A*r, -A*clip(r)) in PyTorch style), which clips the favourable ones: {_CLIPPED}.",
     "clip_swapped": "You call np.clip(r, 1 + eps, 1 - eps), which returns its upper bound, 1 - "
     "eps, for every sample; the lower bound comes first: np.clip(r, 1 - eps, 1 + eps).",
     "sign_blind": "You count every sample with |r - 1| > eps (as Stable-Baselines3 and CleanRL "
