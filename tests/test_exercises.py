@@ -624,7 +624,8 @@ def test_mutation_evidence_shows_the_array_before_and_after():
     before = vector(example.logp_new, each=rounded)
     after = vector(example.logp_new - example.logp_old, each=rounded)  # logp_new -= logp_old
     assert f"logp_new was {before} before the call and {after} after it." in evidence
-    assert "x -= y" in EXPLANATIONS["mutated"]
+    assert "read-only" in evidence
+    assert "logp_new -= logp_old" in evidence, "the line that wrote into the caller's array"
 
 
 def test_html_is_escaped():
@@ -1088,6 +1089,7 @@ def test_battery_covers_the_contracts_edges():
     assert min(b.n for b in battery()) == 1
     assert max(b.n for b in battery()) == 4096
     assert batches["advantages with a nonzero mean"].advantages.mean() == 4.0
+    assert [b.name for b in battery() if b.read_only] == ["random batch"]
     assert len({b.name for b in battery()}) == len(battery())
     for batch in battery():
         assert 0 <= batch.eps <= 1

@@ -50,7 +50,7 @@ LESSONS = {
     "only samples 0 and 3 are clipped",
     "advantages with a nonzero mean": "every advantage is positive (mean 4): used as given",
     "advantages of exactly 0": "A = 0 (common in GRPO) is never clipped, even at r = 1.5, 3.5, 0.5",
-    "random batch": "random ratios around 1 and advantages of both signs",
+    "random batch": "random ratios and advantages, in read-only arrays: writing into them fails",
     "large random batch": "random ratios around 1 and advantages of both signs",
     "A = 0 with an overflowing ratio": "r = exp(1000) = inf and A = 0: it adds 0, not NaN",
     "A < 0 with an overflowing ratio": "r = inf and A < 0: not clipped, so the loss is +inf, the "
@@ -78,9 +78,9 @@ reference: ModuleType = _private_copy(ppo_clip)
 class CheckBatch:
     """One batch of a check: inputs (kept as read-only float64 copies), ``eps``, what it tests.
 
-    ``further`` names the section of notebook 5 a robustness batch relates to.  The reference
-    answers are computed when the batch is made: inputs outside the contract raise
-    ``ValueError``/``TypeError`` as :mod:`ppo_clip` does.
+    ``further`` names the section of notebook 5 a robustness batch relates to; ``read_only``
+    hands out read-only inputs.  The reference answers are computed when the batch is made:
+    inputs outside the contract raise ``ValueError``/``TypeError`` as :mod:`ppo_clip` does.
     """
 
     name: str
@@ -91,6 +91,7 @@ class CheckBatch:
     lesson: str
     role: Role = "core"
     further: str = ""
+    read_only: bool = False
 
     def __post_init__(self) -> None:
         for argument in ARGUMENT_NAMES:
@@ -108,8 +109,11 @@ class CheckBatch:
         return f"batch '{self.name}' (N = {self.n}, eps = {exact(self.eps)})"
 
     def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Fresh, writable copies of the three arrays, for one call."""
-        return self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
+        """Fresh copies of the three arrays for one call, read-only if ``read_only``."""
+        copies = (self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy())
+        for array in copies:
+            array.setflags(write=not self.read_only)
+        return copies
 
     @cached_property
     def breakdown(self) -> Any:
@@ -167,10 +171,9 @@ def _frozen(values: ArrayLike) -> FloatArray:
 def _on_the_edge(ratio: float) -> tuple[float, float]:
     """``(logp_new, logp_old)``, one of them 0, whose ratio by numpy's ``exp`` is ``ratio``.
 
-    Whether ``exp(log(1.2))`` is exactly 1.2 depends on the ``exp``.  Of the float neighbours of
-    ``log(ratio)``, one where numpy's ``exp`` lands is taken, preferring one where ``math.exp``
-    and dividing the probabilities land too; where one still misses, the sample is undecided.
-    """
+    Whether ``exp(log(1.2))`` is exactly 1.2 depends on the ``exp``: of the float neighbours of
+    ``log(ratio)``, one where numpy's lands is taken, preferring one where ``math.exp`` and
+    dividing the probabilities land too (where one still misses, the sample is undecided)."""
 
     def np_exp(x: float) -> float:  # numpy's exp, through the array path the reference takes
         return float(np.exp(np.array([x]))[0])
@@ -183,10 +186,10 @@ def _on_the_edge(ratio: float) -> tuple[float, float]:
     return max(landing, key=lambda pair: sum(way(*pair) == ratio for way in ways))
 
 
-def _batch(name: str, *arrays: Any, eps: float = 0.2, further: str = "") -> CheckBatch:
+def _batch(name: str, *arrays: Any, eps: float = 0.2, further: str = "", **more: Any) -> CheckBatch:
     """Batch ``name`` from its logp_new, logp_old, advantages; a robustness one if ``further``."""
     role = "robustness" if further else "core"
-    return CheckBatch(name, *arrays, eps, LESSONS[name], role, further)
+    return CheckBatch(name, *arrays, eps, LESSONS[name], role, further, **more)
 
 
 def _p(name: str, new: list[float], old: list[float], a: Any, eps: float = 0.2) -> CheckBatch:
@@ -194,20 +197,18 @@ def _p(name: str, new: list[float], old: list[float], a: Any, eps: float = 0.2) 
     return _batch(name, np.log(new), np.log(old), a, eps=eps)
 
 
-def _random(name: str, n: int, eps: float, seed: int) -> CheckBatch:
+def _random(name: str, n: int, eps: float, seed: int, read_only: bool = False) -> CheckBatch:
     """``n`` random ratios around 1 and advantages of both signs, from ``seed``."""
     rng = np.random.default_rng(seed)
     old = rng.uniform(-4.0, -0.5, n)
     new = np.minimum(old + rng.normal(0.0, 0.35, n), 0.0)
-    return _batch(name, new, old, rng.normal(0.4, 1.2, n), eps=eps)
+    return _batch(name, new, old, rng.normal(0.4, 1.2, n), eps=eps, read_only=read_only)
 
 
 def _tokens() -> CheckBatch:
-    """4096 per-token samples, 4 prompts x 4 answers x 256 tokens, half of them near-certain.
-
-    Each answer's advantage is its reward standardized within its prompt's group, as in GRPO;
-    one prompt's answers tie, so their advantages are exactly 0.
-    """
+    """4096 per-token samples, 4 prompts x 4 answers x 256 tokens, half of them near-certain;
+    each answer's advantage is its reward standardized within its prompt's group, as in GRPO
+    (one prompt's answers tie: their advantages are exactly 0)."""
     rng = np.random.default_rng(4096)
     rewards = np.array([[1, 0, 1, 0], [1, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]], dtype=float)
     spread = rewards.std(axis=1, keepdims=True)
@@ -238,7 +239,7 @@ def _battery() -> tuple[CheckBatch, ...]:
         _p(sign, [0.75, 0.75, 0.25, 0.25], [0.5] * 4, [1, -1, 1, -1]),
         _p(mean, [0.65, 0.35, 0.52, 0.62, 0.45], [0.5] * 5, [3, 5, 4, 6, 2]),
         _p(zero, [0.75, 0.7, 0.25, 0.65, 0.65], [0.5, 0.2, 0.5, 0.5, 0.5], [0, 0, 0, 1.5, -0.5]),
-        _random("random batch", 16, 0.1, 11),
+        _random("random batch", 16, 0.1, 11, read_only=True),
         _random("large random batch", 257, 0.2, 5),
         _batch(overflow_0, new, old, [0, 1, -1, 0, 0], further=OVERFLOW_LESSON),
         _batch(overflow_neg, [0, half], [-1000, half], [-1, 1], further=OVERFLOW_LESSON),

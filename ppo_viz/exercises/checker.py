@@ -1,11 +1,10 @@
 """Checking a learner's function: run it, name its mistakes, show the result; the summary.
 
 :func:`check_loss`, :func:`check_clip_fraction` and :func:`check_grad` run the function on every
-batch (:func:`.call_battery`: in a copy of the process, with a time limit per call), name its
-mistakes (:func:`diagnose`) and return a :class:`CheckResult`, shown as a card: green when the
-core batches pass, blue while the body is empty, red with one item per finding.  Robustness notes
-follow under "Going further" and never decide the pass.  :func:`exercise_summary` runs all three
-checks and adds the concept questions' outcomes.
+batch (:func:`.call_battery`), name its mistakes (:func:`diagnose`) and return a
+:class:`CheckResult`, shown as a card: green when the core batches pass, blue while the body is
+empty, red with one item per finding; robustness notes follow under "Going further" and never
+decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.
 """
 
 from __future__ import annotations
@@ -26,9 +25,8 @@ from ppo_viz.numbers import count, exact
 CORE, ROBUSTNESS = len(battery("core")), len(battery("robustness"))
 #: What the robustness batches are, said once above their notes.
 GOING_FURTHER = (
-    "Going further: the robustness batches test float64's edges (overflowing ratios, "
-    "log-probabilities near -1000) and the contract's largest batch. They do not decide the "
-    f"pass; each note names the lesson of {NUMERICS_NOTEBOOK} it relates to."
+    "Going further: the robustness batches test float64's edges and the contract's largest "
+    f"batch. They do not decide the pass; each note names the section of {NUMERICS_NOTEBOOK}."
 )
 
 
@@ -176,11 +174,8 @@ def check_grad(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> Che
 
 
 class ExerciseSummary(str):
-    """Every check and concept question in one plain text to paste to a teacher.
-
-    ``results`` holds the three :class:`CheckResult`; ``all_passed`` says whether every
-    exercise passed its core batches.  A notebook shows it as preformatted text.
-    """
+    """Every check and concept question in one plain text to paste to a teacher, shown as
+    preformatted text; ``results`` holds the three :class:`CheckResult`."""
 
     results: tuple[CheckResult, ...]
 
@@ -274,7 +269,7 @@ def _diagnose(
 ) -> tuple[list[Finding], frozenset[str] | None, int]:
     """One role's findings, the mistakes that explain its answers, how many batches match."""
     findings = []
-    failed = [c for c in calls if c.error and not c.timed_out]
+    failed = [c for c in calls if c.error and not c.timed_out and not c.read_only_failure]
     if failed:
         call = min(failed, key=lambda c: c.batch.n)
         message = f"On {call.batch.label} your function {call.error}. {lesson_of(call.batch)}"
@@ -311,12 +306,18 @@ def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:
 
 
 def _side_effects(calls: Sequence[Call]) -> list[Finding]:
-    """``mutated`` if a call changed its inputs; ``patched_module`` if it rebound module names."""
-    found = []
+    """``mutated`` if a call changed its inputs or failed on read-only ones; ``patched_module``
+    if it rebound module names."""
+    found, evidence = [], []
     if (changed := next((c for c in calls if c.changed is not None), None)) is not None:
         name, before, after = changed.changed  # type: ignore[misc]
-        evidence = f"On {changed.batch.label}, {name} was {numbers(before)} before the call and "
-        found.append(finding("mutated", evidence=f"{evidence}{numbers(after.ravel())} after it."))
+        was, now, label = numbers(before), numbers(after.ravel()), changed.batch.label
+        evidence.append(f"On {label}, {name} was {was} before the call and {now} after it.")
+    if (read_only := next((c for c in calls if c.read_only_failure), None)) is not None:
+        label, error = read_only.batch.label, read_only.error
+        evidence.append(f"On {label}, whose arrays are read-only, your function {error}.")
+    if evidence:
+        found.append(finding("mutated", evidence=" ".join(evidence)))
     if (patched := next((c for c in calls if c.patched), None)) is not None:
         changes = f"On {patched.batch.label} it changed {', '.join(patched.patched)}."
         found.append(finding("patched_module", evidence=changes))

@@ -31,15 +31,14 @@ class Option(NamedTuple):
     claims: Mapping[str, float | bool]
     note: str
 
-
-def _holds(facts: Facts, claims: Mapping[str, float | bool]) -> bool:
-    """Whether every claim holds (a float to within 1e-12 relative; NaN never does)."""
-    return all(
-        bool(facts[name]) is value
-        if isinstance(value, bool)
-        else bool(np.isclose(float(facts[name]), float(value), rtol=1e-12, atol=0.0))
-        for name, value in claims.items()
-    )
+    def holds(self, facts: Facts) -> bool:
+        """Whether every claim holds (a float to within 1e-12 relative; NaN never does)."""
+        return all(
+            bool(facts[name]) is value
+            if isinstance(value, bool)
+            else bool(np.isclose(float(facts[name]), float(value), rtol=1e-12, atol=0.0))
+            for name, value in self.claims.items()
+        )
 
 
 class ConceptQuestion(StaticFallback, widgets.VBox):
@@ -65,7 +64,7 @@ class ConceptQuestion(StaticFallback, widgets.VBox):
             )
             for label, (claims, note) in options.items()
         )
-        right = [index for index, option in enumerate(self.options) if _holds(facts, option.claims)]
+        right = [index for index, option in enumerate(self.options) if option.holds(facts)]
         if len(right) != 1:
             raise ValueError(f"question {key!r} must have exactly one right option, got {right}")
         self.answer, self.attempts = right[0], []

@@ -1,12 +1,11 @@
 """Running a learner's function on the battery: a time limit and Ctrl-C that always win.
 
 The calls run in a child forked from this process, so nothing the function does (to streams,
-signal handlers, ``sys.modules``, numpy's settings, :mod:`ppo_clip`) reaches the notebook.  When
-a call's time is up, the child's timer notes the line it runs and ends the child with
-``os._exit``, which no ``except`` catches; a child stuck in compiled code is killed
-:data:`GRACE_S` later.  Ctrl-C in the notebook kills the child and stops the check.  Without
-fork (Windows) the calls run in a daemon thread, and the checker waits at most the limit for
-each: a function that never returns runs on in the background (``stopped`` False).
+signal handlers, ``sys.modules``, numpy, :mod:`ppo_clip`) reaches the notebook.  When a call's
+time is up, the child's timer notes the line it runs and ends the child with ``os._exit``, which
+no ``except`` catches; one stuck in compiled code is killed :data:`GRACE_S` later.  Ctrl-C kills
+the child and stops the check.  Without fork (Windows) the calls run in a daemon thread, waited
+for at most the limit each: a function that never returns runs on (``stopped`` False).
 """
 
 from __future__ import annotations
@@ -53,7 +52,8 @@ class Call:
 
     ``answer``: the value as a 1-D float64 array, or why it is not of the right type or shape
     (None if the call returned nothing: it raised, timed out or was skipped).
-    ``error``: "raised ValueError: ... (in f, line 3: ...)", or that its process ended.
+    ``error``: "raised ValueError: ... (in f, line 3: ...)", or that its process ended
+    (``read_only_failure``: it raised writing into read-only inputs).
     ``timed_out``: no answer within the limit (``stopped``: the call was ended; ``where``: the
     line it ran).  ``changed``: the first input it changed, before and after.  ``patched``: what
     it rebound in :data:`GUARDED_MODULES`.
@@ -63,6 +63,7 @@ class Call:
     answer: FloatArray | str | None = None
     error: str = ""
     not_implemented: bool = False
+    read_only_failure: bool = False
     timed_out: bool = False
     stopped: bool = True
     where: str = ""
@@ -172,6 +173,7 @@ def _call(function: Function, kind: Kind, batch: CheckBatch) -> Fields:
                     + (f" ({where})" if where else "")
                 )
                 fields["not_implemented"] = isinstance(error, NotImplementedError)
+                fields["read_only_failure"] = batch.read_only and "read-only" in text
     originals = (batch.logp_new, batch.logp_old, batch.advantages)
     for name, before, after in zip(ARGUMENT_NAMES, originals, inputs, strict=True):
         if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
