@@ -11,9 +11,11 @@ axis holds a batch's samples or a policy's arms, and nothing mixes the rows.
   :func:`exact_kl`;
 * batches: :func:`random_numbers` (a seed's uniforms and Gaussians) and :func:`pull`, which
   turns them into arms, rewards and advantages under a policy;
-* training: a :class:`Method` (an objective of :mod:`ppo_clip` as data) and
-  :func:`epochs_on_batch`, full-batch gradient steps on one batch, every ratio and every
-  ``d loss / d logp_new`` from :mod:`ppo_clip` (:func:`sample_gradients`).
+* training: a :class:`Method` (an objective of :mod:`ppo_clip` as data, optionally with the PPO
+  paper's KL penalty) and :func:`epochs_on_batch`, full-batch gradient steps on one batch, every
+  ratio and every ``d loss / d logp_new`` from :mod:`ppo_clip` (:func:`sample_gradients`); the
+  penalty's own gradient is :func:`kl_penalty_grad` and its adaptive coefficient
+  :func:`adapted_kl_coef`.
 """
 
 from __future__ import annotations
@@ -112,6 +114,26 @@ def exact_kl(old_probs: ArrayLike, new_probs: ArrayLike) -> FloatArray:
     return np.sum(p * (np.log(p) - np.log(q)), axis=-1)
 
 
+def kl_penalty_grad(old_probs: ArrayLike, new_probs: ArrayLike) -> FloatArray:
+    """``d KL(old || new) / d logits`` of the new softmax policy: ``new - old``.
+
+    ``KL = sum_j p_j log p_j - sum_j p_j log q_j`` with ``log q_j = z_j - logsumexp(z)``, so
+    ``d KL / d z_k = -sum_j p_j ([j == k] - q_k) = q_k - p_k`` (the ``p_j`` sum to 1).
+    """
+    return np.asarray(new_probs, dtype=np.float64) - np.asarray(old_probs, dtype=np.float64)
+
+
+def adapted_kl_coef(kl_coef: ArrayLike, kl: ArrayLike, kl_target: float) -> FloatArray:
+    """The PPO paper's rule (section 4), per run, after an update that moved the policy by
+    ``kl``: halve ``beta`` if ``kl < d_targ / 1.5``, double it if ``kl > d_targ * 1.5``.
+
+    >>> adapted_kl_coef([1.0, 1.0, 1.0], [0.001, 0.01, 0.1], 0.01).tolist()
+    [0.5, 1.0, 2.0]
+    """
+    beta, d = np.asarray(kl_coef, dtype=np.float64), np.asarray(kl, dtype=np.float64)
+    return np.where(d < kl_target / 1.5, beta / 2, np.where(d > kl_target * 1.5, beta * 2, beta))
+
+
 # -- batches ---------------------------------------------------------------------------------
 
 
@@ -186,6 +208,11 @@ class Method:
     ratio is 1, so all objectives give the ordinary policy gradient); ``target_kl`` stops a
     run's epochs once the k3 estimate on the batch exceeds it.  For objectives without a clip,
     ``eps`` only sets the band the clip fraction is measured with.
+
+    ``kl_coef`` adds the PPO paper's penalty (section 4): the loss becomes the objective's plus
+    ``beta * KL(old || new)``, with ``beta = kl_coef``.  With ``kl_target`` (the paper's
+    ``d_targ``) ``kl_coef`` is only the first ``beta``: after each batch the training loop
+    adapts it (:func:`adapted_kl_coef`).
     """
 
     key: str
@@ -194,6 +221,8 @@ class Method:
     eps: float = ppo_clip.DEFAULT_EPS
     one_step: bool = False
     target_kl: float | None = None
+    kl_coef: float = 0.0
+    kl_target: float | None = None
 
     def epochs(self, epochs: int) -> int:
         """How many passes this method makes over a batch when the setting is ``epochs``."""
@@ -246,16 +275,25 @@ class Step(NamedTuple):
 
 
 def epochs_on_batch(
-    logits: ArrayLike, batch: Batch, method: Method, step_size: float, epochs: int
+    logits: ArrayLike,
+    batch: Batch,
+    method: Method,
+    step_size: float,
+    epochs: int,
+    kl_coef: ArrayLike | None = None,
 ) -> Iterator[Step]:
     """Full-batch gradient steps of ``method`` on ``batch``: ``logits -= step_size * grad``.
 
     Yields the policy before each step and after the last (``method.epochs(epochs) + 1``
     policies).  With ``method.target_kl`` a run stops before a step once the k3 estimate
     exceeds it (so the last KL may overshoot the target, as in practice); its logits stay.
+    The first ``logits`` are the old policy of the KL penalty, whose ``beta`` per run is
+    ``kl_coef`` (default ``method.kl_coef``; 0: no penalty).
     """
     logits = np.asarray(logits, dtype=np.float64)
     moving = np.ones(logits.shape[:-1], dtype=bool)
+    beta = np.asarray(method.kl_coef if kl_coef is None else kl_coef, dtype=np.float64)
+    old_probs = softmax(logits)
     last = method.epochs(epochs)
     for epoch in range(last + 1):
         logp_all = log_softmax(logits)
@@ -267,8 +305,11 @@ def epochs_on_batch(
         if epoch == last:
             moving = np.zeros_like(moving)
         yield Step(logits, grads, clipped, kl, moving)
-        step = step_size * chain_through_softmax(grads, batch.actions, np.exp(logp_all))
-        logits = np.where(moving[..., None], logits - step, logits)
+        probs = np.exp(logp_all)
+        grad = chain_through_softmax(grads, batch.actions, probs)
+        if np.any(beta):
+            grad = grad + beta[..., None] * kl_penalty_grad(old_probs, probs)
+        logits = np.where(moving[..., None], logits - step_size * grad, logits)
 
 
 # -- settings --------------------------------------------------------------------------------
