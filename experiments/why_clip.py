@@ -1,312 +1,313 @@
-"""Reproduce notebook 4's table: why PPO clips, over many seeds, in numpy.
+"""Why PPO clips, measured as a range: each method's score against its step size.
 
 From the repository root::
 
-    python -m experiments.why_clip                # full run; writes experiments/RESULTS.md,
-                                                  # experiments/why_clip.json and why_clip.png
-    python -m experiments.why_clip --quick        # a few seconds, writes nothing
-    python -m experiments.why_clip --setting "bigger steps" --method unclipped \\
-        --cartpole-seeds 1                        # a slice: one setting, method and seed
+    python -m experiments.why_clip                    # the whole study (19 minutes with 2
+                                                      # processes on a shared 2-core machine);
+                                                      # writes experiments/RESULTS.md,
+                                                      # why_clip.json and why_clip.png
+    python -m experiments.why_clip --quick            # a smoke run in seconds; writes nothing
+    python -m experiments.why_clip --setting cartpole --method ppo --value 0.001 \\
+        --seed-offset 100                             # a slice on fresh seeds (scratch folder)
 
-Part A runs PPO's loop on the bandit (200 seeds, four settings); part B trains CartPole
-agents (10 seeds per method, two settings, 50,000 steps each).  What runs is
-:data:`ppo_viz.why_clip.results.FULL_PLAN`; every run is seeded, so the same command gives
-the same numbers (the tests re-run a slice and compare).  A progress line on stderr says
-what is running.
+What runs is :data:`FULL_PLAN`: three sweeps (:class:`experiments.study.Sweep`), each a
+grid of step sizes with everything else fixed, every method on the same seeds:
 
-Nothing is run before every name and folder is checked: an unknown ``--setting`` or
-``--method`` is refused with the valid names.  Only the full plan writes to
-``experiments/``; a partial run (some settings, some methods, other seed counts) writes to
-:data:`SCRATCH_DIR` unless ``--output-dir`` names a folder.  The three files are written
-together, the figure showing what the table shows.
+* ``bandit``: notebook 4's bandit loop (K = 20 epochs per batch), every method, the step
+  size from 0.05 to 50, 400 seeds per cell;
+* ``cartpole``: CartPole-v1 at CleanRL's settings (4 epochs per rollout), the six main
+  methods, the learning rate from CleanRL's 2.5e-4 to 5e-2, 20 seeds per cell, 50,000 steps
+  per run;
+* ``cartpole_k10``: the same at 10 epochs, at two learning rates: CleanRL's 2.5e-4 and ten
+  times that (the epochs as a separate factor, never changed with the rate).
+
+Why these cells: a CartPole run of 50,000 steps costs about 2.5 s of CPU per seed at 4 epochs
+and 5 s at 10 (20 seeds side by side, one BLAS thread), twice that on a busy machine.  A sweep
+over 8 learning rates at 10 epochs would take most of the 45 minutes by itself, so the sweep is
+at CleanRL's 4 epochs and 10 epochs are checked at two rates; 20 seeds per cell is the fewest
+that give a 90% success share a meaning (18 of 20).  The bandit is cheap (a second per cell),
+so it runs every method at 400 seeds.
+
+The cells run in ``--jobs`` worker processes (default: every CPU this process may use), with
+one BLAS thread each, behind a progress bar on stderr.  Each finished cell is appended to a
+cache next to the results (``why_clip.cells.jsonl``), so an interrupted run resumes where it
+stopped; the cache is removed once the results are written.  The results record the machine
+(:func:`ppo_viz.machine.fingerprint`): the bandit reproduces anywhere to 1e-12, CartPole
+exactly only on a machine with the same fingerprint.
+
+Every name and folder is checked before any work: an unknown ``--setting``, ``--method`` or
+``--value`` is refused with the valid ones.  Only the full plan on seeds from 0 writes to
+``experiments/``; any other run writes to :data:`SCRATCH_DIR` unless ``--output-dir`` names a
+folder.  The three files are written together, the figure showing what the table shows.
 """
 
 from __future__ import annotations
 
 import os
 
-# numpy's BLAS threads only slow the networks' small matrices down (and make timings
-# depend on the machine's load); set before numpy is imported.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# One BLAS thread per process: the networks' matrices are small, and with two CPUs a
+# multithreaded BLAS makes CartPole 6-10 times slower.  Set before numpy is imported.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from experiments.cartpole_agent import CartPoleSettings
+from experiments.report import results_markdown, write_results
+from experiments.statistics import STABLE_SHARE
+from experiments.study import Cell, Sweep, run_cell, summarize_sweep
 from ppo_viz.machine import fingerprint
-from ppo_viz.why_clip.bandit_loop import BANDIT_METHODS, BanditLoopSettings, run_bandit_loop
-from ppo_viz.why_clip.cartpole_ppo import CARTPOLE_METHODS, CartPoleSettings, run_cartpole
-from ppo_viz.why_clip.figures import results_figure
-from ppo_viz.why_clip.methods import METHODS
-from ppo_viz.why_clip.results import (
-    BIGGER_STEPS,
-    CLEANRL,
-    PAPER_TABLE_1,
-    RESULTS_DIR,
-    RESULTS_FIGURE,
-    RESULTS_JSON,
-    RESULTS_MARKDOWN,
-    markdown_table,
-    standard_error,
-    table_caption,
-)
+from ppo_viz.why_clip.bandit_loop import STEP_SIZES, BanditLoopSettings
+from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
+from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR
 
 COMMAND = "python -m experiments.why_clip"
+#: Where a partial run writes when no ``--output-dir`` is given.
+SCRATCH_DIR = Path(tempfile.gettempdir()) / "why_clip_partial"
+CACHE_NAME = "why_clip.cells.jsonl"
 
 
 @dataclass(frozen=True)
-class ComparisonPlan:
-    """What to run: part A's settings (by name) and seeds ``0 .. bandit_seeds - 1``, part B's
-    settings and seeds, and (default: all) the methods."""
+class Plan:
+    """The sweeps to run, on seeds from ``seed_offset``."""
 
-    bandit_seeds: int
-    bandit_settings: Mapping[str, BanditLoopSettings]
-    cartpole_seeds: int
-    cartpole_settings: Mapping[str, CartPoleSettings]
-    methods: tuple[str, ...] = tuple(METHODS)
+    sweeps: tuple[Sweep, ...]
+    seed_offset: int = 0
 
     @property
-    def bandit_methods(self) -> tuple[str, ...]:
-        return tuple(key for key in BANDIT_METHODS if key in self.methods)
-
-    @property
-    def cartpole_methods(self) -> tuple[str, ...]:
-        return tuple(key for key in CARTPOLE_METHODS if key in self.methods)
-
-    @property
-    def setting_names(self) -> tuple[str, ...]:
-        return (*self.bandit_settings, *self.cartpole_settings)
+    def cells(self) -> list[Cell]:
+        return [cell for sweep in self.sweeps for cell in sweep.cells(self.seed_offset)]
 
     def sliced(
-        self, settings: Sequence[str] = (), methods: Sequence[str] = (), **seeds: int
-    ) -> ComparisonPlan:
-        """This plan limited to some ``settings`` and ``methods`` (none named: all) and with
-        other seed counts.  A ``ValueError`` naming the valid names for an unknown one, or
-        when nothing is left to run."""
+        self,
+        settings: Sequence[str] = (),
+        methods: Sequence[str] = (),
+        values: Sequence[float] = (),
+        seeds: dict[str, int] | None = None,
+        seed_offset: int = 0,
+    ) -> Plan:
+        """This plan limited to some sweeps, methods and step sizes (none named: all), with
+        other seed counts (``{"bandit": n, "cartpole": n}``) or seeds.  A ``ValueError``
+        listing the valid names for an unknown one, or when nothing is left to run."""
+        names = tuple(sweep.name for sweep in self.sweeps)
+        grid = sorted({v for sweep in self.sweeps for v in sweep.values})
         for kind, chosen, valid in (
-            ("setting", settings, self.setting_names),
+            ("setting", settings, names),
             ("method", methods, tuple(METHODS)),
+            ("value", values, grid),
         ):
-            for name in chosen:
-                if name not in valid:
-                    raise ValueError(f"no {kind} is named {name!r}; choose from {', '.join(valid)}")
-        keep = set(settings or self.setting_names)
-        plan = replace(self, methods=tuple(methods) or self.methods, **seeds)
-        plan = replace(
-            plan,
-            bandit_settings={k: v for k, v in self.bandit_settings.items() if k in keep},
-            cartpole_settings={k: v for k, v in self.cartpole_settings.items() if k in keep},
-        )
-        if not (plan.bandit_settings and plan.bandit_methods) and not (
-            plan.cartpole_settings and plan.cartpole_methods
-        ):
-            raise ValueError(f"nothing to run: no setting among {sorted(keep)} runs those methods")
-        return plan
+            unknown = [name for name in chosen if name not in valid]
+            if unknown:
+                listed = ", ".join(f"{v:g}" if kind == "value" else str(v) for v in valid)
+                raise ValueError(f"no {kind} is named {unknown[0]!r}; choose from {listed}")
+        sweeps = []
+        for sweep in self.sweeps:
+            kept = replace(
+                sweep,
+                methods=tuple(k for k in sweep.methods if not methods or k in methods),
+                values=tuple(v for v in sweep.values if not values or v in values),
+                seeds=(seeds or {}).get(sweep.task, sweep.seeds),
+            )
+            if (not settings or sweep.name in settings) and kept.methods and kept.values:
+                sweeps.append(kept)
+        if not sweeps:
+            raise ValueError("nothing to run: no setting has those methods at those values")
+        return Plan(tuple(sweeps), seed_offset)
 
 
-#: Part A at the notebook's defaults (where the trust region matters) and three settings
-#: where it does not; part B at CleanRL's settings and with ten times the step size and 10
-#: epochs, the same number of steps.
-BANDIT_SETTINGS = {
-    "defaults": BanditLoopSettings(),
-    "one epoch (K = 1)": BanditLoopSettings(epochs=1),
-    "small steps (step size 0.2)": BanditLoopSettings(step_size=0.2),
-    "large batches (64 pulls)": BanditLoopSettings(batch_size=64),
-}
-CARTPOLE_SETTINGS = {
-    CLEANRL: CartPoleSettings(),
-    BIGGER_STEPS: CartPoleSettings(epochs=10, learning_rate=2.5e-3),
-}
-FULL_PLAN = ComparisonPlan(200, BANDIT_SETTINGS, 10, CARTPOLE_SETTINGS)
+#: Step sizes: the bandit's over three decades (the app's), CartPole's over 2.3 decades from
+#: CleanRL's 2.5e-4; the 10-epoch check at CleanRL's rate and ten times it.
+LEARNING_RATES = (2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2)
+CHECK_RATES = (2.5e-4, 2.5e-3)
+FULL_PLAN = Plan(
+    (
+        Sweep("bandit", "bandit, K = 20", BanditLoopSettings(), STEP_SIZES, tuple(METHODS), 400),
+        Sweep("cartpole", "CartPole, K = 4", CartPoleSettings(), LEARNING_RATES, MAIN_METHODS, 20),
+        Sweep(
+            "cartpole_k10",
+            "CartPole, K = 10",
+            CartPoleSettings(epochs=10),
+            CHECK_RATES,
+            MAIN_METHODS,
+            20,
+        ),
+    )
+)
 #: A smoke test of the command: a few seconds.
-QUICK_PLAN = ComparisonPlan(
-    4, {"defaults": BanditLoopSettings(iterations=10)}, 1, {CLEANRL: CartPoleSettings(2048)}
+QUICK_PLAN = Plan(
+    (
+        Sweep(
+            "bandit",
+            "bandit, quick",
+            BanditLoopSettings(iterations=10),
+            (0.5, 5.0),
+            ("ppo", "unclipped"),
+            8,
+        ),
+        Sweep("cartpole", "CartPole, quick", CartPoleSettings(2048), (2.5e-3,), ("ppo",), 2),
+    )
 )
 
 
-def run_comparison(
-    plan: ComparisonPlan, progress: Callable[[str, int, int], None] = lambda *_: None
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Run ``plan``; return the results as plain data, and the runs (for the figure).
-
-    Part A keeps each method's summary over seeds; part B each seed's final return and its
-    curves (to four significant digits).  ``progress(label, done, total)`` follows the runs.
-    """
-    results: dict[str, Any] = {"command": COMMAND, "machine": fingerprint(), "paper": PAPER_TABLE_1}
-    results |= {"bandit": {}, "cartpole": {}}
-    live: dict[str, dict[str, Any]] = {"bandit": {}, "cartpole": {}}
-    for name, settings in plan.bandit_settings.items() if plan.bandit_methods else ():
-        runs = {}
-        for index, key in enumerate(plan.bandit_methods):
-            progress(f"part A, {name}: {METHODS[key].label}", index, len(plan.bandit_methods))
-            runs[key] = run_bandit_loop(METHODS[key], settings, tuple(range(plan.bandit_seeds)))
-        summaries = {
-            key: {
-                "score": float(run.score.mean()),
-                "score_se": standard_error(run.score),
-                "collapsed": float(run.collapsed[:, -1].mean()),
-                "approx_kl": float(run.approx_kl.mean()),
-                "clip_fraction": float(run.clip_fraction.mean()),
-            }
-            for key, run in runs.items()
-        }
-        live["bandit"][name] = runs
-        results["bandit"][name] = {
-            "settings": asdict(settings),
-            "seeds": plan.bandit_seeds,
-            "methods": summaries,
-        }
-    for name, settings in plan.cartpole_settings.items() if plan.cartpole_methods else ():
-        runs = {}
-        for key in plan.cartpole_methods:
-            label = f"part B, {name}: {METHODS[key].label}"
-            seeds = tuple(range(plan.cartpole_seeds))
-            runs[key] = run_cartpole(
-                METHODS[key], settings, seeds, lambda *done, at=label: progress(at, *done)
-            )
-        records = {
-            key: {
-                "final_return": run.final_return.tolist(),
-                **{
-                    name: [[float(f"{v:.4g}") for v in row] for row in getattr(run, name)]
-                    for name in ("return_curve", "clip_fraction", "approx_kl")
-                },
-            }
-            for key, run in runs.items()
-        }
-        live["cartpole"][name] = runs
-        results["cartpole"][name] = {
-            "settings": asdict(settings),
-            "seeds": list(range(plan.cartpole_seeds)),
-            "methods": records,
-        }
-    return results, live
+def read_cache(path: Path | None) -> dict[str, Any]:
+    """The cells a previous run finished, by key (a line cut short by an interruption is
+    left out)."""
+    done: dict[str, Any] = {}
+    if path is not None and path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+                done[entry["key"]] = entry["raw"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue
+    return done
 
 
-def results_markdown(results: Mapping[str, Any], seconds: float) -> str:
-    """RESULTS.md: how it was made and on which machine, the table, the settings, the figure."""
-    machine = results["machine"]
-    lines = [
-        "# Why PPO clips: the reproduced table",
-        "",
-        f"Written by `{COMMAND}` in {seconds:.0f} s. {table_caption(results)}",
-        "",
-        f"Machine: {machine['cpu']} ({machine['machine']}), numpy {machine['numpy']} with SIMD "
-        f"{machine['simd']}. numpy's exp, log and tanh can differ in the last bit on another CPU "
-        "or SIMD level, and a CartPole run is chaotic: one such bit changes its returns from "
-        "then on. The bandit's numbers reproduce anywhere to 1e-12; CartPole's exactly only on "
-        "a machine with this fingerprint, and elsewhere as aggregates over seeds.",
-        "",
-        *markdown_table(results),
-        "",
-        "Settings:",
-        "",
-    ]
-    for part in ("bandit", "cartpole"):
-        for name, entry in results[part].items():
-            settings = ", ".join(f"{k} = {v}" for k, v in entry["settings"].items())
-            lines.append(f"- {part}, {name}: {settings}")
-    figure = "![The runs behind the table: means over seeds, shaded 25th to 75th percentile]"
-    return "\n".join([*lines, "", f"{figure}({RESULTS_FIGURE.name})", ""])
+def run_plan(
+    plan: Plan,
+    cache: Path | None,
+    jobs: int,
+    progress: Callable[[Cell, float], None] = lambda *_: None,
+) -> dict[str, Any]:
+    """Run every cell of ``plan`` not in ``cache`` (in ``jobs`` processes), appending each to
+    ``cache`` as it finishes; return each cell's raw numbers by key."""
+    done = read_cache(cache)
+    for cell in plan.cells:
+        if cell.key in done:
+            progress(cell, cell.cost)
+    todo = sorted((c for c in plan.cells if c.key not in done), key=lambda c: -c.cost)
+    for cell, raw in finished_cells(todo, jobs):
+        done[cell.key] = raw
+        if cache is not None:
+            with cache.open("a", encoding="utf-8") as file:
+                file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
+        progress(cell, cell.cost)
+    return done
 
 
-#: Where a partial run writes when no ``--output-dir`` is given.
-SCRATCH_DIR = Path(tempfile.gettempdir()) / "why_clip_partial"
+def finished_cells(cells: Sequence[Cell], jobs: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
+    """Each cell with its raw numbers, as it finishes (in this process for one job)."""
+    if jobs == 1:
+        yield from ((cell, run_cell(cell)) for cell in cells)
+        return
+    pool = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        futures = {pool.submit(run_cell, cell): cell for cell in cells}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
+    """The results as plain data (``why_clip.json``)."""
+    sweeps = {}
+    for sweep in plan.sweeps:
+        by_method: dict[str, dict[float, Any]] = {key: {} for key in sweep.methods}
+        for cell in sweep.cells(plan.seed_offset):
+            by_method[cell.method][cell.value] = raw[cell.key]
+        sweeps[sweep.name] = summarize_sweep(sweep, by_method)
+    return {
+        "command": COMMAND,
+        "machine": fingerprint(),
+        "seconds": round(seconds),
+        "jobs": jobs,
+        "seed_offset": plan.seed_offset,
+        "stable_share": STABLE_SHARE,
+        "paper": PAPER_TABLE_1,
+        "sweeps": sweeps,
+    }
+
+
 BAR_WIDTH = 30
 
 
-class ProgressLine:
-    """``[######........]  40%  part B, CleanRL: PPO, ε = 0.2  12/97`` on one line of stderr.
+class ProgressBar:
+    """``[######......]  40%  12/194 cells  8:02 left  cartpole: PPO, ε = 0.2, ...`` on stderr,
+    counting the cells' estimated CPU seconds."""
 
-    The runs report ``(label, done, total)``; a new label means the previous run finished.
-    Each part A method counts as 1 unit, each part B iteration as 1.
-    """
+    def __init__(self, plan: Plan) -> None:
+        self.total = sum(cell.cost for cell in plan.cells) or 1.0
+        self.cells = len(plan.cells)
+        self.swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
+        self.done, self.count, self.started = 0.0, 0, time.perf_counter()
 
-    def __init__(self, total_units: int) -> None:
-        self.total_units = max(1, total_units)
-        self.finished_units = 0
-        self.label = ""
-        self.label_total = 0
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        if label != self.label:
-            self.finished_units += self.label_total
-            self.label, self.label_total = label, (total if "part B" in label else 1)
-        units = self.finished_units + (done if "part B" in label else 0)
-        share = units / self.total_units
+    def __call__(self, cell: Cell, cost: float) -> None:
+        self.done += cost
+        self.count += 1
+        share = min(1.0, self.done / self.total)
+        elapsed = time.perf_counter() - self.started
+        minutes, seconds = divmod(round(elapsed * (1.0 - share) / share if share else 0.0), 60)
         bar = "#" * round(share * BAR_WIDTH)
-        sys.stderr.write(f"\r[{bar:<{BAR_WIDTH}}] {share:4.0%}  {label}  {done}/{total}\033[K")
+        sys.stderr.write(
+            f"\r[{bar:<{BAR_WIDTH}}] {share:4.0%}  {self.count}/{self.cells} cells  "
+            f"{minutes}:{seconds:02d} left  {cell.label(self.swept[cell.sweep])}\033[K"
+        )
         sys.stderr.flush()
 
     def close(self) -> None:
-        sys.stderr.write(f"\r[{'#' * BAR_WIDTH}] 100%  done\033[K\n")
+        sys.stderr.write("\n")
 
 
-def units_of(plan: ComparisonPlan) -> int:
-    """How many progress units ``plan`` has (see :class:`ProgressLine`)."""
-    bandit = len(plan.bandit_settings) * len(plan.bandit_methods)
-    cartpole = sum(s.iterations for s in plan.cartpole_settings.values())
-    return bandit + cartpole * len(plan.cartpole_methods)
-
-
-def json_text(results: dict) -> str:
-    """``results`` as JSON, one line per list of numbers (so a diff shows which curve moved)."""
-    text = json.dumps(results, indent=1)
-    return re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", _one_line, text) + "\n"
-
-
-def _one_line(match: re.Match[str]) -> str:
-    return "[" + ", ".join(item.strip() for item in match.group(1).split(",")) + "]"
-
-
-def positive(text: str) -> int:
+def seed_count(text: str) -> int:
     """A whole number of seeds, at least 1 (for argparse)."""
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
     return int(text)
 
 
-def parse(argv: list[str] | None) -> tuple[ComparisonPlan, Path | None]:
-    """The plan and the output folder the arguments ask for (None: print only); every
-    mistake is refused here, before any work."""
+def whole_number(text: str) -> int:
+    """A whole number, at least 0 (for argparse)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
+    return int(text)
+
+
+def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
+    """The plan, the output folder (None: print only) and the number of processes the
+    arguments ask for; every mistake is refused here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
     parser.add_argument("--output-dir", type=Path, help="where to write the three files")
-    parser.add_argument(
-        "--setting",
-        action="append",
-        default=[],
-        choices=FULL_PLAN.setting_names,
-        help="only this setting",
-    )
+    names = ", ".join(sweep.name for sweep in FULL_PLAN.sweeps)
+    parser.add_argument("--setting", action="append", default=[], help=f"only this: {names}")
     parser.add_argument(
         "--method", action="append", default=[], choices=tuple(METHODS), help="only this method"
     )
-    parser.add_argument("--bandit-seeds", type=positive, help="part A's seeds: 0 .. N - 1")
-    parser.add_argument("--cartpole-seeds", type=positive, help="part B's seeds: 0 .. N - 1")
+    parser.add_argument(
+        "--value", action="append", type=float, default=[], help="only this step size"
+    )
+    parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell")
+    parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell")
+    parser.add_argument(
+        "--seed-offset", type=whole_number, default=0, help="first seed (fresh seeds)"
+    )
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
     args = parser.parse_args(argv)
     seeds = {
-        name: getattr(args, name)
-        for name in ("bandit_seeds", "cartpole_seeds")
-        if getattr(args, name)
+        task: getattr(args, f"{task}_seeds")
+        for task in ("bandit", "cartpole")
+        if getattr(args, f"{task}_seeds")
     }
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
-        plan = full.sliced(args.setting, args.method, **seeds)
+        plan = full.sliced(args.setting, args.method, args.value, seeds, args.seed_offset)
     except ValueError as error:
         parser.error(str(error))
     if args.output_dir is not None:
         output = args.output_dir
     elif args.quick:
-        return plan, None
+        return plan, None, args.jobs
     else:
         output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
     if output.exists() and not output.is_dir():
@@ -316,28 +317,35 @@ def parse(argv: list[str] | None) -> tuple[ComparisonPlan, Path | None]:
     except OSError as error:
         parser.error(f"cannot make the folder {output}: {error.strerror}")
     if output == SCRATCH_DIR:
-        print(
-            f"a partial run: writing to {output} (--output-dir names another folder)",
-            file=sys.stderr,
-        )
-    return plan, output
+        print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
+    return plan, output, args.jobs
 
 
 def main(argv: list[str] | None = None) -> int:
-    plan, output = parse(argv)
-    progress = ProgressLine(units_of(plan))
+    plan, output, jobs = parse(argv)
+    cache = None if output is None else output / CACHE_NAME
+    progress = ProgressBar(plan)
     started = time.perf_counter()
-    results, runs = run_comparison(plan, progress)
-    seconds = time.perf_counter() - started
+    try:
+        raw = run_plan(plan, cache, jobs, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        if cache is not None:
+            print(
+                f"interrupted: the finished cells are kept in {cache}; the same command "
+                "resumes from them",
+                file=sys.stderr,
+            )
+        return 130
     progress.close()
-    markdown = results_markdown(results, seconds)
+    results = results_of(plan, raw, time.perf_counter() - started, jobs)
     if output is None:
-        print(markdown)
+        print(results_markdown(results))
         return 0
-    results_figure(runs["bandit"], runs["cartpole"]).savefig(output / RESULTS_FIGURE.name, dpi=110)
-    (output / RESULTS_JSON.name).write_text(json_text(results), encoding="utf-8")
-    (output / RESULTS_MARKDOWN.name).write_text(markdown, encoding="utf-8")
-    print(f"wrote {output / RESULTS_MARKDOWN.name} in {seconds:.0f} s")
+    write_results(results, output)
+    if cache is not None:
+        cache.unlink(missing_ok=True)
+    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
     return 0
 
 

@@ -1,19 +1,21 @@
-"""Notebook 4 (why PPO clips): the math, the runs behind every claim, the table, the apps.
+"""Notebook 4 (why PPO clips, as a range of step sizes): math, study, command, apps, prose.
 
-* The gradients: ppo_clip's per-run gradients exactly, the softmax chain, the networks'
-  backpropagation and the whole CartPole loss against finite differences.
-* The claims the notebook makes about its runs, asserted on the same seeded runs: part A's
-  live default run and the committed results of the results command
-  (``experiments/why_clip.json``); the settings the prose names come from the constants.
-* The results command: re-running slices gives the committed numbers; an unknown name is
-  refused before any work; a partial run never writes over the committed results.
-* The apps draw what the runs say, and the seeds buttons add seeds.
+* The gradients: ppo_clip's per-run gradients exactly; the softmax chain, the KL penalty, the
+  networks' backpropagation and the whole CartPole loss against finite differences.
+* The study: the statistics (seeded bootstrap, paired ties, stable ranges), a seed's runs
+  independent of the seeds beside it, early stopping and the adaptive penalty as specified.
+* The results command: the committed files are the full plan's output; re-running a bandit
+  slice gives the committed numbers; unknown names are refused before any work; a partial
+  run never writes over the committed results; an interrupted run resumes from its cache.
+* The apps draw what the results and runs say; the notebook states the committed numbers.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -22,24 +24,11 @@ import pytest
 from helpers import assert_states, markdown_of, plain
 
 import ppo_clip
+from experiments import study
 from experiments import why_clip as command
-from ppo_viz.app import InputError
-from ppo_viz.bandit import chain_through_softmax, log_softmax, sample_gradients
-from ppo_viz.machine import fingerprint
-from ppo_viz.why_clip.apps import (
-    DEFAULT_SEEDS,
-    MORE_BANDIT_SEEDS,
-    BanditLoopExplorer,
-    CartPoleExplorer,
-)
-from ppo_viz.why_clip.bandit_loop import (
-    COLLAPSE_PROBABILITY,
-    BanditLoopSettings,
-    run_bandit_loop,
-    run_bandit_methods,
-)
-from ppo_viz.why_clip.cartpole_ppo import (
+from experiments.cartpole_agent import (
     RANDOM_RETURN,
+    SCORE_EPISODES,
     CartPoleAgent,
     CartPoleSettings,
     Rollout,
@@ -48,27 +37,60 @@ from ppo_viz.why_clip.cartpole_ppo import (
     policy_terms,
     random_policy_return,
     run_cartpole,
+    taken,
 )
-from ppo_viz.why_clip.methods import METHODS, spread
-from ppo_viz.why_clip.networks import MLP, Adam, clip_by_global_norm
+from experiments.networks import MLP, Adam, clip_by_global_norm
+from experiments.report import markdown
+from experiments.statistics import bootstrap_interval, paired_difference, stable_range
+from ppo_viz.app import InputError
+from ppo_viz.bandit import (
+    adapted_kl_coef,
+    chain_through_softmax,
+    exact_kl,
+    kl_penalty_grad,
+    log_softmax,
+    sample_gradients,
+    softmax,
+)
+from ppo_viz.machine import fingerprint
+from ppo_viz.why_clip.apps import (
+    DEFAULT_SEEDS,
+    MORE_BANDIT_SEEDS,
+    BanditLoopExplorer,
+    CartPoleExplorer,
+    RangeExplorer,
+)
+from ppo_viz.why_clip.bandit_loop import BanditLoopSettings, run_bandit_loop, run_bandit_methods
+from ppo_viz.why_clip.methods import (
+    EARLY_STOP_KL,
+    FIRST_KL_COEF,
+    MAIN_METHODS,
+    METHODS,
+    spread,
+)
 from ppo_viz.why_clip.results import (
     PAPER_TABLE_1,
     RESULTS_DIR,
     RESULTS_MARKDOWN,
-    comparison_rows,
+    TABLE_1_COLUMNS,
+    cell_at,
+    difference,
+    estimate,
     load_results,
-    stored_cartpole_runs,
+    range_table,
+    stable_text,
+    table_1,
 )
 
 REPOSITORY = RESULTS_DIR.parent
 NOTEBOOK = REPOSITORY / "notebooks" / "04_why_clip.ipynb"
-OBJECTIVES = ("ppo", "unclipped", "clip_only")
+PENALIZED = ("kl_fixed_1", "kl_adaptive_0.01")
 SEEDS = tuple(range(DEFAULT_SEEDS))
 
 
 @cache
 def default_runs():
-    """Part A at the notebook's defaults: the runs the notebook draws and describes."""
+    """The bandit loop at the notebook's defaults: what its app draws and its prose describes."""
     return run_bandit_methods(BanditLoopSettings(), SEEDS)
 
 
@@ -94,7 +116,7 @@ def finite_difference(loss, params: list[np.ndarray], index: tuple, h: float = 1
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("runs", "n"), [(1, 16), (3, 16), (20, 16), (300, 16), (5, 4096)])
+@pytest.mark.parametrize(("runs", "n"), [(1, 16), (3, 16), (300, 16), (5, 4096)])
 def test_each_run_gets_exactly_ppo_clips_gradient_of_its_own_batch(runs, n):
     rng = np.random.default_rng(runs * n)
     logp_new = np.log(rng.uniform(0.05, 1.0, (runs, n)))
@@ -109,30 +131,36 @@ def test_each_run_gets_exactly_ppo_clips_gradient_of_its_own_batch(runs, n):
             assert np.array_equal(clipped[row], ppo_clip.clip_breakdown(*args).is_clipped)
 
 
-@pytest.mark.parametrize("key", OBJECTIVES)
+@pytest.mark.parametrize("key", ["ppo", "unclipped", "clip_only", *PENALIZED])
 def test_the_bandits_logit_gradient_agrees_with_finite_differences(key):
+    """The objective's gradient (from ppo_clip) chained through the softmax, plus for a
+    penalty ``beta * d KL(old || new) / d logits`` (:func:`kl_penalty_grad`)."""
     method = METHODS[key]
     rng = np.random.default_rng(1)
     arms = rng.integers(0, 4, (1, 12))
     advantages = rng.normal(size=(1, 12))
-    logits = [rng.normal(size=(1, 4)) * 0.3]
-    logp_old = np.take_along_axis(log_softmax(np.zeros((1, 4))), arms, axis=1)
+    old_logits = rng.normal(size=(1, 4)) * 0.3
+    logits = [old_logits + rng.normal(size=(1, 4)) * 0.3]
+    logp_old = np.take_along_axis(log_softmax(old_logits), arms, axis=1)
+    beta = 2.5 if method.kl_coef else 0.0
 
     def loss() -> float:
         logp = np.take_along_axis(log_softmax(logits[0]), arms, axis=1)
-        return ppo_clip.surrogate_loss(
+        surrogate = ppo_clip.surrogate_loss(
             logp[0], logp_old[0], advantages[0], method.eps, objective=method.objective
         )
+        return surrogate + beta * float(exact_kl(softmax(old_logits), softmax(logits[0]))[0])
 
     logp_all = log_softmax(logits[0])
     grads, _ = sample_gradients(
         np.take_along_axis(logp_all, arms, axis=1), logp_old, advantages, method
     )
-    analytic = chain_through_softmax(grads, arms, np.exp(logp_all))
+    probs = np.exp(logp_all)
+    analytic = chain_through_softmax(grads, arms, probs)
+    analytic += beta * kl_penalty_grad(softmax(old_logits), probs)
     for k in range(4):
-        assert analytic[0, k] == pytest.approx(
-            finite_difference(loss, logits, (0, (0, k))), abs=1e-8
-        )
+        numeric = finite_difference(loss, logits, (0, (0, k)))
+        assert analytic[0, k] == pytest.approx(numeric, abs=1e-8)
 
 
 def test_the_networks_backpropagation_agrees_with_finite_differences():
@@ -155,40 +183,47 @@ def test_the_networks_backpropagation_agrees_with_finite_differences():
             assert grads[i][entry] == pytest.approx(numeric, rel=1e-6, abs=1e-8)
 
 
-@pytest.mark.parametrize("key", OBJECTIVES)
-def test_the_whole_cartpole_loss_gradient_agrees_with_finite_differences(key):
-    """Policy surrogate (from ppo_clip) - entropy bonus + value loss, through both networks."""
-    settings = CartPoleSettings()
-    agent = CartPoleAgent((0, 1), settings, METHODS[key])
-    rng = np.random.default_rng(3)
+def cartpole_batch(agent: CartPoleAgent, seed: int = 3) -> Rollout:
+    """A minibatch of 16 samples per run whose old policy is near the current one."""
+    rng = np.random.default_rng(seed)
     observations = rng.normal(size=(2, 16, 4))
-    actions = rng.integers(0, 2, (2, 16))
-    log_probs, _, _ = policy_terms(agent.policy(observations))
-    current = np.take_along_axis(log_probs, actions[..., None], axis=-1)[..., 0]
-    batch = Rollout(
+    log_probs, _, _ = policy_terms(agent.policy(observations) + rng.uniform(-0.4, 0.4, (2, 16, 2)))
+    return Rollout(
         observations=observations,
-        actions=actions,
-        logp=current + rng.uniform(-0.4, 0.4, current.shape),  # ratios in and out of the band
+        actions=rng.integers(0, 2, (2, 16)),
+        old_log_probs=log_probs,  # ratios in and out of the band
         advantages=rng.normal(size=(2, 16)),
         returns=rng.normal(size=(2, 16)),
     )
+
+
+@pytest.mark.parametrize("key", ["ppo", "unclipped", "clip_only", *PENALIZED])
+def test_the_whole_cartpole_loss_gradient_agrees_with_finite_differences(key):
+    """Policy surrogate (from ppo_clip) + KL penalty - entropy bonus + value loss, through
+    both networks."""
+    settings, method = CartPoleSettings(), METHODS[key]
+    agent = CartPoleAgent((0, 1), settings, method)
+    agent.kl_coef = np.array([0.7, 3.0]) if method.kl_coef else agent.kl_coef
+    batch = cartpole_batch(agent)
     params = agent.policy.params + agent.value.params
 
     def loss() -> float:
-        log_probs, _, entropy = policy_terms(agent.policy(batch.observations))
-        logp = np.take_along_axis(log_probs, batch.actions[..., None], axis=-1)[..., 0]
+        log_probs, probs, entropy = policy_terms(agent.policy(batch.observations))
+        logp = taken(log_probs, batch.actions)
         advantages = normalized(batch.advantages)
         total = 0.0
         for run in range(2):
             total += ppo_clip.surrogate_loss(
-                logp[run], batch.logp[run], advantages[run], 0.2, objective=METHODS[key].objective
+                logp[run], batch.logp[run], advantages[run], 0.2, objective=method.objective
             )
+            kl = exact_kl(np.exp(batch.old_log_probs[run]), probs[run]).mean()
+            total += agent.kl_coef[run] * kl
         values = agent.values(batch.observations)
         total -= settings.ent_coef * entropy.mean(axis=1).sum()
         total += settings.vf_coef * 0.5 * ((values - batch.returns) ** 2).mean(axis=1).sum()
         return total
 
-    grads, _ = agent.gradients(batch)
+    grads, _, _ = agent.gradients(batch)
     for i, param in enumerate(params):
         for entry in list(np.ndindex(param.shape))[:: max(1, param.size // 25)]:
             numeric = finite_difference(loss, params, (i, entry))
@@ -223,6 +258,18 @@ def test_adams_first_step_moves_each_parameter_by_the_learning_rate():
     assert moved == pytest.approx(0.01 * grads[0][0] / (np.abs(grads[0][0]) + 1e-5))
 
 
+def test_a_run_left_out_of_an_adam_step_is_as_if_the_step_never_happened():
+    both = [np.array([[1.0, 2.0], [1.0, 2.0]])]
+    alone = [np.array([[1.0, 2.0]])]
+    grads = [np.array([[0.5, -1.0], [0.5, -1.0]])]
+    paused, single = Adam(both), Adam(alone)
+    paused.step([g * 3 for g in grads], 0.1, active=np.array([True, False]))
+    paused.step(grads, 0.1)
+    single.step([grads[0][:1]], 0.1)
+    assert np.array_equal(both[0][1], alone[0][0])
+    assert paused.steps.tolist() == [2, 1]
+
+
 def test_gradients_are_clipped_to_a_global_norm_per_run():
     grads = [np.array([[3.0, 0.0], [0.1, 0.0]]), np.array([[[4.0]], [[0.0]]])]
     clipped = clip_by_global_norm(grads, 0.5)
@@ -231,24 +278,77 @@ def test_gradients_are_clipped_to_a_global_norm_per_run():
 
 
 # --------------------------------------------------------------------------
-# Runs: seeds, determinism, the random policy
+# The study's methods and statistics
+# --------------------------------------------------------------------------
+
+
+def test_early_stopping_on_cartpole_stops_a_run_once_its_kl_passes_the_target():
+    """Before the first step the policy is the old one (KL exactly 0): one step, then stop."""
+    method = replace(METHODS["early_stop"], target_kl=1e-12)
+    agent = CartPoleAgent((0, 1), CartPoleSettings(), method)
+    rollout = cartpole_batch(agent)
+    rollout.old_log_probs = policy_terms(agent.policy(rollout.observations))[0]
+    agent.update(rollout, 2.5e-4)
+    assert agent.optimizer.steps.tolist() == [1, 1]
+    free = CartPoleAgent((0, 1), CartPoleSettings(), METHODS["unclipped"])
+    free.update(rollout, 2.5e-4)
+    assert free.optimizer.steps.tolist() == [16, 16]  # 4 epochs of 4 minibatches
+
+
+def test_the_adaptive_penalty_follows_the_papers_rule_on_the_bandit():
+    """After each batch, beta halves below d_targ / 1.5 and doubles above 1.5 d_targ (on the
+    exact KL the batch's steps moved the policy), and the steps use that beta."""
+    method = METHODS["kl_adaptive_0.01"]
+    settings = BanditLoopSettings(iterations=6, step_size=0.5)
+    run = run_bandit_loop(method, settings, (0, 1, 2, 3))
+    assert np.all(run.kl_coef[:, 0] == method.kl_coef)
+    for i in range(settings.iterations - 1):
+        moved = exact_kl(run.probs[:, i], run.probs[:, i + 1])
+        expected = adapted_kl_coef(run.kl_coef[:, i], moved, method.kl_target)
+        assert np.array_equal(run.kl_coef[:, i + 1], expected)
+    changes = run.kl_coef[:, 1:] / run.kl_coef[:, :-1]
+    assert {0.5, 2.0} <= set(changes.ravel().tolist())  # both ways, for these seeds
+    fixed = run_bandit_loop(replace(method, kl_target=None), settings, (0, 1, 2, 3))
+    assert np.all(fixed.kl_coef == method.kl_coef)
+    assert not np.array_equal(fixed.probs, run.probs)
+
+
+def test_the_bootstrap_is_seeded_and_a_tie_is_an_interval_around_zero():
+    rng = np.random.default_rng(5)
+    a = rng.normal(1.0, 0.1, 200)
+    assert bootstrap_interval(a) == bootstrap_interval(a.copy())
+    low, high = bootstrap_interval(a)
+    assert low < a.mean() < high
+    assert paired_difference(a + 0.05, a)["verdict"] == "higher"
+    noise = rng.normal(0.0, 1.0, 200)
+    assert paired_difference(a + noise - noise.mean(), a)["verdict"] == "tie"
+    assert paired_difference(a, a) == {"diff": 0.0, "ci": [0.0, 0.0], "verdict": "tie"}
+    assert stable_range([1.0, 2.0], [0.89, 0.5]) is None
+    with pytest.raises(ValueError, match="finite"):
+        bootstrap_interval([1.0, np.nan])
+
+
+# --------------------------------------------------------------------------
+# Runs: seeds, determinism, the random policy, settings
 # --------------------------------------------------------------------------
 
 
 def test_a_seeds_bandit_run_does_not_depend_on_the_seeds_beside_it():
     settings = BanditLoopSettings(iterations=12)
-    together = run_bandit_loop(METHODS["unclipped"], settings, (0, 1, 2, 3, 4))
-    alone = run_bandit_loop(METHODS["unclipped"], settings, (3,))
-    assert np.array_equal(together.probs[3], alone.probs[0])
-    assert np.array_equal(together.approx_kl[3], alone.approx_kl[0])
+    for key in ("unclipped", "kl_adaptive_0.01"):
+        together = run_bandit_loop(METHODS[key], settings, (0, 1, 2, 3, 4))
+        alone = run_bandit_loop(METHODS[key], settings, (3,))
+        assert np.array_equal(together.probs[3], alone.probs[0])
+        assert np.array_equal(together.approx_kl[3], alone.approx_kl[0])
 
 
 def test_a_seeds_cartpole_run_does_not_depend_on_the_seeds_beside_it():
-    settings = CartPoleSettings(total_steps=512, epochs=10, learning_rate=2.5e-3)
-    together = run_cartpole(METHODS["unclipped"], settings, (0, 1))
-    alone = run_cartpole(METHODS["unclipped"], settings, (1,))
-    assert np.array_equal(together.return_curve[1], alone.return_curve[0], equal_nan=True)
-    assert np.array_equal(together.approx_kl[1], alone.approx_kl[0])
+    settings = CartPoleSettings(total_steps=1024, epochs=10, learning_rate=2.5e-3)
+    for key in ("early_stop", "kl_adaptive_0.01"):
+        together = run_cartpole(METHODS[key], settings, (0, 1))
+        alone = run_cartpole(METHODS[key], settings, (1,))
+        assert np.array_equal(together.return_curve[1], alone.return_curve[0], equal_nan=True)
+        assert np.array_equal(together.approx_kl[1], alone.approx_kl[0])
 
 
 def test_the_random_policys_return_is_the_scores_zero():
@@ -264,124 +364,8 @@ def test_settings_out_of_range_are_refused_by_name():
         CartPoleSettings(learning_rate=float("nan"))
     with pytest.raises(InputError, match=r"minibatches \(3\) must divide"):
         CartPoleSettings(minibatches=3)
-
-
-# --------------------------------------------------------------------------
-# Part A: the claims of the notebook, on its own runs (20 seeds, defaults)
-# --------------------------------------------------------------------------
-
-
-def test_part_a_without_clipping_is_fast_at_first_then_stuck_on_wrong_arms():
-    runs = default_runs()
-    unclipped, ppo = runs["unclipped"], runs["ppo"]
-    assert unclipped.true_reward[:, 3].mean() > ppo.true_reward[:, 3].mean()
-    assert unclipped.collapsed[:, -1].sum() >= 2
-    assert unclipped.collapsed.any(axis=1).sum() > unclipped.collapsed[:, -1].sum()  # escapes
-    for key in ("ppo", "ppo_eps_0.1", "ppo_eps_0.3"):
-        assert runs[key].collapsed[:, -1].sum() == 0
-    assert unclipped.approx_kl.mean() > 10 * ppo.approx_kl.mean()
-    assert unclipped.entropy[:, 5].mean() < 0.5 * ppo.entropy[:, 5].mean()
-    assert unclipped.score.mean() < min(r.score.mean() for k, r in runs.items() if k != "unclipped")
-
-
-def test_part_a_ppo_beats_plain_pg_clip_only_matches_ppo_and_eps_order():
-    runs = default_runs()
-    score = {key: run.score.mean() for key, run in runs.items()}
-    assert score["ppo"] > score["plain_pg"]
-    assert abs(score["clip_only"] - score["ppo"]) < 0.01
-    assert score["ppo_eps_0.3"] > score["ppo"] > score["ppo_eps_0.1"]
-
-
-def committed_scores() -> dict[str, dict[str, float]]:
-    """Per column of the committed table (each bandit and CartPole setting): method -> score."""
-    results, columns = committed(), {}
-    for name, part in results["bandit"].items():
-        columns[f"bandit, {name}"] = {k: row["score"] for k, row in part["methods"].items()}
-    for name in results["cartpole"]:
-        runs = stored_cartpole_runs(results, name)
-        columns[f"CartPole, {name}"] = {k: float(run.score.mean()) for k, run in runs.items()}
-    return columns
-
-
-def test_part_a_where_clipping_does_not_help():
-    one_epoch = run_bandit_methods(BanditLoopSettings(epochs=1), SEEDS)
-    for run in one_epoch.values():
-        assert np.array_equal(run.probs, one_epoch["ppo"].probs)
-    live = run_bandit_methods(BanditLoopSettings(step_size=0.2), SEEDS)
-    assert live["ppo"].clip_fraction[:, :10].mean() > 0.1  # "the clip still engages"
-    scores = committed_scores()
-    for small in (
-        {key: run.score.mean() for key, run in live.items()},
-        scores["bandit, small steps (step size 0.2)"],
-    ):
-        assert small["unclipped"] >= small["ppo"]
-        assert small["plain_pg"] < small["ppo"] - 0.1
-    gap = {
-        name: scores[name]["ppo"] - scores[name]["unclipped"]
-        for name in ("bandit, defaults", "bandit, large batches (64 pulls)")
-    }
-    assert gap["bandit, large batches (64 pulls)"] < gap["bandit, defaults"] / 5
-
-
-def test_the_notebook_states_part_as_settings(prose):
-    defaults = BanditLoopSettings()
-    assert_states(
-        prose,
-        f"$K = {defaults.epochs}$ epochs per batch",
-        f"$\\alpha = {defaults.step_size:g}$",
-        f"$N = {defaults.batch_size}$ pulls per batch",
-        f"{defaults.iterations} iterations, {DEFAULT_SEEDS} seeds",
-        f"adds {MORE_BANDIT_SEEDS} seeds",
-        f"at least {COLLAPSE_PROBABILITY:g} on a wrong arm",
-        f"{command.FULL_PLAN.bandit_seeds} seeds for each of the four bandit settings",
-        f"{command.FULL_PLAN.cartpole_seeds} seeds × 50,000 steps",
-    )
-    assert len(command.BANDIT_SETTINGS) == 4
-
-
-@pytest.fixture(scope="module")
-def prose() -> str:
-    return markdown_of(NOTEBOOK)
-
-
-# --------------------------------------------------------------------------
-# Part B and the table: the claims, on the committed runs
-# --------------------------------------------------------------------------
-
-
-def test_part_b_at_cleanrls_settings_the_clip_never_engages():
-    runs = stored_cartpole_runs(committed(), "CleanRL")
-    assert runs["ppo"].clip_fraction.mean() < 0.01
-    scores = [run.score.mean() for run in runs.values()]
-    assert max(scores) - min(scores) < 0.1
-    assert np.array_equal(runs["ppo"].return_curve, runs["clip_only"].return_curve)
-
-
-def test_part_b_with_bigger_steps_the_unclipped_objective_falls_apart():
-    runs = stored_cartpole_runs(committed(), "bigger steps")
-    ppo, unclipped, clip_only = runs["ppo"], runs["unclipped"], runs["clip_only"]
-    assert ppo.clip_fraction.mean() > 0.01
-    assert (ppo.final_return >= 475).sum() >= 9
-    assert np.nanmax(unclipped.approx_kl) > 100 * np.nanmax(ppo.approx_kl)
-    assert (unclipped.final_return < RANDOM_RETURN).sum() >= 2
-    assert (unclipped.final_return <= 11).sum() >= 2  # "loses the pole within ten steps"
-    assert np.nanmean(ppo.return_curve[:, -20:]) >= 475  # "and stays there"
-    assert (clip_only.final_return >= 475).sum() >= 8  # "clip-only gets there too"
-    assert unclipped.final_return.mean() < ppo.final_return.mean() - 100
-    assert np.nanmean(clip_only.return_curve) < np.nanmean(ppo.return_curve)
-    assert clip_only.final_return.mean() <= ppo.final_return.mean()
-
-
-def test_the_table_agrees_with_table_1_where_updates_are_large_and_differs_elsewhere():
-    scores = committed_scores()
-    for name in ("bandit, defaults", "CartPole, bigger steps"):
-        column = {k: v for k, v in scores[name].items() if k in PAPER_TABLE_1}
-        assert min(column, key=column.get) == "unclipped"
-        assert column["ppo"] >= max(column.values()) - 0.01
-    defaults = scores["bandit, defaults"]
-    assert defaults["ppo_eps_0.3"] > defaults["ppo"] > defaults["ppo_eps_0.1"]
-    assert scores["CartPole, CleanRL"]["unclipped"] >= scores["CartPole, CleanRL"]["ppo"] - 0.05
-    assert all(column["unclipped"] > 0 for column in scores.values())
+    with pytest.raises(ValueError, match="step_size must be one of"):
+        BanditLoopExplorer(BanditLoopSettings(step_size=0.3))
 
 
 # --------------------------------------------------------------------------
@@ -389,60 +373,72 @@ def test_the_table_agrees_with_table_1_where_updates_are_large_and_differs_elsew
 # --------------------------------------------------------------------------
 
 
-def test_the_committed_plan_is_the_full_plan():
-    """The committed results are the full plan's, for the bandit whose arm means they record."""
+def test_the_committed_results_are_the_full_plans():
     results = committed()
-    assert set(results["bandit"]) == set(command.BANDIT_SETTINGS)
-    assert set(results["cartpole"]) == set(command.CARTPOLE_SETTINGS)
-    for name, entry in results["bandit"].items():
-        recorded = BanditLoopSettings(**entry["settings"])
-        planned = command.BANDIT_SETTINGS[name]
-        assert recorded == BanditLoopSettings(
-            **{**planned.__dict__, "arm_means": recorded.arm_means}
-        )
-        assert entry["seeds"] == command.FULL_PLAN.bandit_seeds
-    for name, entry in results["cartpole"].items():
-        assert CartPoleSettings(**entry["settings"]) == command.CARTPOLE_SETTINGS[name]
-        assert entry["seeds"] == list(range(command.FULL_PLAN.cartpole_seeds))
+    assert results["seed_offset"] == 0
+    assert list(results["sweeps"]) == [sweep.name for sweep in command.FULL_PLAN.sweeps]
+    for sweep in command.FULL_PLAN.sweeps:
+        stored = results["sweeps"][sweep.name]
+        settings = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in stored["settings"].items()
+        }
+        assert type(sweep.base)(**settings) == sweep.base
+        assert stored["values"] == list(sweep.values)
+        assert stored["seeds"] == sweep.seeds
+        assert list(stored["methods"]) == list(sweep.methods)
+    bandit, cartpole = results["sweeps"]["bandit"], results["sweeps"]["cartpole"]
+    assert set(bandit["methods"]) == set(METHODS)  # every method on the bandit
+    assert bandit["seeds"] >= 200
+    assert cartpole["seeds"] >= 20
+    assert len(cartpole["values"]) >= 5
+    assert np.log10(max(cartpole["values"]) / min(cartpole["values"])) >= 1.5
+    assert results["machine"].keys() == fingerprint().keys()
 
 
-def test_rerunning_part_a_reproduces_the_committed_numbers():
-    entry = committed()["bandit"]["defaults"]
-    settings, seeds = BanditLoopSettings(**entry["settings"]), tuple(range(entry["seeds"]))
-    for key in ("ppo", "unclipped"):  # a slice: two methods, every seed
-        run = run_bandit_loop(METHODS[key], settings, seeds)
-        stored = entry["methods"][key]
-        assert run.score.mean() == pytest.approx(stored["score"], rel=1e-12)
-        assert run.approx_kl.mean() == pytest.approx(stored["approx_kl"], rel=1e-12)
-        assert run.clip_fraction.mean() == pytest.approx(stored["clip_fraction"], rel=1e-12)
-        assert run.collapsed[:, -1].mean() == stored["collapsed"]
+def test_rerunning_a_bandit_slice_reproduces_the_committed_numbers():
+    """Two cells at α = 1, every seed: the bandit reproduces anywhere (the CPU's last bits only
+    move it by rounding)."""
+    sweep = next(s for s in command.FULL_PLAN.sweeps if s.name == "bandit")
+    stored = committed()["sweeps"]["bandit"]
+    cells = {
+        c.method: c for c in sweep.cells(0) if c.value == 1.0 and c.method in ("ppo", "unclipped")
+    }
+    raw = {key: study.run_cell(cell) for key, cell in cells.items()}
+    for key in cells:
+        fresh = study.cell_summary(raw[key], None if key == "ppo" else raw["ppo"])
+        kept = cell_at(stored, key, 1.0)
+        assert (fresh["solved"], fresh["collapsed"]) == (kept["solved"], kept["collapsed"])
+        for name in ("mean", "p10", "p90", "clip_fraction", "approx_kl"):
+            assert fresh[name] == pytest.approx(kept[name], rel=1e-9, abs=1e-12), name
+        assert fresh["ci"] == pytest.approx(kept["ci"], rel=1e-9)
+    assert fresh["vs_ppo"]["verdict"] == kept["vs_ppo"]["verdict"]
 
 
 @pytest.mark.slow
-def test_rerunning_a_slice_of_the_results_command_reproduces_its_committed_runs(tmp_path):
-    """The command itself, for seed 0 of the unclipped objective with bigger steps."""
-    run = [sys.executable, "-m", "experiments.why_clip", "--setting", "bigger steps"]
-    run += ["--method", "unclipped", "--cartpole-seeds", "1", "--output-dir", str(tmp_path)]
+def test_rerunning_a_cartpole_slice_of_the_command_reproduces_its_committed_cell(tmp_path):
+    """The command itself, for seed 0 of PPO at K = 4 and a learning rate of 0.001."""
+    run = [sys.executable, "-m", "experiments.why_clip", "--setting", "cartpole", "--method"]
+    run += ["ppo", "--value", "0.001", "--cartpole-seeds", "1", "--output-dir", str(tmp_path)]
     subprocess.run(run, cwd=REPOSITORY, check=True, capture_output=True, timeout=600)
     results = load_results(tmp_path / "why_clip.json")
-    fresh = results["cartpole"]["bigger steps"]["methods"]
-    stored = committed()["cartpole"]["bigger steps"]["methods"]["unclipped"]
-    assert set(fresh) == {"unclipped"}
+    fresh = cell_at(results["sweeps"]["cartpole"], "ppo", 0.001)["final_return"][0]
+    stored = np.array(cell_at(committed()["sweeps"]["cartpole"], "ppo", 0.001)["final_return"])
     assert results["machine"] == fingerprint()
     if committed()["machine"] == fingerprint():  # the same last bits: the same run, exactly
-        for name, values in fresh["unclipped"].items():
-            assert values[0] == stored[name][0], name
+        assert fresh == stored[0]
     else:  # chaotic: one last-bit difference changes the run; it is one draw of the same spread
-        returns = np.array(stored["final_return"])
-        assert abs(fresh["unclipped"]["final_return"][0] - returns.mean()) <= 3 * returns.std()
+        assert abs(fresh - stored.mean()) <= 3 * stored.std() + 1.0
 
 
-def test_results_md_shows_the_table_of_the_committed_json():
-    markdown = RESULTS_MARKDOWN.read_text(encoding="utf-8")
-    header, rows = comparison_rows(committed())
-    for line in (header, *rows):
-        assert "| " + " | ".join(line) + " |" in markdown
-    assert "arm means (" in markdown
+def test_results_md_shows_the_tables_of_the_committed_json():
+    text = RESULTS_MARKDOWN.read_text(encoding="utf-8")
+    results = committed()
+    tables = [range_table(results, name) for name in results["sweeps"]] + [table_1(results)]
+    for table in tables:
+        for line in markdown(table):
+            assert line in text
+    for field in results["machine"].values():
+        assert field in text
 
 
 @pytest.fixture
@@ -453,64 +449,82 @@ def scratch(tmp_path, monkeypatch) -> Path:
     return folder
 
 
+def committed_files() -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
+
+
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [
         (["--method", "PPO"], "invalid choice: 'PPO' (choose from"),
         (["--method", "ppo_eps_0.2"], "invalid choice: 'ppo_eps_0.2' (choose from"),
-        (["--setting", "default"], "invalid choice: 'default' (choose from"),
-        (["--setting", "bigger steps", "--method", "plain_pg"], "nothing to run"),
+        (["--setting", "default"], "no setting is named 'default'; choose from"),
+        (["--value", "0.3"], "no value is named 0.3; choose from"),
+        (["--value", "fast"], "invalid float value: 'fast'"),
+        (["--setting", "cartpole", "--method", "kl_fixed_1"], "nothing to run"),
         (["--bandit-seeds", "0"], "must be a whole number of at least 1, got '0'"),
         (["--cartpole-seeds", "2.5"], "must be a whole number of at least 1, got '2.5'"),
-        (["--quick", "--setting", "bigger steps"], "no setting is named 'bigger steps'"),
+        (["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'"),
+        (["--quick", "--setting", "cartpole_k10"], "no setting is named 'cartpole_k10'"),
     ],
 )
 def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
     arguments, said, scratch, monkeypatch, capsys
 ):
     ran = []
-    monkeypatch.setattr(command, "run_comparison", lambda *a: ran.append(a))
-    before = {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
+    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
+    before = committed_files()
     with pytest.raises(SystemExit) as exit_:
         command.main(arguments)
     assert exit_.value.code == 2
-    shown = capsys.readouterr().err
+    shown = " ".join(capsys.readouterr().err.split())
     assert said in shown
-    valid = [*METHODS, *command.FULL_PLAN.setting_names] if "choose from" in said else []
-    assert all(name in shown for name in valid)  # the list of valid names
+    valid = {
+        "method": list(METHODS),
+        "setting": ["bandit", "cartpole"],
+        "value": ["0.05", "50", "0.00025"],
+    }
+    for kind, names in valid.items():
+        if "choose from" in said and (
+            kind in said or ("invalid choice" in said and kind == "method")
+        ):
+            assert all(name in shown for name in names), kind  # the list of valid names
     assert ran == []
     assert not scratch.exists()
-    assert before == {
-        path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()
-    }
+    assert committed_files() == before
 
 
 def test_an_output_folder_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
     (tmp_path / "file").write_text("mine")
     with pytest.raises(SystemExit):
-        command.main(["--setting", "defaults", "--output-dir", str(tmp_path / "file")])
+        command.main(["--setting", "bandit", "--output-dir", str(tmp_path / "file")])
     assert "is a file, not a folder" in capsys.readouterr().err
     assert (tmp_path / "file").read_text() == "mine"
 
 
-@pytest.mark.parametrize(
-    "arguments",
-    [
-        ["--setting", "defaults", "--bandit-seeds", "2"],
-        ["--method", "ppo", "--setting", "defaults", "--bandit-seeds", "3"],
-    ],
-)
-def test_a_partial_run_writes_to_the_scratch_folder_and_the_committed_results_stay(
-    arguments, scratch
-):
-    before = {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
-    assert command.main(arguments) == 0
-    after = {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
-    assert after == before
+SLICE = ["--setting", "bandit", "--method", "ppo", "--method", "unclipped", "--value", "0.5"]
+SLICE += ["--value", "5", "--bandit-seeds", "3", "--jobs", "1"]
+
+
+@pytest.mark.parametrize("more", [[], ["--seed-offset", "100"]])
+def test_a_partial_run_writes_to_the_scratch_folder_and_the_committed_results_stay(more, scratch):
+    before = committed_files()
+    assert command.main([*SLICE, *more]) == 0
+    assert committed_files() == before
     written = load_results(scratch / "why_clip.json")
-    assert list(written["bandit"]) == ["defaults"]
-    assert written["bandit"]["defaults"]["seeds"] == int(arguments[-1])
-    assert written["cartpole"] == {}
+    assert list(written["sweeps"]) == ["bandit"]
+    sweep = written["sweeps"]["bandit"]
+    assert (sweep["values"], sweep["seeds"], list(sweep["methods"])) == (
+        [0.5, 5.0],
+        3,
+        ["ppo", "unclipped"],
+    )
+    offset = int(more[1]) if more else 0
+    assert written["seed_offset"] == offset
+    run = run_bandit_loop(
+        METHODS["unclipped"], BanditLoopSettings(step_size=5.0), tuple(range(offset, offset + 3))
+    )
+    assert cell_at(sweep, "unclipped", 5.0)["mean"] == pytest.approx(run.score.mean(), rel=1e-12)
     assert {path.name for path in scratch.iterdir()} == {
         "why_clip.json",
         "RESULTS.md",
@@ -520,22 +534,40 @@ def test_a_partial_run_writes_to_the_scratch_folder_and_the_committed_results_st
 
 def test_a_partial_run_leaves_no_stale_figure_beside_its_results(tmp_path, scratch):
     """Each run writes the figure of what it ran, next to the table of what it ran."""
-    output = tmp_path / "out"
-    command.main(["--setting", "defaults", "--bandit-seeds", "2", "--output-dir", str(output)])
-    first = (output / "why_clip.png").read_bytes()
+    output = ["--output-dir", str(tmp_path / "out")]
+    command.main([*SLICE, *output])
+    first = (tmp_path / "out" / "why_clip.png").read_bytes()
     command.main(
-        [
-            "--setting",
-            "large batches (64 pulls)",
-            "--bandit-seeds",
-            "2",
-            "--output-dir",
-            str(output),
-        ]
+        [*SLICE[:-4], "--method", "plain_pg", "--bandit-seeds", "2", "--jobs", "1", *output]
     )
-    assert (output / "why_clip.png").read_bytes() != first
-    assert "large batches" in (output / "RESULTS.md").read_text()
+    assert (tmp_path / "out" / "why_clip.png").read_bytes() != first
+    assert "plain PG" in (tmp_path / "out" / "RESULTS.md").read_text()
     assert not scratch.exists()
+
+
+def test_an_interrupted_run_resumes_from_the_cells_it_finished(tmp_path, monkeypatch):
+    calls = []
+    real = study.run_cell
+
+    def interrupted(cell):
+        calls.append(cell.key)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cell)
+
+    monkeypatch.setattr(command, "run_cell", interrupted)
+    folder = tmp_path / "resumed"
+    assert command.main([*SLICE, "--output-dir", str(folder)]) == 130
+    cache = folder / command.CACHE_NAME
+    assert len(cache.read_text().splitlines()) == 2
+    assert not (folder / "why_clip.json").exists()
+    assert command.main([*SLICE, "--output-dir", str(folder)]) == 0
+    assert len(calls) == 3 + 2  # the two cells left, not the four
+    assert not cache.exists()
+    monkeypatch.setattr(command, "run_cell", real)
+    command.main([*SLICE, "--output-dir", str(tmp_path / "whole")])
+    resumed, whole = (load_results(path / "why_clip.json") for path in (folder, tmp_path / "whole"))
+    assert resumed["sweeps"] == whole["sweeps"]
 
 
 # --------------------------------------------------------------------------
@@ -547,20 +579,44 @@ def _line(app, panel: int, key: str):
     return app.panels.lines[panel][key]
 
 
+def test_the_range_app_draws_the_committed_sweeps_and_marks_fresh_seeds(monkeypatch):
+    import ppo_viz.why_clip.apps as apps
+
+    results = json.loads(json.dumps(committed()))
+    bandit = results["sweeps"]["bandit"]
+    kept = [0.5, 5.0]
+    bandit["values"] = kept
+    for entry in bandit["methods"].values():
+        entry["cells"] = [c for c in entry["cells"] if c["value"] in kept]
+    app = RangeExplorer(results)
+    for key in MAIN_METHODS:
+        line = next(a for a in app.figure.axes[0].lines if a.get_gid() == key)
+        assert line.get_ydata().tolist() == [c["mean"] for c in bandit["methods"][key]["cells"]]
+    app.controls["range_show_unclipped"].value = False
+    assert not any(a.get_visible() for a in app.artists["unclipped"])
+    assert "unclipped" not in plain(app.readout.value)
+    monkeypatch.setattr(apps, "FRESH_SEEDS", 3)
+    app.more.button.click()
+    seeds = tuple(range(apps.FRESH_OFFSET, apps.FRESH_OFFSET + 3))
+    run = run_bandit_loop(METHODS["ppo"], BanditLoopSettings(step_size=5.0), seeds)
+    assert app.marks["ppo"].get_ydata()[1] == pytest.approx(run.score.mean(), rel=1e-12)
+    assert f"fresh seeds {seeds[0]}–{seeds[-1]}" in plain(app.readout.value)
+    assert app.more.progress.value == app.more.progress.max == len(MAIN_METHODS) * len(kept)
+
+
 def test_the_bandit_app_draws_the_runs_of_its_settings():
     app = BanditLoopExplorer()
     app.controls["epochs"].value = 5
     runs = run_bandit_methods(BanditLoopSettings(epochs=5), SEEDS)
     for key, run in runs.items():
         assert np.allclose(_line(app, 0, key).get_ydata(), spread(run.true_reward).mean)
-        assert np.allclose(app.dots[key].get_ydata(), run.score)
     assert f"{DEFAULT_SEEDS} seeds" in plain(app.readout.value)
     app.controls["show_unclipped"].value = False
     assert not _line(app, 0, "unclipped").get_visible()
-    assert not app.dots["unclipped"].get_visible()
     assert _line(app, 0, "ppo").get_visible()
-    app.controls["step_size"].value = float("nan")
-    assert "step_size must be between" in plain(app.message.value)
+    app.controls["iterations"].value = 200  # a slider keeps its value in range
+    assert app.settings.iterations == 100
+    assert app.message.value == ""
 
 
 def test_the_bandit_apps_button_adds_seeds():
@@ -574,47 +630,6 @@ def test_the_bandit_apps_button_adds_seeds():
     assert f"{DEFAULT_SEEDS + MORE_BANDIT_SEEDS} seeds" in plain(app.readout.value)
     assert app.more.progress.value == app.more.progress.max == len(runs)
     assert not app.more.button.disabled
-
-
-def test_the_cartpole_app_shows_the_committed_runs_of_each_setting():
-    app = CartPoleExplorer()
-    for bigger_steps, setting in ((True, "bigger steps"), (False, "CleanRL")):
-        app.controls["cartpole_bigger_steps"].value = bigger_steps
-        for key, runs in stored_cartpole_runs(committed(), setting).items():
-            line = _line(app, 0, key)
-            assert np.allclose(line.get_ydata(), spread(runs.return_curve).mean, equal_nan=True)
-        assert f"{setting}: 10 seeds" in plain(app.readout.value)
-
-
-def test_the_cartpole_apps_button_trains_two_more_seeds():
-    app = CartPoleExplorer()
-    tiny = CartPoleSettings(total_steps=512)
-    app.stored["bigger steps"] = {
-        key: run_cartpole(METHODS[key], tiny, (0,)) for key in app.stored["bigger steps"]
-    }
-    app.more.button.click()
-    for key, runs in app.stored["bigger steps"].items():
-        assert runs.seeds == (0, 1, 2)
-        assert runs.return_curve.shape == (3, tiny.iterations)
-        drawn = _line(app, 0, key).get_ydata()
-        assert np.allclose(drawn, spread(runs.return_curve).mean, equal_nan=True)
-    assert app.more.progress.value == app.more.progress.max
-    assert "3 seeds" in plain(app.readout.value)
-
-
-def test_a_methods_checkbox_only_shows_or_hides_its_curves(monkeypatch):
-    import ppo_viz.why_clip.figures as figures
-
-    app = CartPoleExplorer()
-    before = _line(app, 0, "ppo").get_ydata().copy()
-    recomputed = []
-    monkeypatch.setattr(figures, "spread", lambda values: recomputed.append(1) or spread(values))
-    app.controls["cartpole_show_ppo"].value = False
-    assert not _line(app, 0, "ppo").get_visible()
-    app.controls["cartpole_show_ppo"].value = True
-    assert _line(app, 0, "ppo").get_visible()
-    assert recomputed == []  # the curves were not computed again
-    np.testing.assert_array_equal(_line(app, 0, "ppo").get_ydata(), before)
 
 
 def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
@@ -634,3 +649,226 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
     app.controls["epochs"].value = 4
     app.controls["epochs"].value = 3  # computed before: nothing runs
     assert dimmed_while_running == [True, True]
+
+
+def test_the_cartpole_app_shows_the_committed_curves_of_each_cell(monkeypatch):
+    import ppo_viz.why_clip.figures as figures
+
+    app = CartPoleExplorer()
+    for label, (name, value) in app.cells.items():
+        app.controls["cartpole_cell"].value = label
+        sweep = committed()["sweeps"][name]
+        for key in sweep["methods"]:
+            stored = np.array(cell_at(sweep, key, value)["curves"]["return_curve"][0], dtype=float)
+            np.testing.assert_allclose(_line(app, 0, key).get_ydata(), stored)
+        assert f"{cell_at(sweep, 'ppo', value)['solved']} of {sweep['seeds']}" in plain(
+            app.readout.value
+        )
+    recomputed = []
+    monkeypatch.setattr(figures, "Spread", lambda *a: recomputed.append(1))
+    app.controls["cartpole_show_ppo"].value = False
+    assert not _line(app, 0, "ppo").get_visible()
+    app.controls["cartpole_show_ppo"].value = True
+    assert _line(app, 0, "ppo").get_visible()
+    assert recomputed == []  # the curves were not drawn again
+
+
+# --------------------------------------------------------------------------
+# Notebook 4's prose: every number it states, computed from the committed results, the plan's
+# constants and the notebook's own live runs, formatted as the prose formats them
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def prose() -> str:
+    return markdown_of(NOTEBOOK)
+
+
+def sweep_of(name: str):
+    return committed()["sweeps"][name]
+
+
+def best(name: str, key: str):
+    return sweep_of(name)["methods"][key]["best"]
+
+
+def best_mean(name: str, key: str) -> str:
+    """A method's best mean score as the range table writes it (its interval's precision)."""
+    entry = best(name, key)
+    return estimate(entry["mean"], entry["ci"]).split()[0]
+
+
+def stable(name: str, key: str) -> str:
+    return stable_text(sweep_of(name)["methods"][key]["stable"])
+
+
+def test_the_notebook_states_the_studys_design(prose):
+    plan = {sweep.name: sweep for sweep in command.FULL_PLAN.sweeps}
+    bandit, cartpole, check = plan["bandit"], plan["cartpole"], plan["cartpole_k10"]
+    kl_rows = [v for k, v in PAPER_TABLE_1.items() if k.startswith("kl_")]
+    assert_states(
+        prose,
+        f"**{PAPER_TABLE_1['unclipped']:.2f}**",
+        f"**{PAPER_TABLE_1['ppo']:.2f}**",
+        f"from **{min(kl_rows):.2f}** to **{max(kl_rows):.2f}**",
+        f"$K = {bandit.base.epochs}$ epochs of full-batch gradient steps",
+        f"per batch of {bandit.base.batch_size} pulls, {bandit.base.iterations} batches per run",
+        f"from {min(bandit.values):g} to {max(bandit.values):g}",
+        f"{bandit.seeds} seeds per point",
+        f"at least {study.BANDIT_SUCCESS:g} (0 is",
+        f"$K = {cartpole.base.epochs}$ epochs per rollout",
+        f"from {min(cartpole.values):g} to {max(cartpole.values):g}",
+        f"{cartpole.seeds} seeds × {cartpole.base.total_steps:,} steps per point",
+        f"last {SCORE_EPISODES} episodes is at least {study.CARTPOLE_SOLVED:g}",
+        f"$K = {check.base.epochs}$ is checked at learning rates "
+        + " and ".join(f"{v:g}" for v in check.values),
+        f"$d_\\text{{targ}} = {METHODS['kl_adaptive_0.01'].kl_target:g}$",
+        f"$\\beta$ starts at {FIRST_KL_COEF:g}",
+        f"exceeds {EARLY_STOP_KL:g}",
+        f"at least {committed()['stable_share']:.0%} of the seeds",
+    )
+    assert bandit.base == BanditLoopSettings()  # "notebook 3's bandit", the explorer's defaults
+
+
+def test_the_notebook_states_each_methods_range_and_best_score(prose):
+    """The range section: each number from the committed tables, and the claims around them."""
+    ranges = {key: sweep_of("bandit")["methods"][key]["stable"] for key in METHODS}
+    factor = {
+        key: f"a factor of {ranges[key][1] / ranges[key][0]:g}" for key in ("ppo", "unclipped")
+    }
+    assert_states(
+        prose,
+        f"step sizes {stable('bandit', 'ppo')}, {factor['ppo']}",
+        f"only for {stable('bandit', 'unclipped')}, {factor['unclipped']}",
+        f"reaches {best_mean('bandit', 'plain_pg')}",
+        f"PPO's best of {best_mean('bandit', 'ppo')}",
+        f"its range is {stable('bandit', 'plain_pg')}",
+        f"(+{best('bandit', 'clip_only')['vs_ppo_best']['diff']:.4f} each",
+        f"up to $\\alpha$ = {ranges['clip_only'][1]:g}",
+        f"{stable('bandit', 'kl_adaptive_0.01')} for the adaptive penalty",
+    )
+    assert best("bandit", "plain_pg")["vs_ppo_best"]["verdict"] == "tie"
+    for key in ("clip_only", "early_stop"):
+        assert ranges[key] == ranges["clip_only"]
+        assert f"{best('bandit', key)['vs_ppo_best']['diff']:.4f}" == "0.0020"
+        assert best("bandit", key)["vs_ppo_best"]["verdict"] == "higher"
+    assert (
+        ranges["clip_only"][1] == command.STEP_SIZES[command.STEP_SIZES.index(ranges["ppo"][1]) + 1]
+    )
+    assert ranges["kl_fixed_0.3"] == ranges["kl_fixed_1"] == ranges["kl_adaptive_0.01"]
+    assert ranges["kl_fixed_10"] is None  # "none at all for β = 10"
+
+
+def test_the_notebook_states_cartpoles_numbers(prose):
+    cartpole, check = sweep_of("cartpole"), sweep_of("cartpole_k10")
+    solved = {key: [c["solved"] for c in e["cells"]] for key, e in cartpole["methods"].items()}
+    others = {key: max(counts) for key, counts in solved.items() if key != "ppo"}
+    closest = max(others, key=others.get)
+    ppo_range = cartpole["methods"]["ppo"]["stable"]
+    at_range = {c["solved"] for c in cartpole["methods"]["ppo"]["cells"] if c["value"] in ppo_range}
+    unclipped = best("cartpole", "unclipped")
+    assert_states(
+        prose,
+        f"{stable('cartpole', 'ppo')}, where {min(at_range)} of {cartpole['seeds']} seeds solve it",
+        f"the closest is the adaptive KL penalty, with {others[closest]} of {cartpole['seeds']}",
+        f"PPO scores {best('cartpole', 'ppo')['mean']:.3f}",
+        f"{unclipped['mean']:.3f} at {unclipped['value']:g}",
+        difference(unclipped["vs_ppo_best"]),
+        f"at 0.01, {cell_at(cartpole, 'unclipped', 0.01)['collapsed']} of its 20 seeds end worse",
+        f"best, {best('cartpole', 'kl_adaptive_0.01')['mean']:.3f}, is a tie",
+        f"all {cell_at(check, 'ppo', 0.0025)['solved']} PPO seeds solve",
+        f"solves {cell_at(check, 'unclipped', 0.0025)['solved']} and collapses "
+        f"{cell_at(check, 'unclipped', 0.0025)['collapsed']}",
+    )
+    assert closest == "kl_adaptive_0.01"
+    assert all(stable("cartpole", key) == "none" for key in others)  # "the only method"
+    assert best("cartpole", "kl_adaptive_0.01")["vs_ppo_best"]["verdict"] == "tie"
+    gap = {
+        name: cell_at(s, "ppo", 0.0025)["mean"] - cell_at(s, "unclipped", 0.0025)["mean"]
+        for name, s in (("K4", cartpole), ("K10", check))
+    }
+    assert gap["K10"] > gap["K4"] > 0
+
+
+def test_the_notebook_states_the_cleanrl_cell_and_table_1(prose):
+    cleanrl = sweep_of("cartpole")
+    cell = {key: cell_at(cleanrl, key, 2.5e-4) for key in cleanrl["methods"]}
+    bandit, check = sweep_of("bandit"), sweep_of("cartpole_k10")
+    assert_states(
+        prose,
+        f"PPO's rule clips {100 * cell['ppo']['clip_fraction']:.2g}% of the samples",
+        f"ties with PPO ({difference(cell['unclipped']['vs_ppo']).removeprefix('tie: ')}",
+        f"(PPO: {cell['ppo']['solved']} of 20 seeds)",
+        f"({cell_at(bandit, 'unclipped', 1.0)['mean']:.3f} against "
+        f"{cell_at(bandit, 'ppo', 1.0)['mean']:.4f})",
+        f"({cell_at(check, 'unclipped', 0.0025)['mean']:.2f} against "
+        f"{cell_at(check, 'ppo', 0.0025)['mean']:.3f})",
+        f"({best('cartpole', 'kl_adaptive_0.01')['mean']:.3f} at its best learning rate, "
+        f"{cell_at(check, 'kl_adaptive_0.01', 0.0025)['mean']:.3f} at",
+        f"({cell_at(bandit, 'ppo_eps_0.3', 1.0)['mean']:.4f} against",
+        f"scores {cell_at(bandit, 'kl_adaptive_0.01', 1.0)['mean']:.3f} at $\\alpha = 1$",
+    )
+    assert cell["clip_only"]["vs_ppo"] == {"diff": 0.0, "ci": [0.0, 0.0], "verdict": "tie"}
+    assert cell["unclipped"]["vs_ppo"]["verdict"] == "tie"
+    assert all(c["solved"] == 0 for c in cell.values())  # "no method solves CartPole"
+    header, _ = table_1(committed())
+    assert f"PPO clips {100 * cell['ppo']['clip_fraction']:.2g}% of samples" in header[4]
+    assert (
+        cell_at(bandit, "kl_adaptive_0.01", 1.0)["mean"] < cell_at(bandit, "unclipped", 1.0)["mean"]
+    )
+
+
+def test_table_1s_ppo_is_the_highest_of_its_rows_or_tied_in_every_column():
+    """ "Among Table 1's rows, PPO with ε = 0.2 is the highest or tied with the highest"."""
+    results = committed()
+    for _, name, value, _ in TABLE_1_COLUMNS:
+        sweep = results["sweeps"][name]
+        rows = [key for key in PAPER_TABLE_1 if key in sweep["methods"]]
+        entries = {
+            key: sweep["methods"][key]["best"] if value is None else cell_at(sweep, key, value)
+            for key in rows
+        }
+        top = max(rows, key=lambda key: entries[key]["mean"])
+        if top != "ppo":
+            versus = entries[top]["vs_ppo_best" if value is None else "vs_ppo"]
+            assert versus["verdict"] == "tie", (name, value, top)
+
+
+def test_the_notebook_states_its_live_numbers(prose):
+    """The bandit explorer's default run (20 seeds) and the small-step cell (200 seeds)."""
+    runs = default_runs()
+    adaptive = runs["kl_adaptive_0.01"]
+    small = run_bandit_methods(
+        BanditLoopSettings(step_size=0.2), tuple(range(200)), ("ppo_eps_0.1", "ppo", "unclipped")
+    )
+    clip = {key: f"{run.clip_fraction[:, :10].mean():.0%}" for key, run in small.items()}
+    assert_states(
+        prose,
+        f"{runs['unclipped'].collapsed[:, -1].sum()} of the {DEFAULT_SEEDS} seeds end there",
+        f"here, {adaptive.collapsed[:, -1].sum()} of {DEFAULT_SEEDS}",
+        f"With $\\beta = {adaptive.kl_coef.max():g}$ and $\\alpha = 1$",
+        f"is {adaptive.kl_coef.max():g} times",
+        f"$\\epsilon = 0.2$ clips {clip['ppo']}",
+        f"$\\epsilon = 0.1$ {clip['ppo_eps_0.1']}",
+        f"({small['unclipped'].score.mean():.3f} against {small['ppo'].score.mean():.3f}",
+        f"{DEFAULT_SEEDS} seeds; each change",
+        f"adds {MORE_BANDIT_SEEDS} seeds",
+    )
+    assert runs["ppo"].collapsed[:, -1].sum() == 0  # "No PPO seed ends on a wrong arm"
+    assert runs["unclipped"].approx_kl.mean() > 10 * runs["ppo"].approx_kl.mean()
+
+
+def test_the_notebook_states_the_commands_numbers(prose):
+    import ppo_viz.why_clip.apps as apps
+
+    plan = command.FULL_PLAN
+    cells = {sweep.name: len(sweep.cells(0)) for sweep in plan.sweeps}
+    values = len(sweep_of("bandit")["values"])
+    assert_states(
+        prose,
+        f"({cells['bandit']} bandit cells and {cells['cartpole'] + cells['cartpole_k10']} CartPole",
+        f"took {round(committed()['seconds'] / 60)} minutes with {committed()['jobs']} processes",
+        f"on {apps.FRESH_SEEDS} seeds that the study never used (from seed {apps.FRESH_OFFSET:,})",
+        f"{len(MAIN_METHODS) * values} runs",
+        f"re-run on {apps.FRESH_SEEDS} fresh seeds",
+    )

@@ -1,79 +1,78 @@
-"""Notebook 4's two apps: PPO's loop on the bandit (part A) and on CartPole (part B).
+"""Notebook 4's three apps: the range figure, the bandit's loop and CartPole's curves.
 
-:class:`BanditLoopExplorer` runs every method of part A on the same seeds whenever K, the
-step size, the batch size or the number of iterations changes; :class:`CartPoleExplorer`
-starts from the committed runs of the results command and trains more seeds live.  In both
-a button adds seeds, with a progress bar, and checkboxes choose the methods drawn.  The
-readout above each figure is a table of the runs' final numbers.
+* :class:`RangeExplorer`: the committed score-against-step-size figure (:func:`.range_figure`)
+  with a button that re-runs the bandit's sweep on fresh seeds, live, and marks the result;
+* :class:`BanditLoopExplorer`: the six main methods on the bandit over many seeds, run live
+  whenever K, the step size, the batch size or the number of iterations changes; a button
+  adds seeds;
+* :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study.
+
+Checkboxes choose the methods drawn; the readout above each figure is a table of numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, control_layout, slider
+from ppo_viz.app import LiveFigure, checkbox, checked_number, control_layout, slider
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.style import figure_style
 from ppo_viz.why_clip.bandit_loop import (
-    BANDIT_METHODS,
     SETTING_RANGES,
+    STEP_SIZES,
     BanditLoopHistory,
     BanditLoopSettings,
     run_bandit_loop,
     run_bandit_methods,
 )
-from ppo_viz.why_clip.cartpole_ppo import CARTPOLE_METHODS, CartPoleRuns, run_cartpole
 from ppo_viz.why_clip.figures import (
+    HEADLINE,
     SpreadPanels,
     bandit_axes,
     cartpole_axes,
-    legend,
+    range_figure,
     show_bandit_runs,
-    show_cartpole_runs,
+    show_cartpole_curves,
 )
-from ppo_viz.why_clip.methods import METHOD_LINES, METHODS
-from ppo_viz.why_clip.results import (
-    BIGGER_STEPS,
-    CLEANRL,
-    load_results,
-    stored_cartpole_runs,
-)
+from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS
+from ppo_viz.why_clip.results import cell_at, difference, load_results, stable_text, step_text
 
-#: Seeds of part A at the start, and how many its button adds.
+#: Seeds of the bandit app at the start, and how many its button adds.
 DEFAULT_SEEDS = 20
 MORE_BANDIT_SEEDS = 20
-#: How many seeds part B's button trains (each takes seconds).
-MORE_CARTPOLE_SEEDS = 2
-#: CartPole-v1's reward threshold: a mean return of 475 counts as solved.
-SOLVED_RETURN = 475.0
-#: The final-score panel: one dot per seed, a bar at the mean.
-SEED_DOT = {"ls": "none", "marker": "o", "ms": 3.5, "alpha": 0.55}
-MEAN_BAR = {"ls": "none", "marker": "_", "ms": 18, "mew": 2.5}
-
-
-def show_name(key: str) -> str:
-    """The control name of a method's checkbox: ``show_ppo_eps_01`` for ``ppo_eps_0.1``."""
-    return "show_" + key.replace(".", "")
+#: The range figure's button: how many fresh seeds each press runs, and the first of them
+#: (far from the committed seeds and from a ``--seed-offset 100`` re-run).
+FRESH_SEEDS = 20
+FRESH_OFFSET = 10_000
+FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
 
 
 def method_boxes(keys: Sequence[str], prefix: str = "") -> dict[str, widgets.Checkbox]:
-    """One checkbox per method, named ``<prefix>show_<method>``."""
-    boxes = {}
-    for key in keys:
-        box = checkbox(METHODS[key].label, True)
+    """One checkbox per method, as wide as its label, named ``<prefix>show_<method>`` without
+    dots (``show_kl_adaptive_001`` for ``kl_adaptive_0.01``)."""
+    boxes = {
+        f"{prefix}show_{key.replace('.', '')}": checkbox(METHODS[key].label, True) for key in keys
+    }
+    for box in boxes.values():
         box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
-        boxes[prefix + show_name(key)] = box
     return boxes
 
 
+def shown_methods(values: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The main methods whose checkbox (:func:`method_boxes`) is ticked."""
+    return [key for key in MAIN_METHODS if values[f"{prefix}show_{key.replace('.', '')}"]]
+
+
 class SeedsButton:
-    """A button that adds seeds, with a progress bar that counts the work as it is done."""
+    """A button that runs more seeds, with a progress bar that counts the work as it is done."""
 
     def __init__(self, description: str, on_click: Callable[[], None]) -> None:
         self.button = widgets.Button(
@@ -85,76 +84,142 @@ class SeedsButton:
         self.button.on_click(lambda _button: on_click())
         self.widget = widgets.HBox([self.button, self.progress])
 
-    def start(self, total: int) -> None:
+    @contextmanager
+    def running(self, total: int) -> Iterator[None]:
+        """The button off and the bar shown (``progress.value += 1`` per unit of work) while
+        the work runs."""
         self.button.disabled = True
         self.progress.max, self.progress.value = max(1, total), 0
         self.progress.layout.visibility = "visible"
-
-    def advance(self) -> None:
-        self.progress.value += 1
-
-    def finish(self) -> None:
-        self.button.disabled = False
-        self.progress.layout.visibility = "hidden"
+        try:
+            yield
+        finally:
+            self.button.disabled = False
+            self.progress.layout.visibility = "hidden"
 
 
-def method_cell(key: str) -> Markup:
-    return tag("span", METHODS[key].label, classes="ppo-strong")
+def summary_html(runs: Mapping[str, Any], columns: Mapping[str, Any], caption: str) -> Markup:
+    """One row per method: its name, then ``cell(run)`` for each column (header: cell)."""
+    rows = [
+        [tag("span", METHODS[key].label, classes="ppo-strong"), *(c(run) for c in columns.values())]
+        for key, run in runs.items()
+    ]
+    return tag("div", table(["method", *columns], rows, caption=caption), classes="ppo")
+
+
+class RangeExplorer(LiveFigure):
+    """The committed range figure; a button re-runs the bandit's sweep on fresh seeds."""
+
+    def __init__(self, results: Mapping[str, Any] | None = None) -> None:
+        self.results = load_results() if results is None else results
+        self.sweep = self.results["sweeps"][HEADLINE[0][0]]
+        #: Per method, per step size: the final scores of the fresh seeds run so far.
+        self.fresh: dict[str, np.ndarray] = {}
+        self.next_seed = FRESH_OFFSET
+        figure = range_figure(self.results)
+        self.artists: dict[str, list[Any]] = {key: [] for key in MAIN_METHODS}
+        for ax in figure.axes:
+            for artist in (*ax.lines, *ax.collections):
+                self.artists.get(artist.get_gid(), []).append(artist)
+        top = figure.axes[0]
+        self.marks = {
+            key: top.plot([], [], **FRESH_MARK, color=METHOD_LINES[key]["color"])[0]
+            for key in MAIN_METHODS
+        }
+        self.more = SeedsButton(f"re-run on {FRESH_SEEDS} fresh seeds", self.run_fresh_seeds)
+        boxes = method_boxes(MAIN_METHODS, "range_")
+        moving = [a for artists in self.artists.values() for a in artists]
+        super().__init__(
+            figure,
+            self.update,
+            boxes,
+            moving=[*moving, *self.marks.values()],
+            rows=[list(boxes)[:3], list(boxes)[3:]],
+            below=[self.more.widget],
+            description="Final score against step size, per method, over many seeds",
+        )
+
+    def update(self, **values: bool) -> Markup:
+        """Show the ticked methods; the readout compares committed and fresh stable ranges."""
+        shown = shown_methods(values, "range_")
+        for key in MAIN_METHODS:
+            for artist in (*self.artists[key], self.marks[key]):
+                artist.set_visible(key in shown)
+        share = f"{self.results['stable_share']:.0%}"
+        columns = {f"α where ≥ {share} of seeds succeed": lambda key: stable_text(self.stable(key))}
+        first = self.results["seed_offset"]
+        caption = f"bandit, committed seeds {first}–{first + self.sweep['seeds'] - 1}"
+        if self.fresh:
+            fresh = f"fresh seeds {FRESH_OFFSET}–{self.next_seed - 1}"
+            columns[f"… on {fresh}"] = lambda key: stable_text(self.stable(key, fresh=True))
+            caption += f"; diamonds: the mean score on {fresh}"
+        return summary_html({key: key for key in shown}, columns, caption)
+
+    def stable(self, key: str, fresh: bool = False) -> list[float] | None:
+        """A method's stable range on the committed seeds, or on the fresh ones."""
+        if not fresh:
+            return self.sweep["methods"][key]["stable"]
+        shares = np.mean(self.fresh[key] >= self.sweep["success_score"], axis=1)
+        stable = np.array(self.sweep["values"])[shares >= self.results["stable_share"]]
+        return [stable.min(), stable.max()] if stable.size else None
+
+    def run_fresh_seeds(self) -> None:
+        """Run the bandit's sweep for every main method on the next :data:`FRESH_SEEDS` seeds
+        (joined to the fresh seeds run before), then mark their mean scores."""
+        seeds = tuple(range(self.next_seed, self.next_seed + FRESH_SEEDS))
+        stored = self.sweep["settings"]
+        base = BanditLoopSettings(**{**stored, "arm_means": tuple(stored["arm_means"])})
+        with self.more.running(len(MAIN_METHODS) * len(self.sweep["values"])):
+            for key in MAIN_METHODS:
+                scores = []
+                for value in self.sweep["values"]:
+                    run = run_bandit_loop(METHODS[key], replace(base, step_size=value), seeds)
+                    scores.append(run.score)
+                    self.more.progress.value += 1
+                new = np.array(scores)  # one row per step size, one column per seed
+                self.fresh[key] = np.hstack([self.fresh[key], new]) if key in self.fresh else new
+                self.marks[key].set_data(self.sweep["values"], self.fresh[key].mean(axis=1))
+        self.next_seed += FRESH_SEEDS
+        self.refresh()
 
 
 class BanditLoopExplorer(LiveFigure):
-    """Part A: six methods over many seeds; controls for K, step size, batch size, iterations."""
+    """The six main methods over many seeds; controls for K, step size, batch size, iterations."""
 
     def __init__(self, settings: BanditLoopSettings | None = None, seeds: int = DEFAULT_SEEDS):
         settings = BanditLoopSettings() if settings is None else settings
         if not isinstance(settings, BanditLoopSettings):
             raise TypeError(f"settings must be BanditLoopSettings, got {type(settings).__name__}")
+        if settings.step_size not in STEP_SIZES:
+            raise ValueError(f"step_size must be one of {STEP_SIZES}, got {settings.step_size}")
         self.seed_count = int(checked_number("seeds", seeds, (1, 1000), whole=True))
         self.arm_means = settings.arm_means
         self._runs: dict[tuple[BanditLoopSettings, int], dict[str, BanditLoopHistory]] = {}
         self._drawn: Any = None
-        words = {
-            "epochs": "K (epochs per batch)",
-            "step_size": "step size",
-            "batch_size": "batch size (pulls)",
-            "iterations": "iterations",
-        }
         controls: dict[str, widgets.Widget] = {}
-        for name, description in words.items():
-            low, high, whole = SETTING_RANGES[name]
-            step = 1 if whole else 0.05
-            controls[name] = slider(
-                description,
-                getattr(settings, name),
-                (low, high),
-                step,
-                integer=whole,
-                continuous_update=False,
-            )
-        controls |= method_boxes(BANDIT_METHODS)
+        words = {"epochs": "K (epochs per batch)", "batch_size": "batch size (pulls)"}
+        for name, text in {**words, "iterations": "iterations"}.items():
+            value, bounds = getattr(settings, name), SETTING_RANGES[name][:2]
+            controls[name] = slider(text, value, bounds, 1, integer=True, continuous_update=False)
+        controls["step_size"] = widgets.SelectionSlider(
+            options=STEP_SIZES,
+            value=settings.step_size,
+            description="step size α",
+            continuous_update=False,
+            **control_layout(),
+        )
+        controls |= method_boxes(MAIN_METHODS)
+        names = list(controls)
         with figure_style():
-            figure = Figure(figsize=(9.0, 6.6), layout="constrained")
-            axes = bandit_axes(figure, self.arm_means)
-            self.panels = SpreadPanels(axes[:5], BANDIT_METHODS)
-            score, c = axes[5], lambda key: METHOD_LINES[key]["color"]
-            self.dots = {k: score.plot([], [], **SEED_DOT, color=c(k))[0] for k in BANDIT_METHODS}
-            self.means = {k: score.plot([], [], **MEAN_BAR, color=c(k))[0] for k in BANDIT_METHODS}
-            score.set_xticks(
-                range(len(BANDIT_METHODS)),
-                [METHODS[k].label for k in BANDIT_METHODS],
-                rotation=30,
-                ha="right",
-            )
-            score.set_xlim(-0.6, len(BANDIT_METHODS) - 0.4)
-            legend(figure, self.panels)
+            figure = Figure(figsize=(9.0, 3.9), layout="constrained")
+            self.panels = SpreadPanels(figure, bandit_axes(figure, self.arm_means), MAIN_METHODS)
         self.more = SeedsButton(f"run {MORE_BANDIT_SEEDS} more seeds", self.add_seeds)
-        boxes = [show_name(key) for key in BANDIT_METHODS]
         super().__init__(
             figure,
             self.update,
             controls,
-            moving=[*self.panels.moving, *self.dots.values(), *self.means.values()],
-            rows=[["epochs", "step_size"], ["batch_size", "iterations"], boxes[:3], boxes[3:]],
+            moving=self.panels.moving,
+            rows=[["epochs", "step_size"], ["batch_size", "iterations"], names[4:7], names[7:]],
             below=[self.more.widget],
             description="PPO's loop on a bandit: six methods over many seeds",
         )
@@ -166,7 +231,7 @@ class BanditLoopExplorer(LiveFigure):
         return BanditLoopSettings(**values, arm_means=self.arm_means)
 
     def runs(self, settings: BanditLoopSettings) -> dict[str, BanditLoopHistory]:
-        """Every method at ``settings`` on seeds ``0 .. seed_count - 1`` (cached)."""
+        """Every main method at ``settings`` on seeds ``0 .. seed_count - 1`` (cached)."""
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
@@ -178,16 +243,8 @@ class BanditLoopExplorer(LiveFigure):
         runs = self.runs(self.settings)
         if runs is not self._drawn:
             show_bandit_runs(self.panels, runs)
-            for position, (key, run) in enumerate(runs.items()):
-                jitter = np.linspace(-0.22, 0.22, len(run.seeds)) if len(run.seeds) > 1 else [0.0]
-                self.dots[key].set_data(position + np.asarray(jitter), run.score)
-                self.means[key].set_data([position], [run.score.mean()])
             self._drawn = runs
-        shown = [key for key in BANDIT_METHODS if values[show_name(key)]]
-        self.panels.show_only(shown)
-        for key in BANDIT_METHODS:
-            self.dots[key].set_visible(key in shown)
-            self.means[key].set_visible(key in shown)
+        self.panels.show_only(shown_methods(values))
         return bandit_summary_html(runs)
 
     def add_seeds(self) -> None:
@@ -195,23 +252,14 @@ class BanditLoopExplorer(LiveFigure):
         settings = self.settings
         runs = self.runs(settings)
         new_seeds = tuple(range(self.seed_count, self.seed_count + MORE_BANDIT_SEEDS))
-        self.more.start(len(runs))
         joined = {}
-        for key, history in runs.items():
-            joined[key] = history.joined(run_bandit_loop(METHODS[key], settings, new_seeds))
-            self.more.advance()
+        with self.more.running(len(runs)):
+            for key, history in runs.items():
+                joined[key] = history.joined(run_bandit_loop(METHODS[key], settings, new_seeds))
+                self.more.progress.value += 1
         self.seed_count += MORE_BANDIT_SEEDS
         self._runs[(settings, self.seed_count)] = joined
-        self.more.finish()
         self.refresh()
-
-
-def summary_html(runs: Mapping[str, Any], columns: Mapping[str, Any], caption: str) -> Markup:
-    """One row per method: its name, then ``cell(run)`` for each column (header: cell)."""
-    rows = [
-        [method_cell(key), *(cell(run) for cell in columns.values())] for key, run in runs.items()
-    ]
-    return tag("div", table(["method", *columns], rows, caption=caption), classes="ppo")
 
 
 def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
@@ -224,7 +272,6 @@ def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
             + "]"
         ),
         "seeds on a wrong arm at the end": lambda run: f"{run.collapsed[:, -1].sum()} of {seeds}",
-        "… at some iteration": lambda run: f"{run.collapsed.any(axis=1).sum()} of {seeds}",
         "mean KL per iteration": lambda run: rounded(run.approx_kl.mean(), 3),
         "mean clip fraction": lambda run: rounded(run.clip_fraction.mean(), 3),
     }
@@ -233,88 +280,53 @@ def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
 
 
 class CartPoleExplorer(LiveFigure):
-    """Part B: the committed CartPole runs of one setting, and a button that trains more."""
+    """The committed CartPole curves of one cell of the study (epochs and learning rate)."""
 
-    def __init__(self, bigger_steps: bool = True) -> None:
-        checked_flag("bigger_steps", bigger_steps)
-        results = load_results()
-        self.stored = {name: stored_cartpole_runs(results, name) for name in results["cartpole"]}
-        self._drawn: Any = None
-        bigger, cleanrl = (
-            next(iter(self.stored[n].values())).settings for n in (BIGGER_STEPS, CLEANRL)
-        )
-        switch = checkbox(
-            f"{BIGGER_STEPS}: K = {bigger.epochs}, learning rate {bigger.learning_rate:g} "
-            f"(off: {CLEANRL}'s K = {cleanrl.epochs}, {cleanrl.learning_rate:g})",
-            bigger_steps,
-        )
-        switch.layout = widgets.Layout(width="auto")
-        controls = {"cartpole_bigger_steps": switch, **method_boxes(CARTPOLE_METHODS, "cartpole_")}
+    def __init__(self, results: Mapping[str, Any] | None = None) -> None:
+        self.results = load_results() if results is None else results
+        self.cells = {
+            f"K = {sweep['settings']['epochs']}, learning rate {step_text(value)}": (name, value)
+            for name, sweep in self.results["sweeps"].items()
+            if sweep["task"] == "cartpole"
+            for value in sweep["values"]
+        }
+        first = next(iter(self.cells.values()))[0]
+        scale = self.results["sweeps"][first]["scale"]
+        choice = widgets.Dropdown(options=list(self.cells), description="cell", **control_layout())
+        controls = {"cartpole_cell": choice, **method_boxes(MAIN_METHODS, "cartpole_")}
         with figure_style():
             figure = Figure(figsize=(9.0, 3.9), layout="constrained")
-            self.panels = SpreadPanels(cartpole_axes(figure), CARTPOLE_METHODS)
-            legend(figure, self.panels)
-        self.more = SeedsButton(f"train {MORE_CARTPOLE_SEEDS} more seeds", self.add_seeds)
+            axes = cartpole_axes(figure, scale["random_return"], scale["episodes"])
+            self.panels = SpreadPanels(figure, axes, MAIN_METHODS)
+        self._drawn: Any = None
+        boxes = list(controls)[1:]
         super().__init__(
             figure,
             self.update,
             controls,
             moving=self.panels.moving,
-            rows=[["cartpole_bigger_steps"], list(controls)[1:]],
-            below=[self.more.widget],
+            rows=[["cartpole_cell"], boxes[:3], boxes[3:]],
             description="PPO on CartPole in numpy: return, clip fraction and KL over many seeds",
         )
 
-    @property
-    def setting(self) -> str:
-        """The name of the setting shown."""
-        return BIGGER_STEPS if self.controls["cartpole_bigger_steps"].value else CLEANRL
-
-    @property
-    def runs(self) -> dict[str, CartPoleRuns]:
-        """The runs of the setting shown, by method."""
-        return self.stored[self.setting]
-
-    def update(self, cartpole_bigger_steps: bool, **shown: bool) -> Markup:
-        """Draw the runs of the chosen setting, showing the ticked methods."""
-        if self.runs is not self._drawn:
-            show_cartpole_runs(self.panels, self.runs)
-            self._drawn = self.runs
-        self.panels.show_only(
-            [key for key in CARTPOLE_METHODS if shown["cartpole_" + show_name(key)]]
-        )
-        return cartpole_summary_html(self.setting, self.runs)
-
-    def add_seeds(self) -> None:
-        """Train :data:`MORE_CARTPOLE_SEEDS` new seeds of every method here, then redraw."""
-        runs, first = self.runs, next(iter(self.runs.values()))
-        new_seeds = tuple(range(max(first.seeds) + 1, max(first.seeds) + 1 + MORE_CARTPOLE_SEEDS))
-        self.more.start(len(runs) * first.settings.iterations)
-        joined = {}
-        for key, stored in runs.items():
-            fresh = run_cartpole(
-                METHODS[key], stored.settings, new_seeds, lambda _d, _t: self.more.advance()
-            )
-            joined[key] = stored.joined(fresh)
-        self.stored[self.setting] = joined
-        self.more.finish()
-        self.refresh()
-
-
-def cartpole_summary_html(setting: str, runs: Mapping[str, CartPoleRuns]) -> Markup:
-    """Per method: final return and score, seeds solving it, the largest KL, the clip fraction."""
-    first = next(iter(runs.values()))
-    columns = {
-        "final return (last 20 episodes)": lambda run: rounded(run.final_return.mean(), 3),
-        "score": lambda run: rounded(run.score.mean(), 2),
-        f"seeds solving it (≥ {SOLVED_RETURN:g})": lambda run: (
-            f"{(run.final_return >= SOLVED_RETURN).sum()} of {len(run.seeds)}"
-        ),
-        "largest KL per iteration": lambda run: rounded(np.nanmax(run.approx_kl), 3),
-        "mean clip fraction": lambda run: rounded(run.clip_fraction.mean(), 3),
-    }
-    caption = (
-        f"{setting}: {len(first.seeds)} seeds × {first.settings.total_steps:,} steps "
-        f"(seeds {first.seeds[0]}–{first.seeds[-1]})"
-    )
-    return summary_html(runs, columns, caption)
+    def update(self, cartpole_cell: str, **shown: bool) -> Markup:
+        """Draw the chosen cell's curves, showing the ticked methods."""
+        name, value = self.cells[cartpole_cell]
+        sweep = self.results["sweeps"][name]
+        cells = {key: cell_at(sweep, key, value) for key in sweep["methods"]}
+        if self._drawn != cartpole_cell:
+            steps = np.array(sweep["scale"]["curve_steps"], dtype=float)
+            show_cartpole_curves(self.panels, steps, {k: c["curves"] for k, c in cells.items()})
+            self._drawn = cartpole_cell
+        self.panels.show_only(shown_methods(shown, "cartpole_"))
+        solved = sweep["scale"]["solved_return"]
+        columns = {
+            "final return (mean)": lambda c: rounded(np.mean(c["final_return"]), 3),
+            f"seeds ≥ {solved:g}": lambda c: f"{c['solved']} of {sweep['seeds']}",
+            "seeds below random": lambda c: f"{c['collapsed']} of {sweep['seeds']}",
+            "score minus PPO's, seed by seed": lambda c: (
+                difference(c["vs_ppo"]) if "vs_ppo" in c else "–"
+            ),
+            "mean clip fraction": lambda c: rounded(c["clip_fraction"], 2),
+        }
+        return summary_html(cells, columns, f"CartPole, {cartpole_cell}, {sweep['seeds']} seeds")

@@ -6,6 +6,7 @@ The bandit and the training step are :mod:`ppo_viz.bandit`'s.  One iteration of 
 2. each sample's advantage is its reward minus the batch's mean reward (never normalized);
 3. ``epochs`` full-batch gradient steps on the batch with the method's objective
    (:func:`ppo_viz.bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`);
+   an adaptive KL penalty then adapts its ``beta`` to the exact KL the steps moved the policy;
 4. the new policy collects the next batch.
 
 Every seed draws its random numbers up front and all methods share them (*common random
@@ -17,7 +18,7 @@ it.  Because the true means are known, each policy is scored by its true expecte
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,26 +27,28 @@ from ppo_viz.bandit import (
     ARM_MEANS,
     FloatArray,
     Method,
+    adapted_kl_coef,
     checked_fields,
     epochs_on_batch,
+    log_softmax,
     pull,
     random_numbers,
     softmax,
 )
-from ppo_viz.why_clip.methods import METHODS, joined_runs
+from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 
 #: A policy *sits on a wrong arm* when an arm other than the best has at least this
 #: probability.  It is hard to leave: a batch of one arm only has advantages summing to zero.
 COLLAPSE_PROBABILITY = 0.95
+#: The step sizes the study sweeps (three decades) and the app offers.
+STEP_SIZES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 #: The range of each setting: (low, high, whole number?).
 SETTING_RANGES = {
     "epochs": (1, 40, True),
-    "step_size": (0.05, 5.0, False),
+    "step_size": (0.01, 100.0, False),
     "batch_size": (2, 128, True),
     "iterations": (5, 100, True),
 }
-#: The methods of part A, in the order of legends and tables.
-BANDIT_METHODS = ("ppo", "ppo_eps_0.1", "ppo_eps_0.3", "unclipped", "clip_only", "plain_pg")
 
 
 @dataclass(frozen=True)
@@ -96,22 +99,21 @@ class BanditLoopHistory:
     approx_kl: FloatArray
     #: Per update: the share of batch i that PPO's rule clips, averaged over the steps.
     clip_fraction: FloatArray
+    #: Per update: the KL penalty's ``beta`` on batch i (0 without a penalty).
+    kl_coef: FloatArray
 
     def joined(self, other: BanditLoopHistory) -> BanditLoopHistory:
         """These runs and ``other``'s (same method and settings) as one set of seeds."""
-        return joined_runs(self, other, ("probs", "approx_kl", "clip_fraction"))
+        if (self.method, self.settings) != (other.method, other.settings):
+            raise ValueError("only runs of the same method and settings can be joined")
+        arrays = ("probs", "approx_kl", "clip_fraction", "kl_coef")
+        stacked = {a: np.concatenate([getattr(self, a), getattr(other, a)]) for a in arrays}
+        return replace(self, seeds=self.seeds + other.seeds, **stacked)
 
     @property
     def true_reward(self) -> FloatArray:
         """Per policy, ``sum_k pi_k * mu_k``: shape (seeds, iterations + 1)."""
         return self.probs @ np.array(self.settings.arm_means)
-
-    @property
-    def entropy(self) -> FloatArray:
-        """Per policy, ``-sum_k pi_k log pi_k`` in nats (log K for the uniform policy)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            terms = np.where(self.probs > 0, self.probs * np.log(self.probs), 0.0)
-        return -terms.sum(axis=-1)
 
     @property
     def collapsed(self) -> NDArray[np.bool_]:
@@ -134,14 +136,22 @@ def run_bandit_loop(
     drawn = [random_numbers(seed, shape) for seed in seeds]
     uniforms, noise = np.stack([u for u, _ in drawn]), np.stack([z for _, z in drawn])
     logits = np.zeros((len(seeds), len(settings.arm_means)))
-    probs, approx_kl, clip_fraction = [], [], []
+    kl_coef = np.full(len(seeds), method.kl_coef)
+    probs, approx_kl, clip_fraction, kl_coefs = [], [], [], []
     for iteration in range(settings.iterations):
         probs.append(softmax(logits))
+        kl_coefs.append(kl_coef)
         batch = pull(logits, uniforms[:, iteration], noise[:, iteration], settings.arm_means)
         clipped, steps = np.zeros(len(seeds)), np.zeros(len(seeds))
-        for step in epochs_on_batch(logits, batch, method, settings.step_size, settings.epochs):
+        updates = epochs_on_batch(
+            logits, batch, method, settings.step_size, settings.epochs, kl_coef
+        )
+        for step in updates:
             clipped += np.where(step.moving, step.clipped.mean(axis=-1), 0.0)
             steps += step.moving
+        if method.kl_target is not None:
+            moved = np.sum(probs[-1] * (log_softmax(logits) - log_softmax(step.logits)), axis=-1)
+            kl_coef = adapted_kl_coef(kl_coef, moved, method.kl_target)
         logits = step.logits
         approx_kl.append(step.approx_kl)
         clip_fraction.append(clipped / steps)
@@ -153,12 +163,13 @@ def run_bandit_loop(
         probs=np.stack(probs, axis=1),
         approx_kl=np.stack(approx_kl, axis=1),
         clip_fraction=np.stack(clip_fraction, axis=1),
+        kl_coef=np.stack(kl_coefs, axis=1),
     )
 
 
 @functools.lru_cache(maxsize=32)
 def run_bandit_methods(
-    settings: BanditLoopSettings, seeds: tuple[int, ...], methods: tuple[str, ...] = BANDIT_METHODS
+    settings: BanditLoopSettings, seeds: tuple[int, ...], methods: tuple[str, ...] = MAIN_METHODS
 ) -> dict[str, BanditLoopHistory]:
-    """Every method of part A on the same seeds (cached per settings and seeds)."""
+    """Methods (default: the six main ones) on the same seeds (cached per settings and seeds)."""
     return {key: run_bandit_loop(METHODS[key], settings, seeds) for key in methods}

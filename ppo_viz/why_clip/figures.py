@@ -1,9 +1,12 @@
-"""Notebook 4's figures: per method, the mean over seeds (a line) and their middle half (a band).
+"""Notebook 4's figures: the score against the step size, and the curves over training.
 
-:class:`SpreadPanels` puts one line and one band per method in each of a list of panels and
-moves them to runs; the apps (:mod:`.apps`) and the results command's figure
-(:func:`results_figure`) are built from it.  Colours and line styles come from
-:data:`~ppo_viz.why_clip.methods.METHOD_LINES`.
+* :func:`range_figure` is the one figure of per-step-size results: per sweep, each method's
+  mean final score against its step size (log axis) with the 10th to 90th percentile of its
+  seeds, and under it a strip that marks where at least 90% of the seeds succeed;
+* :class:`SpreadPanels` puts one line (mean over seeds) and one band (25th to 75th percentile)
+  per method in each of a list of panels: the apps' curves over iterations.
+
+Colours and line styles come from :data:`~ppo_viz.why_clip.methods.METHOD_LINES`.
 """
 
 from __future__ import annotations
@@ -17,25 +20,80 @@ from matplotlib.figure import Figure
 
 from ppo_viz.style import COLORS, figure_style
 from ppo_viz.why_clip.bandit_loop import BanditLoopHistory
-from ppo_viz.why_clip.cartpole_ppo import RANDOM_RETURN, CartPoleRuns
-from ppo_viz.why_clip.methods import METHOD_LINES, METHODS, FloatArray, Spread, spread
+from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, FloatArray, Spread, spread
+from ppo_viz.why_clip.results import SYMBOLS
 
-#: Only the three objectives at ε = 0.2 get a band; the other methods are lines only.
-BANDED = ("ppo", "unclipped", "clip_only")
+#: Only PPO and the unclipped objective get a band: the other methods are lines only.
+BANDED = ("ppo", "unclipped")
 #: The lowest KL the log-scaled axes show (a KL of exactly 0 is drawn there).
 KL_FLOOR = 1e-5
+#: The headline figure: both tasks' learning-rate sweeps, the six main methods.
+HEADLINE = (("bandit", MAIN_METHODS), ("cartpole", MAIN_METHODS))
+AXIS_NAMES = {"step_size": "step size α", "learning_rate": "Adam's learning rate"}
+
+
+def range_figure(
+    results: Mapping[str, Any], panels: Sequence[tuple[str, Sequence[str]]] = HEADLINE
+) -> Figure:
+    """Per ``(sweep, methods)`` panel: mean final score against step size and the strip of
+    stable step sizes (see the module's docstring).  One legend under the panels when they
+    show the same methods, else one in each."""
+    with figure_style():
+        figure = Figure(figsize=(9.0, 4.6), layout="constrained")
+        grid = figure.add_gridspec(2, len(panels), height_ratios=(3.0, 1.0))
+        shared = len({tuple(methods) for _, methods in panels}) == 1
+        for column, (name, methods) in enumerate(panels):
+            top = figure.add_subplot(grid[0, column])
+            strip = figure.add_subplot(grid[1, column], sharex=top)
+            draw_sweep(top, strip, results["sweeps"][name], methods, results["stable_share"])
+            if not shared:
+                top.legend(loc="lower left", fontsize="small")
+        if shared:
+            handles, labels = figure.axes[0].get_legend_handles_labels()
+            ncols = min(len(handles), 3)
+            figure.legend(handles, labels, loc="outside lower center", ncols=ncols, frameon=False)
+    return figure
+
+
+def draw_sweep(
+    top: Axes, strip: Axes, sweep: Mapping[str, Any], methods: Sequence[str], share: float
+) -> None:
+    """One sweep: the scores in ``top``, in ``strip`` where at least ``share`` of the seeds
+    succeed."""
+    x = np.array(sweep["values"])
+    for row, key in enumerate(methods):
+        cells, line = sweep["methods"][key]["cells"], METHOD_LINES[key]
+        mean = np.array([c["mean"] for c in cells])
+        top.plot(x, mean, **line, marker="o", ms=3.5, label=METHODS[key].label, gid=key)
+        if key in BANDED:
+            low, high = ([c[q] for c in cells] for q in ("p10", "p90"))
+            top.fill_between(x, low, high, color=line["color"], alpha=0.13, lw=0, gid=key)
+        stable = np.array([c["solved"] >= share * sweep["seeds"] for c in cells])
+        marks = np.where(stable, row, np.nan)
+        strip.plot(x, marks, color=line["color"], lw=3.0, marker="o", ms=4.5, gid=key)
+    top.set(xscale="log", ylabel="final score", ylim=(min(-0.05, top.get_ylim()[0]), 1.05))
+    top.axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
+    top.set_title(f"{sweep['title']}: {sweep['seeds']} seeds per point", fontsize="medium")
+    top.tick_params(labelbottom=False)
+    strip.set(ylim=(len(methods) - 0.5, -0.5), yticks=[], xlabel=AXIS_NAMES[sweep["swept"]])
+    symbol = SYMBOLS[sweep["swept"]]
+    strip.set_title(f"{symbol} where ≥ {share:.0%} of seeds succeed", fontsize="small")
+    strip.grid(axis="y", visible=False)
 
 
 class SpreadPanels:
     """In each panel, per method, a line (the mean over seeds) and a band (25th to 75th
-    percentile, for the methods in :data:`BANDED`)."""
+    percentile, for the methods in :data:`BANDED`); one legend under the panels."""
 
-    def __init__(self, axes: Sequence[Axes], keys: Sequence[str]) -> None:
+    def __init__(self, figure: Figure, axes: Sequence[Axes], keys: Sequence[str]) -> None:
         self.axes = list(axes)
         self.lines = [
             {key: ax.plot([], [], **METHOD_LINES[key], label=METHODS[key].label)[0] for key in keys}
             for ax in self.axes
         ]
+        handles = list(self.lines[0].values())
+        ncols = min(len(handles), 3)
+        figure.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False)
         self.bands = [
             {
                 key: ax.fill_between(
@@ -72,57 +130,37 @@ class SpreadPanels:
                 artist.set_visible(key in shown)
 
 
-def legend(figure: Figure, panels: SpreadPanels) -> None:
-    """One legend for every panel, under them."""
-    handles = list(panels.lines[0].values())
-    figure.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 3), frameon=False
-    )
-
-
-def bandit_axes(figure: Figure, settings_means: Sequence[float]) -> list[Axes]:
-    """Part A's six panels, titled and limited: reward, KL, clip fraction, entropy, seeds on a
-    wrong arm, and the final score per seed."""
-    axes = list(figure.subplots(2, 3).ravel())
-    reward, kl, clip, entropy, collapse, score = axes
-    reward.set(
-        title="true expected reward", ylim=(min(settings_means) - 0.05, max(settings_means) + 0.05)
-    )
-    reward.axhline(max(settings_means), color=COLORS["guide"], lw=0.8, ls=":")
-    reward.axhline(float(np.mean(settings_means)), color=COLORS["guide"], lw=0.8, ls=":")
+def bandit_axes(figure: Figure, arm_means: Sequence[float]) -> list[Axes]:
+    """The bandit's three panels against iterations, titled and limited: the true reward, the
+    KL per update, the clip fraction."""
+    reward, kl, clip = axes = list(figure.subplots(1, 3))
+    reward.set(title="true expected reward", ylim=(min(arm_means) - 0.05, max(arm_means) + 0.05))
+    for level in (max(arm_means), float(np.mean(arm_means))):
+        reward.axhline(level, color=COLORS["guide"], lw=0.8, ls=":")
     kl.set(title="approx. KL, policy i → i + 1", yscale="log", ylim=(KL_FLOOR, 5.0))
     clip.set(title="clip fraction", ylim=(-0.02, 0.6))
-    entropy.set(title="entropy (nats)", ylim=(-0.05, np.log(len(settings_means)) + 0.1))
-    collapse.set(title="seeds on a wrong arm", ylim=(-0.03, 1.03))
-    for ax in axes[:5]:
+    for ax in axes:
         ax.set_xlabel("iteration")
-    score.set(title="final score per seed", ylim=(-1.05, 1.08))
-    score.axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
-    score.grid(axis="x", visible=False)
     return axes
 
 
 def show_bandit_runs(panels: SpreadPanels, runs: Mapping[str, BanditLoopHistory]) -> None:
-    """Part A's curves: reward and entropy per policy, KL and clip fraction per update, the
-    share of seeds on a wrong arm (panel 4, a line only)."""
+    """The bandit's curves: reward per policy, KL and clip fraction per update."""
     iterations = next(iter(runs.values())).settings.iterations
     policy_x, update_x = np.arange(iterations + 1.0), np.arange(iterations) + 0.5
     for key, run in runs.items():
         panels.show(0, key, policy_x, spread(run.true_reward))
         panels.show(1, key, update_x, spread(run.approx_kl), floor=KL_FLOOR)
         panels.show(2, key, update_x, spread(run.clip_fraction))
-        panels.show(3, key, policy_x, spread(run.entropy))
-        share = run.collapsed.mean(axis=0)
-        panels.show(4, key, policy_x, Spread(share, share, share))
     for ax in panels.axes:
         ax.set_xlim(0.0, float(iterations))
 
 
-def cartpole_axes(figure: Figure) -> list[Axes]:
-    """Part B's three panels: episode return, clip fraction and KL against steps."""
+def cartpole_axes(figure: Figure, random_return: float, episodes: int) -> list[Axes]:
+    """CartPole's three panels: episode return, clip fraction and KL against steps."""
     returns, clip, kl = axes = list(figure.subplots(1, 3))
-    returns.set(title="episode return (last 10 episodes)", ylim=(0.0, 520.0))
-    returns.axhline(RANDOM_RETURN, color=COLORS["guide"], lw=0.8, ls=":")
+    returns.set(title=f"episode return (last {episodes} episodes)", ylim=(0.0, 520.0))
+    returns.axhline(random_return, color=COLORS["guide"], lw=0.8, ls=":")
     clip.set(title="clip fraction (PPO's rule)", ylim=(-0.005, 0.4))
     kl.set(title="approx. KL per iteration", yscale="log", ylim=(KL_FLOOR, 300.0))
     for ax in axes:
@@ -130,45 +168,15 @@ def cartpole_axes(figure: Figure) -> list[Axes]:
     return axes
 
 
-def show_cartpole_runs(panels: SpreadPanels, runs: Mapping[str, CartPoleRuns]) -> None:
-    """Part B's curves: return, clip fraction and KL against environment steps."""
-    for key, run in runs.items():
-        steps = run.steps.astype(float)
-        panels.show(0, key, steps, spread(run.return_curve))
-        panels.show(1, key, steps, spread(run.clip_fraction))
-        panels.show(2, key, steps, spread(run.approx_kl), floor=KL_FLOOR)
-    last = max(float(run.steps[-1]) for run in runs.values())
+def show_cartpole_curves(
+    panels: SpreadPanels, steps: FloatArray, curves: Mapping[str, Mapping[str, Sequence[Any]]]
+) -> None:
+    """CartPole's stored curves: per method the return's mean, 25th and 75th percentile over
+    seeds, the clip fraction's and the KL's mean."""
+    for key, stored in curves.items():
+        for panel, name in enumerate(("return_curve", "clip_fraction", "approx_kl")):
+            rows = [np.array(row, dtype=float) for row in stored[name]]
+            values = Spread(*rows) if len(rows) == 3 else Spread(rows[0], rows[0], rows[0])
+            panels.show(panel, key, steps, values, floor=KL_FLOOR if panel == 2 else -np.inf)
     for ax in panels.axes:
-        ax.set_xlim(0.0, last)
-
-
-def results_figure(
-    bandit: Mapping[str, Mapping[str, BanditLoopHistory]],
-    cartpole: Mapping[str, Mapping[str, CartPoleRuns]],
-) -> Figure:
-    """The results command's figure: part A's true reward in its first setting and part B's
-    returns per setting (the parts that were run); lines are means over seeds, bands their
-    middle half (25th to 75th percentile)."""
-    name, bandit = next(iter(bandit.items()), ("", {}))
-    with figure_style():
-        figure = Figure(figsize=(9.0, 3.8), layout="constrained")
-        axes = list(np.atleast_1d(figure.subplots(1, bool(bandit) + len(cartpole))))
-        keys = list(dict.fromkeys(k for runs in (bandit, *cartpole.values()) for k in runs))
-        panels = SpreadPanels(axes, keys)
-        if bandit:
-            first = next(iter(bandit.values()))
-            x = np.arange(first.settings.iterations + 1.0)
-            for key, run in bandit.items():
-                panels.show(0, key, x, spread(run.true_reward))
-            axes[0].relim()
-            axes[0].autoscale_view()
-            axes[0].set(title=f"bandit, {name} ({len(first.seeds)} seeds)", xlabel="iteration")
-            axes[0].set_ylabel("true reward")
-        for index, (name, runs) in enumerate(cartpole.items(), start=bool(bandit)):
-            for key, run in runs.items():
-                panels.show(index, key, run.steps.astype(float), spread(run.return_curve))
-            first = next(iter(runs.values()))
-            axes[index].set(xlim=(0, first.steps[-1]), ylim=(0, 520), xlabel="environment steps")
-            axes[index].set_title(f"CartPole, {name} ({len(first.seeds)} seeds)")
-        legend(figure, panels)
-    return figure
+        ax.set_xlim(0.0, float(steps[-1]))

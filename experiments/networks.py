@@ -116,10 +116,12 @@ def clip_by_global_norm(grads: list[FloatArray], max_norm: float) -> list[FloatA
 
 
 class Adam:
-    """``torch.optim.Adam`` over a list of parameter arrays (updated in place).
+    """``torch.optim.Adam`` over a list of parameter arrays (updated in place), one per run.
 
     ``step(grads, learning_rate)`` applies one update; the learning rate can
-    change between steps (CleanRL anneals it linearly to 0).
+    change between steps (CleanRL anneals it linearly to 0).  Each run counts its
+    own steps: a run left out of a step (``active``) keeps its parameters and
+    moments, as if the step had not happened for it.
     """
 
     def __init__(
@@ -133,17 +135,24 @@ class Adam:
         self.eps = eps
         self.first = [np.zeros_like(p) for p in params]
         self.second = [np.zeros_like(p) for p in params]
-        self.steps = 0
+        self.steps = np.zeros(len(params[0]), dtype=np.int64)
 
-    def step(self, grads: list[FloatArray], learning_rate: float) -> None:
-        """One update: ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``."""
+    def step(
+        self, grads: list[FloatArray], learning_rate: float, active: NDArray[np.bool_] | None = None
+    ) -> None:
+        """One update: ``p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``, for
+        the runs in ``active`` (default: all)."""
         beta1, beta2 = self.betas
-        self.steps += 1
-        correction1 = 1.0 - beta1**self.steps
-        correction2 = np.sqrt(1.0 - beta2**self.steps)
+        active = np.ones(len(self.steps), dtype=bool) if active is None else active
+        self.steps += active
+        taken = np.maximum(self.steps, 1)
+        correction1 = 1.0 - beta1**taken
+        correction2 = np.sqrt(1.0 - beta2**taken)
         for param, grad, m, v in zip(self.params, grads, self.first, self.second, strict=True):
-            m *= beta1
-            m += (1.0 - beta1) * grad
-            v *= beta2
-            v += (1.0 - beta2) * grad**2
-            param -= (learning_rate / correction1) * m / (np.sqrt(v) / correction2 + self.eps)
+            per_run = (-1,) + (1,) * (param.ndim - 1)
+            keep = active.reshape(per_run)
+            m[...] = np.where(keep, beta1 * m + (1.0 - beta1) * grad, m)
+            v[...] = np.where(keep, beta2 * v + (1.0 - beta2) * grad**2, v)
+            denominator = np.sqrt(v) / correction2.reshape(per_run) + self.eps
+            update = (learning_rate / correction1.reshape(per_run)) * m / denominator
+            param -= np.where(keep, update, 0.0)

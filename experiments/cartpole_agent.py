@@ -1,9 +1,9 @@
-"""Part B: PPO on CartPole-v1 in numpy, for many seeds side by side.
+"""PPO on CartPole-v1 in numpy, for many seeds side by side (notebook 4's CartPole runs).
 
 The agent is CleanRL's ``ppo.py`` for CartPole, written out by hand:
 
 * a policy network and a value network, each a two-hidden-layer tanh MLP of
-  width 64 (:class:`ppo_viz.why_clip.networks.MLP`);
+  width 64 (:class:`experiments.networks.MLP`);
 * each iteration collects ``rollout_steps`` steps from ``num_envs``
   environments (:class:`cartpole.CartPoleVector`) with the current policy;
 * GAE(lambda) advantages and returns (:func:`gae`);
@@ -14,11 +14,25 @@ The agent is CleanRL's ``ppo.py`` for CartPole, written out by hand:
 
 The policy loss's gradient with respect to each sample's log-probability
 comes from :mod:`ppo_clip` (:func:`ppo_viz.bandit.sample_gradients`);
-this module chains it through the softmax and the network.  Two deliberate
-differences from CleanRL: the value loss is not clipped (CleanRL's
-``clip_vloss``), so that only the policy's objective differs between methods;
-and a truncated episode (500 steps) is bootstrapped with the value of its last
-observation rather than treated as a failure.
+this module chains it through the softmax and the network.  The methods that
+are not an objective of :mod:`ppo_clip` alone, as :class:`ppo_viz.bandit.Method`
+describes them:
+
+* the PPO paper's KL penalty adds ``beta * mean_t KL(pi_old(.|s_t) || pi(.|s_t))``
+  to the loss, the exact KL over the two actions; its gradient on each state's
+  logits is ``beta * (pi - pi_old) / n`` (:func:`ppo_viz.bandit.kl_penalty_grad`);
+  an adaptive ``beta`` follows the paper's rule after each iteration, on the
+  mean exact KL over the rollout's states;
+* early stopping (``target_kl``): before each minibatch step, a run whose k3
+  estimate on the minibatch exceeds the target stops for the rest of the
+  iteration, as Stable-Baselines3 and Spinning Up check it.
+
+Three deliberate differences from CleanRL: the value loss is not clipped
+(CleanRL's ``clip_vloss``), so that only the policy's objective differs between
+methods; a truncated episode (500 steps) is bootstrapped with the value of its
+last observation rather than treated as a failure; and the learning rate falls
+to 0 over the run's own ``total_steps`` (50,000 by default, where CleanRL runs
+500,000).
 """
 
 from __future__ import annotations
@@ -30,21 +44,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cartpole import MAX_EPISODE_STEPS, CartPoleVector
+from experiments.networks import MLP, Adam, clip_by_global_norm
 from ppo_viz import bandit
 from ppo_viz.app import InputError
 from ppo_viz.bandit import FloatArray, Method, checked_fields, sample_gradients
-from ppo_viz.why_clip.methods import joined_runs
-from ppo_viz.why_clip.networks import MLP, Adam, clip_by_global_norm
 
-#: The methods of part B, in the order of legends and tables.
-CARTPOLE_METHODS = ("ppo", "unclipped", "clip_only")
 #: A random policy's mean return on CartPole-v1 (measured by :func:`random_policy_return`
 #: over 10,000 episodes): the 0 of the normalized score; 500 is its 1.
 RANDOM_RETURN = 22.1
-#: The score of a run: the mean return of its last this many episodes.
+#: A run's score, and each point of its learning curve: the mean return of the last this
+#: many episodes.
 SCORE_EPISODES = 20
-#: The learning curves average the last this many episodes.
-CURVE_EPISODES = 10
 #: Where each run's agent draws its random numbers: ``default_rng([AGENT_STREAM, seed])``.
 AGENT_STREAM = 12_345
 OBSERVATION_SIZE, N_ACTIONS, HIDDEN = 4, 2, 64
@@ -106,17 +116,12 @@ class CartPoleSettings:
 
 @dataclass(frozen=True)
 class CartPoleRuns:
-    """The learning curves of one method, one row per seed, one column per iteration.
-
-    Built by :func:`run_cartpole`, or read back from the committed results
-    (:func:`ppo_viz.why_clip.results.load_results`); :meth:`joined` adds
-    the runs of more seeds.
-    """
+    """The learning curves of one method, one row per seed, one column per iteration."""
 
     method: Method
     settings: CartPoleSettings
     seeds: tuple[int, ...]
-    #: The mean return of the last :data:`CURVE_EPISODES` episodes finished by the end of
+    #: The mean return of the last :data:`SCORE_EPISODES` episodes finished by the end of
     #: each iteration (NaN before a run's first episode ends).
     return_curve: FloatArray
     #: The share of minibatch samples PPO's rule clipped, over the iteration's updates.
@@ -133,19 +138,13 @@ class CartPoleRuns:
 
     @property
     def score(self) -> FloatArray:
-        """Per seed, :attr:`final_return` normalized (see :meth:`score_of`)."""
-        return self.score_of(self.final_return)
+        """Per seed, :attr:`final_return` normalized (see :func:`score_of`)."""
+        return score_of(self.final_return)
 
-    @staticmethod
-    def score_of(final_return: FloatArray) -> FloatArray:
-        """Returns normalized: a random policy's :data:`RANDOM_RETURN` is 0, the 500 steps 1."""
-        return (final_return - RANDOM_RETURN) / (MAX_EPISODE_STEPS - RANDOM_RETURN)
 
-    def joined(self, other: CartPoleRuns) -> CartPoleRuns:
-        """These runs and ``other``'s (same method and settings) as one set of seeds."""
-        return joined_runs(
-            self, other, ("return_curve", "clip_fraction", "approx_kl", "final_return")
-        )
+def score_of(final_return: FloatArray) -> FloatArray:
+    """Returns normalized: a random policy's :data:`RANDOM_RETURN` is 0, the 500 steps 1."""
+    return (np.asarray(final_return) - RANDOM_RETURN) / (MAX_EPISODE_STEPS - RANDOM_RETURN)
 
 
 def curve_of_returns(
@@ -194,15 +193,28 @@ def policy_terms(logits: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray
     return log_probs, probs, -(probs * log_probs).sum(axis=-1)
 
 
+def taken(log_probs: FloatArray, actions: NDArray[np.int64]) -> FloatArray:
+    """The log-probability of each sample's action: ``log_probs[..., t, actions[..., t]]``."""
+    return np.take_along_axis(log_probs, actions[..., None], axis=-1)[..., 0]
+
+
 @dataclass
 class Rollout:
-    """One iteration's experience for every run: arrays of shape ``(runs, steps, ...)``."""
+    """One iteration's experience for every run: arrays of shape ``(runs, steps, ...)``.
+
+    ``old_log_probs`` is the collecting policy's ``log pi`` of both actions in each state.
+    """
 
     observations: FloatArray
     actions: NDArray[np.int64]
-    logp: FloatArray
+    old_log_probs: FloatArray
     advantages: FloatArray
     returns: FloatArray
+
+    @property
+    def logp(self) -> FloatArray:
+        """The collecting policy's log-probability of each sample's action."""
+        return taken(self.old_log_probs, self.actions)
 
     def rows(self, indices: NDArray[np.int64]) -> Rollout:
         """Run ``i``'s samples ``indices[i]`` (a minibatch), for every run."""
@@ -215,7 +227,11 @@ class Rollout:
 
 
 class CartPoleAgent:
-    """The policy and value networks of every run, their optimizers, and one PPO update."""
+    """The policy and value networks of every run, their optimizers, and one PPO update.
+
+    ``kl_coef`` is each run's ``beta`` of the KL penalty (the method's, adapted after each
+    iteration when the method has a ``kl_target``).
+    """
 
     def __init__(self, seeds: Sequence[int], settings: CartPoleSettings, method: Method) -> None:
         self.settings = settings
@@ -225,47 +241,64 @@ class CartPoleAgent:
         self.policy = MLP.initial(self.rngs, sizes, output_gain=0.01)
         self.value = MLP.initial(self.rngs, (*sizes[:3], 1), output_gain=1.0)
         self.optimizer = Adam(self.policy.params + self.value.params)
+        self.kl_coef = np.full(len(seeds), method.kl_coef)
 
     def act(self, observations: FloatArray, uniforms: FloatArray) -> tuple[NDArray, FloatArray]:
-        """Actions (1 where ``uniform < pi(1)``, else 0) and their log-probabilities."""
+        """Actions (1 where ``uniform < pi(1)``, else 0) and ``log pi`` of both actions."""
         log_probs, probs, _ = policy_terms(self.policy(observations))
-        actions = (uniforms < probs[..., 1]).astype(np.int64)
-        return actions, np.take_along_axis(log_probs, actions[..., None], axis=-1)[..., 0]
+        return (uniforms < probs[..., 1]).astype(np.int64), log_probs
 
     def values(self, observations: FloatArray) -> FloatArray:
         return self.value(observations)[..., 0]
 
     def update(self, rollout: Rollout, learning_rate: float) -> FloatArray:
-        """``epochs`` passes of minibatch Adam steps; returns each run's clip fraction."""
-        s = self.settings
+        """``epochs`` passes of minibatch Adam steps (fewer for a run that stops early);
+        returns each run's clip fraction over the steps it took."""
+        s, target = self.settings, self.method.target_kl
         runs, size = rollout.actions.shape
-        clipped_share = np.zeros(runs)
+        clipped_share, steps = np.zeros(runs), np.zeros(runs)
+        active = np.ones(runs, dtype=bool)
         for _ in range(self.method.epochs(s.epochs)):
             order = np.stack([rng.permutation(size) for rng in self.rngs])
             for chunk in np.split(order, s.minibatches, axis=1):
-                grads, clipped = self.gradients(rollout.rows(chunk))
-                clipped_share += clipped.mean(axis=1)
-                self.optimizer.step(clip_by_global_norm(grads, s.max_grad_norm), learning_rate)
-        return clipped_share / (self.method.epochs(s.epochs) * s.minibatches)
+                grads, clipped, kl = self.gradients(rollout.rows(chunk))
+                if target is not None:
+                    active &= ~(kl > target)
+                clipped_share += np.where(active, clipped.mean(axis=1), 0.0)
+                steps += active
+                grads = clip_by_global_norm(grads, s.max_grad_norm)
+                self.optimizer.step(grads, learning_rate, active)
+        return clipped_share / np.maximum(steps, 1)
 
-    def gradients(self, batch: Rollout) -> tuple[list[FloatArray], NDArray[np.bool_]]:
-        """Gradients of the loss for one minibatch (all runs), and where PPO's rule clipped."""
+    def gradients(self, batch: Rollout) -> tuple[list[FloatArray], NDArray[np.bool_], FloatArray]:
+        """For one minibatch (all runs): the loss's gradients, where PPO's rule clipped, and
+        the k3 estimate of KL(old || current policy) on it."""
         s = self.settings
         n = batch.actions.shape[1]
         logits, policy_cache = self.policy.forward(batch.observations)
         log_probs, probs, entropy = policy_terms(logits)
-        logp_new = np.take_along_axis(log_probs, batch.actions[..., None], axis=-1)[..., 0]
+        logp_new = taken(log_probs, batch.actions)
         advantages = normalized(batch.advantages)
         d_logp, clipped = sample_gradients(logp_new, batch.logp, advantages, self.method)
         one_hot = np.eye(N_ACTIONS)[batch.actions]
         # d logp(a) / d logits = onehot(a) - pi;  d entropy / d logits = -pi * (log pi + H)
         d_logits = d_logp[..., None] * (one_hot - probs)
         d_logits += (s.ent_coef / n) * probs * (log_probs + entropy[..., None])
+        if self.kl_coef.any():
+            penalty = bandit.kl_penalty_grad(np.exp(batch.old_log_probs), probs)
+            d_logits += (self.kl_coef[:, None, None] / n) * penalty
         values, value_cache = self.value.forward(batch.observations)
         d_values = (s.vf_coef / n) * (values[..., 0] - batch.returns)
         grads = self.policy.backward(policy_cache, d_logits)
         grads += self.value.backward(value_cache, d_values[..., None])
-        return grads, clipped
+        return grads, clipped, bandit.approx_kl(logp_new - batch.logp)
+
+    def adapt_kl_coef(self, rollout: Rollout, log_probs_after: FloatArray) -> None:
+        """The adaptive penalty's rule, on the mean exact KL over the rollout's states."""
+        if self.method.kl_target is not None:
+            old = rollout.old_log_probs
+            kl = (np.exp(old) * (old - log_probs_after)).sum(axis=-1).mean(axis=-1)
+            self.kl_coef = bandit.adapted_kl_coef(self.kl_coef, kl, self.method.kl_target)
 
 
 def normalized(advantages: FloatArray) -> FloatArray:
@@ -302,7 +335,7 @@ def run_cartpole(
         obs_t, act_t, logp_t, val_t, rew_t, end_t = [], [], [], [], [], []
         for t in range(steps):
             obs = observations.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
-            actions, logp = agent.act(obs, uniforms[:, t])
+            actions, log_probs = agent.act(obs, uniforms[:, t])
             observations, rewards, terminated, truncated, info = env.step(actions.ravel())
             running_return += rewards
             bootstrap = truncated & ~terminated
@@ -315,7 +348,7 @@ def run_cartpole(
                 running_return[index] = 0.0
             obs_t.append(obs)
             act_t.append(actions)
-            logp_t.append(logp)
+            logp_t.append(log_probs)
             val_t.append(agent.values(obs))
             rew_t.append(rewards.reshape(runs, envs))
             end_t.append((terminated | truncated).reshape(runs, envs))
@@ -331,15 +364,15 @@ def run_cartpole(
         rollout = Rollout(
             observations=np.stack(obs_t, axis=2).reshape(runs, -1, OBSERVATION_SIZE),
             actions=np.stack(act_t, axis=2).reshape(runs, -1),
-            logp=np.stack(logp_t, axis=2).reshape(runs, -1),
+            old_log_probs=np.stack(logp_t, axis=2).reshape(runs, -1, N_ACTIONS),
             advantages=advantages.reshape(runs, -1),
             returns=returns.reshape(runs, -1),
         )
         learning_rate = s.learning_rate * (1.0 - iteration / s.iterations)
         clip_fraction.append(agent.update(rollout, learning_rate))
-        logp_after, _, _ = policy_terms(agent.policy(rollout.observations))
-        logp_after = np.take_along_axis(logp_after, rollout.actions[..., None], axis=-1)[..., 0]
-        approx_kl.append(bandit.approx_kl(logp_after - rollout.logp))
+        log_probs_after, _, _ = policy_terms(agent.policy(rollout.observations))
+        approx_kl.append(bandit.approx_kl(taken(log_probs_after, rollout.actions) - rollout.logp))
+        agent.adapt_kl_coef(rollout, log_probs_after)
         if progress is not None:
             progress(iteration + 1, s.iterations)
     steps_done = s.batch_size * np.arange(1, s.iterations + 1)
@@ -347,7 +380,7 @@ def run_cartpole(
         method=method,
         settings=s,
         seeds=tuple(seeds),
-        return_curve=np.stack([curve_of_returns(e, steps_done, CURVE_EPISODES) for e in episodes]),
+        return_curve=np.stack([curve_of_returns(e, steps_done, SCORE_EPISODES) for e in episodes]),
         clip_fraction=np.stack(clip_fraction, axis=1),
         approx_kl=np.stack(approx_kl, axis=1),
         final_return=np.array([_mean_return(e[-SCORE_EPISODES:]) for e in episodes]),
