@@ -35,6 +35,10 @@ stopped; the cache is removed once the results are written.  The results record 
 (:func:`ppo_viz.machine.fingerprint`): the bandit reproduces anywhere to 1e-12, CartPole
 exactly only on a machine with the same fingerprint.
 
+``--seed-offset N`` runs on seeds ``N, N + 1, ...``: seeds the committed study never used once
+``N`` is at least its seeds per cell (400 on the bandit, 20 on CartPole); a smaller offset
+shares seeds with it.
+
 Every name and folder is checked before any work: an unknown ``--setting``, ``--method`` or
 ``--value`` is refused with the valid ones.  Only the full plan on seeds from 0 writes to
 ``experiments/``; any other run writes to :data:`SCRATCH_DIR` unless ``--output-dir`` names a
@@ -289,7 +293,7 @@ def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
     parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell")
     parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell")
     parser.add_argument(
-        "--seed-offset", type=whole_number, default=0, help="first seed (fresh seeds)"
+        "--seed-offset", type=whole_number, default=0, help="first seed (400 or more: all fresh)"
     )
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")

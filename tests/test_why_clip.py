@@ -871,4 +871,7 @@ def test_the_notebook_states_the_commands_numbers(prose):
         f"on {apps.FRESH_SEEDS} seeds that the study never used (from seed {apps.FRESH_OFFSET:,})",
         f"{len(MAIN_METHODS) * values} runs",
         f"re-run on {apps.FRESH_SEEDS} fresh seeds",
+        f"`--seed-offset {plan.sweeps[0].seeds}` runs it on seeds the committed study never used",
+        f"(it used 0 – {plan.sweeps[0].seeds - 1} on the bandit, 0 – {plan.sweeps[1].seeds - 1} on",
     )
+    assert max(sweep.seeds for sweep in plan.sweeps) == plan.sweeps[0].seeds
