@@ -533,11 +533,22 @@ def test_without_chromium_the_browser_part_is_skipped_with_a_message(tmp_path):
         assert list(record.values())[-1] == run.skipped
 
 
-def _feel(notebook: str, control: str, latency: float, fps: float, settle: float, label: str):
-    """A run with one slider: every press ``latency`` s, a 2 s drag at ``fps``, ``settle`` s."""
+def _feel(
+    notebook: str,
+    control: str,
+    latency: float,
+    fps: float,
+    settle: float,
+    label: str,
+    render: float | None = None,
+    messages: int | None = None,
+):
+    """A run with one slider: every press ``latency`` s, a 2 s drag at ``fps``, ``settle`` s
+    (``render`` s a frame, ``messages`` values sent to the kernel: default one a frame)."""
     step = feel.Step(latency)
     frames = round(fps * 2)
-    drag = feel.Drag(2.0, frames, 1, 100, frames, frames, 0.5, settle)
+    sent = frames if messages is None else messages
+    drag = feel.Drag(2.0, frames, 1, 100, sent, frames, 0.5, settle, render)
     measured = feel.ControlFeel(notebook, control, "slider", [step, step, step], drag)
     return feel.BrowserRun(controls=[measured], label=label)
 
@@ -558,6 +569,22 @@ def test_now_is_compared_with_the_baseline_beyond_the_noise():
     assert record["key press ms: now / before"] == "300 / 200"
     assert record["drag frames/s: now / before"] == "2.0 / 5.0"
     assert record["settle ms: now / before"] == "600 / 300"
+
+
+def test_a_settle_within_two_renders_of_the_baseline_is_not_told_apart():
+    """One drag's settle runs from 0 to two renders, by where in a render the release falls."""
+    before = _feel("01_x.ipynb", "eps", 0.2, 5.0, 0.0, "at abc1234", render=0.1)
+    within = _feel("01_x.ipynb", "eps", 0.2, 5.0, 0.2, "now")
+    [(_, measured, met)] = browser_tables.comparison_rows(within, before)
+    assert met, measured
+    beyond = _feel("01_x.ipynb", "eps", 0.2, 5.0, 0.25, "now")
+    [(_, measured, met)] = browser_tables.comparison_rows(beyond, before)
+    assert measured == "eps: settle"
+    # A slider that sends its value only on release renders nothing during the drag: no phase.
+    before = _feel("01_x.ipynb", "eps", 0.2, 5.0, 0.0, "at abc1234", render=0.1, messages=0)
+    released_only = _feel("01_x.ipynb", "eps", 0.2, 5.0, 0.2, "now", messages=0)
+    [(_, measured, met)] = browser_tables.comparison_rows(released_only, before)
+    assert measured == "eps: settle"
 
 
 def test_controls_measured_on_one_side_only_are_not_compared():
