@@ -24,8 +24,8 @@ The file reads top to bottom:
    :func:`worked_example` is the contract's example.
 3. **The alternatives** the clipped objective is compared with (the unclipped
    surrogate ``r*A`` and the clip-only ``clip(r)*A``): :func:`surrogate_loss`,
-   :func:`surrogate_grad`, :func:`objective_terms`; and
-   :func:`ratio_sweep`, one sample over a grid of ratios, for plots.
+   :func:`surrogate_grad`, :func:`objective_terms` (:func:`objective_grad` for the
+   gradient alone); and :func:`ratio_sweep`, one sample over a grid of ratios, for plots.
 4. **Float64's limits**: what float64 arithmetic cannot do in the textbook
    lines, decided exactly instead.  A ratio overflows to ``inf`` above a
    log-ratio of about 709.78, ``inf * 0`` is NaN, and a product ``r*A`` or a
@@ -91,6 +91,7 @@ __all__ = [
     "clip_band",
     "clip_breakdown",
     "clip_fraction",
+    "objective_grad",
     "objective_terms",
     "ppo_clip_grad",
     "ppo_clip_loss",
@@ -428,12 +429,22 @@ def objective_terms(
     Works on a :func:`ratio_sweep` too (N = 1).
     """
     objective = _checked_objective(objective)
+    if objective == "clipped":
+        terms = breakdown.objective_term
+    else:
+        terms = breakdown.unclipped_term if objective == "unclipped" else breakdown.clipped_term
+    return terms, objective_grad(breakdown, objective)
+
+
+def objective_grad(breakdown: ClipBreakdown, objective: Objective = "clipped") -> FloatArray:
+    """The loss gradients of one objective, from a breakdown: ``objective_terms(...)[1]``
+    without computing the terms (for a training loop that needs only the gradient)."""
+    objective = _checked_objective(objective)
     b = breakdown
     if objective == "clipped":
-        return b.objective_term, b.grad
+        return b.grad
     flowing = np.ones(b.n, dtype=bool) if objective == "unclipped" else ~b.outside_band
-    grad = _gradient(b.ratio, b.advantages, flowing, b.batch_size)
-    return (b.unclipped_term if objective == "unclipped" else b.clipped_term), grad
+    return _gradient(b.ratio, b.advantages, flowing, b.batch_size)
 
 
 def _loss_of(
@@ -493,8 +504,7 @@ def surrogate_grad(
     and 0 outside the band, whatever the advantage's sign.
     """
     objective = _checked_objective(objective)
-    breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    return objective_terms(breakdown, objective)[1]
+    return objective_grad(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
 
 
 def ratio_sweep(

@@ -256,7 +256,7 @@ def sample_gradients(
         breakdown = ppo_clip.clip_breakdown(
             new[chunk].ravel(), old[chunk].ravel(), adv[chunk].ravel(), method.eps
         )
-        grads[chunk] = ppo_clip.objective_terms(breakdown, method.objective)[1].reshape(m, n)
+        grads[chunk] = ppo_clip.objective_grad(breakdown, method.objective).reshape(m, n)
         clipped[chunk] = breakdown.is_clipped.reshape(m, n)
     return (grads[:runs] * m).reshape(shape), clipped[:runs].reshape(shape)
 

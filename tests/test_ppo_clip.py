@@ -958,6 +958,18 @@ def test_objective_terms_on_a_sweep_are_per_sample():
     np.testing.assert_array_equal(grad, sweep.grad)
 
 
+@pytest.mark.parametrize("objective", ["clipped", "unclipped", "clip_only"])
+def test_objective_grad_is_objective_terms_gradient_without_the_terms(objective):
+    args = ([709.0, 0.3, -0.4, 0.0, 0.1], [0.0, 0.0, 0.0, 0.0, 0.0], [-3.0, 1.0, -1.0, 0.0, 2.0])
+    alone = clip_breakdown(*args)
+    grad = ppo_clip.objective_grad(alone, objective)
+    assert not {"objective_term", "unclipped_term", "clipped_term"} & alone.__dict__.keys()
+    np.testing.assert_array_equal(grad, objective_terms(clip_breakdown(*args), objective)[1])
+    np.testing.assert_array_equal(grad, surrogate_grad(*args, objective=objective))
+    with pytest.raises(ValueError, match="objective"):
+        ppo_clip.objective_grad(alone, "min")
+
+
 # --------------------------------------------------------------------------
 # Curves (that each grid point is ppo_clip with N = 1 is a property test)
 # --------------------------------------------------------------------------
