@@ -17,7 +17,7 @@ from PIL import Image
 import ppo_clip
 from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
 from ppo_viz.panels import draw_objective_panel, ratio_grid, set_fixed_limits
-from ppo_viz.surrogate import ADVANTAGE_RANGE, SurrogateExplorer, SurrogateFigure
+from ppo_viz.surrogate import ADVANTAGE_RANGE, RATIO_AXIS, SurrogateExplorer, SurrogateFigure
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_zero_gradient_region_is_where_the_module_clips(explorer):
     assert positive.get_x() == pytest.approx(1.3, abs=0.01)
     assert negative.get_x() < 0.0  # drawn past the axis' left end
     assert negative.get_x() + negative.get_width() == pytest.approx(0.7, abs=0.01)
-    inside = ratio_grid(0.3)
+    inside = ratio_grid(0.3, r_axis=RATIO_AXIS)
     sweep = ppo_clip.ratio_sweep(inside, 1.0, 0.3)
     assert inside[sweep.is_clipped].min() == pytest.approx(positive.get_x())
 
