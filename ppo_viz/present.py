@@ -6,7 +6,10 @@ From the repository root::
     python -m ppo_viz.present notebooks/03_epochs_on_one_batch.ipynb --port 8890
 
 serves the notebook with Voilà on 127.0.0.1, prints the address to open, and runs until
-Ctrl-C.  Voilà runs every cell and shows only the prose and the outputs.  The page uses the
+Ctrl-C.  Voilà runs every cell and shows only the prose and the outputs, cell by cell as they
+run (progressive rendering: with Voilà 0.5.13's default, the whole page waits for the last
+cell, and 7 of 19 loads of notebook 1 tried here stopped for good at its ``interact`` cell,
+"Executing 15 of 19"; progressively, none of 29 did).  The page uses the
 ``lecture`` template next to this file (Voilà's lab template with large type, loading nothing
 from the network), and the kernel runs in presentation mode (``PPO_PRESENT=1``): every figure is
 drawn larger, with every text at least 14 pt on a 1280 x 800 projector
@@ -50,6 +53,7 @@ def voila_command(notebook: Path, port: int) -> list[str]:
         "--no-browser",
         f"--port={port}",
         "--Voila.ip=127.0.0.1",
+        "--VoilaConfiguration.progressive_rendering=True",
     ]
 
 

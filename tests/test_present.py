@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -67,10 +68,11 @@ def test_notebook_1_as_a_lecture_in_chromium():
         text=True,
         start_new_session=True,
     )
+    said = [server.stdout.readline()]  # the URL line, then whatever Voilà logs, kept
+    threading.Thread(target=lambda: said.extend(server.stdout), daemon=True).start()
     try:
-        first = server.stdout.readline()
         url = f"http://127.0.0.1:{port}/"
-        assert url in first, first
+        assert url in said[0], said[0]
         outside: list[str] = []
         with chromium_context() as context:
             page = context.new_page()
@@ -83,7 +85,13 @@ def test_notebook_1_as_a_lecture_in_chromium():
                     else None
                 ),
             )
-            _open(page, url)
+            try:
+                _open(page, url)
+            except Exception as error:
+                log = "".join(said[-40:])
+                raise AssertionError(
+                    f"the lecture did not show its figure; Voilà said:\n{log}"
+                ) from error
             assert page.locator(".jp-InputArea-editor").count() == 0, "code is shown"
             assert page.locator(".ppo-figure canvas").count() >= 1
             page.evaluate(FRAME_HOOK)
@@ -111,11 +119,15 @@ FRAME_HOOK = """() => {
 
 
 def _open(page, url: str, timeout_s: float = 180) -> None:
-    """Load the lecture; Voilà runs every cell first, so the figure comes after a while."""
+    """Load the lecture; Voilà runs the cells as the page comes, so the figure takes a while.
+
+    The wait is for the figure, not for the page's load event, which a stalled request for
+    an asset the figure does not need would hold back.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            page.goto(url, timeout=timeout_s * 1000)
+            page.goto(url, timeout=timeout_s * 1000, wait_until="commit")
             break
         except Exception:
             if time.monotonic() > deadline:
