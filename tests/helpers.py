@@ -12,9 +12,12 @@ loss and the gradient.  The checks below widen to :data:`SIMULATED_ULPS` there.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import other_cpu
+
+from benchmarks import reference
 
 CONTRACT_LOSS = -0.5375000000000001
 CONTRACT_CLIP_FRACTION = 0.5
@@ -74,6 +77,40 @@ def log_landing_on(ratio: float) -> float:
             if np.exp(np.array([candidate]))[0] == ratio:
                 return candidate
     raise AssertionError(f"no log-ratio near log({ratio}) lands exactly on {ratio}")
+
+
+def assert_loss_as_promised(
+    loss: float,
+    batch: tuple[Sequence[float], Sequence[float], Sequence[float], float],
+    samples: list[reference.Sample],
+    **variant: float | None,
+) -> str:
+    """The loss as ppo_clip promises it, on the module's own ratios; returns which case held.
+
+    ``batch`` is ``(logp_new, logp_old, advantages, eps)``; ``samples`` are the reference's
+    for it, each made from the module's own ratio, and ``variant`` the clip variant's keywords.
+
+    Where every float64 term and numpy's float64 sum of them are finite, the loss is that sum
+    divided by -N, within rounding of the exact loss.  Where float64 overflowed on the way,
+    it is the exact loss (:func:`reference.exact_loss`) rounded once, ``+-inf`` beyond
+    float64's range.
+    """
+    n = len(samples)
+    terms = np.array([sample.objective_term for sample in samples])
+    with np.errstate(over="ignore", invalid="ignore"):
+        summed = -terms.sum() / n
+    if not math.isfinite(summed):
+        ratios = [sample.ratio for sample in samples]
+        exact = reference.exact_loss(*batch, ratios=ratios, **variant)
+        assert loss == exact, (loss, exact)
+        return "float64 overflowed: the exact loss"
+    assert loss == summed + 0.0
+    magnitude = math.fsum(abs(term) / n for term in terms.tolist())
+    # each term and the sum round (by at most N + 2 units of 2**-53 of the magnitude), and
+    # a product in the subnormal range may lose up to the smallest float64
+    tolerance = (n + 2) * 2.0**-53 * magnitude + 2 * math.ulp(0.0)
+    assert abs(loss - reference.loss(samples)) <= tolerance, (loss, reference.loss(samples))
+    return "float64 held every term: numpy's sum"
 
 
 # -- apps and modules --------------------------------------------------------------------------

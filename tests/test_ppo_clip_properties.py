@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+from helpers import assert_loss_as_promised
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
@@ -202,33 +203,6 @@ def assert_ratio_close_to_math_exp(got: float, expected: float, log_ratio: float
             assert abs(log_ratio - MAX_EXP_ARGUMENT) < 1e-12, (got, expected)
         return
     assert abs(got - expected) <= 2 * math.ulp(expected), (got, expected)
-
-
-def assert_loss_as_promised(
-    loss: float, batch: DrawnBatch, samples: list[reference.Sample], **variant
-) -> str:
-    """The loss as ppo_clip promises it, on the module's own ratios; returns which case held.
-
-    Where every float64 term and numpy's float64 sum of them are finite, the loss is that sum
-    divided by -N, within rounding of the exact loss.  Where float64 overflowed on the way,
-    it is the exact loss (:func:`reference.exact_loss`) rounded once, ``+-inf`` beyond
-    float64's range.
-    """
-    terms = np.array([sample.objective_term for sample in samples])
-    with np.errstate(over="ignore", invalid="ignore"):
-        summed = -terms.sum() / batch.n
-    if not math.isfinite(summed):
-        ratios = [sample.ratio for sample in samples]
-        exact = reference.exact_loss(*batch, ratios=ratios, **variant)
-        assert loss == exact, (loss, exact)
-        return "float64 overflowed: the exact loss"
-    assert loss == summed + 0.0
-    magnitude = math.fsum(abs(term) / batch.n for term in terms.tolist())
-    # each term and the sum round (by at most N + 2 units of 2**-53 of the magnitude), and
-    # a product in the subnormal range may lose up to the smallest float64
-    tolerance = (batch.n + 2) * 2.0**-53 * magnitude + 2 * math.ulp(0.0)
-    assert abs(loss - reference.loss(samples)) <= tolerance, (loss, reference.loss(samples))
-    return "float64 held every term: numpy's sum"
 
 
 def check_batch_against_reference(batch: DrawnBatch) -> None:
