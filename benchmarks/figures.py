@@ -317,10 +317,7 @@ def _whole_columns(result: ControlResult) -> tuple[str, str]:
 
 def _split(result: ControlResult) -> str:
     """Medians of: the app's update, the blit (the rest of the redraw), the PNG encoding."""
-    blit = [
-        total - update - png
-        for total, update, png in zip(result.seconds, result.update, result.encode, strict=True)
-    ]
+    blit = [redraw - png for redraw, png in zip(_redraws(result), result.encode, strict=True)]
     parts = [statistics.median(result.update), statistics.median(blit)]
     parts.append(statistics.median(result.encode))
     return " / ".join(milliseconds(part) for part in parts)
