@@ -46,7 +46,8 @@ The file reads top to bottom:
    units in the last place of the terms' total magnitude, over N).
 
 Bad input raises a ``TypeError`` or ``ValueError`` that names the argument;
-those checks live in :mod:`ppo_clip_inputs`.
+those checks live in :mod:`ppo_clip_inputs`, and part 4's exact integer arithmetic
+in :mod:`ppo_clip_exact`.
 
 Worked example (from the project's contract):
 
@@ -65,7 +66,6 @@ array([ 0.    , -0.55  ,  0.    ,  0.1125])
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, NamedTuple, TypeVar
@@ -73,6 +73,7 @@ from typing import Literal, NamedTuple, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ppo_clip_exact import exact_loss, gradient_beyond_float64
 from ppo_clip_inputs import (
     checked_count,
     checked_dual_clip,
@@ -191,7 +192,7 @@ def ppo_clip_grad(
     grad[clipped | (advantages == 0)] = 0.0  # a constant term (clipped, or A_t = 0): slope 0
     finite = np.isfinite(grad)
     if not finite.all():  # float64 overflowed on the way: part 4 decides
-        _gradient_beyond_float64(grad, ~finite, ratio, advantages)
+        gradient_beyond_float64(grad, ~finite, ratio, advantages)
     return _positive_zero(grad)
 
 
@@ -468,7 +469,7 @@ def _loss_of(
     loss = _summed_loss(_times_advantage(factor, advantages), b.batch_size)
     if math.isfinite(loss):
         return loss
-    return _exact_loss(factor, advantages, b.batch_size, f"the {objective} loss")
+    return exact_loss(factor, advantages, b.batch_size, f"the {objective} loss")
 
 
 def surrogate_loss(
@@ -627,38 +628,13 @@ def _clipped_loss_beyond_float64(
     loss = _summed_loss(terms, len(terms))
     if math.isfinite(loss):  # only inf * 0 was in the way
         return loss
-    return _exact_loss(_kept_ratio(ratio, advantages, lower, upper), advantages, len(terms))
+    return exact_loss(_kept_ratio(ratio, advantages, lower, upper), advantages, len(terms))
 
 
 def _summed_loss(terms: FloatArray, n: int) -> float:
     """``-(1/n) * sum(terms)``: numpy's float64 sum, not finite where it overflowed."""
     with _float64_limits_handled_below():
         return _positive_zero(float(-terms.sum() / n))
-
-
-def _exact_loss(
-    factor: FloatArray, advantages: FloatArray, n: int, name: str = "the loss"
-) -> float:
-    """The exact ``-(1/n) * sum(factor * A)`` rounded once to float64; ``0`` where ``A == 0``.
-
-    ``factor`` multiplies each advantage: the ratio for the unclipped objective,
-    ``clip(r)`` for the clip-only one, :func:`_kept_ratio` for the clipped one.
-    An infinite factor (an overflowed ratio) with a nonzero advantage makes the
-    loss infinite; two of opposite signs make it undefined (``ValueError``,
-    naming ``name``).  Beyond float64's range the loss is ``+-inf``.
-    """
-    nonzero = advantages != 0
-    factor, advantages = factor[nonzero], advantages[nonzero]
-    infinite_signs = set(np.sign(advantages[np.isinf(factor)]).tolist())
-    if len(infinite_signs) == 2:
-        raise ValueError(
-            f"{name} is undefined: infinite ratios (log-ratios above about 709.78) with "
-            "advantages of both signs make it inf - inf"
-        )
-    if infinite_signs:  # -(1/n) * inf * A
-        return -math.copysign(math.inf, infinite_signs.pop())
-    exact_sum = _exact_sum_of_products(factor.tolist(), advantages.tolist())
-    return _rounded(-exact_sum, _PRODUCT_UNITS * n)
 
 
 def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: int) -> FloatArray:
@@ -670,58 +646,5 @@ def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: 
         # an infinite entry makes the sum infinite (a sum of finite entries that overflows
         # only costs the search: nothing is undecided)
         if not math.isfinite(np.add.reduce(grad)):
-            _gradient_beyond_float64(grad, ~np.isfinite(grad), ratio, advantages, n)
+            gradient_beyond_float64(grad, ~np.isfinite(grad), ratio, advantages, n)
     return _positive_zero(grad)
-
-
-def _gradient_beyond_float64(
-    grad: FloatArray,
-    undecided: BoolArray,
-    ratio: FloatArray,
-    advantages: FloatArray,
-    n: int | None = None,
-) -> None:
-    """Decide, in place, the entries of ``grad = -r*A/N`` that float64 left not finite.
-
-    ``undecided`` marks them; ``n`` defaults to the number of entries.
-    ``A == 0``: 0 (``inf * 0`` was NaN).  ``r = inf``: ``inf`` with the sign of
-    ``-A`` (for the clipped objective only ``A < 0`` gets here: ``+inf``).
-    Finite ``r`` with ``r*A`` beyond float64: the exact ``-r*A/N`` rounded
-    once, finite wherever float64 holds it.
-    """
-    n = len(grad) if n is None else n
-    for index in np.flatnonzero(undecided).tolist():
-        r, a = float(ratio[index]), float(advantages[index])
-        if a == 0:
-            grad[index] = 0.0
-        elif math.isinf(r):
-            grad[index] = -math.copysign(math.inf, a)
-        else:
-            grad[index] = _rounded(-_exact_sum_of_products([r], [a]), _PRODUCT_UNITS * n)
-
-
-#: Every float64 value is a whole number of units of 2**-1074 (the smallest subnormal), so a
-#: product of two is a whole number of units of 2**-2148.
-_PRODUCT_EXPONENT = 2 * 1074
-_PRODUCT_UNITS = 2**_PRODUCT_EXPONENT
-
-
-def _exact_sum_of_products(x: Iterable[float], y: Iterable[float]) -> int:
-    """``sum(x * y)`` exactly, as a whole number of units of ``1 / _PRODUCT_UNITS``."""
-    total = 0
-    for a, b in zip(x, y, strict=True):
-        (a_top, a_bottom), (b_top, b_bottom) = a.as_integer_ratio(), b.as_integer_ratio()
-        # a_bottom * b_bottom is a power of two, 2**k with k <= _PRODUCT_EXPONENT
-        total += (a_top * b_top) << (_PRODUCT_EXPONENT + 1 - (a_bottom * b_bottom).bit_length())
-    return total
-
-
-def _rounded(numerator: int, denominator: int) -> float:
-    """``numerator / denominator`` rounded once to float64 (Python rounds int division so).
-
-    ``+-inf`` where the quotient lies beyond float64's range; never ``-0.0``.
-    """
-    try:
-        return numerator / denominator + 0.0
-    except OverflowError:
-        return math.inf if numerator > 0 else -math.inf

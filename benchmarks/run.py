@@ -118,6 +118,7 @@ def _git_revision() -> str:
                 "--",
                 "ppo_clip.py",
                 "ppo_clip_inputs.py",
+                "ppo_clip_exact.py",
                 "ppo_viz",
                 "notebooks",
             ],
