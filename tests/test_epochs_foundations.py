@@ -31,7 +31,9 @@ from ppo_viz.epochs.foundations import (
     FACTORS,
     STEP_SIZES,
     STUDY_BATCHES,
+    drifting_seed,
     estimator_studies,
+    one_signed_arms,
     ppo_update_line,
     run_with_step_size,
     small_step_study,
@@ -237,7 +239,53 @@ def test_tiny_steps_make_the_band_hard_for_ppo_and_not_for_clip_only(study, pros
     big = study["clipped"][1]
     assert big.step_size == 2.0
     assert big.largest_excursion > 0.1  # "well past the edge"
-    assert outside_band(big.arm_ratios[-1]).max() > 0  # "not all the way back"
+    peaks = outside_band(big.arm_ratios[1:]).max(axis=1) > 0.1
+    assert peaks.sum() >= 2  # "again and again"
+    assert outside_band(big.arm_ratios[-1]).max() > 0.1  # "ends with it still far outside"
+
+
+def test_the_small_step_figure_shows_every_ratio_of_its_runs():
+    """Notebook 3's left and middle panels set their y limits from the runs they draw, so the
+    step-size-2 peaks the prose calls "well past the edge" are on screen."""
+    code = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    figure_cell = next(source for source in code if "drift_seed = drifting_seed()" in source)
+    namespace = {"seed": Settings().seed}
+    exec(code[0], namespace)  # the notebook's imports
+    exec(figure_cell.replace("plt.show()", "pass"), namespace)
+    soft, hard, _ = namespace["figure"].axes[:3]
+    for ax, run in zip((soft, hard), namespace["shown"], strict=True):
+        low, high = ax.get_ylim()
+        assert low < run.arm_ratios.min()
+        assert run.arm_ratios.max() < high
+    namespace["plt"].close("all")
+
+
+def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
+    """Notebook 3: on the batch drifting_seed picks, one arm's samples all have one sign, and
+    PPO's excursion does not shrink with the step size: nothing pulls that arm back."""
+    seed = drifting_seed()
+    batch = batch_of(seed)
+    assert np.bincount(batch.actions, minlength=K).min() >= 2
+    (arm,) = one_signed_arms(batch)
+    assert one_signed_arms(batch_of(Settings().seed)) == []  # notebook 3's batch has none
+    runs = small_step_study(("clipped",), batch=batch)["clipped"]
+    excursions = np.array([run.largest_excursion for run in runs])
+    assert excursions[-1] >= excursions[STEP_SIZES.index(1.0)] / 2  # the rule
+    assert excursions[-1] > 20 * HARD_MARGIN  # far from hard, at the smallest step
+    tiny = runs[-1]
+    assert outside_band(tiny.arm_ratios[-1])[arm] == pytest.approx(excursions[-1], rel=0.05)
+    # No sample of that arm has a gradient at the end: the drift is the other arms' doing.
+    lower, upper = ppo_clip.clip_band(EPS)
+    sign = np.sign(batch.advantages[batch.actions == arm][0])
+    assert (tiny.arm_ratios[-1, arm] < lower) if sign < 0 else (tiny.arm_ratios[-1, arm] > upper)
+    for earlier in range(seed):  # the first seed the rule picks
+        other = batch_of(earlier)
+        if np.bincount(other.actions, minlength=K).min() >= 2 and one_signed_arms(other):
+            ends = [
+                run_with_step_size("clipped", s, batch=other).largest_excursion
+                for s in (1.0, TINY_STEP)
+            ]
+            assert ends[1] < ends[0] / 2
 
 
 def test_the_hard_constraint_optimum_beats_every_other_ratio_vector_in_the_band():

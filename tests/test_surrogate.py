@@ -231,7 +231,7 @@ def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
     clipped = np.array(namespace["clipped"])
     truth = np.array(namespace["truth"])
     batches = unclipped.shape[1]
-    # "The vermillion average follows the dotted truth": within 4 standard errors at every step.
+    # "The unclipped estimate follows the true value on average": within 4 standard errors.
     standard_error = unclipped.std(axis=1) / np.sqrt(batches)
     assert np.all(np.abs(unclipped.mean(axis=1) - truth) <= 4 * standard_error + 1e-12)
     # "its band widens fast": the 5-95 % width grows with the KL, several-fold over the range.
@@ -239,8 +239,20 @@ def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
     width = high - low
     assert np.all(np.diff(kl) > 0)
     assert width[-1] > 4 * width[1]
-    # "The blue term stays flat": its average moves by less than a tenth of the truth's rise.
+    # "The PPO estimate stops rising after the first few steps, while the truth keeps climbing":
+    # from the first step where the A > 0 arm's ratio is above 1 + eps and the A < 0 arm's below
+    # 1 - eps (the A = 0 arm adds nothing), every batch's estimate is the same number.
     assert np.ptp(clipped.mean(axis=1)) < 0.1 * np.ptp(truth)
+    assert np.all(np.diff(truth) > 0)
+    pi_new = np.array([np.exp(np.log(pi_old) + s * advantage) for s in np.linspace(0, 3, 31)])
+    ratios = pi_new / pi_new.sum(axis=1, keepdims=True) / pi_old
+    lower, upper = ppo_clip.clip_band(ppo_clip.DEFAULT_EPS)
+    outside = (ratios[:, advantage > 0] > upper).all(axis=1)
+    outside &= (ratios[:, advantage < 0] < lower).all(axis=1)
+    first = int(np.argmax(outside))
+    assert outside[first:].all()
+    assert 0 < first <= 5  # "the first few steps" of 31
+    np.testing.assert_allclose(clipped[first:], clipped[[first]].repeat(len(truth) - first, 0))
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.2, 0.35])

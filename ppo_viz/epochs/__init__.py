@@ -13,7 +13,9 @@ The bandit and the training step are :mod:`ppo_viz.bandit`'s (shared with notebo
 
 from ppo_viz.epochs.app import EpochsExplorer
 from ppo_viz.epochs.foundations import (
+    drifting_seed,
     estimator_studies,
+    one_signed_arms,
     ppo_update_line,
     small_step_study,
 )
@@ -35,10 +37,12 @@ __all__ = [
     "bandit_table",
     "batch_of",
     "batch_table",
+    "drifting_seed",
     "estimator_studies",
     "hard_constraint_optimum",
     "kl_estimator_table",
     "misleading_seed",
+    "one_signed_arms",
     "ppo_update_line",
     "run_all",
     "small_step_study",

@@ -7,7 +7,8 @@
 * :func:`small_step_study`: PPO with the step size halved again and again and the epochs
   doubled, so that ``step size * epochs`` stays :data:`TOTAL_MOVEMENT`; with tiny steps the
   soft band behaves like the hard constraint
-  :func:`~ppo_viz.epochs.training.hard_constraint_optimum` solves.
+  :func:`~ppo_viz.epochs.training.hard_constraint_optimum` solves; on a batch with an arm
+  whose samples all have one sign (:func:`drifting_seed`), it does not.
 * :func:`estimator_studies`: the KL estimators k1, k2, k3 over many fresh batches, against
   the exact KL (tabled by :func:`ppo_viz.epochs.text.kl_estimator_table`).
 """
@@ -166,14 +167,47 @@ def small_step_study(
     *,
     total: float = TOTAL_MOVEMENT,
     eps: float = DEFAULT_EPS,
+    batch: Batch | None = None,
 ) -> dict[ppo_clip.Objective, list[StepSizeRun]]:
-    """For each objective, one run per step size on notebook 3's batch, same total movement."""
+    """For each objective, one run per step size on ``batch`` (default: notebook 3's), with the
+    same total movement."""
     return {
         objective: [
-            run_with_step_size(objective, step, total=total, eps=eps) for step in step_sizes
+            run_with_step_size(objective, step, total=total, eps=eps, batch=batch)
+            for step in step_sizes
         ]
         for objective in objectives
     }
+
+
+def one_signed_arms(batch: Batch) -> list[int]:
+    """The arms the batch drew whose samples' advantages all have the same sign."""
+    arms = range(len(ARM_MEANS))
+    signs = [set(np.sign(batch.advantages[batch.actions == arm])) - {0.0} for arm in arms]
+    return [arm for arm in arms if len(signs[arm]) == 1]
+
+
+@functools.cache
+def drifting_seed(search: int = 1000) -> int:
+    """The first batch seed on which PPO's band stays soft however small the steps.
+
+    Its batch (1) draws every arm at least twice, (2) has an arm whose samples all have one sign
+    (:func:`one_signed_arms`), so no sample of that arm pulls its ratio back once they are all
+    clipped, and (3) in :func:`small_step_study`, PPO's largest excursion outside the band at
+    the smallest step size is at least half its excursion at step size 1.
+    """
+    for seed in range(search):
+        batch = batch_of(seed)
+        drawn = np.bincount(batch.actions, minlength=len(ARM_MEANS))
+        if drawn.min() < 2 or not one_signed_arms(batch):
+            continue
+        ends = [
+            run_with_step_size("clipped", step, batch=batch).largest_excursion
+            for step in (1.0, STEP_SIZES[-1])
+        ]
+        if ends[1] >= ends[0] / 2:
+            return seed
+    raise ValueError(f"no batch seed below {search} keeps PPO's band soft with tiny steps")
 
 
 # -- the KL estimators -------------------------------------------------------------------
