@@ -15,7 +15,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role, battery
-from ppo_viz.exercises.mistakes import Finding, differs, finding, lesson_of, numbers, value_findings
+from ppo_viz.exercises.mistakes import (
+    Finding,
+    differs,
+    error_hint,
+    finding,
+    lesson_of,
+    numbers,
+    value_findings,
+)
 from ppo_viz.exercises.questions import ConceptQuestion
 from ppo_viz.exercises.sandbox import OUTPUT_LIMIT, TIME_LIMIT_S, Call, Function, call_battery
 from ppo_viz.html import Markup, join, message, page, tag
@@ -273,6 +281,7 @@ def _diagnose(
     if failed:
         call = min(failed, key=lambda c: c.batch.n)
         message = f"On {call.batch.label} your function {call.error}. {lesson_of(call.batch)}"
+        message += f" {hint}" if (hint := error_hint(call.error)) else ""
         findings.append(finding("error", message, batch=call.batch))
     returned = [c for c in calls if c.answer is not None]
     wrong = next((c for c in returned if isinstance(c.answer, str)), None)

@@ -47,6 +47,9 @@ TITLES = {
     "unclipped": "The unclipped objective r*A",
     "clip_only": "The clip-only objective (np.clip without the min)",
     "max_for_min": "The wrong side clipped (max instead of min)",
+    "min_of_ratios": "The minimum of the ratios, not of the terms",
+    "no_negative_branch": "Forgot the A < 0 branch",
+    "upper_sign_blind": "Clipped above the band whatever A's sign",
     "clip_swapped": "np.clip's bounds swapped",
     "sign_blind": "Counted |r - 1| > eps as clipped",
     "zero_advantage": "Counted A = 0 as clipped",
@@ -57,6 +60,7 @@ TITLES = {
     "nan_overflow": "NaN for A = 0 with an overflowing ratio",
     "ratio_underflow": "Ratio computed from probabilities",
     "mutated": "Changed the input arrays",
+    "precision": "Close, but not to float64 precision",
     "mismatch": "Differs from the reference",
 }
 #: The mistakes each exercise's answers can show, in report order.
@@ -64,11 +68,12 @@ VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
     kind: tuple(names.split())
     for kind, names in {
         "loss": "sign no_mean ratio_inverted no_exp unclipped clip_only max_for_min clip_swapped "
-        "normalized nan_overflow ratio_underflow",
+        "min_of_ratios no_negative_branch upper_sign_blind normalized nan_overflow ratio_underflow",
         "clip_fraction": "no_mean ratio_inverted no_exp max_for_min sign_blind zero_advantage "
-        "non_strict normalized ratio_underflow",
+        "non_strict min_of_ratios no_negative_branch upper_sign_blind normalized ratio_underflow",
         "grad": "sign no_mean ratio_inverted no_exp unclipped clip_only max_for_min non_strict "
-        "grad_on_clipped minus_A normalized nan_overflow ratio_underflow",
+        "min_of_ratios no_negative_branch upper_sign_blind grad_on_clipped minus_A normalized "
+        "nan_overflow ratio_underflow",
     }.items()
 }
 #: The value mistakes that show only at float64's edges, on the robustness batches.
@@ -102,6 +107,17 @@ EXPLANATIONS = {
     "max_for_min": "You keep the larger of r*A and clip(r)*A, which clips the moves the "
     f"unfavourable way ({_UNFAVOURABLE}); PPO keeps the smaller (np.minimum, or "
     f"max(-A*r, -A*clip(r)) in PyTorch style), which clips the favourable ones: {_CLIPPED}.",
+    "min_of_ratios": "You take the minimum of the ratios, np.minimum(r, np.clip(r, 1 - eps, 1 + "
+    "eps)) * A (or zero the gradient wherever r > 1 + eps). The minimum is of the two terms, "
+    "np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A): multiplying by A < 0 flips which is "
+    "smaller, so for A < 0 your version clips the moves above the band, which PPO keeps, and "
+    "keeps those below it, which PPO clips.",
+    "no_negative_branch": "You clip only samples with A > 0 above the band. A sample with A < 0 "
+    "below it, r < 1 - eps, moved the favourable way too and is clipped: PPO clips "
+    f"{_CLIPPED}. np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A) covers both branches.",
+    "upper_sign_blind": "You treat every sample above the band, r > 1 + eps, as clipped, "
+    "whatever the sign of A; with A < 0 that ratio moved the unfavourable way, and PPO keeps its "
+    f"term r*A and its gradient -r*A/N, which pulls it back (clipped means {_CLIPPED}).",
     "clip_swapped": "You call np.clip(r, 1 + eps, 1 - eps), which returns its upper bound, 1 - "
     "eps, for every sample; the lower bound comes first: np.clip(r, 1 - eps, 1 + eps).",
     "sign_blind": "You count every sample with |r - 1| > eps (as Stable-Baselines3 and CleanRL "
@@ -128,13 +144,18 @@ EXPLANATIONS = {
     "difference: r = np.exp(logp_new - logp_old).",
     "mutated": "Your function changes its input arrays, which the caller reuses (PPO runs "
     "several epochs on one batch): write x = x - y, not x -= y, or work on a copy.",
+    "precision": "The checker compares with float64's precision, np.isclose with rtol = 1e-9 and "
+    "atol = 1e-12. Compute in float64 throughout (float32 arrays, np.float32 or "
+    "dtype=np.float32 keep about 7 significant digits), and compute the gradient from its "
+    "formula, -r*A/N, not by finite differences (which also average the two slopes at an edge).",
 }
 
 #: The most mistakes one answer is explained by.
 MAX_MISTAKES = 3
-#: Answers match a prediction where ``np.isclose`` with these (rtol, atol) holds; the looser
-#: ones for normalized advantages (codes add 1e-8 to the standard deviation).
-TOLERANCES = {False: (1e-9, 1e-12), True: (1e-6, 1e-9)}
+#: Answers match a prediction where ``np.isclose`` with these (rtol, atol) holds: float64's;
+#: looser for normalized advantages (codes add 1e-8 to the standard deviation); and the
+#: "close, but not to float64 precision" answers of float32 arithmetic or finite differences.
+TOLERANCES = {"float64": (1e-9, 1e-12), "normalized": (1e-6, 1e-9), "precision": (1e-4, 1e-7)}
 #: Mistakes after which a ratio or band is not the reference's: undecided samples get their
 #: verdict from the variant alone.
 _OWN_RATIOS = frozenset({"normalized", "ratio_inverted", "no_exp", "clip_swapped"})
@@ -178,12 +199,12 @@ class Prediction(NamedTuple):
     ``values``: the answers it may give (1-D float arrays), the reference's verdicts and the
     mistakes' first forms first; several where a mistake has several forms, or a sample's verdict
     depends on the ``exp`` used (:attr:`.CheckBatch.undecided`).  ``free``: gradient entries it
-    claims nothing about.  ``loose``: looser tolerances (normalizing adds 1e-8 to the std).
+    claims nothing about.  ``tolerance``: the key of :data:`TOLERANCES` the answers match with.
     """
 
     values: tuple[FloatArray, ...]
     free: BoolArray | None = None
-    loose: bool = False
+    tolerance: str = "float64"
 
 
 def predict(batch: CheckBatch, kind: Kind, mistakes: Iterable[str] = ()) -> Prediction | None:
@@ -201,12 +222,15 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
     no_ratio = batch.underflows if "ratio_underflow" in flags else np.zeros(batch.n, bool)
     nan = no_ratio | (batch.overflowing_zero_advantage & ("nan_overflow" in flags))
     scale = (-1.0 if "sign" in flags else 1.0) * (batch.n if "no_mean" in flags else 1)
-    values, free = [], None
+    values, free = [], _edge_samples(batch) if "precision" in flags and kind == "grad" else None
     for b in _breakdowns_used(batch, flags):
-        if kind == "loss":
+        if kind == "loss" and not _MASKED_TERMS & flags:
             values.append(math.nan if nan.any() else _loss(b, flags))
             continue
         for clipped in _clip_masks(batch, b, flags):
+            if kind == "loss":
+                values.append(math.nan if nan.any() else _masked_loss(b, clipped))
+                continue
             clipped &= ~no_ratio  # NaN > 1 + eps is False
             if kind == "clip_fraction":
                 values.append(np.count_nonzero(clipped) / b.n)
@@ -216,13 +240,25 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
             full[nan] = math.nan
             if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
                 free = clipped if free is None else free | clipped
-            values.append(full if free is not None else np.where(clipped, 0.0, full))
+            values.append(full if "grad_on_clipped" in flags else np.where(clipped, 0.0, full))
     if not values:
         return None
     arrays = [scale * np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in values]
     if not flags:
         arrays[0] = np.atleast_1d(batch.answers[kind])
-    return Prediction(tuple(arrays), free, loose="normalized" in flags)
+    tolerance = next((t for t in ("precision", "normalized") if t in flags), "float64")
+    return Prediction(tuple(arrays), free, tolerance)
+
+
+#: Mistakes whose loss keeps clip(r)*A exactly where their (wrong) clip mask says.
+_MASKED_TERMS = frozenset({"min_of_ratios", "no_negative_branch", "upper_sign_blind"})
+
+
+def _edge_samples(batch: CheckBatch) -> BoolArray:
+    """Samples within :data:`TOLERANCES`' precision of an edge, where a finite difference
+    straddles the kink (an answer there is not held against "precision")."""
+    b, (rtol, _) = batch.breakdown, TOLERANCES["precision"]
+    return np.isclose(b.ratio, b.upper, rtol=rtol) | np.isclose(b.ratio, b.lower, rtol=rtol)
 
 
 def _breakdowns_used(batch: CheckBatch, flags: frozenset[str]) -> list[Any]:
@@ -261,14 +297,28 @@ def _clip_masks(batch: CheckBatch, b: Any, flags: frozenset[str]) -> list[BoolAr
         masks = [above | below]
     elif "max_for_min" in flags:
         masks = [(p & below) | (n & above) for p, n in sides]
+    elif "min_of_ratios" in flags:  # min(r, clip(r)) * A: the upper edge for either sign
+        masks = [above]
     else:
-        masks = [(p & above) | (n & below) for p, n in sides]
-    undecided, verdicts = np.flatnonzero(batch.undecided), list(masks)
+        upper = [above if "upper_sign_blind" in flags else p & above for p, _ in sides]
+        lower = [n & below & ("no_negative_branch" not in flags) for _, n in sides]
+        masks = [u | low for u, low in zip(upper, lower, strict=True)]
+    near_edges = _edge_samples(batch) if "precision" in flags else False
+    undecided = np.flatnonzero(batch.undecided | near_edges)[:4]
+    verdicts = list(masks)
     for count in range(1, 0 if _OWN_RATIOS & flags else len(undecided) + 1):
-        flipped = np.zeros(b.n, dtype=bool)  # the verdict flipped on the first `count`
-        flipped[undecided[:count]] = True
-        masks += [mask ^ flipped for mask in verdicts]
+        for chosen in itertools.combinations(undecided, count):  # either verdict on each
+            flipped = np.zeros(b.n, dtype=bool)
+            flipped[list(chosen)] = True
+            masks += [mask ^ flipped for mask in verdicts]
     return masks
+
+
+def _masked_loss(b: Any, clipped: BoolArray) -> float:
+    """The loss that keeps ``clip(r)*A`` where ``clipped`` and ``r*A`` elsewhere."""
+    terms = np.where(clipped, b.clipped_term, b.unclipped_term)
+    with np.errstate(all="ignore"):
+        return float(-terms.sum() / b.n) + 0.0
 
 
 def _loss(b: Any, flags: frozenset[str]) -> float:
@@ -294,19 +344,48 @@ def value_findings(
 
     The fewest value mistakes of ``role`` that, with the ``assumed`` ones, explain every answer,
     each shown on a batch where leaving it out changes the answer; k mistakes together need more
-    than k answers (fewer would fit almost anything).  The same answer on every batch, a
-    placeholder such as ``return 0.0``, is a ``mismatch`` even where mistakes happen to give it.
+    than k answers (fewer would fit almost anything).  Only where none do at float64's precision
+    are they tried at :data:`TOLERANCES`' ``"precision"``, adding that finding.  The same answer
+    on every batch, a placeholder such as ``return 0.0``, is a ``mismatch`` even where mistakes
+    happen to give it.
     """
     if assumed is None or not answers:
         return [], assumed
-    for extra in () if _placeholder(kind, answers) else candidate_mistake_sets(kind, role):
-        flags = assumed | extra
-        if (len(extra) > 1 and len(answers) <= len(extra)) or not _explains(kind, answers, flags):
-            continue
-        shown = [_shows(kind, answers, flags, key) for key in VALUE_MISTAKES[kind] if key in extra]
-        if all(shown):
-            return shown, flags  # type: ignore[return-value]
+    candidates = () if _placeholder(kind, answers) else candidate_mistake_sets(kind, role)
+    for precision in (frozenset(), frozenset({"precision"})):
+        for extra in candidates:
+            flags = assumed | extra | precision
+            if len(extra) > 1 and len(answers) <= len(extra):
+                continue
+            if not _explains(kind, answers, flags):
+                continue
+            shown = [_shows(kind, answers, flags, k) for k in VALUE_MISTAKES[kind] if k in extra]
+            if all(shown):
+                if precision - assumed:
+                    shown.append(_imprecision(kind, answers, flags))
+                return shown, flags  # type: ignore[return-value]
     return _mismatch(kind, answers, assumed), None
+
+
+def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding:
+    """The ``precision`` finding: how many digits the answers share with the exact ones."""
+    worst = (0.0, answers[0][0], 0)
+    for call, got in answers:
+        prediction = predict(call.batch, kind, flags)
+        if prediction is None:
+            continue
+        free = prediction.free if prediction.free is not None else np.zeros(got.shape, bool)
+        exact_values = prediction.values[0]
+        with np.errstate(all="ignore"):
+            error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
+        error[free | ~np.isfinite(error)] = 0.0
+        if error.max() > worst[0]:
+            worst = (float(error.max()), call, _first(error == error.max()))
+    relative, call, index = worst
+    digits = max(int(-math.log10(relative)), 0) if relative > 0 else 16
+    text = f"Your answers agree with the exact ones to about {digits} significant digits. "
+    text += evidence(kind, call, answers[[c for c, _ in answers].index(call)][1], index)
+    return finding("precision", evidence=text, batch=call.batch)
 
 
 def differs(kind: Kind, call: Call, got: FloatArray) -> BoolArray:
@@ -324,7 +403,7 @@ def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
 
 def _agrees(got: FloatArray, prediction: Prediction) -> BoolArray:
     """Where ``got`` is one of the answers the prediction allows."""
-    rtol, atol = TOLERANCES[prediction.loose]
+    rtol, atol = TOLERANCES[prediction.tolerance]
     agree = prediction.free.copy() if prediction.free is not None else np.zeros(got.shape, bool)
     with np.errstate(invalid="ignore"):  # infinities must agree exactly, NaN matches only NaN
         for value in prediction.values:
@@ -379,12 +458,50 @@ def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Fin
         message = "Your answers differ from the reference in a way the mistakes above do not "
         message += "explain."
     inputs = (
-        f" Inputs: logp_new = {numbers(b.logp_new)}, logp_old = {numbers(b.logp_old)} (ratios "
-        f"{numbers(b.breakdown.ratio)}), advantages = {numbers(b.advantages)}, "
+        f" Inputs: logp_new = {numbers(b.logp_new)}, logp_old = {numbers(b.logp_old)}, "
         f"eps = {exact(b.eps)}."
     )
     shown = evidence(kind, call, got, _first(differs(kind, call, got))) + inputs
+    shown += " " + _samples(kind, call, got)
     return [finding("mismatch", f"{message} {lesson_of(b, 'smallest')}", shown, b)]
+
+
+def _samples(kind: Kind, call: Call, got: FloatArray, limit: int = 8) -> str:
+    """Each sample to look at, with its r and A: a gradient's differing entries with both
+    values; for a loss or a clip fraction, every sample with the contract's verdict."""
+    b = call.batch.breakdown
+    if kind == "grad":
+        chosen = np.flatnonzero(differs(kind, call, got))
+        expected = call.batch.answers[kind]
+        heading = "Entries that differ"
+        says = [f"expected {rounded(expected[i])}, got {rounded(got[i])}" for i in chosen]
+    else:
+        chosen = np.arange(b.n)
+        heading = "Its samples"
+        says = ["clipped" if b.is_clipped[i] else "not clipped" for i in chosen]
+    items = [
+        f"sample {i} (r = {rounded(b.ratio[i])}, A = {rounded(b.advantages[i])}): {said}"
+        for i, said in zip(chosen[:limit], says, strict=False)
+    ]
+    more = f"; and {len(chosen) - limit} more" if len(chosen) > limit else ""
+    return f"{heading}: " + "; ".join(items) + more + "."
+
+
+#: Errors a learner meets reaching for the elementwise minimum, by a piece of their message, and
+#: what to write instead: np.min(a, b) reads b as the axis; Python's min(a, b) compares arrays.
+ERROR_HINTS = {
+    "only integer scalar arrays can be converted to a scalar index": "np.min(a, b) and "
+    "np.max(a, b) take b as the axis to reduce over, not a second array: for the elementwise "
+    "minimum of two arrays write np.minimum(a, b) (np.maximum for the maximum).",
+    "truth value of an array with more than one element is ambiguous": "Python's min(a, b), "
+    "max(a, b) and if compare whole arrays, which has no single answer: write np.minimum(a, b) "
+    "(or np.maximum) for the elementwise minimum, and np.where(condition, x, y) for an if.",
+}
+
+
+def error_hint(error: str) -> str:
+    """What to write instead, for an error message :data:`ERROR_HINTS` knows ("" otherwise)."""
+    return next((hint for piece, hint in ERROR_HINTS.items() if piece in error), "")
 
 
 def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:

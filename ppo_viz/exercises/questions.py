@@ -246,8 +246,9 @@ QUESTIONS: dict[str, tuple[Callable[[], Facts], str, str, Options, str]] = {
         },
         "Before the first update on a freshly collected batch logp_new = logp_old, so every ratio "
         "is 1, inside the band: the clip fraction is {fresh_clip_fraction} and each entry -r*A/N "
-        "is -A/N = {pg}, the policy gradient (r's gradient is r times log pi's). Later updates "
-        "give the importance-weighted -r*A/N, e.g. {moved} at the worked example's ratios.",
+        "is -A/N = {pg}, the policy gradient (r's gradient is r times log pi's). Later updates, "
+        "the first epoch's later minibatches included, give the importance-weighted -r*A/N, e.g. "
+        "{moved} at the worked example's ratios.",
     ),
 }
 
