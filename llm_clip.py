@@ -216,7 +216,7 @@ def token_breakdown(
     whole number >= 1, is required by ``seq-mean-token-sum-norm`` and ignored otherwise.
     ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.
     """
-    b = _checked_batch(
+    b = _checked(
         logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, aggregation,
         max_len, logp_ref, kl_coef,
     )  # fmt: skip
@@ -406,7 +406,7 @@ def clip_fraction_cleanrl(
     over the unmasked tokens as one minibatch.  Sign-blind: a token that moved the
     unfavourable way counts, although its gradient flows.
     """
-    b = _checked_batch(logp_new, logp_old, None, mask, "ppo")
+    b = _checked(logp_new, logp_old, None, mask, "ppo")
     clip_coef = checks.checked_eps("eps", eps)
     with _float64_limits_handled_below():
         outside = np.abs(np.exp(b.log_ratio) - 1.0) > clip_coef
@@ -433,7 +433,7 @@ def clip_fraction_verl(
     clamped at 10 (L1298, L1317), so a clipped response counts once per token.  CISPO:
     ``r != clip(r)``, sign-blind (L1761).  No lower fraction for GSPO and CISPO (0).
     """
-    b = _checked_batch(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high)
+    b = _checked(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, "token-mean")
     cap = checks.checked_dual_clip(dual_clip)
     a, lower = b.advantages, 0.0
     with _float64_limits_handled_below():
@@ -477,7 +477,7 @@ def clip_ratio_trl(
     ``cispo_clip_ratio``: ``r > 1 + eps_high and A > 0`` (L3255, TRL's ``epsilon_high`` being
     the cap ``1 + eps_high``).  TRL's GRPOTrainer has no PPO; ``"ppo"`` is read as token-level.
     """
-    b = _checked_batch(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high)
+    b = _checked(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, "token-mean")
     parts = _OBJECTIVE_PARTS[b.objective](b)
     a, ratio = b.advantages, parts.ratio
     if b.objective == "cispo":
@@ -572,7 +572,7 @@ def _rounded(value: Fraction) -> float:
         return math.copysign(math.inf, value.numerator)
 
 
-def _checked_batch(
+def _checked(
     logp_new: object,
     logp_old: object,
     advantages: object,
