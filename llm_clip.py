@@ -478,8 +478,8 @@ def clip_ratio_trl(
     the cap ``1 + eps_high``).  TRL's GRPOTrainer has no PPO; ``"ppo"`` is read as token-level.
     """
     b = _checked(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, "token-mean")
-    parts = _OBJECTIVE_PARTS[b.objective](b)
-    a, ratio = b.advantages, parts.ratio
+    with _float64_limits_handled_below():
+        a, ratio = b.advantages, _OBJECTIVE_PARTS[b.objective](b).ratio
     if b.objective == "cispo":
         return {"cispo_clip_ratio": _token_mean((ratio > b.upper) & (a > 0), b)}
     low, high = (ratio < b.lower) & (a < 0), (ratio > b.upper) & (a > 0)
@@ -569,7 +569,7 @@ def _rounded(value: Fraction) -> float:
     try:
         return value.numerator / value.denominator + 0.0
     except OverflowError:
-        return math.copysign(math.inf, value.numerator)
+        return math.inf if value > 0 else -math.inf
 
 
 def _checked(

@@ -31,7 +31,7 @@ class Result(NamedTuple):
 
     loss: float
     grad: list[list[float]]
-    scale: float  # sum of |w * per-token loss|: the size the loss's rounding is relative to
+    scale: float  # sum of |w * each part of the loss|: what the loss's rounding is relative to
     grad_scale: list[list[float]]  # |policy part| + |KL part| of each gradient entry
     near_edge: list[list[bool]]  # ratio within 1e-9 of a clip edge: a last bit decides there
 
@@ -65,7 +65,7 @@ def to_float(value: Number) -> float:
     try:
         return value.numerator / value.denominator
     except OverflowError:
-        return math.copysign(math.inf, value.numerator)
+        return math.inf if value > 0 else -math.inf
 
 
 def total(values: list[Number]) -> Number:
@@ -153,19 +153,21 @@ def loss_and_grad(
                 slope = slope if isinstance(slope, float) else w * slope
             near_edge[i][t] = any(abs(ratio - edge) <= 1e-9 * edge for edge in (lower, upper))
             per_token = [-term if isinstance(term, float) else -w * term]
+            scale += abs(to_float(per_token[0]))
             grad_parts = [-slope]
             if kl_coef:
                 d = logp_ref[i][t] - logp_new[i][t]
                 exp_d_minus_1 = expm1(d)
                 k3 = exp_d_minus_1 - d  # exp(d) - d - 1
                 per_token.append(k3 if math.isinf(k3) else w * Fraction(kl_coef) * Fraction(k3))
+                # k3 = (exp(d) - 1) - d cancels: its rounding is relative to its two parts
+                scale += float(w * Fraction(kl_coef)) * (abs(exp_d_minus_1) + abs(d))
                 # d k3 / d logp_new = 1 - exp(d)
                 slope_kl = -exp_d_minus_1
                 grad_parts.append(
                     slope_kl if math.isinf(slope_kl) else w * Fraction(kl_coef) * Fraction(slope_kl)
                 )
             contributions.extend(per_token)
-            scale += sum(abs(to_float(x)) for x in per_token)
             grad[i][t] = to_float(total(grad_parts))
             grad_scale[i][t] = sum(abs(to_float(x)) for x in grad_parts)
     return Result(to_float(total(contributions)), grad, scale, grad_scale, near_edge)
