@@ -20,6 +20,7 @@ from fractions import Fraction
 import llm_reference
 import numpy as np
 import pytest
+from helpers import log_landing_on
 
 import llm_clip
 import ppo_clip
@@ -146,6 +147,21 @@ def test_default_aggregations_and_dapo_clip_higher():
         np.testing.assert_allclose(b.weight, weights[llm_clip.DEFAULT_AGGREGATION[objective]])
         clips = objective != "dapo"  # CISPO: its weight is clipped, its gradient kept
         assert (b.is_clipped == (mask & clips)).all(), objective
+
+
+@pytest.mark.parametrize("objective", ["ppo", "grpo", "dr_grpo", "dapo", "gspo"])
+def test_a_ratio_exactly_on_the_edge_is_not_clipped(objective):
+    """Strict comparisons, as in ppo_clip: r == 1 + eps_high with A > 0 and r == 1 - eps_low
+    with A < 0 keep their gradient -w * r * A, and no library's fraction counts them."""
+    log_ratios = [[log_landing_on(1.3)], [log_landing_on(0.9)]]  # np.exp gives them exactly
+    args = (log_ratios, [[0.0], [0.0]], [2.0, -1.0], [[True], [True]])
+    b = token_breakdown(*args, objective=objective, eps_low=0.1, eps_high=0.3, max_len=1)
+    assert b.ratio.tolist() == [[1.3], [0.9]]
+    assert not b.is_clipped.any()
+    assert b.grad.tolist() == [[-(1.3 * 2.0) / 2], [-(0.9 * -1.0) / 2]]
+    options = {"objective": objective, "eps_low": 0.1, "eps_high": 0.3}
+    assert llm_clip.clip_fraction_verl(*args, **options)["actor/pg_clipfrac"] == 0.0
+    assert llm_clip.clip_ratio_trl(*args, **options)["clip_ratio/region_mean"] == 0.0
 
 
 def test_cispo_keeps_every_gradient_with_the_clipped_ratio_as_weight():
