@@ -93,6 +93,8 @@ NUMERIC_TESTS = (
     "tests/test_ppo_clip.py",
     "tests/test_ppo_clip_inputs.py",
     "tests/test_ppo_clip_properties.py",
+    "tests/test_llm_clip.py",
+    "tests/test_llm_clip_properties.py",
     "tests/test_stepper.py",
     "tests/test_numerics.py",
     "tests/test_surrogate.py",

@@ -1,0 +1,182 @@
+"""The input checks of :mod:`llm_clip`: every message names the argument and the problem.
+
+Kept apart from the math so that ``llm_clip.py`` reads like the formulas, as
+:mod:`ppo_clip_inputs` is for :mod:`ppo_clip` (whose checks of single numbers and 1-D arrays
+are reused here).  :func:`checked_batch` returns the inputs as the math needs them, a
+:class:`Batch` of (B, T) float64 arrays with 0 on padding, or raises ``TypeError`` (not an
+array of real numbers) or ``ValueError`` (a wrong shape, a value out of range, a NaN or
+infinity among the unmasked entries).  Padding (mask False) is never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ppo_clip_inputs import checked_count, checked_eps, checked_finite_vector, checked_real
+
+__all__ = ["Batch", "checked_batch", "checked_choice"]
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.int64]
+
+#: The largest ``max_len``: a denominator B * max_len stays an exact float64.
+LARGEST_MAX_LEN = 10**12
+
+
+class Batch(NamedTuple):
+    """Checked inputs: (B, T) float64 arrays that are 0 on padding, and the settings."""
+
+    objective: str
+    mask: BoolArray
+    lengths: IntArray  # n_i, the tokens of each response
+    log_ratio: FloatArray  # logp_new - logp_old
+    logp_new: FloatArray
+    advantages: FloatArray  # broadcast to (B, T)
+    ref_gap: FloatArray  # d = logp_ref - logp_new (0 without logp_ref)
+    lower: float  # 1 - eps_low
+    upper: float  # 1 + eps_high
+    aggregation: str
+    denominator: IntArray  # (B,): each token of response i weighs 1 / denominator[i]
+    kl_coef: float
+
+
+def checked_batch(
+    logp_new: object,
+    logp_old: object,
+    advantages: object,
+    mask: object,
+    *,
+    objective: str,
+    eps_low: object,
+    eps_high: object,
+    aggregation: str,
+    max_len: object,
+    logp_ref: object,
+    kl_coef: object,
+) -> Batch:
+    """Check every input (``objective`` and ``aggregation`` are already valid names).
+
+    ``advantages=None`` means all 0 (for the clip fractions that ignore them).  GSPO needs one
+    advantage per response: a (B, T) array must be constant on each response's tokens.
+    """
+    low = checked_eps("eps_low", eps_low)
+    high = checked_real("eps_high", eps_high)
+    if high < 0:
+        raise ValueError(f"eps_high must be at least 0, got {high!r}")
+    coef = checked_real("kl_coef", kl_coef)
+    if coef < 0:
+        raise ValueError(f"kl_coef must be at least 0, got {coef!r}")
+    if coef and logp_ref is None:
+        raise ValueError(f"kl_coef is {coef!r} but logp_ref is None: pass the reference's logp")
+    new = _as_float_array("logp_new", logp_new, 2)
+    boolean = _checked_mask(mask, new.shape)
+    new = _unmasked_finite("logp_new", new, boolean)
+    old = _unmasked_finite("logp_old", _as_float_array("logp_old", logp_old, 2), boolean)
+    gap = np.zeros_like(new)
+    if logp_ref is not None:
+        gap = _unmasked_finite("logp_ref", _as_float_array("logp_ref", logp_ref, 2), boolean) - new
+    a = np.zeros_like(new) if advantages is None else _checked_advantages(advantages, boolean)
+    if objective == "gspo":
+        _require_one_advantage_per_response(a, boolean)
+    lengths = boolean.sum(axis=1)
+    count = len(lengths)
+    if aggregation == "token-mean":
+        denominator = np.full(count, lengths.sum())
+    elif aggregation == "seq-mean-token-mean":
+        denominator = count * lengths
+    elif max_len is None:
+        raise ValueError(f"max_len is required by the {aggregation} aggregation")
+    else:
+        denominator = np.full(count, count * checked_count("max_len", max_len, LARGEST_MAX_LEN))
+    return Batch(
+        objective, boolean, lengths, new - old, new, a, gap, 1.0 - low, 1.0 + high, aggregation,
+        denominator, coef,
+    )  # fmt: skip
+
+
+def checked_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``, else a ``ValueError`` listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def _as_array(name: str, value: object) -> np.ndarray:
+    """``np.asarray(value)``, refusing what numpy would misread or cannot read."""
+    if value is None or isinstance(value, (str, bytes, Mapping, set, np.ma.MaskedArray)):
+        raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}")
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of numbers; its rows differ in length") from None
+
+
+def _as_float_array(name: str, value: object, ndim: int, shape: str = "(B, T)") -> FloatArray:
+    """``value`` as a non-empty float64 array of ``ndim`` dimensions (a copy; finiteness later)."""
+    array = _as_array(name, value)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
+    if array.ndim != ndim or array.size == 0:
+        raise ValueError(f"{name} must be a non-empty {shape} array, got shape {array.shape}")
+    return array.astype(np.float64)
+
+
+def _checked_mask(value: object, shape: tuple[int, ...]) -> BoolArray:
+    """A boolean (or 0/1) array of logp_new's shape in which every response has a token."""
+    array = _as_array("mask", value)
+    if array.dtype == bool:
+        mask = array.copy()
+    else:
+        numbers = _as_float_array("mask", array, 2)
+        if not np.isin(numbers, (0.0, 1.0)).all():
+            raise ValueError("mask must hold booleans (or 0 and 1 only)")
+        mask = numbers == 1.0
+    if mask.shape != shape:
+        raise ValueError(f"mask has shape {mask.shape}; it must match logp_new's {shape}")
+    empty = ~mask.any(axis=1)
+    if empty.any():
+        raise ValueError(f"mask[{int(np.argmax(empty))}] has no token; every response needs one")
+    return mask
+
+
+def _unmasked_finite(name: str, array: FloatArray, mask: BoolArray) -> FloatArray:
+    """``array`` with its padding set to 0, after checking its unmasked entries."""
+    if array.shape != mask.shape:
+        raise ValueError(f"{name} has shape {array.shape}; it must match logp_new's {mask.shape}")
+    bad = mask & ~np.isfinite(array)
+    if bad.any():
+        i, t = np.argwhere(bad)[0]
+        raise ValueError(f"{name}[{i}, {t}] is {array[i, t]}; unmasked values must be finite")
+    return np.where(mask, array, 0.0)
+
+
+def _checked_advantages(value: object, mask: BoolArray) -> FloatArray:
+    """(B,), broadcast to each response's tokens, or (B, T); 0 on padding."""
+    try:
+        one_per_response = np.ndim(value) == 1
+    except (TypeError, ValueError):  # ragged: refused below
+        one_per_response = False
+    if one_per_response:
+        per_response = checked_finite_vector("advantages", value)
+        if len(per_response) != len(mask):
+            raise ValueError(
+                f"advantages has {len(per_response)} entries for {len(mask)} responses"
+            )
+        return np.where(mask, per_response[:, None], 0.0)
+    array = _as_float_array("advantages", value, 2, shape="(B,) or (B, T)")
+    return _unmasked_finite("advantages", array, mask)
+
+
+def _require_one_advantage_per_response(advantages: FloatArray, mask: BoolArray) -> None:
+    first = advantages[np.arange(len(mask)), np.argmax(mask, axis=1)]
+    differs = (mask & (advantages != first[:, None])).any(axis=1)
+    if differs.any():
+        raise ValueError(
+            f"advantages[{int(np.argmax(differs))}] differs between tokens; gspo needs one "
+            "advantage per response"
+        )

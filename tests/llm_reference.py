@@ -1,0 +1,184 @@
+"""``shared/LLM_CLIP.md`` in plain Python, one response and one token at a time.
+
+The independent implementation :mod:`llm_clip` is compared with: written from the contract's
+sentences, with the ``math`` and ``fractions`` modules only (no numpy, no code shared with the
+module).  Ratios are ``math.exp`` of the float64 log-ratio (``inf`` where it overflows); from
+there every sum and product is exact (``Fraction``), so a test can bound the module's rounding.
+An infinite factor times a nonzero advantage is an infinity of the product's sign; times a
+zero advantage it is 0, as the contract says.
+
+Each token's gradient is written out by the chain rule, not reused from the loss:
+
+* clipped term (PPO, GRPO, Dr. GRPO, DAPO): ``d loss / d logp_new_t = -w_t * r_t * A_t``, or 0
+  where the token is clipped;
+* GSPO: ``s_i = exp(mean_t(logp_new - logp_old))``, so ``d s_i / d logp_new_t = s_i / n_i``, and
+  ``d loss / d logp_new_t = -sum_u w_u * [response i not clipped] * A_i * s_i / n_i``;
+* CISPO: the weight ``c_t = clip(r_t)`` is a constant: ``-w_t * c_t * A_t``;
+* KL: ``d (w * beta * k3) / d logp_new = w * beta * (1 - exp(d))``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import NamedTuple
+
+Number = Fraction | float  # a Fraction, or a float that is +-inf
+
+
+class Result(NamedTuple):
+    """The reference's loss and gradient, and what a comparison needs to know."""
+
+    loss: float
+    grad: list[list[float]]
+    scale: float  # sum of |w * each part of the loss|: what the loss's rounding is relative to
+    grad_scale: list[list[float]]  # |policy part| + |KL part| of each gradient entry
+    near_edge: list[list[bool]]  # ratio within 1e-9 of a clip edge: a last bit decides there
+
+
+def exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def expm1(x: float) -> float:
+    try:
+        return math.expm1(x)
+    except OverflowError:
+        return math.inf
+
+
+def times(x: float | Fraction, a: float | Fraction) -> Number:
+    """``x * a`` exactly; 0 where ``a == 0`` (even for an infinite ``x``)."""
+    if a == 0 or x == 0:
+        return Fraction(0)
+    if isinstance(x, float) and math.isinf(x):
+        return math.copysign(math.inf, x) * (1 if a > 0 else -1)
+    return Fraction(x) * Fraction(a)
+
+
+def to_float(value: Number) -> float:
+    if isinstance(value, float):
+        return value
+    try:
+        return value.numerator / value.denominator
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def total(values: list[Number]) -> Number:
+    """An exact sum; infinities of one sign win; both signs: NaN (the reference has no answer)."""
+    infinities = {math.copysign(1, v) for v in values if isinstance(v, float)}
+    if len(infinities) == 2:
+        return math.nan
+    if infinities:
+        return math.inf * infinities.pop()
+    return sum(values, Fraction(0))
+
+
+def loss_and_grad(
+    logp_new: list[list[float]],
+    logp_old: list[list[float]],
+    advantages: list[float] | list[list[float]],
+    mask: list[list[bool]],
+    *,
+    objective: str,
+    eps_low: float = 0.2,
+    eps_high: float | None = None,
+    aggregation: str | None = None,
+    max_len: int | None = None,
+    logp_ref: list[list[float]] | None = None,
+    kl_coef: float = 0.0,
+) -> Result:
+    """The contract's loss and ``d loss / d logp_new`` for one batch (lists of lists)."""
+    if eps_high is None:
+        eps_high = 0.28 if objective == "dapo" else eps_low
+    if aggregation is None:
+        aggregation = {
+            "ppo": "token-mean",
+            "grpo": "seq-mean-token-mean",
+            "dr_grpo": "seq-mean-token-sum-norm",
+            "dapo": "token-mean",
+            "gspo": "seq-mean-token-mean",
+            "cispo": "token-mean",
+        }[objective]
+    lower, upper = 1.0 - eps_low, 1.0 + eps_high
+    batch = len(mask)
+    tokens = [[t for t, kept in enumerate(row) if kept] for row in mask]
+    all_tokens = sum(len(ts) for ts in tokens)
+
+    def weight(i: int) -> Fraction:
+        if aggregation == "token-mean":
+            return Fraction(1, all_tokens)
+        if aggregation == "seq-mean-token-mean":
+            return Fraction(1, batch * len(tokens[i]))
+        return Fraction(1, batch * max_len)
+
+    def advantage(i: int, t: int) -> float:
+        row = advantages[i]
+        return row[t] if isinstance(row, list) else row
+
+    contributions: list[Number] = []
+    scale = 0.0
+    grad = [[0.0] * len(row) for row in mask]
+    grad_scale = [[0.0] * len(row) for row in mask]
+    near_edge = [[False] * len(row) for row in mask]
+    for i, ts in enumerate(tokens):
+        w = weight(i)
+        if objective == "gspo":
+            s = exp(math.fsum(logp_new[i][t] - logp_old[i][t] for t in ts) / len(ts))
+            a = advantage(i, ts[0])
+            kept = min(max(s, lower), upper)
+            response_term = min(times(s, a), times(kept, a))  # on each of the response's tokens
+            clipped = (a > 0 and s > upper) or (a < 0 and s < lower)
+            # chain rule: d/d logp_new_t of sum_u w_u * term(s_i), with d s_i / d logp_new_t = s/n
+            ds = Fraction(0) if clipped else times(s, a)  # d term / d s_i * s_i
+            response_slope = ds if isinstance(ds, float) else sum(w for _ in ts) * ds / len(ts)
+        for t in ts:
+            a = advantage(i, t)
+            if objective == "gspo":
+                ratio, term, slope = s, response_term, response_slope
+            else:
+                ratio = exp(logp_new[i][t] - logp_old[i][t])
+                kept = min(max(ratio, lower), upper)
+                if objective == "cispo":  # sg[clip(r)] * A * logp_new: slope sg[clip(r)] * A
+                    term = times(kept, a) * Fraction(logp_new[i][t])
+                    slope = times(kept, a)
+                else:
+                    clipped = (a > 0 and ratio > upper) or (a < 0 and ratio < lower)
+                    term = min(times(ratio, a), times(kept, a))
+                    slope = Fraction(0) if clipped else times(ratio, a)
+                slope = slope if isinstance(slope, float) else w * slope
+            near_edge[i][t] = any(abs(ratio - edge) <= 1e-9 * edge for edge in (lower, upper))
+            per_token = [-term if isinstance(term, float) else -w * term]
+            scale += abs(to_float(per_token[0]))
+            grad_parts = [-slope]
+            if kl_coef:
+                d = logp_ref[i][t] - logp_new[i][t]
+                exp_d_minus_1 = expm1(d)
+                k3 = exp_d_minus_1 - d  # exp(d) - d - 1
+                per_token.append(k3 if math.isinf(k3) else w * Fraction(kl_coef) * Fraction(k3))
+                # k3 = (exp(d) - 1) - d cancels: its rounding is relative to its two parts
+                scale += float(w * Fraction(kl_coef)) * (abs(exp_d_minus_1) + abs(d))
+                # d k3 / d logp_new = 1 - exp(d)
+                slope_kl = -exp_d_minus_1
+                grad_parts.append(
+                    slope_kl if math.isinf(slope_kl) else w * Fraction(kl_coef) * Fraction(slope_kl)
+                )
+            contributions.extend(per_token)
+            grad[i][t] = to_float(total(grad_parts))
+            grad_scale[i][t] = sum(abs(to_float(x)) for x in grad_parts)
+    return Result(to_float(total(contributions)), grad, scale, grad_scale, near_edge)
+
+
+def group_advantages(rewards: list[float], group_size: int, scale_by_std: bool = True) -> list:
+    """Per group of consecutive rewards: GRPO's (r - mean) / (std + 1e-4), Dr. GRPO's r - mean."""
+    result = []
+    for start in range(0, len(rewards), group_size):
+        group = rewards[start : start + group_size]
+        mean = math.fsum(group) / group_size
+        std = math.sqrt(math.fsum((r - mean) ** 2 for r in group) / (group_size - 1))
+        result += [(r - mean) / (std + 1e-4) if scale_by_std else r - mean for r in group]
+    return result

@@ -1,0 +1,200 @@
+"""Property tests: llm_clip against the independent reference, on random masked batches.
+
+The reference is :mod:`llm_reference`: ``shared/LLM_CLIP.md`` written one response and one
+token at a time in plain Python, exact from the float64 log-ratios on.  Batches mix nearby
+log-probability pairs (ratios around the band), equal pairs (r = 1) and independent draws over
+[-1000, 0] (ratios that overflow or vanish), zero advantages, and now and then advantages so
+large that float64 overflows on the way; every objective, aggregation and KL setting; padding
+filled with NaN, infinities or garbage.
+
+The module's ratios come from numpy's ``exp``, the reference's from ``math.exp``: they may
+differ in the last bit, so values are compared within a tolerance scaled by the log-ratios'
+size, and a token whose ratio lies within 1e-9 of a clip edge (where a last bit decides the
+clip) is left out of the gradient comparison.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import llm_reference
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import llm_clip
+from llm_clip import AGGREGATIONS, OBJECTIVES
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+EXAMPLES = settings(max_examples=200, deadline=None)
+MAX_EXP_ARGUMENT = math.log(sys.float_info.max)  # about 709.78: exp overflows above it
+
+LOGP = st.floats(-1000.0, 0.0)
+NEARBY = st.floats(-1.0, 1.0)
+ADVANTAGE = st.one_of(
+    st.just(0.0), st.floats(1e-3, 10.0).flatmap(lambda a: st.sampled_from([a, -a]))
+)
+HUGE_ADVANTAGE = st.sampled_from([1e300, -1e300, 1.7e308, -1.7e308])  # r*A or the sum overflows
+
+
+@st.composite
+def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) -> dict:
+    """Keyword arguments of :func:`llm_clip.token_breakdown`: a random masked batch."""
+    objective = draw(st.sampled_from(objectives))
+    size, length = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    mask = np.array(draw(st.lists(st.booleans(), min_size=size * length, max_size=size * length)))
+    mask = mask.reshape(size, length)
+    token = st.integers(0, length - 1)
+    mask[np.arange(size), draw(st.lists(token, min_size=size, max_size=size))] = True  # one each
+
+    def log_probabilities(base: np.ndarray | None = None) -> np.ndarray:
+        values = np.empty((size, length))
+        kinds = st.sampled_from(
+            ["independent"] if base is None else ["independent", "nearby", "equal"]
+        )
+        for index in np.ndindex(size, length):
+            kind = draw(kinds)
+            if kind == "independent":
+                values[index] = draw(LOGP)
+            else:
+                values[index] = base[index] + (draw(NEARBY) if kind == "nearby" else 0.0)
+        return values
+
+    logp_old = log_probabilities()
+    logp_new = log_probabilities(logp_old)
+    per_token = objective != "gspo" and draw(st.booleans())
+    count = size * length if per_token else size
+    advantage = st.one_of(ADVANTAGE, HUGE_ADVANTAGE) if huge else ADVANTAGE
+    advantages = np.array(draw(st.lists(advantage, min_size=count, max_size=count)))
+    kl_coef = draw(st.sampled_from([0.0, 0.1, 1.0]))
+    return {
+        "logp_new": logp_new,
+        "logp_old": logp_old,
+        "advantages": advantages.reshape(size, length) if per_token else advantages,
+        "mask": mask,
+        "objective": objective,
+        "aggregation": draw(st.sampled_from(AGGREGATIONS)),
+        "max_len": draw(st.integers(1, 10)),
+        "eps_low": draw(st.floats(0.0, max_eps_low)),
+        "eps_high": draw(st.floats(0.0, 2.0)),
+        "logp_ref": log_probabilities(logp_new) if kl_coef else None,
+        "kl_coef": kl_coef,
+    }
+
+
+def log_ratios(batch: dict) -> np.ndarray:
+    """Every exponent the module and the reference take ``exp`` of (token, sequence, k3's d)."""
+    mask = batch["mask"]
+    token = np.where(mask, batch["logp_new"] - batch["logp_old"], 0.0)
+    exponents = [token[mask], token.sum(axis=1) / mask.sum(axis=1)]
+    if batch["logp_ref"] is not None:
+        exponents.append((batch["logp_ref"] - batch["logp_new"])[mask])
+    return np.concatenate(exponents)
+
+
+def as_lists(batch: dict) -> dict:
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in batch.items()}
+
+
+@EXAMPLES
+@given(batches())
+def test_loss_and_gradient_match_the_reference(batch):
+    exponents = log_ratios(batch)
+    # exp overflows at a threshold where numpy's and math's last bits may disagree
+    assume(np.abs(np.abs(exponents) - MAX_EXP_ARGUMENT).min() > 1e-6)
+    expected = llm_reference.loss_and_grad(**as_lists(batch))
+    b = llm_clip.token_breakdown(**batch)
+    assert not math.isnan(b.loss)
+    assert not np.isnan(b.grad).any()
+    rtol = 1e-12 * (1 + batch["mask"].shape[1] * np.abs(exponents).max())
+    # a ratio below 2.2e-308 is subnormal: a last-bit difference is then 5e-324, not relative
+    atol = 1e-322 * np.abs(batch["advantages"]).max()
+    if math.isinf(expected.loss):
+        assert b.loss == expected.loss
+    else:
+        tolerance = rtol * expected.scale + atol * batch["mask"].sum()
+        assert abs(b.loss - expected.loss) <= tolerance, (b.loss, expected.loss)
+    grad, scale = np.array(expected.grad), np.array(expected.grad_scale)
+    compared = batch["mask"] & ~np.array(expected.near_edge)
+    infinite = np.isinf(grad) & compared
+    np.testing.assert_array_equal(b.grad[infinite], grad[infinite])
+    finite = compared & ~infinite
+    assert (np.abs(b.grad[finite] - grad[finite]) <= rtol * scale[finite] + atol).all()
+    assert (b.grad[~batch["mask"]] == 0).all()
+
+
+@EXAMPLES
+@given(batches(), st.sampled_from([np.nan, -np.inf, np.inf, 1e308, -3.0]))
+def test_padding_is_never_read_and_inputs_are_never_changed(batch, filler):
+    """Whatever the padding holds, every output is the same, bit for bit; the (read-only)
+    inputs are unchanged."""
+    assume(not (batch["mask"]).all())
+    clean = llm_clip.token_breakdown(**batch)
+    padded = dict(batch)
+    for name in ("logp_new", "logp_old", "logp_ref", "advantages"):
+        value = batch[name]
+        if isinstance(value, np.ndarray) and value.shape == batch["mask"].shape:
+            value = np.where(batch["mask"], value, filler)
+            value.setflags(write=False)
+            padded[name] = value
+    copies = {k: v.copy() for k, v in padded.items() if isinstance(v, np.ndarray)}
+    dirty = llm_clip.token_breakdown(**padded)
+    for field in ("ratio", "is_clipped", "term", "kl", "weight", "grad"):
+        np.testing.assert_array_equal(getattr(dirty, field), getattr(clean, field))
+    assert dirty.loss == clean.loss
+    arrays = (padded["logp_new"], padded["logp_old"], padded["advantages"], padded["mask"])
+    options = {"objective": batch["objective"], "eps_low": batch["eps_low"]}
+    assert llm_clip.clip_ratio_trl(*arrays, **options) == llm_clip.clip_ratio_trl(
+        batch["logp_new"], batch["logp_old"], batch["advantages"], batch["mask"], **options
+    )
+    for name, copy in copies.items():
+        np.testing.assert_array_equal(padded[name], copy)
+
+
+@EXAMPLES
+@given(batches(objectives=("ppo", "grpo", "dr_grpo", "dapo"), huge=False, max_eps_low=0.99))
+def test_verl_and_trl_count_the_same_tokens_where_the_ratio_is_per_token(batch):
+    """For the token-level objectives verl's ``pg_losses2 > pg_losses1`` is TRL's region (a
+    sign-aware count; verl's [-20, 20] clamp does not reach a band with eps_low <= 0.99), and
+    CleanRL's sign-blind count is at least as large.  Not where ``A * r`` overflows: both of
+    verl's products are then ``-inf`` and it counts no token, though the gradient is zeroed."""
+    assume(not np.array(as_reference_edges(batch)).any())
+    arrays = (batch["logp_new"], batch["logp_old"], batch["advantages"], batch["mask"])
+    options = {k: batch[k] for k in ("objective", "eps_low", "eps_high")}
+    verl = llm_clip.clip_fraction_verl(*arrays, **options)["actor/pg_clipfrac"]
+    trl = llm_clip.clip_ratio_trl(*arrays, **options)
+    assert verl == trl["clip_ratio/region_mean"]
+    assert trl["clip_ratio/region_mean"] == pytest.approx(
+        trl["clip_ratio/low_mean"] + trl["clip_ratio/high_mean"], abs=1e-15
+    )
+    if batch["eps_low"] == batch["eps_high"]:
+        cleanrl = llm_clip.clip_fraction_cleanrl(*arrays[:2], batch["mask"], eps=batch["eps_low"])
+        assert cleanrl["losses/clipfrac"] >= verl
+
+
+def as_reference_edges(batch: dict) -> list[list[bool]]:
+    return llm_reference.loss_and_grad(**{**as_lists(batch), "kl_coef": 0.0}).near_edge
+
+
+@EXAMPLES
+@given(
+    st.integers(2, 5).flatmap(
+        lambda size: st.tuples(
+            st.just(size),
+            st.lists(st.floats(-1e6, 1e6), min_size=size, max_size=4 * size).map(
+                lambda rewards: rewards[: len(rewards) - len(rewards) % size]
+            ),
+        )
+    ),
+    st.booleans(),
+)
+def test_group_advantages_match_the_reference(group, scale_by_std):
+    size, rewards = group
+    assume(rewards)
+    ours = llm_clip.group_advantages(rewards, size, scale_by_std=scale_by_std)
+    expected = llm_reference.group_advantages(rewards, size, scale_by_std)
+    spread = max(1.0, max(abs(r) for r in rewards))
+    np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-9 * spread)
