@@ -9,6 +9,7 @@ also means "no overflow warning on the way".
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from fractions import Fraction
@@ -276,6 +277,87 @@ def test_ratio_underflow_to_zero_is_handled():
     assert not breakdown.is_clipped[0]
     assert loss == 0.0
     assert grad.tolist() == [0.0]
+
+
+# --------------------------------------------------------------------------
+# Edges: whatever numpy error state the caller set (issue 31, section 3)
+# --------------------------------------------------------------------------
+
+#: A batch where float64 under- and overflows on the way: ratios that underflow to 0 and to a
+#: subnormal number, ratios that overflow (one with A == 0), finite log-probabilities too far
+#: apart for float64 to hold their difference, products r*A too large and too small for
+#: float64, and terms too small to divide by N.
+EDGE_BATCH = (
+    np.array([-800.0, -720.0, 0.0, 0.0, 0.0, -1.0, 1e308, 0.0, 0.0]),
+    np.array([0.0, 0.0, -1000.0, -1000.0, -0.5, 0.0, -1e308, 0.0, -0.1]),
+    np.array([1.0, -2.0, 0.0, 1.0, 1.7e308, 5e-324, 1.0, 1e-310, -1e-300]),
+)
+#: Ratios for a sweep: 0, subnormal, ordinary and huge, times tiny and huge advantages.
+SWEEP_GRID = np.array([0.0, 5e-324, 1e-300, 0.5, 1.0, 1.5, 1e300])
+
+
+def every_value(breakdown: ppo_clip.ClipBreakdown) -> dict:
+    """Every array and number a breakdown offers (its partial losses too)."""
+    values = {name: getattr(breakdown, name) for name in BREAKDOWN_ATTRIBUTES}
+    values["loss_contribution"] = breakdown.loss_contribution
+    values["partial_losses"] = [breakdown.partial_loss(k) for k in range(1, breakdown.n + 1)]
+    for objective in ppo_clip.OBJECTIVES:
+        values[objective] = ppo_clip.objective_terms(breakdown, objective)
+        values[f"{objective} grad"] = ppo_clip.objective_grad(breakdown, objective)
+    return values
+
+
+#: A call of every public function of ppo_clip (each ClipBreakdown member through every_value).
+PUBLIC_CALLS = {
+    "ppo_clip_loss": lambda: ppo_clip_loss(*EDGE_BATCH),
+    "clip_fraction": lambda: clip_fraction(*EDGE_BATCH, 0.0),
+    "ppo_clip_grad": lambda: ppo_clip_grad(*EDGE_BATCH),
+    "clip_breakdown": lambda: every_value(clip_breakdown(*EDGE_BATCH, 1.0)),
+    "clip_breakdown, variants": lambda: every_value(
+        clip_breakdown(*EDGE_BATCH, eps_low=0.1, eps_high=0.3, dual_clip=3.0)
+    ),
+    **{
+        f"{f.__name__}, {objective}": lambda f=f, objective=objective: f(
+            *EDGE_BATCH, objective=objective
+        )
+        for f in (surrogate_loss, surrogate_grad)
+        for objective in ppo_clip.OBJECTIVES
+    },
+    **{
+        f"ratio_sweep, A = {advantage}": lambda advantage=advantage: every_value(
+            ratio_sweep(SWEEP_GRID, advantage, dual_clip=2.0)
+        )
+        for advantage in (5e-324, -1e-300, 1.7e308)
+    },
+    "clip_band": lambda: ppo_clip.clip_band(0.2, eps_high=0.3),
+    "worked_example": lambda: tuple(ppo_clip.worked_example()),
+}
+
+
+def test_every_public_function_has_a_call_under_the_callers_error_state():
+    functions = {name for name in ppo_clip.__all__ if inspect.isfunction(getattr(ppo_clip, name))}
+    called = {name.split(",")[0] for name in PUBLIC_CALLS}
+    called |= {"objective_terms", "objective_grad"}  # by every_value, on each breakdown
+    assert functions <= called, functions - called
+
+
+@pytest.mark.parametrize("call", PUBLIC_CALLS.values(), ids=PUBLIC_CALLS.keys())
+def test_the_callers_numpy_error_state_changes_nothing(call):
+    """After ``np.seterr(all="raise")`` every public function still answers, the same."""
+    with np.errstate(all="ignore"):
+        expected = call()
+    with np.errstate(all="raise"):
+        got = call()
+    np.testing.assert_equal(got, expected)
+
+
+def test_log_probabilities_too_far_apart_for_float64_give_an_infinite_ratio_without_a_warning():
+    """Finite inputs whose difference float64 cannot hold: the ratio is inf or 0, as exp says."""
+    far_apart = ([1e308, -1e308], [-1e308, 1e308], [-1.0, 1.0])
+    breakdown = clip_breakdown(*far_apart)  # under the default error state: no RuntimeWarning
+    assert breakdown.ratio.tolist() == [math.inf, 0.0]
+    assert ppo_clip_loss(*far_apart) == math.inf
+    assert ppo_clip_grad(*far_apart).tolist() == [math.inf, 0.0]
 
 
 # --------------------------------------------------------------------------
