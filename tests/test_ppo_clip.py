@@ -329,6 +329,10 @@ PUBLIC_CALLS = {
         )
         for advantage in (5e-324, -1e-300, 1.7e308)
     },
+    # a long double too small for float64 (where long double is wider): read as 0
+    "ppo_clip_loss, long double": lambda: ppo_clip_loss(
+        np.array([np.longdouble("1e-4000"), 0.0], dtype=np.longdouble), [0.0, 0.0], [1.0, 1.0]
+    ),
     "clip_band": lambda: ppo_clip.clip_band(0.2, eps_high=0.3),
     "worked_example": lambda: tuple(ppo_clip.worked_example()),
 }
