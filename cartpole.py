@@ -36,8 +36,8 @@ Differences from gymnasium, on purpose:
 
 * Refused input raises ``ValueError`` or ``TypeError`` naming the argument, where
   gymnasium raises ``AssertionError`` (an action), ``gymnasium.error.Error`` (a
-  seed) or ``OverflowError`` (``options`` bounds or their distance beyond float64), and ``RuntimeError``
-  for ``step`` before ``reset`` (gymnasium's ``ResetNeeded``).  ``reset`` and
+  seed) or ``OverflowError`` (``options`` bounds, or their distance, beyond float64),
+  and ``RuntimeError`` for ``step`` before ``reset`` (gymnasium's ``ResetNeeded``).  ``reset`` and
   ``step`` refuse the same inputs, and a refused call changes nothing; only
   ``options["reset_mask"]`` (a partial reset of the vector form) is refused here.
 * The vector form matches ``SyncVectorEnv`` with ``AutoresetMode.SAME_STEP``;
