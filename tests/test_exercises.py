@@ -604,8 +604,17 @@ def test_not_a_function_is_reported_not_raised():
     result = check_grad(3)
     assert result.mistakes == ("error",)
     assert "expects your function" in str(result)
-    with pytest.raises(ValueError, match="time_limit_s"):
-        check_grad(ppo_clip.ppo_clip_grad, time_limit_s=0)
+
+
+@pytest.mark.parametrize("limit", [0, -1.0, math.nan, math.inf, 1e7, True, "3"], ids=repr)
+def test_a_time_limit_that_is_not_a_positive_number_up_to_a_day_is_refused_before_any_call(
+    limit,
+):
+    """1e7 s passed the check and then overflowed the wait for the first call."""
+    calls = []
+    with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
+        check_grad(lambda *args: calls.append(args), time_limit_s=limit)
+    assert not calls
 
 
 def test_learner_warnings_are_silenced_and_never_raise():

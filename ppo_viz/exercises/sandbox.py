@@ -32,6 +32,9 @@ from ppo_viz.exercises.battery import ARGUMENT_NAMES, CheckBatch, FloatArray, Ki
 
 #: Seconds one call of the learner's function may take.
 TIME_LIMIT_S = 3.0
+#: The longest time limit a check takes: a day (the wait for a call fails beyond about 24.8
+#: days, the most milliseconds ``poll`` takes).
+MAX_TIME_LIMIT_S = 86_400.0
 #: How long after the limit a child stuck in compiled code is killed.
 GRACE_S = 0.5
 #: How many characters of a call's printed output are kept.
