@@ -27,7 +27,9 @@ and keep static artists from lying on top of moving ones.  A change of an axis' 
 a resize draws everything once and keeps the new background.
 
 ``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
-the message is shown in place of a traceback and the last good figure stays.  Where widgets do
+the message is shown in place of a traceback and the last good figure stays.  A value no
+position of a control gives, which only code can set (NaN on a slider, nothing chosen in a
+dropdown), is refused the same way before ``update`` is called.  Where widgets do
 not run (GitHub's preview, nbconvert's HTML, the course-site export) the figure shows as a PNG at
 the current settings, under the readout.  :meth:`LiveFigure.save` writes a PNG and an SVG.
 """
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -155,6 +158,8 @@ class LiveFigure(StaticFallback, widgets.VBox):
     def refresh(self) -> bool:
         """Call ``update`` with the controls' values and show the result; False on an InputError."""
         try:
+            for name, control in self.controls.items():
+                refuse_unreachable_value(name, control)
             shown = self._update(**self.values())
         except InputError as error:
             self.show_message(str(error))
@@ -258,6 +263,26 @@ class LiveFigure(StaticFallback, widgets.VBox):
         if not self.readout.value:
             return None
         return str(page(Markup(self.readout.value), image_tag(self.png(), self.description)))
+
+
+def refuse_unreachable_value(name: str, control: widgets.Widget) -> None:
+    """An :class:`InputError` if ``control`` holds a value none of its positions gives.
+
+    Code can set a slider to NaN (a slider clamps any other number to its range) and a
+    dropdown to ``None`` (nothing chosen); ``update`` is never called with either.
+    """
+    value, label = control.value, getattr(control, "description", "") or name
+    if isinstance(value, float) and math.isnan(value):
+        low, high = getattr(control, "min", None), getattr(control, "max", None)
+        if low is not None and hasattr(control, "base"):  # a log slider: exponents
+            low, high = control.base**low, control.base**high
+        wanted = f"a number from {low:g} to {high:g}" if low is not None else "a number"
+        problem = f"{label} is nan; it needs {wanted}"
+    elif value is None and getattr(control, "options", None):
+        problem = f"{label} has nothing chosen; choose one of its options"
+    else:
+        return
+    raise InputError(f"{problem}. The figure still shows the last valid settings.")
 
 
 def _canvas(figure: Figure) -> Canvas:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 import sys
 from pathlib import Path
 
 import ipywidgets as widgets
 import numpy as np
 import pytest
-from helpers import live_figure_classes, ppo_viz_modules
+from helpers import live_figure_classes, plain, ppo_viz_modules
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
@@ -189,8 +190,23 @@ def _two_values(control: widgets.Widget) -> list:
     return [base**v for v in values] if base is not None else values
 
 
+def _unreachable_value(control: widgets.Widget) -> object:
+    """A value code can set but no position of the control gives: NaN on a slider of floats,
+    None (nothing chosen) in a dropdown; ``control.value`` itself for other controls."""
+    if isinstance(control.value, float) and hasattr(control, "max"):
+        return math.nan
+    if isinstance(control, widgets.Dropdown):
+        return None
+    return control.value
+
+
 @pytest.mark.parametrize("app_class", live_figure_classes(), ids=lambda cls: cls.__qualname__)
-def test_every_apps_blitted_redraws_match_a_full_redraw(app_class):
+def test_every_apps_blitted_redraws_match_a_full_redraw_and_unreachable_values_are_refused(
+    app_class,
+):
+    """Each value redraws as a full redraw would; a value set from code that no position of
+    the control gives shows a message naming the control, and the figure stays as it was
+    (issue 31: NaN on notebook 1's ε raised ValueError, None on notebook 4's cell KeyError)."""
     app = app_class()
     assert app.controls, "an app has at least one control"
     for control in app.controls.values():
@@ -198,3 +214,13 @@ def test_every_apps_blitted_redraws_match_a_full_redraw(app_class):
             control.value = value
             assert app.message.value == "", app.message.value
             assert_shows_the_full_figure(app)
+        good, unreachable = control.value, _unreachable_value(control)
+        if unreachable is good:
+            continue
+        shown = np.asarray(app.canvas.buffer_rgba()).copy()
+        control.value = unreachable
+        assert plain(app.message.value).startswith(control.description), app.message.value
+        assert np.array_equal(np.asarray(app.canvas.buffer_rgba()), shown)
+        control.value = good
+        assert app.message.value == "", app.message.value
+        assert_shows_the_full_figure(app)
