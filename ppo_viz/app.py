@@ -39,6 +39,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -225,13 +226,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
         """Save the figure for a slide: ``<stem>.png`` (2000 pixels wide) and ``<stem>.svg``.
 
         The stem is kept as given (``slides/eps0.1`` writes ``slides/eps0.1.png``); a ``.png``
-        or ``.svg`` at its end is dropped.  Returns the two paths written.
+        or ``.svg`` at its end is dropped, and a ``~`` at its start is the home folder.
+        Returns the two paths written.  A stem without a file name (``""``, ``"slides/"``,
+        ``".png"``) raises ``ValueError`` before anything is written.
         """
-        stem = Path(stem)
-        if stem.suffix.lower() in (".png", ".svg"):
-            stem = stem.with_suffix("")
-        png, svg = Path(f"{stem}.png"), Path(f"{stem}.svg")
-        stem.parent.mkdir(parents=True, exist_ok=True)
+        png, svg = slide_paths(stem)
+        png.parent.mkdir(parents=True, exist_ok=True)
         dpi = SLIDE_WIDTH_PX / self.figure.get_figwidth()
         with self._everything_drawn():
             self.figure.savefig(png, dpi=dpi)
@@ -263,6 +263,21 @@ class LiveFigure(StaticFallback, widgets.VBox):
         if not self.readout.value:
             return None
         return str(page(Markup(self.readout.value), image_tag(self.png(), self.description)))
+
+
+def slide_paths(stem: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """The PNG and SVG paths :meth:`LiveFigure.save` writes for ``stem`` (see there)."""
+    if not isinstance(stem, (str, os.PathLike)) or isinstance(os.fspath(stem), bytes):
+        raise TypeError(f"stem must be a path such as 'slides/objective', got {stem!r}")
+    path = Path(stem).expanduser()
+    if path.suffix.lower() in (".png", ".svg"):
+        path = path.with_suffix("")
+    names_a_folder = str(stem).endswith(("/", os.sep)) or path.name in ("", ".", "..")
+    if names_a_folder or path.name.lower() in (".png", ".svg"):
+        raise ValueError(
+            f"stem must end with a file name, such as 'slides/objective', got {str(stem)!r}"
+        )
+    return Path(f"{path}.png"), Path(f"{path}.svg")
 
 
 def refuse_unreachable_value(name: str, control: widgets.Widget) -> None:

@@ -150,6 +150,26 @@ def test_save_keeps_the_stem_and_writes_a_slide_sized_png_and_an_svg(tmp_path, s
     assert_shows_the_full_figure(app)
 
 
+@pytest.mark.parametrize("stem", ["", ".", "..", "slides/", "slides/..", ".png", "deck/.SVG"])
+def test_save_refuses_a_stem_without_a_file_name_and_writes_nothing(tmp_path, monkeypatch, stem):
+    """``save("")`` returned two paths that did not exist and wrote ``..png.png`` instead."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^stem must end with a file name"):
+        slope_app().save(stem)
+    assert list(tmp_path.rglob("*")) == []
+
+
+def test_save_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
+    """``save("~/slides/x")`` wrote into a folder named ``~`` in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    png, svg = slope_app().save("~/slides/x")
+    assert (png, svg) == (tmp_path / "home/slides/x.png", tmp_path / "home/slides/x.svg")
+    assert png.is_file()
+    assert svg.is_file()
+    assert not (tmp_path / "~").exists()
+
+
 def test_constructor_checks_name_the_argument():
     with pytest.raises(ValueError, match=r"eps must be between 0 and 1, got 1\.5"):
         checked_number("eps", 1.5, (0.0, 1.0))
