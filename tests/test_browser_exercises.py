@@ -71,7 +71,8 @@ def endless_notebook() -> Iterator[Path]:
 def lab() -> Iterator[tuple[Any, JupyterServer]]:
     """Headless Chromium and a JupyterLab rooted at the repository; both stopped after."""
     require_browser()
-    with chromium_context() as browser, JupyterServer("lab", REPO_ROOT) as server:
+    server = JupyterServer("lab", REPO_ROOT, kernels_beside_notebooks=False)
+    with chromium_context() as browser, server:
         yield browser, server
 
 
