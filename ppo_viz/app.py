@@ -46,13 +46,35 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import matplotlib
 import numpy as np
-from ipympl.backend_nbagg import Canvas, FigureManager
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 
 from ppo_viz.html import Markup, message, page, style_tag, tag
 from ppo_viz.style import SLIDE_WIDTH_PX, screen_dpi
+
+
+@contextmanager
+def _backend_left_alone() -> Iterator[None]:
+    """Import ipympl without switching matplotlib's backend, as its ``__init__`` would.
+
+    ipympl 0.10's ``ipympl/__init__.py`` calls ``matplotlib.use("module://ipympl.backend_nbagg")``
+    whenever matplotlib is loaded (matplotlib/ipympl issue 623): after importing an app, a
+    script's ``plt.show()`` printed a widget's description instead of the figure.  The apps
+    need only ipympl's canvas widget; a notebook that wants ipympl for its own pyplot figures
+    says ``%matplotlib widget``, as ipympl documents.
+    """
+    use = matplotlib.use
+    matplotlib.use = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        matplotlib.use = use
+
+
+with _backend_left_alone():
+    from ipympl.backend_nbagg import Canvas, FigureManager
 
 #: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
 MAIN_CONTROL = "ppo-main-control"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import io
 import math
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -193,6 +195,34 @@ def test_every_ppo_viz_module_imports():
     """An app module that fails to import would silently drop out of the test below."""
     for name, problem in ppo_viz_modules():
         assert problem is None, f"{name}: {problem}"
+
+
+IMPORT_EVERY_MODULE = """
+import matplotlib
+import matplotlib.pyplot as plt
+
+plt.figure()
+before = matplotlib.get_backend()
+from helpers import ppo_viz_modules
+
+assert all(problem is None for _, problem in ppo_viz_modules())
+print(before, matplotlib.get_backend(), plt.get_fignums())
+"""
+
+
+def test_importing_the_apps_leaves_matplotlibs_backend_alone():
+    """Importing an app module switched the backend to ipympl: a plain script's ``plt.show()``
+    then printed a widget's description.  pyplot's open figure stays open too."""
+    tests = Path(__file__).parent
+    paths = os.pathsep.join([str(tests), str(tests.parent)])  # helpers, and benchmarks for them
+    shown = subprocess.run(
+        [sys.executable, "-c", IMPORT_EVERY_MODULE],
+        env={**os.environ, "MPLBACKEND": "agg", "PYTHONPATH": paths},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.stdout.split() == ["agg", "agg", "[1]"], shown.stdout + shown.stderr
 
 
 def _two_values(control: widgets.Widget) -> list:
