@@ -19,12 +19,14 @@ import ast
 import contextlib
 import html
 import inspect
+import io
 import itertools
 import math
 import multiprocessing
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -1034,20 +1036,81 @@ def test_an_integer_too_large_for_float64_is_a_wrong_type():
     assert "an integer too large for float64" in str(result)
 
 
-def test_printed_output_is_captured_and_shortened(capsys):
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "without fork"])
+def test_printed_output_is_captured_and_shortened(capfd, request, fork):
+    """From Python's streams and from file descriptors 1 and 2: ``os.write`` and a shell's
+    output reached the notebook past the capture, once per batch."""
+    if not fork:
+        request.getfixturevalue("without_fork")
+
     def chatty(logp_new, logp_old, advantages, eps=0.2):
         print("x" * 200_000)
+        os.write(1, b"one\n")
+        os.write(2, b"two\n")
+        os.system("echo shell")
         return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
 
     result = check_loss(chatty)
-    assert capsys.readouterr() == ("", "")
+    assert capfd.readouterr() == ("", "")
     assert result.passed
-    total = 200_001 * len(battery())
-    assert result.printed == (
-        f"Your function printed {total} characters in {len(battery())} calls while it was "
-        f"checked; on {battery()[0].label} it printed (cut at 300 characters): {'x' * 300!r}"
-    )
+    calls, per_call = len(battery()), len("x" * 200_000 + "\none\ntwo\nshell\n")
+    numbers = {str(per_call * calls), str(calls), str(sandbox.OUTPUT_LIMIT)}  # all, calls, cut
+    assert numbers <= set(re.findall(r"\d+", result.printed))
+    assert f"{'x' * 300!r}" in result.printed
     assert len(str(result)) < 2000
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for its parent does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_process_the_function_starts_does_not_outlive_the_check(tmp_path):
+    """A ``sleep 600`` started by the function, then a loop, outlived the check."""
+    started = tmp_path / "pids"
+
+    def starts_processes(logp_new, logp_old, advantages, eps=0.2):
+        with started.open("a") as pids:
+            print(subprocess.Popen(["sleep", "600"]).pid, file=pids)
+        while len(advantages) > 1000:  # on the largest batch: never returns
+            pass
+        return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
+
+    result = check_loss(starts_processes, time_limit_s=QUICK_LIMIT_S)
+    assert result.note_keys == ("timeout",)
+    pids = [int(pid) for pid in started.read_text().split()]
+    assert len(pids) > 1  # calls that returned, and the one stopped
+    deadline = time.monotonic() + MARGIN_S
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [pid for pid in pids if alive(pid)]
+
+
+def test_without_fork_a_call_that_ends_late_puts_nothing_back(without_fork, monkeypatch):
+    """It put back the streams, warning filters and module names of before the check, dropping
+    what the notebook had set since."""
+    release = threading.Event()
+
+    def waits(logp_new, logp_old, advantages, eps=0.2):
+        release.wait(600)  # returns after the check gave up on it
+        return 0.0
+
+    result = check_loss(waits, time_limit_s=QUICK_LIMIT_S)
+    assert result.mistakes == ("timeout",)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="the notebook's own filter")
+        since = (io.StringIO(), warnings.filters[0], lambda: "the notebook's own")
+        monkeypatch.setattr(sys, "stdout", since[0])
+        monkeypatch.setattr(ppo_clip, "worked_example", since[2])
+        release.set()
+        (late,) = [t for t in threading.enumerate() if t.name == "learner function"]
+        late.join(MARGIN_S)
+        assert not late.is_alive()
+        assert (sys.stdout, warnings.filters[0], ppo_clip.worked_example) == since
 
 
 def test_the_summary_never_raises_and_keeps_to_the_time_limits():
