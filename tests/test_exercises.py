@@ -288,14 +288,24 @@ def test_textbook_forms_pass_the_core_and_get_the_overflow_note(loss):
     assert f"See {OVERFLOW_LESSON}." in card
 
 
+def whole_numbers(text: str) -> list[int]:
+    """The whole numbers a text states, in order."""
+    return [int(number) for number in re.findall(r"\d+", text)]
+
+
 def test_the_summary_counts_a_textbook_loss_as_passed():
     summary = exercise_summary(textbook_loss, ppo_clip.clip_fraction, learner_grad("nan_overflow"))
-    lines = str(summary).splitlines()
-    assert lines[1] == "Exercises passed (core batches): 3 of 3"
-    assert lines[2] == f"  ppo_clip_loss  core: passed (all {CORE} batches match the reference)"
-    assert " ".join(lines[3].split()) == "going further: NaN for A = 0 with an overflowing ratio"
-    assert " ".join(lines[5].split()) == f"robustness: all {ROBUST} batches match"
+    loss, fraction, grad = summary.results
     assert summary.all_passed
+    assert loss.note_keys == grad.note_keys == ("nan_overflow",)
+    assert fraction.matching_robustness == ROBUST
+    lines = str(summary).splitlines()
+    assert whole_numbers(lines[1]) == [3, 3]  # passed, of three
+    for result in summary.results:  # each line says how its exercise did, with the numbers
+        said = "\n".join(line for line in lines if result.exercise in line)
+        assert CORE in whole_numbers(said)
+        assert all(note.title in str(summary) for note in result.notes)
+    assert ROBUST in whole_numbers(str(summary))
 
 
 # --------------------------------------------------------------------------
@@ -1458,16 +1468,16 @@ def test_summary_of_a_finished_notebook():
         ppo_clip.ppo_clip_loss, learner_clip_fraction("sign_blind"), learner_grad(), questions
     )
     text = str(summary)
-    assert text.splitlines()[:2] == [
-        "PPO clipped loss: exercise summary",
-        "Exercises passed (core batches): 2 of 3",
-    ]
-    assert f"ppo_clip_loss  core: passed (all {CORE} batches match the reference)" in text
-    assert "clip_fraction  core: needs work: Counted |r - 1| > eps as clipped" in text
-    assert "robustness: nothing to note beyond the core findings" in text
-    assert f"Concept questions right at the first try: {len(ANSWERS) - 1} of {len(ANSWERS)}" in text
-    assert re.search(r"A = -1, r = 1\.5\s+right after 2 tries", text)
+    assert [result.passed for result in summary.results] == [True, False, True]
     assert not summary.all_passed
+    lines = text.splitlines()
+    assert whole_numbers(lines[1]) == [2, 3]  # passed, of three
+    assert summary.results[1].findings[0].title in text  # what the failed one needs
+    answered = next(line for line in lines if "Concept questions" in line)
+    assert whole_numbers(answered) == [len(ANSWERS) - 1, len(ANSWERS)]  # right first, of all
+    wrong_way = questions["wrong_way"]
+    assert re.search(rf"{re.escape(wrong_way.title)}\s+{re.escape(wrong_way.outcome)}", text)
+    assert whole_numbers(wrong_way.outcome) == [2]  # tries
     assert escape(text) in summary._repr_html_()
 
 
@@ -1625,7 +1635,7 @@ def test_notebook_runs_clean_with_correct_bodies():
         cell.source = CORRECT_BODIES[name].strip()
     execute_notebook(notebook)
     assert not output_problems(notebook)
-    printed = printed_text(notebook)
-    assert "Exercises passed (core batches): 3 of 3" in printed, printed
-    assert printed.count(f"core: passed (all {CORE} batches match the reference)") == 3
-    assert printed.count(f"robustness: all {ROBUST} batches match") == 3
+    lines = printed_text(notebook).splitlines()
+    passed = next(line for line in lines if "passed" in line and "of 3" in line)
+    assert whole_numbers(passed) == [3, 3], lines
+    assert [whole_numbers(line) for line in lines if "robustness" in line] == [[ROBUST]] * 3
