@@ -47,6 +47,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def port_is_free(port: int) -> bool:
+    """Whether a server can listen on ``port`` of 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def voila_command(notebook: Path, port: int) -> list[str]:
     """The Voilà command line that serves ``notebook`` as a lecture on ``port``."""
     return [
@@ -58,6 +68,7 @@ def voila_command(notebook: Path, port: int) -> list[str]:
         "--theme=light",
         "--no-browser",
         f"--port={port}",
+        "--Voila.port_retries=0",  # on another port, the address printed would be wrong
         "--Voila.ip=127.0.0.1",
         "--VoilaConfiguration.progressive_rendering=True",
     ]
@@ -82,7 +93,7 @@ def lecture_environment(folder: Path) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", nargs="?", type=Path, default=DEFAULT_NOTEBOOK)
-    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    parser.add_argument("--port", type=int, default=None, help="default: a free one")
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
         print(f"error: no notebook at {args.notebook}", file=sys.stderr)
@@ -90,7 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     if importlib.util.find_spec("voila") is None:
         print("error: Voilà is not installed: pip install -r requirements.txt", file=sys.stderr)
         return 2
+    if args.port is not None and not 0 <= args.port <= 65535:
+        print(f"error: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
+        return 2
     port = args.port or free_port()
+    if not port_is_free(port):
+        print(f"error: port {port} is in use; choose another or leave --port out", file=sys.stderr)
+        return 2
     print(f"Lecture: {args.notebook.name} at http://127.0.0.1:{port}/ (Ctrl-C stops)", flush=True)
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
         lecture = Path(scratch) / args.notebook.name

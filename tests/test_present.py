@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -80,6 +81,23 @@ def test_the_lecture_serves_a_copy_of_the_notebook_from_a_folder_removed_after(m
     assert content == NOTEBOOK_1.read_bytes()
     assert import_path.split(os.pathsep)[0] == str(NOTEBOOK_1.parent)
     assert not notebook.parent.exists()
+
+
+def test_a_port_voila_cannot_listen_on_is_refused_before_it_starts(monkeypatch, capsys):
+    """--port 70000 printed an address nothing answered; a port in use made Voilà move to
+    another one while the address printed stayed."""
+    monkeypatch.setattr(present.subprocess, "Popen", None)  # Voilà must not start
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        in_use = taken.getsockname()[1]
+        for port, said in ((70000, "must be from 1 to 65535"), (in_use, "is in use")):
+            assert present.main([str(NOTEBOOK_1), "--port", str(port)]) == 2
+            printed = capsys.readouterr()
+            assert printed.out == ""
+            assert printed.err.startswith("error: ")
+            assert said in printed.err
+    assert "--Voila.port_retries=0" in present.voila_command(NOTEBOOK_1, 1)
 
 
 @pytest.mark.browser
