@@ -198,21 +198,28 @@ def test_every_ppo_viz_module_imports():
 
 
 IMPORT_EVERY_MODULE = """
+import warnings
+
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 
 plt.figure()
 before = matplotlib.get_backend()
+state = lambda: (warnings.filters[:], np.geterr(), np.get_printoptions(), dict(matplotlib.rcParams))
+others = state()
 from helpers import ppo_viz_modules
 
 assert all(problem is None for _, problem in ppo_viz_modules())
-print(before, matplotlib.get_backend(), plt.get_fignums())
+print(before, matplotlib.get_backend(), plt.get_fignums(), state() == others)
 """
 
 
 def test_importing_the_apps_leaves_matplotlibs_backend_alone():
     """Importing an app module switched the backend to ipympl: a plain script's ``plt.show()``
-    then printed a widget's description.  pyplot's open figure stays open too."""
+    then printed a widget's description.  pyplot's open figure stays open, and the warning
+    filters, numpy's error state and print options and matplotlib's settings stay as they were.
+    """
     tests = Path(__file__).parent
     paths = os.pathsep.join([str(tests), str(tests.parent)])  # helpers, and benchmarks for them
     shown = subprocess.run(
@@ -222,7 +229,7 @@ def test_importing_the_apps_leaves_matplotlibs_backend_alone():
         text=True,
         check=False,
     )
-    assert shown.stdout.split() == ["agg", "agg", "[1]"], shown.stdout + shown.stderr
+    assert shown.stdout.split() == ["agg", "agg", "[1]", "True"], shown.stdout + shown.stderr
 
 
 def _two_values(control: widgets.Widget) -> list:
