@@ -271,11 +271,11 @@ def test_every_apps_blitted_redraws_match_a_full_redraw_and_unreachable_values_a
             control.value = value
             assert app.message.value == "", app.message.value
             assert_shows_the_full_figure(app)
-        good, unreachable = control.value, _unreachable_value(control)
-        if unreachable is good:
-            continue
-        shown = np.asarray(app.canvas.buffer_rgba()).copy()
-        control.value = unreachable
+    # LiveFigure refuses such values for any control: the first control that can hold one
+    settable = [c for c in app.controls.values() if _unreachable_value(c) is not c.value]
+    for control in settable[:1]:
+        good, shown = control.value, np.asarray(app.canvas.buffer_rgba()).copy()
+        control.value = _unreachable_value(control)
         assert plain(app.message.value).startswith(control.description), app.message.value
         assert np.array_equal(np.asarray(app.canvas.buffer_rgba()), shown)
         control.value = good  # the app works again
