@@ -36,8 +36,8 @@ Differences from gymnasium, on purpose:
 
 * Refused input raises ``ValueError`` or ``TypeError`` naming the argument, where
   gymnasium raises ``AssertionError`` (an action), ``gymnasium.error.Error`` (a
-  seed) or ``OverflowError`` (infinite ``options`` bounds), and ``RuntimeError``
-  for ``step`` before ``reset`` (gymnasium's ``ResetNeeded``).  ``reset`` and
+  seed) or ``OverflowError`` (``options`` bounds, or their distance, beyond float64),
+  and ``RuntimeError`` for ``step`` before ``reset`` (gymnasium's ``ResetNeeded``).  ``reset`` and
   ``step`` refuse the same inputs, and a refused call changes nothing; only
   ``options["reset_mask"]`` (a partial reset of the vector form) is refused here.
 * The vector form matches ``SyncVectorEnv`` with ``AutoresetMode.SAME_STEP``;
@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -188,10 +189,17 @@ def _reset_bounds(options: Mapping[str, Any] | None) -> tuple[float, float]:
     given = (options.get("low", -RESET_BOUND), options.get("high", RESET_BOUND))
     try:
         low, high = (float(bound) for bound in given)
-    except (TypeError, ValueError):
-        raise ValueError(f"options: low and high must be numbers, got {given}") from None
-    if not (math.isfinite(low) and math.isfinite(high) and low <= high):
-        raise ValueError(f"options: low and high must be finite, low <= high; got {low}, {high}")
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64
+        shown = reprlib.repr(given)
+        raise ValueError(
+            f"options: low and high must be numbers float64 holds, got {shown}"
+        ) from None
+    # numpy draws low + (high - low) * u: the width must be finite too
+    if not (math.isfinite(high - low) and low <= high):
+        raise ValueError(
+            f"options: low and high must be finite, low <= high, and high - low finite in "
+            f"float64; got {low}, {high}"
+        )
     return low, high
 
 

@@ -286,7 +286,8 @@ class ClipBreakdown:
     @cached_property
     def loss_contribution(self) -> FloatArray:
         """Each sample's share of the loss, ``-(1/N) * objective_term``."""
-        return _positive_zero(-self.objective_term / self.batch_size)
+        with _float64_limits_handled_below():  # a tiny term over N underflows to 0
+            return _positive_zero(-self.objective_term / self.batch_size)
 
     @property
     def loss(self) -> float:
@@ -573,8 +574,12 @@ def _checked_objective(objective: object) -> Objective:
 
 
 def _float64_limits_handled_below() -> np.errstate:
-    """No warning for ``inf`` or NaN on the way: the results are checked, and decided here."""
-    return np.errstate(over="ignore", invalid="ignore")
+    """No warning or error on the way, whatever the caller's numpy error state (``np.seterr``).
+
+    float64 is meant to overflow to ``inf`` (then NaN from ``inf * 0``) and to underflow to 0
+    or a subnormal number here: the results are checked, and decided in this part.
+    """
+    return np.errstate(over="ignore", under="ignore", invalid="ignore")
 
 
 def _positive_zero(values: _FloatOrArray) -> _FloatOrArray:

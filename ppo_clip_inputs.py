@@ -38,14 +38,16 @@ def checked_log_ratio(
     Each input must be a non-empty 1-D array of finite real numbers, all of
     the same length.  A NaN or infinity in either log-probability shows in
     their difference, so only when the difference (or an advantage) is not
-    finite are the inputs searched for the entry to name.
+    finite are the inputs searched for the entry to name; finite inputs whose
+    difference float64 cannot hold give a log-ratio of ``+-inf``.
     """
     logp_new = _as_vector("logp_new", logp_new)
     logp_old = _as_vector("logp_old", logp_old)
     advantages = _as_vector("advantages", advantages)
     if not len(logp_new) == len(logp_old) == len(advantages):
         _raise_for_different_lengths(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
-    log_ratio = logp_new - logp_old
+    with np.errstate(over="ignore"):  # finite inputs further apart than float64 reaches: +-inf,
+        log_ratio = logp_new - logp_old  # whose exp (inf or 0) is the ratio in float64 too
     if not (np.isfinite(log_ratio).all() and np.isfinite(advantages).all()):
         _raise_for_the_first_non_finite(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
     return log_ratio, advantages
@@ -201,7 +203,7 @@ def _object_array_as_float(name: str, array: NDArray[np.object_], value: object)
 
 def _long_double_as_float(name: str, array: np.ndarray) -> FloatArray:
     """A long double array as float64, naming the first finite entry that float64 cannot hold."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):  # named below, or rounded as float64 would
         converted = array.astype(np.float64)
     overflowed = np.isinf(converted) & np.isfinite(array)
     if overflowed.any():

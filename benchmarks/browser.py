@@ -32,6 +32,7 @@ both alike.  The tables are in :mod:`benchmarks.browser_tables`.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -125,10 +126,20 @@ def missing_browser(chromium: Path | None = None) -> str:
 
 
 @contextmanager
-def probed_lab(root: Path, log: Path, environment: dict[str, str]) -> Iterator[Any]:
-    """A JupyterLab server rooted at ``root`` whose kernels log to ``log`` (the kernel probe)."""
+def probed_lab(
+    root: Path, log: Path, environment: dict[str, str], folders: list[Path]
+) -> Iterator[Any]:
+    """A JupyterLab server rooted at ``root`` whose kernels log to ``log`` (the kernel probe).
+
+    Its kernels start in a scratch folder of the server's, so that what a notebook writes
+    (notebook 1's slide) never lands beside it; the notebooks' ``folders`` are on their path.
+    """
     _, lab_server = _test_helpers()
-    with lab_server.JupyterServer("lab", root, environment=environment) as server:
+    paths = [environment.get("PYTHONPATH", ""), *map(str, folders)]
+    environment = {**environment, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    with lab_server.JupyterServer(
+        "lab", root, environment=environment, kernels_beside_notebooks=False
+    ) as server:
         startup = server.ipython_dir / "profile_default" / "startup"
         startup.mkdir(parents=True, exist_ok=True)
         (startup / "00-ppo-kernel-probe.py").write_text(
@@ -181,7 +192,10 @@ def measure(
             servers = []
             for index, side in enumerate(sides):
                 log = logs / f"kernel-{index}.jsonl"
-                lab = labs.enter_context(probed_lab(side.root(notebooks), log, side.environment()))
+                folders = sorted({side.notebook(path).parent for path in notebooks})
+                lab = labs.enter_context(
+                    probed_lab(side.root(notebooks), log, side.environment(), folders)
+                )
                 servers.append((lab, log))
             for path in notebooks:
                 for side, run, (lab, log) in zip(sides, runs, servers, strict=True):

@@ -27,7 +27,9 @@ and keep static artists from lying on top of moving ones.  A change of an axis' 
 a resize draws everything once and keeps the new background.
 
 ``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
-the message is shown in place of a traceback and the last good figure stays.  Where widgets do
+the message is shown in place of a traceback and the last good figure stays.  A value no
+position of a control gives, which only code can set (NaN on a slider, nothing chosen in a
+dropdown), is refused the same way before ``update`` is called.  Where widgets do
 not run (GitHub's preview, nbconvert's HTML, the course-site export) the figure shows as a PNG at
 the current settings, under the readout.  :meth:`LiveFigure.save` writes a PNG and an SVG.
 """
@@ -36,19 +38,43 @@ from __future__ import annotations
 
 import base64
 import io
+import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import matplotlib
 import numpy as np
-from ipympl.backend_nbagg import Canvas, FigureManager
 from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 
 from ppo_viz.html import Markup, message, page, style_tag, tag
 from ppo_viz.style import SLIDE_WIDTH_PX, screen_dpi
+
+
+@contextmanager
+def _backend_left_alone() -> Iterator[None]:
+    """Import ipympl without switching matplotlib's backend, as its ``__init__`` would.
+
+    ipympl 0.10's ``ipympl/__init__.py`` calls ``matplotlib.use("module://ipympl.backend_nbagg")``
+    whenever matplotlib is loaded (matplotlib/ipympl issue 623): after importing an app, a
+    script's ``plt.show()`` printed a widget's description instead of the figure.  The apps
+    need only ipympl's canvas widget; a notebook that wants ipympl for its own pyplot figures
+    says ``%matplotlib widget``, as ipympl documents.
+    """
+    use = matplotlib.use
+    matplotlib.use = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        matplotlib.use = use
+
+
+with _backend_left_alone():
+    from ipympl.backend_nbagg import Canvas, FigureManager
 
 #: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
 MAIN_CONTROL = "ppo-main-control"
@@ -155,6 +181,8 @@ class LiveFigure(StaticFallback, widgets.VBox):
     def refresh(self) -> bool:
         """Call ``update`` with the controls' values and show the result; False on an InputError."""
         try:
+            for name, control in self.controls.items():
+                refuse_unreachable_value(name, control)
             shown = self._update(**self.values())
         except InputError as error:
             self.show_message(str(error))
@@ -220,13 +248,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
         """Save the figure for a slide: ``<stem>.png`` (2000 pixels wide) and ``<stem>.svg``.
 
         The stem is kept as given (``slides/eps0.1`` writes ``slides/eps0.1.png``); a ``.png``
-        or ``.svg`` at its end is dropped.  Returns the two paths written.
+        or ``.svg`` at its end is dropped, and a ``~`` at its start is the home folder.
+        Returns the two paths written.  A stem without a file name (``""``, ``"slides/"``,
+        ``".png"``) raises ``ValueError`` before anything is written.
         """
-        stem = Path(stem)
-        if stem.suffix.lower() in (".png", ".svg"):
-            stem = stem.with_suffix("")
-        png, svg = Path(f"{stem}.png"), Path(f"{stem}.svg")
-        stem.parent.mkdir(parents=True, exist_ok=True)
+        png, svg = slide_paths(stem)
+        png.parent.mkdir(parents=True, exist_ok=True)
         dpi = SLIDE_WIDTH_PX / self.figure.get_figwidth()
         with self._everything_drawn():
             self.figure.savefig(png, dpi=dpi)
@@ -258,6 +285,41 @@ class LiveFigure(StaticFallback, widgets.VBox):
         if not self.readout.value:
             return None
         return str(page(Markup(self.readout.value), image_tag(self.png(), self.description)))
+
+
+def slide_paths(stem: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """The PNG and SVG paths :meth:`LiveFigure.save` writes for ``stem`` (see there)."""
+    if not isinstance(stem, (str, os.PathLike)) or isinstance(os.fspath(stem), bytes):
+        raise TypeError(f"stem must be a path such as 'slides/objective', got {stem!r}")
+    path = Path(stem).expanduser()
+    if path.suffix.lower() in (".png", ".svg"):
+        path = path.with_suffix("")
+    names_a_folder = str(stem).endswith(("/", os.sep)) or path.name in ("", ".", "..")
+    if names_a_folder or path.name.lower() in (".png", ".svg"):
+        raise ValueError(
+            f"stem must end with a file name, such as 'slides/objective', got {str(stem)!r}"
+        )
+    return Path(f"{path}.png"), Path(f"{path}.svg")
+
+
+def refuse_unreachable_value(name: str, control: widgets.Widget) -> None:
+    """An :class:`InputError` if ``control`` holds a value none of its positions gives.
+
+    Code can set a slider to NaN (a slider clamps any other number to its range) and a
+    dropdown to ``None`` (nothing chosen); ``update`` is never called with either.
+    """
+    value, label = control.value, getattr(control, "description", "") or name
+    if isinstance(value, float) and math.isnan(value):
+        low, high = getattr(control, "min", None), getattr(control, "max", None)
+        if low is not None and hasattr(control, "base"):  # a log slider: exponents
+            low, high = control.base**low, control.base**high
+        wanted = f"a number from {low:g} to {high:g}" if low is not None else "a number"
+        problem = f"{label} is nan; it needs {wanted}"
+    elif value is None and getattr(control, "options", None):
+        problem = f"{label} has nothing chosen; choose one of its options"
+    else:
+        return
+    raise InputError(f"{problem}. The figure still shows the last valid settings.")
 
 
 def _canvas(figure: Figure) -> Canvas:

@@ -68,6 +68,8 @@ class JupyterServer:
         root_dir: Path,
         startup_timeout: float = 60.0,
         environment: Mapping[str, str] | None = None,
+        *,
+        kernels_beside_notebooks: bool = True,
     ) -> None:
         self.kind = kind
         self.root_dir = Path(root_dir).resolve()
@@ -79,6 +81,9 @@ class JupyterServer:
         self.process: subprocess.Popen[bytes] | None = None
         self._home = Path(tempfile.mkdtemp(prefix=f"ppo-jupyter-{kind}-"))
         self.log_path = self._home / "server.log"
+        #: Where kernels start: beside their notebook, as in JupyterLab, or (False) in a folder
+        #: of this server's, removed with it, so that what a test's cells write lands there.
+        self.kernel_dir = None if kernels_beside_notebooks else self._home / "kernels"
 
     @property
     def ipython_dir(self) -> Path:
@@ -115,6 +120,9 @@ class JupyterServer:
             f"--FileCheckpoints.checkpoint_dir={self._home / 'checkpoints'}",
             "--LabApp.extension_manager=readonly",  # no PyPI queries from the test server
         ]
+        if self.kernel_dir is not None:  # a notebook's folder below it does not exist: its root
+            self.kernel_dir.mkdir()
+            command.append(f"--MappingKernelManager.root_dir={self.kernel_dir}")
         if self.kind == "lab":
             command.append("--LabApp.expose_app_in_browser=True")  # window.jupyterapp
         if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -18,7 +18,9 @@ from ppo_viz.export import NOTEBOOK_DIR, execute_notebook, notebook_paths, outpu
 
 __all__ = [
     "NOTEBOOK_DIR",
+    "changed_beside",
     "execute_notebook",
+    "folder_state",
     "notebook_paths",
     "output_problems",
     "printed_text",
@@ -26,15 +28,45 @@ __all__ = [
 ]
 
 
+#: What each committed notebook's run changed in its own folder, by the notebook's path.
+_CHANGED_BESIDE: dict[Path, list[str]] = {}
+
+
 @cache
 def run_committed(path: Path) -> tuple[nbformat.NotebookNode, float]:
     """The committed notebook at ``path``, executed once per test session, and its seconds.
 
-    Callers must treat the returned notebook as read-only.
+    Callers must treat the returned notebook as read-only.  What the run changed in the
+    notebook's folder is kept for :func:`changed_beside`.
     """
+    before = folder_state(path.parent)
     started = time.perf_counter()
     notebook = execute_notebook(path)
-    return notebook, time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    after = folder_state(path.parent)
+    _CHANGED_BESIDE[path] = sorted(
+        name for name in before.keys() | after if before.get(name) != after.get(name)
+    )
+    return notebook, seconds
+
+
+def changed_beside(path: Path) -> list[str]:
+    """The files that running the committed notebook at ``path`` created or changed beside it."""
+    run_committed(path)
+    return _CHANGED_BESIDE[path]
+
+
+def folder_state(folder: Path) -> dict[str, int]:
+    """Every file under ``folder`` but the notebooks themselves, with its modification time.
+
+    A file a notebook's run writes (notebook 1's slide in ``build/``) appears or changes here;
+    an author editing a notebook while the tests run does not.
+    """
+    return {
+        str(path.relative_to(folder)): path.stat().st_mtime_ns
+        for path in folder.rglob("*")
+        if path.is_file() and path.suffix != ".ipynb"
+    }
 
 
 def printed_text(notebook: nbformat.NotebookNode) -> str:

@@ -71,7 +71,9 @@ def nudged(function: np.ufunc, variant: str) -> Callable[..., Any]:
             bits = argument.view(np.uint64 if values.itemsize == 8 else np.uint32)
             movable &= (bits & 3) == 3
             toward = np.where(bits & 4, np.inf, -np.inf)
-        moved = np.where(movable, np.nextafter(values, toward.astype(values.dtype)), values)
+        with np.errstate(under="ignore"):  # the caller's state: 0's neighbour (left) is tiny
+            nudges = np.nextafter(values, toward.astype(values.dtype))
+        moved = np.where(movable, nudges, values)
         if isinstance(result, np.ndarray):
             if kwargs.get("out") is not None:
                 result[...] = moved

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import base64
 import io
+import math
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import ipywidgets as widgets
 import numpy as np
 import pytest
-from helpers import live_figure_classes, ppo_viz_modules
+from helpers import live_figure_classes, plain, ppo_viz_modules
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
@@ -149,6 +152,26 @@ def test_save_keeps_the_stem_and_writes_a_slide_sized_png_and_an_svg(tmp_path, s
     assert_shows_the_full_figure(app)
 
 
+@pytest.mark.parametrize("stem", ["", ".", "..", "slides/", "slides/..", ".png", "deck/.SVG"])
+def test_save_refuses_a_stem_without_a_file_name_and_writes_nothing(tmp_path, monkeypatch, stem):
+    """``save("")`` returned two paths that did not exist and wrote ``..png.png`` instead."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^stem must end with a file name"):
+        slope_app().save(stem)
+    assert list(tmp_path.rglob("*")) == []
+
+
+def test_save_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
+    """``save("~/slides/x")`` wrote into a folder named ``~`` in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    png, svg = slope_app().save("~/slides/x")
+    assert (png, svg) == (tmp_path / "home/slides/x.png", tmp_path / "home/slides/x.svg")
+    assert png.is_file()
+    assert svg.is_file()
+    assert not (tmp_path / "~").exists()
+
+
 def test_constructor_checks_name_the_argument():
     with pytest.raises(ValueError, match=r"eps must be between 0 and 1, got 1\.5"):
         checked_number("eps", 1.5, (0.0, 1.0))
@@ -174,6 +197,41 @@ def test_every_ppo_viz_module_imports():
         assert problem is None, f"{name}: {problem}"
 
 
+IMPORT_EVERY_MODULE = """
+import warnings
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
+plt.figure()
+before = matplotlib.get_backend()
+state = lambda: (warnings.filters[:], np.geterr(), np.get_printoptions(), dict(matplotlib.rcParams))
+others = state()
+from helpers import ppo_viz_modules
+
+assert all(problem is None for _, problem in ppo_viz_modules())
+print(before, matplotlib.get_backend(), plt.get_fignums(), state() == others)
+"""
+
+
+def test_importing_the_apps_leaves_matplotlibs_backend_alone():
+    """Importing an app module switched the backend to ipympl: a plain script's ``plt.show()``
+    then printed a widget's description.  pyplot's open figure stays open, and the warning
+    filters, numpy's error state and print options and matplotlib's settings stay as they were.
+    """
+    tests = Path(__file__).parent
+    paths = os.pathsep.join([str(tests), str(tests.parent)])  # helpers, and benchmarks for them
+    shown = subprocess.run(
+        [sys.executable, "-c", IMPORT_EVERY_MODULE],
+        env={**os.environ, "MPLBACKEND": "agg", "PYTHONPATH": paths},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.stdout.split() == ["agg", "agg", "[1]", "True"], shown.stdout + shown.stderr
+
+
 def _two_values(control: widgets.Widget) -> list:
     """Another value of the control, then its first one: each redraw after a change."""
     if isinstance(control.value, bool):
@@ -189,8 +247,23 @@ def _two_values(control: widgets.Widget) -> list:
     return [base**v for v in values] if base is not None else values
 
 
+def _unreachable_value(control: widgets.Widget) -> object:
+    """A value code can set but no position of the control gives: NaN on a slider of floats,
+    None (nothing chosen) in a dropdown; ``control.value`` itself for other controls."""
+    if isinstance(control.value, float) and hasattr(control, "max"):
+        return math.nan
+    if isinstance(control, widgets.Dropdown):
+        return None
+    return control.value
+
+
 @pytest.mark.parametrize("app_class", live_figure_classes(), ids=lambda cls: cls.__qualname__)
-def test_every_apps_blitted_redraws_match_a_full_redraw(app_class):
+def test_every_apps_blitted_redraws_match_a_full_redraw_and_unreachable_values_are_refused(
+    app_class,
+):
+    """Each value redraws as a full redraw would; a value set from code that no position of
+    the control gives shows a message naming the control, and the figure stays as it was
+    (issue 31: NaN on notebook 1's ε raised ValueError, None on notebook 4's cell KeyError)."""
     app = app_class()
     assert app.controls, "an app has at least one control"
     for control in app.controls.values():
@@ -198,3 +271,12 @@ def test_every_apps_blitted_redraws_match_a_full_redraw(app_class):
             control.value = value
             assert app.message.value == "", app.message.value
             assert_shows_the_full_figure(app)
+    # LiveFigure refuses such values for any control: the first control that can hold one
+    settable = [c for c in app.controls.values() if _unreachable_value(c) is not c.value]
+    for control in settable[:1]:
+        good, shown = control.value, np.asarray(app.canvas.buffer_rgba()).copy()
+        control.value = _unreachable_value(control)
+        assert plain(app.message.value).startswith(control.description), app.message.value
+        assert np.array_equal(np.asarray(app.canvas.buffer_rgba()), shown)
+        control.value = good  # the app works again
+        assert app.message.value == "", app.message.value

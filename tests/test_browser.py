@@ -39,6 +39,7 @@ from browser_support import (
     require_browser,
 )
 from lab_server import JupyterServer
+from notebook_runner import folder_state
 
 from ppo_viz.app import MAIN_CONTROL
 
@@ -50,12 +51,14 @@ OPEN_TIMEOUT_S = 60
 KIND_PREFERENCE = ("slider", "number", "checkbox")
 
 
-def saved_state(path: Path) -> tuple[bool, bool]:
-    """(the file holds outputs or execution counts, a checkpoint of it exists).
+def saved_state(path: Path) -> tuple[bool, bool, dict[str, int]]:
+    """(the file holds outputs or execution counts, a checkpoint of it exists, the other files
+    beside it with their modification times).
 
-    Saving from the browser would write outputs and create a checkpoint; the test
-    asserts neither appears.  (Comparing contents would also flag an author
-    editing the notebook while the tests run.)
+    Saving from the browser would write outputs and create a checkpoint, and a cell that
+    writes a file (notebook 1's slide) would add or change one beside the notebook; the test
+    asserts none of these happens.  (Comparing contents would also flag an author editing the
+    notebook while the tests run.)
     """
     notebook = nbformat.read(path, as_version=4)
     executed = any(
@@ -64,7 +67,7 @@ def saved_state(path: Path) -> tuple[bool, bool]:
         if cell.cell_type == "code"
     )
     checkpoint = path.parent / ".ipynb_checkpoints" / f"{path.stem}-checkpoint.ipynb"
-    return executed, checkpoint.exists()
+    return executed, checkpoint.exists(), folder_state(path.parent)
 
 
 def relative(path: Path) -> str:
@@ -84,8 +87,15 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def lab_server(browser: Any) -> Iterator[JupyterServer]:
-    """One JupyterLab server rooted at the repository; it serves Notebook 7's pages too."""
-    with JupyterServer("lab", REPO_ROOT) as server:
+    """One JupyterLab server rooted at the repository; it serves Notebook 7's pages too.
+
+    Its kernels start in a scratch folder, so that notebook 1's save cell writes nothing
+    beside the notebooks; the smoke fixture imports its app from its folder, on the path.
+    """
+    fixtures = {"PYTHONPATH": str(FIXTURE_NOTEBOOK.parent)}
+    with JupyterServer(
+        "lab", REPO_ROOT, environment=fixtures, kernels_beside_notebooks=False
+    ) as server:
         yield server
 
 
@@ -133,7 +143,9 @@ def open_and_run_all(
             f"{notebook.name}: code cells {unexecuted} show no execution count "
             f"after {RUN_ALL_TIMEOUT_S} s (prompts {prompts})\n" + server.log_tail(1500)
         )
-        assert saved_state(notebook) == state_before, f"{notebook.name} was saved by the test"
+        assert saved_state(notebook) == state_before, (
+            f"{notebook.name} was saved by the test, or its cells wrote beside it"
+        )
     except BaseException:
         nb.close()  # the next notebook starts from a clean page
         raise

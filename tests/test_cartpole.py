@@ -14,6 +14,7 @@ steps after termination, resets, spaces, the vector form's ``info``.  Where
 
 from __future__ import annotations
 
+import reprlib
 import warnings
 
 import gymnasium
@@ -296,9 +297,11 @@ def test_reset_options_set_the_initial_interval_as_in_gymnasium(options):
         ({"low": "a"}, ValueError),
         ({"low": None}, ValueError),
         ({"low": -np.inf}, OverflowError),
+        ({"low": -1e308, "high": 1e308}, OverflowError),  # high - low is beyond float64
+        ({"low": -(10**400)}, OverflowError),  # an int too large for float64
         (5, TypeError),
     ],
-    ids=repr,
+    ids=reprlib.repr,
 )
 def test_bad_reset_options_are_refused_as_gymnasium_refuses_them(options, refusal):
     with pytest.raises(refusal):
@@ -307,6 +310,25 @@ def test_bad_reset_options_are_refused_as_gymnasium_refuses_them(options, refusa
     with pytest.raises((ValueError, TypeError), match=r"^options"):
         ours.reset(seed=0, options=options)
     assert ours.state is None
+
+
+def snapshot(env: CartPole | CartPoleVector) -> str:
+    """Everything a refused call must leave as it was: state, generators, seeds, counters."""
+    generators = env.np_random if isinstance(env, CartPoleVector) else [env.np_random]
+    draws = [g.bit_generator.state for g in generators]
+    return repr((env.state, draws, env.np_random_seed, env.elapsed_steps))
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["single", "vector"])
+def test_a_refused_reset_changes_nothing(vector):
+    env = CartPoleVector(2) if vector else CartPole()
+    env.reset(seed=1)
+    env.step([0, 1] if vector else 0)
+    before = snapshot(env)
+    for options in ({"low": -1e308, "high": 1e308}, {"high": 10**400}, {"low": 1, "high": 0}):
+        with pytest.raises(ValueError, match=r"^options"):
+            env.reset(seed=5, options=options)
+        assert snapshot(env) == before, options
 
 
 def test_vector_options_apply_to_the_reset_and_not_to_the_autoresets():

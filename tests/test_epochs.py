@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import nbformat
@@ -251,13 +252,13 @@ def test_the_notebook_states_the_default_settings(prose):
     )
 
 
-def test_most_batches_point_at_a_good_arm_and_the_unclipped_run_wins_on_most(prose):
-    """The claims around the survey cell ("most batches ...", things to try 3)."""
+def test_most_batches_point_at_a_good_arm_and_the_unclipped_run_wins_on_most():
+    """The claims around the survey cell ("most batches ...", things to try 3), whose counts
+    the cell prints on the reader's machine."""
     seeds = range(300)
     good_arm, unclipped_wins = survey(seeds)
     assert good_arm > len(seeds) / 2
     assert unclipped_wins > len(seeds) / 2
-    assert_states(prose, "Most batches of this easy bandit point at a good arm", "On most of them")
 
 
 def test_the_runs_are_identical_until_a_ratio_leaves_the_band(runs):
@@ -332,13 +333,21 @@ def test_early_stopping_keeps_the_unclipped_runs_reward(runs, prose):
     assert_states(prose, f"target of {DEFAULT_TARGET_KL:g}")
 
 
+def things_to_try(prose: str) -> list[list[float]]:
+    """The numbers each item of the notebook's "Things to try" states, item by item."""
+    section = prose.split("## Things to try")[1].split(" ## ")[0]  # whitespace made single
+    items = re.split(r"(?:^| )\d+\. ", section.strip())[1:]
+    return [[float(n) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", item)] for item in items]
+
+
 def test_things_to_try_can_be_done_with_the_controls(prose):
-    assert_states(prose, "lower $\\epsilon$ to 0.1 and raise it to 0.4", "more than 0.2?")
+    (low_eps, high_eps), (start, outside), *_ = things_to_try(prose)
     low, high, _ = SETTING_RANGES["eps"]
-    assert low <= 0.1 < 0.4 <= high
-    _, step_high, _ = SETTING_RANGES["step_size"]
-    assert outside_band(run_all(Settings())["clipped"].ratios).max() < 0.2
-    assert outside_band(run_all(Settings(step_size=step_high))["clipped"].ratios).max() > 0.2
+    assert low <= low_eps < high_eps <= high  # 1: lower eps, then raise it
+    assert start == DEFAULT_STEP_SIZE  # 2: raise the step size from the default ...
+    _, step_high, _ = SETTING_RANGES["step_size"]  # ... until ratios leave the band that far
+    assert outside_band(run_all(Settings())["clipped"].ratios).max() < outside
+    assert outside_band(run_all(Settings(step_size=step_high))["clipped"].ratios).max() > outside
     assert SETTING_RANGES["target_kl"][0] < DEFAULT_TARGET_KL < SETTING_RANGES["target_kl"][1]
 
 
@@ -507,21 +516,15 @@ def test_a_seed_that_is_not_a_whole_number_is_refused_before_anything_changes(ex
     assert_figure_shows(explorer, Settings())
 
 
-@pytest.mark.parametrize(
-    ("control", "said"),
-    [
-        ("eps", "The clip size ε must be between 0 and 0.5, got nan."),
-        ("step_size", "The step size must be between 0.05 and 4, got nan."),
-        ("target_kl", "The target KL must be between 0.001 and 0.2, got nan."),
-    ],
-)
-def test_a_nan_from_code_shows_a_message_until_a_good_value_replaces_it(explorer, control, said):
+def test_a_nan_from_code_shows_a_message_until_a_good_value_replaces_it(explorer):
+    """NaN on any slider is refused by LiveFigure (tests/test_app.py); here, what follows."""
     explorer.controls["early_stop"].value = True
-    widget, good = explorer.controls[control], explorer.controls[control].value
+    widget, good = explorer.controls["target_kl"], explorer.controls["target_kl"].value
     widget.value = float("nan")
-    assert plain(explorer.message.value).startswith(said)
+    said = plain(explorer.message.value)
+    assert said.startswith(f"{widget.description} is nan")
     explorer.controls["epochs"].value = 10  # another control: the message stays, nothing redraws
-    assert plain(explorer.message.value).startswith(said)
+    assert plain(explorer.message.value) == said
     assert_figure_shows_settings_only(explorer, Settings(target_kl=explorer.settings.target_kl))
     widget.value = good
     assert_figure_shows(explorer, Settings(n_epochs=10, target_kl=explorer.settings.target_kl))

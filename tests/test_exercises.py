@@ -19,12 +19,14 @@ import ast
 import contextlib
 import html
 import inspect
+import io
 import itertools
 import math
 import multiprocessing
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -319,14 +321,24 @@ def test_textbook_forms_pass_the_core_and_get_the_overflow_note(loss):
     assert f"See {OVERFLOW_LESSON}." in card
 
 
+def whole_numbers(text: str) -> list[int]:
+    """The whole numbers a text states, in order."""
+    return [int(number) for number in re.findall(r"\d+", text)]
+
+
 def test_the_summary_counts_a_textbook_loss_as_passed():
     summary = exercise_summary(textbook_loss, ppo_clip.clip_fraction, learner_grad("nan_overflow"))
-    lines = str(summary).splitlines()
-    assert lines[1] == "Exercises passed (core batches): 3 of 3"
-    assert lines[2] == f"  ppo_clip_loss  core: passed (all {CORE} batches match the reference)"
-    assert " ".join(lines[3].split()) == "going further: NaN for A = 0 with an overflowing ratio"
-    assert " ".join(lines[5].split()) == f"robustness: all {ROBUST} batches match"
+    loss, fraction, grad = summary.results
     assert summary.all_passed
+    assert loss.note_keys == grad.note_keys == ("nan_overflow",)
+    assert fraction.matching_robustness == ROBUST
+    lines = str(summary).splitlines()
+    assert whole_numbers(lines[1]) == [3, 3]  # passed, of three
+    for result in summary.results:  # each line says how its exercise did, with the numbers
+        said = "\n".join(line for line in lines if result.exercise in line)
+        assert CORE in whole_numbers(said)
+        assert all(note.title in str(summary) for note in result.notes)
+    assert ROBUST in whole_numbers(str(summary))
 
 
 # --------------------------------------------------------------------------
@@ -664,8 +676,17 @@ def test_not_a_function_is_reported_not_raised():
     result = check_grad(3)
     assert result.mistakes == ("error",)
     assert "expects your function" in str(result)
-    with pytest.raises(ValueError, match="time_limit_s"):
-        check_grad(ppo_clip.ppo_clip_grad, time_limit_s=0)
+
+
+@pytest.mark.parametrize("limit", [0, -1.0, math.nan, math.inf, 1e7, True, "3"], ids=repr)
+def test_a_time_limit_that_is_not_a_positive_number_up_to_a_day_is_refused_before_any_call(
+    limit,
+):
+    """1e7 s passed the check and then overflowed the wait for the first call."""
+    calls = []
+    with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
+        check_grad(lambda *args: calls.append(args), time_limit_s=limit)
+    assert not calls
 
 
 def test_learner_warnings_are_silenced_and_never_raise():
@@ -1085,20 +1106,81 @@ def test_an_integer_too_large_for_float64_is_a_wrong_type():
     assert "an integer too large for float64" in str(result)
 
 
-def test_printed_output_is_captured_and_shortened(capsys):
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "without fork"])
+def test_printed_output_is_captured_and_shortened(capfd, request, fork):
+    """From Python's streams and from file descriptors 1 and 2: ``os.write`` and a shell's
+    output reached the notebook past the capture, once per batch."""
+    if not fork:
+        request.getfixturevalue("without_fork")
+
     def chatty(logp_new, logp_old, advantages, eps=0.2):
         print("x" * 200_000)
+        os.write(1, b"one\n")
+        os.write(2, b"two\n")
+        os.system("echo shell")
         return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
 
     result = check_loss(chatty)
-    assert capsys.readouterr() == ("", "")
+    assert capfd.readouterr() == ("", "")
     assert result.passed
-    total = 200_001 * len(battery())
-    assert result.printed == (
-        f"Your function printed {total} characters in {len(battery())} calls while it was "
-        f"checked; on {battery()[0].label} it printed (cut at 300 characters): {'x' * 300!r}"
-    )
+    calls, per_call = len(battery()), len("x" * 200_000 + "\none\ntwo\nshell\n")
+    numbers = {str(per_call * calls), str(calls), str(sandbox.OUTPUT_LIMIT)}  # all, calls, cut
+    assert numbers <= set(re.findall(r"\d+", result.printed))
+    assert f"{'x' * 300!r}" in result.printed
     assert len(str(result)) < 2000
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for its parent does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_process_the_function_starts_does_not_outlive_the_check(tmp_path):
+    """A ``sleep 600`` started by the function, then a loop, outlived the check."""
+    started = tmp_path / "pids"
+
+    def starts_processes(logp_new, logp_old, advantages, eps=0.2):
+        with started.open("a") as pids:
+            print(subprocess.Popen(["sleep", "600"]).pid, file=pids)
+        while len(advantages) > 1000:  # on the largest batch: never returns
+            pass
+        return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
+
+    result = check_loss(starts_processes, time_limit_s=QUICK_LIMIT_S)
+    assert result.note_keys == ("timeout",)
+    pids = [int(pid) for pid in started.read_text().split()]
+    assert len(pids) > 1  # calls that returned, and the one stopped
+    deadline = time.monotonic() + MARGIN_S
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [pid for pid in pids if alive(pid)]
+
+
+def test_without_fork_a_call_that_ends_late_puts_nothing_back(without_fork, monkeypatch):
+    """It put back the streams, warning filters and module names of before the check, dropping
+    what the notebook had set since."""
+    release = threading.Event()
+
+    def waits(logp_new, logp_old, advantages, eps=0.2):
+        release.wait(600)  # returns after the check gave up on it
+        return 0.0
+
+    result = check_loss(waits, time_limit_s=QUICK_LIMIT_S)
+    assert result.mistakes == ("timeout",)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="the notebook's own filter")
+        since = (io.StringIO(), warnings.filters[0], lambda: "the notebook's own")
+        monkeypatch.setattr(sys, "stdout", since[0])
+        monkeypatch.setattr(ppo_clip, "worked_example", since[2])
+        release.set()
+        (late,) = [t for t in threading.enumerate() if t.name == "learner function"]
+        late.join(MARGIN_S)
+        assert not late.is_alive()
+        assert (sys.stdout, warnings.filters[0], ppo_clip.worked_example) == since
 
 
 def test_the_summary_never_raises_and_keeps_to_the_time_limits():
@@ -1446,16 +1528,16 @@ def test_summary_of_a_finished_notebook():
         ppo_clip.ppo_clip_loss, learner_clip_fraction("sign_blind"), learner_grad(), questions
     )
     text = str(summary)
-    assert text.splitlines()[:2] == [
-        "PPO clipped loss: exercise summary",
-        "Exercises passed (core batches): 2 of 3",
-    ]
-    assert f"ppo_clip_loss  core: passed (all {CORE} batches match the reference)" in text
-    assert "clip_fraction  core: needs work: Counted |r - 1| > eps as clipped" in text
-    assert "robustness: nothing to note beyond the core findings" in text
-    assert f"Concept questions right at the first try: {len(ANSWERS) - 1} of {len(ANSWERS)}" in text
-    assert re.search(r"A = -1, r = 1\.5\s+right after 2 tries", text)
+    assert [result.passed for result in summary.results] == [True, False, True]
     assert not summary.all_passed
+    lines = text.splitlines()
+    assert whole_numbers(lines[1]) == [2, 3]  # passed, of three
+    assert summary.results[1].findings[0].title in text  # what the failed one needs
+    answered = next(line for line in lines if "Concept questions" in line)
+    assert whole_numbers(answered) == [len(ANSWERS) - 1, len(ANSWERS)]  # right first, of all
+    wrong_way = questions["wrong_way"]
+    assert re.search(rf"{re.escape(wrong_way.title)}\s+{re.escape(wrong_way.outcome)}", text)
+    assert whole_numbers(wrong_way.outcome) == [2]  # tries
     assert escape(text) in summary._repr_html_()
 
 
@@ -1628,10 +1710,10 @@ def test_notebook_runs_clean_with_correct_bodies():
         cell.source = CORRECT_BODIES[name].strip()
     execute_notebook(notebook)
     assert not output_problems(notebook)
-    printed = printed_text(notebook)
-    assert "Exercises passed (core batches): 3 of 3" in printed, printed
-    assert printed.count(f"core: passed (all {CORE} batches match the reference)") == 3
-    assert printed.count(f"robustness: all {ROBUST} batches match") == 3
+    lines = printed_text(notebook).splitlines()
+    passed = next(line for line in lines if "passed" in line and "of 3" in line)
+    assert whole_numbers(passed) == [3, 3], lines
+    assert [whole_numbers(line) for line in lines if "robustness" in line] == [[ROBUST]] * 3
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,13 @@ from pathlib import Path
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from notebook_runner import NOTEBOOK_DIR, notebook_paths, output_problems, run_committed
+from notebook_runner import (
+    NOTEBOOK_DIR,
+    changed_beside,
+    notebook_paths,
+    output_problems,
+    run_committed,
+)
 
 from ppo_viz.export import make_static
 from ppo_viz.export.__main__ import write_page
@@ -39,6 +45,13 @@ def executed(request) -> nbformat.NotebookNode:
 def test_runs_without_errors_or_warnings(executed):
     problems = output_problems(executed)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_running_it_for_the_export_or_a_test_writes_nothing_beside_it(path):
+    """Notebook 1's save cell wrote ``notebooks/build/`` over a slide a teacher saved there."""
+    assert changed_beside(path) == []
 
 
 @pytest.mark.notebook

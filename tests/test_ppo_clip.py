@@ -9,6 +9,7 @@ also means "no overflow warning on the way".
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from fractions import Fraction
@@ -29,6 +30,7 @@ from ppo_clip import (
     surrogate_grad,
     surrogate_loss,
 )
+from ppo_clip_inputs import checked_eps, checked_log_ratio
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -276,6 +278,91 @@ def test_ratio_underflow_to_zero_is_handled():
     assert not breakdown.is_clipped[0]
     assert loss == 0.0
     assert grad.tolist() == [0.0]
+
+
+# --------------------------------------------------------------------------
+# Edges: whatever numpy error state the caller set (issue 31, section 3)
+# --------------------------------------------------------------------------
+
+#: A batch where float64 under- and overflows on the way: ratios that underflow to 0 and to a
+#: subnormal number, ratios that overflow (one with A == 0), finite log-probabilities too far
+#: apart for float64 to hold their difference, products r*A too large and too small for
+#: float64, and terms too small to divide by N.
+EDGE_BATCH = (
+    np.array([-800.0, -720.0, 0.0, 0.0, 0.0, -1.0, 1e308, 0.0, 0.0]),
+    np.array([0.0, 0.0, -1000.0, -1000.0, -0.5, 0.0, -1e308, 0.0, -0.1]),
+    np.array([1.0, -2.0, 0.0, 1.0, 1.7e308, 5e-324, 1.0, 1e-310, -1e-300]),
+)
+#: Ratios for a sweep: 0, subnormal, ordinary and huge, times tiny and huge advantages.
+SWEEP_GRID = np.array([0.0, 5e-324, 1e-300, 0.5, 1.0, 1.5, 1e300])
+
+
+def every_value(breakdown: ppo_clip.ClipBreakdown) -> dict:
+    """Every array and number a breakdown offers (its partial losses too)."""
+    values = {name: getattr(breakdown, name) for name in BREAKDOWN_ATTRIBUTES}
+    values["loss_contribution"] = breakdown.loss_contribution
+    values["partial_losses"] = [breakdown.partial_loss(k) for k in range(1, breakdown.n + 1)]
+    for objective in ppo_clip.OBJECTIVES:
+        values[objective] = ppo_clip.objective_terms(breakdown, objective)
+        values[f"{objective} grad"] = ppo_clip.objective_grad(breakdown, objective)
+    return values
+
+
+#: A call of every public function of ppo_clip (each ClipBreakdown member through every_value).
+PUBLIC_CALLS = {
+    "ppo_clip_loss": lambda: ppo_clip_loss(*EDGE_BATCH),
+    "clip_fraction": lambda: clip_fraction(*EDGE_BATCH, 0.0),
+    "ppo_clip_grad": lambda: ppo_clip_grad(*EDGE_BATCH),
+    "clip_breakdown": lambda: every_value(clip_breakdown(*EDGE_BATCH, 1.0)),
+    "clip_breakdown, variants": lambda: every_value(
+        clip_breakdown(*EDGE_BATCH, eps_low=0.1, eps_high=0.3, dual_clip=3.0)
+    ),
+    **{
+        f"{f.__name__}, {objective}": lambda f=f, objective=objective: f(
+            *EDGE_BATCH, objective=objective
+        )
+        for f in (surrogate_loss, surrogate_grad)
+        for objective in ppo_clip.OBJECTIVES
+    },
+    **{
+        f"ratio_sweep, A = {advantage}": lambda advantage=advantage: every_value(
+            ratio_sweep(SWEEP_GRID, advantage, dual_clip=2.0)
+        )
+        for advantage in (5e-324, -1e-300, 1.7e308)
+    },
+    # a long double too small for float64 (where long double is wider): read as 0
+    "ppo_clip_loss, long double": lambda: ppo_clip_loss(
+        np.array([np.longdouble("1e-4000"), 0.0], dtype=np.longdouble), [0.0, 0.0], [1.0, 1.0]
+    ),
+    "clip_band": lambda: ppo_clip.clip_band(0.2, eps_high=0.3),
+    "worked_example": lambda: tuple(ppo_clip.worked_example()),
+}
+
+
+def test_every_public_function_has_a_call_under_the_callers_error_state():
+    functions = {name for name in ppo_clip.__all__ if inspect.isfunction(getattr(ppo_clip, name))}
+    called = {name.split(",")[0] for name in PUBLIC_CALLS}
+    called |= {"objective_terms", "objective_grad"}  # by every_value, on each breakdown
+    assert functions <= called, functions - called
+
+
+@pytest.mark.parametrize("call", PUBLIC_CALLS.values(), ids=PUBLIC_CALLS.keys())
+def test_the_callers_numpy_error_state_changes_nothing(call):
+    """After ``np.seterr(all="raise")`` every public function still answers, the same."""
+    with np.errstate(all="ignore"):
+        expected = call()
+    with np.errstate(all="raise"):
+        got = call()
+    np.testing.assert_equal(got, expected)
+
+
+def test_log_probabilities_too_far_apart_for_float64_give_an_infinite_ratio_without_a_warning():
+    """Finite inputs whose difference float64 cannot hold: the ratio is inf or 0, as exp says."""
+    far_apart = ([1e308, -1e308], [-1e308, 1e308], [-1.0, 1.0])
+    breakdown = clip_breakdown(*far_apart)  # under the default error state: no RuntimeWarning
+    assert breakdown.ratio.tolist() == [math.inf, 0.0]
+    assert ppo_clip_loss(*far_apart) == math.inf
+    assert ppo_clip_grad(*far_apart).tolist() == [math.inf, 0.0]
 
 
 # --------------------------------------------------------------------------
@@ -655,6 +742,10 @@ def test_positive_log_densities_work():
 
 # --------------------------------------------------------------------------
 # Bad input: the right exception, naming the argument and the problem
+#
+# Each case of the input checks (ppo_clip_inputs) is tested once, on the check itself, and
+# each public function's use of the checks once (issue 31, section 5: the same 17 cases went
+# through 3 arguments of 6 functions, 306 tests of one checker).
 # --------------------------------------------------------------------------
 
 ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
@@ -681,6 +772,8 @@ BAD_VALUE_CASES = [
     (["a", "b", "c"], TypeError, "{name} must contain real numbers, got dtype <U1 (text)"),
     ([-0.1, "x", -0.3], TypeError, "{name} must contain real numbers"),
     ([-0.1, object(), -0.3], TypeError, "{name} must contain only numbers"),
+    # numpy casts None to NaN: "is nan" would send the user looking for a NaN never written
+    ([-0.1, None, -0.3], TypeError, "{name} must contain only numbers"),
     ([1j, 2j, 3j], TypeError, "{name} must contain real numbers, got dtype complex128"),
     ([True, False, True], TypeError, "{name} must contain real numbers, got dtype bool"),
     ("abc", TypeError, "{name} must be a 1-D array of numbers, got str"),
@@ -688,27 +781,18 @@ BAD_VALUE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("function", ALL_BATCH_FUNCTIONS, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("position", [0, 1, 2], ids=ARGUMENT_NAMES)
 @pytest.mark.parametrize(
-    ("bad", "error", "message"), BAD_VALUE_CASES, ids=[str(i) for i in range(len(BAD_VALUE_CASES))]
+    ("case", "bad", "error", "message"),
+    [(i, *case) for i, case in enumerate(BAD_VALUE_CASES)],
+    ids=[str(i) for i in range(len(BAD_VALUE_CASES))],
 )
-def test_bad_array_is_rejected_naming_argument_and_problem(function, position, bad, error, message):
+def test_the_input_check_refuses_a_bad_array_naming_it_and_the_problem(case, bad, error, message):
+    position = case % 3  # each argument's name in turn
     expected = message.format(name=ARGUMENT_NAMES[position])
     with pytest.raises(error, match=re.escape(expected)):
-        function(*with_argument(position, bad))
+        checked_log_ratio(*with_argument(position, bad))
 
 
-@pytest.mark.parametrize("position", [0, 1, 2], ids=ARGUMENT_NAMES)
-def test_none_inside_an_array_is_reported_as_non_numeric_not_as_nan(position):
-    # numpy turns None into NaN when casting to float; a message saying "is nan" would send
-    # the user looking for a NaN they never wrote.
-    name = ARGUMENT_NAMES[position]
-    with pytest.raises(TypeError, match=re.escape(f"{name} must contain only numbers")):
-        ppo_clip_loss(*with_argument(position, [-0.1, None, -0.3]))
-
-
-@pytest.mark.parametrize("function", ALL_BATCH_FUNCTIONS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize(
     ("args", "described"),
     [
@@ -717,16 +801,16 @@ def test_none_inside_an_array_is_reported_as_non_numeric_not_as_nan(position):
         (([-0.1] * 3, [-0.2] * 3, [1.0]), "logp_new has 3, logp_old has 3, advantages has 1"),
     ],
 )
-def test_lengths_that_differ_are_rejected_with_every_length(function, args, described):
+def test_the_input_check_refuses_lengths_that_differ_with_every_length(args, described):
     with pytest.raises(
         ValueError, match=re.escape(f"inputs must have the same length: {described}")
     ):
-        function(*args)
+        checked_log_ratio(*args)
 
 
 def test_ragged_input_is_rejected_naming_the_argument():
     with pytest.raises((TypeError, ValueError), match=r"^advantages"):
-        ppo_clip_loss([-0.1, -0.2], [-0.2, -0.2], [[1.0, 2.0], [3.0]])
+        checked_log_ratio([-0.1, -0.2], [-0.2, -0.2], [[1.0, 2.0], [3.0]])
 
 
 BAD_EPS_CASES = [
@@ -746,30 +830,36 @@ BAD_EPS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("function", ALL_BATCH_FUNCTIONS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize(
     ("eps", "error", "message"), BAD_EPS_CASES, ids=[str(i) for i in range(len(BAD_EPS_CASES))]
 )
-def test_bad_eps_is_rejected_with_its_value(function, eps, error, message):
+def test_the_clip_size_check_refuses_a_bad_eps_with_its_value(eps, error, message):
     with pytest.raises(error, match=re.escape(message)):
-        function(*GOOD_ARGS, eps)
+        checked_eps("eps", eps)
 
 
-@pytest.mark.parametrize("name", ["eps_low", "eps_high"])
+@pytest.mark.parametrize("function", ALL_BATCH_FUNCTIONS, ids=lambda f: f.__name__)
+def test_each_function_checks_its_inputs(function):
+    """Its arrays, their lengths and its eps, each refused naming the argument."""
+    with pytest.raises(ValueError, match=re.escape("advantages[1] is nan")):
+        function(*with_argument(2, [1.0, math.nan, 0.5]))
+    with pytest.raises(TypeError, match=re.escape("logp_old must be a 1-D array")):
+        function(*with_argument(1, None))
+    with pytest.raises(ValueError, match=re.escape("logp_new has 2, logp_old has 3")):
+        function(*with_argument(0, [-0.1, -0.2]))
+    with pytest.raises(ValueError, match=re.escape("eps must be between 0 and 1, got 1.5")):
+        function(*GOOD_ARGS, 1.5)
+
+
 @pytest.mark.parametrize(
-    ("value", "error", "problem"),
-    [
-        (-0.2, ValueError, "must be between 0 and 1, got -0.2"),
-        (1.01, ValueError, "must be between 0 and 1, got 1.01"),
-        (math.nan, ValueError, "must be a finite number, got nan"),
-        ("0.28", TypeError, "must be a real number, got str"),
-    ],
+    ("function", "name"),
+    [(f, name) for f in (clip_breakdown, ratio_sweep) for name in ("eps_low", "eps_high")],
+    ids=lambda value: getattr(value, "__name__", value),
 )
-def test_bad_asymmetric_bound_is_rejected_naming_it(name, value, error, problem):
-    with pytest.raises(error, match=re.escape(f"{name} {problem}")):
-        clip_breakdown(*GOOD_ARGS, **{name: value})
-    with pytest.raises(error, match=re.escape(f"{name} {problem}")):
-        ratio_sweep([1.0], 1.0, **{name: value})
+def test_bad_asymmetric_bound_is_rejected_naming_it(function, name):
+    args = GOOD_ARGS if function is clip_breakdown else ([1.0], 1.0)
+    with pytest.raises(ValueError, match=re.escape(f"{name} must be between 0 and 1, got 1.01")):
+        function(*args, **{name: 1.01})
 
 
 @pytest.mark.parametrize(
@@ -787,30 +877,18 @@ def test_bad_dual_clip_is_rejected(value, error, message):
 
 
 @pytest.mark.parametrize(
-    ("function", "args", "error", "message"),
+    ("args", "error", "message"),
     [
-        (
-            ratio_sweep,
-            ([0.5, -0.5], 1.0),
-            ValueError,
-            "ratios[1] is -0.5; ratios cannot be negative",
-        ),
-        (ratio_sweep, ([0.5, math.inf], 1.0), ValueError, "ratios[1] is inf"),
-        (ratio_sweep, ([], 1.0), ValueError, "ratios is empty"),
-        (ratio_sweep, ([[1.0]], 1.0), ValueError, "ratios must be 1-D"),
-        (ratio_sweep, (["1"], 1.0), TypeError, "ratios must contain real numbers"),
-        (ratio_sweep, ([1.0], math.nan), ValueError, "advantage must be a finite number, got nan"),
-        (ratio_sweep, ([1.0], "1"), TypeError, "advantage must be a real number, got str"),
-        (ratio_sweep, ([1.0], 1.0, 1.2), ValueError, "eps must be between 0 and 1, got 1.2"),
-        (ratio_sweep, ([-1.0], 1.0), ValueError, "ratios[0] is -1.0"),
-        (ratio_sweep, ([1.0], None), TypeError, "advantage must be a real number"),
-        (ratio_sweep, ([1.0], 1.0, -0.5), ValueError, "eps must be between 0 and 1"),
-        (ratio_sweep, ([1.0], [1.0]), TypeError, "advantage must be a real number, got list"),
+        (([0.5, -0.5], 1.0), ValueError, "ratios[1] is -0.5; ratios cannot be negative"),
+        (([0.5, math.inf], 1.0), ValueError, "ratios[1] is inf"),
+        (([1.0], math.nan), ValueError, "advantage must be a finite number, got nan"),
+        (([1.0], [1.0]), TypeError, "advantage must be a real number, got list"),
+        (([1.0], 1.0, 1.2), ValueError, "eps must be between 0 and 1, got 1.2"),
     ],
 )
-def test_bad_sweep_input_is_rejected(function, args, error, message):
+def test_bad_sweep_input_is_rejected(args, error, message):
     with pytest.raises(error, match=re.escape(message)):
-        function(*args)
+        ratio_sweep(*args)
 
 
 @pytest.mark.parametrize("function", [surrogate_loss, surrogate_grad])

@@ -211,39 +211,32 @@ class Stream:
         return iter([-0.1, -0.2])
 
 
-@pytest.mark.parametrize("position", [0, 1, 2], ids=["logp_new", "logp_old", "advantages"])
-@pytest.mark.parametrize(
-    ("value", "error", "message"),
-    [
-        (bytearray(b"ab"), TypeError, "{name} must be a 1-D array of numbers, got bytearray"),
-        (memoryview(b"ab"), TypeError, "{name} must be a 1-D array of numbers, got memoryview"),
-        (memoryview(bytearray(2)), TypeError, "{name} must be a 1-D array of numbers, got memo"),
-        (b"ab", TypeError, "{name} must be a 1-D array of numbers, got bytes"),
-        ([np.array(True), -0.5], TypeError, "{name}[0] is array(True), a boolean"),
-        ((-0.5, np.array(False)), TypeError, "{name}[1] is array(False), a boolean"),
-        (deque([True, -0.5]), TypeError, "{name}[0] is True, a boolean"),
-        (np.array([np.array(True), 0.5], dtype=object), TypeError, "{name}[0] is np.True_, a"),
-        ({0: -0.1, 1: -0.2}.values(), TypeError, "{name} is a dict_values, which numpy does not"),
-        ({-0.1: 0, -0.2: 1}.keys(), TypeError, "{name} is a dict_keys, which numpy does not"),
-        (Stream(), TypeError, "{name} is a Stream, which numpy does not read as an array"),
-        (object(), TypeError, "{name} must be a 1-D array of numbers, got object"),
-    ],
-    ids=[
-        "bytearray",
-        "memoryview",
-        "memoryview-of-bytearray",
-        "bytes",
-        "0-d-bool-array",
-        "0-d-bool-array-in-tuple",
-        "bool-in-deque",
-        "0-d-bool-array-in-object-array",
-        "dict-values",
-        "dict-keys",
-        "iterable",
-        "object",
-    ],
-)
-def test_containers_numpy_misreads_are_refused_by_name(position, value, error, message):
+#: name: (value, error, message with {name} for the argument's name)
+MISREAD_CASES = {
+    "bytearray": (bytearray(b"ab"), TypeError, "{name} must be a 1-D array of numbers, got byte"),
+    "memoryview": (memoryview(b"ab"), TypeError, "{name} must be a 1-D array of numbers, got mem"),
+    "memoryview-of-bytearray": (memoryview(bytearray(2)), TypeError, "{name} must be a 1-D a"),
+    "bytes": (b"ab", TypeError, "{name} must be a 1-D array of numbers, got bytes"),
+    "0-d-bool-array": ([np.array(True), -0.5], TypeError, "{name}[0] is array(True), a boolean"),
+    "0-d-bool-array-in-tuple": ((-0.5, np.array(False)), TypeError, "{name}[1] is array(False)"),
+    "bool-in-deque": (deque([True, -0.5]), TypeError, "{name}[0] is True, a boolean"),
+    "0-d-bool-array-in-object-array": (
+        np.array([np.array(True), 0.5], dtype=object),
+        TypeError,
+        "{name}[0] is np.True_, a",
+    ),
+    "dict-values": ({0: -0.1}.values(), TypeError, "{name} is a dict_values, which numpy does no"),
+    "dict-keys": ({-0.1: 0}.keys(), TypeError, "{name} is a dict_keys, which numpy does not"),
+    "iterable": (Stream(), TypeError, "{name} is a Stream, which numpy does not read as an array"),
+    "object": (object(), TypeError, "{name} must be a 1-D array of numbers, got object"),
+}
+
+
+@pytest.mark.parametrize("case", MISREAD_CASES)
+def test_containers_numpy_misreads_are_refused_by_name(case):
+    """Each case once, at one of the three arguments in turn (one check reads all three)."""
+    value, error, message = MISREAD_CASES[case]
+    position = list(MISREAD_CASES).index(case) % 3
     name = ("logp_new", "logp_old", "advantages")[position]
     args = list(GOOD)
     args[position] = value

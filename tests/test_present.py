@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,10 +22,13 @@ from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from helpers import live_figure_classes
 from lab_server import free_port
 from matplotlib.text import Text
+from notebook_runner import folder_state
 
+from ppo_viz import present
 from ppo_viz.style import PRESENT_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK_1 = REPO / present.DEFAULT_NOTEBOOK
 #: 14 pt on a screen that shows CSS pixels at 96 per inch.
 SMALLEST_TEXT_PX = 14 * 96 / 72
 PROJECTOR = {"width": 1280, "height": 800}
@@ -56,9 +60,50 @@ def test_the_readme_command_runs_the_module_on_notebook_1():
     assert command.startswith("python3 -m venv .venv")
 
 
+def test_the_lecture_serves_a_copy_of_the_notebook_from_a_folder_removed_after(monkeypatch):
+    """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
+    served = []
+
+    class Voila:
+        def __init__(self, command, env):
+            notebook = Path(command[3])
+            served.append((notebook, notebook.read_bytes(), env["PYTHONPATH"]))
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(present.subprocess, "Popen", Voila)
+    monkeypatch.setattr(present.signal, "signal", lambda *_: None)
+    assert present.main([str(NOTEBOOK_1), "--port", "1"]) == 0
+    ((notebook, content, import_path),) = served
+    assert notebook.name == NOTEBOOK_1.name
+    assert not notebook.is_relative_to(NOTEBOOK_1.parent)
+    assert content == NOTEBOOK_1.read_bytes()
+    assert import_path.split(os.pathsep)[0] == str(NOTEBOOK_1.parent)
+    assert not notebook.parent.exists()
+
+
+def test_a_port_voila_cannot_listen_on_is_refused_before_it_starts(monkeypatch, capsys):
+    """--port 70000 printed an address nothing answered; a port in use made Voilà move to
+    another one while the address printed stayed."""
+    monkeypatch.setattr(present.subprocess, "Popen", None)  # Voilà must not start
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        in_use = taken.getsockname()[1]
+        for port, said in ((70000, "must be from 1 to 65535"), (in_use, "is in use")):
+            assert present.main([str(NOTEBOOK_1), "--port", str(port)]) == 2
+            printed = capsys.readouterr()
+            assert printed.out == ""
+            assert printed.err.startswith("error: ")
+            assert said in printed.err
+    assert "--Voila.port_retries=0" in present.voila_command(NOTEBOOK_1, 1)
+
+
 @pytest.mark.browser
 def test_notebook_1_as_a_lecture_in_chromium():
     require_browser()
+    beside = folder_state(NOTEBOOK_1.parent)
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "ppo_viz.present", "--port", str(port)],
@@ -106,6 +151,7 @@ def test_notebook_1_as_a_lecture_in_chromium():
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+    assert folder_state(NOTEBOOK_1.parent) == beside, "the lecture wrote beside the notebooks"
 
 
 FRAME_HOOK = """() => {

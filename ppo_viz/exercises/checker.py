@@ -9,7 +9,6 @@ decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.
 
 from __future__ import annotations
 
-import math
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +24,14 @@ from ppo_viz.exercises.mistakes import (
     value_findings,
 )
 from ppo_viz.exercises.questions import ConceptQuestion
-from ppo_viz.exercises.sandbox import OUTPUT_LIMIT, TIME_LIMIT_S, Call, Function, call_battery
+from ppo_viz.exercises.sandbox import (
+    MAX_TIME_LIMIT_S,
+    OUTPUT_LIMIT,
+    TIME_LIMIT_S,
+    Call,
+    Function,
+    call_battery,
+)
 from ppo_viz.html import Markup, join, message, page, tag
 from ppo_viz.numbers import count, exact
 
@@ -148,13 +154,16 @@ def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S)
     Each call may take ``time_limit_s`` seconds; after one that takes longer, the function is
     not called again.  Whatever ``function`` does is reported, never raised; Ctrl-C stops the
     check (``KeyboardInterrupt``).  Raises ``ValueError`` for an unknown ``kind`` or a time limit
-    that is not a positive number of seconds.
+    that is not a positive number of seconds up to :data:`.MAX_TIME_LIMIT_S`.
     """
     if kind not in FUNCTION_NAMES:
         raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
     number = isinstance(time_limit_s, (int, float)) and not isinstance(time_limit_s, bool)
-    if not (number and 0 < time_limit_s < math.inf):
-        raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
+    if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
+        raise ValueError(
+            f"time_limit_s must be a positive number of seconds, at most {MAX_TIME_LIMIT_S:g} "
+            f"(a day), got {time_limit_s!r}"
+        )
     name = FUNCTION_NAMES[kind]
     if not callable(function):
         text = f"check_{kind} expects your function (the name after def, without parentheses), "

@@ -1,15 +1,20 @@
 """Running a learner's function on the battery: a time limit and Ctrl-C that always win.
 
-The calls run in a child forked from this process, so nothing the function does (to streams,
-signal handlers, ``sys.modules``, numpy, :mod:`ppo_clip`) reaches the notebook.  When a call's
-time is up, the child's timer notes the line it runs and ends the child with ``os._exit``, which
-no ``except`` catches; one stuck in compiled code is killed :data:`GRACE_S` later.  Ctrl-C kills
-the child and stops the check.  Without fork (Windows) the calls run in a daemon thread, waited
-for at most the limit each: a function that never returns runs on (``stopped`` False).
+The calls run in a child forked from this process, in a process group of its own, so nothing
+the function does (to streams, signal handlers, ``sys.modules``, numpy, :mod:`ppo_clip`)
+reaches the notebook, and nothing it starts (``subprocess.Popen``, ``os.system``) outlives the
+check: the whole group is killed at the end.  When a call's time is up, the child's timer notes
+the line it runs and ends the child with ``os._exit``, which no ``except`` catches; one stuck in
+compiled code is killed :data:`GRACE_S` later.  Ctrl-C kills the child and stops the check.
+What a call writes is kept, from Python's streams and from file descriptors 1 and 2 alike
+(``os.write``, a shell's output, C code).  Without fork (Windows) the calls run in a daemon
+thread, waited for at most the limit each: a function that never returns runs on (``stopped``
+False), and the streams and warning filters are the check's only while it lasts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import multiprocessing
 import numbers
@@ -17,11 +22,11 @@ import os
 import queue
 import signal
 import sys
+import tempfile
 import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +37,9 @@ from ppo_viz.exercises.battery import ARGUMENT_NAMES, CheckBatch, FloatArray, Ki
 
 #: Seconds one call of the learner's function may take.
 TIME_LIMIT_S = 3.0
+#: The longest time limit a check takes: a day (the wait for a call fails beyond about 24.8
+#: days, the most milliseconds ``poll`` takes).
+MAX_TIME_LIMIT_S = 86_400.0
 #: How long after the limit a child stuck in compiled code is killed.
 GRACE_S = 0.5
 #: How many characters of a call's printed output are kept.
@@ -91,6 +99,7 @@ def _in_a_child(function: Function, kind: Kind, batches: Batches, limit_s: float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork with threads
         child.start()
+    own_group = _own_process_group(child.pid)  # the child does it too: whoever is first
     sender.close()
     try:
         for _ in batches:
@@ -108,13 +117,27 @@ def _in_a_child(function: Function, kind: Kind, batches: Batches, limit_s: float
                 return
     finally:
         receiver.close()
+        if own_group:  # the child and whatever it started and left running
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
         child.kill()
         child.join()
 
 
+def _own_process_group(pid: int) -> bool:
+    """Make ``pid`` the leader of a process group of its own; whether that worked."""
+    try:
+        os.setpgid(pid, pid)
+    except OSError:  # it ended already, or left for a group of its own choosing
+        return False
+    return True
+
+
 def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sender: Any) -> None:
     """The child process: each call with its own time limit, its fields sent to the checker."""
-    sys.stdout = sys.stderr = io.StringIO()  # nothing the child prints reaches the notebook
+    _own_process_group(0)
+    output = Output()
+    output.install()  # for good: nothing the child writes reaches the notebook
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the checker's to handle
 
     def time_up(signum: int, frame: Any) -> None:
@@ -123,57 +146,128 @@ def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sen
 
     signal.signal(signal.SIGALRM, time_up)
     for batch in batches:
+        sys.stdout = sys.stderr = output.text  # whatever the last call set them to
         signal.setitimer(signal.ITIMER_REAL, limit_s)
-        fields = _call(function, kind, batch)
+        with warnings.catch_warnings():  # each call's own filters, here in the child
+            warnings.simplefilter("ignore")
+            fields = _call(function, kind, batch, output)
         signal.setitimer(signal.ITIMER_REAL, 0)
         sender.send(fields)
 
 
 def _in_a_thread(function: Function, kind: Kind, batches: Batches, limit_s: float) -> Calls:
-    """Each call's fields, from a daemon thread; the streams and warning filters restored after."""
+    """Each call's fields, from a daemon thread.
+
+    The streams, file descriptors 1 and 2 and the warning filters are the check's while it
+    lasts, set and put back here, in the notebook's thread: a call still running after its
+    time limit puts back nothing when it ends, and is not reported.
+    """
     done: queue.Queue[Fields] = queue.Queue()
-    late, streams, filters = threading.Event(), (sys.stdout, sys.stderr), list(warnings.filters)
+    late, output = threading.Event(), Output()
 
     def work() -> None:
         for batch in batches:
-            if not late.is_set():
-                done.put(_call(function, kind, batch))
-
-    threading.Thread(target=work, name="learner function", daemon=True).start()
-    try:
-        for _ in batches:
-            try:
-                yield done.get(timeout=limit_s + GRACE_S)
-            except queue.Empty:
-                late.set()
-                yield {"timed_out": True, "stopped": False}
+            if late.is_set():
                 return
+            fields = _call(function, kind, batch, output, late)
+            if not late.is_set():
+                done.put(fields)
+
+    for stream in (sys.stdout, sys.stderr):  # what the notebook wrote, before the check's
+        with contextlib.suppress(Exception):
+            stream.flush()
+    restore = output.install()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            threading.Thread(target=work, name="learner function", daemon=True).start()
+            for _ in batches:
+                try:
+                    yield done.get(timeout=limit_s + GRACE_S)
+                except queue.Empty:
+                    late.set()
+                    yield {"timed_out": True, "stopped": False}
+                    return
     finally:
-        sys.stdout, sys.stderr = streams
-        warnings.filters[:] = filters
+        restore()
 
 
-def _call(function: Function, kind: Kind, batch: CheckBatch) -> Fields:
-    """One call on fresh copies of the batch's arrays, output kept, warnings silenced."""
-    inputs, output, fields = batch.inputs(), io.StringIO(), {}
+class Output:
+    """What calls write, to Python's streams and to file descriptors 1 and 2, once installed.
+
+    The descriptors go to a temporary file, so ``os.write(1, ...)``, the output of a shell that
+    ``os.system`` starts and C code's are kept too (where the descriptors exist).
+    """
+
+    def __init__(self) -> None:
+        self.text = io.StringIO()
+        # closed when the last call writing into it is done (a late thread's, without fork)
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115
+
+    def install(self) -> Callable[[], None]:
+        """Send ``sys.stdout``, ``sys.stderr`` and descriptors 1 and 2 here; return what puts
+        them back."""
+        streams = sys.stdout, sys.stderr
+        try:
+            saved = [os.dup(fd) for fd in (1, 2)]
+        except OSError:  # no descriptors (a windowless Python): the streams only
+            saved = []
+        for fd in (1, 2)[: len(saved)]:
+            os.dup2(self.file.fileno(), fd)
+        sys.stdout = sys.stderr = self.text
+
+        def restore() -> None:
+            sys.stdout, sys.stderr = streams
+            for fd, copy in zip((1, 2), saved, strict=False):
+                os.dup2(copy, fd)
+                os.close(copy)
+
+        return restore
+
+    def mark(self) -> tuple[int, int]:
+        """Where the output ends now (for :meth:`since`)."""
+        return self.text.tell(), os.lseek(self.file.fileno(), 0, os.SEEK_END)
+
+    def since(self, mark: tuple[int, int]) -> str:
+        """Everything written since ``mark``: the streams' text, then the descriptors'."""
+        fd = self.file.fileno()
+        end = os.lseek(fd, 0, os.SEEK_END)
+        os.lseek(fd, mark[1], os.SEEK_SET)
+        written = os.read(fd, end - mark[1])  # a file: all of it (and back at its end)
+        return self.text.getvalue()[mark[0] :] + written.decode(errors="replace")
+
+
+def _call(
+    function: Function,
+    kind: Kind,
+    batch: CheckBatch,
+    output: Output,
+    late: threading.Event | None = None,
+) -> Fields:
+    """One call on fresh copies of the batch's arrays, its output kept, numpy's warnings off.
+
+    ``late`` is set when the checker stopped waiting (no fork): the call then changes nothing
+    back and reports nothing.
+    """
+    inputs, fields, start = batch.inputs(), {}, output.mark()
     guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
-    with redirect_stdout(output), redirect_stderr(output), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            try:
-                value = function(*inputs, batch.eps)
-                fields["not_implemented"] = value is None or value is Ellipsis
-                fields["answer"] = read_answer(kind, value, batch.n)
-            except BaseException as error:  # the learner's code may raise anything
-                text = _str(error).strip()
-                where = _where(function, traceback.extract_tb(error.__traceback__))
-                fields["error"] = (
-                    f"raised {type(error).__name__}"
-                    + (f": {text.splitlines()[0][:200]}" if text else "")
-                    + (f" ({where})" if where else "")
-                )
-                fields["not_implemented"] = isinstance(error, NotImplementedError)
-                fields["read_only_failure"] = batch.read_only and "read-only" in text
+    with np.errstate(all="ignore"):  # this thread's own state, put back by itself
+        try:
+            value = function(*inputs, batch.eps)
+            fields["not_implemented"] = value is None or value is Ellipsis
+            fields["answer"] = read_answer(kind, value, batch.n)
+        except BaseException as error:  # the learner's code may raise anything
+            text = _str(error).strip()
+            where = _where(function, traceback.extract_tb(error.__traceback__))
+            fields["error"] = (
+                f"raised {type(error).__name__}"
+                + (f": {text.splitlines()[0][:200]}" if text else "")
+                + (f" ({where})" if where else "")
+            )
+            fields["not_implemented"] = isinstance(error, NotImplementedError)
+            fields["read_only_failure"] = batch.read_only and "read-only" in text
+    if late is not None and late.is_set():
+        return {}
     originals = (batch.logp_new, batch.logp_old, batch.advantages)
     for name, before, after in zip(ARGUMENT_NAMES, originals, inputs, strict=True):
         if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
@@ -184,7 +278,8 @@ def _call(function: Function, kind: Kind, batch: CheckBatch) -> Fields:
             if vars(module).get(name, _MISSING) is not value:
                 vars(module)[name] = value
                 patched.append(f"{module.__name__}.{name}")
-    printed = {"printed": output.getvalue()[:OUTPUT_LIMIT], "printed_total": output.tell()}
+    written = output.since(start)
+    printed = {"printed": written[:OUTPUT_LIMIT], "printed_total": len(written)}
     return {**fields, **printed, "patched": tuple(sorted(patched))}
 
 

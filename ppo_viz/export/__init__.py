@@ -9,6 +9,7 @@ import copy
 import math
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,11 @@ def execute_notebook(
 ) -> nbformat.NotebookNode:
     """Run every cell of ``notebook`` (a path, or a node run in place) in a fresh kernel.
 
-    The ``python3`` kernel starts in the notebook's folder (``notebooks/`` for a node) without
-    this process's ``MPLBACKEND``, as in JupyterLab.  A cell may run ``timeout_s`` seconds
+    The ``python3`` kernel starts without this process's ``MPLBACKEND``, as in JupyterLab, and
+    in a temporary folder removed afterwards, so that what a cell writes (notebook 1's slide)
+    never lands beside the notebooks; the notebook's folder (``notebooks/`` for a node) is on
+    the kernel's import path, as the working directory is in JupyterLab.  A cell may run
+    ``timeout_s`` seconds
     (no "no limit").  A cell that raises or times out stops the run with nbclient's error (the
     cell, its traceback) unless ``allow_errors``; Ctrl-C raises ``KeyboardInterrupt``.
     """
@@ -61,26 +65,40 @@ def execute_notebook(
         folder = NOTEBOOK_DIR
     else:
         raise TypeError(f"notebook must be a path or a notebook, got {type(notebook).__name__}")
-    client = NotebookClient(
-        notebook,
-        timeout=timeout_s,
-        kernel_name="python3",
-        allow_errors=allow_errors,
-        iopub_timeout=IOPUB_TIMEOUT_S,
-        raise_on_iopub_timeout=True,
-        shutdown_kernel="immediate",  # a graceful shutdown of a busy kernel prints its traceback
-        resources={"metadata": {"path": str(folder)}},
-        on_notebook_start=lambda **_: _keep_awake(client),
-    )
-    try:
-        client.execute(env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"})
-    except Exception:
-        # On Ctrl-C nbclient's own handler shuts the kernel down and records that here; the run
-        # then fails with what that caused (nbclient 0.10-0.11: an AssertionError).
-        if getattr(client, "_async_cleanup_kernel_future", None) is not None:
-            raise KeyboardInterrupt from None
-        raise
+    with tempfile.TemporaryDirectory(prefix="ppo-notebook-") as scratch:
+        client = NotebookClient(
+            notebook,
+            timeout=timeout_s,
+            kernel_name="python3",
+            allow_errors=allow_errors,
+            iopub_timeout=IOPUB_TIMEOUT_S,
+            raise_on_iopub_timeout=True,
+            shutdown_kernel="immediate",  # a graceful shutdown of a busy kernel prints its trace
+            resources={"metadata": {"path": scratch}},
+            on_notebook_start=lambda **_: _keep_awake(client),
+        )
+        try:
+            client.execute(env=kernel_environment(Path(folder)))
+        except Exception:
+            # On Ctrl-C nbclient's own handler shuts the kernel down and records that here; the
+            # run then fails with what that caused (nbclient 0.10-0.11: an AssertionError).
+            if getattr(client, "_async_cleanup_kernel_future", None) is not None:
+                raise KeyboardInterrupt from None
+            raise
     return notebook
+
+
+def kernel_environment(folder: Path) -> dict[str, str]:
+    """This process's environment for a kernel that runs ``folder``'s notebooks elsewhere.
+
+    Without ``MPLBACKEND`` (the kernel picks its own, as in JupyterLab), and with ``folder``
+    first on ``PYTHONPATH``, so a module beside the notebooks imports as in JupyterLab.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(folder).resolve()), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    )
+    return env
 
 
 def _keep_awake(client: Any) -> None:
