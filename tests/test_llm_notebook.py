@@ -16,7 +16,7 @@ import nbformat
 import numpy as np
 import pytest
 from helpers import assert_states, markdown_of, plain
-from notebook_runner import execute_notebook, output_problems
+from notebook_runner import execute_notebook, output_problems, run_committed
 
 import llm_clip
 from ppo_viz.app import WIDGET_VIEW_MIME
@@ -27,7 +27,6 @@ from ppo_viz.llm import (
     TokenPushExplorer,
     batch_table,
     kl_gradient_bias,
-    library_table,
     response_batch,
 )
 from ppo_viz.llm.apps import AGGREGATIONS
@@ -131,10 +130,10 @@ def test_the_map_draws_llm_clips_push_frames_and_advantages(token_app, values):
         assert token_app.message.value == ""
         s = token_app.setting()
         expected, advantages = push_expected(s)
-        shown = token_app.plot.image.get_array()
+        shown = token_app.image.get_array()
         assert np.array_equal(np.ma.getmaskarray(shown), ~expected.mask)
         assert np.array_equal(shown.data[expected.mask], -expected.grad[expected.mask])
-        solid, dashed = token_app.plot.frames, token_app.plot.capped
+        solid, dashed = token_app.frames, token_app.capped
         framed = dashed if s.objective == "cispo" else solid
         assert not (solid if framed is dashed else dashed).get_paths()
         centres = {
@@ -144,8 +143,8 @@ def test_the_map_draws_llm_clips_push_frames_and_advantages(token_app, values):
         assert centres == {tuple(x) for x in np.argwhere(expected.is_clipped)}
         rows = np.arange(len(advantages))
         for bars, values_drawn in (
-            (token_app.plot.bars_a, advantages),
-            (token_app.plot.bars_sum, -expected.grad.sum(axis=1)),
+            (token_app.bars_a, advantages),
+            (token_app.bars_sum, -expected.grad.sum(axis=1)),
         ):
             ends = np.array([segment[1] for segment in bars.get_segments()])
             assert np.array_equal(ends[:, 0], values_drawn)
@@ -168,11 +167,11 @@ def test_every_objective_on_the_map_is_one_of_llm_clips():
 
 
 def test_a_setting_llm_clip_refuses_is_a_message_and_the_map_stays(token_app):
-    before = token_app.plot.image.get_array().copy()
+    before = token_app.image.get_array().copy()
     token_app.controls["eps_low"].value = math.nan  # only from code: a slider gives no NaN
     try:
         assert "eps_low" in plain(token_app.message.value)
-        assert np.array_equal(token_app.plot.image.get_array(), before)
+        assert np.array_equal(token_app.image.get_array(), before)
     finally:
         token_app.controls["eps_low"].value = 0.2
     assert token_app.message.value == ""
@@ -288,21 +287,26 @@ def test_k2s_slope_is_the_slope_the_figure_calls_exact():
     assert np.allclose(3 * parts.grad + parts.kl, logp - ref, rtol=1e-13, atol=1e-15)
 
 
-def test_library_table_rows_follow_llm_clip():
-    table = library_table()
-    by_where = dict(
-        zip(table.columns["where (file, line)"], table.columns["on the batch, μ = 3"], strict=True)
-    )
+@pytest.mark.notebook
+def test_the_libraries_table_shows_llm_clips_numbers():
+    notebook, _ = run_committed(NOTEBOOK)
+    (cell,) = [c for c in notebook.cells if c.source.startswith("at = (batch")]
+    assert cell.metadata["jupyter"]["source_hidden"] is True
+    shown = plain(cell.outputs[0]["data"]["text/html"])
     batch = response_batch(4)
     args = (batch.logp_new[2], batch.logp_old, batch.advantages(), batch.mask)
     dr = llm_clip.policy_loss(*args, objective="dr_grpo", max_len=MAX_LEN)
-    assert by_where["TRL L3135"] == f"loss {rounded(dr, 4)}"
-    assert by_where["verl core_algos.py L1072-1076"].startswith(f"loss {rounded(12 * dr, 4)}")
-    assert by_where["CleanRL ppo.py L258"] == rounded(
-        llm_clip.clip_fraction_cleanrl(args[0], args[1], batch.mask)["losses/clipfrac"], 3
+    cleanrl = llm_clip.clip_fraction_cleanrl(args[0], args[1], batch.mask)["losses/clipfrac"]
+    capped = llm_clip.token_breakdown(*args, objective="cispo").is_clipped.sum()
+    assert_states(
+        shown,
+        f"TRL grpo_trainer.py L3135 sum / (B · max_completion_length) loss {rounded(dr, 4)}",
+        f"no 1/B loss {rounded(12 * dr, 4)}",
+        f"any A {rounded(cleanrl, 3)}",
+        f"{capped} weights capped",
+        "0 weights capped",  # TRL's cap 5: no ratio of this batch reaches it
     )
     cispo = llm_clip.token_breakdown(*args, objective="cispo", eps_low=1.0, eps_high=4.0)
-    assert not cispo.is_clipped.any()
     assert (cispo.ratio[batch.mask] < 5).all()
 
 
@@ -443,7 +447,8 @@ def test_library_statements_name_their_sources_in_the_list_at_the_end():
     }
     files = {"TRL": "grpo_trainer.py", "verl": "core_algos.py", "CleanRL": "ppo.py"}
     current = ""
-    for where in library_table().columns["where (file, line)"]:
+    notebook_code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    for where in re.findall(r'"((?:TRL|verl|CleanRL) [^"]*L\d+[^"]*)"', notebook_code):
         current = next((f for key, f in files.items() if where.startswith(key)), current)
         for file, line in re.findall(r"(\w+\.(?:py|yaml))|L(\d+)", where):
             if file:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,7 +46,7 @@ PROMPTS = ((3, 5), (1, 7), (5, 7))
 MAX_GROUP = 8
 #: Updates per batch shown (mu = 1 is the first, on the policy that sampled the batch).
 MAX_MU = 4
-#: The updates' gradient steps: GRPO's loss, TRL's defaults (eps 0.2, no KL), this step size.
+#: The updates' gradient steps: GRPO's loss at eps 0.2 without a KL term (TRL's beta 0), this size.
 STEP_SIZE = 6.0
 REFERENCE_SEED, POLICY_SEED, SAMPLE_SEED = 24, 7, 4
 REWARD_RIGHT, REWARD_WRONG, REWARD_MALFORMED = 1.0, 0.0, -0.5
@@ -83,8 +84,7 @@ def _reference_weights() -> FloatArray:
     return w
 
 
-@dataclass(frozen=True)
-class Answers:
+class Answers(NamedTuple):
     """Sampled answers: prompts (n, 2), tokens and mask (n, MAX_LEN), and the features of each
     token's context (n, MAX_LEN, N_FEATURES); padding holds ``⏎``."""
 
@@ -131,9 +131,8 @@ def token_logps(weights: FloatArray, answers: Answers) -> FloatArray:
     return np.take_along_axis(logp, answers.tokens[..., None], axis=-1)[..., 0]
 
 
-def grpo_step(
-    weights: FloatArray, answers: Answers, logp_old: FloatArray, advantages: FloatArray
-) -> FloatArray:
+def grpo_step(weights: FloatArray, answers: Answers, logp_old: FloatArray, advantages: FloatArray
+              ) -> FloatArray:  # fmt: skip
     """The weights after one gradient step of GRPO's loss (``llm_clip``'s gradient, chained
     through the softmax: ``d logp_t / d logits = onehot(token_t) - probs_t``)."""
     logp_new = token_logps(weights, answers)
@@ -207,28 +206,16 @@ def response_batch(group_size: int = 4) -> ResponseBatch:
     size = int(checked_number("group_size", group_size, (2, MAX_GROUP), whole=True))
     reference, policy, every = _all_answers()
     rows = (np.arange(len(PROMPTS))[:, None] * MAX_GROUP + np.arange(size)).ravel()
-    answers = Answers(
-        every.prompts[rows], every.tokens[rows], every.mask[rows], every.contexts[rows]
-    )
-    rewards = np.array(
-        [
-            reward(tuple(p), t, n)
-            for p, t, n in zip(answers.prompts, answers.tokens, answers.mask.sum(1), strict=True)
-        ]
-    )
+    answers = Answers(*(part[rows] for part in every))
+    lengths = answers.mask.sum(axis=1)
+    rewards = np.array([reward(tuple(answers.prompts[i]), answers.tokens[i], lengths[i])
+                        for i in range(len(rows))])  # fmt: skip
     logp_old = token_logps(policy, answers)
     advantages = llm_clip.group_advantages(rewards, size)
     weights, logp_new = policy, []
     for _ in range(MAX_MU):
         logp_new.append(_frozen(token_logps(weights, answers)))
         weights = grpo_step(weights, answers, logp_old, advantages)
-    return ResponseBatch(
-        size,
-        _frozen(answers.prompts),
-        _frozen(answers.tokens),
-        _frozen(answers.mask),
-        _frozen(rewards),
-        _frozen(token_logps(reference, answers)),
-        _frozen(logp_old),
-        tuple(logp_new),
-    )
+    arrays = (answers.prompts, answers.tokens, answers.mask, rewards,
+              token_logps(reference, answers), logp_old)  # fmt: skip
+    return ResponseBatch(size, *map(_frozen, arrays), tuple(logp_new))

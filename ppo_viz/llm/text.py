@@ -1,9 +1,7 @@
-"""Notebook 7's tables and its KL figure, every number from :mod:`llm_clip` on the batch.
+"""Notebook 7's table of the batch and its KL figure, every number from :mod:`llm_clip`.
 
 * :func:`batch_table`: the answers, their rewards and advantages;
-* :func:`kl_gradient_bias`: k3 in the loss has a biased expected gradient (verl PR #2953);
-* :func:`library_table`: where TRL, verl and CleanRL differ, on the same batch, each row
-  naming the file and line it follows (TRL ``f2cd577``, verl ``b178a3c``, CleanRL ``fe8d8a0``).
+* :func:`kl_gradient_bias`: k3 in the loss has a biased expected gradient (verl PR #2953).
 """
 
 from __future__ import annotations
@@ -15,8 +13,8 @@ from matplotlib.figure import Figure
 
 import llm_clip
 from ppo_viz.bandit import exact_kl, kl_penalty_grad, log_softmax
-from ppo_viz.llm.batch import MAX_LEN, features, policies, response_batch
-from ppo_viz.numbers import rounded, signed
+from ppo_viz.llm.batch import features, policies, response_batch
+from ppo_viz.numbers import signed
 from ppo_viz.numerics.text import Demo
 from ppo_viz.style import COLORS, LINES, figure_style
 
@@ -95,155 +93,10 @@ def kl_gradient_bias(t_max: float = 2.5) -> KLBias:
         for (label, name), style in zip(KL_ESTIMATORS.items(), styles, strict=True):
             ax.plot(kl_values, errors[name], label=label, **style)
         at = int(np.argmin(np.abs(t - 1.0)))
-        ax.plot(
-            kl_values[at],
-            errors["k3"][at],
-            "o",
-            color=COLORS["sample"],
-            label="the policy that sampled the batch",
-        )
-        ax.set(
-            xlabel="KL(π ‖ π_ref) of the next-token distribution",
-            ylabel="relative error of the\nexpected gradient",
-            ylim=(-0.05, 1.1),
-            xlim=(0, kl_values.max()),
-        )
-        ax.legend(loc="center right", fontsize="small")
+        sampled = "the policy that sampled the batch"
+        ax.plot(kl_values[at], errors["k3"][at], "o", color=COLORS["sample"], label=sampled)
+        ax.set(xlabel="KL(π ‖ π_ref) of the next-token distribution", ylim=(-0.05, 1.1))
+        ax.set(ylabel="relative error of the\nexpected gradient", xlim=(0, kl_values.max()))
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 0.1), fontsize="small")
     arrays = {name: np.array(values) for name, values in errors.items()}
     return KLBias(figure, t, kl_values, arrays, gap)
-
-
-#: TRL's CISPO clamps at epsilon_high = 5.0 (recommended, ``grpo_config.py`` L194-195), one-sided:
-#: in llm_clip's terms the band [1 - 1, 1 + 4].
-TRL_CISPO = {"eps_low": 1.0, "eps_high": 4.0}
-#: GSPO's clip range in its paper (arXiv 2507.18071): 3e-4 below, 4e-4 above.
-GSPO_EPS = (3e-4, 4e-4)
-
-
-def library_table(mu: int = 3) -> Demo:
-    """Where the libraries differ, on the batch at update ``mu`` (GRPO's advantages)."""
-    batch = response_batch(4)
-    logp_new, a, mask = batch.logp_new[mu - 1], batch.advantages(), batch.mask
-    args = (logp_new, batch.logp_old, a, mask)
-    b = len(a)
-
-    def loss(objective: str, **options: object) -> str:
-        return rounded(llm_clip.policy_loss(*args, objective=objective, **options), 4)
-
-    def capped(**options: float) -> str:
-        parts = llm_clip.token_breakdown(*args, objective="cispo", **options)
-        return f"{int(parts.is_clipped.sum())} of {int(mask.sum())} weights capped"
-
-    verl = llm_clip.clip_fraction_verl(*args, objective="grpo")
-    trl = llm_clip.clip_ratio_trl(*args, objective="grpo")
-    gspo = {"eps_low": GSPO_EPS[0], "eps_high": GSPO_EPS[1]}
-    sum_norm = llm_clip.policy_loss(*args, objective="dr_grpo", max_len=MAX_LEN)
-    rows = [
-        (
-            "CISPO's weight",
-            "verl core_algos.py L1753",
-            "clamp(r, 1 − 0.2, 1 + 0.2), detached",
-            f"loss {loss('cispo')}; {capped()}",
-        ),
-        (
-            "",
-            "TRL grpo_trainer.py L3081",
-            "clamp(r, max=epsilon_high), 5.0 recommended",
-            f"loss {loss('cispo', **TRL_CISPO)}; {capped(**TRL_CISPO)}",
-        ),
-        (
-            "CISPO's clip metric",
-            "verl L1761",
-            "r ≠ clip(r), any sign of A",
-            rounded(llm_clip.clip_fraction_verl(*args, objective="cispo")["actor/pg_clipfrac"], 3),
-        ),
-        (
-            "",
-            "TRL L3255-3256",
-            "r > epsilon_high and A > 0 (epsilon_high 5.0)",
-            rounded(
-                llm_clip.clip_ratio_trl(*args, objective="cispo", **TRL_CISPO)["cispo_clip_ratio"],
-                3,
-            ),
-        ),
-        (
-            "default aggregation",
-            "TRL grpo_config.py L244; grpo_trainer.py L3139-3141",
-            'loss_type="dapo": sum over the tokens in the batch',
-            f"loss {loss('ppo')}",
-        ),
-        ("", "verl actor.yaml L82; core_algos.py L1055-1058", "token-mean", f"loss {loss('ppo')}"),
-        (
-            "",
-            'TRL L3125 (loss_type="grpo")',
-            "mean over answers of each answer's mean",
-            f"loss {loss('grpo')}",
-        ),
-        (
-            "Dr. GRPO's constant",
-            "TRL L3135",
-            "sum / (B · max_completion_length)",
-            f"loss {rounded(sum_norm, 4)}",
-        ),
-        (
-            "",
-            "verl core_algos.py L1072-1076",
-            "sum / loss_scale_factor (the padded length): no 1/B",
-            f"loss {rounded(b * sum_norm, 4)} (B = {b} times TRL's)",
-        ),
-        (
-            "clip fraction",
-            "CleanRL ppo.py L258",
-            "mean(|r − 1| > ε), any sign of A",
-            rounded(
-                llm_clip.clip_fraction_cleanrl(logp_new, batch.logp_old, mask)["losses/clipfrac"], 3
-            ),
-        ),
-        (
-            "",
-            "verl L1227 pg_clipfrac",
-            "−A·clip(r) > −A·r: the gradient is off",
-            rounded(verl["actor/pg_clipfrac"], 3),
-        ),
-        (
-            "",
-            "verl L1231-1233 pg_clipfrac_lower",
-            "A < 0 and the dual clip's cap c = 3 binds",
-            rounded(verl["actor/pg_clipfrac_lower"], 3),
-        ),
-        (
-            "",
-            "TRL L3244-3249 low / high / region",
-            "r < 1 − ε and A < 0 / r > 1 + ε and A > 0",
-            " / ".join(rounded(trl[f"clip_ratio/{k}_mean"], 3) for k in ("low", "high", "region")),
-        ),
-        (
-            "GSPO's clip fraction (the paper's ε)",
-            "verl L1317",
-            "per token, one ratio per answer",
-            rounded(
-                llm_clip.clip_fraction_verl(*args, objective="gspo", **gspo)["actor/pg_clipfrac"], 3
-            ),
-        ),
-        (
-            "",
-            "TRL L3224-3235",
-            "per answer",
-            rounded(
-                llm_clip.clip_ratio_trl(*args, objective="gspo", **gspo)["clip_ratio/region_mean"],
-                3,
-            ),
-        ),
-    ]
-    columns = dict(
-        zip(
-            ("what differs", "where (file, line)", "formula", f"on the batch, μ = {mu}"),
-            map(list, zip(*rows, strict=True)),
-            strict=True,
-        )
-    )
-    notes = [
-        "TRL at commit f2cd577 (trl/trainer/), verl at b178a3c (verl/trainer/ppo/ and "
-        "verl/trainer/config/actor/), CleanRL at fe8d8a0 (cleanrl/)."
-    ]
-    return Demo(batch, columns, notes)
