@@ -106,10 +106,10 @@ class LengthBiasExplorer(LiveFigure):
 #: What the clip does with a token: its label and colour in the scatter.
 TOKEN_KINDS = {
     "clipped": ("switched off (clipped): counted by all three", COLORS["zero_grad"]),
-    "outside": ("outside the band, gradient kept: CleanRL counts it", COLORS["clip_only"]),
+    "outside": ("outside the band, not switched off: CleanRL counts it", COLORS["clip_only"]),
     "inside": ("inside the band", COLORS["guide"]),
 }
-FRACTIONS = ("CleanRL\nclipfrac", "verl\npg_clipfrac", "TRL clip_ratio/\nregion_mean")
+FRACTIONS = ("CleanRL\nclipfrac", "verl\npg_clipfrac", "TRL\nregion_mean")
 
 
 class ClipFractionExplorer(LiveFigure):
@@ -122,10 +122,11 @@ class ClipFractionExplorer(LiveFigure):
         self.batch = b = response_batch(4)
         spread = (np.arange(MAX_LEN) - (MAX_LEN - 1) / 2) * 0.025  # an answer's tokens apart
         self.height = (b.advantages()[:, None] + spread)[b.mask]
-        reach = 0.08 + max(np.abs(self.breakdown(m, 0.2).ratio - 1).max() for m in range(1, 5))
+        reach = 0.08 + max(np.abs(self.breakdown(m, 0.2).ratio[b.mask] - 1).max()
+                           for m in range(1, MAX_MU + 1))  # fmt: skip
         with figure_style():
             figure = Figure(figsize=_size(4.0), layout="constrained")
-            left, right = figure.subplots(1, 2, width_ratios=(2.2, 1.0))
+            left, right = figure.subplots(1, 2, width_ratios=(1.9, 1.2))
             self.band = left.add_patch(Rectangle((0.8, -3), 0.4, 6, color=COLORS["band"],
                                                  alpha=0.25, lw=0))  # fmt: skip
             self.points = {kind: left.plot([], [], "o", ms=4.5, color=colour, label=label)[0]
@@ -183,5 +184,5 @@ class ClipFractionExplorer(LiveFigure):
         else:
             text = (f"μ = {mu}, after {mu - 1} step{'s' if mu > 2 else ''} on this batch: "
                     f"{clipped.sum()} of {ratio.size} tokens switched off, {outside.sum()} more "
-                    "outside the band with their gradient kept.")  # fmt: skip
+                    "outside the band but not switched off.")  # fmt: skip
         return tag("div", text, classes="ppo")

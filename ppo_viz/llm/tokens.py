@@ -11,6 +11,7 @@ group size.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import NamedTuple
 
 import ipywidgets as widgets
@@ -81,6 +82,15 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
         )  # fmt: skip
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
+
+
+@cache
+def push_scales(group_size: int) -> tuple[float, float]:
+    """The largest push on a token and (with room) on an answer, over every objective and
+    update without KL: the fixed colour scale and axis of ``group_size`` answers a prompt."""
+    pushes = [-breakdown(Setting(objective=o, mu=mu, group_size=group_size)).grad
+              for o in OBJECTIVES.values() for mu in range(1, MAX_MU + 1)]  # fmt: skip
+    return max(np.abs(p).max() for p in pushes), 1.15 * max(np.abs(p.sum(1)).max() for p in pushes)
 
 
 def _glyph(text: str) -> Path:
@@ -160,8 +170,8 @@ class TokenPushExplorer(LiveFigure):
             self.ax.set_xlabel("token position")
             self.ax.set_xticks(range(MAX_LEN), [str(t + 1) for t in range(MAX_LEN)])
             self.ax.grid(False)
-            self.ax_a.set_title("advantage A", fontsize="medium")
-            self.ax_sum.set_title("Σ push of\nthe answer", fontsize="medium")
+            self.ax_a.set_title("advantage", fontsize="medium")
+            self.ax_sum.set_title("Σ push", fontsize="medium")
             for ax in (self.ax_a, self.ax_sum):
                 ax.axvline(0.0, color=COLORS["zero_line"], lw=0.8)
                 ax.tick_params(labelleft=False, left=False)
@@ -198,11 +208,8 @@ class TokenPushExplorer(LiveFigure):
         self.image.set_extent((-0.5, MAX_LEN - 0.5, rows - 0.5, -0.5))
         for v, glyph in enumerate(self.glyphs):
             glyph.set_offsets(np.argwhere((batch.tokens == v) & batch.mask)[:, ::-1])
-        pushes = [-breakdown(Setting(objective=o, mu=mu, group_size=group_size)).grad
-                  for o in OBJECTIVES.values() for mu in range(1, MAX_MU + 1)]  # fmt: skip
-        scale = max(float(np.abs(p).max()) for p in pushes)
+        scale, reach = push_scales(group_size)
         self.image.set_norm(Normalize(-scale, scale))
-        reach = max(float(np.abs(p.sum(axis=1)).max()) for p in pushes) * 1.15
         tick = float(f"{0.6 * reach:.1g}")
         self.ax_sum.set(xlim=(-reach, reach), xticks=(-tick, tick))
         self.ax_a.set(xlim=(-2.6, 2.6), xticks=(-2, 0, 2))
@@ -227,6 +234,7 @@ class TokenPushExplorer(LiveFigure):
         for bars, values in ((self.bars_a, advantages(batch, s)), (self.bars_sum, push.sum(1))):
             bars.set_segments(_bars(values))
             bars.set_linewidth(0.6 * height)
+        self.bars_sum.set_colors(np.where(push.sum(1) < 0, PALETTE["vermillion"], PALETTE["blue"]))
         self.shown = b
         return readout(s, b)
 
