@@ -53,18 +53,20 @@ class LengthBiasExplorer(LiveFigure):
 
     def __init__(self, short: int = 2, long: int = 8, advantage: float = 1.0) -> None:
         two_answers(short, long, advantage)  # refuses a bad start by name
+        self.blocks, self.labels, self.shown = {}, {}, {}
         with figure_style():
             figure = Figure(figsize=_size(3.6), layout="constrained")
             axes = figure.subplots(1, 3, sharey=True)
-        self.blocks, self.labels, self.shown = {}, {}, {}
-        for ax, (name, title) in zip(axes, AGGREGATIONS.items(), strict=True):
-            self.blocks[name] = ax.add_collection(PolyCollection([], edgecolor="white", lw=1.0))
-            self.labels[name] = [ax.text(x, 0, "", ha="center", fontsize="small") for x in (0, 1)]
-            ax.axhline(0.0, color=COLORS["zero_line"], lw=0.8)
-            ax.set(xlim=(-0.6, 1.6), ylim=(-1.25, 1.25), title=title)
-            ax.set_xticks((0, 1), ("short answer", "long answer"))
-            ax.grid(axis="x", visible=False)
-        axes[0].set_ylabel("push on the answer's tokens\n(one block per token)")
+            for ax, (name, title) in zip(axes, AGGREGATIONS.items(), strict=True):
+                self.blocks[name] = ax.add_collection(PolyCollection([], edgecolor="white", lw=1))
+                self.labels[name] = [
+                    ax.text(x, 0, "", ha="center", fontsize="small") for x in (0, 1)
+                ]
+                ax.axhline(0.0, color=COLORS["zero_line"], lw=0.8)
+                ax.set(xlim=(-0.6, 1.6), ylim=(-1.25, 1.25), title=title)
+                ax.set_xticks((0, 1), ("short answer", "long answer"))
+                ax.grid(axis="x", visible=False)
+            axes[0].set_ylabel("push on the answer's tokens\n(one block per token)")
         controls = {
             "short": slider("short answer: tokens", short, (1, MAX_LEN), 1, integer=True),
             "long": slider("long answer: tokens", long, (1, MAX_LEN), 1, integer=True),

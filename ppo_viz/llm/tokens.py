@@ -157,7 +157,7 @@ class TokenPushExplorer(LiveFigure):
             )
             self.image = self.ax.imshow(np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto",
                                         interpolation="nearest")  # fmt: skip
-            self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), s=56, lw=0) for t in VOCAB]
+            self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
             collections = {"facecolors": "none", "edgecolors": COLORS["zero_grad"], "lw": 1.8}
             self.frames = self.ax.add_collection(PolyCollection([], **collections, zorder=3))
             self.capped = self.ax.add_collection(
@@ -203,11 +203,17 @@ class TokenPushExplorer(LiveFigure):
             for g in range(group_size, rows, group_size):
                 ax.axhline(g - 0.5, color=COLORS["zero_line"], lw=1.2)
             ax.set_ylim(rows - 0.5, -0.5)
+        row_pt = self.ax.get_position().height * self.figure.get_figheight() * 72 / rows
         labels = [f"{batch.prompt_text(i)}  R={signed(batch.rewards[i])}" for i in range(rows)]
-        self.ax.set_yticks(range(rows), labels, fontsize="small")
+        with figure_style():  # "small" is the style's, as in the rest of the figure
+            self.ax.set_yticks(range(rows), labels, fontsize="small")
+            if row_pt < 1.3 * self.ax.get_yticklabels()[0].get_size():  # too many rows to label
+                firsts = [batch.prompt_text(i) if i % group_size == 0 else "" for i in range(rows)]
+                self.ax.set_yticks(range(rows), firsts, fontsize="small")
         self.image.set_extent((-0.5, MAX_LEN - 0.5, rows - 0.5, -0.5))
         for v, glyph in enumerate(self.glyphs):
             glyph.set_offsets(np.argwhere((batch.tokens == v) & batch.mask)[:, ::-1])
+            glyph.set_sizes([min(56.0, (0.55 * row_pt) ** 2)])
         scale, reach = push_scales(group_size)
         self.image.set_norm(Normalize(-scale, scale))
         tick = float(f"{0.6 * reach:.1g}")
