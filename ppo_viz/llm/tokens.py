@@ -208,8 +208,8 @@ class TokenPushExplorer(LiveFigure):
         with figure_style():  # "small" is the style's, as in the rest of the figure
             self.ax.set_yticks(range(rows), labels, fontsize="small")
             if row_pt < 1.3 * self.ax.get_yticklabels()[0].get_size():  # too many rows to label
-                firsts = [batch.prompt_text(i) if i % group_size == 0 else "" for i in range(rows)]
-                self.ax.set_yticks(range(rows), firsts, fontsize="small")
+                firsts = range(0, rows, group_size)
+                self.ax.set_yticks(firsts, map(batch.prompt_text, firsts), fontsize="small")
         self.image.set_extent((-0.5, MAX_LEN - 0.5, rows - 0.5, -0.5))
         for v, glyph in enumerate(self.glyphs):
             glyph.set_offsets(np.argwhere((batch.tokens == v) & batch.mask)[:, ::-1])
