@@ -336,6 +336,9 @@ def test_numbers_stated_by_sections_1_to_4_are_the_computed_ones():
         eps_high=4e-4,
     )
     cispo = push_expected(Setting(objective="cispo"))[0]
+    silent = cispo.is_clipped & (cispo.grad == 0)  # "the one with no push has A = 0"
+    assert silent.sum() == 1
+    assert batch.advantages()[np.argwhere(silent)[0][0]] == 0.0
     first = (batch.logp_new[0], batch.logp_old, batch.advantages(), batch.mask)
     assert abs(llm_clip.policy_loss(*first, objective="grpo")) < 1e-15  # "GRPO's loss is 0"
     token_mean = llm_clip.policy_loss(*first, objective="dapo")
