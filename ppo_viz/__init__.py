@@ -22,7 +22,8 @@ Shared by every notebook
 
 One module or package per notebook
     :mod:`.surrogate` (1), :mod:`.stepper` (2), :mod:`.epochs` (3), :mod:`.why_clip` (4),
-    :mod:`.numerics` (5), :mod:`.exercises` (6).
+    :mod:`.numerics` (5), :mod:`.exercises` (6), :mod:`.llm` (7, whose exercises' checks are
+    :mod:`.exercises.llm`).
 
 The house pattern for a new interactive figure (notebook 1's :mod:`.surrogate` is one):
 

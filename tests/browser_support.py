@@ -225,6 +225,23 @@ EXPECTATIONS: dict[str, NotebookExpectation] = {
         controls=("length", "shift", "eps-low", "eps-high", "cap", "cap-on"), min_figures=2
     ),
     "exercises": NotebookExpectation(extra_classes=("ppo-quiz",)),
+    "clipping_in_llm_training": NotebookExpectation(
+        controls=(
+            "objective",
+            "mu",
+            "eps-low",
+            "eps-high",
+            "beta",
+            "kl-place",
+            "group-size",
+            "short",
+            "long",
+            "advantage",
+            "eps",
+        ),
+        min_figures=4,
+        extra_classes=("ppo-check",),
+    ),
     "smoke": NotebookExpectation(controls=("eps",), stepper=True, min_figures=1),
 }
 

@@ -97,6 +97,8 @@ NUMERIC_TESTS = (
     "tests/test_ppo_clip_properties.py",
     "tests/test_llm_clip.py",
     "tests/test_llm_clip_properties.py",
+    "tests/test_llm_notebook.py",
+    "tests/test_llm_exercises.py",
     "tests/test_stepper.py",
     "tests/test_numerics.py",
     "tests/test_surrogate.py",

@@ -1,0 +1,102 @@
+"""Notebook 7's table of the batch and its KL figure, every number from :mod:`llm_clip`.
+
+* :func:`batch_table`: the answers, their rewards and advantages;
+* :func:`kl_gradient_bias`: k3 in the loss has a biased expected gradient (verl PR #2953).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from matplotlib.figure import Figure
+
+import llm_clip
+from ppo_viz.bandit import exact_kl, kl_penalty_grad, log_softmax
+from ppo_viz.llm.batch import features, policies, response_batch
+from ppo_viz.numbers import signed
+from ppo_viz.numerics.text import Demo
+from ppo_viz.style import COLORS, LINES, figure_style
+
+
+def batch_table(group_size: int = 4) -> Demo:
+    """The batch's answers: prompt, tokens, reward and advantage (GRPO's and Dr. GRPO's)."""
+    b = response_batch(group_size)
+    columns = {
+        "prompt a→b": [b.prompt_text(i) for i in range(len(b.rewards))],
+        "answer": [b.text(i) for i in range(len(b.rewards))],
+        "tokens": [str(n) for n in b.lengths],
+        "reward R": [signed(r) for r in b.rewards],
+        "A (GRPO: ÷ std)": [signed(a) for a in b.advantages()],
+        "A (Dr. GRPO)": [signed(a) for a in b.advantages(scale_by_std=False)],
+    }
+    return Demo(b, columns, [])
+
+
+#: The context of the KL figure: prompt 5→7 after its first token "5".
+KL_CONTEXT = ((5, 7), 6, 1)  # (prompt, previous token, position)
+KL_ESTIMATORS = {
+    "k1 = log(π/π_ref) in the loss": "k1",
+    "k3 in the loss (GRPO)": "k3",
+    "k3 × r (TRL's use_bias_correction_kl) and k2": "exact",
+}
+
+
+class KLBias(NamedTuple):
+    """The KL figure and its numbers along the path from the reference (t = 0) through the
+    sampling policy (t = 1): KL(π ‖ π_ref) and each estimator's relative gradient error."""
+
+    figure: Figure
+    t: np.ndarray
+    kl: np.ndarray
+    errors: dict[str, np.ndarray]
+    forward_gap: float  # max |E[grad k3] - grad KL(π_ref ‖ π)| over the path
+
+
+def _expected_grads(logits: np.ndarray, ref_logits: np.ndarray) -> dict[str, np.ndarray]:
+    """The exact expectation over the next token y ~ π of each estimator's gradient w.r.t. the
+    logits: ``sum_y π(y) g(y) (onehot(y) - π)``, ``g = d estimator / d log π(y)`` from
+    llm_clip (the vocabulary as V one-token answers, token-mean weight 1/V, r = 1)."""
+    logp, ref = log_softmax(logits)[:, None], log_softmax(ref_logits)[:, None]
+    v, pi = len(logp), np.exp(logp[:, 0])
+    parts = llm_clip.token_breakdown(
+        logp, logp, np.zeros(v), np.ones((v, 1), bool), objective="ppo", logp_ref=ref, kl_coef=1.0
+    )
+    g_k3 = v * parts.grad[:, 0]  # d k3 / d log π(y) = 1 - π_ref(y)/π(y)
+    slopes = {"k1": np.ones(v), "k3": g_k3, "exact": g_k3 + parts.kl[:, 0]}  # d(r·k3) at r = 1
+    return {name: (pi * g) @ (np.eye(v) - pi) for name, g in slopes.items()}
+
+
+def kl_gradient_bias(t_max: float = 2.5) -> KLBias:
+    """The expected gradient of each KL term in the loss against the true gradient of
+    KL(π ‖ π_ref), for one next-token distribution moved away from the reference."""
+    (a, b), previous, position = KL_CONTEXT
+    x = features(np.array([a]), np.array([b]), np.array([previous]), position)[0]
+    reference, policy = policies()
+    z_ref, z_old = x @ reference, x @ policy
+    t = np.linspace(0.0, t_max, 101)[1:]  # from the reference on (at t = 0 both are 0)
+    kl, errors, gap = [], {name: [] for name in KL_ESTIMATORS.values()}, 0.0
+    for step in t:
+        z = z_ref + step * (z_old - z_ref)
+        pi, pi_ref = np.exp(log_softmax(z)), np.exp(log_softmax(z_ref))
+        true = pi * (np.log(pi) - np.log(pi_ref) - exact_kl(pi, pi_ref))  # d KL / d logits
+        kl.append(float(exact_kl(pi, pi_ref)))
+        grads = _expected_grads(z, z_ref)
+        gap = max(gap, float(np.abs(grads["k3"] - kl_penalty_grad(pi_ref, pi)).max()))
+        for name, g in grads.items():
+            errors[name].append(np.linalg.norm(g - true) / np.linalg.norm(true))
+    kl_values = np.array(kl)
+    with figure_style():
+        figure = Figure(figsize=(9.0, 3.4), layout="constrained")
+        ax = figure.subplots()
+        styles = (LINES["unclipped"], LINES["clipped"], LINES["clip_only"])
+        for (label, name), style in zip(KL_ESTIMATORS.items(), styles, strict=True):
+            ax.plot(kl_values, errors[name], label=label, **style)
+        at = int(np.argmin(np.abs(t - 1.0)))
+        sampled = "the policy that sampled the batch"
+        ax.plot(kl_values[at], errors["k3"][at], "o", color=COLORS["sample"], label=sampled)
+        ax.set(xlabel="KL(π ‖ π_ref) of the next-token distribution", ylim=(-0.05, 1.1))
+        ax.set(ylabel="relative error of the\nexpected gradient", xlim=(0, kl_values.max()))
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 0.1), fontsize="small")
+    arrays = {name: np.array(values) for name, values in errors.items()}
+    return KLBias(figure, t, kl_values, arrays, gap)

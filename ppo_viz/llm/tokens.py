@@ -1,0 +1,260 @@
+"""Notebook 7's heat map: which tokens each objective pushes, and how hard.
+
+:class:`TokenPushExplorer` draws every token of :func:`.response_batch` as a cell coloured by its
+*push*, ``-d loss / d logp_new`` from :func:`llm_clip.token_breakdown` (blue raises the token's
+log-probability, vermillion lowers it), with a purple frame where the clip switches the token's
+gradient off (dashed: CISPO's weight capped, its gradient kept).  Beside it, each answer's
+advantage and the sum of its tokens' pushes.  Controls: the objective, the update ``mu``, the
+band, ``beta`` with the KL in the loss (k3, GRPO) or in the reward (k1, PPO for RLHF), and the
+group size.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import NamedTuple
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.colors import LinearSegmentedColormap, Normalize
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Patch
+from matplotlib.path import Path
+from matplotlib.textpath import TextPath
+
+import llm_clip
+from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, slider
+from ppo_viz.html import Markup, tag
+from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
+from ppo_viz.numbers import rounded, signed
+from ppo_viz.style import COLORS, PALETTE, figure_style, presenting
+
+#: The choices of the two dropdowns, by label: the objectives, and where the KL goes (k3 per
+#: token in the loss, as GRPO; each answer's k1 = log pi_old - log pi_ref summed over its tokens
+#: and taken off its reward, as PPO for RLHF).
+OBJECTIVES = {"PPO": "ppo", "GRPO": "grpo", "Dr. GRPO": "dr_grpo", "DAPO": "dapo",
+              "GSPO": "gspo", "CISPO": "cispo"}  # fmt: skip
+KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "reward"}
+#: Each slider's description and range (whole numbers for mu and the group size).
+SLIDERS = {"mu": ("update μ", (1, MAX_MU)), "eps_low": ("ε_low", (0.0, 0.5)),
+           "eps_high": ("ε_high", (0.0, 1.0)), "beta": ("β (KL weight)", (0.0, 0.5)),
+           "group_size": ("group size G", (2, MAX_GROUP))}  # fmt: skip
+PADDING = "#E6E6E6"
+PUSH_COLORS = LinearSegmentedColormap.from_list(
+    "push", [PALETTE["vermillion"], "#FFFFFF", PALETTE["blue"]]
+).with_extremes(bad=PADDING)
+FRAME = {"facecolor": "none", "edgecolor": COLORS["zero_grad"], "linewidth": 1.8}
+
+
+class Setting(NamedTuple):
+    """What the heat map shows: every control's value."""
+
+    objective: str = "grpo"
+    mu: int = 3
+    eps_low: float = 0.2
+    eps_high: float = 0.2
+    beta: float = 0.0
+    kl_place: str = "loss"
+    group_size: int = 4
+
+
+def advantages(batch: ResponseBatch, s: Setting) -> np.ndarray:
+    """GRPO's group advantages (Dr. GRPO's without the std) of the rewards, less ``beta`` times
+    each answer's k1 sum when the KL is in the reward (verl's ``compute_rewards``)."""
+    rewards = batch.rewards
+    if s.kl_place == "reward":
+        rewards = rewards - s.beta * np.where(batch.mask, batch.logp_old - batch.logp_ref, 0).sum(1)
+    return llm_clip.group_advantages(rewards, s.group_size, scale_by_std=s.objective != "dr_grpo")
+
+
+def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
+    """Every token's ratio, clip decision, weight and gradient at ``s``, from llm_clip
+    (:class:`~ppo_viz.app.InputError` for a setting llm_clip refuses)."""
+    in_loss = s.kl_place == "loss"
+    try:
+        b = response_batch(s.group_size)
+        return llm_clip.token_breakdown(
+            b.logp_new[s.mu - 1], b.logp_old, advantages(b, s), b.mask, objective=s.objective,
+            eps_low=s.eps_low, eps_high=s.eps_high, max_len=MAX_LEN,
+            logp_ref=b.logp_ref if in_loss else None, kl_coef=s.beta if in_loss else 0.0,
+        )  # fmt: skip
+    except (TypeError, ValueError) as error:
+        raise InputError(str(error)) from None
+
+
+@cache
+def push_scales(group_size: int) -> tuple[float, float]:
+    """The largest push on a token and (with room) on an answer, over every objective and
+    update without KL: the fixed colour scale and axis of ``group_size`` answers a prompt."""
+    pushes = [-breakdown(Setting(objective=o, mu=mu, group_size=group_size)).grad
+              for o in OBJECTIVES.values() for mu in range(1, MAX_MU + 1)]  # fmt: skip
+    return max(np.abs(p).max() for p in pushes), 1.15 * max(np.abs(p.sum(1)).max() for p in pushes)
+
+
+def _glyph(text: str) -> Path:
+    """``text`` as a marker, centred as a digit is, all tokens at one scale (matplotlib scales
+    a marker path to its largest coordinate: two invisible points at a digit's height)."""
+    font = FontProperties(family="DejaVu Sans")
+    (_, y0), (_, y1) = TextPath((0, 0), "8", prop=font).get_extents().get_points()
+    path = TextPath((0, 0), text, prop=font)
+    (x0, _), (x1, _) = path.get_extents().get_points()
+    half = (y1 - y0) / 2
+    vertices = np.vstack([path.vertices - [(x0 + x1) / 2, (y0 + y1) / 2], [[0, half], [0, -half]]])
+    return Path(vertices, [*path.codes, Path.MOVETO, Path.MOVETO])
+
+
+def _frames(cells: np.ndarray) -> np.ndarray:
+    """A square inside each (row, column) cell, in data coordinates."""
+    corners = np.array([[-0.4, -0.4], [0.4, -0.4], [0.4, 0.4], [-0.4, 0.4]])
+    return cells[:, None, ::-1] + corners
+
+
+def _bars(values: np.ndarray) -> np.ndarray:
+    """Horizontal bars from 0 to each value, one per row."""
+    rows = np.arange(len(values))
+    return np.stack([np.stack([0 * values, rows], 1), np.stack([values, rows], 1)], 1)
+
+
+class TokenPushExplorer(LiveFigure):
+    """The heat map under controls for the objective, mu, the band, beta and the group size."""
+
+    def __init__(self, setting: Setting = Setting()) -> None:  # noqa: B008 (immutable)
+        if not isinstance(setting, Setting):
+            raise TypeError(f"setting must be a Setting, got {type(setting).__name__}")
+        controls: dict[str, widgets.Widget] = {}
+        for name, value in setting._asdict().items():
+            choices = {"objective": OBJECTIVES, "kl_place": KL_PLACES}.get(name)
+            if choices is not None:
+                label = next((k for k, v in choices.items() if v == value), None)
+                if label is None:
+                    raise ValueError(f"{name} must be one of {tuple(choices.values())}, got "
+                                     f"{value!r}")  # fmt: skip
+                text = "objective" if name == "objective" else "KL to the reference"
+                controls[name] = widgets.Dropdown(options=list(choices), value=label,
+                                                  description=text, **control_layout())  # fmt: skip
+                continue
+            text, bounds = SLIDERS[name]
+            whole = name in ("mu", "group_size")
+            checked_number(name, value, bounds, whole=whole)
+            controls[name] = slider(text, value, bounds, 1 if whole else 0.01, integer=whole)
+        self._draw_axes()
+        super().__init__(
+            self.figure, self.update, controls,
+            moving=[self.image, *self.glyphs, self.frames, self.capped, self.bars_a, self.bars_sum],
+            rows=[["objective", "mu"], ["eps_low", "eps_high"], ["beta", "kl_place"],
+                  ["group_size"]],
+            description="Each token's push under an LLM trainer's objective",
+        )  # fmt: skip
+
+    def _draw_axes(self) -> None:
+        with figure_style():
+            self.figure = Figure(figsize=(9.6, 3.9) if presenting() else (9.0, 4.3),
+                                 layout="constrained")  # fmt: skip
+            self.ax, self.ax_a, self.ax_sum, cax = self.figure.subplots(
+                1, 4, width_ratios=(6.0, 1.3, 1.3, 0.18)
+            )
+            self.image = self.ax.imshow(np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto",
+                                        interpolation="nearest")  # fmt: skip
+            self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
+            collections = {"facecolors": "none", "edgecolors": COLORS["zero_grad"], "lw": 1.8}
+            self.frames = self.ax.add_collection(PolyCollection([], **collections, zorder=3))
+            self.capped = self.ax.add_collection(
+                PolyCollection([], **collections, linestyles="--", zorder=3)
+            )
+            self.bars_a = self.ax_a.add_collection(LineCollection([], color=COLORS["guide"]))
+            self.bars_sum = self.ax_sum.add_collection(LineCollection([], color=COLORS["clipped"]))
+            colorbar = self.figure.colorbar(self.image, cax=cax)
+            colorbar.set_label("push: −∂loss / ∂log π_new(token)", fontsize="small")
+            self.ax.set_xlabel("token position")
+            self.ax.set_xticks(range(MAX_LEN), [str(t + 1) for t in range(MAX_LEN)])
+            self.ax.grid(False)
+            self.ax_a.set_title("advantage", fontsize="medium")
+            self.ax_sum.set_title("Σ push", fontsize="medium")
+            for ax in (self.ax_a, self.ax_sum):
+                ax.axvline(0.0, color=COLORS["zero_line"], lw=0.8)
+                ax.tick_params(labelleft=False, left=False)
+                ax.grid(axis="y", visible=False)
+            self.figure.legend(
+                handles=[Patch(**FRAME, label="switched off (clipped)"),
+                         Patch(**FRAME, ls="--", label="weight capped, gradient kept (CISPO)"),
+                         Patch(color=PADDING, label="padding")],
+                loc="outside lower center", ncols=3, frameon=False, fontsize="small",
+            )  # fmt: skip
+        self.group_size = 0
+        self.shown: llm_clip.TokenBreakdown | None = None
+
+    def setting(self) -> Setting:
+        """The controls' values as a :class:`Setting`."""
+        values = self.values()
+        values["objective"] = OBJECTIVES[values["objective"]]
+        values["kl_place"] = KL_PLACES[values["kl_place"]]
+        return Setting(**values)
+
+    def _new_group_size(self, group_size: int) -> None:
+        """Rows, labels, group lines and the colour scale of ``group_size`` answers a prompt:
+        static artists; the axes' limits change, so the whole figure is drawn again."""
+        batch = response_batch(group_size)
+        rows = len(batch.rewards)
+        for ax in (self.ax, self.ax_a, self.ax_sum):
+            for line in list(ax.lines)[0 if ax is self.ax else 1 :]:  # side panels keep their 0
+                line.remove()
+            for g in range(group_size, rows, group_size):
+                ax.axhline(g - 0.5, color=COLORS["zero_line"], lw=1.2)
+            ax.set_ylim(rows - 0.5, -0.5)
+        row_pt = self.ax.get_position().height * self.figure.get_figheight() * 72 / rows
+        labels = [f"{batch.prompt_text(i)}  R={signed(batch.rewards[i])}" for i in range(rows)]
+        with figure_style():  # "small" is the style's, as in the rest of the figure
+            self.ax.set_yticks(range(rows), labels, fontsize="small")
+            if row_pt < 1.3 * self.ax.get_yticklabels()[0].get_size():  # too many rows to label
+                firsts = range(0, rows, group_size)
+                self.ax.set_yticks(firsts, map(batch.prompt_text, firsts), fontsize="small")
+        self.image.set_extent((-0.5, MAX_LEN - 0.5, rows - 0.5, -0.5))
+        for v, glyph in enumerate(self.glyphs):
+            glyph.set_offsets(np.argwhere((batch.tokens == v) & batch.mask)[:, ::-1])
+            glyph.set_sizes([min(56.0, (0.55 * row_pt) ** 2)])
+        scale, reach = push_scales(group_size)
+        self.image.set_norm(Normalize(-scale, scale))
+        tick = float(f"{0.6 * reach:.1g}")
+        self.ax_sum.set(xlim=(-reach, reach), xticks=(-tick, tick))
+        self.ax_a.set(xlim=(-2.6, 2.6), xticks=(-2, 0, 2))
+        self.group_size = group_size
+
+    def update(self, **_values: object) -> Markup:
+        """Draw the pushes of the controls' setting; return the readout."""
+        s = self.setting()
+        b = breakdown(s)  # first: a refused setting changes nothing
+        if s.group_size != self.group_size:
+            self._new_group_size(s.group_size)
+        batch = response_batch(s.group_size)
+        push = -b.grad
+        self.image.set_data(np.ma.masked_array(push, ~b.mask))
+        light = np.abs(push) < 0.55 * self.image.norm.vmax
+        for v, glyph in enumerate(self.glyphs):
+            glyph.set_facecolors(np.where(light[(batch.tokens == v) & b.mask], "#222222", "white"))
+        framed = _frames(np.argwhere(b.is_clipped))
+        self.frames.set_verts([] if s.objective == "cispo" else framed)
+        self.capped.set_verts(framed if s.objective == "cispo" else [])
+        height = self.ax.get_position().height * self.figure.get_figheight() * 72 / len(push)
+        for bars, values in ((self.bars_a, advantages(batch, s)), (self.bars_sum, push.sum(1))):
+            bars.set_segments(_bars(values))
+            bars.set_linewidth(0.6 * height)
+        self.bars_sum.set_colors(np.where(push.sum(1) < 0, PALETTE["vermillion"], PALETTE["blue"]))
+        self.shown = b
+        return readout(s, b)
+
+
+def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
+    """The update, the band, what the clip switched off and the loss, in one line."""
+    name = next(label for label, key in OBJECTIVES.items() if key == s.objective)
+    off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens switched off"
+    if s.objective == "cispo":
+        off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens' weights capped; none switched off"
+    elif s.objective == "gspo":
+        off = f"{b.is_clipped.any(axis=1).sum()} of {len(b.mask)} answers switched off"
+    steps = "no step yet: every ratio is exactly 1" if s.mu == 1 else f"after {s.mu - 1} step"
+    steps += "s" if s.mu > 2 else ""
+    band = f"[{rounded(1 - s.eps_low, 3)}, {rounded(1 + s.eps_high, 3)}]"
+    details = f" at update μ = {s.mu} ({steps}) · band {band} · {off} · loss {rounded(b.loss, 4)}"
+    return tag("div", tag("b", name), details, classes="ppo")

@@ -1,0 +1,485 @@
+"""Notebook 7 (clipping in LLM training): its batch, its apps against llm_clip, its tables and
+KL figure, and every number its prose states.
+
+Every value an app draws is compared with llm_clip called here directly (not through the app's
+own helpers); every number the prose states is computed here, in the same run, and looked for in
+the markdown (``assert_states``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from helpers import assert_states, markdown_of, plain
+from notebook_runner import execute_notebook, output_problems, run_committed
+
+import llm_clip
+from ppo_viz.app import WIDGET_VIEW_MIME
+from ppo_viz.llm import (
+    ClipFractionExplorer,
+    LengthBiasExplorer,
+    Setting,
+    TokenPushExplorer,
+    batch_table,
+    kl_gradient_bias,
+    response_batch,
+)
+from ppo_viz.llm.apps import AGGREGATIONS
+from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, PROMPTS, VOCAB, reward
+from ppo_viz.llm.tokens import KL_PLACES, OBJECTIVES
+from ppo_viz.numbers import rounded
+
+NOTEBOOK = (
+    Path(__file__).resolve().parent.parent / "notebooks" / "07_clipping_in_llm_training.ipynb"
+)
+
+
+def push_expected(s: Setting) -> tuple[llm_clip.TokenBreakdown, np.ndarray]:
+    """llm_clip's breakdown for a setting, the advantages made here from the batch's rewards."""
+    batch = response_batch(s.group_size)
+    rewards = batch.rewards
+    if s.kl_place == "reward":
+        k1 = ((batch.logp_old - batch.logp_ref) * batch.mask).sum(axis=1)
+        rewards = rewards - s.beta * k1
+    a = llm_clip.group_advantages(rewards, s.group_size, scale_by_std=s.objective != "dr_grpo")
+    in_loss = s.kl_place == "loss"
+    return llm_clip.token_breakdown(
+        batch.logp_new[s.mu - 1],
+        batch.logp_old,
+        a,
+        batch.mask,
+        objective=s.objective,
+        eps_low=s.eps_low,
+        eps_high=s.eps_high,
+        max_len=MAX_LEN,
+        logp_ref=batch.logp_ref if in_loss else None,
+        kl_coef=s.beta if in_loss else 0.0,
+    ), a
+
+
+def set_controls(app, **values) -> None:
+    for name, value in values.items():
+        app.controls[name].value = value
+
+
+# -- the batch -----------------------------------------------------------------------------------
+
+
+def test_the_batch_is_seeded_grouped_and_its_rewards_verifiable():
+    batch = response_batch(4)
+    assert len(batch.rewards) == 4 * len(PROMPTS)
+    for row in range(len(batch.rewards)):
+        a, b = batch.prompts[row]
+        assert tuple(batch.prompts[row]) == PROMPTS[row // 4]
+        text = batch.text(row).split()
+        right = text == [*(str(d) for d in range(a, b + 1)), "⏎"]
+        well_formed = text[-1] == "⏎" and len(text) > 1 and all(t.isdigit() for t in text[:-1])
+        assert batch.rewards[row] == (1.0 if right else 0.0 if well_formed else -0.5), text
+    assert set(batch.rewards) == {1.0, 0.0, -0.5}
+    assert batch.lengths.min() < batch.lengths.max() == MAX_LEN
+    # the first update recomputes the sampling policy's log-probabilities: the same floats
+    assert np.array_equal(batch.logp_new[0], batch.logp_old)
+    for mu in range(1, MAX_MU):
+        assert not np.array_equal(batch.logp_new[mu], batch.logp_old)
+    # a smaller group is the first answers of each prompt's larger one
+    big = response_batch(MAX_GROUP)
+    assert np.array_equal(big.tokens[:4], batch.tokens[:4])
+    assert not batch.tokens.flags.writeable
+
+
+def test_reward_of_each_kind():
+    right, wrong, broken = ([4, 5, 6, 0], [4, 6, 0], [4, 12, 0])  # 3 4 5 ⏎, 3 5 ⏎, 3 + ⏎
+    assert [reward((3, 5), np.array(t), len(t)) for t in (right, wrong, broken)] == [1, 0, -0.5]
+    assert reward((3, 5), np.array([0]), 1) == -0.5  # no digit at all
+    assert VOCAB[0] == "⏎"
+
+
+# -- the heat map ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def token_app() -> TokenPushExplorer:
+    return TokenPushExplorer()
+
+
+SETTINGS = [
+    {},
+    {"mu": 1},
+    {"objective": "PPO", "mu": 4},
+    {"objective": "Dr. GRPO", "group_size": 8},
+    {"objective": "DAPO", "eps_high": 0.28},
+    {"objective": "GSPO", "eps_low": 0.05, "eps_high": 0.05},
+    {"objective": "CISPO", "mu": 4},
+    {"beta": 0.3, "mu": 2},
+    {"beta": 0.3, "kl_place": "in the reward (k1, PPO-RLHF)", "group_size": 3},
+]
+
+
+@pytest.mark.parametrize(
+    "values", SETTINGS, ids=lambda v: ",".join(map(str, v.values())) or "start"
+)
+def test_the_map_draws_llm_clips_push_frames_and_advantages(token_app, values):
+    start = token_app.values()
+    try:
+        set_controls(token_app, **values)
+        assert token_app.message.value == ""
+        s = token_app.setting()
+        expected, advantages = push_expected(s)
+        shown = token_app.image.get_array()
+        assert np.array_equal(np.ma.getmaskarray(shown), ~expected.mask)
+        assert np.array_equal(shown.data[expected.mask], -expected.grad[expected.mask])
+        solid, dashed = token_app.frames, token_app.capped
+        framed = dashed if s.objective == "cispo" else solid
+        assert not (solid if framed is dashed else dashed).get_paths()
+        centres = {
+            tuple(np.round(p.vertices[:4].mean(axis=0)).astype(int)[::-1])
+            for p in framed.get_paths()
+        }
+        assert centres == {tuple(x) for x in np.argwhere(expected.is_clipped)}
+        rows = np.arange(len(advantages))
+        for bars, values_drawn in (
+            (token_app.bars_a, advantages),
+            (token_app.bars_sum, -expected.grad.sum(axis=1)),
+        ):
+            ends = np.array([segment[1] for segment in bars.get_segments()])
+            assert np.array_equal(ends[:, 0], values_drawn)
+            assert np.array_equal(ends[:, 1], rows)
+        readout = plain(token_app.readout.value)
+        assert_states(readout, f"μ = {s.mu}", f"loss {rounded(expected.loss, 4)}")
+        if s.objective == "gspo":
+            assert_states(
+                readout, f"{expected.is_clipped.any(axis=1).sum()} of {len(rows)} answers"
+            )
+        else:
+            assert_states(readout, f"{expected.is_clipped.sum()} of {expected.mask.sum()} tokens")
+    finally:
+        set_controls(token_app, **start)
+
+
+def test_every_objective_on_the_map_is_one_of_llm_clips():
+    assert set(OBJECTIVES.values()) == set(llm_clip.OBJECTIVES)
+    assert set(KL_PLACES.values()) == {"loss", "reward"}
+
+
+def test_a_setting_llm_clip_refuses_is_a_message_and_the_map_stays(token_app):
+    before = token_app.image.get_array().copy()
+    token_app.controls["eps_low"].value = math.nan  # only from code: a slider gives no NaN
+    try:
+        assert "eps_low" in plain(token_app.message.value)
+        assert np.array_equal(token_app.image.get_array(), before)
+    finally:
+        token_app.controls["eps_low"].value = 0.2
+    assert token_app.message.value == ""
+
+
+@pytest.mark.parametrize(
+    ("setting", "error", "names"),
+    [
+        (Setting(group_size=1), ValueError, "group_size"),
+        (Setting(eps_high=1.5), ValueError, "eps_high"),
+        (Setting(mu=0), ValueError, "mu"),
+        (Setting(objective="trpo"), ValueError, "objective"),
+        (Setting(kl_place="advantage"), ValueError, "kl_place"),
+        ({"mu": 2}, TypeError, "setting"),
+    ],
+)
+def test_the_map_refuses_a_start_it_cannot_show_by_name(setting, error, names):
+    with pytest.raises(error, match=names):
+        TokenPushExplorer(setting)
+
+
+# -- length bias and the clip fractions ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("short", "long", "advantage"), [(2, 8, 1.0), (3, 10, -1.0), (5, 5, 0.5)])
+def test_the_length_app_stacks_llm_clips_pushes(short, long, advantage):
+    app = LengthBiasExplorer()
+    set_controls(app, short=short, long=long, advantage=advantage)
+    mask = np.arange(MAX_LEN) < np.array([short, long])[:, None]
+    logp = np.zeros((2, MAX_LEN))
+    for name in AGGREGATIONS:
+        push = -llm_clip.policy_loss_grad(
+            logp, logp, [advantage] * 2, mask, objective="grpo", aggregation=name, max_len=MAX_LEN
+        )
+        heights = [p.vertices[2, 1] - p.vertices[1, 1] for p in app.blocks[name].get_paths()]
+        assert np.allclose(
+            heights, np.concatenate([push[0, :short], push[1, :long]]), rtol=0, atol=1e-15
+        )
+        tops = [push[row].sum() for row in range(2)]
+        assert [label.get_text().split("= ")[-1] for label in app.labels[name]] == [
+            rounded(t, 3) for t in tops
+        ]
+    if short != long:
+        ratio = (1 / short) / (1 / long)
+        assert_states(plain(app.readout.value), f"{rounded(ratio, 3)} times")
+
+
+def test_the_length_app_shows_a_refused_advantage_and_refuses_a_bad_start():
+    app = LengthBiasExplorer()
+    app.controls["advantage"].value = math.nan
+    assert "advantages" in plain(app.message.value)
+    with pytest.raises(ValueError, match="short"):
+        LengthBiasExplorer(short=0)
+
+
+@pytest.mark.parametrize(("mu", "eps"), [(1, 0.2), (2, 0.2), (3, 0.2), (4, 0.05)])
+def test_the_clip_fraction_app_draws_each_librarys_fraction(mu, eps):
+    app = ClipFractionExplorer()
+    set_controls(app, mu=mu, eps=eps)
+    batch = response_batch(4)
+    args = (batch.logp_new[mu - 1], batch.logp_old, batch.advantages(), batch.mask)
+    expected = [
+        llm_clip.clip_fraction_cleanrl(args[0], args[1], batch.mask, eps=eps)["losses/clipfrac"],
+        llm_clip.clip_fraction_verl(*args, objective="grpo", eps_low=eps)["actor/pg_clipfrac"],
+        llm_clip.clip_ratio_trl(*args, objective="grpo", eps_low=eps)["clip_ratio/region_mean"],
+    ]
+    assert [bar.get_height() for bar in app.bars] == expected
+    ratio = np.exp(args[0] - args[1])[batch.mask]
+    drawn = np.sort(np.concatenate([p.get_xdata() for p in app.points.values()]))
+    assert np.array_equal(drawn, np.sort(ratio))
+    clipped = llm_clip.token_breakdown(*args, objective="grpo", eps_low=eps).is_clipped
+    assert len(app.points["clipped"].get_xdata()) == clipped.sum()
+    if mu == 1:
+        assert expected == [0.0, 0.0, 0.0]
+        assert (ratio == 1.0).all()
+        assert_states(plain(app.readout.value), "every ratio is exactly 1")
+
+
+def test_apps_display_with_a_picture_for_pages_without_widgets():
+    for app in (TokenPushExplorer(), LengthBiasExplorer(), ClipFractionExplorer()):
+        bundle = app._repr_mimebundle_()
+        assert WIDGET_VIEW_MIME in bundle
+        assert "image/png" in bundle
+
+
+# -- the tables and the KL figure ----------------------------------------------------------------
+
+
+def test_the_batch_table_lists_each_answer_with_llm_clips_advantages():
+    table, batch = batch_table(), response_batch(4)
+    assert table.columns["answer"] == [batch.text(i) for i in range(len(batch.rewards))]
+    assert table.columns["A (GRPO: ÷ std)"][1] == "+" + rounded(batch.advantages()[1], 3)
+
+
+def test_the_kl_figure_shows_k3s_expected_gradient_is_the_reversed_kls():
+    bias = kl_gradient_bias()
+    assert bias.forward_gap < 1e-15  # E[grad k3] = grad KL(pi_ref || pi) = pi - pi_ref
+    assert np.allclose(bias.errors["k1"], 1.0, rtol=0, atol=1e-12)  # E[grad log pi] = 0
+    assert np.abs(bias.errors["exact"]).max() < 1e-12  # k3 * r and k2: the true gradient
+    k3 = bias.errors["k3"]
+    assert k3[0] < 0.05
+    assert np.all(np.diff(k3) > 0)
+    assert len(bias.figure.axes[0].lines) == 4
+
+
+def test_k2s_slope_is_the_slope_the_figure_calls_exact():
+    """The "exact" curve is k3 * r's slope at r = 1, g_k3 + k3; k2's is log pi - log pi_ref."""
+    logp = np.log(np.array([[0.5], [0.3], [0.2]]))
+    ref = np.log(np.array([[0.2], [0.5], [0.3]]))
+    parts = llm_clip.token_breakdown(
+        logp, logp, np.zeros(3), np.ones((3, 1), bool), objective="ppo", logp_ref=ref, kl_coef=1.0
+    )
+    assert np.allclose(3 * parts.grad + parts.kl, logp - ref, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.notebook
+def test_the_libraries_table_shows_llm_clips_numbers():
+    notebook, _ = run_committed(NOTEBOOK)
+    (cell,) = [c for c in notebook.cells if c.source.startswith("at = (batch")]
+    assert cell.metadata["jupyter"]["source_hidden"] is True
+    shown = plain(cell.outputs[0]["data"]["text/html"])
+    batch = response_batch(4)
+    args = (batch.logp_new[2], batch.logp_old, batch.advantages(), batch.mask)
+    dr = llm_clip.policy_loss(*args, objective="dr_grpo", max_len=MAX_LEN)
+    cleanrl = llm_clip.clip_fraction_cleanrl(args[0], args[1], batch.mask)["losses/clipfrac"]
+    capped = llm_clip.token_breakdown(*args, objective="cispo").is_clipped.sum()
+    assert_states(
+        shown,
+        f"TRL grpo_trainer.py L3135 sum / (B · max_completion_length) loss {rounded(dr, 4)}",
+        f"no 1/B loss {rounded(12 * dr, 4)}",
+        f"any A {rounded(cleanrl, 3)}",
+        f"{capped} weights capped",
+        "0 weights capped",  # TRL's cap 5: no ratio of this batch reaches it
+    )
+    cispo = llm_clip.token_breakdown(*args, objective="cispo", eps_low=1.0, eps_high=4.0)
+    assert (cispo.ratio[batch.mask] < 5).all()
+
+
+# -- the notebook --------------------------------------------------------------------------------
+
+
+def _prose() -> str:
+    return markdown_of(NOTEBOOK)
+
+
+def test_numbers_stated_by_sections_1_to_4_are_the_computed_ones():
+    batch = response_batch(4)
+    tokens = int(batch.mask.sum())
+    at = {mu: push_expected(Setting(mu=mu))[0] for mu in range(1, MAX_MU + 1)}
+    dapo = {e: push_expected(Setting(objective="dapo", eps_high=e))[0] for e in (0.2, 0.28)}
+    high = {
+        e: int((b.is_clipped & (batch.advantages()[:, None] > 0)).sum()) for e, b in dapo.items()
+    }
+    gspo = push_expected(Setting(objective="gspo"))[0]
+    paper = llm_clip.token_breakdown(
+        batch.logp_new[2],
+        batch.logp_old,
+        batch.advantages(),
+        batch.mask,
+        objective="gspo",
+        eps_low=3e-4,
+        eps_high=4e-4,
+    )
+    cispo = push_expected(Setting(objective="cispo"))[0]
+    silent = cispo.is_clipped & (cispo.grad == 0)  # "the one with no push has A = 0"
+    assert silent.sum() == 1
+    assert batch.advantages()[np.argwhere(silent)[0][0]] == 0.0
+    first = (batch.logp_new[0], batch.logp_old, batch.advantages(), batch.mask)
+    assert abs(llm_clip.policy_loss(*first, objective="grpo")) < 1e-15  # "GRPO's loss is 0"
+    token_mean = llm_clip.policy_loss(*first, objective="dapo")
+    fractions = {
+        mu: [
+            llm_clip.clip_fraction_cleanrl(batch.logp_new[mu - 1], batch.logp_old, batch.mask)[
+                "losses/clipfrac"
+            ],
+            llm_clip.clip_fraction_verl(batch.logp_new[mu - 1], *first[1:])["actor/pg_clipfrac"],
+            llm_clip.clip_ratio_trl(batch.logp_new[mu - 1], *first[1:])["clip_ratio/region_mean"],
+        ]
+        for mu in (2, 3)
+    }
+    assert len(set(fractions[2])) == 1
+    assert fractions[3][1] == fractions[3][2]
+    r3 = np.exp(batch.logp_new[2] - batch.logp_old)
+    outside = batch.mask & (np.abs(r3 - 1) > 0.2) & ~at[3].is_clipped
+    assert outside.sum() == 1
+    assert batch.advantages()[np.argwhere(outside)[0][0]] == 0.0
+    spec = (
+        np.log([[1.5], [1.5], [0.5], [0.5]]),
+        np.zeros((4, 1)),
+        [1.0, -1.0, 1.0, -1.0],
+        np.ones((4, 1), bool),
+    )
+    trl = llm_clip.clip_ratio_trl(*spec)
+    assert trl["clip_ratio/low_mean"] == trl["clip_ratio/high_mean"] == 0.25
+    assert not at[1].is_clipped.any()
+    assert_states(
+        _prose(),
+        f"$G = {batch.group_size}$ answers to each of {len(PROMPTS)} prompts",
+        f"{len(batch.rewards)} answers",
+        f"from {batch.lengths.min()} to {batch.lengths.max()} tokens long, {tokens} tokens in all",
+        f"{int((batch.rewards == 1).sum())} answers are right",
+        f"{int((batch.advantages() == 0).sum())} answers have $A = 0$ exactly",
+        f"switches off {int(at[3].is_clipped.sum())} of the {tokens} tokens",
+        f"of the {high[0.2]} tokens switched off above the band, {high[0.2] - high[0.28]} gets",
+        f"only {int(gspo.is_clipped.any(axis=1).sum())} answer is switched off",
+        f"{int(cispo.is_clipped.sum())} tokens have their weight capped",
+        f"{int(paper.is_clipped.any(axis=1).sum())} of the 12 answers are switched off",
+        f"the {int((batch.advantages() == 0).sum())} answers with",
+        "with 2 and 8 tokens, each token of the short answer gets 4 times",
+        "moves 4 times as much",
+        f"starts at a loss of {rounded(token_mean, 4)}",
+        f"{int(at[2].is_clipped.sum())} of the {tokens} tokens are switched off "
+        f"({rounded(fractions[2][0], 2)} by all three)",
+        f"CleanRL logs {rounded(fractions[3][0], 3)} and verl and TRL "
+        f"{rounded(fractions[3][1], 3)}",
+        f"all 4 samples ({llm_clip.clip_fraction_cleanrl(*spec[:2], spec[3])['losses/clipfrac']})",
+        f"samples 0 and 3 ({llm_clip.clip_fraction_verl(*spec)['actor/pg_clipfrac']})",
+    )
+
+
+def test_numbers_stated_by_sections_5_and_6_are_the_computed_ones():
+    bias = kl_gradient_bias()
+    at = int(np.argmin(np.abs(bias.t - 1.0)))
+    assert bias.t[at] == 1.0
+    batch = response_batch(4)
+    args = (batch.logp_new[2], batch.logp_old, batch.advantages(), batch.mask)
+    capped = llm_clip.token_breakdown(*args, objective="cispo").is_clipped.sum()
+    gspo = {"eps_low": 3e-4, "eps_high": 4e-4}
+    verl = llm_clip.clip_fraction_verl(*args, objective="gspo", **gspo)["actor/pg_clipfrac"]
+    trl = llm_clip.clip_ratio_trl(*args, objective="gspo", **gspo)["clip_ratio/region_mean"]
+    assert_states(
+        _prose(),
+        f"{rounded(bias.kl[at], 4)} nats",
+        f"off by {round(100 * bias.errors['k3'][at])} %",
+        f"({capped} of {batch.mask.sum()} weights capped here)",
+        f"$B = {len(batch.rewards)}$ times TRL's",
+        f"({rounded(verl, 3)} here",
+        f"each answer once ({rounded(trl, 3)})",
+    )
+
+
+#: Each library fact the prose states, and what the Sources list must name for it.
+SOURCED = {
+    "`num_iterations`": ("grpo_config.py", "f2cd577"),
+    '"why GRPO Train loss clip_ratio always zero?"': ("github.com/huggingface/trl/issues/3120",),
+    "which means no clipping will occur": ("github.com/huggingface/trl/issues/3757",),
+    '"Why does loss start at 0': ("github.com/huggingface/trl/issues/2703",),
+    "tends to prefer shorter completions": ("grpo_config.py` lines", "234–249"),
+    "biased KL estimator and how to fix it": ("github.com/verl-project/verl/pull/2953",),
+    "a later verl pull request (April 2026)": ("github.com/verl-project/verl/pull/6058",),
+    "`use_bias_correction_kl`": ("grpo_trainer.py` lines", "3071–3076"),
+    "`use_kl_in_reward`": ("ppo_trainer.yaml` lines 87–102", "ray_trainer.py` lines"),
+    "`masked_sum`": ("torch_functional.py` lines", "281–284"),
+    "`kl_penalty_forward`": ("1841–1902", "b178a3c"),
+    "`clipfrac`": ("cleanrl/ppo.py` lines 257–258", "fe8d8a0"),
+    "Dr. GRPO": ("arXiv 2503.20783",),
+    "GSPO": ("arXiv 2507.18071",),
+    "CISPO": ("arXiv 2506.13585",),
+    "DAPO": ("arXiv 2503.14476",),
+}
+
+
+def test_library_statements_name_their_sources_in_the_list_at_the_end():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    last = " ".join(notebook.cells[-1].source.split())
+    sources = last.partition("## Sources")[2]
+    body = _prose().partition("## Sources")[0]
+    for claim, names in SOURCED.items():
+        assert claim in body, claim
+        for name in names:
+            assert name in sources, (claim, name)
+    assert not re.search(r"#\d{3,}", body), "tracker numbers go in the Sources list"
+    # every line the library table cites lies inside a range the Sources list gives its file
+    chunks = re.split(r"`[\w/]*?(\w+\.(?:py|yaml))`", sources)  # file, what follows it, ...
+    ranges = {
+        file: [tuple(map(int, r)) for r in re.findall(r"(\d+)–(\d+)", text)]
+        for file, text in zip(chunks[1::2], chunks[2::2], strict=True)
+    }
+    files = {"TRL": "grpo_trainer.py", "verl": "core_algos.py", "CleanRL": "ppo.py"}
+    current = ""
+    notebook_code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    for where in re.findall(r'"((?:TRL|verl|CleanRL) [^"]*L\d+[^"]*)"', notebook_code):
+        current = next((f for key, f in files.items() if where.startswith(key)), current)
+        for file, line in re.findall(r"(\w+\.(?:py|yaml))|L(\d+)", where):
+            if file:
+                current = file
+            elif current == "actor.yaml":
+                assert f"{line}," in chunks[chunks.index("actor.yaml") + 1], where
+            else:
+                assert any(lo <= int(line) <= hi for lo, hi in ranges[current]), (where, line)
+
+
+def test_the_opening_names_the_lecture_cells_and_they_form_sections_1_to_4():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    opening = " ".join(notebook.cells[0].source.split())
+    assert "tagged `lecture`" in opening
+    assert "20-minute add-on" in opening
+    lecture = [c for c in notebook.cells if "lecture" in c.metadata.get("tags", [])]
+    headings = [c.source.splitlines()[0] for c in lecture if c.source.startswith("## ")]
+    assert [h[:5] for h in headings] == ["## 1.", "## 2.", "## 3.", "## 4."]
+    assert lecture[0].cell_type == "code"
+    assert "import" in lecture[0].source
+
+
+@pytest.mark.notebook
+def test_the_lecture_cells_run_on_their_own():
+    """Presentation mode's lecture view runs only the cells tagged ``lecture``."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    notebook.cells = [c for c in notebook.cells if "lecture" in c.metadata.get("tags", [])]
+    problems = output_problems(execute_notebook(notebook))
+    assert not problems, problems
