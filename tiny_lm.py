@@ -231,8 +231,10 @@ class Scored:
     cache: Cache
 
     def mean(self, per_row: FloatArray) -> FloatArray:
-        """Per run, the mean of a per-row quantity over the run's tokens."""
-        return np.where(self.valid, per_row, 0.0).sum(axis=1) / self.valid.sum(axis=1)
+        """Per run, the mean of a per-row quantity over the run's tokens (summed over those
+        rows only, so that the result does not depend on the other runs' lengths)."""
+        counts = self.valid.sum(axis=1)
+        return np.array([row[:n].sum() / n for row, n in zip(per_row, counts, strict=True)])
 
 
 def packed(mask: BoolArray) -> tuple[IntArray, BoolArray]:
