@@ -19,7 +19,7 @@ of *runs* (seeds, or methods side by side): run ``i`` has its own parameters and
 responses, and nothing mixes runs.  Sampling (:func:`sample`) draws each token by inverting
 the cumulative probabilities at a uniform number, so a seed's uniforms decide its responses;
 :func:`score` gives each response token's log-probability under any model (computed on the
-tokens only, packed), and :func:`parameter_grad` the parameter gradient from
+tokens only: :func:`pack`), and :func:`parameter_grad` the parameter gradient from
 ``d loss / d logp`` of each token (:func:`logit_grad`, :meth:`TinyLM.backward`:
 backpropagation written out).
 
@@ -55,6 +55,8 @@ MAX_LEN = 12
 PROMPTS = tuple((a, b) for a in range(10) for b in range(a + 1, min(a + 5, 9) + 1))
 PROMPT_A = np.array([a for a, _ in PROMPTS])
 PROMPT_B = np.array([b for _, b in PROMPTS])
+#: The length of each prompt's right response, ``<eos>`` included.
+RIGHT_LENGTH = PROMPT_B - PROMPT_A + 2
 #: The reward of a right, a well-formed wrong and a malformed response.
 REWARD_RIGHT, REWARD_WRONG, REWARD_MALFORMED = 1.0, 0.0, -0.5
 #: One-hot features: a (10), b (10), the position (MAX_LEN), the previous token (V + 1).
@@ -132,9 +134,10 @@ def features(prompts: IntArray, positions: IntArray, previous: IntArray) -> Floa
     token's position and the token before it (:data:`BOS` before the first); the three
     arrays broadcast to one shape."""
     columns = np.broadcast_arrays(PROMPT_A[prompts], PROMPT_B[prompts], positions, previous)
+    ones = np.stack([o + c for o, c in zip(FEATURE_OFFSETS, columns, strict=True)], axis=-1)
     x = np.zeros((*columns[0].shape, N_FEATURES))
-    for offset, column in zip(FEATURE_OFFSETS, columns, strict=True):
-        np.put_along_axis(x, (offset + column)[..., None], 1.0, axis=-1)
+    flat = x.reshape(-1, N_FEATURES)
+    flat[np.arange(len(flat))[:, None], ones.reshape(len(flat), -1)] = 1.0
     return x
 
 
@@ -213,22 +216,33 @@ def previous_tokens(tokens: IntArray) -> IntArray:
     return np.concatenate([start, tokens[..., :-1]], axis=-1)
 
 
-@dataclass
-class Scored:
-    """A model's log-probabilities on a batch of :class:`Responses`, computed on its tokens
-    only: each run's tokens are *packed* into ``N`` rows (the most tokens of any run).
+@dataclass(frozen=True)
+class Packed:
+    """A batch of :class:`Responses` as the model sees it: each run's tokens *packed* into
+    ``N`` rows (the most tokens of any run), computed once per batch.
 
-    ``logp`` ``(runs, B, MAX_LEN)``: each response token's log-probability (0 on padding);
-    ``log_probs`` ``(runs, N, V)``: the whole vocabulary's, at each packed row; ``rows``
-    ``(runs, N)``: where each row's token sits (``b * MAX_LEN + t``); ``valid``: False for the
-    rows that only fill a run up to ``N``; ``cache``: for backpropagation.
+    ``x`` ``(runs, N, N_FEATURES)``: each token's :func:`features`; ``rows`` ``(runs, N)``:
+    where each row's token sits in the batch (``b * MAX_LEN + t``), the run's tokens first
+    and in order; ``valid``: False for the rows that only fill a run up to ``N``; ``tokens``:
+    each row's token; ``shape``: the batch's ``(runs, B, MAX_LEN)``.
     """
 
-    logp: FloatArray
-    log_probs: FloatArray
+    x: FloatArray
     rows: IntArray
     valid: BoolArray
-    cache: Cache
+    tokens: IntArray
+    shape: tuple[int, int, int]
+
+    def gathered(self, per_token: np.ndarray) -> np.ndarray:
+        """``per_token`` ``(runs, B, MAX_LEN)`` at each run's rows ``(runs, N)``."""
+        return np.take_along_axis(per_token.reshape(len(self.rows), -1), self.rows, axis=1)
+
+    def unpacked(self, per_row: FloatArray) -> FloatArray:
+        """A per-row quantity ``(runs, N)`` back at its tokens ``(runs, B, MAX_LEN)``, 0 on
+        padding."""
+        out = np.zeros((len(self.rows), self.shape[1] * self.shape[2]))
+        np.put_along_axis(out, self.rows, np.where(self.valid, per_row, 0.0), axis=1)
+        return out.reshape(self.shape)
 
     def mean(self, per_row: FloatArray) -> FloatArray:
         """Per run, the mean of a per-row quantity over the run's tokens (summed over those
@@ -237,47 +251,41 @@ class Scored:
         return np.array([row[:n].sum() / n for row, n in zip(per_row, counts, strict=True)])
 
 
-def packed(mask: BoolArray) -> tuple[IntArray, BoolArray]:
-    """Each run's token positions first, in order (``rows``), and which rows are tokens."""
-    runs = len(mask)
-    flat = mask.reshape(runs, -1)
+def pack(responses: Responses) -> Packed:
+    """The :class:`Packed` form of ``responses``."""
+    runs, _, length = shape = responses.tokens.shape
+    flat = responses.mask.reshape(runs, -1)
     counts = flat.sum(axis=1)
     rows = np.argsort(~flat, axis=1, kind="stable")[:, : counts.max()]
-    return rows, np.arange(rows.shape[1]) < counts[:, None]
+    valid = np.arange(rows.shape[1]) < counts[:, None]
 
+    def gathered(per_token: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(per_token.reshape(runs, -1), rows, axis=1)
 
-def at_rows(per_token: np.ndarray, rows: IntArray) -> np.ndarray:
-    """``per_token`` ``(runs, B, MAX_LEN)`` at each run's packed ``rows`` ``(runs, N)``."""
-    return np.take_along_axis(per_token.reshape(len(rows), -1), rows, axis=1)
-
-
-def unpacked(per_row: FloatArray, rows: IntArray, valid: BoolArray, shape: tuple) -> FloatArray:
-    """A per-row quantity ``(runs, N)`` back at its tokens ``shape`` ``(runs, B, MAX_LEN)``,
-    0 on padding."""
-    out = np.zeros((len(rows), shape[1] * shape[2]))
-    np.put_along_axis(out, rows, np.where(valid, per_row, 0.0), axis=1)
-    return out.reshape(shape)
-
-
-def packed_features(responses: Responses) -> tuple[FloatArray, IntArray, BoolArray]:
-    """The :func:`features` of every response token, packed (``x``, ``rows``, ``valid``)."""
-    rows, valid = packed(responses.mask)
-    length = responses.tokens.shape[-1]
     prompts = np.take_along_axis(responses.prompts, rows // length, axis=1)
-    previous = at_rows(previous_tokens(responses.tokens), rows)
-    return features(prompts, rows % length, previous), rows, valid
+    x = features(prompts, rows % length, gathered(previous_tokens(responses.tokens)))
+    return Packed(x, rows, valid, gathered(responses.tokens), shape)
 
 
-def score(model: TinyLM, responses: Responses) -> Scored:
-    """The model's :class:`Scored` log-probabilities of ``responses`` (teacher forcing: each
-    token predicted from the prompt, its position and the token before it)."""
-    x, rows, valid = packed_features(responses)
-    logits, cache = model.forward(x)
+@dataclass
+class Scored:
+    """A model's log-probabilities on a :class:`Packed` batch: ``logp`` ``(runs, B,
+    MAX_LEN)``, each response token's (0 on padding); ``log_probs`` ``(runs, N, V)``, the whole
+    vocabulary's at each row; ``cache``, for backpropagation."""
+
+    batch: Packed
+    logp: FloatArray
+    log_probs: FloatArray
+    cache: Cache
+
+
+def score(model: TinyLM, batch: Packed) -> Scored:
+    """The model's :class:`Scored` log-probabilities of a batch (teacher forcing: each token
+    predicted from the prompt, its position and the token before it)."""
+    logits, cache = model.forward(batch.x)
     log_probs = log_softmax(logits)
-    tokens = at_rows(responses.tokens, rows)
-    taken = np.take_along_axis(log_probs, tokens[..., None], axis=-1)[..., 0]
-    logp = unpacked(taken, rows, valid, responses.tokens.shape)
-    return Scored(logp, log_probs, rows, valid, cache)
+    taken = np.take_along_axis(log_probs, batch.tokens[..., None], axis=-1)[..., 0]
+    return Scored(batch, batch.unpacked(taken), log_probs, cache)
 
 
 def logit_grad(dloss_dlogp: FloatArray, tokens: IntArray, log_probs: FloatArray) -> FloatArray:
@@ -287,14 +295,12 @@ def logit_grad(dloss_dlogp: FloatArray, tokens: IntArray, log_probs: FloatArray)
     return dloss_dlogp[..., None] * (one_hot - np.exp(log_probs))
 
 
-def parameter_grad(
-    model: TinyLM, scored: Scored, dloss_dlogp: FloatArray, responses: Responses
-) -> list[FloatArray]:
+def parameter_grad(model: TinyLM, scored: Scored, dloss_dlogp: FloatArray) -> list[FloatArray]:
     """``d loss / d params`` from ``d loss / d logp`` ``(runs, B, MAX_LEN)`` of each response
-    token (0 on padding), through ``scored`` (the model's :func:`score` of ``responses``)."""
-    g = np.where(scored.valid, at_rows(dloss_dlogp, scored.rows), 0.0)
-    tokens = at_rows(responses.tokens, scored.rows)
-    return model.backward(scored.cache, logit_grad(g, tokens, scored.log_probs))
+    token (0 on padding), through ``scored`` (the model's :func:`score` of the batch)."""
+    batch = scored.batch
+    g = np.where(batch.valid, batch.gathered(dloss_dlogp), 0.0)
+    return model.backward(scored.cache, logit_grad(g, batch.tokens, scored.log_probs))
 
 
 def entropy(log_probs: FloatArray) -> FloatArray:
@@ -386,11 +392,11 @@ def pretrain(seed: int = PRETRAIN_SEED, steps: int = PRETRAIN_STEPS) -> TinyLM:
     for _ in range(steps):
         prompts = rng.integers(len(PROMPTS), size=(1, PRETRAIN_BATCH))
         responses = sample_teacher(prompts, rng.random((1, PRETRAIN_BATCH, MAX_LEN)))
-        scored = score(model, responses)
-        rows = scored.rows
-        previous = at_rows(previous_tokens(responses.tokens), rows)
-        target = teacher_probs(np.take_along_axis(prompts, rows // MAX_LEN, axis=1), previous)
-        d_logits = (np.exp(scored.log_probs) - target) / rows.size  # every row is a token
+        batch = pack(responses)
+        scored = score(model, batch)
+        previous = batch.gathered(previous_tokens(responses.tokens))
+        target = teacher_probs(np.take_along_axis(prompts, batch.rows // MAX_LEN, 1), previous)
+        d_logits = (np.exp(scored.log_probs) - target) / batch.rows.size  # every row a token
         optimizer.step(model.backward(scored.cache, d_logits), PRETRAIN_RATE)
     return model
 
@@ -425,4 +431,4 @@ def right_answer_probability(model: TinyLM) -> FloatArray:
         tokens[:, number, : len(target)] = target
         mask[:, number, : len(target)] = True
     prompts = np.broadcast_to(np.arange(len(PROMPTS)), (runs, len(PROMPTS)))
-    return np.exp(score(model, Responses(prompts, tokens, mask)).logp.sum(axis=-1))
+    return np.exp(score(model, pack(Responses(prompts, tokens, mask))).logp.sum(axis=-1))

@@ -37,6 +37,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -44,23 +45,23 @@ import llm_clip
 from tiny_lm import (
     MAX_LEN,
     PROMPTS,
+    RIGHT_LENGTH,
     Adam,
     BoolArray,
     FloatArray,
     IntArray,
+    Packed,
     Responses,
     Scored,
     TinyLM,
-    at_rows,
     entropy,
-    packed_features,
+    pack,
     parameter_grad,
     reference_model,
     rewards,
     right_answer_probability,
     sample,
     score,
-    unpacked,
 )
 
 #: Where each run draws its prompts and uniforms, and where PPO's value model its weights.
@@ -148,9 +149,11 @@ class TrainSettings:
 class History:
     """One method's runs, per seed (rows) and iteration (columns): the batch's mean reward,
     its share of right and of malformed responses, its mean length (tokens, ``<eos>``
-    included), the number of wrong responses and their tokens, the policy's mean entropy and
-    exact KL to the reference per response token, and the share of tokens clipped below
-    (A < 0) and above (A > 0) over the mu updates; ``score``, the final exact accuracy."""
+    included) and mean *excess* length (length minus the right response's, so that which
+    prompts were drawn does not move it), the number of wrong responses and the sum of their
+    excess lengths, the policy's mean entropy and exact KL to the reference per response
+    token, and the share of tokens clipped below (A < 0) and above (A > 0) over the mu
+    updates; ``score``, the final exact accuracy."""
 
     method: Method
     settings: TrainSettings
@@ -159,8 +162,9 @@ class History:
     right: FloatArray = field(repr=False)
     malformed: FloatArray = field(repr=False)
     length: FloatArray = field(repr=False)
+    excess: FloatArray = field(repr=False)
     wrong: FloatArray = field(repr=False)
-    wrong_tokens: FloatArray = field(repr=False)
+    wrong_excess: FloatArray = field(repr=False)
     entropy: FloatArray = field(repr=False)
     kl_ref: FloatArray = field(repr=False)
     clip_low: FloatArray = field(repr=False)
@@ -173,10 +177,10 @@ class History:
         return self.clip_low + self.clip_high
 
     @property
-    def wrong_length(self) -> FloatArray:
-        """The mean length of the wrong responses (NaN where all were right)."""
+    def wrong_excess_mean(self) -> FloatArray:
+        """The wrong responses' mean excess length (NaN where all were right)."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            return self.wrong_tokens / self.wrong
+            return self.wrong_excess / self.wrong
 
 
 #: What one iteration records per run (the fields of :class:`History` over iterations).
@@ -249,34 +253,37 @@ class Trainer:
         s = self.settings
         responses = sample(self.policy, *self.draw())
         reward, right, malformed = rewards(responses)
-        old = score(self.policy, responses)
-        ref = score(self.reference, responses)
+        batch = pack(responses)
+        old = score(self.policy, batch)
+        ref = score(self.reference, batch)
         advantages = self.advantages(responses, reward, old, ref)
         clip_low, clip_high = np.zeros(self.runs), np.zeros(self.runs)
         tokens = responses.mask.sum(axis=(1, 2))
         new = old  # at the first update the policy is the old one: the same numbers
         for update in range(s.updates):
             if update:
-                new = score(self.policy, responses)
+                new = score(self.policy, batch)
             dloss_dlogp = np.zeros_like(new.logp)
             for run in range(self.runs):
                 b = self.breakdown(run, new.logp, old.logp, advantages, responses.mask, ref.logp)
                 dloss_dlogp[run] = b.grad
                 clip_low[run] += (b.is_clipped & (advantages[run] < 0)).sum()
                 clip_high[run] += (b.is_clipped & (advantages[run] > 0)).sum()
-            grads = parameter_grad(self.policy, new, dloss_dlogp, responses)
+            grads = parameter_grad(self.policy, new, dloss_dlogp)
             self.optimizer.step(grads, s.learning_rate)
         kl_ref = (np.exp(old.log_probs) * (old.log_probs - ref.log_probs)).sum(axis=-1)
         wrong = ~right
+        excess = responses.lengths - RIGHT_LENGTH[responses.prompts]
         return {
             "reward": reward.mean(axis=1),
             "right": right.mean(axis=1),
             "malformed": malformed.mean(axis=1),
             "length": responses.lengths.mean(axis=1),
+            "excess": excess.mean(axis=1),
             "wrong": wrong.sum(axis=1),
-            "wrong_tokens": np.where(wrong, responses.lengths, 0).sum(axis=1),
-            "entropy": old.mean(entropy(old.log_probs)),
-            "kl_ref": old.mean(kl_ref),
+            "wrong_excess": np.where(wrong, excess, 0).sum(axis=1),
+            "entropy": batch.mean(entropy(old.log_probs)),
+            "kl_ref": batch.mean(kl_ref),
             "clip_low": clip_low / (tokens * s.updates),
             "clip_high": clip_high / (tokens * s.updates),
         }
@@ -333,31 +340,29 @@ class Trainer:
         mask = responses.mask
         last = mask & ~np.concatenate([mask[..., 1:], np.zeros_like(mask[..., :1])], axis=-1)
         token_reward = np.where(mask, -PPO_KL_COEF * kl, 0.0) + np.where(last, reward[..., None], 0)
-        values, _ = self.critic_values(responses)
+        batch = pack(responses)
+        values, _ = self.critic_values(batch)
         raw = token_gae(token_reward, values, PPO_LAMBDA)
-        self.fit_critic(responses, raw + values)
+        self.fit_critic(batch, raw + values)
         n = mask.sum(axis=(1, 2), keepdims=True)
         mean = np.where(mask, raw, 0.0).sum(axis=(1, 2), keepdims=True) / n
         var = np.where(mask, (raw - mean) ** 2, 0.0).sum(axis=(1, 2), keepdims=True) / (n - 1)
         return np.where(mask, (raw - mean) / np.sqrt(var + 1e-8), 0.0)
 
-    def critic_values(self, responses: Responses) -> tuple[FloatArray, tuple]:
-        """The value model's value of every response token ``(runs, B, MAX_LEN)``, 0 on
-        padding, and what :meth:`fit_critic` needs to backpropagate."""
-        x, rows, valid = packed_features(responses)
-        values, cache = self.critic.forward(x)
-        return unpacked(values[..., 0], rows, valid, responses.tokens.shape), (cache, rows, valid)
+    def critic_values(self, batch: Packed) -> tuple[FloatArray, Any]:
+        """The value model's value of every response token ``(runs, B, MAX_LEN)`` (0 on
+        padding), and its cache for backpropagation."""
+        values, cache = self.critic.forward(batch.x)
+        return batch.unpacked(values[..., 0]), cache
 
-    def fit_critic(self, responses: Responses, returns: FloatArray) -> None:
+    def fit_critic(self, batch: Packed, returns: FloatArray) -> None:
         """mu Adam steps of the value model on ``0.5 * mean((V - return)^2)`` over tokens."""
-        s, mask = self.settings, responses.mask
-        n = mask.sum(axis=(1, 2), keepdims=True)
-        for _ in range(s.updates):
-            values, (cache, rows, valid) = self.critic_values(responses)
-            d_values = np.where(mask, values - returns, 0.0) / n
-            d_rows = np.where(valid, at_rows(d_values, rows), 0.0)
+        n = batch.valid.sum(axis=1, keepdims=True)
+        for _ in range(self.settings.updates):
+            values, cache = self.critic_values(batch)
+            d_rows = np.where(batch.valid, batch.gathered(values - returns), 0.0) / n
             grads = self.critic.backward(cache, d_rows[..., None])
-            self.critic_optimizer.step(grads, s.learning_rate)
+            self.critic_optimizer.step(grads, self.settings.learning_rate)
 
 
 def token_gae(token_reward: FloatArray, values: FloatArray, lam: float) -> FloatArray:

@@ -34,6 +34,7 @@ from tiny_lm import (
     inverse_cdf,
     log_softmax,
     logit_grad,
+    pack,
     parameter_grad,
     reference_model,
     rewards,
@@ -109,7 +110,7 @@ def test_what_padding_holds_never_changes_a_reward_or_a_log_probability():
     batch = random_responses(model, 2)
     noisy = Responses(batch.prompts, np.where(batch.mask, batch.tokens, 13), batch.mask)
     assert all(np.array_equal(x, y) for x, y in zip(rewards(batch), rewards(noisy), strict=True))
-    assert np.array_equal(score(model, batch).logp, score(model, noisy).logp)
+    assert np.array_equal(score(model, pack(batch)).logp, score(model, pack(noisy)).logp)
 
 
 # --------------------------------------------------------------------------
@@ -147,12 +148,12 @@ def test_each_token_is_drawn_from_the_models_next_token_probabilities():
     logits, _ = model.forward(features(prompts, np.array(0), np.full((2, 30), BOS)))
     first = inverse_cdf(np.exp(log_softmax(logits)), uniforms[..., 0])
     assert np.array_equal(batch.tokens[..., 0], first)
-    scored = score(model, batch)
-    probs = np.exp(scored.log_probs)
-    rows = np.take_along_axis(uniforms.reshape(2, -1), scored.rows, axis=1)
-    drawn = inverse_cdf(probs, rows)
-    tokens = np.take_along_axis(batch.tokens.reshape(2, -1), scored.rows, axis=1)
-    assert np.array_equal(np.where(scored.valid, drawn, 0), np.where(scored.valid, tokens, 0))
+    packed = pack(batch)
+    probs = np.exp(score(model, packed).log_probs)
+    drawn = inverse_cdf(probs, packed.gathered(uniforms))
+    assert np.array_equal(
+        np.where(packed.valid, drawn, 0), np.where(packed.valid, packed.tokens, 0)
+    )
 
 
 def test_sampled_responses_come_as_often_as_their_probability_says():
@@ -160,7 +161,7 @@ def test_sampled_responses_come_as_often_as_their_probability_says():
     rng = np.random.default_rng(7)
     prompt, n = PROMPTS.index((2, 4)), 20_000
     batch = sample(model, np.full((1, n), prompt), rng.random((1, n, MAX_LEN)))
-    probability = np.exp(score(model, batch).logp.sum(axis=-1))[0]
+    probability = np.exp(score(model, pack(batch)).logp.sum(axis=-1))[0]
     rows = zip(batch.tokens[0], batch.mask[0], strict=True)
     texts = np.array([" ".join(map(str, tokens[mask])) for tokens, mask in rows])
     seen, first, counts = np.unique(texts, return_index=True, return_counts=True)
@@ -174,7 +175,7 @@ def test_sampled_responses_come_as_often_as_their_probability_says():
 
 def test_log_probabilities_sum_to_one_over_the_vocabulary_at_every_token():
     model = random_model(8)
-    scored = score(model, random_responses(model, 9, batch=20))
+    scored = score(model, pack(random_responses(model, 9, batch=20)))
     assert np.allclose(np.exp(scored.log_probs).sum(axis=-1), 1.0, rtol=0, atol=1e-12)
     assert (scored.logp <= 0).all()
 
@@ -190,7 +191,7 @@ def test_packing_gives_the_numbers_of_the_whole_padded_batch():
     logits, _ = model.forward(x.reshape(runs, b * t, -1))
     full = np.take_along_axis(log_softmax(logits), batch.tokens.reshape(runs, -1, 1), axis=-1)
     expected = np.where(batch.mask, full.reshape(runs, b, t), 0.0)
-    assert np.allclose(score(model, batch).logp, expected, rtol=0, atol=1e-13)
+    assert np.allclose(score(model, pack(batch)).logp, expected, rtol=0, atol=1e-13)
 
 
 def test_right_answer_probability_is_the_product_of_the_right_tokens_probabilities():
@@ -200,7 +201,8 @@ def test_right_answer_probability_is_the_product_of_the_right_tokens_probabiliti
     batch = responses_of(prompt, " ".join(VOCAB[t] for t in right_response(prompt)))
     for run in range(model.runs):
         single = TinyLM([p[run : run + 1] for p in model.params])
-        assert exact[run, prompt] == pytest.approx(np.exp(score(single, batch).logp.sum()), 1e-12)
+        alone = np.exp(score(single, pack(batch)).logp.sum())
+        assert exact[run, prompt] == pytest.approx(alone, rel=1e-12)
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +233,7 @@ def test_the_parameter_gradient_of_llm_clips_loss_agrees_with_finite_differences
     gradient at the parameters of the test."""
     old_model = random_model(14)
     batch = random_responses(old_model, 15, batch=8)
-    old = score(old_model, batch).logp
+    old = score(old_model, pack(batch)).logp
     rng = np.random.default_rng(16)
     model = TinyLM([p + 0.05 * rng.standard_normal(p.shape) for p in old_model.params])
     advantages = rng.normal(size=(model.runs, 8))
@@ -245,13 +247,13 @@ def test_the_parameter_gradient_of_llm_clips_loss_agrees_with_finite_differences
             for r in range(model.runs)
         ])  # fmt: skip
 
-    scored = score(model, batch)
+    scored = score(model, pack(batch))
     dloss_dlogp = llm_clip_grad(scored.logp)
     if objective != "cispo":  # some tokens are clipped: their gradient is 0
         assert (dloss_dlogp[batch.mask] == 0).any()
 
     def loss() -> float:
-        new = score(model, batch).logp
+        new = score(model, pack(batch)).logp
         if objective == "cispo":
             return float((dloss_dlogp * new).sum())
         return sum(
@@ -259,7 +261,7 @@ def test_the_parameter_gradient_of_llm_clips_loss_agrees_with_finite_differences
             for r in range(model.runs)
         )
 
-    grads = parameter_grad(model, scored, dloss_dlogp, batch)
+    grads = parameter_grad(model, scored, dloss_dlogp)
     for param, grad in zip(model.params, grads, strict=True):
         largest = np.unravel_index(np.argsort(-np.abs(grad), axis=None)[:4], grad.shape)
         for index in zip(*largest, strict=True):
@@ -316,13 +318,14 @@ def test_the_reference_is_close_to_its_teacher_and_answers_right_about_45_percen
     rng = np.random.default_rng(21)
     prompts = rng.integers(len(PROMPTS), size=(1, 2000))
     batch = sample_teacher(prompts, rng.random((1, 2000, MAX_LEN)))
-    scored = score(model, batch)
+    packed = pack(batch)
+    scored = score(model, packed)
     previous = np.concatenate([np.full((1, 2000, 1), BOS), batch.tokens[..., :-1]], axis=-1)
     teacher = teacher_probs(np.broadcast_to(prompts[..., None], previous.shape), previous)
-    teacher = np.take_along_axis(teacher.reshape(1, -1, V), scored.rows[..., None], axis=1)
+    teacher = np.take_along_axis(teacher.reshape(1, -1, V), packed.rows[..., None], axis=1)
     log_teacher = np.log(np.where(teacher > 0, teacher, 1.0))  # 0 * log 0 counts as 0
     kl = (teacher * (log_teacher - scored.log_probs)).sum(axis=-1)
-    assert kl[scored.valid].mean() < 0.02  # nats per token
+    assert kl[packed.valid].mean() < 0.02  # nats per token
 
 
 def test_digits_are_tokens_one_to_ten():

@@ -21,6 +21,7 @@ import pytest
 import llm_clip
 from tiny_lm import (
     MAX_LEN,
+    pack,
     parameter_grad,
     reference_model,
     rewards,
@@ -95,13 +96,13 @@ def test_an_update_follows_llm_clips_gradient_through_the_model():
     trainer.iteration()
     responses = sample(twin.policy, *twin.draw())
     reward, _, _ = rewards(responses)
-    scored = score(twin.policy, responses)
+    scored = score(twin.policy, pack(responses))
     advantages = llm_clip.group_advantages(reward[0], settings.group_size, scale_by_std=False)
     grad = llm_clip.policy_loss_grad(
         scored.logp[0], scored.logp[0], advantages, responses.mask[0], objective="dr_grpo",
         max_len=MAX_LEN,
     )  # fmt: skip
-    grads = parameter_grad(twin.policy, scored, grad[None], responses)
+    grads = parameter_grad(twin.policy, scored, grad[None])
     for old, new, g in zip(before, trainer.policy.params, grads, strict=True):
         step = settings.learning_rate * g / (np.abs(g) + 1e-8)
         assert np.allclose(old - new, step, rtol=1e-9, atol=1e-15)
