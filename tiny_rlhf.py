@@ -176,11 +176,16 @@ class History:
         """The share of tokens whose clip engaged, on either side."""
         return self.clip_low + self.clip_high
 
-    @property
-    def wrong_excess_mean(self) -> FloatArray:
-        """The wrong responses' mean excess length (NaN where all were right)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return self.wrong_excess / self.wrong
+    def curve(self, name: str) -> FloatArray:
+        """Per iteration, the mean over seeds of what ``name`` records; for ``wrong_excess``,
+        the wrong responses' mean excess length, all seeds pooled (NaN where none was wrong)."""
+        if name == "wrong_excess":
+            wrong = self.wrong.sum(axis=0)
+            total = self.wrong_excess.sum(axis=0)
+            return np.divide(total, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0)
+        if name == "clip_fraction":
+            return self.clip_fraction.mean(axis=0)
+        return getattr(self, name).mean(axis=0)
 
 
 #: What one iteration records per run (the fields of :class:`History` over iterations).

@@ -34,7 +34,6 @@ REFERENCE = "grpo"
 METRICS = {
     "score": "final accuracy (exact, over all prompts)",
     "reward_mean": "mean batch reward over training",
-    "length": "mean response length, last quarter (tokens)",
     "excess": "mean response length minus the right one's, last quarter (tokens)",
     "wrong_excess": "wrong responses' length minus the right one's, last quarter (tokens)",
     "entropy": "policy entropy per token, last quarter (nats)",
@@ -86,6 +85,16 @@ FINDINGS = (
         "grpo",
         "dr_grpo",
         updates=(1, 2, 4, 8),
+    ),
+    Finding(
+        "length_bias_is_the_aggregation",
+        "Dr. GRPO (arXiv 2503.20783), section 3.1",
+        "the bias is in the aggregation: with μ = 1, where GRPO and DAPO differ only in it, "
+        "GRPO's wrong responses are longer than DAPO's (token-mean)",
+        "wrong_excess",
+        "grpo",
+        "dapo",
+        updates=(1,),
     ),
     Finding(
         "dr_grpo_accuracy",
@@ -188,9 +197,9 @@ def strength(comparison: Mapping[str, Any]) -> float:
 
 
 def cell_statistics(results: dict[str, Any]) -> None:
-    """Add each cell's means with intervals, and its score minus GRPO's (paired)."""
+    """Add each cell's mean score with its interval, and its score minus GRPO's (paired)."""
     for cell in results["cells"]:
-        cell["mean"] = {name: mean_interval(v) for name, v in cell["per_seed"].items()}
+        cell["mean"] = {"score": mean_interval(cell["per_seed"]["score"])}
         if cell["method"] != REFERENCE and REFERENCE in results["methods"]:
             grpo = cell_of(results, cell["set"], REFERENCE, cell["learning_rate"], cell["updates"])
             cell["vs_grpo"] = paired(cell["per_seed"]["score"], grpo["per_seed"]["score"])

@@ -23,10 +23,11 @@ from ppo_viz.rlhf.results import (
     findings_table,
     label,
     score_table,
+    versus_grpo_table,
 )
 
 #: The cell whose curves over training the second figure shows.
-CURVES_CELL = (0.01, 4)
+CURVES_CELL = (0.02, 8)
 
 
 def methods_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -41,6 +42,8 @@ def methods_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]
     for key, m in results["methods"].items():
         low = "default" if m["eps_low"] is None else f"{m['eps_low']:g}"
         high = "default" if m["eps_high"] is None else f"{m['eps_high']:g}"
+        if m["eps_high"] is not None and m["eps_high"] > 1e300:
+            high = "none (no ratio reaches it)"
         rows.append(
             [label(results, key), m["objective"], f"{low}, {high}", advantages[m["advantages"]]]
         )
@@ -58,9 +61,16 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "# RLHF in miniature: GRPO-family trainers on a tiny language model",
         "",
         f"Written by `{results['command']}` in {results['seconds']} s with {results['jobs']} "
-        f"worker processes on a shared machine: {results['cpu_seconds']} s of CPU for "
-        f"{cells} cells (about {results['cpu_seconds'] / max(1, results['jobs']) / 60:.1f} "
-        "minutes on that many free cores).",
+        f"worker processes on a shared machine: {results['cpu_seconds']} s of CPU for the "
+        f"{cells} cells and {results['summary_cpu_seconds']} s for the statistics, so about "
+        f"{(results['cpu_seconds'] / results['jobs'] + results['summary_cpu_seconds']) / 60:.0f} "
+        f"minutes on {results['jobs']} cores of its own."
+        + (
+            f" {results['resumed_cells']} cells were resumed from an earlier session's cache: "
+            "their CPU time is counted, their wall time is not."
+            if results.get("resumed_cells")
+            else ""
+        ),
         "",
         f"Machine: {machine['cpu']} ({machine['machine']}), numpy {machine['numpy']} with SIMD "
         f"{machine['simd']}. A training run is chaotic: one last-bit difference in numpy's exp "
@@ -116,7 +126,8 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "",
         f"![Final accuracy against the learning rate, per μ]({SCORE_FIGURE.name})",
         "",
-        f"![Batch reward, excess length and entropy over training at lr "
+        f"![Batch reward, response length, the wrong responses' excess length and entropy over "
+        f"training at lr "
         f"{CURVES_CELL[0]:g}, μ = {CURVES_CELL[1]}]({CURVES_FIGURE.name})",
         "",
         "## Findings",
@@ -145,6 +156,12 @@ def results_markdown(results: Mapping[str, Any]) -> str:
     lines += ["## Final accuracy at every learning rate (confirmation seeds)", ""]
     for mu in results["updates"]:
         lines += [f"μ = {mu}:", "", *markdown(score_table(results, "confirmation", mu)), ""]
+    lines += [
+        "## Final accuracy minus GRPO's at the same learning rate and μ (paired, confirmation)",
+        "",
+    ]
+    for mu in results["updates"]:
+        lines += [f"μ = {mu}:", "", *markdown(versus_grpo_table(results, "confirmation", mu)), ""]
     return "\n".join(lines)
 
 

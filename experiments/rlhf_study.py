@@ -78,10 +78,10 @@ SEEDS_PER_SET = 20
 RUN_SECONDS, UPDATE_SECONDS = 0.022, 0.013
 #: The stored curves keep every this many iterations.
 CURVE_STRIDE = 2
-#: What a cell keeps per seed (4 significant digits), and its curves (means over seeds).
-PER_SEED = ("score", "reward_mean", "length", "excess", "wrong_excess", "entropy")
-PER_SEED += ("clip_fraction",)
-CURVE_NAMES = ("reward", "length", "excess", "entropy", "clip_fraction")
+#: What a cell keeps per seed (4 significant digits), and its curves over training (on the
+#: confirmation seeds only, which the figures show; :meth:`tiny_rlhf.History.curve`).
+PER_SEED = ("score", "reward_mean", "excess", "wrong_excess", "entropy", "clip_fraction")
+CURVE_NAMES = ("reward", "length", "wrong_excess", "entropy", "clip_fraction")
 
 
 @dataclass(frozen=True)
@@ -187,10 +187,10 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     seeds = range(cell.first_seed, cell.first_seed + cell.seeds)
     history = train([METHODS[cell.method]], cell.settings, seeds)[cell.method]
     per_seed = {name: digits(values, 4) for name, values in seed_values(history).items()}
-    curves = {
-        name: digits(getattr(history, name).mean(axis=0)[CURVE_STRIDE - 1 :: CURVE_STRIDE], 3)
-        for name in CURVE_NAMES
-    }
+    keep = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
+    curves = {name: digits(history.curve(name)[keep], 3) for name in CURVE_NAMES}
+    if cell.seed_set != "confirmation":
+        curves = {}
     return {"per_seed": per_seed, "curves": curves, "cpu_seconds": time.process_time() - started}
 
 
@@ -200,16 +200,15 @@ def digits(values: np.ndarray, significant: int) -> list[float | None]:
 
 
 def seed_values(history: History) -> dict[str, np.ndarray]:
-    """Per seed: the final exact accuracy; the mean reward over all iterations; over the last
-    quarter of the iterations, the mean length and excess length, the wrong responses' mean
-    excess length (pooled over those iterations) and the entropy; the mean clip fraction over
-    all updates."""
+    """Per seed (:data:`PER_SEED`): the final exact accuracy; the mean reward over all
+    iterations; over the last quarter of the iterations, the mean excess length, the wrong
+    responses' mean excess length (pooled over those iterations) and the entropy; the mean clip
+    fraction over all updates."""
     late = slice(-max(1, history.settings.iterations // 4), None)
     wrong, excess = history.wrong[:, late].sum(axis=1), history.wrong_excess[:, late].sum(axis=1)
     return {
         "score": history.score,
         "reward_mean": history.reward.mean(axis=1),
-        "length": history.length[:, late].mean(axis=1),
         "excess": history.excess[:, late].mean(axis=1),
         "wrong_excess": np.divide(excess, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0),
         "entropy": history.entropy[:, late].mean(axis=1),
@@ -289,7 +288,10 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "curve_iterations": list(range(CURVE_STRIDE, plan.base.iterations + 1, CURVE_STRIDE)),
         "cells": cells,
     }
-    return summarize(results)
+    started = time.process_time()
+    summarize(results)
+    results["summary_cpu_seconds"] = round(time.process_time() - started)
+    return results
 
 
 BAR_WIDTH = 30
@@ -366,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = None if output is None else output / CACHE_NAME
     progress = ProgressBar(plan)
     started = time.perf_counter()
+    resumed = len(set(read_cache(cache)) & {cell.key for cell in plan.cells})
     try:
         raw = run_plan(plan, cache, jobs, run_cell, progress)
     except KeyboardInterrupt:
@@ -379,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     progress.close()
     results = results_of(plan, raw, time.perf_counter() - started, jobs)
+    results["resumed_cells"] = resumed
     if output is None:
         print(results_markdown(results))
         return 0

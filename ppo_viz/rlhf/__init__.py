@@ -9,3 +9,9 @@
 The model, the task and the trainers are the top-level modules :mod:`tiny_lm` and
 :mod:`tiny_rlhf`; the study (its plan and statistics) lives in ``experiments/``.
 """
+
+from ppo_viz.rlhf.apps import TrainingExplorer
+from ppo_viz.rlhf.figures import curves_figure, score_figure
+from ppo_viz.rlhf.results import load_results
+
+__all__ = ["TrainingExplorer", "curves_figure", "load_results", "score_figure"]

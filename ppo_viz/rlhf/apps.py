@@ -54,7 +54,7 @@ class TrainingExplorer(LiveFigure):
             box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
             controls[f"show_{key}"] = box
         with figure_style():
-            figure = Figure(figsize=(9.0, 4.4), layout="constrained")
+            figure = Figure(figsize=(9.0, 5.6), layout="constrained")
             axes = curves_axes(figure)
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
             labels = {key: m.label for key, m in METHODS.items()}
@@ -96,7 +96,7 @@ class TrainingExplorer(LiveFigure):
         for key, lines in self.lines.items():
             for line, (name, _, _) in zip(lines, CURVE_PANELS, strict=True):
                 if key in runs:
-                    line.set_data(x, smoothed(getattr(runs[key], name).mean(axis=0)))
+                    line.set_data(x, smoothed(runs[key].curve(name)))
                 line.set_visible(key in runs)
         for ax in self.figure.axes:
             ax.set_xlim(0.0, float(settings.iterations))
@@ -104,10 +104,17 @@ class TrainingExplorer(LiveFigure):
 
 
 def smoothed(values: np.ndarray, window: int = SMOOTHING) -> np.ndarray:
-    """The mean of each value and the ``window - 1`` before it (fewer at the start)."""
-    total = np.cumsum(values)
-    before = np.concatenate([np.zeros(window), total[:-window]])[: len(values)]
-    return (total - before) / np.minimum(np.arange(1, len(values) + 1), window)
+    """The mean of each value and the ``window - 1`` before it that are not NaN (NaN where
+    all are)."""
+    known = np.isfinite(values)
+
+    def running(x: np.ndarray) -> np.ndarray:
+        total = np.cumsum(x)
+        return total - np.concatenate([np.zeros(window), total[:-window]])[: len(x)]
+
+    count = running(known.astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, running(np.where(known, values, 0.0)) / count, np.nan)
 
 
 def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:

@@ -91,9 +91,10 @@ def finding_sentence(results: Mapping[str, Any], finding: Mapping[str, Any]) -> 
     verdict = VERDICTS[finding["verdict"]]
     head = f"**{finding['claim']}** ({finding['source']}): {verdict}. {metric}, {a} minus {b}"
     counts = finding["discovery_sides"]
+    tested = "values of μ tested" if finding["best_vs_best"] else "cells tested"
     scope = (
-        f"On the discovery seeds {counts['supports']} of {counts['of']} cells tested show the "
-        f"claimed sign and {counts['against']} the opposite one."
+        f"On the discovery seeds {counts['supports']} of {counts['of']} {tested} show the "
+        f"claimed sign at 95% and {counts['against']} the opposite one."
     )
     supports, against = finding["supports"], finding["against"]
     parts = []
@@ -151,5 +152,19 @@ def score_table(results: Mapping[str, Any], seed_set: str, mu: int) -> Table:
         [label(results, m)]
         + [f"{cell_of(results, seed_set, m, lr, mu)['mean']['score']['mean']:.3f}" for lr in lrs]
         for m in results["methods"]
+    ]
+    return header, rows
+
+
+def versus_grpo_table(results: Mapping[str, Any], seed_set: str, mu: int) -> Table:
+    """Per method but GRPO: its final accuracy minus GRPO's at each learning rate, at one mu,
+    seed by seed."""
+    lrs = results["learning_rates"]
+    header = ["method", *(f"lr {lr:g}" for lr in lrs)]
+    rows = [
+        [label(results, m)]
+        + [difference(cell_of(results, seed_set, m, lr, mu)["vs_grpo"]) for lr in lrs]
+        for m in results["methods"]
+        if m != "grpo"
     ]
     return header, rows
