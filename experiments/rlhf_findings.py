@@ -14,6 +14,7 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
   on one metric; :func:`evaluate` chooses, on the discovery seeds, the cell that supports the
   claim most strongly and the one that goes most strongly against it, and checks each on the
   confirmation seeds.  A side is *confirmed* when both sets' intervals exclude 0 on that side;
+  :func:`replication_chance` says how often a third, fresh set would confirm it again;
 * :func:`facts_at_one_update`: with mu = 1 the ratio is exactly 1 and nothing is clipped, so
   GRPO, GSPO and the unclipped surrogate are the same run, and so are DAPO with and without
   clip-higher and CISPO.
@@ -21,6 +22,7 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -196,6 +198,19 @@ def strength(comparison: Mapping[str, Any]) -> float:
 # --------------------------------------------------------------------------
 
 
+def replication_chance(comparison: Mapping[str, Any], sign: int) -> float:
+    """How often a fresh set of as many seeds would give an interval that excludes 0 on the
+    side ``sign``, were the true difference at the near end of this interval (a cautious
+    guess: the point estimate of a cell chosen for its strength tends to be lucky).  Normal
+    approximation: an interval is its mean plus or minus 1.96 standard errors."""
+    low, high = comparison["ci"]
+    error = (high - low) / (2 * 1.96)
+    near = low if sign > 0 else -high  # the end of the interval nearer to 0, signed
+    if error == 0:
+        return float(near > 0)
+    return 0.5 * (1 + math.erf((near / error - 1.96) / math.sqrt(2)))
+
+
 def cell_statistics(results: dict[str, Any]) -> None:
     """Add each cell's mean score with its interval, and its score minus GRPO's (paired)."""
     for cell in results["cells"]:
@@ -285,6 +300,7 @@ def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:
             "confirmation": confirmation,
             "discovered": discovered,
             "confirmed": discovered and side(confirmation) == sign,
+            "replication_chance": replication_chance(confirmation, sign),
         }
     verdicts = {
         (True, False): "reproduces",

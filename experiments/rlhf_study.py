@@ -2,11 +2,13 @@
 
 From the repository root::
 
-    python -m experiments.rlhf_study              # the whole study (about 8 minutes of CPU;
-                                                  # see RESULTS_LLM.md for the measured time);
+    python -m experiments.rlhf_study              # the whole study (about 9 minutes of CPU;
+                                                  # RESULTS_LLM.md gives the measured time);
                                                   # writes experiments/RESULTS_LLM.md,
                                                   # rlhf_study.json and two figures
     python -m experiments.rlhf_study --quick      # a smoke run in seconds; writes nothing
+    python -m experiments.rlhf_study --restate    # the statistics, tables and figures derived
+                                                  # again from the committed per-seed values
     python -m experiments.rlhf_study --method gspo --learning-rate 0.03 --updates 4 \\
         --seed-offset 1000                        # a slice on fresh seeds (scratch folder)
 
@@ -18,9 +20,10 @@ best settings are chosen, and the *confirmation* set (the next 20 seeds), on whi
 checked (:mod:`experiments.rlhf_findings`).  Every method of a set runs on the same seeds
 with the same prompts and uniform numbers, so methods compare seed by seed.
 
-Why these cells: one run (40 iterations of 32 responses) costs 0.035 s of one CPU at mu = 1 and
-0.13 s at mu = 8, so a cell of 20 seeds takes 1 to 3 s and the 384 cells about 8 minutes of
-CPU: the whole grid fits the 20-minute budget on two shared cores, so no factor is cut.
+Why these cells: one run (40 iterations of 32 responses) costs about 0.04 s of one CPU at
+mu = 1 and 0.12 s at mu = 8 (the committed run's cells), so a cell of 20 seeds takes 1 to 4 s
+and the 384 cells about 9 minutes of CPU, under 5 minutes on two cores of its own: the whole
+grid fits the 20-minute budget, so no factor is cut.
 
 The cells run in ``--jobs`` worker processes with one BLAS thread each, behind a progress
 bar on stderr; each finished cell is appended to a cache next to the results
@@ -49,7 +52,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -61,7 +64,7 @@ from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
 from experiments.why_clip import read_cache, seed_count, whole_number
 from ppo_viz.machine import fingerprint
-from ppo_viz.rlhf.results import RESULTS_DIR
+from ppo_viz.rlhf.results import RESULTS_DIR, RESULTS_JSON, load_results
 from tiny_lm import reference_model, right_answer_probability
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
@@ -75,13 +78,13 @@ UPDATES = (1, 2, 4, 8)
 SETS = ("discovery", "confirmation")
 SEEDS_PER_SET = 20
 #: CPU seconds of one run of 40 iterations: a fixed part and a part per update (measured).
-RUN_SECONDS, UPDATE_SECONDS = 0.022, 0.013
+RUN_SECONDS, UPDATE_SECONDS = 0.027, 0.011
 #: The stored curves keep every this many iterations.
 CURVE_STRIDE = 2
 #: What a cell keeps per seed (4 significant digits), and its curves over training (on the
 #: confirmation seeds only, which the figures show; :meth:`tiny_rlhf.History.curve`).
 PER_SEED = ("score", "reward_mean", "excess", "wrong_excess", "entropy", "clip_fraction")
-CURVE_NAMES = ("reward", "length", "wrong_excess", "entropy", "clip_fraction")
+CURVE_NAMES = ("reward", "length", "wrong_excess", "entropy")
 
 
 @dataclass(frozen=True)
@@ -288,10 +291,34 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "curve_iterations": list(range(CURVE_STRIDE, plan.base.iterations + 1, CURVE_STRIDE)),
         "cells": cells,
     }
+    return with_statistics(results)
+
+
+def with_statistics(results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with the statistics of :mod:`experiments.rlhf_findings` and their CPU time."""
     started = time.process_time()
     summarize(results)
     results["summary_cpu_seconds"] = round(time.process_time() - started)
     return results
+
+
+def restated(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored results with their statistics derived again from the per-seed values they keep
+    (after a change to the findings or the report; nothing is trained)."""
+    measured = {k: v for k, v in results.items() if k in MEASURED}
+    cells = [{k: v for k, v in cell.items() if k in CELL_MEASURED} for cell in results["cells"]]
+    for cell in cells:
+        cell["curves"] = {k: v for k, v in cell["curves"].items() if k in CURVE_NAMES}
+    return with_statistics({**measured, "cells": cells})
+
+
+#: What a run measures (everything else in the results is derived from it).
+MEASURED = (
+    "command", "machine", "seconds", "cpu_seconds", "jobs", "seed_offset", "sets", "settings",
+    "learning_rates", "updates", "methods", "reference_accuracy", "curve_iterations",
+    "resumed_cells",
+)  # fmt: skip
+CELL_MEASURED = ("set", "method", "learning_rate", "updates", "cpu_seconds", "per_seed", "curves")
 
 
 BAR_WIDTH = 30
@@ -323,11 +350,17 @@ class ProgressBar:
         sys.stderr.write("\n")
 
 
-def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
-    """The plan, the output folder (None: print only) and the number of processes the
-    arguments ask for; every mistake is refused here, before any work."""
+def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
+    """The plan (None for ``--restate``), the output folder (None: print only) and the number
+    of processes the arguments ask for; every mistake is refused here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="seconds; writes nothing")
+    parser.add_argument(
+        "--restate",
+        action="store_true",
+        help="derive the statistics, tables and figures again from the per-seed values of the "
+        "results in --output-dir (default: the committed ones); trains nothing",
+    )
     parser.add_argument("--output-dir", type=Path, help="where to write the results")
     parser.add_argument("--method", action="append", default=[], choices=tuple(METHODS))
     parser.add_argument("--learning-rate", action="append", type=float, default=[])
@@ -339,6 +372,16 @@ def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
     args = parser.parse_args(argv)
+    if args.restate:
+        chosen = [
+            a for a in ("quick", "method", "learning_rate", "updates", "seeds") if getattr(args, a)
+        ]
+        if chosen or args.seed_offset:
+            parser.error("--restate takes no option but --output-dir")
+        folder = args.output_dir or RESULTS_DIR
+        if not (folder / RESULTS_JSON.name).is_file():
+            parser.error(f"--restate needs results to restate: no {folder / RESULTS_JSON.name}")
+        return None, folder, 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -365,6 +408,10 @@ def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
 
 def main(argv: list[str] | None = None) -> int:
     plan, output, jobs = parse(argv)
+    if plan is None:  # --restate
+        write_results(restated(load_results(output / RESULTS_JSON.name)), output)
+        print(f"restated the results in {output}", file=sys.stderr)
+        return 0
     cache = None if output is None else output / CACHE_NAME
     progress = ProgressBar(plan)
     started = time.perf_counter()

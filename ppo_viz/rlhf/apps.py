@@ -27,8 +27,10 @@ from tiny_rlhf import METHODS, History, TrainSettings, train
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)
 KL_COEFS = (0.0, 0.01, 0.04, 0.1)
-#: The methods ticked at the start (all four train within the one-second budget).
-SHOWN_AT_START = ("grpo", "unclipped", "dr_grpo", "dapo")
+#: The settings at the start: the methods ticked (three train within the one-second budget),
+#: a learning rate and mu at which clipping matters.
+SHOWN_AT_START = ("grpo", "unclipped", "dr_grpo")
+START_LEARNING_RATE, START_UPDATES = 2e-2, 4
 DEFAULT_SEEDS = 3
 #: The curves are means over seeds and over this many iterations (a few seeds are noisy).
 SMOOTHING = 5
@@ -45,8 +47,8 @@ class TrainingExplorer(LiveFigure):
         self.runs: dict[tuple[TrainSettings, str], History] = {}
         self.seconds = 0.0
         controls: dict[str, widgets.Widget] = {
-            "learning_rate": selection("Adam's learning rate", LEARNING_RATES, 1e-2),
-            "updates": selection("μ (updates per batch)", UPDATES, 4),
+            "learning_rate": selection("Adam's learning rate", LEARNING_RATES, START_LEARNING_RATE),
+            "updates": selection("μ (updates per batch)", UPDATES, START_UPDATES),
             "kl_coef": selection("β (KL in the loss)", KL_COEFS, 0.0),
         }
         for key, method in METHODS.items():

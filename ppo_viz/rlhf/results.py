@@ -64,12 +64,14 @@ def difference(paired: Mapping[str, Any]) -> str:
     return text
 
 
-def where_text(where: Mapping[str, Any]) -> str:
-    """``lr 0.01, μ 4``, or for two learning rates ``μ 4, lr 0.01 against 0.003``."""
+def where_text(where: Mapping[str, Any], best_vs_best: bool = False) -> str:
+    """``lr 0.01, μ 4``, or with each method at its best learning rate ``μ 4, each at its
+    best lr (0.01 against 0.003)``."""
     lr, other = where["learning_rate"], where["versus_learning_rate"]
-    if lr == other:
+    if not best_vs_best:
         return f"lr {lr:g}, μ {where['updates']}"
-    return f"μ {where['updates']}, each at its best lr ({lr:g} against {other:g})"
+    both = f"{lr:g} for both" if lr == other else f"{lr:g} against {other:g}"
+    return f"μ {where['updates']}, each at its best lr ({both})"
 
 
 def side_text(results: Mapping[str, Any], finding: Mapping[str, Any], name: str) -> str:
@@ -79,7 +81,8 @@ def side_text(results: Mapping[str, Any], finding: Mapping[str, Any], name: str)
     found = difference(entry["discovery"])
     checked = difference(entry["confirmation"])
     return (
-        f"{where_text(entry['where'])}: {found} on the {sets['discovery']['seeds']} discovery "
+        f"{where_text(entry['where'], finding['best_vs_best'])}: {found} on the "
+        f"{sets['discovery']['seeds']} discovery "
         f"seeds, {checked} on the {sets['confirmation']['seeds']} confirmation seeds"
     )
 
@@ -100,18 +103,34 @@ def finding_sentence(results: Mapping[str, Any], finding: Mapping[str, Any]) -> 
     parts = []
     if supports["discovered"]:
         parts.append(f"where it holds most, {side_text(results, finding, 'supports')}")
+        if supports["confirmed"]:
+            parts[-1] += strength_text(supports["replication_chance"])
     else:
         parts.append(f"no cell supports it; closest, {side_text(results, finding, 'supports')}")
     if against["discovered"]:
         parts.append(f"where it goes most against, {side_text(results, finding, 'against')}")
+        if against["confirmed"]:
+            parts[-1] += strength_text(against["replication_chance"])
     return f"{head}: {'; '.join(parts)}. {scope}"
+
+
+def chance_text(chance: float) -> str:
+    """``nearly always`` or ``about 6 times in 10``: how often a fresh set of seeds would
+    confirm a side (a cautious guess, :func:`experiments.rlhf_findings.replication_chance`)."""
+    return "nearly always" if chance >= 0.95 else f"about {round(10 * chance)} times in 10"
+
+
+def strength_text(chance: float) -> str:
+    """How firmly a confirmed side stands, as a parenthesis after its numbers."""
+    weak = "" if chance >= 0.95 else "weak: "
+    return f" ({weak}a fresh set of seeds would confirm it {chance_text(chance)})"
 
 
 def findings_table(results: Mapping[str, Any]) -> Table:
     """Per finding: the claim, the verdict, and the cell that decided it with both sets'
     paired differences (the supporting side, or the opposing one for a reversal)."""
     header = ["claim (source)", "verdict", "where (chosen on discovery)", "discovery"]
-    header.append("confirmation (fresh seeds)")
+    header += ["confirmation (fresh seeds)", "a third set of seeds would confirm it"]
     rows = []
     for f in results["findings"]:
         name = "against" if f["verdict"] == "reversed" else "supports"
@@ -120,9 +139,16 @@ def findings_table(results: Mapping[str, Any]) -> Table:
             [
                 f"{f['claim']} ({f['source']})",
                 VERDICTS[f["verdict"]],
-                where_text(entry["where"]),
+                where_text(entry["where"], f["best_vs_best"]),
                 difference(entry["discovery"]),
                 difference(entry["confirmation"]),
+                "; ".join(
+                    f"{'the claim' if side == 'supports' else 'against it'}: "
+                    f"{chance_text(f[side]['replication_chance'])}"
+                    for side in ("supports", "against")
+                    if f[side]["confirmed"]
+                )
+                or "–",
             ]
         )
     return header, rows
