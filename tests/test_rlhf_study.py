@@ -79,9 +79,9 @@ def test_the_committed_results_are_the_full_plans():
         k: v for k, v in defaults.items() if k not in ("learning_rate", "updates")
     }
     assert results["machine"].keys() == fingerprint().keys()
-    assert results["reference_accuracy"] == pytest.approx(
-        right_answer_probability(reference_model()).mean(), rel=1e-6
-    )
+    accuracy = right_answer_probability(reference_model()).mean()
+    tolerance = 1e-12 if same_machine() else 0.02  # another CPU distils another reference
+    assert results["reference_accuracy"] == pytest.approx(accuracy, abs=tolerance)
 
 
 def test_rerunning_a_cell_reproduces_its_committed_numbers():
@@ -97,7 +97,7 @@ def test_rerunning_a_cell_reproduces_its_committed_numbers():
     if same_machine():
         assert fresh == stored
     else:  # chaotic: other last bits, another draw of the same runs
-        for name in ("score", "length", "entropy"):
+        for name in ("score", "excess", "entropy"):
             low, high = bootstrap_interval(stored[name])
             assert abs(np.mean(fresh[name]) - np.mean(stored[name])) < 3 * (high - low), name
 
@@ -435,3 +435,30 @@ def test_a_fresh_seed_rerun_keeps_every_firmly_confirmed_finding():
             assert findings.side(comparison) == sign, (finding["key"], side, comparison)
             checked += 1
     assert checked >= 3
+
+
+def test_the_committed_statistics_are_what_the_code_derives_from_the_per_seed_values(tmp_path):
+    """``--restate`` on a copy of the committed results rewrites them unchanged: every
+    interval, finding, table and sentence comes from the stored per-seed values."""
+    (tmp_path / "rlhf_study.json").write_bytes((RESULTS_DIR / "rlhf_study.json").read_bytes())
+    assert command.main(["--restate", "--output-dir", str(tmp_path)]) == 0
+    restated, stored = load_results(tmp_path / "rlhf_study.json"), committed()
+    stored = {k: v for k, v in stored.items() if k != "summary_cpu_seconds"}
+    assert {k: v for k, v in restated.items() if k != "summary_cpu_seconds"} == stored
+    text = (tmp_path / "RESULTS_LLM.md").read_text(encoding="utf-8")
+    committed_text = RESULTS_MARKDOWN.read_text(encoding="utf-8")
+    assert text.split("## Design")[1] == committed_text.split("## Design")[1]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--restate", "--quick"],
+        ["--restate", "--method", "grpo"],
+        ["--restate", "--seed-offset", "40"],
+    ],
+)
+def test_restate_takes_no_option_but_the_folder(arguments, capsys):
+    with pytest.raises(SystemExit):
+        command.main(arguments)
+    assert "--restate takes no option but --output-dir" in capsys.readouterr().err
