@@ -153,7 +153,9 @@ class History:
     prompts were drawn does not move it), the number of wrong responses and the sum of their
     excess lengths, the policy's mean entropy and exact KL to the reference per response
     token, and the share of tokens clipped below (A < 0) and above (A > 0) over the mu
-    updates; ``score``, the final exact accuracy."""
+    updates (``TokenBreakdown.is_clipped``: for GSPO every token of a clipped response; for
+    CISPO the tokens whose weight was capped, their gradient kept); ``score``, the final exact
+    accuracy."""
 
     method: Method
     settings: TrainSettings

@@ -122,7 +122,7 @@ def smoothed(values: np.ndarray, window: int = SMOOTHING) -> np.ndarray:
 def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:
     """A slider over ``options`` that trains when released."""
     return widgets.SelectionSlider(
-        options=[(f"{v:g}", v) for v in options],
+        options=list(options),
         value=value,
         description=description,
         continuous_update=False,
