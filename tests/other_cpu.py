@@ -108,6 +108,9 @@ NUMERIC_TESTS = (
     "tests/test_hostile_input.py",
     "tests/test_notebooks.py",
     "tests/test_why_clip.py",
+    "tests/test_tiny_lm.py",
+    "tests/test_tiny_rlhf.py",
+    "tests/test_rlhf_study.py",
 )
 
 

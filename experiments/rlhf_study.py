@@ -1,0 +1,444 @@
+"""RLHF in miniature: GRPO-family trainers on a tiny language model, over seeds (issue 29).
+
+From the repository root::
+
+    python -m experiments.rlhf_study              # the whole study (about 9 minutes of CPU;
+                                                  # RESULTS_LLM.md gives the measured time);
+                                                  # writes experiments/RESULTS_LLM.md,
+                                                  # rlhf_study.json and two figures
+    python -m experiments.rlhf_study --quick      # a smoke run in seconds; writes nothing
+    python -m experiments.rlhf_study --restate    # the statistics, tables and figures derived
+                                                  # again from the committed per-seed values
+    python -m experiments.rlhf_study --method gspo --learning-rate 0.03 --updates 4 \\
+        --seed-offset 1000                        # a slice on fresh seeds (scratch folder)
+
+What runs is :data:`FULL_PLAN`: every method of :data:`tiny_rlhf.METHODS` (GRPO, the
+unclipped control, PPO, Dr. GRPO, DAPO with and without clip-higher, GSPO, CISPO) at every
+learning rate of :data:`LEARNING_RATES` and every mu of :data:`UPDATES`, each cell on two
+sets of seeds: the *discovery* set (seeds ``offset .. offset + 19``), on which findings and
+best settings are chosen, and the *confirmation* set (the next 20 seeds), on which they are
+checked (:mod:`experiments.rlhf_findings`).  Every method of a set runs on the same seeds
+with the same prompts and uniform numbers, so methods compare seed by seed.
+
+Why these cells: one run (40 iterations of 32 responses) costs about 0.04 s of one CPU at
+mu = 1 and 0.12 s at mu = 8 (the committed run's cells), so a cell of 20 seeds takes 1 to 4 s
+and the 384 cells about 9 minutes of CPU, under 5 minutes on two cores of its own: the whole
+grid fits the 20-minute budget, so no factor is cut.
+
+The cells run in ``--jobs`` worker processes with one BLAS thread each, behind a progress
+bar on stderr; each finished cell is appended to a cache next to the results
+(``rlhf_study.cells.jsonl``), so an interrupted run resumes where it stopped, and the cache is
+removed once the results are written.  Each cell records the CPU seconds it took.  The
+results record the machine (:func:`ppo_viz.machine.fingerprint`): a run is chaotic, so it
+reproduces exactly only on a machine with the same fingerprint, elsewhere as aggregates.
+
+``--seed-offset N`` runs on seeds ``N, N + 1, ...``: fresh ones once ``N`` is at least 40 (the
+committed study's two sets).  Every name and value is checked before any work: an unknown
+``--method``, ``--learning-rate`` or ``--updates`` is refused with the valid ones.  Only the
+full plan on seeds from 0 writes to ``experiments/``; any other run writes to
+:data:`SCRATCH_DIR` unless ``--output-dir`` names a folder.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread per process: the matrices are small, and the machine's two CPUs are shared.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from experiments.rlhf_findings import summarize
+from experiments.rlhf_report import results_markdown, write_results
+from experiments.why_clip import read_cache, seed_count, whole_number
+from ppo_viz.machine import fingerprint
+from ppo_viz.rlhf.results import RESULTS_DIR, RESULTS_JSON, load_results
+from tiny_lm import reference_model, right_answer_probability
+from tiny_rlhf import METHODS, History, TrainSettings, train
+
+COMMAND = "python -m experiments.rlhf_study"
+SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_study_partial"
+CACHE_NAME = "rlhf_study.cells.jsonl"
+#: The grid: Adam's learning rate over 1.7 decades, and mu, the updates per batch.
+LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
+UPDATES = (1, 2, 4, 8)
+#: The two sets of seeds, in order: each starts where the one before ends.
+SETS = ("discovery", "confirmation")
+SEEDS_PER_SET = 20
+#: CPU seconds of one run of 40 iterations: a fixed part and a part per update (measured).
+RUN_SECONDS, UPDATE_SECONDS = 0.027, 0.011
+#: The stored curves keep every this many iterations.
+CURVE_STRIDE = 2
+#: What a cell keeps per seed (4 significant digits), and its curves over training (on the
+#: confirmation seeds only, which the figures show; :meth:`tiny_rlhf.History.curve`).
+PER_SEED = ("score", "reward_mean", "excess", "wrong_excess", "entropy", "clip_fraction")
+CURVE_NAMES = ("reward", "length", "wrong_excess", "entropy")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One method at one learning rate and mu, on seeds ``first_seed .. + seeds - 1``."""
+
+    seed_set: str
+    method: str
+    settings: TrainSettings
+    first_seed: int
+    seeds: int
+
+    @property
+    def key(self) -> str:
+        """Everything the cell's numbers depend on, as text (the cache's key)."""
+        fields = {"method": asdict(METHODS[self.method]), "settings": asdict(self.settings)}
+        return json.dumps({**fields, "seeds": [self.first_seed, self.seeds]}, sort_keys=True)
+
+    @property
+    def cost(self) -> float:
+        """Estimated CPU seconds."""
+        s = self.settings
+        return self.seeds * s.iterations / 40 * (RUN_SECONDS + UPDATE_SECONDS * s.updates)
+
+    def label(self) -> str:
+        s = self.settings
+        return (
+            f"{self.seed_set}: {METHODS[self.method].label}, lr {s.learning_rate:g}, μ {s.updates}"
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Methods × learning rates × mu on each seed set, from ``seed_offset``."""
+
+    methods: tuple[str, ...]
+    learning_rates: tuple[float, ...]
+    updates: tuple[int, ...]
+    base: TrainSettings = field(default_factory=TrainSettings)
+    seeds: int = SEEDS_PER_SET
+    seed_offset: int = 0
+
+    def first_seed(self, seed_set: str) -> int:
+        return self.seed_offset + SETS.index(seed_set) * self.seeds
+
+    @property
+    def cells(self) -> list[Cell]:
+        return [
+            Cell(
+                seed_set,
+                method,
+                replace(self.base, learning_rate=lr, updates=mu),
+                self.first_seed(seed_set),
+                self.seeds,
+            )
+            for seed_set in SETS
+            for method in self.methods
+            for mu in self.updates
+            for lr in self.learning_rates
+        ]
+
+    def sliced(
+        self,
+        methods: Sequence[str] = (),
+        learning_rates: Sequence[float] = (),
+        updates: Sequence[int] = (),
+        seeds: int | None = None,
+        seed_offset: int = 0,
+    ) -> Plan:
+        """This plan limited to some methods, learning rates and mu (none named: all); a
+        ``ValueError`` naming an unknown one and the valid ones."""
+        for kind, chosen, valid in (
+            ("method", methods, self.methods),
+            ("learning rate", learning_rates, self.learning_rates),
+            ("mu", updates, self.updates),
+        ):
+            unknown = [v for v in chosen if v not in valid]
+            if unknown:
+                listed = ", ".join(f"{v:g}" if kind != "method" else v for v in valid)
+                raise ValueError(f"no {kind} is {unknown[0]!r} in the plan; choose from {listed}")
+        return replace(
+            self,
+            methods=tuple(k for k in self.methods if not methods or k in methods),
+            learning_rates=tuple(
+                v for v in self.learning_rates if not learning_rates or v in learning_rates
+            ),
+            updates=tuple(v for v in self.updates if not updates or v in updates),
+            seeds=self.seeds if seeds is None else seeds,
+            seed_offset=seed_offset,
+        )
+
+
+FULL_PLAN = Plan(tuple(METHODS), LEARNING_RATES, UPDATES)
+#: A smoke test of the command: three methods, one learning rate, two mu, 4 seeds per set.
+QUICK_PLAN = Plan(
+    ("grpo", "unclipped", "dr_grpo"), (1e-2,), (1, 4), TrainSettings(iterations=20), seeds=4
+)
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """Train one cell; per seed what :data:`PER_SEED` names, the curves, the CPU seconds."""
+    started = time.process_time()
+    seeds = range(cell.first_seed, cell.first_seed + cell.seeds)
+    history = train([METHODS[cell.method]], cell.settings, seeds)[cell.method]
+    per_seed = {name: digits(values, 4) for name, values in seed_values(history).items()}
+    keep = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
+    curves = {name: digits(history.curve(name)[keep], 3) for name in CURVE_NAMES}
+    if cell.seed_set != "confirmation":
+        curves = {}
+    return {"per_seed": per_seed, "curves": curves, "cpu_seconds": time.process_time() - started}
+
+
+def digits(values: np.ndarray, significant: int) -> list[float | None]:
+    """Each value to ``significant`` digits, None for NaN (JSON has no NaN)."""
+    return [float(f"{v:.{significant}g}") if np.isfinite(v) else None for v in values]
+
+
+def seed_values(history: History) -> dict[str, np.ndarray]:
+    """Per seed (:data:`PER_SEED`): the final exact accuracy; the mean reward over all
+    iterations; over the last quarter of the iterations, the mean excess length, the wrong
+    responses' mean excess length (pooled over those iterations) and the entropy; the mean clip
+    fraction over all updates."""
+    late = slice(-max(1, history.settings.iterations // 4), None)
+    wrong, excess = history.wrong[:, late].sum(axis=1), history.wrong_excess[:, late].sum(axis=1)
+    return {
+        "score": history.score,
+        "reward_mean": history.reward.mean(axis=1),
+        "excess": history.excess[:, late].mean(axis=1),
+        "wrong_excess": np.divide(excess, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0),
+        "entropy": history.entropy[:, late].mean(axis=1),
+        "clip_fraction": history.clip_fraction.mean(axis=1),
+    }
+
+
+def run_plan(
+    plan: Plan,
+    cache: Path | None,
+    jobs: int,
+    runner: Callable[[Cell], dict[str, Any]] = run_cell,
+    progress: Callable[[Cell], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Run every cell of ``plan`` not in ``cache`` (in ``jobs`` processes), appending each to
+    ``cache`` as it finishes; return each cell's raw numbers by key."""
+    done = read_cache(cache)
+    for cell in plan.cells:
+        if cell.key in done:
+            progress(cell)
+    todo = sorted((c for c in plan.cells if c.key not in done), key=lambda c: -c.cost)
+    for cell, raw in finished_cells(todo, jobs, runner):
+        done[cell.key] = raw
+        if cache is not None:
+            with cache.open("a", encoding="utf-8") as file:
+                file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
+        progress(cell)
+    return done
+
+
+def finished_cells(
+    cells: Sequence[Cell], jobs: int, runner: Callable[[Cell], dict[str, Any]]
+) -> Iterator[tuple[Cell, dict[str, Any]]]:
+    """Each cell with its raw numbers, as it finishes (in this process for one job)."""
+    if jobs == 1:
+        yield from ((cell, runner(cell)) for cell in cells)
+        return
+    pool = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        futures = {pool.submit(runner, cell): cell for cell in cells}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
+    """The results as plain data (``rlhf_study.json``), findings included."""
+    cells = []
+    for cell in plan.cells:
+        stored = raw[cell.key]
+        cells.append(
+            {
+                "set": cell.seed_set,
+                "method": cell.method,
+                "learning_rate": cell.settings.learning_rate,
+                "updates": cell.settings.updates,
+                "cpu_seconds": round(stored["cpu_seconds"], 2),
+                "per_seed": stored["per_seed"],
+                "curves": stored["curves"],
+            }
+        )
+    base = {k: v for k, v in asdict(plan.base).items() if k not in ("learning_rate", "updates")}
+    results = {
+        "command": COMMAND,
+        "machine": fingerprint(),
+        "seconds": round(seconds),
+        "cpu_seconds": round(sum(c["cpu_seconds"] for c in cells)),
+        "jobs": jobs,
+        "seed_offset": plan.seed_offset,
+        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SETS},
+        "settings": base,
+        "learning_rates": list(plan.learning_rates),
+        "updates": list(plan.updates),
+        "methods": {k: asdict(METHODS[k]) for k in plan.methods},
+        "reference_accuracy": float(right_answer_probability(reference_model()).mean()),
+        "curve_iterations": list(range(CURVE_STRIDE, plan.base.iterations + 1, CURVE_STRIDE)),
+        "cells": cells,
+    }
+    return with_statistics(results)
+
+
+def with_statistics(results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with the statistics of :mod:`experiments.rlhf_findings` and their CPU time."""
+    started = time.process_time()
+    summarize(results)
+    results["summary_cpu_seconds"] = round(time.process_time() - started)
+    return results
+
+
+def restated(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored results with their statistics derived again from the per-seed values they keep
+    (after a change to the findings or the report; nothing is trained)."""
+    measured = {k: v for k, v in results.items() if k in MEASURED}
+    cells = [{k: v for k, v in cell.items() if k in CELL_MEASURED} for cell in results["cells"]]
+    for cell in cells:
+        cell["curves"] = {k: v for k, v in cell["curves"].items() if k in CURVE_NAMES}
+    return with_statistics({**measured, "cells": cells})
+
+
+#: What a run measures (everything else in the results is derived from it).
+MEASURED = (
+    "command", "machine", "seconds", "cpu_seconds", "jobs", "seed_offset", "sets", "settings",
+    "learning_rates", "updates", "methods", "reference_accuracy", "curve_iterations",
+    "resumed_cells",
+)  # fmt: skip
+CELL_MEASURED = ("set", "method", "learning_rate", "updates", "cpu_seconds", "per_seed", "curves")
+
+
+BAR_WIDTH = 30
+
+
+class ProgressBar:
+    """``[######......]  40%  12/384 cells  3:02 left  discovery: GRPO, lr 0.01, μ 4`` on
+    stderr, counting the cells' estimated CPU seconds."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.total = sum(cell.cost for cell in plan.cells) or 1.0
+        self.cells = len(plan.cells)
+        self.done, self.count, self.started = 0.0, 0, time.perf_counter()
+
+    def __call__(self, cell: Cell) -> None:
+        self.done += cell.cost
+        self.count += 1
+        share = min(1.0, self.done / self.total)
+        elapsed = time.perf_counter() - self.started
+        minutes, seconds = divmod(round(elapsed * (1.0 - share) / share if share else 0.0), 60)
+        bar = "#" * round(share * BAR_WIDTH)
+        sys.stderr.write(
+            f"\r[{bar:<{BAR_WIDTH}}] {share:4.0%}  {self.count}/{self.cells} cells  "
+            f"{minutes}:{seconds:02d} left  {cell.label()}\033[K"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
+    """The plan (None for ``--restate``), the output folder (None: print only) and the number
+    of processes the arguments ask for; every mistake is refused here, before any work."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="seconds; writes nothing")
+    parser.add_argument(
+        "--restate",
+        action="store_true",
+        help="derive the statistics, tables and figures again from the per-seed values of the "
+        "results in --output-dir (default: the committed ones); trains nothing",
+    )
+    parser.add_argument("--output-dir", type=Path, help="where to write the results")
+    parser.add_argument("--method", action="append", default=[], choices=tuple(METHODS))
+    parser.add_argument("--learning-rate", action="append", type=float, default=[])
+    parser.add_argument("--updates", action="append", type=int, default=[], help="mu")
+    parser.add_argument("--seeds", type=seed_count, help="seeds per set (default 20)")
+    parser.add_argument(
+        "--seed-offset", type=whole_number, default=0, help="first seed (40 or more: all fresh)"
+    )
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
+    args = parser.parse_args(argv)
+    if args.restate:
+        chosen = [
+            a for a in ("quick", "method", "learning_rate", "updates", "seeds") if getattr(args, a)
+        ]
+        if chosen or args.seed_offset:
+            parser.error("--restate takes no option but --output-dir")
+        folder = args.output_dir or RESULTS_DIR
+        if not (folder / RESULTS_JSON.name).is_file():
+            parser.error(f"--restate needs results to restate: no {folder / RESULTS_JSON.name}")
+        return None, folder, 1
+    full = QUICK_PLAN if args.quick else FULL_PLAN
+    try:
+        plan = full.sliced(
+            args.method, args.learning_rate, args.updates, args.seeds, args.seed_offset
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    if args.output_dir is not None:
+        output = args.output_dir
+    elif args.quick:
+        return plan, None, args.jobs
+    else:
+        output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
+    if output.exists() and not output.is_dir():
+        parser.error(f"--output-dir {output} is a file, not a folder")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        parser.error(f"cannot make the folder {output}: {error.strerror}")
+    if output == SCRATCH_DIR:
+        print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
+    return plan, output, args.jobs
+
+
+def main(argv: list[str] | None = None) -> int:
+    plan, output, jobs = parse(argv)
+    if plan is None:  # --restate
+        write_results(restated(load_results(output / RESULTS_JSON.name)), output)
+        print(f"restated the results in {output}", file=sys.stderr)
+        return 0
+    cache = None if output is None else output / CACHE_NAME
+    progress = ProgressBar(plan)
+    started = time.perf_counter()
+    resumed = len(set(read_cache(cache)) & {cell.key for cell in plan.cells})
+    try:
+        raw = run_plan(plan, cache, jobs, run_cell, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        if cache is not None:
+            print(
+                f"interrupted: the finished cells are kept in {cache}; the same command "
+                "resumes from them",
+                file=sys.stderr,
+            )
+        return 130
+    progress.close()
+    results = results_of(plan, raw, time.perf_counter() - started, jobs)
+    results["resumed_cells"] = resumed
+    if output is None:
+        print(results_markdown(results))
+        return 0
+    write_results(results, output)
+    if cache is not None:
+        cache.unlink(missing_ok=True)
+    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

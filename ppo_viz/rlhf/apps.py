@@ -1,0 +1,155 @@
+"""Notebook 7's live explorer: the trainers of :mod:`tiny_rlhf`, run on a few seeds.
+
+:class:`TrainingExplorer` trains the ticked methods at the sliders' learning rate, mu and KL
+weight on seeds ``0 .. seeds - 1`` (the study's first discovery seeds: at the study's grid
+points it shows the committed runs of those seeds) and draws the batch reward, the response
+length and the entropy over training, with a table of each method's final numbers.  Runs are
+kept by settings and method, so ticking a method trains only that one and going back to a
+setting trains nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, control_layout
+from ppo_viz.html import Markup, table, tag
+from ppo_viz.numbers import rounded
+from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves, legend_below
+from ppo_viz.style import figure_style
+from tiny_rlhf import METHODS, History, TrainSettings, train
+
+LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
+UPDATES = (1, 2, 4, 8)
+KL_COEFS = (0.0, 0.01, 0.04, 0.1)
+#: The settings at the start: the methods ticked (three train within the one-second budget),
+#: a learning rate and mu at which clipping matters.
+SHOWN_AT_START = ("grpo", "unclipped", "dr_grpo")
+START_LEARNING_RATE, START_UPDATES = 2e-2, 4
+DEFAULT_SEEDS = 3
+#: The curves are means over seeds and over this many iterations (a few seeds are noisy).
+SMOOTHING = 5
+
+
+class TrainingExplorer(LiveFigure):
+    """The ticked methods trained live: reward, length and entropy over training."""
+
+    def __init__(self, seeds: int = DEFAULT_SEEDS, shown: Sequence[str] = SHOWN_AT_START) -> None:
+        self.seeds = tuple(range(int(checked_number("seeds", seeds, (1, 20), whole=True))))
+        unknown = [key for key in shown if key not in METHODS]
+        if unknown:
+            raise ValueError(f"no method is named {unknown[0]!r}; choose from {', '.join(METHODS)}")
+        self.runs: dict[tuple[TrainSettings, str], History] = {}
+        self.seconds = 0.0
+        controls: dict[str, widgets.Widget] = {
+            "learning_rate": selection("Adam's learning rate", LEARNING_RATES, START_LEARNING_RATE),
+            "updates": selection("μ (updates per batch)", UPDATES, START_UPDATES),
+            "kl_coef": selection("β (KL in the loss)", KL_COEFS, 0.0),
+        }
+        for key, method in METHODS.items():
+            box = checkbox(method.label, key in shown)
+            box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
+            controls[f"show_{key}"] = box
+        with figure_style():
+            figure = Figure(figsize=(9.0, 5.6), layout="constrained")
+            axes = curves_axes(figure)
+            empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
+            labels = {key: m.label for key, m in METHODS.items()}
+            self.lines = draw_curves(axes, np.arange(2.0), empty, labels)
+            legend_below(figure, [group[0] for group in self.lines.values()])
+        boxes = [f"show_{key}" for key in METHODS]
+        super().__init__(
+            figure,
+            self.update,
+            controls,
+            moving=[line for group in self.lines.values() for line in group],
+            rows=[["learning_rate"], ["updates"], ["kl_coef"], boxes[:4], boxes[4:]],
+            description="GRPO-family trainers on a tiny language model, trained live",
+        )
+
+    def settings(self, learning_rate: float, updates: int, kl_coef: float) -> TrainSettings:
+        try:
+            return TrainSettings(learning_rate=learning_rate, updates=updates, kl_coef=kl_coef)
+        except (TypeError, ValueError) as error:
+            raise InputError(str(error)) from None
+
+    def trained(self, settings: TrainSettings, keys: Sequence[str]) -> dict[str, History]:
+        """The runs of ``keys`` at ``settings``, training the ones not kept yet (together)."""
+        missing = [key for key in keys if (settings, key) not in self.runs]
+        if missing:
+            started = time.perf_counter()
+            with self.busy():
+                new = train([METHODS[key] for key in missing], settings, self.seeds)
+            self.seconds = time.perf_counter() - started
+            self.runs.update({(settings, key): history for key, history in new.items()})
+        return {key: self.runs[(settings, key)] for key in keys}
+
+    def update(self, learning_rate: float, updates: int, kl_coef: float, **shown: bool) -> Markup:
+        """Train (or recall) the ticked methods and draw them; the others are hidden."""
+        settings = self.settings(learning_rate, updates, kl_coef)
+        keys = [key for key in METHODS if shown[f"show_{key}"]]
+        runs = self.trained(settings, keys)
+        x = np.arange(1.0, settings.iterations + 1)
+        for key, lines in self.lines.items():
+            for line, (name, _, _) in zip(lines, CURVE_PANELS, strict=True):
+                if key in runs:
+                    line.set_data(x, smoothed(runs[key].curve(name)))
+                line.set_visible(key in runs)
+        for ax in self.figure.axes:
+            ax.set_xlim(0.0, float(settings.iterations))
+        return summary(runs, len(self.seeds), self.seconds)
+
+
+def smoothed(values: np.ndarray, window: int = SMOOTHING) -> np.ndarray:
+    """The mean of each value and the ``window - 1`` before it that are not NaN (NaN where
+    all are)."""
+    known = np.isfinite(values)
+
+    def running(x: np.ndarray) -> np.ndarray:
+        total = np.cumsum(x)
+        return total - np.concatenate([np.zeros(window), total[:-window]])[: len(x)]
+
+    count = running(known.astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, running(np.where(known, values, 0.0)) / count, np.nan)
+
+
+def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:
+    """A slider over ``options`` that trains when released."""
+    return widgets.SelectionSlider(
+        options=list(options),
+        value=value,
+        description=description,
+        continuous_update=False,
+        **control_layout(),
+    )
+
+
+def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:
+    """Per method: final accuracy, last-quarter length, excess length and entropy, the share
+    of tokens clipped."""
+    rows = []
+    for key, run in runs.items():
+        late = slice(-max(1, run.reward.shape[1] // 4), None)
+        rows.append(
+            [
+                tag("span", METHODS[key].label, classes="ppo-strong"),
+                rounded(run.score.mean(), 3),
+                rounded(run.length[:, late].mean(), 3),
+                rounded(run.excess[:, late].mean(), 2),
+                rounded(run.entropy[:, late].mean(), 3),
+                rounded(run.clip_fraction.mean(), 2),
+            ]
+        )
+    header = ["method", "final accuracy", "length, last quarter", "… minus the right one's"]
+    header += ["entropy, last quarter", "share of tokens clipped"]
+    caption = (
+        f"means over {seeds} seeds (0–{seeds - 1}); the curves also over {SMOOTHING} "
+        f"iterations; the last training took {seconds:.2f} s"
+    )
+    return tag("div", table(header, rows, caption=caption), classes="ppo")

@@ -1,0 +1,129 @@
+"""The RLHF study's figures, drawn from its results or from live runs.
+
+* :func:`score_figure`: per mu, each method's mean final accuracy against the learning rate
+  (log axis), the reference's accuracy dotted;
+* :func:`curves_axes` and :func:`draw_curves`: batch reward, response length, the wrong
+  responses' length minus the right response's (so that the prompts drawn do not move it) and
+  entropy per token over training, one line per method (the mean over seeds).
+
+Each method keeps one colour and line style everywhere (:data:`METHOD_LINES`): GRPO as PPO's
+clipped objective elsewhere in the bundle (thick blue), the unclipped control dashed
+vermillion; DAPO orange, solid with clip-higher and dotted without.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ppo_viz.rlhf.results import cell_of, label
+from ppo_viz.style import COLORS, LINES, PALETTE, figure_style
+
+METHOD_LINES: dict[str, dict[str, Any]] = {
+    "grpo": LINES["clipped"],
+    "unclipped": LINES["unclipped"],
+    "ppo": {"color": PALETTE["black"], "lw": 1.4, "ls": (0, (5, 2, 1, 2))},
+    "dr_grpo": {"color": PALETTE["green"], "lw": 2.0, "ls": "-"},
+    "dapo": {"color": PALETTE["orange"], "lw": 2.0, "ls": "-"},
+    "dapo_sym": {"color": PALETTE["orange"], "lw": 1.6, "ls": (0, (1, 1.5))},
+    "gspo": {"color": PALETTE["purple"], "lw": 2.0, "ls": (0, (4, 1.5))},
+    "cispo": {"color": PALETTE["sky_blue"], "lw": 2.0, "ls": (0, (6, 1.5, 1.5, 1.5))},
+}
+#: The curves over training: what each panel shows, its title and its y limits.
+CURVE_PANELS = (
+    ("reward", "batch reward", (-0.1, 1.02)),
+    ("length", "response length (tokens)", (2.5, 6.5)),
+    ("wrong_excess", "wrong responses: length minus the right one's", (-2.5, 2.5)),
+    ("entropy", "entropy per token (nats)", (0.0, 0.75)),
+)
+
+
+def legend_below(figure: Figure, handles: Sequence[Any]) -> None:
+    """One legend for every panel, under them, four methods to a row."""
+    figure.legend(handles=list(handles), loc="outside lower center", ncols=4, frameon=False)
+
+
+def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> Figure:
+    """Final accuracy against the learning rate, one panel per mu, on one seed set."""
+    mus, lrs = results["updates"], np.array(results["learning_rates"])
+    seeds = results["sets"][seed_set]["seeds"]
+    with figure_style():
+        figure = Figure(figsize=(9.0, 6.0), layout="constrained")
+        grid = figure.subplots(-(-len(mus) // 2), min(2, len(mus)), sharex=True, sharey=True,
+                               squeeze=False).flat  # fmt: skip
+        for ax in grid[len(mus) :]:
+            ax.remove()
+        for ax, mu in zip(grid, mus, strict=False):
+            for method in results["methods"]:
+                means = [cell_of(results, seed_set, method, lr, mu)["mean"]["score"]["mean"]
+                         for lr in lrs]  # fmt: skip
+                ax.plot(lrs, means, **METHOD_LINES[method], marker="o", ms=3.5,
+                        label=label(results, method), gid=method)  # fmt: skip
+            ax.axhline(results["reference_accuracy"], color=COLORS["guide"], lw=1.0, ls=":")
+            ax.set(
+                xscale="log", ylim=(0.0, 1.0), title=f"μ = {mu} update{'s' * (mu > 1)} per batch"
+            )
+            ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs], minor=False)
+            ax.minorticks_off()
+        axes = list(figure.axes)
+        for ax in axes[-2:]:
+            ax.set_xlabel("Adam's learning rate")
+            ax.tick_params(labelbottom=True)
+        for ax in axes[::2]:
+            ax.set_ylabel("final accuracy")
+        axes[0].annotate("reference", (lrs[0], results["reference_accuracy"]),
+                         xytext=(2, 3), textcoords="offset points", fontsize="small",
+                         color=COLORS["guide"])  # fmt: skip
+        figure.suptitle(f"Final accuracy (exact), mean over {seeds} {seed_set} seeds per point")
+        legend_below(figure, [line for line in axes[0].get_lines() if line.get_gid()])
+    return figure
+
+
+def curves_axes(figure: Figure) -> list[Axes]:
+    """The three panels over training, titled and limited."""
+    axes = list(figure.subplots(2, 2, sharex=True).flat)
+    for ax, (_, title, limits) in zip(axes, CURVE_PANELS, strict=True):
+        ax.set(title=title, ylim=limits)
+    for ax in axes[2:]:
+        ax.set_xlabel("iteration")
+    axes[2].axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
+    return axes
+
+
+def draw_curves(
+    axes: Sequence[Axes],
+    iterations: np.ndarray,
+    curves: Mapping[str, Mapping[str, Sequence[float]]],
+    labels: Mapping[str, str],
+) -> dict[str, list[Any]]:
+    """One line per method in each panel (``curves[method][name]`` against ``iterations``);
+    the lines by method."""
+    lines: dict[str, list[Any]] = {}
+    for method, values in curves.items():
+        for ax, (name, _, _) in zip(axes, CURVE_PANELS, strict=True):
+            y = np.array(values[name], dtype=float)  # None (no wrong response) is NaN
+            (line,) = ax.plot(iterations, y, **METHOD_LINES[method], label=labels[method],
+                              gid=method)  # fmt: skip
+            lines.setdefault(method, []).append(line)
+    for ax in axes:
+        ax.set_xlim(0.0, float(iterations[-1]))
+    return lines
+
+
+def curves_figure(results: Mapping[str, Any], lr: float, mu: int) -> Figure:
+    """The curves over training of every method at one cell (confirmation seeds)."""
+    iterations = np.array(results["curve_iterations"], dtype=float)
+    curves = {m: cell_of(results, "confirmation", m, lr, mu)["curves"] for m in results["methods"]}
+    labels = {m: label(results, m) for m in results["methods"]}
+    seeds = results["sets"]["confirmation"]["seeds"]
+    with figure_style():
+        figure = Figure(figsize=(9.0, 5.6), layout="constrained")
+        axes = curves_axes(figure)
+        lines = draw_curves(axes, iterations, curves, labels)
+        figure.suptitle(f"lr {lr:g}, μ = {mu}: means over {seeds} confirmation seeds")
+        legend_below(figure, [group[0] for group in lines.values()])
+    return figure

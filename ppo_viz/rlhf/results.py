@@ -1,0 +1,196 @@
+"""The RLHF study's committed results, and the sentences and tables made from them.
+
+``python -m experiments.rlhf_study`` writes ``experiments/rlhf_study.json``
+(:func:`load_results`); each table here is data (a header and rows of text) that the notebook
+shows and the command writes as markdown, and :func:`finding_sentence` states a finding with
+both sets' numbers.  A paired difference whose interval holds 0 reads "not distinguishable
+with N seeds".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ppo_viz.why_clip.results import decimals, estimate
+
+RESULTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
+RESULTS_JSON = RESULTS_DIR / "rlhf_study.json"
+RESULTS_MARKDOWN = RESULTS_DIR / "RESULTS_LLM.md"
+SCORE_FIGURE = RESULTS_DIR / "rlhf_study.png"
+CURVES_FIGURE = RESULTS_DIR / "rlhf_curves.png"
+#: How each verdict is written.
+VERDICTS = {
+    "reproduces": "reproduces",
+    "depends on the setting": "reproduces in some cells, reversed in others",
+    "reversed": "reversed",
+    "not reproduced": "does not reproduce",
+}
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
+    """The committed results (written by the study command)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def cell_of(results: Mapping[str, Any], seed_set: str, method: str, lr: float, mu: int) -> dict:
+    """The stored cell of ``method`` at learning rate ``lr`` and ``mu`` on a seed set."""
+    for cell in results["cells"]:
+        if (cell["set"], cell["method"], cell["learning_rate"], cell["updates"]) == (
+            seed_set, method, lr, mu,
+        ):  # fmt: skip
+            return cell
+    raise KeyError(f"no cell {seed_set}, {method}, lr {lr:g}, mu {mu}")
+
+
+def label(results: Mapping[str, Any], method: str) -> str:
+    return results["methods"][method]["label"]
+
+
+def difference(paired: Mapping[str, Any]) -> str:
+    """``+0.032 [+0.018, +0.047]``; where the interval holds 0, ``not distinguishable with 20
+    seeds (+0.004 [-0.010, +0.018])``; where every seed's difference is 0, ``the same run``."""
+    low, high = paired["ci"]
+    if low == high == paired["diff"] == 0.0:
+        return f"the same run on all {paired['n']} seeds"
+    d = decimals(high - low)
+    text = f"{paired['diff']:+.{d}f} [{low:+.{d}f}, {high:+.{d}f}]"
+    if low <= 0.0 <= high:
+        return f"not distinguishable with {paired['n']} seeds ({text})"
+    return text
+
+
+def where_text(where: Mapping[str, Any], best_vs_best: bool = False) -> str:
+    """``lr 0.01, μ 4``, or with each method at its best learning rate ``μ 4, each at its
+    best lr (0.01 against 0.003)``."""
+    lr, other = where["learning_rate"], where["versus_learning_rate"]
+    if not best_vs_best:
+        return f"lr {lr:g}, μ {where['updates']}"
+    both = f"{lr:g} for both" if lr == other else f"{lr:g} against {other:g}"
+    return f"μ {where['updates']}, each at its best lr ({both})"
+
+
+def side_text(results: Mapping[str, Any], finding: Mapping[str, Any], name: str) -> str:
+    """One side of a finding: where discovery put it, and both sets' differences."""
+    entry = finding[name]
+    sets = results["sets"]
+    found = difference(entry["discovery"])
+    checked = difference(entry["confirmation"])
+    return (
+        f"{where_text(entry['where'], finding['best_vs_best'])}: {found} on the "
+        f"{sets['discovery']['seeds']} discovery "
+        f"seeds, {checked} on the {sets['confirmation']['seeds']} confirmation seeds"
+    )
+
+
+def finding_sentence(results: Mapping[str, Any], finding: Mapping[str, Any]) -> str:
+    """The finding, its verdict and the numbers that decide it, as one paragraph."""
+    metric = results["metrics"][finding["metric"]]
+    a, b = label(results, finding["method"]), label(results, finding["versus"])
+    verdict = VERDICTS[finding["verdict"]]
+    head = f"**{finding['claim']}** ({finding['source']}): {verdict}. {metric}, {a} minus {b}"
+    counts = finding["discovery_sides"]
+    tested = "values of μ tested" if finding["best_vs_best"] else "cells tested"
+    scope = (
+        f"On the discovery seeds {counts['supports']} of {counts['of']} {tested} show the "
+        f"claimed sign at 95% and {counts['against']} the opposite one."
+    )
+    supports, against = finding["supports"], finding["against"]
+    parts = []
+    if supports["discovered"]:
+        parts.append(f"where it holds most, {side_text(results, finding, 'supports')}")
+        if supports["confirmed"]:
+            parts[-1] += strength_text(supports["replication_chance"])
+    else:
+        parts.append(f"no cell supports it; closest, {side_text(results, finding, 'supports')}")
+    if against["discovered"]:
+        parts.append(f"where it goes most against, {side_text(results, finding, 'against')}")
+        if against["confirmed"]:
+            parts[-1] += strength_text(against["replication_chance"])
+    return f"{head}: {'; '.join(parts)}. {scope}"
+
+
+def chance_text(chance: float) -> str:
+    """``nearly always`` or ``about 6 times in 10``: how often a fresh set of seeds would
+    confirm a side (a cautious guess, :func:`experiments.rlhf_findings.replication_chance`)."""
+    return "nearly always" if chance >= 0.95 else f"about {round(10 * chance)} times in 10"
+
+
+def strength_text(chance: float) -> str:
+    """How firmly a confirmed side stands, as a parenthesis after its numbers."""
+    weak = "" if chance >= 0.95 else "weak: "
+    return f" ({weak}a fresh set of seeds would confirm it {chance_text(chance)})"
+
+
+def findings_table(results: Mapping[str, Any]) -> Table:
+    """Per finding: the claim, the verdict, and the cell that decided it with both sets'
+    paired differences (the supporting side, or the opposing one for a reversal)."""
+    header = ["claim (source)", "verdict", "where (chosen on discovery)", "discovery"]
+    header += ["confirmation (fresh seeds)", "a third set of seeds would confirm it"]
+    rows = []
+    for f in results["findings"]:
+        name = "against" if f["verdict"] == "reversed" else "supports"
+        entry = f[name]
+        rows.append(
+            [
+                f"{f['claim']} ({f['source']})",
+                VERDICTS[f["verdict"]],
+                where_text(entry["where"], f["best_vs_best"]),
+                difference(entry["discovery"]),
+                difference(entry["confirmation"]),
+                "; ".join(
+                    f"{'the claim' if side == 'supports' else 'against it'}: "
+                    f"{chance_text(f[side]['replication_chance'])}"
+                    for side in ("supports", "against")
+                    if f[side]["confirmed"]
+                )
+                or "–",
+            ]
+        )
+    return header, rows
+
+
+def best_table(results: Mapping[str, Any], mu: int) -> Table:
+    """Per method at one mu: its best learning rate on the discovery seeds, its final
+    accuracy there on both sets, and (confirmation) minus GRPO's at GRPO's best."""
+    header = ["method", "best lr (discovery)", "accuracy, discovery", "accuracy, confirmation"]
+    header.append("minus GRPO's best (confirmation, paired)")
+    rows = []
+    for method, per_mu in results["best"].items():
+        entry = per_mu[str(mu)]
+        row = [label(results, method), f"{entry['learning_rate']:g}"]
+        for seed_set in ("discovery", "confirmation"):
+            row.append(estimate(entry[seed_set]["mean"], entry[seed_set]["ci"]))
+        row.append(difference(entry["vs_grpo_best"]) if "vs_grpo_best" in entry else "–")
+        rows.append(row)
+    return header, rows
+
+
+def score_table(results: Mapping[str, Any], seed_set: str, mu: int) -> Table:
+    """Per method: the mean final accuracy at each learning rate, at one mu."""
+    lrs = results["learning_rates"]
+    header = ["method", *(f"lr {lr:g}" for lr in lrs)]
+    rows = [
+        [label(results, m)]
+        + [f"{cell_of(results, seed_set, m, lr, mu)['mean']['score']['mean']:.3f}" for lr in lrs]
+        for m in results["methods"]
+    ]
+    return header, rows
+
+
+def versus_grpo_table(results: Mapping[str, Any], seed_set: str, mu: int) -> Table:
+    """Per method but GRPO: its final accuracy minus GRPO's at each learning rate, at one mu,
+    seed by seed."""
+    lrs = results["learning_rates"]
+    header = ["method", *(f"lr {lr:g}" for lr in lrs)]
+    rows = [
+        [label(results, m)]
+        + [difference(cell_of(results, seed_set, m, lr, mu)["vs_grpo"]) for lr in lrs]
+        for m in results["methods"]
+        if m != "grpo"
+    ]
+    return header, rows

@@ -1,0 +1,398 @@
+"""GRPO-family trainers on :mod:`tiny_lm`: RLHF in miniature, many seeds side by side.
+
+One iteration, for every run (a method on a seed):
+
+1. draw :attr:`TrainSettings.prompts_per_batch` prompts and sample a group of
+   :attr:`TrainSettings.group_size` responses to each from the current policy, the *old*
+   policy of this batch (:func:`tiny_lm.sample`), and score them (:func:`tiny_lm.rewards`);
+2. compute advantages: the group's (:func:`llm_clip.group_advantages`, over the group's std for
+   GRPO, not for Dr. GRPO), or PPO's per token: GAE over the response with a value model, each
+   token's reward carrying the KL penalty to the reference (as TRL's ``PPOTrainer``);
+3. take :attr:`TrainSettings.updates` (mu) Adam steps on the batch.  Each step's gradient with
+   respect to every token's log-probability comes from :func:`llm_clip.token_breakdown`, the
+   single source of every clipped loss and its gradient, called per run on that run's batch
+   with the method's objective, clip range and aggregation (and a KL to the reference in the
+   loss when :attr:`TrainSettings.kl_coef` is not 0); :func:`tiny_lm.parameter_grad` chains it
+   to the parameters.  At the first step the policy *is* the old one: every ratio is exactly 1
+   and nothing is clipped, so with mu = 1 clipping never engages.
+
+A :class:`Method` is data: an objective of :mod:`llm_clip`, its clip range and the advantages
+it uses (:data:`METHODS`).  Every method runs on the same seeds, and a seed's prompts and
+uniform numbers are the same for every method (common random numbers), so methods compare
+seed by seed.  A run's score is the exact probability that its final policy answers right,
+averaged over every prompt (:func:`tiny_lm.right_answer_probability`).
+
+What the methods follow (TRL ``f2cd577``, verl ``b178a3c``): PPO is TRL's ``PPOTrainer``
+(``trl/experimental/ppo/ppo_trainer.py`` L772-798: the k1 KL penalty per token with
+``kl_coef`` 0.05, the score added at the last token, GAE with gamma 1 and lambda 0.95,
+advantages whitened over the batch) with an unclipped value loss; GSPO takes its paper's clip
+range (3e-4, 4e-4); CISPO verl's example (``examples/cispo_trainer/
+run_cispo_qwen2_5_0_5b_gsm8k.sh`` L13-14: no lower bound, ``clip_ratio_high`` 0.2, here
+``eps_low`` 1); the unclipped control is GRPO with a band no ratio leaves.  No method has
+dynamic sampling, overlong shaping or an entropy bonus; gradients are not norm-clipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+import llm_clip
+from tiny_lm import (
+    MAX_LEN,
+    PROMPTS,
+    RIGHT_LENGTH,
+    Adam,
+    BoolArray,
+    FloatArray,
+    IntArray,
+    Packed,
+    Responses,
+    Scored,
+    TinyLM,
+    entropy,
+    pack,
+    parameter_grad,
+    reference_model,
+    rewards,
+    right_answer_probability,
+    sample,
+    score,
+)
+
+#: Where each run draws its prompts and uniforms, and where PPO's value model its weights.
+SAMPLING_STREAM, CRITIC_STREAM = 2_402_03300, 1_707_06347
+#: An upper clip edge no ratio reaches: the unclipped control (a ratio above it is inf).
+UNBOUNDED = sys.float_info.max
+#: PPO's GAE lambda (gamma is 1) and the beta of its KL penalty in the reward (TRL's defaults).
+PPO_LAMBDA, PPO_KL_COEF = 0.95, 0.05
+
+
+@dataclass(frozen=True)
+class Method:
+    """A trainer as data: an objective of :mod:`llm_clip` with its clip range (None: the
+    module's default) and its advantages: ``"group"`` (GRPO's, over the group's std),
+    ``"group_mean"`` (Dr. GRPO's, the mean only) or ``"gae"`` (PPO's, with a value model)."""
+
+    key: str
+    label: str
+    objective: str
+    eps_low: float | None = None
+    eps_high: float | None = None
+    advantages: str = "group"
+
+
+#: The methods of the study, in the order of legends and tables.
+METHODS = {
+    method.key: method
+    for method in (
+        Method("grpo", "GRPO", "grpo"),
+        Method("unclipped", "unclipped (r·A)", "grpo", eps_low=1.0, eps_high=UNBOUNDED),
+        Method("ppo", "PPO (KL in reward)", "ppo", advantages="gae"),
+        Method("dr_grpo", "Dr. GRPO", "dr_grpo", advantages="group_mean"),
+        Method("dapo", "DAPO (ε_high 0.28)", "dapo"),
+        Method("dapo_sym", "DAPO, ε_high 0.2", "dapo", eps_high=0.2),
+        Method("gspo", "GSPO", "gspo", eps_low=3e-4, eps_high=4e-4),
+        Method("cispo", "CISPO", "cispo", eps_low=1.0, eps_high=0.2),
+    )
+}
+
+#: The range of each setting: (low, high, whole number?).
+SETTING_RANGES = {
+    "iterations": (1, 1000, True),
+    "prompts_per_batch": (1, len(PROMPTS), True),
+    "group_size": (2, 64, True),
+    "updates": (1, 64, True),
+    "learning_rate": (1e-6, 1.0, False),
+    "kl_coef": (0.0, 10.0, False),
+}
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """A training run's settings; a ``TypeError`` or ``ValueError`` naming a bad one.
+
+    ``updates`` is mu, the Adam steps on each batch; ``kl_coef`` is beta, the weight of k3 to
+    the reference in the loss of every method but PPO (whose KL is in its reward, beta
+    :data:`PPO_KL_COEF`).
+    """
+
+    iterations: int = 40
+    prompts_per_batch: int = 4
+    group_size: int = 8
+    updates: int = 4
+    learning_rate: float = 3e-3
+    kl_coef: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name, (low, high, whole) in SETTING_RANGES.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+            if not low <= value <= high:  # refuses NaN too
+                raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+            if whole and value != int(value):
+                raise ValueError(f"{name} must be a whole number, got {value!r}")
+            object.__setattr__(self, name, int(value) if whole else float(value))
+
+    @property
+    def batch_size(self) -> int:
+        """Responses per batch: prompts times the group size."""
+        return self.prompts_per_batch * self.group_size
+
+
+@dataclass
+class History:
+    """One method's runs, per seed (rows) and iteration (columns): the batch's mean reward,
+    its share of right and of malformed responses, its mean length (tokens, ``<eos>``
+    included) and mean *excess* length (length minus the right response's, so that which
+    prompts were drawn does not move it), the number of wrong responses and the sum of their
+    excess lengths, the policy's mean entropy and exact KL to the reference per response
+    token, and the share of tokens clipped below (A < 0) and above (A > 0) over the mu
+    updates (``TokenBreakdown.is_clipped``: for GSPO every token of a clipped response; for
+    CISPO the tokens whose weight was capped, their gradient kept); ``score``, the final exact
+    accuracy."""
+
+    method: Method
+    settings: TrainSettings
+    seeds: tuple[int, ...]
+    reward: FloatArray = field(repr=False)
+    right: FloatArray = field(repr=False)
+    malformed: FloatArray = field(repr=False)
+    length: FloatArray = field(repr=False)
+    excess: FloatArray = field(repr=False)
+    wrong: FloatArray = field(repr=False)
+    wrong_excess: FloatArray = field(repr=False)
+    entropy: FloatArray = field(repr=False)
+    kl_ref: FloatArray = field(repr=False)
+    clip_low: FloatArray = field(repr=False)
+    clip_high: FloatArray = field(repr=False)
+    score: FloatArray = field(repr=False)
+
+    @property
+    def clip_fraction(self) -> FloatArray:
+        """The share of tokens whose clip engaged, on either side."""
+        return self.clip_low + self.clip_high
+
+    def curve(self, name: str) -> FloatArray:
+        """Per iteration, the mean over seeds of what ``name`` records; for ``wrong_excess``,
+        the wrong responses' mean excess length, all seeds pooled (NaN where none was wrong)."""
+        if name == "wrong_excess":
+            wrong = self.wrong.sum(axis=0)
+            total = self.wrong_excess.sum(axis=0)
+            return np.divide(total, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0)
+        if name == "clip_fraction":
+            return self.clip_fraction.mean(axis=0)
+        return getattr(self, name).mean(axis=0)
+
+
+#: What one iteration records per run (the fields of :class:`History` over iterations).
+CURVES = tuple(f.name for f in fields(History))[3:-1]
+
+
+def train(
+    methods: Sequence[Method], settings: TrainSettings, seeds: Sequence[int]
+) -> dict[str, History]:
+    """Train every method on every seed, side by side: each method's :class:`History`."""
+    if not methods or not seeds:
+        raise ValueError("train needs at least one method and one seed")
+    trainer = Trainer(methods, settings, seeds)
+    curves = {name: np.zeros((trainer.runs, settings.iterations)) for name in CURVES}
+    for iteration in range(settings.iterations):
+        for name, values in trainer.iteration().items():
+            curves[name][:, iteration] = values
+    score = right_answer_probability(trainer.policy).mean(axis=1)
+    n = len(seeds)
+    return {
+        method.key: History(
+            method,
+            settings,
+            tuple(seeds),
+            **{name: curves[name][i * n : (i + 1) * n] for name in CURVES},
+            score=score[i * n : (i + 1) * n],
+        )
+        for i, method in enumerate(methods)
+    }
+
+
+class Trainer:
+    """Every run's policy and optimizer (runs: each method on each seed), PPO's value models,
+    the frozen reference, and one iteration."""
+
+    def __init__(
+        self, methods: Sequence[Method], settings: TrainSettings, seeds: Sequence[int]
+    ) -> None:
+        self.methods, self.settings = list(methods), settings
+        self.run_methods = [m for m in self.methods for _ in seeds]
+        self.runs = len(self.run_methods)
+        self.rngs = [np.random.default_rng([SAMPLING_STREAM, seed]) for seed in seeds]
+        reference = reference_model()
+        self.reference = reference.repeated(self.runs)  # frozen
+        self.policy = reference.repeated(self.runs)
+        self.optimizer = Adam(self.policy.params)
+        self.ppo_runs = np.array([m.advantages == "gae" for m in self.run_methods])
+        critic_rngs = [
+            np.random.default_rng([CRITIC_STREAM, seed])
+            for m in self.methods
+            for seed in seeds
+            if m.advantages == "gae"
+        ]
+        self.critic = TinyLM.initial(critic_rngs, outputs=1) if critic_rngs else None
+        self.critic_optimizer = Adam(self.critic.params) if self.critic else None
+
+    def draw(self) -> tuple[IntArray, FloatArray]:
+        """Each seed's prompts (each repeated for its group) and uniforms, for every method."""
+        s = self.settings
+        prompts, uniforms = [], []
+        for rng in self.rngs:
+            chosen = rng.choice(len(PROMPTS), size=s.prompts_per_batch, replace=False)
+            prompts.append(np.repeat(chosen, s.group_size))
+            uniforms.append(rng.random((s.batch_size, MAX_LEN)))
+        copies = len(self.methods)
+        return np.tile(np.array(prompts), (copies, 1)), np.tile(np.array(uniforms), (copies, 1, 1))
+
+    def iteration(self) -> dict[str, FloatArray]:
+        """Sample a batch, score it, take the mu updates; what :class:`History` keeps of it."""
+        s = self.settings
+        responses = sample(self.policy, *self.draw())
+        reward, right, malformed = rewards(responses)
+        batch = pack(responses)
+        old = score(self.policy, batch)
+        ref = score(self.reference, batch)
+        advantages = self.advantages(responses, reward, old, ref)
+        clip_low, clip_high = np.zeros(self.runs), np.zeros(self.runs)
+        tokens = responses.mask.sum(axis=(1, 2))
+        new = old  # at the first update the policy is the old one: the same numbers
+        for update in range(s.updates):
+            if update:
+                new = score(self.policy, batch)
+            dloss_dlogp = np.zeros_like(new.logp)
+            for run in range(self.runs):
+                b = self.breakdown(run, new.logp, old.logp, advantages, responses.mask, ref.logp)
+                dloss_dlogp[run] = b.grad
+                clip_low[run] += (b.is_clipped & (advantages[run] < 0)).sum()
+                clip_high[run] += (b.is_clipped & (advantages[run] > 0)).sum()
+            grads = parameter_grad(self.policy, new, dloss_dlogp)
+            self.optimizer.step(grads, s.learning_rate)
+        kl_ref = (np.exp(old.log_probs) * (old.log_probs - ref.log_probs)).sum(axis=-1)
+        wrong = ~right
+        excess = responses.lengths - RIGHT_LENGTH[responses.prompts]
+        return {
+            "reward": reward.mean(axis=1),
+            "right": right.mean(axis=1),
+            "malformed": malformed.mean(axis=1),
+            "length": responses.lengths.mean(axis=1),
+            "excess": excess.mean(axis=1),
+            "wrong": wrong.sum(axis=1),
+            "wrong_excess": np.where(wrong, excess, 0).sum(axis=1),
+            "entropy": batch.mean(entropy(old.log_probs)),
+            "kl_ref": batch.mean(kl_ref),
+            "clip_low": clip_low / (tokens * s.updates),
+            "clip_high": clip_high / (tokens * s.updates),
+        }
+
+    def breakdown(
+        self,
+        run: int,
+        logp_new: FloatArray,
+        logp_old: FloatArray,
+        advantages: FloatArray,
+        mask: BoolArray,
+        logp_ref: FloatArray,
+    ) -> llm_clip.TokenBreakdown:
+        """:func:`llm_clip.token_breakdown` of one run's batch, with its method's settings."""
+        method = self.run_methods[run]
+        kl_coef = 0.0 if method.advantages == "gae" else self.settings.kl_coef
+        return llm_clip.token_breakdown(
+            logp_new[run],
+            logp_old[run],
+            advantages[run],
+            mask[run],
+            objective=method.objective,
+            eps_low=method.eps_low,
+            eps_high=method.eps_high,
+            max_len=MAX_LEN,
+            logp_ref=logp_ref[run] if kl_coef else None,
+            kl_coef=kl_coef,
+        )
+
+    def advantages(
+        self, responses: Responses, reward: FloatArray, old: Scored, ref: Scored
+    ) -> FloatArray:
+        """Each run's advantage of every token ``(runs, B, MAX_LEN)``: its response's, for the
+        group methods, or PPO's own (:meth:`ppo_advantages`); 0 on padding."""
+        g = self.settings.group_size
+        out = np.zeros(responses.tokens.shape)
+        for run, method in enumerate(self.run_methods):
+            if method.advantages != "gae":
+                scaled = method.advantages == "group"
+                per_response = llm_clip.group_advantages(reward[run], g, scale_by_std=scaled)
+                out[run] = np.where(responses.mask[run], per_response[:, None], 0.0)
+        if self.critic is not None:
+            ppo = self.ppo_runs
+            kl = old.logp[ppo] - ref.logp[ppo]  # k1 of each token, as TRL's default estimator
+            out[ppo] = self.ppo_advantages(responses_of(responses, ppo), reward[ppo], kl)
+        return out
+
+    def ppo_advantages(
+        self, responses: Responses, reward: FloatArray, kl: FloatArray
+    ) -> FloatArray:
+        """PPO's token advantages: token rewards ``-beta * kl``, plus the score at the last
+        token; GAE(lambda) with gamma 1 on the value model's values (0 after the end), whitened
+        per run over the response tokens.  Then the value model is fitted (:meth:`fit_critic`)."""
+        mask = responses.mask
+        last = mask & ~np.concatenate([mask[..., 1:], np.zeros_like(mask[..., :1])], axis=-1)
+        token_reward = np.where(mask, -PPO_KL_COEF * kl, 0.0) + np.where(last, reward[..., None], 0)
+        batch = pack(responses)
+        values, _ = self.critic_values(batch)
+        raw = token_gae(token_reward, values, PPO_LAMBDA)
+        self.fit_critic(batch, raw + values)
+        n = mask.sum(axis=(1, 2), keepdims=True)
+        mean = np.where(mask, raw, 0.0).sum(axis=(1, 2), keepdims=True) / n
+        var = np.where(mask, (raw - mean) ** 2, 0.0).sum(axis=(1, 2), keepdims=True) / (n - 1)
+        return np.where(mask, (raw - mean) / np.sqrt(var + 1e-8), 0.0)
+
+    def critic_values(self, batch: Packed) -> tuple[FloatArray, Any]:
+        """The value model's value of every response token ``(runs, B, MAX_LEN)`` (0 on
+        padding), and its cache for backpropagation."""
+        values, cache = self.critic.forward(batch.x)
+        return batch.unpacked(values[..., 0]), cache
+
+    def fit_critic(self, batch: Packed, returns: FloatArray) -> None:
+        """mu Adam steps of the value model on ``0.5 * mean((V - return)^2)`` over tokens."""
+        n = batch.valid.sum(axis=1, keepdims=True)
+        for _ in range(self.settings.updates):
+            values, cache = self.critic_values(batch)
+            d_rows = np.where(batch.valid, batch.gathered(values - returns), 0.0) / n
+            grads = self.critic.backward(cache, d_rows[..., None])
+            self.critic_optimizer.step(grads, self.settings.learning_rate)
+
+
+def token_gae(token_reward: FloatArray, values: FloatArray, lam: float) -> FloatArray:
+    """GAE(lambda) with gamma 1 over each response's tokens (the last axis), as TRL's
+    ``PPOTrainer`` (L787-795): ``delta_t = r_t + V_{t+1} - V_t``, ``A_t = delta_t + lam *
+    A_{t+1}``, with ``V`` and ``r`` 0 on padding, so nothing is carried past the end."""
+    advantages = np.zeros_like(values)
+    following = np.zeros(values.shape[:-1])
+    for t in reversed(range(values.shape[-1])):
+        after = values[..., t + 1] if t + 1 < values.shape[-1] else 0.0
+        following = token_reward[..., t] + after - values[..., t] + lam * following
+        advantages[..., t] = following
+    return advantages
+
+
+def responses_of(responses: Responses, runs: BoolArray) -> Responses:
+    """The responses of some runs."""
+    return Responses(*(getattr(responses, f.name)[runs] for f in fields(responses)))
+
+
+def methods_named(keys: Sequence[str]) -> list[Method]:
+    """The methods named ``keys``; a ``ValueError`` naming an unknown one and the valid ones."""
+    unknown = [key for key in keys if key not in METHODS]
+    if unknown:
+        raise ValueError(f"no method is named {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    return [METHODS[key] for key in keys]
