@@ -17,7 +17,6 @@ from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, R
 from ppo_viz.exercises.mistakes import (
     Finding,
     differs,
-    error_hint,
     finding,
     lesson_of,
     numbers,
@@ -301,6 +300,23 @@ def _diagnose(
     values, explained = value_findings(kind, answers, assumed, role)
     matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
     return findings + values + _side_effects(calls), explained, matching
+
+
+#: Errors a learner meets reaching for the elementwise minimum, by a piece of their message, and
+#: what to write instead: np.min(a, b) reads b as the axis; Python's min(a, b) compares arrays.
+ERROR_HINTS = {
+    "only integer scalar arrays can be converted to a scalar index": "np.min(a, b) and "
+    "np.max(a, b) take b as the axis to reduce over, not a second array: for the elementwise "
+    "minimum of two arrays write np.minimum(a, b) (np.maximum for the maximum).",
+    "truth value of an array with more than one element is ambiguous": "Python's min(a, b), "
+    "max(a, b) and if compare whole arrays, which has no single answer: write np.minimum(a, b) "
+    "(or np.maximum) for the elementwise minimum, and np.where(condition, x, y) for an if.",
+}
+
+
+def error_hint(error: str) -> str:
+    """What to write instead, for an error message :data:`ERROR_HINTS` knows ("" otherwise)."""
+    return next((hint for piece, hint in ERROR_HINTS.items() if piece in error), "")
 
 
 def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:

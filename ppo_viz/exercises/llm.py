@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 import llm_clip
-from ppo_viz.exercises.checker import CheckResult
-from ppo_viz.exercises.mistakes import Finding, error_hint, finding
+from ppo_viz.exercises.checker import CheckResult, error_hint
+from ppo_viz.exercises.mistakes import Finding, finding
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Call, call_battery
 from ppo_viz.llm.batch import response_batch
 from ppo_viz.numbers import exact, rounded
