@@ -55,6 +55,8 @@ MAIN_CONTROL = "ppo-main-control"
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 #: The figure's box has this class while a slow ``update`` runs (``style.css`` dims it).
 BUSY_CLASS = "ppo-busy"
+#: The readout's class, and the Reset button's (it sets every control back to its start).
+READOUT_CLASS, RESET_CLASS = "ppo-readout", "ppo-reset"
 
 Update = Callable[..., "str | Markup | None"]
 
@@ -121,6 +123,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.moving = sorted(moving, key=lambda artist: artist.get_zorder())
         self.message = widgets.HTML(layout=widgets.Layout(margin="0 0 0 8px"))
         self.readout = widgets.HTML()
+        self.readout.add_class(READOUT_CLASS)
         self.canvas = _canvas(figure)
         self._background: Any = None
         self._limits = self._axes_limits()
@@ -132,11 +135,19 @@ class LiveFigure(StaticFallback, widgets.VBox):
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
             control.observe(self._on_change, names="value")
+        self._start = self.values()
+        boxes = [[self.controls[name] for name in row] for row in rows]
+        if boxes:  # a Reset button at the end of the last row
+            reset = widgets.Button(description="Reset", tooltip="Back to the starting settings")
+            reset.layout.width = "auto"
+            reset.add_class(RESET_CLASS)
+            reset.on_click(lambda _: self.reset())
+            boxes[-1].append(reset)
         super().__init__(
             [
                 widgets.HTML(style_tag()),
                 *above,
-                *(widgets.HBox([self.controls[name] for name in row]) for row in rows),
+                *(widgets.HBox(row) for row in boxes),
                 self.message,
                 self.readout,
                 self.canvas,
@@ -163,6 +174,15 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.readout.value = str(shown) if shown is not None else ""
         self._redraw()
         return True
+
+    def reset(self) -> None:
+        """Set every control back to the value it started with."""
+        for name, value in self._start.items():
+            self.controls[name].value = value
+
+    def redraw_all(self) -> None:
+        """Draw the static artists too at the next redraw (after ``update`` changed one)."""
+        self._background = None
 
     def _on_change(self, _change: Any = None) -> None:
         self.refresh()

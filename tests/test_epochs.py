@@ -391,7 +391,7 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings) -> None:
     assert app.figure.axes[0].get_xlim() == (-0.5, EPOCH_AXIS_MAX + 0.5)
     assert app.target.get_visible() == (expected.target_kl is not None)
     batch, colors = runs["clipped"].batch, arm_colors(K)
-    for t, label in enumerate(app.sample_labels):
+    for t, label in enumerate(app.row_labels):
         assert label.get_text() == sample_label(t, batch.actions[t], batch.advantages[t])
         assert to_rgba(label.get_color()) == to_rgba(colors[batch.actions[t]])
     edges = np.cumsum(np.bincount(batch.actions, minlength=K))[:-1] - 0.5

@@ -22,7 +22,7 @@ from ppo_viz.panels import R_AXIS, draw_objective_panel, legend_entries
 from ppo_viz.stepper import batch as model
 from ppo_viz.stepper import text
 from ppo_viz.stepper.batch import PRESETS, EntryError, StepperBatch
-from ppo_viz.style import COLORS, PALETTE, figure_style
+from ppo_viz.style import COLORS, PALETTE, PRESENT_MAX_SIZE, figure_size, figure_style
 
 #: The figure's size in inches: it fits JupyterLab's output area (at most 9 wide).
 FIGURE_SIZE = (9.0, 6.4)
@@ -59,7 +59,8 @@ class StepperFigure:
 
     def __init__(self) -> None:
         with figure_style():
-            self.figure = Figure(figsize=FIGURE_SIZE, layout="constrained")
+            size = figure_size(FIGURE_SIZE, present=PRESENT_MAX_SIZE)
+            self.figure = Figure(figsize=size, layout="constrained")
             axes = self.figure.subplots(2, 2, sharex="col")
             self.columns = {
                 sign: draw_objective_panel(*axes[:, i]) for i, sign in enumerate((1, -1))
