@@ -14,8 +14,8 @@ JupyterLab: the property inspector's cell tags), under the notebook's title; onl
 run.  Tag or untag a cell to change the lecture; ``--outline`` lists its sections and words.
 
 Voilà runs every cell and shows only the prose and the outputs, cell by cell as they run
-(progressive rendering: with Voilà 0.5.13's default the whole page waits for the last cell,
-and 7 of 19 loads of notebook 1 tried here stopped for good at its ``interact`` cell).  The page
+(progressive rendering; with Voilà 0.5.13's default the whole page waits for the last cell).
+A page no longer stops for good at an ``interact`` cell: see :func:`_publish_on_own_socket`.  The page
 uses the ``lecture`` template next to this file (Voilà's lab template with large type, loading
 nothing from the network, and keys for a lecture), and the kernel runs in presentation mode
 (``PPO_PRESENT=1``): every figure is drawn larger, every text at least 14 pt on a 1280 x 800
@@ -91,12 +91,6 @@ def lecture_view(notebook: Any) -> Any:
     return view
 
 
-def prose_words(markdown: str) -> int:
-    """Words of prose in a markdown cell: formulas, code and HTML tags are not counted."""
-    text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|```.*?```|`[^`]*`|<[^>]+>", " ", markdown, flags=re.S)
-    return len(re.findall(r"[A-Za-z0-9][\w'’.,-]*", text))
-
-
 def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
     """The ``NN_*.ipynb`` notebooks in ``directory``, in order; with ``lecture``, those with
     a cell tagged ``lecture``."""
@@ -111,7 +105,12 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def navigation_cell(path: Path, lecture: bool) -> Any:
-    """A markdown cell linking to the previous and the next notebook (same folder)."""
+    """A code cell that shows links to the previous and the next notebook (same folder).
+
+    It runs last, so the links appear once every cell of the page has run.
+    """
+    from nbformat.v4 import new_code_cell
+
     siblings = sibling_notebooks(path.parent, lecture)
     links = []
     if path in siblings:
@@ -120,14 +119,13 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
             links.append(f"[← {title_of(_read(siblings[at - 1]))}]({siblings[at - 1].name})")
         if at + 1 < len(siblings):
             links.append(f"[{title_of(_read(siblings[at + 1]))} →]({siblings[at + 1].name})")
-    from nbformat.v4 import new_markdown_cell
-
-    return new_markdown_cell("---\n\n" + (" &nbsp;·&nbsp; ".join(links) or "The end."))
+    text = "---\n\n" + (" &nbsp;·&nbsp; ".join(links) or "The end.")
+    return new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
 
 
 def outline(directory: Path) -> list[tuple[str, list[str], int]]:
     """The lecture's route: per notebook with lecture cells, its file name, the headings of
-    its lecture cells and their words of prose (:func:`prose_words`)."""
+    its lecture cells and their words of prose (whitespace-separated, formulas included)."""
     route = []
     for path in sibling_notebooks(directory, lecture=True):
         headings, words = [], 0
@@ -135,7 +133,7 @@ def outline(directory: Path) -> list[tuple[str, list[str], int]]:
             if cell["cell_type"] != "markdown":
                 continue
             source = "".join(cell["source"])
-            words += prose_words(source)
+            words += len(source.split())
             headings += re.findall(r"^#{2,3} (.+)$", source, flags=re.MULTILINE)
         route.append((path.name, headings, words))
     return route
@@ -154,16 +152,18 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
     handler.xsrf_token  # noqa: B018 -- reading it sets the cookie on this response
     lecture = os.environ.get(LECTURE_VARIABLE) == "1"
     page = lecture_view(notebook) if lecture else copy.deepcopy(notebook)
-    path = Path(cwd or ".").resolve() / Path(handler.request.path).name
+    path = Path(cwd or ".").resolve() / Path(handler.request.path).name  # Voilà runs in the folder
     page["cells"].append(navigation_cell(path, lecture))
     return page
 
 
 def run_voila(argv: list[str] | None = None) -> None:
     """Voilà with the lecture's configuration; ``argv`` is Voilà's (a folder, ``--port``)."""
+    from nbclient.output_widget import OutputWidget
     from traitlets.config import Config
     from voila.app import Voila
 
+    OutputWidget._publish_msg = _publish_on_own_socket
     config = Config()
     config.Voila.config_file_paths = []  # a stray voila.py in the folder cannot change this
     config.Voila.ip = "127.0.0.1"
@@ -177,6 +177,38 @@ def run_voila(argv: list[str] | None = None) -> None:
     config.MappingKernelManager.cull_interval = CULL_INTERVAL_S
     config.MappingKernelManager.cull_connected = False  # an open page keeps its kernel
     Voila.launch_instance(sys.argv[1:] if argv is None else argv, config=config)
+
+
+def _publish_on_own_socket(
+    widget: Any,
+    msg_type: str,
+    data: Any = None,
+    metadata: Any = None,
+    buffers: Any = None,
+    **keys: Any,
+) -> None:
+    """nbclient's ``OutputWidget._publish_msg`` (nbclient 0.11, ``nbclient/output_widget.py``),
+    sending on a shell socket of its own.
+
+    Voilà runs a page's cells with nbclient, which stands in for the page's ``Output`` widgets
+    (an ``interact`` has one) and sends their new outputs to the kernel on the shell socket,
+    while it awaits the cell's reply on that same asyncio socket.  Now and then that reply was
+    never seen (pyzmq's asyncio sockets can miss a wake-up of their edge-triggered descriptors;
+    see ``ppo_viz.export._keep_awake``), and the page stopped for good at notebook 1's
+    ``interact`` cell: with two pages loading at once, 8 of 32 loads here; with this socket,
+    none of 62 (voila-dashboards/voila issue 1428, jupyter/jupyter_client pull request 1010).
+    """
+    import zmq
+    from nbclient.jsonutil import json_clean
+
+    content = json_clean(dict(data=data or {}, comm_id=widget.comm_id, **keys))
+    client = widget.kernel_client
+    msg = client.session.msg(
+        msg_type, content=content, parent=widget.parent_header, metadata=metadata or {}
+    )
+    if not hasattr(widget, "own_shell"):  # the asyncio socket, kept so that it stays open
+        widget.own_shell = client.connect_shell()
+    client.session.send(zmq.Socket.shadow(widget.own_shell.underlying), msg)
 
 
 def free_port() -> int:
@@ -196,9 +228,10 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def voila_command(folder: Path, port: int) -> list[str]:
-    """The command that serves ``folder``'s notebooks as lecture pages on ``port``."""
-    return [sys.executable, "-c", VOILA_SERVER, str(folder), f"--port={port}"]
+def voila_command(port: int) -> list[str]:
+    """The command that serves the notebooks of its working folder as lecture pages on ``port``
+    (their kernels start in that folder, as in JupyterLab)."""
+    return [sys.executable, "-c", VOILA_SERVER, ".", f"--port={port}"]
 
 
 def lecture_environment(lecture: bool) -> dict[str, str]:
@@ -259,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     port = args.port or free_port()
     server = subprocess.Popen(
-        voila_command(args.notebook.parent, port), env=lecture_environment(args.lecture)
+        voila_command(port), cwd=args.notebook.parent, env=lecture_environment(args.lecture)
     )
     # SIGTERM (a service manager, a test) stops Voilà too, as Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: server.terminate())

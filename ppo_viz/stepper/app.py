@@ -233,6 +233,8 @@ class BatchStepper(LiveFigure):
         )
         self.load_button = widgets.Button(description="Load batch", button_style="primary")
         self.load_button.on_click(lambda _: self.load())
+        for field in (self.new_field, self.old_field, self.advantages_field, self.eps_field):
+            field.on_msg(self._on_field_message)  # Enter in a field loads the batch
         wide = widgets.Layout(width="auto")  # a preset's whole label
         self.preset_buttons = {}
         for name, preset in PRESETS.items():
@@ -248,6 +250,11 @@ class BatchStepper(LiveFigure):
         box = widgets.VBox([widgets.HTML(intro), *fields, buttons, self.entry_message])
         box.add_class("ppo-card")
         return box
+
+    def _on_field_message(self, _field: widgets.Text, content: dict, _buffers: Any) -> None:
+        """A text field's front end sends ``{"event": "submit"}`` when Enter is pressed."""
+        if content.get("event") == "submit":
+            self.load()
 
     def load(self) -> bool:
         """Read the fields and walk the batch from its first sample; True if it loaded.
