@@ -5,7 +5,7 @@ From the repository root::
     python -m ppo_viz.present                       # notebook 1, every cell
     python -m ppo_viz.present --lecture             # the 45-minute lecture: notebooks 1 to 3
     python -m ppo_viz.present notebooks/03_epochs_on_one_batch.ipynb --port 8890
-    python -m ppo_viz.present --outline            # the lecture's route, from the cell tags
+    python -m ppo_viz.present --outline             # the lecture's route, from the cell tags
 
 serves the notebook's folder with Voilà on 127.0.0.1, prints the address of the notebook once
 the server answers, and runs until Ctrl-C.  Every page ends with links to the previous and the
@@ -15,11 +15,11 @@ run.  Tag or untag a cell to change the lecture; ``--outline`` lists its section
 
 Voilà runs every cell and shows only the prose and the outputs, cell by cell as they run
 (progressive rendering; with Voilà 0.5.13's default the whole page waits for the last cell).
-A page no longer stops for good at an ``interact`` cell: see :func:`_publish_on_own_socket`.  The page
-uses the ``lecture`` template next to this file (Voilà's lab template with large type, loading
-nothing from the network, and keys for a lecture), and the kernel runs in presentation mode
-(``PPO_PRESENT=1``): every figure is drawn larger, every text at least 14 pt on a 1280 x 800
-projector (:data:`ppo_viz.style.PRESENT_DPI`).
+A page no longer stops for good at an ``interact`` cell: see :func:`_publish_on_own_socket`.
+The pages use the ``lecture`` template next to this file (Voilà's lab template with large type,
+loading nothing from the network, and keys for a lecture), and the kernels run in presentation
+mode (``PPO_PRESENT=1``): every figure is drawn larger, every text at least 14 pt on a
+1280 x 800 projector (:data:`ppo_viz.style.PRESENT_DPI`).
 
 A page's kernel stops when the page closes (Voilà's own request on ``beforeunload``, which
 needs the ``_xsrf`` cookie :func:`prepare_page` sets: voila-dashboards/voila issue 1458), and a
