@@ -430,6 +430,20 @@ def test_each_control_moves_the_figure_to_the_run_with_the_new_setting(explorer,
     assert_figure_shows(explorer, Settings(**changed))
 
 
+def test_in_presentation_mode_the_maps_rows_are_labelled_by_arm(monkeypatch):
+    """Twelve lines of large type do not fit the maps' height: each arm's rows get one label,
+    at their middle, drawn with the figure's static part (not at every frame)."""
+    monkeypatch.setenv("PPO_PRESENT", "1")
+    app = EpochsExplorer()
+    actions = app.runs["clipped"].batch.actions
+    visible = [label for label in app.row_labels if label.get_visible()]
+    arms = sorted(set(actions.tolist()))
+    assert [label.get_text() for label in visible] == [f"arm {arm}" for arm in arms]
+    for label, arm in zip(visible, arms, strict=True):
+        assert label.get_position()[1] == np.flatnonzero(actions == arm).mean()
+    assert not set(app.row_labels) & set(app.moving)
+
+
 def test_the_target_kl_slider_sets_the_threshold_once_early_stop_is_on(explorer):
     target = explorer.controls["target_kl"]
     target.value = 0.05
