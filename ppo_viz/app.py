@@ -180,9 +180,16 @@ class LiveFigure(StaticFallback, widgets.VBox):
         for name, value in self._start.items():
             self.controls[name].value = value
 
-    def redraw_all(self) -> None:
-        """Draw the static artists too at the next redraw (after ``update`` changed one)."""
-        self._background = None
+    def redraw_static(self, *artists: Artist) -> None:
+        """Draw static ``artists`` that ``update`` changed into the kept background, in order,
+        instead of drawing everything again.  Together they must cover what they replace
+        (an opaque patch first, for a text that changed)."""
+        if self._background is None:
+            return  # the next redraw draws everything
+        self.canvas.restore_region(self._background)
+        for artist in artists:
+            self.figure.draw_artist(artist)
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
 
     def _on_change(self, _change: Any = None) -> None:
         self.refresh()

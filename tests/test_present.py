@@ -310,6 +310,8 @@ GEOMETRY = """() => ({
   figures: Array.from(document.querySelectorAll('#rendered_cells canvas, #rendered_cells img'))
     .map((e) => e.getBoundingClientRect().height),
   code: document.querySelectorAll('.jp-InputArea-editor').length,
+  printed: Array.from(document.querySelectorAll('.jp-OutputArea-output pre'))
+    .map((e) => parseFloat(getComputedStyle(e).fontSize)),
 })"""
 
 FRAME_HOOK = """() => {
@@ -322,17 +324,20 @@ FRAME_HOOK = """() => {
 }"""
 
 
-def check_the_room_sees_it(page, name: str) -> None:
-    """No code; every figure fits; every slider's track is wide enough; a mouse drag on each
-    app's first slider lands inside the range and redraws the figure."""
+def check_the_room_sees_it(page, name: str) -> list[float]:
+    """No code; every figure fits; printed results in 14 pt type; every slider's track is wide
+    enough; a mouse drag on each app's first slider lands inside the range and redraws it.
+    Returns each dragged slider's value before the drag."""
     shown = page.evaluate(GEOMETRY)
     assert shown["code"] == 0, f"{name}: code is shown"
     assert shown["figures"], f"{name}: no figure"
     assert max(shown["figures"]) <= TALLEST_FIGURE_PX, f"{name}: figures {shown['figures']}"
+    small = [size for size in shown["printed"] if size < SMALLEST_TEXT_PX]
+    assert not small, f"{name}: printed results in {small} pixel type"
     narrow = [s["width"] for s in shown["sliders"] if s["width"] < NARROWEST_TRACK_PX]
     assert not narrow, f"{name}: slider tracks of {narrow} pixels"
     page.evaluate(FRAME_HOOK)
-    apps = page.locator(".ppo-app")
+    apps, starts = page.locator(".ppo-app"), []
     for index in range(apps.count()):
         app = apps.nth(index)
         if app.locator(".noUi-target").count() == 0:
@@ -340,6 +345,7 @@ def check_the_room_sees_it(page, name: str) -> None:
         app.evaluate("(element) => element.scrollIntoView({block: 'start'})")
         track, handle = app.locator(".noUi-target").first, app.locator(".noUi-handle").first
         low, high = (float(handle.get_attribute(f"aria-value{e}")) for e in ("min", "max"))
+        starts.append(float(handle.get_attribute("aria-valuenow")))
         box, grip = track.bounding_box(), handle.bounding_box()
         start_x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
         aim = low + 0.6 * (high - low)  # 60 % along the track: inside the range, off any end
@@ -350,9 +356,48 @@ def check_the_room_sees_it(page, name: str) -> None:
         page.mouse.move(target_x, y, steps=8)
         page.mouse.up()
         page.wait_for_function("() => window.__ppoFrames > 0", timeout=30_000)
+        page.wait_for_timeout(1000)  # the last value's frame, for the screenshot
         value = float(handle.get_attribute("aria-valuenow"))
         assert low < value < high, f"{name}, app {index}: the drag threw the value to {value}"
         assert abs(value - aim) <= 0.1 * (high - low), f"{name}, app {index}: {value} for {aim}"
+    return starts
+
+
+def handle_value(app) -> float:
+    """The value of the first slider of ``app`` (a locator), as its handle says."""
+    return float(app.locator(".noUi-handle").first.get_attribute("aria-valuenow"))
+
+
+def check_the_keys(page, name: str, starts: list[float]) -> None:
+    """``n`` brings the next heading to the top; with the first app in view, ``→`` steps a
+    stepper to its next sample, and ``r`` sets another figure back to its start (its first
+    slider was dragged by :func:`check_the_room_sees_it`, which gave ``starts``)."""
+    page.evaluate("() => document.activeElement?.blur()")
+    page.locator("#rendered_cells h1").first.scroll_into_view_if_needed()
+    page.keyboard.press("n")
+    tops = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#rendered_cells h2'))"
+        ".map((h) => h.getBoundingClientRect().top)"
+    )
+    assert any(0 <= top < 60 for top in tops), f"{name}: n brought no heading to the top"
+    app = page.locator(".ppo-app").first
+    app.evaluate("(element) => element.scrollIntoView({block: 'start'})")
+    dragged = handle_value(app)
+    key, expected = (
+        ("ArrowRight", dragged + 1)
+        if app.locator(".ppo-next").count()
+        else (
+            "r",
+            starts[0],
+        )
+    )
+    page.keyboard.press(key)
+    page.wait_for_function(
+        "([app, value]) => Math.abs(Number(app.querySelector('.noUi-handle')"
+        ".getAttribute('aria-valuenow')) - value) < 1e-9",
+        arg=[app.element_handle(), expected],
+        timeout=30_000,
+    )
 
 
 @pytest.mark.browser
@@ -387,8 +432,9 @@ def test_the_lecture_in_chromium():
                         f"{stem} did not finish; the server said:\n{log}"
                     ) from error
                 assert stem in page.url
-                check_the_room_sees_it(page, stem)
+                starts = check_the_room_sees_it(page, stem)
                 page.screenshot(path=str(shots / f"lecture-{stem}.png"))
+                check_the_keys(page, stem, starts)
                 link = page.locator(".jp-OutputArea-output a", has_text="→")
                 following = link.get_attribute("href") if link.count() else None
                 if following:
