@@ -81,6 +81,8 @@ MAIN_CONTROL = "ppo-main-control"
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 #: The figure's box has this class while a slow ``update`` runs (``style.css`` dims it).
 BUSY_CLASS = "ppo-busy"
+#: The readout's class, and the Reset button's (it sets every control back to its start).
+READOUT_CLASS, RESET_CLASS = "ppo-readout", "ppo-reset"
 
 Update = Callable[..., "str | Markup | None"]
 
@@ -147,6 +149,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.moving = sorted(moving, key=lambda artist: artist.get_zorder())
         self.message = widgets.HTML(layout=widgets.Layout(margin="0 0 0 8px"))
         self.readout = widgets.HTML()
+        self.readout.add_class(READOUT_CLASS)
         self.canvas = _canvas(figure)
         self._background: Any = None
         self._limits = self._axes_limits()
@@ -158,11 +161,19 @@ class LiveFigure(StaticFallback, widgets.VBox):
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
             control.observe(self._on_change, names="value")
+        self._start = self.values()
+        boxes = [[self.controls[name] for name in row] for row in rows]
+        if boxes:  # a Reset button at the end of the last row
+            reset = widgets.Button(description="Reset", tooltip="Back to the starting settings")
+            reset.layout.width = "auto"
+            reset.add_class(RESET_CLASS)
+            reset.on_click(lambda _: self.reset())
+            boxes[-1].append(reset)
         super().__init__(
             [
                 widgets.HTML(style_tag()),
                 *above,
-                *(widgets.HBox([self.controls[name] for name in row]) for row in rows),
+                *(widgets.HBox(row) for row in boxes),
                 self.message,
                 self.readout,
                 self.canvas,
@@ -191,6 +202,22 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.readout.value = str(shown) if shown is not None else ""
         self._redraw()
         return True
+
+    def reset(self) -> None:
+        """Set every control back to the value it started with."""
+        for name, value in self._start.items():
+            self.controls[name].value = value
+
+    def redraw_static(self, *artists: Artist) -> None:
+        """Draw static ``artists`` that ``update`` changed into the kept background, in order,
+        instead of drawing everything again.  Together they must cover what they replace
+        (an opaque patch first, for a text that changed)."""
+        if self._background is None:
+            return  # the next redraw draws everything
+        self.canvas.restore_region(self._background)
+        for artist in artists:
+            self.figure.draw_artist(artist)
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
 
     def _on_change(self, _change: Any = None) -> None:
         self.refresh()

@@ -1,43 +1,220 @@
-"""A notebook as a lecture: code hidden, figures and sliders live, type readable from the back.
+"""Notebooks as a lecture: code hidden, figures and sliders live, type readable from the back.
 
 From the repository root::
 
-    python -m ppo_viz.present                                    # notebook 1
+    python -m ppo_viz.present                       # notebook 1, every cell
+    python -m ppo_viz.present --lecture             # the 45-minute lecture: notebooks 1 to 3
     python -m ppo_viz.present notebooks/03_epochs_on_one_batch.ipynb --port 8890
+    python -m ppo_viz.present --outline             # the lecture's route, from the cell tags
 
-serves the notebook with Voilà on 127.0.0.1, prints the address to open, and runs until
-Ctrl-C.  Voilà runs every cell and shows only the prose and the outputs, cell by cell as they
-run (progressive rendering: with Voilà 0.5.13's default, the whole page waits for the last
-cell, and 7 of 19 loads of notebook 1 tried here stopped for good at its ``interact`` cell,
-"Executing 15 of 19"; progressively, none of 29 did).  The page uses the
-``lecture`` template next to this file (Voilà's lab template with large type, loading nothing
-from the network), and the kernel runs in presentation mode (``PPO_PRESENT=1``): every figure is
-drawn larger, with every text at least 14 pt on a 1280 x 800 projector
-(:data:`ppo_viz.style.PRESENT_DPI`).
+serves the notebook's folder with Voilà on 127.0.0.1, prints the address of the notebook once
+the server answers, and runs until Ctrl-C.  Every page ends with links to the previous and the
+next notebook.  With ``--lecture`` a page shows only the cells tagged ``lecture`` (in
+JupyterLab: the property inspector's cell tags), under the notebook's title; only those cells
+run.  Tag or untag a cell to change the lecture; ``--outline`` lists its sections and words.
 
-Voilà serves a copy of the notebook from a temporary folder, removed at the end, so what its
-cells write (notebook 1's slide) never lands beside the notebooks; the notebook's own folder is
-on the kernel's import path, as the working directory is in JupyterLab.
+Voilà runs every cell and shows only the prose and the outputs, cell by cell as they run
+(progressive rendering; with Voilà 0.5.13's default the whole page waits for the last cell).
+A page no longer stops for good at an ``interact`` cell: see :func:`_publish_on_own_socket`.
+The pages use the ``lecture`` template next to this file (Voilà's lab template with large type,
+loading nothing from the network, and keys for a lecture), and the kernels run in presentation
+mode (``PPO_PRESENT=1``): every figure is drawn larger, every text at least 14 pt on a
+1280 x 800 projector (:data:`ppo_viz.style.PRESENT_DPI`).
+
+Voilà serves a copy of the notebooks' folder from a temporary folder, removed at the end, so
+what their cells write (notebook 1's slide) never lands beside the notebooks; the notebooks' own
+folder is on the kernels' import path, as the working directory is in JupyterLab.
+
+A page's kernel stops when the page closes (Voilà's own request on ``beforeunload``, which
+needs the ``_xsrf`` cookie :func:`prepare_page` sets: voila-dashboards/voila issue 1458), and a
+kernel no page is connected to is stopped after :data:`IDLE_KERNEL_S` seconds idle
+(jupyter_server's ``MappingKernelManager.cull_idle_timeout``), so reloads do not pile them up.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
+import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 from ppo_viz.style import PRESENT_VARIABLE
 
 #: Where Voilà finds the ``lecture`` template (a Jupyter data directory).
 TEMPLATES = Path(__file__).with_name("lecture")
 DEFAULT_NOTEBOOK = Path("notebooks") / "01_clipped_surrogate.ipynb"
+#: The tag of the cells that make the lecture.
+LECTURE_TAG = "lecture"
+#: Set in Voilà's environment by ``--lecture``: pages show only the lecture's cells.
+LECTURE_VARIABLE = "PPO_LECTURE"
+#: A kernel no page is connected to is stopped after this many seconds without activity.
+IDLE_KERNEL_S = 30
+#: How often the server looks for such kernels, in seconds.
+CULL_INTERVAL_S = 10
+#: How long to wait for the server to answer before giving up, in seconds.
+START_TIMEOUT_S = 120
+NOTEBOOK_NAME = re.compile(r"^\d\d_.*\.ipynb$")
+#: Started in a new Python: Voilà with this module's configuration (see :func:`run_voila`).
+VOILA_SERVER = "from ppo_viz.present import run_voila; run_voila()"
+
+
+# -- the lecture: cells tagged "lecture" ------------------------------------------------------
+
+
+def is_lecture_cell(cell: Any) -> bool:
+    """Whether a notebook cell is tagged ``lecture``."""
+    return LECTURE_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def title_of(notebook: Any) -> str:
+    """The notebook's title: its first cell's ``# `` heading, without the ``#``."""
+    first = notebook["cells"][0]
+    source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
+    line = source.strip().splitlines()[0] if source.strip() else ""
+    return line[2:].strip() if line.startswith("# ") else ""
+
+
+def lecture_view(notebook: Any) -> Any:
+    """A copy of ``notebook`` with only its title and the cells tagged ``lecture``."""
+    from nbformat.v4 import new_markdown_cell
+
+    view = copy.deepcopy(notebook)
+    title = new_markdown_cell(f"# {title_of(notebook)}")
+    view["cells"] = [title, *(cell for cell in view["cells"] if is_lecture_cell(cell))]
+    return view
+
+
+def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
+    """The ``NN_*.ipynb`` notebooks in ``directory``, in order; with ``lecture``, those with
+    a cell tagged ``lecture``."""
+    found = sorted(p for p in directory.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
+    if not lecture:
+        return found
+    return [p for p in found if any(is_lecture_cell(c) for c in _read(p)["cells"])]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def navigation_cell(path: Path, lecture: bool) -> Any:
+    """A code cell that shows links to the previous and the next notebook (same folder).
+
+    It runs last, so the links appear once every cell of the page has run.
+    """
+    from nbformat.v4 import new_code_cell
+
+    siblings = sibling_notebooks(path.parent, lecture)
+    links = []
+    if path in siblings:
+        at = siblings.index(path)
+        if at > 0:
+            links.append(f"[← {title_of(_read(siblings[at - 1]))}]({siblings[at - 1].name})")
+        if at + 1 < len(siblings):
+            links.append(f"[{title_of(_read(siblings[at + 1]))} →]({siblings[at + 1].name})")
+    text = "---\n\n" + (" &nbsp;·&nbsp; ".join(links) or "The end.")
+    return new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
+
+
+def outline(directory: Path) -> list[tuple[str, list[str], int]]:
+    """The lecture's route: per notebook with lecture cells, its file name, the headings of
+    its lecture cells and their words of prose (whitespace-separated, formulas included)."""
+    route = []
+    for path in sibling_notebooks(directory, lecture=True):
+        headings, words = [], 0
+        for cell in filter(is_lecture_cell, _read(path)["cells"]):
+            if cell["cell_type"] != "markdown":
+                continue
+            source = "".join(cell["source"])
+            words += len(source.split())
+            headings += re.findall(r"^#{2,3} (.+)$", source, flags=re.MULTILINE)
+        route.append((path.name, headings, words))
+    return route
+
+
+# -- the server -------------------------------------------------------------------------------
+
+
+def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
+    """Voilà's prelaunch hook: the notebook a page shows.
+
+    Sets the ``_xsrf`` cookie, without which Voilà's request to stop a closed page's kernel is
+    refused (voila-dashboards/voila issue 1458); in lecture mode keeps only the lecture's
+    cells; and ends the page with links to the previous and next notebook.
+    """
+    handler.xsrf_token  # noqa: B018 -- reading it sets the cookie on this response
+    lecture = os.environ.get(LECTURE_VARIABLE) == "1"
+    page = lecture_view(notebook) if lecture else copy.deepcopy(notebook)
+    path = Path(cwd or ".").resolve() / Path(handler.request.path).name  # Voilà runs in the folder
+    page["cells"].append(navigation_cell(path, lecture))
+    return page
+
+
+def run_voila(argv: list[str] | None = None) -> None:
+    """Voilà with the lecture's configuration; ``argv`` is Voilà's (a folder, ``--port``)."""
+    from nbclient.output_widget import OutputWidget
+    from traitlets.config import Config
+    from voila.app import Voila
+
+    OutputWidget._publish_msg = _publish_on_own_socket
+    config = Config()
+    config.Voila.config_file_paths = []  # a stray voila.py in the folder cannot change this
+    config.Voila.ip = "127.0.0.1"
+    config.Voila.open_browser = False
+    config.Voila.port_retries = 0  # a busy port is an error, never another port
+    config.VoilaConfiguration.template = "lecture"
+    config.VoilaConfiguration.theme = "light"
+    config.VoilaConfiguration.progressive_rendering = True
+    config.VoilaConfiguration.prelaunch_hook = prepare_page
+    config.MappingKernelManager.cull_idle_timeout = IDLE_KERNEL_S
+    config.MappingKernelManager.cull_interval = CULL_INTERVAL_S
+    config.MappingKernelManager.cull_connected = False  # an open page keeps its kernel
+    Voila.launch_instance(sys.argv[1:] if argv is None else argv, config=config)
+
+
+def _publish_on_own_socket(
+    widget: Any,
+    msg_type: str,
+    data: Any = None,
+    metadata: Any = None,
+    buffers: Any = None,
+    **keys: Any,
+) -> None:
+    """nbclient's ``OutputWidget._publish_msg`` (nbclient 0.11, ``nbclient/output_widget.py``),
+    sending on a shell socket of its own.
+
+    Voilà runs a page's cells with nbclient, which stands in for the page's ``Output`` widgets
+    (an ``interact`` has one) and sends their new outputs to the kernel on the shell socket,
+    while it awaits the cell's reply on that same asyncio socket.  Now and then that reply was
+    never seen (pyzmq's asyncio sockets can miss a wake-up of their edge-triggered descriptors;
+    see ``ppo_viz.export._keep_awake``), and the page stopped for good at notebook 1's
+    ``interact`` cell: with two pages loading at once, 8 of 32 loads here; with this socket,
+    none of 62 (voila-dashboards/voila issue 1428, jupyter/jupyter_client pull request 1010).
+    """
+    import zmq
+    from nbclient.jsonutil import json_clean
+
+    content = json_clean(dict(data=data or {}, comm_id=widget.comm_id, **keys))
+    client = widget.kernel_client
+    msg = client.session.msg(
+        msg_type, content=content, parent=widget.parent_header, metadata=metadata or {}
+    )
+    if not hasattr(widget, "own_shell"):  # the asyncio socket, kept so that it stays open
+        widget.own_shell = client.connect_shell()
+    client.session.send(zmq.Socket.shadow(widget.own_shell.underlying), msg)
 
 
 def free_port() -> int:
@@ -48,35 +225,24 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
-    """Whether a server can listen on ``port`` of 127.0.0.1 right now."""
+    """Whether a server could listen on ``port`` of 127.0.0.1 now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
             return False
-    return True
+        return True
 
 
-def voila_command(notebook: Path, port: int) -> list[str]:
-    """The Voilà command line that serves ``notebook`` as a lecture on ``port``."""
-    return [
-        sys.executable,
-        "-m",
-        "voila",
-        str(notebook),
-        "--template=lecture",
-        "--theme=light",
-        "--no-browser",
-        f"--port={port}",
-        "--Voila.port_retries=0",  # on another port, the address printed would be wrong
-        "--Voila.ip=127.0.0.1",
-        "--VoilaConfiguration.progressive_rendering=True",
-    ]
+def voila_command(port: int) -> list[str]:
+    """The command that serves the notebooks of its working folder as lecture pages on ``port``
+    (their kernels start in that folder, as in JupyterLab)."""
+    return [sys.executable, "-c", VOILA_SERVER, ".", f"--port={port}"]
 
 
-def lecture_environment(folder: Path) -> dict[str, str]:
+def lecture_environment(lecture: bool, folder: Path) -> dict[str, str]:
     """This environment, in presentation mode, with the lecture template on Jupyter's path and
-    the notebook's ``folder`` on the kernel's import path."""
+    the notebooks' ``folder`` on the kernels' import path."""
 
     def prepended(name: str, first: Path) -> str:
         rest = filter(None, os.environ.get(name, "").split(os.pathsep))
@@ -85,43 +251,106 @@ def lecture_environment(folder: Path) -> dict[str, str]:
     return {
         **os.environ,
         PRESENT_VARIABLE: "1",
+        LECTURE_VARIABLE: "1" if lecture else "0",
         "JUPYTER_PATH": prepended("JUPYTER_PATH", TEMPLATES),
         "PYTHONPATH": prepended("PYTHONPATH", folder.resolve()),
     }
 
 
+def copy_notebooks(folder: Path, scratch: Path) -> None:
+    """Copy ``folder``'s ``NN_*.ipynb`` notebooks into ``scratch``, which Voilà serves."""
+    for notebook in sibling_notebooks(folder, lecture=False):
+        shutil.copyfile(notebook, scratch / notebook.name)
+
+
+def page_address(port: int, notebook: Path) -> str:
+    """The address of ``notebook``'s page on a server of its folder."""
+    return f"http://127.0.0.1:{port}/voila/render/{notebook.name}"
+
+
+def wait_until_answering(server: subprocess.Popen, port: int, timeout_s: float) -> bool:
+    """Wait until the server answers HTTP on ``port``; False if it stopped or took too long."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/voila/static/", timeout=2).close()
+            return True
+        except urllib.error.HTTPError:  # any HTTP status: the server answers
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", nargs="?", type=Path, default=DEFAULT_NOTEBOOK)
-    parser.add_argument("--port", type=int, default=None, help="default: a free one")
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    parser.add_argument(
+        "--lecture", action="store_true", help="show only the cells tagged 'lecture'"
+    )
+    parser.add_argument("--outline", action="store_true", help="print the lecture's route and exit")
     args = parser.parse_args(argv)
     if not args.notebook.is_file():
         print(f"error: no notebook at {args.notebook}", file=sys.stderr)
         return 2
+    if args.outline:
+        print_outline(args.notebook.parent)
+        return 0
+    if args.lecture and args.notebook.resolve() not in [
+        p.resolve() for p in sibling_notebooks(args.notebook.parent, lecture=True)
+    ]:
+        print(f"error: {args.notebook} has no cell tagged '{LECTURE_TAG}'", file=sys.stderr)
+        return 2
     if importlib.util.find_spec("voila") is None:
         print("error: Voilà is not installed: pip install -r requirements.txt", file=sys.stderr)
         return 2
-    if args.port is not None and not 0 <= args.port <= 65535:
+    if args.port is not None and not 1 <= args.port <= 65535:
         print(f"error: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
         return 2
-    port = args.port or free_port()
-    if not port_is_free(port):
-        print(f"error: port {port} is in use; choose another or leave --port out", file=sys.stderr)
+    if args.port is not None and not port_is_free(args.port):
+        print(
+            f"error: port {args.port} is in use; choose another or leave --port out",
+            file=sys.stderr,
+        )
         return 2
-    print(f"Lecture: {args.notebook.name} at http://127.0.0.1:{port}/ (Ctrl-C stops)", flush=True)
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
-        lecture = Path(scratch) / args.notebook.name
-        shutil.copyfile(args.notebook, lecture)
-        environment = lecture_environment(args.notebook.parent)
-        server = subprocess.Popen(voila_command(lecture, port), env=environment)
-        # SIGTERM (a service manager, a test) stops Voilà too, as Ctrl-C does.
-        signal.signal(signal.SIGTERM, lambda *_: server.terminate())
-        try:
-            return server.wait()
-        except KeyboardInterrupt:
+        copy_notebooks(args.notebook.parent, Path(scratch))
+        return serve(args, Path(scratch))
+
+
+def serve(args: argparse.Namespace, scratch: Path) -> int:
+    """Run Voilà on the notebooks copied into ``scratch`` until it stops; its exit status."""
+    port = args.port or free_port()
+    environment = lecture_environment(args.lecture, args.notebook.parent)
+    server = subprocess.Popen(voila_command(port), cwd=scratch, env=environment)
+    # SIGTERM (a service manager, a test) stops Voilà too, as Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+    try:
+        if not wait_until_answering(server, port, START_TIMEOUT_S):
             server.terminate()
             server.wait()
-            return 130
+            print(
+                f"error: the server did not start on port {port} (its log is above)",
+                file=sys.stderr,
+            )
+            return 1
+        view = "lecture" if args.lecture else "presentation"
+        address = page_address(port, args.notebook)
+        print(f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)", flush=True)
+        return server.wait()
+    except KeyboardInterrupt:
+        server.terminate()
+        server.wait()
+        return 130
+
+
+def print_outline(directory: Path) -> None:
+    """Print the lecture's route: each notebook's lecture sections and words of prose."""
+    route = outline(directory)
+    for name, headings, words in route:
+        print(f"{name} ({words} words): " + "; ".join(headings))
+    print(f"in all: {sum(words for _, _, words in route)} words of prose")
 
 
 if __name__ == "__main__":

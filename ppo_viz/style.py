@@ -141,6 +141,9 @@ SCREEN_DPI = 100
 PRESENT_DPI = 125
 #: The width of a figure saved for a slide, in pixels.
 SLIDE_WIDTH_PX = 2000
+#: Presentation mode's largest figure in inches: 1200 x 680 pixels at :data:`PRESENT_DPI`, so
+#: that on a 1280 x 800 screen a figure and the controls above it are in view together.
+PRESENT_MAX_SIZE = (9.6, 5.44)
 
 
 def presenting() -> bool:
@@ -151,6 +154,16 @@ def presenting() -> bool:
 def screen_dpi() -> float:
     """The resolution figures are shown at: larger in presentation mode."""
     return PRESENT_DPI if presenting() else SCREEN_DPI
+
+
+def figure_size(screen: tuple[float, float], present: tuple[float, float]) -> tuple[float, float]:
+    """A figure's size in inches: ``screen`` in JupyterLab, ``present`` in presentation mode
+    (at most :data:`PRESENT_MAX_SIZE`)."""
+    if not presenting():
+        return screen
+    if present[0] > PRESENT_MAX_SIZE[0] or present[1] > PRESENT_MAX_SIZE[1]:
+        raise ValueError(f"present must fit in {PRESENT_MAX_SIZE} inches, got {present}")
+    return present
 
 
 def rc() -> dict:

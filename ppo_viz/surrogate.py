@@ -20,7 +20,14 @@ from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, slid
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.panels import PanelArtists, draw_objective_panel, legend_entries, set_fixed_limits
-from ppo_viz.style import COLORS, SCREEN_SIZE, figure_style
+from ppo_viz.style import (
+    COLORS,
+    PRESENT_MAX_SIZE,
+    SCREEN_SIZE,
+    figure_size,
+    figure_style,
+    presenting,
+)
 
 #: The ratio axis of notebook 1's figure: change it here and the figure, the sliders' story and
 #: the tests follow.
@@ -45,7 +52,8 @@ class SurrogateFigure:
     def __init__(self) -> None:
         self.example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
         with figure_style():
-            self.figure = Figure(figsize=SCREEN_SIZE, layout="constrained")
+            size = figure_size(SCREEN_SIZE, present=PRESENT_MAX_SIZE)
+            self.figure = Figure(figsize=size, layout="constrained")
             axes = self.figure.subplots(2, 2, sharex="col")
             self.columns: dict[int, PanelArtists] = {}
             self.sample_labels: dict[int, list[Annotation]] = {}
@@ -60,7 +68,7 @@ class SurrogateFigure:
             self.figure.legend(
                 *legend_entries(self.columns[+1]),
                 loc="outside lower center",
-                ncols=3,
+                ncols=2 if presenting() else 3,
                 frameon=False,
             )
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
@@ -120,10 +128,10 @@ def _sample_label(ax: Axes, below: bool) -> Annotation:
 def column_title(advantage: float, sweep: ppo_clip.ClipBreakdown) -> str:
     """Where the column's objective is flat, using the sweep's own band."""
     if advantage > 0:
-        return f"A = {advantage:+.2f} > 0: flat (clipped) where r > {sweep.upper:.2f}"
+        return f"A = {advantage:+.2f}: flat (clipped) where r > {sweep.upper:.2f}"
     if sweep.lower <= 0.0:
-        return f"A = {advantage:+.2f} < 0: never clipped, since 1 − ε = {sweep.lower:.2f}"
-    return f"A = {advantage:+.2f} < 0: flat (clipped) where r < {sweep.lower:.2f}"
+        return f"A = {advantage:+.2f}: never clipped (1 − ε = {sweep.lower:.2f})"
+    return f"A = {advantage:+.2f}: flat (clipped) where r < {sweep.lower:.2f}"
 
 
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:

@@ -115,6 +115,22 @@ def test_a_refused_value_is_a_message_in_place_and_the_last_figure_stays():
     assert app.message.value == ""
 
 
+def test_reset_sets_every_control_back_to_its_start():
+    app = slope_app()
+    app.controls["slope"].value = -1.5
+    (reset,) = [
+        widget
+        for row in app.children
+        if isinstance(row, widgets.HBox)
+        for widget in row.children
+        if isinstance(widget, widgets.Button)
+    ]
+    reset.click()
+    assert app.controls["slope"].value == 1.0
+    assert list(app.figure.axes[0].get_lines()[0].get_ydata()) == [0, 1.0]
+    assert_shows_the_full_figure(app)
+
+
 def test_changed_limits_draw_everything_again():
     app = slope_app()
     app.figure.axes[0].set_ylim(-5, 5)

@@ -51,7 +51,7 @@ from ppo_viz.export import (
     execute_notebook,
     make_static,
 )
-from ppo_viz.export.__main__ import MATHJAX_DIR, copy_mathjax, main, write_page
+from ppo_viz.export.__main__ import MATHJAX_DIR, SITE_TITLE, copy_mathjax, main, write_page
 from ppo_viz.style import stylesheet
 
 WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
@@ -371,6 +371,31 @@ def test_command_line_exports_pages_figures_and_an_index(site_run: SiteRun) -> N
         ("Smoke test for the browser harness", "01_smoke.html"),
         ("A plot", "02_plot.html"),
     ]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(120)
+def test_every_page_has_its_title_and_links_to_the_previous_page_the_index_and_the_next(
+    site_run: SiteRun,
+) -> None:
+    expected = {
+        "01_smoke.html": ("Smoke test for the browser harness", [], "02_plot.html"),
+        "02_plot.html": ("A plot", ["01_smoke.html"], None),
+    }
+    for page, (title, previous, following) in expected.items():
+        soup = BeautifulSoup((site_run.out / page).read_text(), "html.parser")
+        assert soup.title.get_text() == title
+        navs = soup.select("nav.ppo-site-nav")
+        assert len(navs) == 2  # above and below the page
+        for nav in navs:
+            assert [a["href"] for a in nav.select("a[rel=prev]")] == previous
+            assert [a["href"] for a in nav.select("a[rel=next]")] == (
+                [following] if following else []
+            )
+            assert "index.html" in [a["href"] for a in nav.select("a")]
+    index = BeautifulSoup((site_run.out / "index.html").read_text(), "html.parser")
+    assert index.title.get_text() == SITE_TITLE
+    assert not index.select("ol")  # the titles carry their numbers: no "1. 1 · ..."
 
 
 @pytest.mark.notebook

@@ -93,40 +93,6 @@ def test_notebook_is_a_document(path):
     assert last.cell_type == "markdown"
 
 
-#: The 45-minute lecture (README, "Teaching with the notebooks") and its prose budget (issue 23).
-LECTURE = ("01_clipped_surrogate", "02_worked_example", "03_epochs_on_one_batch")
-LECTURE_WORDS = 6500
-
-
-def prose_words(path: Path) -> int:
-    """Whitespace-separated tokens in a notebook's markdown cells."""
-    notebook = nbformat.read(path, as_version=4)
-    return sum(len(cell.source.split()) for cell in notebook.cells if cell.cell_type == "markdown")
-
-
-def test_the_lecture_fits_its_prose_budget_and_each_opening_gives_its_minutes():
-    words = {stem: prose_words(NOTEBOOK_DIR / f"{stem}.ipynb") for stem in LECTURE}
-    assert sum(words.values()) <= LECTURE_WORDS, words
-    for stem in LECTURE:
-        opening = nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4).cells[0].source
-        assert re.search(r"About\s+\d+\s+minutes", opening), f"{stem} gives no minutes"
-
-
-def test_the_readmes_lecture_route_adds_up_and_matches_each_opening():
-    """README, "Teaching with the notebooks": the route's minutes sum to the lecture's length,
-    and each notebook's opening gives the same minutes."""
-    readme = (NOTEBOOK_DIR.parent / "README.md").read_text()
-    section = readme.split("## Teaching with the notebooks")[1].split("\n## ")[0]
-    rows = re.findall(r"^\| (\d+) \| (\d) \|", section, flags=re.MULTILINE)
-    assert [f"0{number}" for _, number in rows] == [stem[:2] for stem in LECTURE]
-    lecture = sum(int(minutes) for minutes, _ in rows)
-    assert f"**A {lecture}-minute lecture**" in section
-    for (minutes, _), stem in zip(rows, LECTURE, strict=True):
-        opening = nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4).cells[0].source
-        assert f"About {minutes} minutes" in " ".join(opening.split()), stem
-        assert f"{lecture}-minute lecture" in " ".join(opening.split()), stem
-
-
 #: The one full-precision number the prose may state: the contract's loss, which every machine
 #: tried gives (shared/SPEC.md, "What may differ between machines").
 MACHINE_INDEPENDENT_DIGITS = {"-0.5375000000000001"}

@@ -1,8 +1,11 @@
-"""Presentation mode: a notebook served as a lecture, readable on a 1280 x 800 projector.
+"""Presentation mode: the notebooks served as a lecture, readable on a 1280 x 800 projector.
 
-The browser test runs the README's present command as a teacher would, opens the page in
-headless Chromium at 1280 x 800 and checks what the room sees: no code, the figure drawn, a
-slider that redraws it from the keyboard, and nothing fetched from outside the machine.
+The figure tests draw every live figure as presentation mode does.  The lecture tests check
+that the cells tagged ``lecture``, the ``--lecture`` view and the README's route agree.  The
+browser tests run the README's present command as a teacher would, open the pages in headless
+Chromium at 1280 x 800 and check what the room sees: no code, figures that fit under their
+controls, sliders a mouse can drag, the address answering when it is printed, kernels of closed
+pages gone, nothing written into the notebooks' folder and nothing fetched from outside.
 """
 
 from __future__ import annotations
@@ -15,31 +18,98 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
+import nbformat
+import psutil  # installed with ipykernel
 import pytest
 from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from helpers import live_figure_classes
 from lab_server import free_port
 from matplotlib.text import Text
-from notebook_runner import folder_state
+from notebook_runner import execute_notebook, output_problems
 
 from ppo_viz import present
+from ppo_viz.present import (
+    IDLE_KERNEL_S,
+    LECTURE_TAG,
+    lecture_view,
+    navigation_cell,
+    outline,
+    title_of,
+)
 from ppo_viz.style import PRESENT_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]
-NOTEBOOK_1 = REPO / present.DEFAULT_NOTEBOOK
+NOTEBOOKS = REPO / "notebooks"
+README = REPO / "README.md"
 #: 14 pt on a screen that shows CSS pixels at 96 per inch.
 SMALLEST_TEXT_PX = 14 * 96 / 72
 PROJECTOR = {"width": 1280, "height": 800}
+#: The tallest a figure may be: with its controls above it, it fits a 1280 x 800 screen.
+TALLEST_FIGURE_PX = 680
+#: The narrowest slider track a mouse can drag with some precision.
+NARROWEST_TRACK_PX = 100
+LECTURE_WORDS, LECTURE_MINUTES = 2500, 45
+LECTURE_NOTEBOOKS = ["01_clipped_surrogate", "02_worked_example", "03_epochs_on_one_batch"]
+#: The 20-minute RLHF add-on that follows the lecture: its cells tagged ``lecture`` too.
+ADD_ON = "07_clipping_in_llm_training"
+#: Notebook 4's opening is being rewritten on another branch (its minutes come with it).
+OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "05", "06"]
 
 
 def present_command() -> str:
     """The README's present command, as CI and a teacher copy it."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
     block = re.search(r"<!-- present-command -->\s*```bash\n(.*?)\n```", readme, re.DOTALL)
     assert block, "README.md has no present-command block"
     return block.group(1).strip()
+
+
+def readme_part(name: str) -> str:
+    """The README's text between ``<!-- name -->`` and ``<!-- /name -->``."""
+    readme = README.read_text(encoding="utf-8")
+    found = re.search(rf"<!-- {name} -->(.*?)<!-- /{name} -->", readme, re.DOTALL)
+    assert found, f"README.md has no {name} part"
+    return found.group(1)
+
+
+def opening(stem: str) -> str:
+    """A notebook's first cell, with runs of whitespace made single spaces."""
+    (path,) = NOTEBOOKS.glob(f"{stem}*.ipynb")
+    return " ".join(nbformat.read(path, as_version=4).cells[0].source.split())
+
+
+# -- figures at presentation size -------------------------------------------------------------
+
+
+def slider_ends(app) -> list[tuple[str, float]]:
+    """Each numeric slider of ``app`` at each end of its range: (name, value)."""
+    ends = []
+    for name, control in app.controls.items():
+        if hasattr(control, "min") and hasattr(control, "max") and not control.disabled:
+            ends += [(name, control.min), (name, control.max)]
+    return ends
+
+
+def text_outside(figure) -> str:
+    """Where the figure's drawing (axes with their ticks, labels and titles, legends, texts)
+    reaches past its frame, or "" where it does not."""
+    figure.canvas.draw()
+    drawn = figure.get_tightbbox(figure.canvas.get_renderer())  # in inches
+    width, height = figure.get_size_inches()
+    slack = 1 / figure.dpi  # a pixel
+    if (
+        drawn.x0 < -slack
+        or drawn.y0 < -slack
+        or drawn.x1 > width + slack
+        or drawn.y1 > height + slack
+    ):
+        return f"drawn over {[round(v * figure.dpi) for v in drawn.extents]} pixels"
+    return ""
 
 
 @pytest.mark.parametrize("app_class", live_figure_classes(), ids=lambda cls: cls.__qualname__)
@@ -54,105 +124,233 @@ def test_in_presentation_mode_every_figure_text_is_at_least_14_pt_and_fits(monke
             assert text.get_fontsize() * figure.dpi / 72 >= SMALLEST_TEXT_PX, text.get_text()
 
 
-def test_the_readme_command_runs_the_module_on_notebook_1():
+#: The live figures of notebooks 1 to 3 and 5 (notebook 4's are another branch's; notebook 5's
+#: token figure is still 875 pixels tall).
+FITTING = [c for c in live_figure_classes() if c.__qualname__ != "TokenRatioExplorer"]
+FITTING = [c for c in FITTING if not c.__module__.startswith("ppo_viz.why_clip")]
+
+
+@pytest.mark.parametrize("app_class", FITTING, ids=lambda cls: cls.__qualname__)
+def test_in_presentation_mode_a_figure_fits_under_its_controls_with_every_text_inside(
+    monkeypatch, app_class
+):
+    """At most 680 pixels tall, and no title, legend or label cut off by the figure's edge, at
+    the starting settings and with each slider at each end of its range."""
+    monkeypatch.setenv(PRESENT_VARIABLE, "1")
+    app = app_class()
+    figure = app.figure
+    assert figure.get_figheight() * figure.dpi <= TALLEST_FIGURE_PX
+    for artist in app.moving:  # drawn in full, as savefig draws them
+        artist.set_animated(False)
+    assert not text_outside(figure), "at the starting settings"
+    for name, value in slider_ends(app):
+        app.reset()
+        app.controls[name].value = value
+        assert not text_outside(figure), f"with {name} = {value}"
+
+
+# -- the lecture: the cells tagged "lecture" --------------------------------------------------
+
+
+def test_the_lecture_is_notebooks_1_to_3_within_2500_words_as_the_readme_says():
+    route = outline(NOTEBOOKS)
+    assert [name.removesuffix(".ipynb") for name, _, _ in route] == [*LECTURE_NOTEBOOKS, ADD_ON]
+    words = sum(words for _, _, words in route[:3])
+    assert words <= LECTURE_WORDS
+    assert f"{words:,} words of prose" in README.read_text(encoding="utf-8")
+
+
+def test_the_readmes_route_is_the_lecture_tags_and_adds_up_to_45_minutes():
+    route = outline(NOTEBOOKS)[:3]  # the add-on, notebook 7, follows it
+    expected = "\n".join(
+        f"| {{minutes}} | {int(name[:2])} | {'; '.join(headings)} |" for name, headings, _ in route
+    )
+    rows = re.findall(r"^\| (\d+) \| (\d) \| (.+) \|$", readme_part("lecture-route"), re.M)
+    shown = [(number, sections) for _, number, sections in rows]
+    assert shown == [(str(int(name[:2])), "; ".join(h)) for name, h, _ in route], (
+        f"the README's lecture route should read (minutes are yours):\n{expected}"
+    )
+    minutes = [int(m) for m, _, _ in rows]
+    assert sum(minutes) == LECTURE_MINUTES
+    assert f"**A {LECTURE_MINUTES}-minute lecture**" in README.read_text(encoding="utf-8")
+    for stem, each in zip(LECTURE_NOTEBOOKS, minutes, strict=True):
+        assert f"about {each} minutes in the {LECTURE_MINUTES}-minute lecture" in opening(stem)
+
+
+def test_each_opening_states_the_readmes_minutes_for_self_study():
+    ranges = re.split(r", | and ", readme_part("self-study").strip())
+    assert len(ranges) == 6
+    for stem in OPENINGS_WITH_SELF_STUDY:
+        assert f"About {ranges[int(stem) - 1]} minutes alone" in opening(stem), stem
+
+
+def test_the_lecture_view_is_the_title_and_the_tagged_cells_in_order():
+    notebook = nbformat.read(NOTEBOOKS / f"{LECTURE_NOTEBOOKS[0]}.ipynb", as_version=4)
+    view = lecture_view(notebook)
+    tagged = [c for c in notebook.cells if LECTURE_TAG in c.metadata.get("tags", [])]
+    assert view.cells[0].source == f"# {title_of(notebook)}"
+    assert [c.source for c in view.cells[1:]] == [c.source for c in tagged]
+    assert len(notebook.cells) > len(tagged)  # the notebook itself is unchanged
+
+
+def test_each_page_links_the_previous_and_next_notebook():
+    first, second, third = (NOTEBOOKS / f"{stem}.ipynb" for stem in LECTURE_NOTEBOOKS)
+    assert "(02_worked_example.ipynb)" in navigation_cell(first, lecture=True).source
+    middle = navigation_cell(second, lecture=True).source
+    assert "(01_clipped_surrogate.ipynb)" in middle
+    assert "(03_epochs_on_one_batch.ipynb)" in middle
+    after = navigation_cell(third, lecture=True).source
+    assert "(04_" not in after  # the lecture goes on to the RLHF add-on, notebook 7
+    assert f"({ADD_ON}.ipynb)" in after
+    assert "(04_why_clip.ipynb)" in navigation_cell(third, lecture=False).source
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("stem", LECTURE_NOTEBOOKS)
+def test_the_lecture_cells_run_on_their_own(stem):
+    """Only the tagged cells run in the lecture: they must need no other cell."""
+    view = lecture_view(nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4))
+    assert not output_problems(execute_notebook(view))
+
+
+def test_the_readme_command_presents_the_lecture():
     command = present_command()
-    assert "-m ppo_viz.present" in command
+    assert "-m ppo_viz.present --lecture" in command
     assert command.startswith("python3 -m venv .venv")
+    assert f"stopped after {IDLE_KERNEL_S} seconds idle" in README.read_text(encoding="utf-8")
 
 
-def test_the_lecture_serves_a_copy_of_the_notebook_from_a_folder_removed_after(monkeypatch):
+def test_a_port_in_use_is_refused_in_one_line():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "ppo_viz.present", "--lecture", "--port", str(port)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip() == f"error: port {port} is in use; choose another or leave --port out"
+    )
+    assert done.stdout == ""
+
+
+def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
     """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
     served = []
 
     class Voila:
-        def __init__(self, command, env):
-            notebook = Path(command[3])
-            served.append((notebook, notebook.read_bytes(), env["PYTHONPATH"]))
+        def __init__(self, command, cwd, env):
+            copies = {p.name: p.read_bytes() for p in Path(cwd).glob("*.ipynb")}
+            served.append((Path(cwd), copies, env["PYTHONPATH"]))
 
         def wait(self):
             return 0
 
     monkeypatch.setattr(present.subprocess, "Popen", Voila)
     monkeypatch.setattr(present.signal, "signal", lambda *_: None)
-    assert present.main([str(NOTEBOOK_1), "--port", "1"]) == 0
-    ((notebook, content, import_path),) = served
-    assert notebook.name == NOTEBOOK_1.name
-    assert not notebook.is_relative_to(NOTEBOOK_1.parent)
-    assert content == NOTEBOOK_1.read_bytes()
-    assert import_path.split(os.pathsep)[0] == str(NOTEBOOK_1.parent)
-    assert not notebook.parent.exists()
+    monkeypatch.setattr(present, "wait_until_answering", lambda *_: True)
+    notebook_1 = NOTEBOOKS / "01_clipped_surrogate.ipynb"
+    assert present.main([str(notebook_1), "--port", "1"]) == 0
+    ((folder, copies, import_path),) = served
+    assert not folder.is_relative_to(NOTEBOOKS)
+    assert copies == {p.name: p.read_bytes() for p in present.sibling_notebooks(NOTEBOOKS, False)}
+    assert import_path.split(os.pathsep)[0] == str(NOTEBOOKS)
+    assert not folder.exists()
 
 
 def test_a_port_voila_cannot_listen_on_is_refused_before_it_starts(monkeypatch, capsys):
-    """--port 70000 printed an address nothing answered; a port in use made Voilà move to
-    another one while the address printed stayed."""
+    """--port 70000 printed an address nothing answered."""
     monkeypatch.setattr(present.subprocess, "Popen", None)  # Voilà must not start
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        in_use = taken.getsockname()[1]
-        for port, said in ((70000, "must be from 1 to 65535"), (in_use, "is in use")):
-            assert present.main([str(NOTEBOOK_1), "--port", str(port)]) == 2
-            printed = capsys.readouterr()
-            assert printed.out == ""
-            assert printed.err.startswith("error: ")
-            assert said in printed.err
-    assert "--Voila.port_retries=0" in present.voila_command(NOTEBOOK_1, 1)
+    assert present.main([str(NOTEBOOKS / "01_clipped_surrogate.ipynb"), "--port", "70000"]) == 2
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.strip() == "error: --port must be from 1 to 65535, got 70000"
 
 
-@pytest.mark.browser
-def test_notebook_1_as_a_lecture_in_chromium():
-    require_browser()
-    beside = folder_state(NOTEBOOK_1.parent)
+# -- in Chromium ------------------------------------------------------------------------------
+
+
+@contextmanager
+def presenting(*arguments: str):
+    """``python -m ppo_viz.present`` on a free port; yields the address it printed, the server
+    process and what the server said (kept up to date)."""
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "ppo_viz.present", "--port", str(port)],
+        [sys.executable, "-m", "ppo_viz.present", *arguments, "--port", str(port)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
     )
-    said = [server.stdout.readline()]  # the URL line, then whatever Voilà logs, kept
-    threading.Thread(target=lambda: said.extend(server.stdout), daemon=True).start()
+    said: list[str] = []
     try:
-        url = f"http://127.0.0.1:{port}/"
-        assert url in said[0], said[0]
-        outside: list[str] = []
-        with chromium_context() as context:
-            page = context.new_page()
-            page.set_viewport_size(PROJECTOR)
-            page.on(
-                "request",
-                lambda request: (
-                    outside.append(request.url)
-                    if not request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
-                    else None
-                ),
-            )
-            try:
-                _open(page, url)
-            except Exception as error:
-                log = "".join(said[-40:])
-                raise AssertionError(
-                    f"the lecture did not show its figure; Voilà said:\n{log}"
-                ) from error
-            assert page.locator(".jp-InputArea-editor").count() == 0, "code is shown"
-            assert page.locator(".ppo-figure canvas").count() >= 1
-            page.evaluate(FRAME_HOOK)
-            handle = page.locator(".ppo-control-eps .noUi-handle").first
-            handle.click()
-            page.evaluate("() => { window.__ppoFrames = 0; }")
-            page.keyboard.press("ArrowRight")
-            page.wait_for_function("() => window.__ppoFrames > 0", timeout=15_000)
-            OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(OUTPUT_DIR / "present-01_clipped_surrogate.png"))
-        assert not outside, f"the lecture fetched from outside the machine: {outside}"
+        for line in server.stdout:
+            said.append(line)
+            if line.startswith("Lecture"):
+                break
+        address = said[-1].split(" at ")[1].split(" ")[0] if said else ""
+        threading.Thread(target=lambda: said.extend(server.stdout), daemon=True).start()
+        yield address, server, said
     finally:
         os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-    assert folder_state(NOTEBOOK_1.parent) == beside, "the lecture wrote beside the notebooks"
+        server.wait(timeout=60)
 
+
+def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
+    """The kernels the server started and that still run."""
+    children = psutil.Process(server.pid).children(recursive=True)
+    return [p for p in children if "ipykernel" in " ".join(p.cmdline())]
+
+
+def files_under(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)
+        for p in folder.rglob("*")
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts
+    }
+
+
+def open_page(page, address: str, timeout_s: float = 240) -> None:
+    """Load a page and wait until every cell ran and its widgets are drawn: the links to the
+    other notebooks (the output of the page's last cell) are there, and the figures, counted
+    twice a second apart, all have a canvas with a size."""
+    page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
+    page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
+    drawn = """() => Array.from(document.querySelectorAll('.ppo-app')).filter(
+        (app) => app.querySelector('.ppo-figure canvas')?.height > 0).length"""
+    deadline, counted = time.monotonic() + timeout_s, -1
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(1000)
+        apps = page.locator(".ppo-app").count()
+        if apps == counted and page.evaluate(drawn) == apps:
+            return
+        counted = apps
+    raise TimeoutError(f"the page's figures were not drawn within {timeout_s} s")
+
+
+#: Each slider's handle: its value, range and track width, and the figure canvases' heights.
+GEOMETRY = """() => ({
+  sliders: Array.from(document.querySelectorAll('.noUi-target')).map((track) => {
+    const handle = track.querySelector('.noUi-handle');
+    return {
+      width: track.getBoundingClientRect().width,
+      value: Number(handle.getAttribute('aria-valuenow')),
+      min: Number(handle.getAttribute('aria-valuemin')),
+      max: Number(handle.getAttribute('aria-valuemax')),
+    };
+  }),
+  figures: Array.from(document.querySelectorAll('#rendered_cells canvas, #rendered_cells img'))
+    .map((e) => e.getBoundingClientRect().height),
+  code: document.querySelectorAll('.jp-InputArea-editor').length,
+  printed: Array.from(document.querySelectorAll('.jp-OutputArea-output pre'))
+    .map((e) => parseFloat(getComputedStyle(e).fontSize)),
+})"""
 
 FRAME_HOOK = """() => {
   window.__ppoFrames = 0;
@@ -164,20 +362,149 @@ FRAME_HOOK = """() => {
 }"""
 
 
-def _open(page, url: str, timeout_s: float = 180) -> None:
-    """Load the lecture; Voilà runs the cells as the page comes, so the figure takes a while.
+def check_the_room_sees_it(page, name: str) -> list[float]:
+    """No code; every figure fits; printed results in 14 pt type; every slider's track is wide
+    enough; a mouse drag on each app's first slider lands inside the range and redraws it.
+    Returns each dragged slider's value before the drag."""
+    shown = page.evaluate(GEOMETRY)
+    assert shown["code"] == 0, f"{name}: code is shown"
+    assert shown["figures"], f"{name}: no figure"
+    assert max(shown["figures"]) <= TALLEST_FIGURE_PX, f"{name}: figures {shown['figures']}"
+    small = [size for size in shown["printed"] if size < SMALLEST_TEXT_PX]
+    assert not small, f"{name}: printed results in {small} pixel type"
+    narrow = [s["width"] for s in shown["sliders"] if s["width"] < NARROWEST_TRACK_PX]
+    assert not narrow, f"{name}: slider tracks of {narrow} pixels"
+    page.evaluate(FRAME_HOOK)
+    apps, starts = page.locator(".ppo-app"), []
+    for index in range(apps.count()):
+        app = apps.nth(index)
+        if app.locator(".noUi-target").count() == 0:
+            continue
+        app.evaluate("(element) => element.scrollIntoView({block: 'start'})")
+        track, handle = app.locator(".noUi-target").first, app.locator(".noUi-handle").first
+        low, high = (float(handle.get_attribute(f"aria-value{e}")) for e in ("min", "max"))
+        starts.append(float(handle.get_attribute("aria-valuenow")))
+        box, grip = track.bounding_box(), handle.bounding_box()
+        start_x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
+        aim = low + 0.6 * (high - low)  # 60 % along the track: inside the range, off any end
+        target_x = box["x"] + 0.6 * box["width"]
+        page.evaluate("() => { window.__ppoFrames = 0; }")
+        page.mouse.move(start_x, y)
+        page.mouse.down()
+        page.mouse.move(target_x, y, steps=8)
+        page.mouse.up()
+        page.wait_for_function("() => window.__ppoFrames > 0", timeout=30_000)
+        page.wait_for_timeout(1000)  # the last value's frame, for the screenshot
+        value = float(handle.get_attribute("aria-valuenow"))
+        assert low < value < high, f"{name}, app {index}: the drag threw the value to {value}"
+        assert abs(value - aim) <= 0.1 * (high - low), f"{name}, app {index}: {value} for {aim}"
+    return starts
 
-    The wait is for the figure, not for the page's load event, which a stalled request for
-    an asset the figure does not need would hold back.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+def handle_value(app) -> float:
+    """The value of the first slider of ``app`` (a locator), as its handle says."""
+    return float(app.locator(".noUi-handle").first.get_attribute("aria-valuenow"))
+
+
+def check_the_keys(page, name: str, starts: list[float]) -> None:
+    """``n`` brings the next heading to the top; with the first app in view, ``→`` steps a
+    stepper to its next sample, and ``r`` sets another figure back to its start (its first
+    slider was dragged by :func:`check_the_room_sees_it`, which gave ``starts``)."""
+    page.evaluate("() => document.activeElement?.blur()")
+    page.locator("#rendered_cells h1").first.scroll_into_view_if_needed()
+    page.keyboard.press("n")
+    tops = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#rendered_cells h2'))"
+        ".map((h) => h.getBoundingClientRect().top)"
+    )
+    assert any(0 <= top < 60 for top in tops), f"{name}: n brought no heading to the top"
+    app = page.locator(".ppo-app").first
+    app.evaluate("(element) => element.scrollIntoView({block: 'start'})")
+    dragged = handle_value(app)
+    key, expected = (
+        ("ArrowRight", dragged + 1)
+        if app.locator(".ppo-next").count()
+        else (
+            "r",
+            starts[0],
+        )
+    )
+    page.keyboard.press(key)
+    page.wait_for_function(
+        "([app, value]) => Math.abs(Number(app.querySelector('.noUi-handle')"
+        ".getAttribute('aria-valuenow')) - value) < 1e-9",
+        arg=[app.element_handle(), expected],
+        timeout=30_000,
+    )
+
+
+@pytest.mark.browser
+def test_the_lecture_in_chromium():
+    """The README's command: notebooks 1 to 3, page after page through their links."""
+    require_browser()
+    before = files_under(NOTEBOOKS)
+    shots = OUTPUT_DIR / "present"
+    shots.mkdir(parents=True, exist_ok=True)
+    with presenting("--lecture") as (address, server, said):
+        assert address.endswith("/voila/render/01_clipped_surrogate.ipynb"), said
+        with urllib.request.urlopen(address, timeout=10) as answer:  # answers when printed
+            assert answer.status == 200
+        outside: list[str] = []
+        with chromium_context() as context:
+            for stem in LECTURE_NOTEBOOKS:
+                page = context.new_page()
+                page.set_viewport_size(PROJECTOR)
+                page.on(
+                    "request",
+                    lambda request: (
+                        outside.append(request.url)
+                        if not request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+                        else None
+                    ),
+                )
+                try:
+                    open_page(page, address)
+                except Exception as error:
+                    log = "".join(said[-40:])
+                    raise AssertionError(
+                        f"{stem} did not finish; the server said:\n{log}"
+                    ) from error
+                assert stem in page.url
+                starts = check_the_room_sees_it(page, stem)
+                page.screenshot(path=str(shots / f"lecture-{stem}.png"))
+                check_the_keys(page, stem, starts)
+                link = page.locator(".jp-OutputArea-output a", has_text="→")
+                following = link.get_attribute("href") if link.count() else None
+                if following:
+                    address = urllib.parse.urljoin(page.url, following)
+                page.close(run_before_unload=True)  # as a closed tab: its kernel is shut down
+            assert following.endswith(f"{ADD_ON}.ipynb")  # then the RLHF add-on
+        # The pages' kernels stop as they close; the one of the page fetched without a browser
+        # stops once idle for IDLE_KERNEL_S seconds.
+        deadline = time.monotonic() + 60
+        while kernels_of(server) and time.monotonic() < deadline:
+            time.sleep(2)
+        assert not kernels_of(server), "kernels of closed pages still run after a minute"
+    assert not outside, f"the lecture fetched from outside the machine: {outside}"
+    assert files_under(NOTEBOOKS) == before, "loading the lecture wrote into notebooks/"
+
+
+@pytest.mark.browser
+def test_a_whole_notebook_in_chromium():
+    """Every cell of notebook 1 (the default): the *Draw it yourself* sliders too."""
+    require_browser()
+    before = files_under(NOTEBOOKS)
+    with presenting() as (address, _server, said), chromium_context() as context:
+        page = context.new_page()
+        page.set_viewport_size(PROJECTOR)
         try:
-            page.goto(url, timeout=timeout_s * 1000, wait_until="commit")
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
-    page.wait_for_selector(".ppo-figure canvas", timeout=timeout_s * 1000)
-    page.wait_for_timeout(1000)
+            open_page(page, address)
+        except Exception as error:
+            log = "".join(said[-40:])
+            raise AssertionError(f"notebook 1 did not finish; the server said:\n{log}") from error
+        assert page.locator(".widget-interact .noUi-target").count() == 2, "no interact sliders"
+        check_the_room_sees_it(page, "01_clipped_surrogate (every cell)")
+        page.screenshot(path=str(OUTPUT_DIR / "present" / "whole-01_clipped_surrogate.png"))
+        page.close(run_before_unload=True)
+    written = sorted(set(files_under(NOTEBOOKS).items()) - set(before.items()))
+    assert not written, f"loading notebook 1 wrote {written}"

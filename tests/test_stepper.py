@@ -322,6 +322,14 @@ def test_large_ratios_widen_the_ratio_axis_up_to_its_cap(stepper):
     assert stepper.plot.headline.get_text().startswith(headline)
 
 
+def test_enter_in_a_field_loads_the_batch(stepper):
+    """The front end sends {"event": "submit"} when Enter is pressed in a text field."""
+    type_in(stepper, "0.9, 0.4", "0.5, 0.5", "1, -1", "0.2")
+    stepper.eps_field._handle_custom_msg({"event": "submit"}, [])
+    assert stepper.batch.n == 2
+    assert "Loaded" in plain(stepper.entry_message.value)
+
+
 def test_the_largest_contract_batch_loads_and_ends_at_the_modules_numbers(stepper):
     rng = np.random.default_rng(2)
     columns = rng.uniform(0.01, 1.0, MAX_SAMPLES), rng.uniform(0.01, 1.0, MAX_SAMPLES)

@@ -21,9 +21,10 @@ import traitlets
 from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 import ppo_clip
+from ppo_viz import style
 from ppo_viz.app import InputError, LiveFigure, checkbox, control_layout, slider
 from ppo_viz.bandit import ARM_MEANS, arm_colors
 from ppo_viz.epochs.text import sample_label, summary_html
@@ -127,9 +128,12 @@ class EpochsExplorer(LiveFigure):
 
     def _build_figure(self, k: int, n: int) -> None:
         colors = arm_colors(k)
+        presenting = style.presenting()
         with figure_style():
-            self.figure = Figure(figsize=(9.0, 8.8), layout="constrained")
-            grid = self.figure.add_gridspec(3, 3, height_ratios=(3.0, 0.2 * n, 2.2))
+            size = style.figure_size((9.0, 8.8), present=style.PRESENT_MAX_SIZE)
+            self.figure = Figure(figsize=size, layout="constrained")
+            heights = (1.3, 1.0, 1.0) if presenting else (3.0, 0.2 * n, 2.2)
+            grid = self.figure.add_gridspec(3, 3, height_ratios=heights)
             top = [self.figure.add_subplot(grid[0, c]) for c in range(3)]
             maps, metrics = (
                 [self.figure.add_subplot(grid[r, c]) for c in range(3)] for r in (1, 2)
@@ -140,9 +144,15 @@ class EpochsExplorer(LiveFigure):
                 objective: self._column(objective, ratio_ax, map_ax, colors, n)
                 for objective, ratio_ax, map_ax in zip(OBJECTIVES, top, maps, strict=True)
             }
+            if presenting:  # the metrics' epoch axis serves the maps too
+                for ax in maps:
+                    ax.set_xlabel("")
+                    ax.tick_params(labelbottom=False)
             top[0].set(ylabel="ratio of each arm", ylim=(0.0, k * 1.04))  # r <= K
             label_at = maps[0].get_yaxis_transform()
-            self.sample_labels = [
+            #: Left of the first map: each sample's label, or in presentation mode (no room
+            #: for twelve lines of large type) each arm's, at the middle of its rows.
+            self.row_labels = [
                 maps[0].text(-0.03, t, "", transform=label_at, **SAMPLE_LABEL) for t in range(n)
             ]
             self._build_metrics(metrics)
@@ -151,6 +161,7 @@ class EpochsExplorer(LiveFigure):
                 self.figure.legend(
                     handles=handles, loc=f"outside {where} center", ncols=3, frameon=False
                 )
+        self._labelled_seed: int | None = None
 
     def _column(self, objective: str, ratio_ax: Any, map_ax: Any, colors: list[str], n: int):
         """One objective's ratio panel and gradient map, and the artists that move in them."""
@@ -215,7 +226,7 @@ class EpochsExplorer(LiveFigure):
     @property
     def moving_artists(self) -> list[Any]:
         """Every artist :meth:`update` changes."""
-        moving = [*self.sample_labels, self.target]
+        moving = [self.target]
         for column in self.columns.values():
             moving += [column["band"], column["stop"], column["cells"], *column["separators"]]
             moving += [*column["arms"], *column["hollow"]]
@@ -249,11 +260,40 @@ class EpochsExplorer(LiveFigure):
                 line.set_data(run.epochs, getattr(run, name))
         self.target.set_visible(target is not None)
         self.target.set_ydata([target or DEFAULT_TARGET_KL] * 2)
-        batch, colors = self.runs["clipped"].batch, arm_colors(len(ARM_MEANS))
-        for t, label in enumerate(self.sample_labels):
-            label.set_text(sample_label(t, batch.actions[t], batch.advantages[t]))
-            label.set_color(colors[batch.actions[t]])
+        self._label_rows(settings.seed, self.runs["clipped"].batch)
         return summary_html(self.runs)
+
+    def _label_rows(self, seed: int, batch: Any) -> None:
+        """Label the gradient maps' rows for the batch of ``seed``.  The labels are drawn with
+        the figure's static part, not at every blit (text is slow to draw): a new batch draws
+        them into the kept background once."""
+        if seed == self._labelled_seed:
+            return
+        self._labelled_seed, colors = seed, arm_colors(len(ARM_MEANS))
+        rows = [
+            (t, sample_label(t, arm, batch.advantages[t]), colors[arm])
+            for t, arm in enumerate(batch.actions)
+        ]
+        if style.presenting():
+            rows = [
+                (np.flatnonzero(batch.actions == arm).mean(), f"arm {arm}", color)
+                for arm, color in enumerate(colors)
+                if (batch.actions == arm).any()
+            ]
+        for label, (y, text, color) in zip(self.row_labels, rows, strict=False):
+            label.set(y=y, text=text, color=color, visible=True)
+        for label in self.row_labels[len(rows) :]:
+            label.set_visible(False)
+        self.redraw_static(self._label_margin(), *self.row_labels)
+
+    def _label_margin(self) -> Rectangle:
+        """The figure's background left of the first gradient map, where the row labels are:
+        drawn over the old labels before the new ones."""
+        box = self.row_labels[0].axes.get_position()
+        margin = Rectangle((0, box.y0), box.x0 - 1 / self.figure.bbox.width, box.height)
+        margin.set(transform=self.figure.transFigure, color=self.figure.get_facecolor(), lw=0)
+        margin.set_figure(self.figure)
+        return margin
 
     @staticmethod
     def _show_column(column: dict[str, Any], run: Run) -> None:

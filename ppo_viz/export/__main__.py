@@ -1,10 +1,12 @@
 """``python -m ppo_viz.export [OUT_DIR]``: every notebook run, as static pages for a course site.
 
 nbconvert writes the pages (HTML exporter, template ``page.html.j2``, figure extractor, files
-writer).  Added here: checks before any notebook runs, an index, and the site's own MathJax.
+writer).  Added here: checks before any notebook runs, an index, links from every page to the
+previous and the next notebook and to the index, page titles, and the site's own MathJax.
 """
 
 import argparse
+import html
 import importlib.resources
 import re
 import shutil
@@ -55,8 +57,20 @@ def prepare_output_dir(out_dir: Path) -> None:
         raise SetupError(f"cannot write the site into {out_dir}: {reason}") from None
 
 
-def write_page(executed: nbformat.NotebookNode, stem: str, out_dir: Path, mathjax_url: str) -> int:
-    """Write ``<stem>.html`` and its figures, ``<stem>_files/*.png``; return how many figures."""
+def write_page(
+    executed: nbformat.NotebookNode,
+    stem: str,
+    out_dir: Path,
+    mathjax_url: str,
+    *,
+    title: str = "",
+    navigation: str = "",
+) -> int:
+    """Write ``<stem>.html`` and its figures, ``<stem>_files/*.png``; return how many figures.
+
+    ``title`` is the page's title (default: ``stem``); ``navigation`` (HTML) is shown above
+    and below the page.
+    """
     from nbconvert import HTMLExporter
     from nbconvert.preprocessors import ExtractOutputPreprocessor
     from nbconvert.writers import FilesWriter
@@ -64,9 +78,26 @@ def write_page(executed: nbformat.NotebookNode, stem: str, out_dir: Path, mathja
     exporter = HTMLExporter(template_file=str(TEMPLATE), mathjax_url=mathjax_url)
     exporter.register_preprocessor(ExtractOutputPreprocessor(), enabled=True)
     names = {"metadata": {"name": stem}, "unique_key": stem, "output_files_dir": f"{stem}_files"}
-    html, resources = exporter.from_notebook_node(export.make_static(executed, stem), names)
-    FilesWriter(build_directory=str(out_dir)).write(html, resources, notebook_name=stem)
+    names["ppo_navigation"] = navigation
+    static = export.make_static(executed, stem)
+    static.metadata["title"] = title or stem  # nbconvert's <title>
+    page, resources = exporter.from_notebook_node(static, names)
+    FilesWriter(build_directory=str(out_dir)).write(page, resources, notebook_name=stem)
     return len(resources["outputs"])
+
+
+def navigation(pages: list[tuple[str, str]], at: int) -> str:
+    """Links from page ``at`` of ``pages`` ((stem, title) in order) to the previous page, the
+    index and the next page, as HTML."""
+    links = []
+    if at > 0:
+        stem, title = pages[at - 1]
+        links.append(f'<a rel="prev" href="{stem}.html">← {html.escape(title)}</a>')
+    links.append('<a href="index.html">All notebooks</a>')
+    if at + 1 < len(pages):
+        stem, title = pages[at + 1]
+        links.append(f'<a rel="next" href="{stem}.html">{html.escape(title)} →</a>')
+    return f'<nav class="ppo-site-nav">{" · ".join(links)}</nav>'
 
 
 def page_title(path: Path) -> str:
@@ -97,19 +128,29 @@ def export_site(
         raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
     prepare_output_dir(out_dir)
     mathjax_url = mathjax_url or copy_mathjax(out_dir)
-    for path in paths:
+    pages = [(path.stem, page_title(path)) for path in paths]
+    for at, path in enumerate(paths):
         print(f"exporting {path.name} ...", flush=True)
         try:
             executed = export.execute_notebook(path, timeout_s=timeout_s)
         except (CellControlSignal, DeadKernelError, NoSuchKernel) as error:
             raise export.ExportError(f"{path.name} did not run to the end:\n{error}") from error
-        figures = write_page(executed, path.stem, out_dir, mathjax_url)
+        figures = write_page(
+            executed,
+            path.stem,
+            out_dir,
+            mathjax_url,
+            title=pages[at][1],
+            navigation=navigation(pages, at),
+        )
         print(f"  -> {path.stem}.html with {figures} figure(s)", flush=True)
         for problem in export.output_problems(executed):
             print(f"  warning: {path.name}, {problem}", file=sys.stderr, flush=True)
-    links = "\n".join(f"1. [{page_title(path)}]({path.stem}.html)" for path in paths)
+    # A bulleted list: the titles carry their own numbers ("1 · ...").
+    links = "\n".join(f"- [{title}]({stem}.html)" for stem, title in pages)
     index = nbformat.v4.new_markdown_cell(f"# {SITE_TITLE}\n\n{SITE_INTRO}\n\n{links}")
-    write_page(nbformat.v4.new_notebook(cells=[index]), "index", out_dir, mathjax_url)
+    index_page = nbformat.v4.new_notebook(cells=[index])
+    write_page(index_page, "index", out_dir, mathjax_url, title=SITE_TITLE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from ppo_viz.html import Markup
 from ppo_viz.numbers import rounded
 from ppo_viz.numerics import model, text
 from ppo_viz.panels import PanelArtists, draw_objective_panel, legend_entries, set_fixed_limits
-from ppo_viz.style import COLORS, figure_style
+from ppo_viz.style import COLORS, PRESENT_MAX_SIZE, figure_size, figure_style
 
 #: The token-position axis of every figure of a response.
 TOKEN_AXIS = (-10.0, model.MAX_TOKENS + 10.0)
@@ -237,7 +237,8 @@ class VariantsExplorer(LiveFigure):
         self.cap_lines: dict[int, list[Artist]] = {}
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
         with figure_style():
-            figure = Figure(figsize=(9.0, 6.6), layout="constrained")
+            size = figure_size((9.0, 6.6), present=PRESENT_MAX_SIZE)
+            figure = Figure(figsize=size, layout="constrained")
             axes = figure.subplots(2, 2, sharex="col")
             for column, sign in enumerate((+1, -1)):
                 self._draw_column(axes[0, column], axes[1, column], sign)

@@ -22,7 +22,7 @@ from ppo_viz.panels import R_AXIS, draw_objective_panel, legend_entries
 from ppo_viz.stepper import batch as model
 from ppo_viz.stepper import text
 from ppo_viz.stepper.batch import PRESETS, EntryError, StepperBatch
-from ppo_viz.style import COLORS, PALETTE, figure_style
+from ppo_viz.style import COLORS, PALETTE, PRESENT_MAX_SIZE, figure_size, figure_style
 
 #: The figure's size in inches: it fits JupyterLab's output area (at most 9 wide).
 FIGURE_SIZE = (9.0, 6.4)
@@ -59,7 +59,8 @@ class StepperFigure:
 
     def __init__(self) -> None:
         with figure_style():
-            self.figure = Figure(figsize=FIGURE_SIZE, layout="constrained")
+            size = figure_size(FIGURE_SIZE, present=PRESENT_MAX_SIZE)
+            self.figure = Figure(figsize=size, layout="constrained")
             axes = self.figure.subplots(2, 2, sharex="col")
             self.columns = {
                 sign: draw_objective_panel(*axes[:, i]) for i, sign in enumerate((1, -1))
@@ -232,6 +233,8 @@ class BatchStepper(LiveFigure):
         )
         self.load_button = widgets.Button(description="Load batch", button_style="primary")
         self.load_button.on_click(lambda _: self.load())
+        for field in (self.new_field, self.old_field, self.advantages_field, self.eps_field):
+            field.on_msg(self._on_field_message)  # Enter in a field loads the batch
         wide = widgets.Layout(width="auto")  # a preset's whole label
         self.preset_buttons = {}
         for name, preset in PRESETS.items():
@@ -247,6 +250,11 @@ class BatchStepper(LiveFigure):
         box = widgets.VBox([widgets.HTML(intro), *fields, buttons, self.entry_message])
         box.add_class("ppo-card")
         return box
+
+    def _on_field_message(self, _field: widgets.Text, content: dict, _buffers: Any) -> None:
+        """A text field's front end sends ``{"event": "submit"}`` when Enter is pressed."""
+        if content.get("event") == "submit":
+            self.load()
 
     def load(self) -> bool:
         """Read the fields and walk the batch from its first sample; True if it loaded.
