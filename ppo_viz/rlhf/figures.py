@@ -13,6 +13,7 @@ vermillion; DAPO orange, solid with clip-higher and dotted without.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,12 +84,13 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
     return figure
 
 
-def curves_axes(figure: Figure) -> list[Axes]:
-    """The three panels over training, titled and limited."""
-    axes = list(figure.subplots(2, 2, sharex=True).flat)
+def curves_axes(figure: Figure, columns: int = 2) -> list[Axes]:
+    """The four panels over training, titled and limited: two by two, or in one row with
+    ``columns=4`` (titles wrapped to the narrower panels)."""
+    axes = list(figure.subplots(len(CURVE_PANELS) // columns, columns, sharex=True).flat)
     for ax, (_, title, limits) in zip(axes, CURVE_PANELS, strict=True):
-        ax.set(title=title, ylim=limits)
-    for ax in axes[2:]:
+        ax.set(title=title if columns < 4 else "\n".join(textwrap.wrap(title, 24)), ylim=limits)
+    for ax in axes[-columns:]:
         ax.set_xlabel("iteration")
     axes[2].axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
     return axes
