@@ -364,7 +364,7 @@ def test_the_explorer_draws_the_runs_of_its_settings():
         f"GRPO {rounded(grpo.score.mean(), 3)} {rounded(grpo.reward.mean(), 3)} "
         f"{rounded(excess, 2)} {rounded(grpo.entropy[:, late].mean(), 3)} "
         f"{rounded(grpo.clip_fraction.mean(), 2)}",
-        f"the last training took {app.seconds:.2f} s",
+        f"Last training {app.seconds:.2f} s",
     )
     assert app.message.value == ""
 

@@ -62,7 +62,9 @@ class TrainingExplorer(LiveFigure):
             box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
             controls[f"show_{key}"] = box
         with figure_style():
-            figure = Figure(figsize=(9.6 if presenting() else 9.0, 3.3), layout="constrained")
+            figure = Figure(
+                figsize=(9.6, 3.2) if presenting() else (9.0, 3.3), layout="constrained"
+            )
             axes = curves_axes(figure, columns=len(CURVE_PANELS))
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
             labels = {key: m.label for key, m in METHODS.items()}
@@ -158,9 +160,8 @@ def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:
     header = ["method", "final accuracy", "reward", "wrong responses' excess", "entropy"]
     header.append("clipped")
     caption = (
-        f"Means over {seeds} seeds (0–{seeds - 1}): reward over training; excess length "
-        "(tokens) and entropy (nats per token) over its last quarter; the share of tokens "
-        f"clipped. Curves also over {SMOOTHING} iterations; the last training took "
-        f"{seconds:.2f} s."
+        f"Means over {seeds} seeds (0–{seeds - 1}): reward over training; excess length (tokens) "
+        f"and entropy (nats) over its last quarter; share of tokens clipped. Curves also over "
+        f"{SMOOTHING} iterations. Last training {seconds:.2f} s."
     )
     return tag("div", table(header, rows, caption=caption), classes="ppo")
