@@ -4,12 +4,9 @@
 weight on seeds ``0 .. seeds - 1`` (the study's first discovery seeds: at the study's grid
 points it shows the committed runs of those seeds) and draws the batch reward, the response
 length, the wrong responses' excess length and the entropy over training, with a table of
-each method's final numbers and the seconds the training took.  Runs are kept by settings and
-method, so ticking a method trains only that one and going back to a setting trains nothing.
-
-The time a setting takes grows with the runs it trains, the ticked methods times the seeds,
-and with mu: the start ticks two methods on three seeds, which train in under a second at
-every setting (mu = 8 is the slowest).
+each method's final numbers and the seconds the training took (it grows with mu and with the
+runs, ticked methods times seeds).  Runs are kept by settings and method, so ticking a method
+trains only that one and going back to a setting trains nothing.
 """
 
 from __future__ import annotations
@@ -62,9 +59,8 @@ class TrainingExplorer(LiveFigure):
             box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
             controls[f"show_{key}"] = box
         with figure_style():
-            figure = Figure(
-                figsize=(9.6, 3.2) if presenting() else (9.0, 3.3), layout="constrained"
-            )
+            size = (9.6, 3.2) if presenting() else (9.0, 3.3)
+            figure = Figure(figsize=size, layout="constrained")
             axes = curves_axes(figure, columns=len(CURVE_PANELS))
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
             labels = {key: m.label for key, m in METHODS.items()}
@@ -139,9 +135,8 @@ def selection(description: str, options: Sequence[float], value: float) -> widge
 
 
 def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:
-    """Per method, the study's measures on these seeds: final accuracy, mean batch reward, the
-    wrong responses' excess length and the entropy over the last quarter, the share of tokens
-    clipped; and how long the last training took."""
+    """Per method the study's measures (final accuracy, mean batch reward, the wrong responses'
+    excess length and entropy over the last quarter, share clipped); the last training's time."""
     rows = []
     for key, run in runs.items():
         late = slice(-max(1, run.reward.shape[1] // 4), None)
@@ -157,8 +152,7 @@ def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:
                 rounded(run.clip_fraction.mean(), 2),
             ]
         )
-    header = ["method", "final accuracy", "reward", "wrong responses' excess", "entropy"]
-    header.append("clipped")
+    header = ["method", "final accuracy", "reward", "wrong responses' excess", "entropy", "clipped"]
     caption = (
         f"Means over {seeds} seeds (0–{seeds - 1}): reward over training; excess length (tokens) "
         f"and entropy (nats) over its last quarter; share of tokens clipped. Curves also over "
