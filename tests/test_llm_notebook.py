@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -19,6 +20,7 @@ from helpers import assert_states, markdown_of, plain
 from notebook_runner import execute_notebook, output_problems, run_committed
 
 import llm_clip
+from experiments.rlhf_findings import FINDINGS
 from ppo_viz.app import WIDGET_VIEW_MIME
 from ppo_viz.llm import (
     ClipFractionExplorer,
@@ -33,6 +35,12 @@ from ppo_viz.llm.apps import AGGREGATIONS
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, PROMPTS, VOCAB, reward
 from ppo_viz.llm.tokens import KL_PLACES, OBJECTIVES
 from ppo_viz.numbers import rounded
+from ppo_viz.rlhf import apps
+from ppo_viz.rlhf.results import cell_of, difference, load_results
+from tiny_lm import HIDDEN
+from tiny_lm import MAX_LEN as TINY_MAX_LEN
+from tiny_lm import PROMPTS as TINY_PROMPTS
+from tiny_rlhf import METHODS
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "07_clipping_in_llm_training.ipynb"
@@ -170,7 +178,9 @@ def test_a_setting_llm_clip_refuses_is_a_message_and_the_map_stays(token_app):
     before = token_app.image.get_array().copy()
     token_app.controls["eps_low"].value = math.nan  # only from code: a slider gives no NaN
     try:
-        assert "ε_low is nan" in plain(token_app.message.value)  # the control, by its label
+        assert f"{token_app.controls['eps_low'].description} is nan" in plain(
+            token_app.message.value
+        )
         assert np.array_equal(token_app.image.get_array(), before)
     finally:
         token_app.controls["eps_low"].value = 0.2
@@ -222,7 +232,7 @@ def test_the_length_app_stacks_llm_clips_pushes(short, long, advantage):
 def test_the_length_app_shows_a_refused_advantage_and_refuses_a_bad_start():
     app = LengthBiasExplorer()
     app.controls["advantage"].value = math.nan
-    assert "A (both answers) is nan" in plain(app.message.value)
+    assert f"{app.controls['advantage'].description} is nan" in plain(app.message.value)
     with pytest.raises(ValueError, match="short"):
         LengthBiasExplorer(short=0)
 
@@ -483,3 +493,212 @@ def test_the_lecture_cells_run_on_their_own():
     notebook.cells = [c for c in notebook.cells if "lecture" in c.metadata.get("tags", [])]
     problems = output_problems(execute_notebook(notebook))
     assert not problems, problems
+
+
+# -- Part B: training with these clips, from the study's committed results ---------------------
+
+
+@cache
+def committed() -> dict:
+    return load_results()
+
+
+def finding(key: str) -> dict:
+    return next(f for f in committed()["findings"] if f["key"] == key)
+
+
+def side(key: str, name: str = "supports") -> dict:
+    return finding(key)[name]
+
+
+def confirmed(key: str, name: str = "supports") -> str:
+    """The confirmation seeds' paired difference at a side's cell, as the prose writes it."""
+    return difference(side(key, name)["confirmation"])
+
+
+def inner(paired: dict) -> str:
+    """``+0.014 [-0.006, +0.036]``: a difference without "not distinguishable" around it."""
+    text = difference(paired)
+    return text.split("(", 1)[1].removesuffix(")") if text.startswith("not") else text
+
+
+def cell(key: str, name: str = "supports") -> str:
+    where = side(key, name)["where"]
+    return f"lr {where['learning_rate']:g}, $\\mu = {where['updates']}$"
+
+
+def at_best(key: str, name: str = "supports") -> str:
+    return f"at $\\mu = {side(key, name)['where']['updates']}$"
+
+
+def clip_share(method: str, lr: float, mu: int) -> np.ndarray:
+    return np.array(
+        cell_of(committed(), "confirmation", method, lr, mu)["per_seed"]["clip_fraction"]
+    )
+
+
+def _part_b() -> str:
+    return _prose().partition("## 8. Part B")[2].partition("## Summary")[0]
+
+
+#: Where Part B files each finding: reproduced, or not / depending on the setting.
+REPRODUCED = ("clipping_needed", "gspo_clips_more", "length_bias", "length_bias_is_the_aggregation")
+NOT_REPRODUCED = ("clip_higher_entropy", "clip_higher_accuracy", "dr_grpo_accuracy")
+DEPENDS = ("gspo_stability", "gspo_efficiency", "cispo_speed")
+
+
+def test_part_b_files_each_finding_under_its_committed_verdict():
+    results = committed()
+    assert {f["key"] for f in results["findings"]} == {*REPRODUCED, *NOT_REPRODUCED, *DEPENDS}
+    assert all(finding(k)["verdict"] == "reproduces" for k in REPRODUCED)
+    assert all(finding(k)["verdict"] == "not reproduced" for k in NOT_REPRODUCED)
+    assert all(finding(k)["verdict"] == "depends on the setting" for k in DEPENDS)
+    prose = _part_b()
+    reproduces, _, rest = prose.partition(
+        "**What does not reproduce here, or depends on the setting.**"
+    )
+    assert "**What reproduces in miniature.**" in reproduces
+    for key in REPRODUCED:
+        assert inner(side(key)["confirmation"]) in reproduces, key
+    for key in (*NOT_REPRODUCED, *DEPENDS):
+        assert inner(side(key)["confirmation"]) in rest, key
+    for word in ("tie", "tied", "ties", "equal", "equally", "same score"):
+        assert not re.search(rf"\b{word}\b", prose, re.IGNORECASE), word
+
+
+def test_part_b_states_the_studys_design():
+    results, s = committed(), committed()["settings"]
+    lrs, mus, sets = results["learning_rates"], results["updates"], results["sets"]
+    mu_list = ", ".join(map(str, mus[:-1])) + f" and {mus[-1]}"
+    assert_states(
+        _part_b(),
+        f"{len(TINY_PROMPTS)} prompts and answers of up to {TINY_MAX_LEN} tokens",
+        f"one tanh layer of {HIDDEN} units",
+        f"which answers {results['reference_accuracy']:.1%} of the prompts right",
+        f"{s['iterations']} iterations; each samples {s['group_size']} answers to each of "
+        f"{s['prompts_per_batch']} prompts",
+        f"{len(results['methods'])} methods",
+        f"{len(lrs)} learning rates from {min(lrs):g} to {max(lrs):g}",
+        f"$\\mu$ = {mu_list}",
+        f"on {sets['discovery']['seeds']} *discovery* seeds and "
+        f"{sets['confirmation']['seeds']} *confirmation* seeds",
+        f"{s['iterations']} iterations and this tiny task",
+        f"averaged over the {len(TINY_PROMPTS)} prompts and the "
+        f"{sets['confirmation']['seeds']} confirmation seeds",
+        "$\\epsilon_\\text{high} = 0.2$",
+    )
+    assert s["kl_coef"] == 0.0
+    assert METHODS["ppo"].advantages == "gae"
+    assert METHODS["dapo_sym"].eps_high == 0.2
+    assert set(results["methods"]) == set(METHODS)
+    assert "unclipped" in results["methods"]
+    assert {m.objective for m in METHODS.values()} == set(llm_clip.OBJECTIVES)  # "the six"
+
+
+def test_part_b_states_what_mu_1_and_the_curves_cell_are():
+    facts = committed()["facts_at_one_update"]
+    assert facts["largest_clip_fraction"] == 0  # "no token is clipped in any mu = 1 cell"
+    assert all(facts["identical"].values())
+    assert len(facts["identical"]) == 2
+    where = side("clipping_needed")["where"]
+    lr, mu = where["learning_rate"], where["updates"]
+    assert_states(
+        _part_b(),
+        f"at lr {lr:g} and $\\mu = {mu}$, the cell where the discovery seeds found clipping to "
+        "matter most",
+        f"over the {committed()['sets']['confirmation']['seeds']} confirmation seeds",
+    )
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    assert f"curves_figure(results, lr={lr:g}, mu={mu})" in code
+
+
+def test_part_b_states_each_findings_confirmation_numbers():
+    gspo_at = side("gspo_clips_more")["where"]
+    gspo_share = clip_share("gspo", gspo_at["learning_rate"], gspo_at["updates"]).mean()
+    grpo_share = clip_share("grpo", gspo_at["learning_rate"], gspo_at["updates"]).mean()
+    slow = side("gspo_stability", "against")["where"]
+    slow_at = (slow["learning_rate"], slow["updates"])
+    dr = side("dr_grpo_accuracy")
+    assert dr["where"]["learning_rate"] == dr["where"]["versus_learning_rate"]
+    assert_states(
+        _part_b(),
+        # reproduced
+        f"At {cell('clipping_needed')}, GRPO's final accuracy is {confirmed('clipping_needed')}",
+        f"at {cell('clipping_needed', 'against')}, the two are "
+        f"{confirmed('clipping_needed', 'against')}",
+        f"At {cell('gspo_clips_more')}, GSPO's band",
+        f"switches off {gspo_share:.0%} of its tokens, whole answers at a time, and GRPO's "
+        f"{grpo_share:.1%}: a difference of {confirmed('gspo_clips_more')}",
+        f"at {cell('length_bias')}, by {confirmed('length_bias')} tokens",
+        f"longer by {confirmed('length_bias_is_the_aggregation')} tokens "
+        f"(lr {side('length_bias_is_the_aggregation')['where']['learning_rate']:g})",
+        # not reproduced, or depending on the setting
+        f"(lr {side('clip_higher_entropy')['where']['learning_rate']:g} and "
+        f"{side('clip_higher_accuracy')['where']['learning_rate']:g}, both at $\\mu = 8$)",
+        f"the entropy per token is {confirmed('clip_higher_entropy')}",
+        f"the final accuracy ({inner(side('clip_higher_accuracy')['confirmation'])})",
+        f"{at_best('dr_grpo_accuracy')}, each at its best learning rate "
+        f"({dr['where']['learning_rate']:g} for both): {difference(dr['discovery'])}",
+        f"do not repeat it: {confirmed('dr_grpo_accuracy')}",
+        f"at {cell('gspo_stability')} ({confirmed('gspo_stability')})",
+        f"a lower one at {cell('gspo_stability', 'against')} "
+        f"({confirmed('gspo_stability', 'against')})",
+        f"switches off {clip_share('gspo', *slow_at).mean():.0%} of its tokens and GRPO's clip "
+        "none",
+        f"higher {at_best('gspo_efficiency')} ({confirmed('gspo_efficiency')})",
+        f"lower {at_best('gspo_efficiency', 'against')} "
+        f"({confirmed('gspo_efficiency', 'against')})",
+        f"more reward over training {at_best('cispo_speed')} ({confirmed('cispo_speed')})",
+        f"less {at_best('cispo_speed', 'against')} ({confirmed('cispo_speed', 'against')})",
+    )
+    assert clip_share("grpo", *slow_at).max() == 0.0  # "GRPO's clip none"
+    assert (METHODS["gspo"].eps_low, METHODS["gspo"].eps_high) == (3e-4, 4e-4)
+    assert METHODS["dapo"].eps_high is None
+    assert llm_clip.DAPO_EPS_HIGH == 0.28
+    for key in ("clip_higher_entropy", "clip_higher_accuracy"):
+        assert side(key)["where"]["updates"] == 8  # "both at mu = 8"
+        low, high = side(key)["confirmation"]["ci"]
+        assert low <= 0 <= high  # "neither ... distinguishable"
+    assert not dr["confirmed"]
+    assert dr["discovered"]
+
+
+def test_part_b_states_its_explorers_settings():
+    assert apps.SHOWN_AT_START == ("grpo", "unclipped")  # "GRPO against the unclipped surrogate"
+    assert_states(
+        _part_b(),
+        f"on {apps.DEFAULT_SEEDS} seeds (0 to {apps.DEFAULT_SEEDS - 1}, the study's first "
+        "discovery seeds)",
+        f"over {apps.SMOOTHING} iterations",
+        f"at lr {apps.START_LEARNING_RATE:g}, $\\mu = {apps.START_UPDATES}$",
+        f"the {committed()['sets']['confirmation']['seeds']} seeds of the figures above",
+    )
+
+
+def test_the_summary_scopes_part_bs_findings_to_their_cells():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    summary = " ".join(notebook.cells[-1].source.partition("## Things to try")[0].split())
+    needed, against = side("clipping_needed")["where"], side("clipping_needed", "against")["where"]
+    assert against["updates"] == needed["updates"]
+    assert not side("clipping_needed", "against")["confirmed"]
+    results = committed()
+    assert_states(
+        summary,
+        f"Trained for {results['settings']['iterations']} iterations of a tiny task on "
+        f"{results['sets']['discovery']['seeds']} discovery and "
+        f"{results['sets']['confirmation']['seeds']} confirmation seeds",
+        f"at lr {needed['learning_rate']:g} with {needed['updates']} updates per batch, and is "
+        f"not distinguishable from it at lr {against['learning_rate']:g}",
+    )
+
+
+def test_the_sources_give_where_each_paper_makes_part_bs_claims():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    sources = " ".join(notebook.cells[-1].source.partition("## Sources")[2].split())
+    papers = sources.partition("Papers")[2]
+    for claim in FINDINGS:
+        arxiv = re.search(r"arXiv \d{4}\.\d{5}", claim.source).group(0)
+        where = papers.partition(arxiv)[2].partition(";")[0]
+        for place in claim.source.partition("), ")[2].split(" and "):
+            assert place in where, (claim.key, place)

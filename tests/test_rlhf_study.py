@@ -20,13 +20,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import plain, simulating_another_cpu
+from helpers import assert_states, plain, simulating_another_cpu
 
 from experiments import rlhf_findings as findings
 from experiments import rlhf_study as command
 from experiments.report import markdown
 from experiments.statistics import bootstrap_interval
 from ppo_viz.machine import fingerprint
+from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
 from ppo_viz.rlhf.apps import TrainingExplorer, smoothed
 from ppo_viz.rlhf.figures import CURVE_PANELS, curves_figure, score_figure
@@ -354,8 +355,17 @@ def test_the_explorer_draws_the_runs_of_its_settings():
         assert app.lines[key][0].get_visible()
     assert not app.lines["gspo"][0].get_visible()
     shown = plain(app.readout.value)
-    assert "means over 3 seeds" in shown
-    assert f"GRPO {app.runs[(settings, 'grpo')].score.mean():.3f}" in shown
+    assert "Means over 3 seeds" in shown
+    grpo = app.runs[(settings, "grpo")]
+    late = slice(-10, None)  # the last quarter of 40 iterations
+    excess = grpo.wrong_excess[:, late].sum() / grpo.wrong[:, late].sum()
+    assert_states(
+        shown,
+        f"GRPO {rounded(grpo.score.mean(), 3)} {rounded(grpo.reward.mean(), 3)} "
+        f"{rounded(excess, 2)} {rounded(grpo.entropy[:, late].mean(), 3)} "
+        f"{rounded(grpo.clip_fraction.mean(), 2)}",
+        f"Last training {app.seconds:.2f} s",
+    )
     assert app.message.value == ""
 
 

@@ -1,4 +1,4 @@
-"""Notebook 7's second half: RLHF in miniature, trained live and measured over seeds.
+"""Notebook 7's Part B: RLHF in miniature, trained live and measured over seeds.
 
 * :mod:`.results`: the committed results of ``python -m experiments.rlhf_study`` and the
   sentences and tables made from them;

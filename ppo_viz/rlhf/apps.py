@@ -3,9 +3,10 @@
 :class:`TrainingExplorer` trains the ticked methods at the sliders' learning rate, mu and KL
 weight on seeds ``0 .. seeds - 1`` (the study's first discovery seeds: at the study's grid
 points it shows the committed runs of those seeds) and draws the batch reward, the response
-length and the entropy over training, with a table of each method's final numbers.  Runs are
-kept by settings and method, so ticking a method trains only that one and going back to a
-setting trains nothing.
+length, the wrong responses' excess length and the entropy over training, with a table of
+each method's final numbers and the seconds the training took (it grows with mu and with the
+runs, ticked methods times seeds).  Runs are kept by settings and method, so ticking a method
+trains only that one and going back to a setting trains nothing.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, contro
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves, legend_below
-from ppo_viz.style import figure_style
+from ppo_viz.style import figure_style, presenting
+from tiny_lm import reference_model
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)
 KL_COEFS = (0.0, 0.01, 0.04, 0.1)
-#: The settings at the start: the methods ticked (three train within the one-second budget),
-#: a learning rate and mu at which clipping matters.
-SHOWN_AT_START = ("grpo", "unclipped", "dr_grpo")
+#: The settings at the start: the methods ticked (their runs, times the seeds, train within
+#: the one-second budget at every setting), a learning rate and mu at which clipping matters.
+SHOWN_AT_START = ("grpo", "unclipped")
 START_LEARNING_RATE, START_UPDATES = 2e-2, 4
 DEFAULT_SEEDS = 3
 #: The curves are means over seeds and over this many iterations (a few seeds are noisy).
@@ -46,9 +48,10 @@ class TrainingExplorer(LiveFigure):
             raise ValueError(f"no method is named {unknown[0]!r}; choose from {', '.join(METHODS)}")
         self.runs: dict[tuple[TrainSettings, str], History] = {}
         self.seconds = 0.0
+        reference_model()  # every run starts from it: made once, not timed as training
         controls: dict[str, widgets.Widget] = {
             "learning_rate": selection("Adam's learning rate", LEARNING_RATES, START_LEARNING_RATE),
-            "updates": selection("μ (updates per batch)", UPDATES, START_UPDATES),
+            "updates": selection("μ (updates)", UPDATES, START_UPDATES),
             "kl_coef": selection("β (KL in the loss)", KL_COEFS, 0.0),
         }
         for key, method in METHODS.items():
@@ -56,8 +59,9 @@ class TrainingExplorer(LiveFigure):
             box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
             controls[f"show_{key}"] = box
         with figure_style():
-            figure = Figure(figsize=(9.0, 5.6), layout="constrained")
-            axes = curves_axes(figure)
+            size = (9.6, 3.2) if presenting() else (9.0, 3.3)
+            figure = Figure(figsize=size, layout="constrained")
+            axes = curves_axes(figure, columns=len(CURVE_PANELS))
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
             labels = {key: m.label for key, m in METHODS.items()}
             self.lines = draw_curves(axes, np.arange(2.0), empty, labels)
@@ -68,7 +72,7 @@ class TrainingExplorer(LiveFigure):
             self.update,
             controls,
             moving=[line for group in self.lines.values() for line in group],
-            rows=[["learning_rate"], ["updates"], ["kl_coef"], boxes[:4], boxes[4:]],
+            rows=[["learning_rate", "updates"], ["kl_coef"], boxes[:4], boxes[4:]],
             description="GRPO-family trainers on a tiny language model, trained live",
         )
 
@@ -131,25 +135,27 @@ def selection(description: str, options: Sequence[float], value: float) -> widge
 
 
 def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:
-    """Per method: final accuracy, last-quarter length, excess length and entropy, the share
-    of tokens clipped."""
+    """Per method the study's measures (final accuracy, mean batch reward, the wrong responses'
+    excess length and entropy over the last quarter, share clipped); the last training's time."""
     rows = []
     for key, run in runs.items():
         late = slice(-max(1, run.reward.shape[1] // 4), None)
+        wrong = run.wrong[:, late].sum()
+        excess = run.wrong_excess[:, late].sum() / wrong if wrong else np.nan
         rows.append(
             [
                 tag("span", METHODS[key].label, classes="ppo-strong"),
                 rounded(run.score.mean(), 3),
-                rounded(run.length[:, late].mean(), 3),
-                rounded(run.excess[:, late].mean(), 2),
+                rounded(run.reward.mean(), 3),
+                rounded(excess, 2),
                 rounded(run.entropy[:, late].mean(), 3),
                 rounded(run.clip_fraction.mean(), 2),
             ]
         )
-    header = ["method", "final accuracy", "length, last quarter", "… minus the right one's"]
-    header += ["entropy, last quarter", "share of tokens clipped"]
+    header = ["method", "final accuracy", "reward", "wrong responses' excess", "entropy", "clipped"]
     caption = (
-        f"means over {seeds} seeds (0–{seeds - 1}); the curves also over {SMOOTHING} "
-        f"iterations; the last training took {seconds:.2f} s"
+        f"Means over {seeds} seeds (0–{seeds - 1}): reward over training; excess length (tokens) "
+        f"and entropy (nats) over its last quarter; share of tokens clipped. Curves also over "
+        f"{SMOOTHING} iterations. Last training {seconds:.2f} s."
     )
     return tag("div", table(header, rows, caption=caption), classes="ppo")

@@ -13,6 +13,7 @@ vermillion; DAPO orange, solid with clip-higher and dotted without.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ppo_viz.rlhf.results import cell_of, label
-from ppo_viz.style import COLORS, LINES, PALETTE, figure_style
+from ppo_viz.style import COLORS, LINES, PALETTE, figure_style, presenting
 
 METHOD_LINES: dict[str, dict[str, Any]] = {
     "grpo": LINES["clipped"],
@@ -52,7 +53,7 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
     mus, lrs = results["updates"], np.array(results["learning_rates"])
     seeds = results["sets"][seed_set]["seeds"]
     with figure_style():
-        figure = Figure(figsize=(9.0, 6.0), layout="constrained")
+        figure = Figure(figsize=(9.6, 5.2) if presenting() else (9.0, 6.0), layout="constrained")
         grid = figure.subplots(-(-len(mus) // 2), min(2, len(mus)), sharex=True, sharey=True,
                                squeeze=False).flat  # fmt: skip
         for ax in grid[len(mus) :]:
@@ -83,12 +84,13 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
     return figure
 
 
-def curves_axes(figure: Figure) -> list[Axes]:
-    """The three panels over training, titled and limited."""
-    axes = list(figure.subplots(2, 2, sharex=True).flat)
+def curves_axes(figure: Figure, columns: int = 2) -> list[Axes]:
+    """The four panels over training, titled and limited: two by two, or in one row with
+    ``columns=4`` (titles wrapped to the narrower panels)."""
+    axes = list(figure.subplots(len(CURVE_PANELS) // columns, columns, sharex=True).flat)
     for ax, (_, title, limits) in zip(axes, CURVE_PANELS, strict=True):
-        ax.set(title=title, ylim=limits)
-    for ax in axes[2:]:
+        ax.set(title=title if columns < 4 else "\n".join(textwrap.wrap(title, 24)), ylim=limits)
+    for ax in axes[-columns:]:
         ax.set_xlabel("iteration")
     axes[2].axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
     return axes
@@ -121,7 +123,7 @@ def curves_figure(results: Mapping[str, Any], lr: float, mu: int) -> Figure:
     labels = {m: label(results, m) for m in results["methods"]}
     seeds = results["sets"]["confirmation"]["seeds"]
     with figure_style():
-        figure = Figure(figsize=(9.0, 5.6), layout="constrained")
+        figure = Figure(figsize=(9.6, 5.0) if presenting() else (9.0, 5.6), layout="constrained")
         axes = curves_axes(figure)
         lines = draw_curves(axes, iterations, curves, labels)
         figure.suptitle(f"lr {lr:g}, μ = {mu}: means over {seeds} confirmation seeds")
