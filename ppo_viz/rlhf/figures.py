@@ -39,7 +39,7 @@ CURVE_PANELS = (
     ("reward", "batch reward", (-0.1, 1.02)),
     ("length", "response length (tokens)", (2.5, 6.5)),
     ("wrong_excess", "wrong responses: length minus the right one's", (-2.5, 2.5)),
-    ("entropy", "entropy per token (nats)", (0.0, 0.75)),
+    ("entropy", "entropy (nats)", (0.0, 0.75)),
 )
 
 
