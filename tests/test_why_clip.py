@@ -342,6 +342,21 @@ def test_a_seeds_bandit_run_does_not_depend_on_the_seeds_beside_it():
         assert np.array_equal(together.approx_kl[3], alone.approx_kl[0])
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [BanditLoopSettings(iterations=8), BanditLoopSettings(epochs=7, step_size=20.0, batch_size=5)],
+)
+def test_methods_side_by_side_give_each_method_what_it_gives_alone(settings):
+    """The explorer runs its methods side by side; the study runs each alone: the same numbers,
+    bit for bit, for every method of the study (three clip sizes, penalties, early stopping)."""
+    seeds = (0, 1, 2, 3, 4)
+    together = run_bandit_methods(settings, seeds, tuple(METHODS))
+    for key, run in together.items():
+        alone = run_bandit_loop(METHODS[key], settings, seeds)
+        for name in ("probs", "approx_kl", "clip_fraction", "kl_coef"):
+            assert np.array_equal(getattr(run, name), getattr(alone, name)), (key, name)
+
+
 def test_a_seeds_cartpole_run_does_not_depend_on_the_seeds_beside_it():
     settings = CartPoleSettings(total_steps=1024, epochs=10, learning_rate=2.5e-3)
     for key in ("early_stop", "kl_adaptive_0.01"):
@@ -601,7 +616,7 @@ def test_the_range_app_draws_the_committed_sweeps_and_marks_fresh_seeds(monkeypa
     run = run_bandit_loop(METHODS["ppo"], BanditLoopSettings(step_size=5.0), seeds)
     assert app.marks["ppo"].get_ydata()[1] == pytest.approx(run.score.mean(), rel=1e-12)
     assert f"fresh seeds {seeds[0]}–{seeds[-1]}" in plain(app.readout.value)
-    assert app.more.progress.value == app.more.progress.max == len(MAIN_METHODS) * len(kept)
+    assert app.more.progress.value == app.more.progress.max == len(kept)  # a step size at a time
 
 
 def test_the_bandit_app_draws_the_runs_of_its_settings():
@@ -628,7 +643,7 @@ def test_the_bandit_apps_button_adds_seeds():
     for key, run in runs.items():
         assert np.allclose(_line(app, 0, key).get_ydata(), spread(run.true_reward).mean)
     assert f"{DEFAULT_SEEDS + MORE_BANDIT_SEEDS} seeds" in plain(app.readout.value)
-    assert app.more.progress.value == app.more.progress.max == len(runs)
+    assert app.more.progress.value == app.more.progress.max == 1  # the methods side by side
     assert not app.more.button.disabled
 
 

@@ -30,7 +30,6 @@ from ppo_viz.why_clip.bandit_loop import (
     STEP_SIZES,
     BanditLoopHistory,
     BanditLoopSettings,
-    run_bandit_loop,
     run_bandit_methods,
 )
 from ppo_viz.why_clip.figures import (
@@ -169,16 +168,17 @@ class RangeExplorer(LiveFigure):
         seeds = tuple(range(self.next_seed, self.next_seed + FRESH_SEEDS))
         stored = self.sweep["settings"]
         base = BanditLoopSettings(**{**stored, "arm_means": tuple(stored["arm_means"])})
-        with self.more.running(len(MAIN_METHODS) * len(self.sweep["values"])):
-            for key in MAIN_METHODS:
-                scores = []
-                for value in self.sweep["values"]:
-                    run = run_bandit_loop(METHODS[key], replace(base, step_size=value), seeds)
-                    scores.append(run.score)
-                    self.more.progress.value += 1
-                new = np.array(scores)  # one row per step size, one column per seed
-                self.fresh[key] = np.hstack([self.fresh[key], new]) if key in self.fresh else new
-                self.marks[key].set_data(self.sweep["values"], self.fresh[key].mean(axis=1))
+        scores: dict[str, list[np.ndarray]] = {key: [] for key in MAIN_METHODS}
+        with self.more.running(len(self.sweep["values"])):
+            for value in self.sweep["values"]:
+                runs = run_bandit_methods(replace(base, step_size=value), seeds)
+                for key, run in runs.items():
+                    scores[key].append(run.score)
+                self.more.progress.value += 1
+        for key in MAIN_METHODS:
+            new = np.array(scores[key])  # one row per step size, one column per seed
+            self.fresh[key] = np.hstack([self.fresh[key], new]) if key in self.fresh else new
+            self.marks[key].set_data(self.sweep["values"], self.fresh[key].mean(axis=1))
         self.next_seed += FRESH_SEEDS
         self.refresh()
 
@@ -252,11 +252,10 @@ class BanditLoopExplorer(LiveFigure):
         settings = self.settings
         runs = self.runs(settings)
         new_seeds = tuple(range(self.seed_count, self.seed_count + MORE_BANDIT_SEEDS))
-        joined = {}
-        with self.more.running(len(runs)):
-            for key, history in runs.items():
-                joined[key] = history.joined(run_bandit_loop(METHODS[key], settings, new_seeds))
-                self.more.progress.value += 1
+        with self.more.running(1):
+            more = run_bandit_methods(settings, new_seeds)
+            joined = {key: history.joined(more[key]) for key, history in runs.items()}
+            self.more.progress.value += 1
         self.seed_count += MORE_BANDIT_SEEDS
         self._runs[(settings, self.seed_count)] = joined
         self.refresh()

@@ -91,5 +91,6 @@ class Spread(NamedTuple):
 
 def spread(values: FloatArray) -> Spread:
     """:class:`Spread` of ``values`` with runs along axis 0 (NaN entries are left out)."""
-    low, high = np.nanpercentile(values, (25.0, 75.0), axis=0)
+    percentile = np.nanpercentile if np.isnan(values).any() else np.percentile  # the same, faster
+    low, high = percentile(values, (25.0, 75.0), axis=0)
     return Spread(np.nanmean(values, axis=0), low, high)
