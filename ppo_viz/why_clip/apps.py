@@ -5,7 +5,8 @@
 * :class:`BanditLoopExplorer`: the six main methods on the bandit over many seeds, run live
   whenever K, the step size, the batch size or the number of iterations changes; a button
   adds seeds;
-* :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study.
+* :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study, on either
+  seed set.
 
 Checkboxes choose the methods drawn; the readout above each figure is a table of numbers.
 """
@@ -42,7 +43,15 @@ from ppo_viz.why_clip.figures import (
     show_cartpole_curves,
 )
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS
-from ppo_viz.why_clip.results import cell_at, difference, load_results, stable_text, step_text
+from ppo_viz.why_clip.results import (
+    cell_at,
+    difference,
+    load_results,
+    one_set,
+    seeds_text,
+    stable_text,
+    step_text,
+)
 
 #: Seeds of the bandit app at the start, and how many its button adds.
 DEFAULT_SEEDS = 20
@@ -139,25 +148,30 @@ class RangeExplorer(LiveFigure):
         )
 
     def update(self, **values: bool) -> Markup:
-        """Show the ticked methods; the readout compares committed and fresh stable ranges."""
+        """Show the ticked methods; the readout compares each seed set's stable range on the
+        bandit, and the fresh seeds' once the button ran."""
         shown = shown_methods(values, "range_")
         for key in MAIN_METHODS:
             for artist in (*self.artists[key], self.marks[key]):
                 artist.set_visible(key in shown)
         share = f"{self.results['stable_share']:.0%}"
-        columns = {f"α where ≥ {share} of seeds succeed": lambda key: stable_text(self.stable(key))}
-        first = self.results["seed_offset"]
-        caption = f"bandit, committed seeds {first}–{first + self.sweep['seeds'] - 1}"
+        columns = {
+            f"α where ≥ {share} succeed: {seed_set} {seeds_text(self.sweep, seed_set)}": (
+                lambda key, seed_set=seed_set: stable_text(self.stable(key, seed_set))
+            )
+            for seed_set in self.sweep["sets"]
+        }
+        caption = "bandit, K = 20: the committed seed sets"
         if self.fresh:
             fresh = f"fresh seeds {FRESH_OFFSET}–{self.next_seed - 1}"
-            columns[f"… on {fresh}"] = lambda key: stable_text(self.stable(key, fresh=True))
+            columns[f"… on {fresh}"] = lambda key: stable_text(self.stable(key, "fresh"))
             caption += f"; diamonds: the mean score on {fresh}"
         return summary_html({key: key for key in shown}, columns, caption)
 
-    def stable(self, key: str, fresh: bool = False) -> list[float] | None:
-        """A method's stable range on the committed seeds, or on the fresh ones."""
-        if not fresh:
-            return self.sweep["methods"][key]["stable"]
+    def stable(self, key: str, seed_set: str) -> list[float] | None:
+        """A method's stable range on a committed seed set, or on the fresh seeds."""
+        if seed_set != "fresh":
+            return self.sweep["sets"][seed_set]["methods"][key]["stable"]
         shares = np.mean(self.fresh[key] >= self.sweep["success_score"], axis=1)
         stable = np.array(self.sweep["values"])[shares >= self.results["stable_share"]]
         return [stable.min(), stable.max()] if stable.size else None
@@ -279,53 +293,71 @@ def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
 
 
 class CartPoleExplorer(LiveFigure):
-    """The committed CartPole curves of one cell of the study (epochs and learning rate)."""
+    """The committed CartPole curves of one cell of the study (epochs, learning rate and seed
+    set)."""
 
     def __init__(self, results: Mapping[str, Any] | None = None) -> None:
         self.results = load_results() if results is None else results
-        self.cells = {
-            f"K = {sweep['settings']['epochs']}, learning rate {step_text(value)}": (name, value)
+        sweeps = [
+            (name, sweep)
             for name, sweep in self.results["sweeps"].items()
             if sweep["task"] == "cartpole"
+        ]
+        sweeps.sort(key=lambda item: item[1]["settings"]["epochs"] != 4)  # CleanRL's K first
+        self.cells = {
+            f"K = {sweep['settings']['epochs']}, learning rate {step_text(value)}": (name, value)
+            for name, sweep in sweeps
             for value in sweep["values"]
         }
-        first = next(iter(self.cells.values()))[0]
-        scale = self.results["sweeps"][first]["scale"]
+        first = sweeps[0][1]
+        scale = first["scale"]
         choice = widgets.Dropdown(options=list(self.cells), description="cell", **control_layout())
-        controls = {"cartpole_cell": choice, **method_boxes(MAIN_METHODS, "cartpole_")}
+        sets = widgets.Dropdown(
+            options=list(first["sets"]), description="seeds", **control_layout()
+        )
+        controls = {
+            "cartpole_cell": choice,
+            "cartpole_seeds": sets,
+            **method_boxes(MAIN_METHODS, "cartpole_"),
+        }
         with figure_style():
             figure = Figure(figsize=(9.0, 3.9), layout="constrained")
             axes = cartpole_axes(figure, scale["random_return"], scale["episodes"])
             self.panels = SpreadPanels(figure, axes, MAIN_METHODS)
         self._drawn: Any = None
-        boxes = list(controls)[1:]
+        boxes = list(controls)[2:]
         super().__init__(
             figure,
             self.update,
             controls,
             moving=self.panels.moving,
-            rows=[["cartpole_cell"], boxes[:3], boxes[3:]],
+            rows=[["cartpole_cell", "cartpole_seeds"], boxes[:3], boxes[3:]],
             description="PPO on CartPole in numpy: return, clip fraction and KL over many seeds",
         )
 
-    def update(self, cartpole_cell: str, **shown: bool) -> Markup:
-        """Draw the chosen cell's curves, showing the ticked methods."""
+    def update(self, cartpole_cell: str, cartpole_seeds: str, **shown: bool) -> Markup:
+        """Draw the chosen cell's curves on the chosen seed set, showing the ticked methods
+        that ran there."""
         name, value = self.cells[cartpole_cell]
-        sweep = self.results["sweeps"][name]
+        sweep = one_set(self.results, cartpole_seeds)["sweeps"][name]
         cells = {key: cell_at(sweep, key, value) for key in sweep["methods"]}
-        if self._drawn != cartpole_cell:
+        if self._drawn != (cartpole_cell, cartpole_seeds):
             steps = np.array(sweep["scale"]["curve_steps"], dtype=float)
             show_cartpole_curves(self.panels, steps, {k: c["curves"] for k, c in cells.items()})
-            self._drawn = cartpole_cell
-        self.panels.show_only(shown_methods(shown, "cartpole_"))
-        solved = sweep["scale"]["solved_return"]
+            self._drawn = (cartpole_cell, cartpole_seeds)
+        self.panels.show_only([k for k in shown_methods(shown, "cartpole_") if k in cells])
+        solved, seeds = sweep["scale"]["solved_return"], sweep["seeds"]
         columns = {
             "final return (mean)": lambda c: rounded(np.mean(c["final_return"]), 3),
-            f"seeds ≥ {solved:g}": lambda c: f"{c['solved']} of {sweep['seeds']}",
-            "seeds below random": lambda c: f"{c['collapsed']} of {sweep['seeds']}",
+            f"seeds ≥ {solved:g}": lambda c: f"{c['solved']} of {seeds}",
+            "seeds below random": lambda c: f"{c['collapsed']} of {seeds}",
             "score minus PPO's, seed by seed": lambda c: (
                 difference(c["vs_ppo"]) if "vs_ppo" in c else "–"
             ),
             "mean clip fraction": lambda c: rounded(c["clip_fraction"], 2),
         }
-        return summary_html(cells, columns, f"CartPole, {cartpole_cell}, {sweep['seeds']} seeds")
+        where = f"{cartpole_seeds} set, {seeds_text(self.results['sweeps'][name], cartpole_seeds)}"
+        caption = (
+            f"CartPole, {cartpole_cell}, {where}; n.d.: not distinguishable with {seeds} seeds"
+        )
+        return summary_html(cells, columns, caption)

@@ -1,0 +1,307 @@
+"""The study's claims as data: each chosen on the discovery seeds, checked on the confirmation
+seeds, and given its chance to flip on another fresh set.
+
+A claim compares *arms*, a method at a step size of a sweep (:class:`Arm`; without a step size,
+the one where the method scored best on the discovery set, so that the confirmation set scores
+it free of the winner's curse).  Three kinds:
+
+* :class:`Difference`: ``a`` minus ``b``, seed by seed (both ran on the same seeds): the mean
+  with its bootstrap 95% interval; the verdict is ``higher``, ``lower`` or ``not
+  distinguishable`` (the interval holds 0: not distinguishable with these seeds, which is not
+  "equal");
+* :class:`UpperEnd`: the top of ``a``'s stable range (the largest step size at which at least
+  90% of its seeds succeed) above ``b``'s, or above a step size.  Ranges are compared by their
+  upper ends: their lower ends are the grid's edge on the bandit, and on CartPole the budget of
+  50,000 steps (a small learning rate is too slow there, not unstable).  No stable step size at
+  all counts as below every one.  The interval of an upper end is the 2.5th to 97.5th
+  percentile of its value over bootstrap resamples of the seeds;
+* :class:`Stable`: whether at least 90% of ``a``'s seeds succeed (its share, with a bootstrap
+  95% interval).
+
+:func:`evaluate_claims` evaluates every claim of :data:`CLAIMS` on each seed set, and
+estimates how often its verdict would come out otherwise on a fresh set of as many seeds: it
+draws that many seeds, with replacement, from both sets pooled (the best estimate of the
+population there is), judges each of :data:`FLIP_RESAMPLES` draws as the claim is judged (a
+difference by the normal-approximation 95% interval, ``mean +- 1.96 sd / sqrt(n)``, a quick
+stand-in for the bootstrap's), and counts the draws whose verdict differs from the claim's.
+That plug-in estimate is the claim's *flip chance*; it decides the wording
+(:func:`status_of`): a claim is stated plainly when it holds on both sets and would flip on at
+most :data:`FLIP_PLAIN` of fresh sets, stated with its flip chance up to :data:`FLIP_HEDGED`,
+and not stated beyond that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from experiments.statistics import (
+    HIGHER,
+    LOWER,
+    NOT_DISTINGUISHABLE,
+    STABLE_SHARE,
+    bootstrap_interval,
+    verdict_of,
+)
+
+#: Verdicts of the other two kinds.
+ABOVE, NOT_ABOVE = "above", "not above"
+STABLE, NOT_STABLE = "stable", "not stable"
+#: The resamples behind a flip chance and an upper end's interval, and their seed.
+FLIP_RESAMPLES = 4000
+FLIP_SEED = 2017_0720
+#: Flip chances up to which a claim is stated plainly, or stated with its flip chance.
+FLIP_PLAIN = 0.05
+FLIP_HEDGED = 0.25
+#: A claim's status, from its verdicts on the two sets and its flip chance.
+STATED = "stated"
+HEDGED = "stated with its flip chance"
+FRAGILE = "not stated: would flip too often"
+NOT_CONFIRMED = "not stated: the confirmation set disagrees"
+NOT_DISCOVERED = "not stated: the discovery set disagrees"
+ONE_SET = "one seed set only"
+SHOWN = (STATED, HEDGED)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A method at a step size of a sweep; ``value=None``: its best on the discovery set."""
+
+    sweep: str
+    method: str
+    value: float | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: ``key`` names it, ``says`` states it in words (no numbers: the tables give
+    them), ``expect`` is its verdict."""
+
+    key: str
+    says: str
+    a: Arm
+    expect: str
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a,)
+
+
+@dataclass(frozen=True)
+class Difference(Claim):
+    """``a`` minus ``b``, seed by seed: :data:`HIGHER`, :data:`LOWER` or
+    :data:`NOT_DISTINGUISHABLE`."""
+
+    b: Arm = Arm("", "")
+    kind = "difference"
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a, self.b)
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        a, b = data
+        diff = np.asarray(a["scores"]) - np.asarray(b["scores"])
+        low, high = bootstrap_interval(diff)
+        return {"estimate": float(diff.mean()), "ci": [low, high], "verdict": verdict_of(low, high)}
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        diff = (np.asarray(pooled[0]["scores"]) - np.asarray(pooled[1]["scores"]))[draws]
+        mean, sd = diff.mean(axis=1), diff.std(axis=1, ddof=1)
+        half = 1.96 * sd / np.sqrt(draws.shape[1])
+        verdicts = np.full(len(draws), NOT_DISTINGUISHABLE, dtype=object)
+        verdicts[mean - half > 0] = HIGHER
+        verdicts[mean + half < 0] = LOWER
+        return verdicts
+
+
+@dataclass(frozen=True)
+class UpperEnd(Claim):
+    """The top of ``a``'s stable range above ``b``'s (an arm: its step size is ignored) or
+    above the step size ``than``: :data:`ABOVE` or :data:`NOT_ABOVE`."""
+
+    b: Arm | None = None
+    than: float | None = None
+    kind = "upper end"
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a,) if self.b is None else (self.a, self.b)
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        tops = [top_of(sweep_cells) for sweep_cells in data]
+        draws = resamples(len(data[0][0]["succeeded"]))
+        intervals = [top_interval(sweep_cells, draws) for sweep_cells in data]
+        if self.b is None:
+            tops.append(self.than)
+        above = (tops[0] or 0.0) > (tops[1] or 0.0)
+        return {"estimate": tops, "ci": intervals, "verdict": ABOVE if above else NOT_ABOVE}
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        tops = [tops_of(sweep_cells, draws) for sweep_cells in pooled]
+        other = tops[1] if self.b is not None else np.full(len(draws), self.than)
+        return np.where(tops[0] > other, ABOVE, NOT_ABOVE).astype(object)
+
+
+@dataclass(frozen=True)
+class Stable(Claim):
+    """Whether at least 90% of ``a``'s seeds succeed: :data:`STABLE` or :data:`NOT_STABLE`."""
+
+    kind = "stable"
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        succeeded = successes(data[0])
+        share = float(succeeded.mean())
+        return {
+            "estimate": share,
+            "ci": list(bootstrap_interval(succeeded.astype(float))),
+            "verdict": STABLE if share >= STABLE_SHARE else NOT_STABLE,
+        }
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        shares = successes(pooled[0])[draws].mean(axis=1)
+        return np.where(shares >= STABLE_SHARE, STABLE, NOT_STABLE).astype(object)
+
+
+def successes(cell: Mapping[str, Any]) -> np.ndarray:
+    """Per seed, whether it succeeded (the cell's ``succeeded`` string of 0s and 1s)."""
+    return np.frombuffer(cell["succeeded"].encode(), dtype=np.uint8) == ord("1")
+
+
+def top_of(cells: Sequence[Mapping[str, Any]]) -> float | None:
+    """The largest step size at which at least 90% of the seeds succeed (None: none)."""
+    stable = [c["value"] for c in cells if successes(c).mean() >= STABLE_SHARE]
+    return max(stable) if stable else None
+
+
+def tops_of(cells: Sequence[Mapping[str, Any]], draws: np.ndarray) -> np.ndarray:
+    """:func:`top_of` on each resample of seeds (one per row of ``draws``), 0 for none."""
+    values = np.array([c["value"] for c in cells])
+    shares = np.stack([successes(c)[draws].mean(axis=1) for c in cells], axis=1)
+    return np.where(shares >= STABLE_SHARE, values, 0.0).max(axis=1)
+
+
+def top_interval(cells: Sequence[Mapping[str, Any]], draws: np.ndarray) -> list[float | None]:
+    """The 2.5th and 97.5th percentiles of the upper end over resamples (None: no range)."""
+    low, high = np.percentile(tops_of(cells, draws), (2.5, 97.5), method="nearest")
+    return [float(low) or None, float(high) or None]
+
+
+def resamples(seeds: int, size: int | None = None) -> np.ndarray:
+    """:data:`FLIP_RESAMPLES` rows of ``size`` seed indices drawn from ``range(seeds)``."""
+    rng = np.random.default_rng(FLIP_SEED)
+    return rng.integers(0, seeds, (FLIP_RESAMPLES, size or seeds))
+
+
+# -- the claims ----------------------------------------------------------------------------
+
+#: Every claim of the study (its text in notebook 4 and RESULTS.md), chosen on the discovery
+#: set.  Filled in once the discovery set had run, before the confirmation set had.
+CLAIMS: tuple[Claim, ...] = ()
+
+
+# -- evaluation ----------------------------------------------------------------------------
+
+
+def arm_data(results: Mapping[str, Any], arm: Arm, seed_set: str, claim: Claim) -> Any:
+    """What ``claim`` needs of ``arm`` on one set: a cell, or a method's cells (upper ends)."""
+    sweep = results["sweeps"][arm.sweep]
+    cells = sweep["sets"][seed_set]["methods"][arm.method]["cells"]
+    if isinstance(claim, UpperEnd):
+        return cells
+    return next(c for c in cells if c["value"] == value_of(results, arm))
+
+
+def value_of(results: Mapping[str, Any], arm: Arm) -> float:
+    """The arm's step size: its own, or its method's best on the discovery set."""
+    if arm.value is not None:
+        return arm.value
+    sets = results["sweeps"][arm.sweep]["sets"]
+    chooser = sets.get("discovery") or next(iter(sets.values()))
+    return chooser["methods"][arm.method]["best"]["value"]
+
+
+def pooled_data(data: Sequence[Any]) -> Any:
+    """Two sets' data as one: per cell, both sets' seeds."""
+
+    def join(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+        scores = list(a["scores"]) + list(b["scores"])
+        return {"value": a["value"], "scores": scores, "succeeded": a["succeeded"] + b["succeeded"]}
+
+    first, second = data
+    if isinstance(first, list):
+        return [join(a, b) for a, b in zip(first, second, strict=True)]
+    return join(first, second)
+
+
+def available(results: Mapping[str, Any], claim: Claim) -> bool:
+    """Whether the results hold every arm the claim compares, on some seed set."""
+    for arm in claim.arms():
+        sweep = results["sweeps"].get(arm.sweep)
+        if sweep is None or arm.method not in sweep["methods"]:
+            return False
+        if arm.value is not None and arm.value not in sweep["values"]:
+            return False
+    return True
+
+
+def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
+    """One claim on each seed set the results hold, its flip chance and its status."""
+    sets = [s for s in ("discovery", "confirmation") if s in results["seed_sets"]]
+    data = {s: [arm_data(results, arm, s, claim) for arm in claim.arms()] for s in sets}
+    entry: dict[str, Any] = {
+        "key": claim.key,
+        "kind": claim.kind,
+        "says": claim.says,
+        "expect": claim.expect,
+        "arms": [
+            {"sweep": arm.sweep, "method": arm.method, "value": value_of(results, arm)}
+            for arm in claim.arms()
+        ],
+    }
+    if isinstance(claim, UpperEnd) and claim.than is not None:
+        entry["than"] = claim.than
+    for seed_set in sets:
+        found = claim.on_set(data[seed_set])
+        seeds = results["sweeps"][claim.a.sweep]["seeds"]
+        entry[seed_set] = {**found, "holds": found["verdict"] == claim.expect, "seeds": seeds}
+    if len(sets) == 2:
+        pooled = [pooled_data(pair) for pair in zip(data[sets[0]], data[sets[1]], strict=True)]
+        seeds = results["sweeps"][claim.a.sweep]["seeds"]
+        draws = resamples(2 * seeds, seeds)
+        flips = claim.fresh_verdicts(pooled, draws) != claim.expect
+        entry["flip"] = float(flips.mean())
+    entry["status"] = status_of(entry)
+    return entry
+
+
+def status_of(entry: Mapping[str, Any]) -> str:
+    """How a claim may be worded, from its verdicts on both sets and its flip chance."""
+    if "flip" not in entry:
+        return ONE_SET
+    if not entry["discovery"]["holds"]:
+        return NOT_DISCOVERED
+    if not entry["confirmation"]["holds"]:
+        return NOT_CONFIRMED
+    if entry["flip"] <= FLIP_PLAIN:
+        return STATED
+    return HEDGED if entry["flip"] <= FLIP_HEDGED else FRAGILE
+
+
+def evaluate_claims(
+    results: Mapping[str, Any], claims: Sequence[Claim] | None = None
+) -> list[dict[str, Any]]:
+    """Every claim (default :data:`CLAIMS`) the results can judge, evaluated."""
+    chosen = CLAIMS if claims is None else claims
+    return [evaluate(results, claim) for claim in chosen if available(results, claim)]
+
+
+def stated(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The claims the results state (plainly or with their flip chance), by key."""
+    return {c["key"]: c for c in results.get("claims", []) if c["status"] in SHOWN}
+
+
+def keeps_every_verdict(results: Mapping[str, Any]) -> float:
+    """The estimated chance that a re-run on fresh seeds keeps every stated verdict (the
+    flips taken as independent)."""
+    return float(np.prod([1.0 - c["flip"] for c in stated(results).values()]))
