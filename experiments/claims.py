@@ -16,7 +16,9 @@ it free of the winner's curse).  Three kinds:
   all counts as below every one.  The interval of an upper end is the 2.5th to 97.5th
   percentile of its value over bootstrap resamples of the seeds;
 * :class:`Stable`: whether at least 90% of ``a``'s seeds succeed (its share, with a bootstrap
-  95% interval).
+  95% interval);
+* :class:`Interaction`: how a factor changes a difference, ``(a - b) - (c - d)`` seed by seed,
+  judged as a difference.
 
 :func:`evaluate_claims` evaluates every claim of :data:`CLAIMS` on each seed set, and
 estimates how often its verdict would come out otherwise on a fresh set of as many seeds: it
@@ -84,6 +86,7 @@ class Claim:
     says: str
     a: Arm
     expect: str
+    kind = ""
 
     def arms(self) -> tuple[Arm, ...]:
         return (self.a,)
@@ -114,6 +117,32 @@ class Difference(Claim):
         verdicts[mean - half > 0] = HIGHER
         verdicts[mean + half < 0] = LOWER
         return verdicts
+
+
+@dataclass(frozen=True)
+class Interaction(Difference):
+    """How much a factor changes a difference: ``(a - b) - (c - d)``, seed by seed (the four
+    arms ran on the same seeds), for example the unclipped surrogate's loss against PPO at
+    K = 10 minus at K = 4."""
+
+    c: Arm = Arm("", "")
+    d: Arm = Arm("", "")
+    kind = "interaction"
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a, self.b, self.c, self.d)
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        return super().on_set(_interaction_as_pair(data))
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        return super().fresh_verdicts(_interaction_as_pair(pooled), draws)
+
+
+def _interaction_as_pair(data: Sequence[Any]) -> list[dict[str, Any]]:
+    """Four arms' cells as the two of a difference: ``a - b`` and ``c - d`` per seed."""
+    a, b, c, d = (np.asarray(cell["scores"]) for cell in data)
+    return [{"scores": a - b}, {"scores": c - d}]
 
 
 @dataclass(frozen=True)

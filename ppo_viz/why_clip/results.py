@@ -241,7 +241,7 @@ def claim_estimate(claim: Mapping[str, Any], seed_set: str) -> str:
     """One claim's estimate on one set, with its interval and verdict, as text."""
     found = claim[seed_set]
     verdict = found["verdict"]
-    if claim["kind"] == "difference":
+    if claim["kind"] in ("difference", "interaction"):
         paired = {"diff": found["estimate"], "ci": found["ci"], "verdict": verdict}
         text = difference(paired).removesuffix(" n.d.")
         if verdict == NOT_DISTINGUISHABLE:
