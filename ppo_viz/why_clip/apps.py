@@ -116,64 +116,82 @@ def summary_html(runs: Mapping[str, Any], columns: Mapping[str, Any], caption: s
 
 
 class RangeExplorer(LiveFigure):
-    """The committed range figure; a button re-runs the bandit's sweep on fresh seeds."""
+    """The committed range figure (``panels``: sweeps and methods); with the bandit's panel, a
+    button re-runs the bandit's sweep on fresh seeds."""
 
-    def __init__(self, results: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        results: Mapping[str, Any] | None = None,
+        panels: Sequence[tuple[str, Sequence[str]]] = HEADLINE,
+        prefix: str = "range_",
+    ) -> None:
         self.results = load_results() if results is None else results
-        self.sweep = self.results["sweeps"][HEADLINE[0][0]]
+        self.panels, self.prefix = tuple(panels), prefix
+        self.methods = [k for k in MAIN_METHODS if any(k in methods for _, methods in panels)]
+        names = [name for name, _ in panels]
+        self.sweep = self.results["sweeps"]["bandit"] if "bandit" in names else None
         #: Per method, per step size: the final scores of the fresh seeds run so far.
         self.fresh: dict[str, np.ndarray] = {}
         self.next_seed = FRESH_OFFSET
-        figure = range_figure(self.results)
-        self.artists: dict[str, list[Any]] = {key: [] for key in MAIN_METHODS}
+        figure = range_figure(self.results, panels)
+        self.artists: dict[str, list[Any]] = {key: [] for key in self.methods}
         for ax in figure.axes:
             for artist in (*ax.lines, *ax.collections):
                 self.artists.get(artist.get_gid(), []).append(artist)
-        top = figure.axes[0]
-        self.marks = {
-            key: top.plot([], [], **FRESH_MARK, color=METHOD_LINES[key]["color"])[0]
-            for key in MAIN_METHODS
-        }
-        self.more = SeedsButton(f"re-run on {FRESH_SEEDS} fresh seeds", self.run_fresh_seeds)
-        boxes = method_boxes(MAIN_METHODS, "range_")
+        self.marks: dict[str, Any] = {}
+        below = []
+        if self.sweep is not None:
+            top = figure.axes[2 * names.index("bandit")]  # each panel: its scores, its strip
+            self.marks = {
+                key: top.plot([], [], **FRESH_MARK, color=METHOD_LINES[key]["color"])[0]
+                for key in self.methods
+            }
+            self.more = SeedsButton(f"re-run on {FRESH_SEEDS} fresh seeds", self.run_fresh_seeds)
+            below.append(self.more.widget)
+        boxes = method_boxes(self.methods, prefix)
         moving = [a for artists in self.artists.values() for a in artists]
         super().__init__(
             figure,
             self.update,
             boxes,
             moving=[*moving, *self.marks.values()],
-            rows=[list(boxes)[:3], list(boxes)[3:]],
-            below=[self.more.widget],
+            rows=[list(boxes)[:3], list(boxes)[3:]] if len(boxes) > 3 else [list(boxes)],
+            below=below,
             description="Final score against step size, per method, over many seeds",
         )
 
     def update(self, **values: bool) -> Markup:
-        """Show the ticked methods; the readout compares each seed set's stable range on the
-        bandit, and the fresh seeds' once the button ran."""
-        shown = shown_methods(values, "range_")
-        for key in MAIN_METHODS:
-            for artist in (*self.artists[key], self.marks[key]):
+        """Show the ticked methods; the readout gives each panel's stable ranges on each seed
+        set, and on the fresh seeds once the button ran."""
+        shown = [k for k in self.methods if values[f"{self.prefix}show_{k.replace('.', '')}"]]
+        for key in self.methods:
+            marks = [self.marks[key]] if key in self.marks else []
+            for artist in (*self.artists[key], *marks):
                 artist.set_visible(key in shown)
+        columns = {}
+        for name, _ in self.panels:
+            sweep = self.results["sweeps"][name]
+            for seed_set in sweep["sets"]:
+                heading = f"{sweep['title']}: {seed_set} {seeds_text(sweep, seed_set)}"
+                columns[heading] = lambda key, n=name, s=seed_set: stable_text(
+                    self.stable(key, n, s)
+                )
         share = f"{self.results['stable_share']:.0%}"
-        columns = {
-            f"α where ≥ {share} succeed: {seed_set} {seeds_text(self.sweep, seed_set)}": (
-                lambda key, seed_set=seed_set: stable_text(self.stable(key, seed_set))
-            )
-            for seed_set in self.sweep["sets"]
-        }
-        caption = "bandit, K = 20: the committed seed sets"
+        caption = f"Step sizes where ≥ {share} of the seeds succeed"
         if self.fresh:
             fresh = f"fresh seeds {FRESH_OFFSET}–{self.next_seed - 1}"
-            columns[f"… on {fresh}"] = lambda key: stable_text(self.stable(key, "fresh"))
+            columns[f"bandit: {fresh}"] = lambda key: stable_text(self.stable(key, "bandit"))
             caption += f"; diamonds: the mean score on {fresh}"
         return summary_html({key: key for key in shown}, columns, caption)
 
-    def stable(self, key: str, seed_set: str) -> list[float] | None:
-        """A method's stable range on a committed seed set, or on the fresh seeds."""
+    def stable(self, key: str, name: str, seed_set: str = "fresh") -> list[float] | None:
+        """A method's stable range in a sweep on a committed seed set, or on the fresh seeds."""
+        sweep = self.results["sweeps"][name]
         if seed_set != "fresh":
-            return self.sweep["sets"][seed_set]["methods"][key]["stable"]
-        shares = np.mean(self.fresh[key] >= self.sweep["success_score"], axis=1)
-        stable = np.array(self.sweep["values"])[shares >= self.results["stable_share"]]
+            entry = sweep["sets"][seed_set]["methods"].get(key)
+            return None if entry is None else entry["stable"]
+        shares = np.mean(self.fresh[key] >= sweep["success_score"], axis=1)
+        stable = np.array(sweep["values"])[shares >= self.results["stable_share"]]
         return [stable.min(), stable.max()] if stable.size else None
 
     def run_fresh_seeds(self) -> None:
@@ -182,14 +200,16 @@ class RangeExplorer(LiveFigure):
         seeds = tuple(range(self.next_seed, self.next_seed + FRESH_SEEDS))
         stored = self.sweep["settings"]
         base = BanditLoopSettings(**{**stored, "arm_means": tuple(stored["arm_means"])})
-        scores: dict[str, list[np.ndarray]] = {key: [] for key in MAIN_METHODS}
+        scores: dict[str, list[np.ndarray]] = {key: [] for key in self.methods}
         with self.more.running(len(self.sweep["values"])):
             for value in self.sweep["values"]:
-                runs = run_bandit_methods(replace(base, step_size=value), seeds)
+                runs = run_bandit_methods(
+                    replace(base, step_size=value), seeds, tuple(self.methods)
+                )
                 for key, run in runs.items():
                     scores[key].append(run.score)
                 self.more.progress.value += 1
-        for key in MAIN_METHODS:
+        for key in self.methods:
             new = np.array(scores[key])  # one row per step size, one column per seed
             self.fresh[key] = np.hstack([self.fresh[key], new]) if key in self.fresh else new
             self.marks[key].set_data(self.sweep["values"], self.fresh[key].mean(axis=1))
