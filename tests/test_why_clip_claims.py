@@ -9,6 +9,7 @@ import pytest
 
 from experiments import claims
 from experiments.claims import Arm, Difference, Interaction, Stable, UpperEnd, evaluate
+from ppo_viz.why_clip.results import claim_tier
 
 SEEDS = 40
 VALUES = [0.1, 1.0, 10.0]
@@ -175,10 +176,14 @@ def test_the_wording_follows_the_flip_chance(flip, status):
 def test_the_chance_that_a_rerun_keeps_every_stated_verdict():
     results = {
         "claims": [
-            {"key": "a", "status": claims.STATED, "flip": 0.02},
-            {"key": "b", "status": claims.HEDGED, "flip": 0.1},
-            {"key": "c", "status": claims.FRAGILE, "flip": 0.5},
+            {"key": "a", "status": claims.STATED, "stated": True, "flip": 0.02},
+            {"key": "b", "status": claims.STATED, "stated": True, "flip": 0.01},
+            {"key": "c", "status": claims.HEDGED, "stated": False, "flip": 0.1},
+            {"key": "d", "status": claims.FRAGILE, "stated": False, "flip": 0.5},
         ]
     }
     assert set(claims.stated(results)) == {"a", "b"}
-    assert claims.keeps_every_verdict(results) == pytest.approx(0.98 * 0.9)
+    assert set(claims.hedged(results)) == {"c"}
+    assert claims.keeps_every_verdict(results) == pytest.approx(0.98 * 0.99)
+    tiers = [claim_tier(c) for c in results["claims"]]
+    assert tiers == ["stated", "stated", "hedged", "other"]

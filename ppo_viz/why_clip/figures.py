@@ -74,6 +74,7 @@ def results_figure(results: Mapping[str, Any]) -> Figure:
         top, bottom = figure.subfigures(2, 1, height_ratios=(1.0, 0.95))
     range_figure(results, HEADLINE, top)
     range_figure(results, EPOCH_PANELS, bottom)
+    bottom.suptitle("The epochs per rollout K as a factor: CartPole at K = 1, 4 and 10")
     return figure
 
 
@@ -97,12 +98,12 @@ def draw_sweep(
     top.set(xscale="log", ylabel="final score", ylim=(min(-0.05, top.get_ylim()[0]), 1.05))
     top.axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
     seeds = " + ".join([str(sweep["seeds"])] * sets)
-    top.set_title(f"{sweep['title']}: {seeds} seeds per point", fontsize="medium")
+    top.set_title(f"{sweep['title']}, {seeds} seeds", fontsize="medium")
     top.tick_params(labelbottom=False)
     strip.set(ylim=(len(methods) - 0.5, -0.5), yticks=[], xlabel=AXIS_NAMES[sweep["swept"]])
     symbol = SYMBOLS[sweep["swept"]]
-    where = "on each seed set" if sets > 1 else "of the seeds"
-    strip.set_title(f"{symbol} where ≥ {share:.0%} succeed {where}", fontsize="small")
+    where = "succeed on each set" if sets > 1 else "of the seeds succeed"
+    strip.set_title(f"{symbol} where ≥ {share:.0%} {where}", fontsize="small")
     strip.grid(axis="y", visible=False)
 
 

@@ -267,14 +267,28 @@ def flip_text(flip: float) -> str:
     return f"{100 * flip:.2g}%"
 
 
-def claims_table(results: Mapping[str, Any], statuses: Sequence[str] | None = None) -> Table:
-    """Per claim (those with one of ``statuses``; default all): what it says, its estimate
-    with interval and verdict on each seed set, its flip chance and its status."""
+#: The claims' tiers (:func:`claim_tier`): stated, tendencies given with their flip chance,
+#: and the rest.
+TIERS = ("stated", "hedged", "other")
+
+
+def claim_tier(claim: Mapping[str, Any]) -> str:
+    """``stated`` (held on both sets, rarely flips), ``hedged`` (held on both sets, flips
+    more often: a tendency) or ``other`` (not stated)."""
+    if claim["stated"]:
+        return "stated"
+    return "hedged" if claim["status"].endswith("given with its flip chance") else "other"
+
+
+def claims_table(results: Mapping[str, Any], tier: str | None = None) -> Table:
+    """Per claim (of one of :data:`TIERS`; default all): what it says, its estimate with interval
+    and verdict on each seed set, its flip chance (how often a fresh set of as many seeds would
+    give another verdict) and its status."""
     sets = seed_sets(results)
     header = ["claim", *(f"{s} set" for s in sets), "flip chance", "status"]
     rows = []
     for claim in results.get("claims", []):
-        if statuses is not None and claim["status"] not in statuses:
+        if tier is not None and claim_tier(claim) != tier:
             continue
         found = [claim_estimate(claim, s) for s in sets if s in claim]
         flip = flip_text(claim["flip"]) if "flip" in claim else "–"
