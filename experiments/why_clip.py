@@ -35,8 +35,8 @@ about (does clipping keep more epochs per batch safe?); the other four methods r
 CleanRL's K = 4.  Plain policy gradient is the unclipped surrogate at K = 1, computed once for
 both sweeps.  20 + 20 seeds per CartPole cell is the fewest that give a 90% success share a
 meaning on each set (18 of 20); the bandit is cheap, so every method runs on 400 + 400.  In
-all: about 4,700 CPU seconds, 39 minutes on 2 free cores (``cpu_seconds`` in the results
-adds up what each cell took; the notebook states the committed run's numbers).
+all: about 80 CPU minutes, 40 minutes on 2 free cores (``cpu_seconds`` in the results adds up
+what each cell took as it ran; on a machine shared with other work the wall time is longer).
 
 The cells run in ``--jobs`` worker processes (default: every CPU this process may use), with
 one BLAS thread each, behind a progress bar on stderr; the discovery set first.  Each finished

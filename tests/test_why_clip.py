@@ -39,6 +39,7 @@ from experiments.cartpole_agent import (
     run_cartpole,
     taken,
 )
+from experiments.claims import CLAIMS, FLIP_PLAIN, HEDGED, evaluate_claims
 from experiments.networks import MLP, Adam, clip_by_global_norm
 from experiments.report import markdown
 from experiments.statistics import bootstrap_interval, paired_difference, stable_range
@@ -74,15 +75,13 @@ from ppo_viz.why_clip.results import (
     RESULTS_DIR,
     RESULTS_JSON,
     RESULTS_MARKDOWN,
-    TABLE_1_COLUMNS,
     cell_at,
     claims_table,
     difference,
-    estimate,
+    flip_text,
     load_results,
     one_set,
     range_table,
-    stable_text,
     table_1,
 )
 
@@ -433,12 +432,17 @@ def test_the_committed_results_are_the_full_plans():
 
 
 def test_the_whole_study_fits_an_hour_on_two_cores():
-    """The cells' CPU time, measured as they ran, fits 60 minutes on 2 free cores; the cost
-    model that orders the work and drives the progress bar is within a factor of 2 of it."""
-    results = committed()
-    assert results["cpu_seconds"] <= 2 * 3600
+    """The cells' CPU time, measured as they ran, fits 60 minutes on 2 free cores, as the
+    command's docstring and the README say; the cost model that orders the work and drives
+    the progress bar is within a factor of 2 of it."""
+    cpu = committed()["cpu_seconds"]
+    assert cpu <= 2 * 3600
     estimated = sum(c.cost for c in {c.key: c for c in command.FULL_PLAN.cells}.values())
-    assert 0.5 < results["cpu_seconds"] / estimated < 2.0
+    assert 0.5 < cpu / estimated < 2.0
+    said = f"about {cpu / 60:.0f} CPU minutes"
+    for text in (command.__doc__, (REPOSITORY / "README.md").read_text(encoding="utf-8")):
+        assert said in " ".join(text.split())
+        assert f"{cpu / 120:.0f} minutes on 2 free cores" in " ".join(text.split())
 
 
 @pytest.mark.parametrize("seed_set", SEED_SETS)
@@ -779,8 +783,9 @@ def test_the_cartpole_app_shows_the_committed_curves_of_each_cell_and_set(monkey
 
 
 # --------------------------------------------------------------------------
-# Notebook 4's prose: every number it states, computed from the committed results, the plan's
-# constants and the notebook's own live runs, formatted as the prose formats them
+# Notebook 4's prose: every number it states, computed from the committed results (each claim
+# evaluated again from its seeds, on both sets), the plan's constants and the notebook's own
+# live runs, formatted as the prose formats them
 # --------------------------------------------------------------------------
 
 
@@ -789,27 +794,189 @@ def prose() -> str:
     return markdown_of(NOTEBOOK)
 
 
-def sweep_of(name: str):
-    return committed()["sweeps"][name]
+@cache
+def claim(key: str) -> dict:
+    """A claim, evaluated again from the committed seeds (and the same as committed)."""
+    return next(c for c in committed()["claims"] if c["key"] == key)
 
 
-def best(name: str, key: str):
-    return sweep_of(name)["methods"][key]["best"]
+def point(key: str, seed_set: str) -> str:
+    """A difference claim's estimate on one set as the prose writes it: ``-0.197``."""
+    found = claim(key)[seed_set]
+    return difference({**found, "diff": found["estimate"]}).split()[0]
 
 
-def best_mean(name: str, key: str) -> str:
-    """A method's best mean score as the range table writes it (its interval's precision)."""
-    entry = best(name, key)
-    return estimate(entry["mean"], entry["ci"]).split()[0]
+def with_interval(key: str, seed_set: str) -> str:
+    """A difference claim's estimate and interval on one set: ``+0.0015 [-0.0003, +0.0050]``."""
+    found = claim(key)[seed_set]
+    return difference({**found, "diff": found["estimate"]}).removesuffix(" n.d.")
 
 
-def stable(name: str, key: str) -> str:
-    return stable_text(sweep_of(name)["methods"][key]["stable"])
+def both(key: str) -> str:
+    """``-0.197 and -0.211``: a difference on the discovery set, then the confirmation set."""
+    return f"{point(key, 'discovery')} and {point(key, 'confirmation')}"
+
+
+def tops(key: str, seed_set: str = "confirmation") -> list[float | None]:
+    return claim(key)[seed_set]["estimate"]
+
+
+def test_every_committed_claim_is_what_its_seeds_give():
+    """The claims in the JSON are exactly what the claims' code computes from the committed
+    seeds' scores (so the tests below assert the data, not a copy)."""
+    assert evaluate_claims(committed()) == committed()["claims"]
+    assert {c["key"] for c in committed()["claims"]} == {c.key for c in CLAIMS}
+
+
+def test_every_stated_claim_holds_on_both_sets_and_rarely_flips():
+    stated = [c for c in committed()["claims"] if c["stated"]]
+    assert len(stated) >= 10
+    for found in stated:
+        assert found["discovery"]["holds"], found["key"]
+        assert found["confirmation"]["holds"], found["key"]
+        assert found["discovery"]["verdict"] == found["confirmation"]["verdict"] == found["expect"]
+        assert found["flip"] <= FLIP_PLAIN, found["key"]
+    flips = sum(c["flip"] for c in stated)
+    assert flips < 0.1  # a re-run on fresh seeds keeps every stated verdict, bar bad luck
+
+
+#: What the prose states as findings (held on both sets, flip chance <= 5%).
+STATED_IN_PROSE = (
+    "bandit_top_ppo_above_unclipped",
+    "bandit_top_clip_only_above_unclipped",
+    "bandit_top_early_stop_above_unclipped",
+    "bandit_top_plain_pg_above_unclipped",
+    "bandit_top_ppo_above_kl_adaptive_0.01",
+    "bandit_top_ppo_above_kl_fixed_1",
+    "bandit_unclipped_below_ppo_at_1",
+    "bandit_unclipped_above_ppo_at_0.2",
+    "bandit_plain_pg_below_ppo_at_0.5",
+    "cartpole_ppo_not_stable_at_cleanrl_lr",
+    "cartpole_unclipped_below_ppo_at_0.01",
+    "cartpole_adaptive_above_unclipped_at_0.01",
+    "epochs_top_ppo_above_unclipped_k10",
+    "epochs_help_ppo_more_than_unclipped_at_0.005",
+    "epochs_ppo_k10_above_k1_at_0.005",
+    "epochs_unclipped_k10_above_k1_at_0.0005",
+    "epochs_k1_ppo_above_unclipped_at_0.025",
+    "epochs_unclipped_below_ppo_at_k10",
+)
+#: What the prose gives as tendencies, each with its flip chance.
+TENDENCIES_IN_PROSE = (
+    "bandit_top_clip_only_above_ppo",
+    "bandit_plain_pg_best_vs_ppo_best",
+    "bandit_adaptive_below_unclipped_at_1",
+    "cartpole_top_ppo_above_unclipped",
+    "cartpole_top_ppo_above_kl_adaptive_0.01",
+    "cartpole_adaptive_best_vs_ppo_best",
+    "epochs_unclipped_k10_below_k1_at_0.005",
+    "epochs_k1_ppo_vs_unclipped_at_0.0025",
+)
+#: What the prose says is not stated, and why.
+NOT_STATED_IN_PROSE = {
+    "bandit_top_adaptive_above_unclipped": "would flip",
+    "bandit_clip_only_best_above_ppo_best": "would flip",
+    "bandit_early_stop_best_above_ppo_best": "confirmation set disagrees",
+    "bandit_eps_0.3_vs_0.2_at_1": "confirmation set disagrees",
+    "cartpole_adaptive_below_ppo_at_0.01": "would flip",
+    "epochs_k10_widens_the_gap_at_0.0025": "discovery set disagrees",
+}
+
+
+def test_the_notebook_states_each_finding_with_both_sets_numbers(prose):
+    for key in STATED_IN_PROSE:
+        assert claim(key)["stated"], key
+    differences = [
+        key
+        for key in STATED_IN_PROSE
+        if claim(key)["kind"] in ("difference", "interaction")
+        and key != "epochs_help_ppo_more_than_unclipped_at_0.005"
+    ]
+    assert_states(prose, *(both(key) for key in differences))
+    grows = "epochs_help_ppo_more_than_unclipped_at_0.005"
+    assert_states(prose, f"(by {point(grows, 'discovery')} and {point(grows, 'confirmation')})")
+    for seed_set in ("discovery", "confirmation"):  # the upper ends, the same on both sets
+        assert tops("bandit_top_ppo_above_unclipped", seed_set) == [10.0, 0.2]
+        for key in ("clip_only", "early_stop", "plain_pg"):
+            assert tops(f"bandit_top_{key}_above_unclipped", seed_set)[0] == 20.0
+        for key in ("kl_adaptive_0.01", "kl_fixed_1"):
+            assert tops(f"bandit_top_ppo_above_{key}", seed_set) == [10.0, 0.5]
+        assert tops("epochs_top_ppo_above_unclipped_k10", seed_set) == [0.01, None]
+        assert claim("cartpole_ppo_not_stable_at_cleanrl_lr")[seed_set]["estimate"] == 0.0
+    assert_states(
+        prose,
+        "upper end of PPO's stable range is $\\alpha$ = 10, and that of the unclipped surrogate, "
+        "with the same 20 epochs, 0.2",
+        "reach $\\alpha$ = 20 on both sets",
+        "($\\beta = 1$), 0.5 on both sets",
+        "the upper end of its range is 0.01 on both sets, and the unclipped surrogate has none",
+    )
+
+
+def test_the_notebook_gives_each_tendency_with_its_flip_chance(prose):
+    for key in TENDENCIES_IN_PROSE:
+        assert claim(key)["status"] == HEDGED, key
+        assert flip_text(claim(key)["flip"]) in prose, key
+    plain_pg = "bandit_plain_pg_best_vs_ppo_best"
+    assert_states(
+        prose,
+        f"({with_interval(plain_pg, 'discovery')} and {with_interval(plain_pg, 'confirmation')};",
+        f"flip chance {flip_text(claim('bandit_top_clip_only_above_ppo')['flip'])}.)",
+        f"({both('bandit_adaptive_below_unclipped_at_1')}; a tendency",
+        f"({both('epochs_unclipped_k10_below_k1_at_0.005')}, a tendency",
+    )
+    same = {
+        flip_text(claim(f"cartpole_top_ppo_above_{k}")["flip"])
+        for k in ("unclipped", "clip_only", "plain_pg", "early_stop")
+    }
+    assert len(same) == 1  # "8% of the time each"
+    assert f"{same.pop()} of the time each" in prose
+
+
+def test_the_notebook_says_which_claims_are_not_stated_and_why(prose):
+    for key, why in NOT_STATED_IN_PROSE.items():
+        assert not claim(key)["stated"], key
+        assert claim(key)["status"] != HEDGED, key
+        assert why in claim(key)["status"], key
+    assert_states(
+        prose,
+        f"reverse that order {flip_text(claim('bandit_top_adaptive_above_unclipped')['flip'])}",
+        f"would flip on {flip_text(claim('bandit_clip_only_best_above_ppo_best')['flip'])} of",
+    )
+    assert claim("bandit_early_stop_best_above_ppo_best")["confirmation"]["verdict"] == (
+        "not distinguishable"
+    )
+    eps = claim("bandit_eps_0.3_vs_0.2_at_1")
+    assert eps["discovery"]["verdict"] == "not distinguishable"
+    assert eps["confirmation"]["verdict"] == "higher"  # "puts ε = 0.3 higher"
+    assert tops("bandit_top_adaptive_above_unclipped", "discovery") == [0.5, 0.2]
+    assert tops("bandit_top_adaptive_above_unclipped") == [0.5, 0.2]
+    assert claim("epochs_k10_widens_the_gap_at_0.0025")["discovery"]["verdict"] == (
+        "not distinguishable"
+    )
+    assert 0.4 < claim("cartpole_adaptive_below_ppo_at_0.01")["flip"] < 0.6  # "about half"
+    assert_states(prose, "would reverse that last order about half the time")
+
+
+def test_the_notebook_states_cartpoles_counts(prose):
+    """PPO alone stable at K = 4, on both sets, at 0.005 and 0.01; nothing solves at 2.5e-4."""
+    for seed_set in ("discovery", "confirmation"):
+        sweep = one_set(committed(), seed_set)["sweeps"]["cartpole"]
+        assert sweep["methods"]["ppo"]["stable"] == [0.005, 0.01]
+        assert all(sweep["methods"][k]["stable"] is None for k in sweep["methods"] if k != "ppo")
+        assert all(cell_at(sweep, k, 2.5e-4)["solved"] == 0 for k in sweep["methods"])
+    assert_states(prose, "(0.005 and 0.01;", "(PPO: 0 of 20 on both sets)")
+    equal = []
+    for seed_set in ("discovery", "confirmation"):  # clip-only at CleanRL's rate: PPO's updates
+        sweep = one_set(committed(), seed_set)["sweeps"]["cartpole"]
+        pair = [np.array(cell_at(sweep, k, 2.5e-4)["scores"]) for k in ("clip_only", "ppo")]
+        equal.append(f"{int(np.sum(pair[0] == pair[1]))} of the {sweep['seeds']} {seed_set} seeds")
+    assert_states(prose, " and ".join(equal))
 
 
 def test_the_notebook_states_the_studys_design(prose):
     plan = {sweep.name: sweep for sweep in command.FULL_PLAN.sweeps}
-    bandit, cartpole, check = plan["bandit"], plan["cartpole"], plan["cartpole_k10"]
+    bandit, cartpole = plan["bandit"], plan["cartpole"]
     kl_rows = [v for k, v in PAPER_TABLE_1.items() if k.startswith("kl_")]
     assert_states(
         prose,
@@ -819,124 +986,26 @@ def test_the_notebook_states_the_studys_design(prose):
         f"$K = {bandit.base.epochs}$ epochs of full-batch gradient steps",
         f"per batch of {bandit.base.batch_size} pulls, {bandit.base.iterations} batches per run",
         f"from {min(bandit.values):g} to {max(bandit.values):g}",
-        f"{bandit.seeds} seeds per point",
+        f"{bandit.seeds} + {bandit.seeds} seeds per point",
         f"at least {study.BANDIT_SUCCESS:g} (0 is",
         f"$K = {cartpole.base.epochs}$ epochs per rollout",
         f"from {min(cartpole.values):g} to {max(cartpole.values):g}",
-        f"{cartpole.seeds} seeds × {cartpole.base.total_steps:,} steps per point",
+        f"{cartpole.seeds} + {cartpole.seeds} seeds × {cartpole.base.total_steps:,} steps per",
         f"last {SCORE_EPISODES} episodes is at least {study.CARTPOLE_SOLVED:g}",
-        f"$K = {check.base.epochs}$ is checked at learning rates "
-        + " and ".join(f"{v:g}" for v in check.values),
+        f"$K = {plan['cartpole_k1'].base.epochs}$ and $K = {plan['cartpole_k10'].base.epochs}$",
         f"$d_\\text{{targ}} = {METHODS['kl_adaptive_0.01'].kl_target:g}$",
         f"$\\beta$ starts at {FIRST_KL_COEF:g}",
         f"exceeds {EARLY_STOP_KL:g}",
-        f"at least {committed()['stable_share']:.0%} of the seeds",
+        f"`target_kl = {EARLY_STOP_KL / 1.5:g}`",
+        f"at least {committed()['stable_share']:.0%} of the seeds succeed *on each set*",
+        f"(seeds 0–{bandit.seeds - 1} on the bandit, 0–{cartpole.seeds - 1} on CartPole)",
+        f"(the next {bandit.seeds} and {cartpole.seeds} seeds)",
     )
+    assert set(plan["cartpole_k1"].methods) == set(plan["cartpole_k10"].methods)
+    assert set(plan["cartpole_k1"].methods) == {"ppo", "unclipped"}  # "PPO and the unclipped"
     assert bandit.base == BanditLoopSettings()  # "notebook 3's bandit", the explorer's defaults
-
-
-def test_the_notebook_states_each_methods_range_and_best_score(prose):
-    """The range section: each number from the committed tables, and the claims around them."""
-    ranges = {key: sweep_of("bandit")["methods"][key]["stable"] for key in METHODS}
-    factor = {
-        key: f"a factor of {ranges[key][1] / ranges[key][0]:g}" for key in ("ppo", "unclipped")
-    }
-    assert_states(
-        prose,
-        f"step sizes {stable('bandit', 'ppo')}, {factor['ppo']}",
-        f"only for {stable('bandit', 'unclipped')}, {factor['unclipped']}",
-        f"reaches {best_mean('bandit', 'plain_pg')}",
-        f"PPO's best of {best_mean('bandit', 'ppo')}",
-        f"its range is {stable('bandit', 'plain_pg')}",
-        f"(+{best('bandit', 'clip_only')['vs_ppo_best']['diff']:.4f} each",
-        f"up to $\\alpha$ = {ranges['clip_only'][1]:g}",
-        f"{stable('bandit', 'kl_adaptive_0.01')} for the adaptive penalty",
-    )
-    assert best("bandit", "plain_pg")["vs_ppo_best"]["verdict"] == "tie"
-    for key in ("clip_only", "early_stop"):
-        assert ranges[key] == ranges["clip_only"]
-        assert f"{best('bandit', key)['vs_ppo_best']['diff']:.4f}" == "0.0020"
-        assert best("bandit", key)["vs_ppo_best"]["verdict"] == "higher"
-    assert (
-        ranges["clip_only"][1] == command.STEP_SIZES[command.STEP_SIZES.index(ranges["ppo"][1]) + 1]
-    )
-    assert ranges["kl_fixed_0.3"] == ranges["kl_fixed_1"] == ranges["kl_adaptive_0.01"]
-    assert ranges["kl_fixed_10"] is None  # "none at all for β = 10"
-
-
-def test_the_notebook_states_cartpoles_numbers(prose):
-    cartpole, check = sweep_of("cartpole"), sweep_of("cartpole_k10")
-    solved = {key: [c["solved"] for c in e["cells"]] for key, e in cartpole["methods"].items()}
-    others = {key: max(counts) for key, counts in solved.items() if key != "ppo"}
-    closest = max(others, key=others.get)
-    ppo_range = cartpole["methods"]["ppo"]["stable"]
-    at_range = {c["solved"] for c in cartpole["methods"]["ppo"]["cells"] if c["value"] in ppo_range}
-    unclipped = best("cartpole", "unclipped")
-    assert_states(
-        prose,
-        f"{stable('cartpole', 'ppo')}, where {min(at_range)} of {cartpole['seeds']} seeds solve it",
-        f"the closest is the adaptive KL penalty, with {others[closest]} of {cartpole['seeds']}",
-        f"PPO scores {best('cartpole', 'ppo')['mean']:.3f}",
-        f"{unclipped['mean']:.3f} at {unclipped['value']:g}",
-        difference(unclipped["vs_ppo_best"]),
-        f"at 0.01, {cell_at(cartpole, 'unclipped', 0.01)['collapsed']} of its 20 seeds end worse",
-        f"best, {best('cartpole', 'kl_adaptive_0.01')['mean']:.3f}, is a tie",
-        f"all {cell_at(check, 'ppo', 0.0025)['solved']} PPO seeds solve",
-        f"solves {cell_at(check, 'unclipped', 0.0025)['solved']} and collapses "
-        f"{cell_at(check, 'unclipped', 0.0025)['collapsed']}",
-    )
-    assert closest == "kl_adaptive_0.01"
-    assert all(stable("cartpole", key) == "none" for key in others)  # "the only method"
-    assert best("cartpole", "kl_adaptive_0.01")["vs_ppo_best"]["verdict"] == "tie"
-    gap = {
-        name: cell_at(s, "ppo", 0.0025)["mean"] - cell_at(s, "unclipped", 0.0025)["mean"]
-        for name, s in (("K4", cartpole), ("K10", check))
-    }
-    assert gap["K10"] > gap["K4"] > 0
-
-
-def test_the_notebook_states_the_cleanrl_cell_and_table_1(prose):
-    cleanrl = sweep_of("cartpole")
-    cell = {key: cell_at(cleanrl, key, 2.5e-4) for key in cleanrl["methods"]}
-    bandit, check = sweep_of("bandit"), sweep_of("cartpole_k10")
-    assert_states(
-        prose,
-        f"PPO's rule clips {100 * cell['ppo']['clip_fraction']:.2g}% of the samples",
-        f"ties with PPO ({difference(cell['unclipped']['vs_ppo']).removeprefix('tie: ')}",
-        f"(PPO: {cell['ppo']['solved']} of 20 seeds)",
-        f"({cell_at(bandit, 'unclipped', 1.0)['mean']:.3f} against "
-        f"{cell_at(bandit, 'ppo', 1.0)['mean']:.4f})",
-        f"({cell_at(check, 'unclipped', 0.0025)['mean']:.2f} against "
-        f"{cell_at(check, 'ppo', 0.0025)['mean']:.3f})",
-        f"({best('cartpole', 'kl_adaptive_0.01')['mean']:.3f} at its best learning rate, "
-        f"{cell_at(check, 'kl_adaptive_0.01', 0.0025)['mean']:.3f} at",
-        f"({cell_at(bandit, 'ppo_eps_0.3', 1.0)['mean']:.4f} against",
-        f"scores {cell_at(bandit, 'kl_adaptive_0.01', 1.0)['mean']:.3f} at $\\alpha = 1$",
-    )
-    assert cell["clip_only"]["vs_ppo"] == {"diff": 0.0, "ci": [0.0, 0.0], "verdict": "tie"}
-    assert cell["unclipped"]["vs_ppo"]["verdict"] == "tie"
-    assert all(c["solved"] == 0 for c in cell.values())  # "no method solves CartPole"
-    header, _ = table_1(committed())
-    assert f"PPO clips {100 * cell['ppo']['clip_fraction']:.2g}% of samples" in header[4]
-    assert (
-        cell_at(bandit, "kl_adaptive_0.01", 1.0)["mean"] < cell_at(bandit, "unclipped", 1.0)["mean"]
-    )
-
-
-def test_table_1s_ppo_is_the_highest_of_its_rows_or_tied_in_every_column():
-    """ "Among Table 1's rows, PPO with ε = 0.2 is the highest or tied with the highest"."""
-    results = committed()
-    for _, name, value, _ in TABLE_1_COLUMNS:
-        sweep = results["sweeps"][name]
-        rows = [key for key in PAPER_TABLE_1 if key in sweep["methods"]]
-        entries = {
-            key: sweep["methods"][key]["best"] if value is None else cell_at(sweep, key, value)
-            for key in rows
-        }
-        top = max(rows, key=lambda key: entries[key]["mean"])
-        if top != "ppo":
-            versus = entries[top]["vs_ppo_best" if value is None else "vs_ppo"]
-            assert versus["verdict"] == "tie", (name, value, top)
+    for word in ("tie", "ties", "tied"):
+        assert f" {word} " not in f" {prose} ".replace(".", " ").replace(",", " ")
 
 
 def test_the_notebook_states_its_live_numbers(prose):
@@ -955,9 +1024,10 @@ def test_the_notebook_states_its_live_numbers(prose):
         f"is {adaptive.kl_coef.max():g} times",
         f"$\\epsilon = 0.2$ clips {clip['ppo']}",
         f"$\\epsilon = 0.1$ {clip['ppo_eps_0.1']}",
-        f"({small['unclipped'].score.mean():.3f} against {small['ppo'].score.mean():.3f}",
+        f"{small['unclipped'].score.mean():.3f} against {small['ppo'].score.mean():.3f} on the",
+        f"({both('bandit_unclipped_above_ppo_at_0.2')} seed by seed;",
         f"{DEFAULT_SEEDS} seeds; each change",
-        f"adds {MORE_BANDIT_SEEDS} seeds",
+        f"adds {MORE_BANDIT_SEEDS}",
     )
     assert runs["ppo"].collapsed[:, -1].sum() == 0  # "No PPO seed ends on a wrong arm"
     assert runs["unclipped"].approx_kl.mean() > 10 * runs["ppo"].approx_kl.mean()
@@ -967,16 +1037,15 @@ def test_the_notebook_states_the_commands_numbers(prose):
     import ppo_viz.why_clip.apps as apps
 
     plan = command.FULL_PLAN
-    cells = {sweep.name: len(sweep.cells(0)) for sweep in plan.sweeps}
-    values = len(sweep_of("bandit")["values"])
+    sweeps = {sweep.name: sweep for sweep in plan.sweeps}
+    fresh = 2 * max(sweep.seeds for sweep in plan.sweeps)
     assert_states(
         prose,
-        f"({cells['bandit']} bandit cells and {cells['cartpole'] + cells['cartpole_k10']} CartPole",
-        f"took {round(committed()['seconds'] / 60)} minutes with {committed()['jobs']} processes",
         f"on {apps.FRESH_SEEDS} seeds that the study never used (from seed {apps.FRESH_OFFSET:,})",
-        f"{len(MAIN_METHODS) * values} runs",
+        f"at each of the {len(sweeps['bandit'].values)} step sizes",
         f"re-run on {apps.FRESH_SEEDS} fresh seeds",
-        f"`--seed-offset {plan.sweeps[0].seeds}` runs it on seeds the committed study never used",
-        f"(it used 0 – {plan.sweeps[0].seeds - 1} on the bandit, 0 – {plan.sweeps[1].seeds - 1} on",
+        f"`--seed-offset {fresh}` runs both sets on seeds the committed study never used",
+        f"(it used 0–{fresh - 1} on the bandit, 0–{2 * sweeps['cartpole'].seeds - 1} on",
+        f"--seed-offset {fresh}`,",
     )
-    assert max(sweep.seeds for sweep in plan.sweeps) == plan.sweeps[0].seeds
+    assert fresh <= apps.FRESH_OFFSET
