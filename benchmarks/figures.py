@@ -37,6 +37,14 @@ from benchmarks.tables import Table, milliseconds, verdict
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 #: Target from issue 9: median redraw, setting a control to the frame sent.
 REDRAW_TARGET_S = 0.060
+#: Apps whose controls rerun a computation, and their own target (issue 30: notebook 4's
+#: bandit explorer trains six methods on 20 seeds per setting).
+COMPUTING_APP_TARGETS_S = {"ppo_viz.why_clip.apps.BanditLoopExplorer": 0.250}
+
+
+def redraw_target(app: str) -> float:
+    """The median redraw an app's controls must meet (seconds)."""
+    return COMPUTING_APP_TARGETS_S.get(app, REDRAW_TARGET_S)
 
 
 @dataclass
@@ -254,7 +262,7 @@ def table(
             "median split: update / blit / PNG ms",
             "full draws",
             "new frame each time",
-            f"median <= {REDRAW_TARGET_S * 1e3:.0f} ms",
+            f"median <= {REDRAW_TARGET_S * 1e3:.0f} ms (computing apps: their own target)",
             "redraw drawn whole (draw_idle's path): median ms",
             "blit saves",
         ],
@@ -274,7 +282,7 @@ def table(
             result.full_draws,
             f"{n - result.without_frame}/{n}"
             + (f" ({result.refused} refused)" if result.refused else ""),
-            verdict(result.median <= REDRAW_TARGET_S),
+            verdict(result.median <= redraw_target(result.app)),
             *_whole_columns(result),
         )
     for name, problem in untimed:
@@ -330,11 +338,12 @@ def target_rows(results: list[ControlResult]) -> list[tuple[str, str, bool]]:
         if result.problem:
             rows.append((f"{app} {result.control}: redraw", result.problem, False))
             continue
+        target = redraw_target(result.app)
         rows.append(
             (
-                f"{app} {result.control}: median redraw <= {REDRAW_TARGET_S * 1e3:.0f} ms",
+                f"{app} {result.control}: median redraw <= {target * 1e3:.0f} ms",
                 f"{milliseconds(result.median)} ms (worst {milliseconds(result.worst)})",
-                result.median <= REDRAW_TARGET_S,
+                result.median <= target,
             )
         )
     return rows

@@ -23,9 +23,15 @@ describes them:
   logits is ``beta * (pi - pi_old) / n`` (:func:`ppo_viz.bandit.kl_penalty_grad`);
   an adaptive ``beta`` follows the paper's rule after each iteration, on the
   mean exact KL over the rollout's states;
-* early stopping (``target_kl``): before each minibatch step, a run whose k3
-  estimate on the minibatch exceeds the target stops for the rest of the
-  iteration, as Stable-Baselines3 and Spinning Up check it.
+* early stopping (``target_kl``): Stable-Baselines3's rule.  Before each
+  minibatch step, the k3 estimate of KL(old || current) on that minibatch is
+  compared with ``target_kl`` (the study's 0.015 is Stable-Baselines3's
+  ``1.5 * target_kl`` at ``target_kl = 0.01``); a run whose estimate exceeds it
+  skips that step and every later one on the rollout
+  (``stable_baselines3/ppo/ppo.py`` at commit e05d2db, lines 262-271).
+  Spinning Up checks k1 on the whole batch instead, and CleanRL checks k3 of
+  each epoch's last minibatch only between epochs, against ``target_kl``
+  itself: notebook 3 compares the three.
 
 Three deliberate differences from CleanRL: the value loss is not clipped
 (CleanRL's ``clip_vloss``), so that only the policy's objective differs between

@@ -2,9 +2,10 @@
 
 Every method of a sweep runs on the same seeds, and a seed's random numbers are the same
 for every method (common random numbers), so two methods are compared seed by seed: the
-mean of the per-seed differences, with a bootstrap 95% interval.  An interval that contains
-0 is a tie.  The bootstrap draws its resamples from a fixed seed, so the same scores always
-give the same interval (on any machine: the resampling uses integers only).
+mean of the per-seed differences, with a bootstrap 95% interval.  An interval that holds 0
+says the two are *not distinguishable with these seeds*: not that they are equal.  The
+bootstrap draws its resamples from a fixed seed, so the same scores always give the same
+interval (on any machine: the resampling uses integers only).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ RESAMPLES = 10_000
 LEVEL = 0.95
 #: A method is stable at a step size when at least this share of its seeds succeed.
 STABLE_SHARE = 0.9
+#: The verdicts of a paired difference: its interval above 0, below 0, or holding 0.
+HIGHER, LOWER, NOT_DISTINGUISHABLE = "higher", "lower", "not distinguishable"
 
 
 def bootstrap_interval(values: ArrayLike) -> tuple[float, float]:
@@ -40,13 +43,19 @@ def bootstrap_interval(values: ArrayLike) -> tuple[float, float]:
 
 def paired_difference(scores: ArrayLike, reference: ArrayLike) -> dict[str, object]:
     """``scores - reference`` seed by seed: the mean difference, its bootstrap interval, and
-    the verdict (``"higher"``, ``"lower"`` or ``"tie"`` when the interval contains 0)."""
+    the verdict: :data:`HIGHER`, :data:`LOWER`, or :data:`NOT_DISTINGUISHABLE` when the
+    interval holds 0."""
     a, b = np.asarray(scores, dtype=np.float64), np.asarray(reference, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"paired scores need the same seeds: shapes {a.shape} and {b.shape}")
     low, high = bootstrap_interval(a - b)
-    verdict = "tie" if low <= 0.0 <= high else ("higher" if low > 0.0 else "lower")
+    verdict = verdict_of(low, high)
     return {"diff": float(np.mean(a - b)), "ci": [low, high], "verdict": verdict}
+
+
+def verdict_of(low: float, high: float) -> str:
+    """The verdict of a difference whose 95% interval is ``[low, high]``."""
+    return NOT_DISTINGUISHABLE if low <= 0.0 <= high else (HIGHER if low > 0.0 else LOWER)
 
 
 def stable_range(values: Sequence[float], success_shares: Sequence[float]) -> list[float] | None:

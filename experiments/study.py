@@ -2,14 +2,22 @@
 
 A :class:`Sweep` varies one step size (the bandit's ``step_size``, CartPole's
 ``learning_rate``) over a grid with everything else fixed, for several methods on the same
-seeds.  Each (method, step size) is a :class:`Cell`: the unit that runs in a worker, is
-cached, and is summarized (:func:`summarize_sweep`) into what ``why_clip.json`` keeps:
+seeds.  Each (method, step size, seed set) is a :class:`Cell`: the unit that runs in a worker,
+is cached, and is summarized (:func:`summarize_sweep`) into what ``why_clip.json`` keeps.
 
-* per cell: the mean score, the 10th and 90th percentiles over seeds, a bootstrap 95%
-  interval of the mean, how many seeds succeeded and collapsed, the mean clip fraction and KL,
-  and the paired difference from PPO (ε = 0.2) at the same step size;
-* per method: its stable range (:func:`experiments.statistics.stable_range`) and its best
-  step size, with the paired difference between its best and PPO's best.
+Every sweep runs on two sets of seeds (:data:`SEED_SETS`): a *discovery* set, on which the
+claims were chosen, and a *confirmation* set of as many fresh seeds, on which a claim must hold
+again before it is stated (:mod:`experiments.claims`).  With ``n`` seeds per set and a seed
+offset ``k``, discovery uses seeds ``k .. k + n - 1`` and confirmation ``k + n .. k + 2n - 1``.
+
+Kept per cell and set: every seed's score (to six decimals; every statistic is computed from
+these), which seeds succeeded, the mean score, the 10th and 90th percentiles over seeds, a
+bootstrap 95% interval of the mean, how many seeds succeeded and collapsed, the mean clip
+fraction and KL, the paired difference from PPO (ε = 0.2) at the same step size, and the CPU
+seconds the cell took.  Per method and set: its stable range
+(:func:`experiments.statistics.stable_range`) and its best step size, *chosen on the discovery
+set* and scored on each set, so the confirmation set's score at the best is free of the
+winner's curse (choosing on the seeds one scores).
 
 Scores are normalized: 0 for a uniform random policy, 1 for the best possible one (the
 bandit's best arm; CartPole's 500 steps).  A bandit seed *succeeds* with a score of at least
@@ -21,6 +29,7 @@ random policy's return.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -44,38 +53,56 @@ BANDIT_SUCCESS = 0.95
 CARTPOLE_SOLVED = 475.0
 #: The method every other one is compared with, seed by seed.
 REFERENCE = "ppo"
+#: The two sets of seeds: the claims are chosen on the first and confirmed on the second.
+SEED_SETS = ("discovery", "confirmation")
+#: Per-seed scores are kept to this many decimals; every statistic is computed from them.
+SCORE_DECIMALS = 6
 #: The stored curves keep every this many iterations (the return's mean and middle half; the
 #: clip fraction's and the KL's mean over seeds).
 CURVE_STRIDE = 2
-#: Seconds of one CPU per seed and iteration at 10 epochs (CartPole, measured here), and per
-#: seed and epoch-iteration on the bandit: for the progress bar and for ordering the work.
-CARTPOLE_SECONDS = 0.045
-BANDIT_SECONDS = 5e-7
+#: CPU seconds per seed and iteration on CartPole: a rollout, plus this per epoch (measured
+#: here with one BLAS thread: 0.49, 1.45 and 3.23 s per seed of 50,000 steps at K = 1, 4, 10);
+#: per seed and epoch-iteration on the bandit.  For the progress bar and the work's order.
+CARTPOLE_ROLLOUT_SECONDS = 0.0017
+CARTPOLE_EPOCH_SECONDS = 0.0032
+BANDIT_SECONDS = 1.0e-7
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One method at one step size of a sweep, on seeds ``first_seed .. first_seed + seeds - 1``."""
+    """One method at one step size of a sweep, on seeds ``first_seed .. first_seed + seeds - 1``
+    (of the seed set ``seed_set``)."""
 
     sweep: str
     method: str
     settings: BanditLoopSettings | CartPoleSettings
     first_seed: int
     seeds: int
+    seed_set: str = SEED_SETS[0]
 
     @property
     def key(self) -> str:
-        """Everything the cell's numbers depend on, as text (the cache's key)."""
+        """Everything the cell's numbers depend on, as text (the cache's key).
+
+        Two cells that compute the same thing have the same key: plain policy gradient at any
+        K is the unclipped surrogate at K = 1, so the study runs it once.
+        """
+        method = METHODS[self.method]
         kind = type(self.settings).__name__
-        fields = {"method": asdict(METHODS[self.method]), kind: asdict(self.settings)}
+        settings = replace(self.settings, epochs=method.epochs(self.settings.epochs))
+        computation = asdict(replace(method, one_step=False))
+        for name in ("key", "label"):
+            computation.pop(name)
+        fields = {"method": computation, kind: asdict(settings)}
         return json.dumps({**fields, "seeds": [self.first_seed, self.seeds]}, sort_keys=True)
 
     @property
     def cost(self) -> float:
-        """Estimated CPU seconds (see :data:`CARTPOLE_SECONDS`)."""
+        """Estimated CPU seconds (see :data:`CARTPOLE_EPOCH_SECONDS`)."""
         s, epochs = self.settings, METHODS[self.method].epochs(self.settings.epochs)
         if isinstance(s, CartPoleSettings):
-            return CARTPOLE_SECONDS * self.seeds * s.iterations * (0.2 + 0.08 * epochs)
+            per_iteration = CARTPOLE_ROLLOUT_SECONDS + CARTPOLE_EPOCH_SECONDS * epochs
+            return per_iteration * self.seeds * s.iterations
         return BANDIT_SECONDS * self.seeds * s.iterations * s.batch_size * epochs
 
     def label(self, swept: str) -> str:
@@ -89,7 +116,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class Sweep:
-    """A step-size sweep: ``base`` settings with ``swept`` set to each of ``values``."""
+    """A step-size sweep: ``base`` settings with ``swept`` set to each of ``values``, on
+    ``seeds`` seeds per seed set."""
 
     name: str
     title: str
@@ -106,10 +134,22 @@ class Sweep:
     def swept(self) -> str:
         return "learning_rate" if self.task == "cartpole" else "step_size"
 
-    def cells(self, seed_offset: int) -> list[Cell]:
-        """Every (method, value) cell, on seeds ``seed_offset ..``."""
+    def first_seed(self, seed_offset: int, seed_set: str) -> int:
+        """The first seed of ``seed_set``: the sets follow each other from ``seed_offset``."""
+        return seed_offset + SEED_SETS.index(seed_set) * self.seeds
+
+    def cells(self, seed_offset: int, seed_sets: tuple[str, ...] = SEED_SETS) -> list[Cell]:
+        """Every (method, value) cell of each of ``seed_sets``."""
         return [
-            Cell(self.name, key, replace(self.base, **{self.swept: v}), seed_offset, self.seeds)
+            Cell(
+                self.name,
+                key,
+                replace(self.base, **{self.swept: v}),
+                self.first_seed(seed_offset, seed_set),
+                self.seeds,
+                seed_set,
+            )
+            for seed_set in seed_sets
             for key in self.methods
             for v in self.values
         ]
@@ -117,38 +157,43 @@ class Sweep:
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell; per seed its score, whether it succeeded and collapsed, its mean clip
-    fraction and KL (and on CartPole the final return and the curves' spread)."""
+    fraction and KL (and on CartPole the final return and the curves' spread); and the CPU
+    seconds it took."""
+    started = time.process_time()
     method, seeds = (
         METHODS[cell.method],
         tuple(range(cell.first_seed, cell.first_seed + cell.seeds)),
     )
     if isinstance(cell.settings, BanditLoopSettings):
         run = run_bandit_loop(method, cell.settings, seeds)
-        return {
-            "score": run.score.tolist(),
+        raw = {
+            "score": _rounded(run.score),
             "success": (run.score >= BANDIT_SUCCESS).tolist(),
             "collapsed": run.collapsed[:, -1].tolist(),
             "clip_fraction": run.clip_fraction.mean(axis=1).tolist(),
             "approx_kl": run.approx_kl.mean(axis=1).tolist(),
         }
-    runs = run_cartpole(method, cell.settings, seeds)
-    returns = spread(runs.return_curve[:, CURVE_STRIDE - 1 :: CURVE_STRIDE])
-    curves = {
-        "return_curve": [_digits(row) for row in (returns.mean, returns.low, returns.high)],
-        **{
-            name: [_digits(getattr(runs, name)[:, CURVE_STRIDE - 1 :: CURVE_STRIDE].mean(axis=0))]
-            for name in ("clip_fraction", "approx_kl")
-        },
-    }
-    return {
-        "score": runs.score.tolist(),
-        "success": (runs.final_return >= CARTPOLE_SOLVED).tolist(),
-        "collapsed": (runs.final_return < RANDOM_RETURN).tolist(),
-        "clip_fraction": runs.clip_fraction.mean(axis=1).tolist(),
-        "approx_kl": runs.approx_kl.mean(axis=1).tolist(),
-        "final_return": runs.final_return.tolist(),
-        "curves": curves,
-    }
+    else:
+        runs = run_cartpole(method, cell.settings, seeds)
+        returns = spread(runs.return_curve[:, CURVE_STRIDE - 1 :: CURVE_STRIDE])
+        every = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
+        curves = {
+            "return_curve": [_digits(row) for row in (returns.mean, returns.low, returns.high)],
+            **{
+                name: [_digits(getattr(runs, name)[:, every].mean(axis=0))]
+                for name in ("clip_fraction", "approx_kl")
+            },
+        }
+        raw = {
+            "score": _rounded(runs.score),
+            "success": (runs.final_return >= CARTPOLE_SOLVED).tolist(),
+            "collapsed": (runs.final_return < RANDOM_RETURN).tolist(),
+            "clip_fraction": runs.clip_fraction.mean(axis=1).tolist(),
+            "approx_kl": runs.approx_kl.mean(axis=1).tolist(),
+            "final_return": [round(float(r), 2) for r in runs.final_return],
+            "curves": curves,
+        }
+    return {**raw, "cpu_seconds": round(time.process_time() - started, 2)}
 
 
 def cell_summary(raw: Mapping[str, Any], reference: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -164,20 +209,25 @@ def cell_summary(raw: Mapping[str, Any], reference: Mapping[str, Any] | None) ->
         "collapsed": int(np.sum(raw["collapsed"])),
         "clip_fraction": float(np.mean(raw["clip_fraction"])),
         "approx_kl": float(np.mean(raw["approx_kl"])),
+        "scores": list(raw["score"]),
+        "succeeded": "".join("1" if s else "0" for s in raw["success"]),
+        "cpu_seconds": raw.get("cpu_seconds", 0.0),
     }
     if reference is not None:
         summary["vs_ppo"] = paired_difference(score, reference["score"])
     if "final_return" in raw:
-        summary["final_return"] = [round(r, 1) for r in raw["final_return"]]
+        summary["final_return"] = list(raw["final_return"])
         summary["curves"] = raw["curves"]
     return summary
 
 
-def summarize_sweep(
-    sweep: Sweep, raw: Mapping[str, Mapping[float, Mapping[str, Any]]]
+def method_summary(
+    sweep: Sweep,
+    raw: Mapping[str, Mapping[float, Mapping[str, Any]]],
+    best_values: Mapping[str, float],
 ) -> dict[str, Any]:
-    """The sweep's entry in the results: its settings, and per method its cells, its stable
-    range and its best step size (``raw[method][value]`` from :func:`run_cell`)."""
+    """One seed set of a sweep, per method: its cells, stable range and the score at its best
+    step size ``best_values[method]`` (with the paired difference from PPO at PPO's best)."""
     reference = raw.get(REFERENCE, {})
     methods: dict[str, Any] = {}
     for key in sweep.methods:
@@ -186,17 +236,42 @@ def summarize_sweep(
             for v in sweep.values
         }
         shares = [cells[v]["solved"] / sweep.seeds for v in sweep.values]
-        best = max(sweep.values, key=lambda v: cells[v]["mean"])
+        best = best_values[key]
         entry = {
             "cells": [{"value": v, **cells[v]} for v in sweep.values],
             "stable": stable_range(sweep.values, shares),
             "best": {"value": best, "mean": cells[best]["mean"], "ci": cells[best]["ci"]},
         }
         if reference and key != REFERENCE:
-            ppo_best = max(reference, key=lambda v: np.mean(reference[v]["score"]))
-            versus = paired_difference(raw[key][best]["score"], reference[ppo_best]["score"])
-            entry["best"]["vs_ppo_best"] = versus
+            ppo_best = reference[best_values[REFERENCE]]["score"]
+            entry["best"]["vs_ppo_best"] = paired_difference(raw[key][best]["score"], ppo_best)
         methods[key] = entry
+    return methods
+
+
+def best_step(cells: Mapping[float, Mapping[str, Any]]) -> float:
+    """The step size with the highest mean score (the first of equals)."""
+    return max(cells, key=lambda v: np.mean(cells[v]["score"]))
+
+
+def summarize_sweep(
+    sweep: Sweep,
+    raw: Mapping[str, Mapping[str, Mapping[float, Mapping[str, Any]]]],
+    seed_offset: int,
+) -> dict[str, Any]:
+    """The sweep's entry in the results: its settings, and per seed set and method its cells,
+    stable range and best step size (``raw[seed_set][method][value]`` from
+    :func:`run_cell`; the best step sizes are the discovery set's, when it ran)."""
+    chooser = raw.get(SEED_SETS[0]) or next(iter(raw.values()))
+    best_values = {key: best_step(chooser[key]) for key in sweep.methods}
+    sets = {
+        name: {
+            "first_seed": sweep.first_seed(seed_offset, name),
+            "methods": method_summary(sweep, raw[name], best_values),
+        }
+        for name in SEED_SETS
+        if name in raw
+    }
     scale = {
         "random_return": RANDOM_RETURN,
         "solved_return": CARTPOLE_SOLVED,
@@ -212,11 +287,16 @@ def summarize_sweep(
         "settings": asdict(sweep.base),
         "swept": sweep.swept,
         "values": list(sweep.values),
+        "methods": list(sweep.methods),
         "seeds": sweep.seeds,
         "success_score": float(score_of(CARTPOLE_SOLVED)) if cartpole else BANDIT_SUCCESS,
         **({"scale": scale} if cartpole else {}),
-        "methods": methods,
+        "sets": sets,
     }
+
+
+def _rounded(scores: np.ndarray) -> list[float]:
+    return [round(float(s), SCORE_DECIMALS) for s in scores]
 
 
 def _digits(values: np.ndarray) -> list[float | None]:

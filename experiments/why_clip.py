@@ -1,48 +1,60 @@
-"""Why PPO clips, measured as a range: each method's score against its step size.
+"""Why PPO clips, measured as a range: each method's score against its step size, replicated.
 
 From the repository root::
 
-    python -m experiments.why_clip                    # the whole study (19 minutes with 2
-                                                      # processes on a shared 2-core machine);
-                                                      # writes experiments/RESULTS.md,
-                                                      # why_clip.json and why_clip.png
+    python -m experiments.why_clip                    # the whole study (about 40 minutes on
+                                                      # 2 free cores); writes experiments/
+                                                      # RESULTS.md, why_clip.json, why_clip.png
     python -m experiments.why_clip --quick            # a smoke run in seconds; writes nothing
+    python -m experiments.why_clip --seed-offset 5000 # the whole study on fresh seeds
+                                                      # (a scratch folder)
     python -m experiments.why_clip --setting cartpole --method ppo --value 0.001 \\
-        --seed-offset 100                             # a slice on fresh seeds (scratch folder)
+        --seed-set confirmation                       # a slice (a scratch folder)
+    python -m experiments.why_clip --rewrite          # RESULTS.md, the figure and the claims
+                                                      # again from why_clip.json; runs nothing
 
-What runs is :data:`FULL_PLAN`: three sweeps (:class:`experiments.study.Sweep`), each a
-grid of step sizes with everything else fixed, every method on the same seeds:
+What runs is :data:`FULL_PLAN`: four sweeps (:class:`experiments.study.Sweep`), each a grid
+of step sizes with everything else fixed, every method on the same seeds, each on two sets of
+seeds (:data:`experiments.study.SEED_SETS`): the claims of :mod:`experiments.claims` were
+chosen on the *discovery* set and are stated only where the *confirmation* set, as many
+seeds again that nobody had looked at, agrees.
 
-* ``bandit``: notebook 4's bandit loop (K = 20 epochs per batch), every method, the step
-  size from 0.05 to 50, 400 seeds per cell;
-* ``cartpole``: CartPole-v1 at CleanRL's settings (4 epochs per rollout), the six main
-  methods, the learning rate from CleanRL's 2.5e-4 to 5e-2, 20 seeds per cell, 50,000 steps
-  per run;
-* ``cartpole_k10``: the same at 10 epochs, at two learning rates: CleanRL's 2.5e-4 and ten
-  times that (the epochs as a separate factor, never changed with the rate).
+* ``bandit``: notebook 4's bandit loop (K = 20 epochs per batch), all 14 methods, the step
+  size from 0.05 to 50, 400 + 400 seeds per cell;
+* ``cartpole``: CartPole-v1 at CleanRL's settings (K = 4 epochs per rollout), the six main
+  methods, the learning rate from CleanRL's 2.5e-4 to 5e-2, 20 + 20 seeds, 50,000 steps per run;
+* ``cartpole_k1`` and ``cartpole_k10``: the epochs K as a factor of its own, K = 1 and
+  K = 10, for PPO and the unclipped surrogate (K = 4 is the ``cartpole`` sweep), at the
+  same learning rates (K = 10 without 5e-2).
 
-Why these cells: a CartPole run of 50,000 steps costs about 2.5 s of CPU per seed at 4 epochs
-and 5 s at 10 (20 seeds side by side, one BLAS thread), twice that on a busy machine.  A sweep
-over 8 learning rates at 10 epochs would take most of the 45 minutes by itself, so the sweep is
-at CleanRL's 4 epochs and 10 epochs are checked at two rates; 20 seeds per cell is the fewest
-that give a 90% success share a meaning (18 of 20).  The bandit is cheap (a second per cell),
-so it runs every method at 400 seeds.
+Why these cells (the budget: the whole study within an hour on 2 cores).  Measured here with
+one BLAS thread, a CartPole run of 50,000 steps costs 0.49, 1.45 and 3.23 CPU seconds per seed
+at K = 1, 4 and 10; a bandit cell of 400 seeds about 0.6 s.  Every method at every K would
+cost over 3 hours, so the epochs are swept only for the two methods the epochs' question is
+about (does clipping keep more epochs per batch safe?); the other four methods run at
+CleanRL's K = 4.  Plain policy gradient is the unclipped surrogate at K = 1, computed once for
+both sweeps.  20 + 20 seeds per CartPole cell is the fewest that give a 90% success share a
+meaning on each set (18 of 20); the bandit is cheap, so every method runs on 400 + 400.  In
+all: about 80 CPU minutes, 40 minutes on 2 free cores (``cpu_seconds`` in the results adds up
+what each cell took as it ran; on a machine shared with other work the wall time is longer).
 
 The cells run in ``--jobs`` worker processes (default: every CPU this process may use), with
-one BLAS thread each, behind a progress bar on stderr.  Each finished cell is appended to a
-cache next to the results (``why_clip.cells.jsonl``), so an interrupted run resumes where it
-stopped; the cache is removed once the results are written.  The results record the machine
-(:func:`ppo_viz.machine.fingerprint`): the bandit reproduces anywhere to 1e-12, CartPole
-exactly only on a machine with the same fingerprint.
+one BLAS thread each, behind a progress bar on stderr; the discovery set first.  Each finished
+cell is appended to a cache next to the results (``why_clip.cells.jsonl``), so an interrupted
+run resumes where it stopped; Ctrl-C stops the workers at once (a running cell is lost, the
+finished ones are kept), and the cache is removed once the results are written.  The results
+record the machine (:func:`ppo_viz.machine.fingerprint`): the bandit reproduces anywhere to
+1e-6 (its scores are kept to six decimals), CartPole exactly only on a machine with the same
+fingerprint.
 
-``--seed-offset N`` runs on seeds ``N, N + 1, ...``: seeds the committed study never used once
-``N`` is at least its seeds per cell (400 on the bandit, 20 on CartPole); a smaller offset
-shares seeds with it.
+``--seed-offset N`` runs both sets from seed ``N`` on: seeds the committed study never used
+once ``N`` is at least its two sets together (800 on the bandit, 40 on CartPole).
 
-Every name and folder is checked before any work: an unknown ``--setting``, ``--method`` or
-``--value`` is refused with the valid ones.  Only the full plan on seeds from 0 writes to
-``experiments/``; any other run writes to :data:`SCRATCH_DIR` unless ``--output-dir`` names a
-folder.  The three files are written together, the figure showing what the table shows.
+Every name and folder is checked before any work: an unknown ``--setting``, ``--method``,
+``--value`` or ``--seed-set`` is refused with the valid ones.  Only the full plan on seeds
+from 0 writes to ``experiments/``; any other run writes to :data:`SCRATCH_DIR` unless
+``--output-dir`` names a folder.  The three files are written together, the figure showing
+what the tables show.
 """
 
 from __future__ import annotations
@@ -56,23 +68,25 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import argparse
 import json
+import multiprocessing
+import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from experiments.cartpole_agent import CartPoleSettings
+from experiments.claims import evaluate_claims
 from experiments.report import results_markdown, write_results
 from experiments.statistics import STABLE_SHARE
-from experiments.study import Cell, Sweep, run_cell, summarize_sweep
+from experiments.study import SEED_SETS, Cell, Sweep, run_cell, summarize_sweep
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.bandit_loop import STEP_SIZES, BanditLoopSettings
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
-from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR
+from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR, RESULTS_JSON, load_results
 
 COMMAND = "python -m experiments.why_clip"
 #: Where a partial run writes when no ``--output-dir`` is given.
@@ -82,14 +96,21 @@ CACHE_NAME = "why_clip.cells.jsonl"
 
 @dataclass(frozen=True)
 class Plan:
-    """The sweeps to run, on seeds from ``seed_offset``."""
+    """The sweeps to run, on the seed sets ``seed_sets`` from ``seed_offset``."""
 
     sweeps: tuple[Sweep, ...]
     seed_offset: int = 0
+    seed_sets: tuple[str, ...] = SEED_SETS
 
     @property
     def cells(self) -> list[Cell]:
-        return [cell for sweep in self.sweeps for cell in sweep.cells(self.seed_offset)]
+        """Every cell, the discovery set's first."""
+        return [
+            cell
+            for seed_set in self.seed_sets
+            for sweep in self.sweeps
+            for cell in sweep.cells(self.seed_offset, (seed_set,))
+        ]
 
     def sliced(
         self,
@@ -98,16 +119,18 @@ class Plan:
         values: Sequence[float] = (),
         seeds: dict[str, int] | None = None,
         seed_offset: int = 0,
+        seed_sets: Sequence[str] = (),
     ) -> Plan:
-        """This plan limited to some sweeps, methods and step sizes (none named: all), with
-        other seed counts (``{"bandit": n, "cartpole": n}``) or seeds.  A ``ValueError``
-        listing the valid names for an unknown one, or when nothing is left to run."""
+        """This plan limited to some sweeps, methods, step sizes and seed sets (none named:
+        all), with other seed counts (``{"bandit": n, "cartpole": n}``) or seeds.  A
+        ``ValueError`` listing the valid names for an unknown one, or when nothing is left."""
         names = tuple(sweep.name for sweep in self.sweeps)
         grid = sorted({v for sweep in self.sweeps for v in sweep.values})
         for kind, chosen, valid in (
             ("setting", settings, names),
             ("method", methods, tuple(METHODS)),
             ("value", values, grid),
+            ("seed set", seed_sets, SEED_SETS),
         ):
             unknown = [name for name in chosen if name not in valid]
             if unknown:
@@ -125,23 +148,33 @@ class Plan:
                 sweeps.append(kept)
         if not sweeps:
             raise ValueError("nothing to run: no setting has those methods at those values")
-        return Plan(tuple(sweeps), seed_offset)
+        kept_sets = tuple(s for s in SEED_SETS if not seed_sets or s in seed_sets)
+        return Plan(tuple(sweeps), seed_offset, kept_sets)
 
 
 #: Step sizes: the bandit's over three decades (the app's), CartPole's over 2.3 decades from
-#: CleanRL's 2.5e-4; the 10-epoch check at CleanRL's rate and ten times it.
+#: CleanRL's 2.5e-4 (at K = 10 without the largest, where K = 4 already fails on every seed).
 LEARNING_RATES = (2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2)
-CHECK_RATES = (2.5e-4, 2.5e-3)
+#: The methods whose epochs are swept: with and without the clip.
+EPOCH_METHODS = ("ppo", "unclipped")
 FULL_PLAN = Plan(
     (
         Sweep("bandit", "bandit, K = 20", BanditLoopSettings(), STEP_SIZES, tuple(METHODS), 400),
         Sweep("cartpole", "CartPole, K = 4", CartPoleSettings(), LEARNING_RATES, MAIN_METHODS, 20),
         Sweep(
+            "cartpole_k1",
+            "CartPole, K = 1",
+            CartPoleSettings(epochs=1),
+            LEARNING_RATES,
+            EPOCH_METHODS,
+            20,
+        ),
+        Sweep(
             "cartpole_k10",
             "CartPole, K = 10",
             CartPoleSettings(epochs=10),
-            CHECK_RATES,
-            MAIN_METHODS,
+            LEARNING_RATES[:-1],
+            EPOCH_METHODS,
             20,
         ),
     )
@@ -162,18 +195,36 @@ QUICK_PLAN = Plan(
 )
 
 
-def read_cache(path: Path | None) -> dict[str, Any]:
-    """The cells a previous run finished, by key (a line cut short by an interruption is
-    left out)."""
-    done: dict[str, Any] = {}
+def cache_entries(path: Path | None) -> list[dict[str, Any]]:
+    """The cache's entries: finished cells (``key`` and ``raw``) and the wall seconds of each
+    run that wrote to it (``wall_seconds``); a line cut short by an interruption is left out."""
+    entries = []
     if path is not None and path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 entry = json.loads(line)
-                done[entry["key"]] = entry["raw"]
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except json.JSONDecodeError:
                 continue
-    return done
+            if isinstance(entry, dict):
+                entries.append(entry)
+    return entries
+
+
+def read_cache(path: Path | None) -> dict[str, Any]:
+    """The cells a previous run finished, by key."""
+    return {e["key"]: e["raw"] for e in cache_entries(path) if "key" in e and "raw" in e}
+
+
+def earlier_wall_seconds(path: Path | None) -> float:
+    """How long the runs before this one ran (each adds its time to the cache as it ends)."""
+    return sum(e["wall_seconds"] for e in cache_entries(path) if "wall_seconds" in e)
+
+
+def note_wall_seconds(path: Path | None, seconds: float) -> None:
+    """Add this run's wall seconds to the cache (a resumed run counts every run's time)."""
+    if path is not None and path.exists():
+        with path.open("a", encoding="utf-8") as file:
+            file.write(json.dumps({"wall_seconds": round(seconds, 1)}) + "\n")
 
 
 def run_plan(
@@ -182,79 +233,107 @@ def run_plan(
     jobs: int,
     progress: Callable[[Cell, float], None] = lambda *_: None,
 ) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (in ``jobs`` processes), appending each to
-    ``cache`` as it finishes; return each cell's raw numbers by key."""
+    """Run every cell of ``plan`` not in ``cache`` (in ``jobs`` processes, the discovery set
+    first, the costliest first within a set), appending each to ``cache`` as it finishes;
+    return each cell's raw numbers by key.  A cell that computes what another does (the same
+    key) runs once."""
     done = read_cache(cache)
-    for cell in plan.cells:
-        if cell.key in done:
-            progress(cell, cell.cost)
-    todo = sorted((c for c in plan.cells if c.key not in done), key=lambda c: -c.cost)
-    for cell, raw in finished_cells(todo, jobs):
-        done[cell.key] = raw
-        if cache is not None:
-            with cache.open("a", encoding="utf-8") as file:
-                file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
-        progress(cell, cell.cost)
+    todo: dict[str, Cell] = {}
+    for seed_set in plan.seed_sets:
+        cells = [c for c in plan.cells if c.seed_set == seed_set]
+        for cell in sorted(cells, key=lambda c: -c.cost):
+            if cell.key in done:
+                progress(cell, cell.cost)
+            else:
+                todo.setdefault(cell.key, cell)
+    waiting = {key: [c for c in plan.cells if c.key == key] for key in todo}
+    running = finished_cells(list(todo.values()), jobs)
+    try:
+        for cell, raw in running:
+            done[cell.key] = raw
+            if cache is not None:
+                with cache.open("a", encoding="utf-8") as file:
+                    file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
+            for same in waiting[cell.key]:
+                progress(same, same.cost)
+    finally:
+        running.close()  # on an interruption: stops the workers now
     return done
 
 
 def finished_cells(cells: Sequence[Cell], jobs: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
-    """Each cell with its raw numbers, as it finishes (in this process for one job)."""
+    """Each cell with its raw numbers, as it finishes (in this process for one job).
+
+    The workers ignore Ctrl-C; this process gets it, and leaving the generator (an
+    exception, or ``close()``) terminates them at once, whatever they are running."""
     if jobs == 1:
         yield from ((cell, run_cell(cell)) for cell in cells)
         return
-    pool = ProcessPoolExecutor(max_workers=jobs)
-    try:
-        futures = {pool.submit(run_cell, cell): cell for cell in cells}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-    finally:
-        pool.shutdown(cancel_futures=True)
+    with multiprocessing.Pool(min(jobs, len(cells)) or 1, initializer=_ignore_ctrl_c) as pool:
+        yield from pool.imap_unordered(_run_in_worker, cells)
+
+
+def _ignore_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_in_worker(cell: Cell) -> tuple[Cell, dict[str, Any]]:
+    return cell, run_cell(cell)
 
 
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
-    """The results as plain data (``why_clip.json``)."""
+    """The results as plain data (``why_clip.json``), with the claims evaluated on them."""
     sweeps = {}
     for sweep in plan.sweeps:
-        by_method: dict[str, dict[float, Any]] = {key: {} for key in sweep.methods}
-        for cell in sweep.cells(plan.seed_offset):
-            by_method[cell.method][cell.value] = raw[cell.key]
-        sweeps[sweep.name] = summarize_sweep(sweep, by_method)
-    return {
+        by_set: dict[str, dict[str, dict[float, Any]]] = {}
+        for cell in sweep.cells(plan.seed_offset, plan.seed_sets):
+            by_set.setdefault(cell.seed_set, {}).setdefault(cell.method, {})
+            by_set[cell.seed_set][cell.method][cell.value] = raw[cell.key]
+        sweeps[sweep.name] = summarize_sweep(sweep, by_set, plan.seed_offset)
+    cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
+    results = {
         "command": COMMAND,
         "machine": fingerprint(),
         "seconds": round(seconds),
+        "cpu_seconds": round(cpu),
         "jobs": jobs,
         "seed_offset": plan.seed_offset,
+        "seed_sets": list(plan.seed_sets),
         "stable_share": STABLE_SHARE,
         "paper": PAPER_TABLE_1,
         "sweeps": sweeps,
     }
+    return {**results, "claims": evaluate_claims(results)}
 
 
 BAR_WIDTH = 30
 
 
 class ProgressBar:
-    """``[######......]  40%  12/194 cells  8:02 left  cartpole: PPO, ε = 0.2, ...`` on stderr,
-    counting the cells' estimated CPU seconds."""
+    """``[######......]  40%  12/388 cells  8:02 left  cartpole: PPO, lr 0.005`` on stderr,
+    counting the cells' estimated CPU seconds; drawn at once, before any cell finishes."""
 
     def __init__(self, plan: Plan) -> None:
         self.total = sum(cell.cost for cell in plan.cells) or 1.0
         self.cells = len(plan.cells)
         self.swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
         self.done, self.count, self.started = 0.0, 0, time.perf_counter()
+        self.draw("starting")
 
     def __call__(self, cell: Cell, cost: float) -> None:
         self.done += cost
         self.count += 1
+        self.draw(f"{cell.seed_set}, {cell.label(self.swept[cell.sweep])}")
+
+    def draw(self, last: str) -> None:
         share = min(1.0, self.done / self.total)
         elapsed = time.perf_counter() - self.started
         minutes, seconds = divmod(round(elapsed * (1.0 - share) / share if share else 0.0), 60)
+        left = f"{minutes}:{seconds:02d} left" if share else "?:?? left"
         bar = "#" * round(share * BAR_WIDTH)
         sys.stderr.write(
             f"\r[{bar:<{BAR_WIDTH}}] {share:4.0%}  {self.count}/{self.cells} cells  "
-            f"{minutes}:{seconds:02d} left  {cell.label(self.swept[cell.sweep])}\033[K"
+            f"{left}  {last}\033[K"
         )
         sys.stderr.flush()
 
@@ -276,11 +355,26 @@ def whole_number(text: str) -> int:
     return int(text)
 
 
-def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
-    """The plan, the output folder (None: print only) and the number of processes the
-    arguments ask for; every mistake is refused here, before any work."""
+@dataclass(frozen=True)
+class Request:
+    """What the command line asks for: a plan to run (or the results to rewrite), the folder
+    to write to (None: print only) and the number of processes."""
+
+    plan: Plan
+    output: Path | None
+    jobs: int
+    rewrite: bool = False
+
+
+def parse(argv: list[str] | None) -> Request:
+    """What the arguments ask for; every mistake is refused here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
+    parser.add_argument(
+        "--rewrite",
+        action="store_true",
+        help="write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing",
+    )
     parser.add_argument("--output-dir", type=Path, help="where to write the three files")
     names = ", ".join(sweep.name for sweep in FULL_PLAN.sweeps)
     parser.add_argument("--setting", action="append", default=[], help=f"only this: {names}")
@@ -290,14 +384,27 @@ def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
     parser.add_argument(
         "--value", action="append", type=float, default=[], help="only this step size"
     )
-    parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell")
-    parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell")
     parser.add_argument(
-        "--seed-offset", type=whole_number, default=0, help="first seed (400 or more: all fresh)"
+        "--seed-set", action="append", default=[], help=f"only this: {', '.join(SEED_SETS)}"
+    )
+    parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell and set")
+    parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell and set")
+    parser.add_argument(
+        "--seed-offset", type=whole_number, default=0, help="first seed (800 or more: all fresh)"
     )
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
     args = parser.parse_args(argv)
+    if args.rewrite:
+        chosen = [
+            a for a in ("quick", "setting", "method", "value", "seed_set") if getattr(args, a)
+        ]
+        if chosen or args.bandit_seeds or args.cartpole_seeds or args.seed_offset:
+            parser.error("--rewrite runs nothing: it takes only --output-dir")
+        output = args.output_dir or RESULTS_DIR
+        if not (output / RESULTS_JSON.name).is_file():
+            parser.error(f"--rewrite: there is no {RESULTS_JSON.name} in {output}")
+        return Request(FULL_PLAN, output, args.jobs, rewrite=True)
     seeds = {
         task: getattr(args, f"{task}_seeds")
         for task in ("bandit", "cartpole")
@@ -305,13 +412,15 @@ def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
     }
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
-        plan = full.sliced(args.setting, args.method, args.value, seeds, args.seed_offset)
+        plan = full.sliced(
+            args.setting, args.method, args.value, seeds, args.seed_offset, args.seed_set
+        )
     except ValueError as error:
         parser.error(str(error))
     if args.output_dir is not None:
         output = args.output_dir
     elif args.quick:
-        return plan, None, args.jobs
+        return Request(plan, None, args.jobs)
     else:
         output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
     if output.exists() and not output.is_dir():
@@ -322,27 +431,38 @@ def parse(argv: list[str] | None) -> tuple[Plan, Path | None, int]:
         parser.error(f"cannot make the folder {output}: {error.strerror}")
     if output == SCRATCH_DIR:
         print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
-    return plan, output, args.jobs
+    return Request(plan, output, args.jobs)
+
+
+def rewrite(output: Path) -> int:
+    """RESULTS.md, the figure and the claims again from the results in ``output``."""
+    results = load_results(output / RESULTS_JSON.name)
+    results["claims"] = evaluate_claims(results)
+    write_results(results, output)
+    print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    plan, output, jobs = parse(argv)
+    request = parse(argv)
+    if request.rewrite:
+        return rewrite(request.output)
+    plan, output, jobs = request.plan, request.output, request.jobs
     cache = None if output is None else output / CACHE_NAME
+    earlier = earlier_wall_seconds(cache)
     progress = ProgressBar(plan)
     started = time.perf_counter()
     try:
         raw = run_plan(plan, cache, jobs, progress)
     except KeyboardInterrupt:
         progress.close()
-        if cache is not None:
-            print(
-                f"interrupted: the finished cells are kept in {cache}; the same command "
-                "resumes from them",
-                file=sys.stderr,
-            )
+        note_wall_seconds(cache, time.perf_counter() - started)
+        print(interrupted_message(cache), file=sys.stderr)
         return 130
     progress.close()
-    results = results_of(plan, raw, time.perf_counter() - started, jobs)
+    seconds = time.perf_counter() - started
+    results = results_of(plan, raw, earlier + seconds, jobs)
+    note_wall_seconds(cache, seconds)  # kept if writing the results fails
     if output is None:
         print(results_markdown(results))
         return 0
@@ -351,6 +471,18 @@ def main(argv: list[str] | None = None) -> int:
         cache.unlink(missing_ok=True)
     print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
     return 0
+
+
+def interrupted_message(cache: Path | None) -> str:
+    """What an interrupted run says it kept: only a cache that exists is named."""
+    kept = len(read_cache(cache))
+    if kept:
+        cells = "1 cell" if kept == 1 else f"{kept} cells"
+        return (
+            f"interrupted: {cells} finished so far kept in {cache}; "
+            "the same command resumes from them"
+        )
+    return "interrupted before any cell finished: nothing was kept"
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ axis holds a batch's samples or a policy's arms, and nothing mixes the rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
@@ -77,10 +77,30 @@ def chain_through_softmax(
 
     With ``logp_t = logits[a_t] - logsumexp(logits)``, ``d logp_t / d logits_k =
     [a_t == k] - pi_k``, so ``d loss / d logits_k = sum_{t: a_t = k} g_t - pi_k * sum_t g_t``.
+    The first sum adds each arm's ``g_t`` in the order of the samples (``np.bincount``), as
+    a sum over a one-hot matrix would, without its products by 0.
     """
-    one_hot = actions[..., None] == np.arange(probs.shape[-1])
-    per_arm = (dloss_dlogp[..., None] * one_hot).sum(axis=-2)
-    return per_arm - probs * dloss_dlogp.sum(axis=-1, keepdims=True)
+    lead = np.broadcast_shapes(dloss_dlogp.shape[:-1], actions.shape[:-1], probs.shape[:-1])
+    probs = np.broadcast_to(probs, (*lead, probs.shape[-1]))
+    return _chained(
+        np.broadcast_to(dloss_dlogp, (*lead, actions.shape[-1])),
+        arm_bins(actions, probs.shape),
+        probs,
+    )
+
+
+def arm_bins(actions: IntArray, policies: tuple[int, ...]) -> IntArray:
+    """Where each sample's arm sits in policies of shape ``policies`` flattened: run ``i``'s
+    sample ``t`` at ``i * K + a_t`` (``actions`` broadcast to the runs)."""
+    lead, k = policies[:-1], policies[-1]
+    rows = np.arange(int(np.prod(lead, dtype=np.int64))).reshape((*lead, 1))
+    return rows * k + np.broadcast_to(actions, (*lead, actions.shape[-1]))
+
+
+def _chained(dloss_dlogp: FloatArray, bins: IntArray, probs: FloatArray) -> FloatArray:
+    """:func:`chain_through_softmax` with the arms' bins (:func:`arm_bins`) given."""
+    per_arm = np.bincount(bins.ravel(), dloss_dlogp.ravel(), minlength=probs.size)
+    return per_arm.reshape(probs.shape) - probs * dloss_dlogp.sum(axis=-1, keepdims=True)
 
 
 #: Per-sample terms of the three estimates of KL(old || new) from the log-ratio ``log r``
@@ -230,35 +250,136 @@ class Method:
 
 
 def sample_gradients(
-    logp_new: FloatArray, logp_old: FloatArray, advantages: FloatArray, method: Method
+    logp_new: FloatArray,
+    logp_old: FloatArray,
+    advantages: FloatArray,
+    method: Method | Sequence[Method],
 ) -> tuple[FloatArray, BoolArray]:
     """``(d loss / d logp_new, clipped)`` from ppo_clip, for one batch or many runs at once.
 
-    Arrays have shape ``(..., n)``; each run's loss is the mean over its own ``n`` samples.
-    ``clipped`` is where PPO's rule at ``method.eps`` switches a gradient off (for the other
-    objectives: where it *would*).  The runs go to :func:`ppo_clip.clip_breakdown` ``m`` at a
-    time, ``m`` a power of two with ``m * n <= 4096`` (the contract's largest batch), a short
-    last chunk padded with rows of zero advantage.  ppo_clip divides by the chunk's ``m * n``
-    samples; multiplying by ``m`` gives each run the gradient of its own mean, exactly (both
-    steps are powers of two): every run gets, bit for bit, what ``ppo_clip.surrogate_grad``
-    returns for its batch alone.
+    Arrays have shape ``(..., n)`` (broadcast together); each run's loss is the mean over its
+    own ``n`` samples.  Several methods side by side: axis 0 is the method (``logp_new`` of
+    shape ``(len(methods), ..., n)``).  ``clipped`` is where PPO's rule at the method's ``eps``
+    switches a gradient off (for the other objectives: where it *would*).  Every run gets, bit
+    for bit, what ``ppo_clip.surrogate_grad`` returns for its batch alone (see
+    :class:`BatchGradients`).
     """
-    shape = logp_new.shape
-    n = shape[-1]
-    rows = [np.reshape(a, (-1, n)) for a in (logp_new, logp_old, advantages)]
-    runs = len(rows[0])
-    m = min(1 << (MAX_SAMPLES_PER_CALL // n).bit_length() - 1, 1 << (runs - 1).bit_length())
-    padded = -(-runs // m) * m
-    new, old, adv = (np.concatenate([a, np.zeros((padded - runs, n))]) for a in rows)
-    grads, clipped = np.empty((padded, n)), np.empty((padded, n), dtype=bool)
-    for start in range(0, padded, m):
-        chunk = slice(start, start + m)
-        breakdown = ppo_clip.clip_breakdown(
-            new[chunk].ravel(), old[chunk].ravel(), adv[chunk].ravel(), method.eps
+    shape = np.broadcast_shapes(np.shape(logp_new), np.shape(logp_old), np.shape(advantages))
+    return BatchGradients(logp_old, advantages, method, shape)(logp_new)
+
+
+class BatchGradients:
+    """ppo_clip's per-sample gradients on one batch whose old log-probabilities and advantages
+    stay fixed, for new log-probabilities of ``shape`` (a training loop's every step).
+
+    The runs go to :func:`ppo_clip.clip_breakdown` grouped by the methods' ``eps``, ``m`` runs
+    of ``n`` samples per call: ``m`` a power of two with ``m * n <= 4096`` (the contract's
+    largest batch), a short last chunk padded with rows of zero advantage; each run's gradient
+    is its method's :func:`ppo_clip.objective_grad`.  ppo_clip divides by the chunk's ``m * n``
+    samples; multiplying by ``m`` gives each run the gradient of its own mean, exactly (both
+    steps are powers of two).  What does not change between steps (the padded old
+    log-probabilities and advantages, which rows take which objective) is prepared once.
+    """
+
+    def __init__(
+        self,
+        logp_old: ArrayLike,
+        advantages: ArrayLike,
+        method: Method | Sequence[Method],
+        shape: tuple[int, ...],
+    ) -> None:
+        methods = tuple(method) if not isinstance(method, Method) else (method,)
+        self.shape, n = shape, shape[-1]
+        self.rows = (len(methods), -1, n)  # (method, run, sample)
+        old, adv = (
+            np.reshape(np.broadcast_to(a, shape), self.rows) for a in (logp_old, advantages)
         )
-        grads[chunk] = ppo_clip.objective_grad(breakdown, method.objective).reshape(m, n)
-        clipped[chunk] = breakdown.is_clipped.reshape(m, n)
-    return (grads[:runs] * m).reshape(shape), clipped[:runs].reshape(shape)
+        runs = old.shape[1]
+        self.groups = [
+            _Group.of([i for i, m in enumerate(methods) if m.eps == eps], methods, old, adv, runs)
+            for eps in dict.fromkeys(m.eps for m in methods)
+        ]
+
+    def __call__(self, logp_new: ArrayLike) -> tuple[FloatArray, BoolArray]:
+        """``(d loss / d logp_new, clipped)`` for new log-probabilities of the batch's shape
+        (broadcast to it)."""
+        if np.shape(logp_new) != self.shape:
+            logp_new = np.broadcast_to(logp_new, self.shape)
+        new = np.reshape(logp_new, self.rows)
+        if len(self.groups) == 1:
+            grads, clipped = self.groups[0].gradients(new)
+        else:
+            grads, clipped = np.empty(new.shape), np.empty(new.shape, dtype=bool)
+            for group in self.groups:
+                grads[group.methods], clipped[group.methods] = group.gradients(new[group.methods])
+        return grads.reshape(self.shape), clipped.reshape(self.shape)
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The methods of one ``eps`` (rows ``methods`` of a :class:`BatchGradients`), their runs
+    padded and cut into chunks of ``size`` runs; per chunk its slice and, per objective in it,
+    the chunk's rows that take it (None: all of them)."""
+
+    methods: list[int]
+    eps: float
+    size: int
+    old: FloatArray
+    advantages: FloatArray
+    chunks: list[tuple[slice, list[tuple[ppo_clip.Objective, BoolArray | None]]]]
+    #: The new log-probabilities of a step, padded (the padding's rows stay 0).
+    new: FloatArray
+
+    @classmethod
+    def of(
+        cls,
+        chosen: list[int],
+        methods: Sequence[Method],
+        old: FloatArray,
+        adv: FloatArray,
+        runs: int,
+    ) -> _Group:
+        n = old.shape[-1]
+        used = len(chosen) * runs
+        size = min(1 << (MAX_SAMPLES_PER_CALL // n).bit_length() - 1, 1 << (used - 1).bit_length())
+        padded = -(-used // size) * size
+        kinds = np.repeat([methods[i].objective for i in chosen], runs)
+        kinds = np.concatenate([kinds, kinds[-1:].repeat(padded - used)])
+        chunks = []
+        for start in range(0, padded, size):
+            here = kinds[start : start + size]
+            names = list(dict.fromkeys(here.tolist()))
+            rows = [(name, None if len(names) == 1 else here == name) for name in names]
+            chunks.append((slice(start, start + size), rows))
+        old_rows, adv_rows = (
+            np.concatenate([a[chosen].reshape(used, n), np.zeros((padded - used, n))])
+            for a in (old, adv)
+        )
+        eps = methods[chosen[0]].eps
+        return cls(chosen, eps, size, old_rows, adv_rows, chunks, np.zeros(old_rows.shape))
+
+    def gradients(self, new: FloatArray) -> tuple[FloatArray, BoolArray]:
+        """Gradients and clip decisions of the group's runs ``new`` (``(methods, runs, n)``)."""
+        n = new.shape[-1]
+        used = new.size // n
+        padded = self.new  # the padding's rows: zero advantage, no gradient
+        padded[:used] = new.reshape(used, n)
+        grads, clipped = np.empty(padded.shape), np.empty(padded.shape, dtype=bool)
+        for chunk, objectives in self.chunks:
+            breakdown = ppo_clip.clip_breakdown(
+                padded[chunk].ravel(),
+                self.old[chunk].ravel(),
+                self.advantages[chunk].ravel(),
+                self.eps,
+            )
+            for objective, rows in objectives:
+                grad = ppo_clip.objective_grad(breakdown, objective).reshape(self.size, n)
+                if rows is None:
+                    grads[chunk] = grad
+                else:
+                    grads[chunk][rows] = grad[rows]
+            clipped[chunk] = breakdown.is_clipped.reshape(self.size, n)
+        return (grads[:used] * self.size).reshape(new.shape), clipped[:used].reshape(new.shape)
 
 
 class Step(NamedTuple):
@@ -274,10 +395,16 @@ class Step(NamedTuple):
     moving: BoolArray
 
 
+def per_method(methods: Sequence[Method], values: Sequence[float], ndim: int) -> FloatArray:
+    """One value per method, shaped ``(len(methods), 1, ..., 1)`` to broadcast over ``ndim``
+    axes of runs."""
+    return np.reshape(np.asarray(values, dtype=np.float64), (len(methods),) + (1,) * ndim)
+
+
 def epochs_on_batch(
     logits: ArrayLike,
     batch: Batch,
-    method: Method,
+    method: Method | Sequence[Method],
     step_size: float,
     epochs: int,
     kl_coef: ArrayLike | None = None,
@@ -289,26 +416,48 @@ def epochs_on_batch(
     exceeds it (so the last KL may overshoot the target, as in practice); its logits stay.
     The first ``logits`` are the old policy of the KL penalty, whose ``beta`` per run is
     ``kl_coef`` (default ``method.kl_coef``; 0: no penalty).
+
+    Several methods side by side: axis 0 of ``logits`` (and of ``kl_coef`` and of everything
+    yielded) is the method, the batch is the same for all; each method takes its own number
+    of steps (as many policies are yielded as the method with the most needs: the others
+    stand still).  Every method's numbers are, bit for bit, what it gives alone.
     """
+    several = not isinstance(method, Method)
+    methods = tuple(method) if several else (method,)
     logits = np.asarray(logits, dtype=np.float64)
+    logits = logits if several else logits[None]
+    runs = logits.ndim - 2
+    last = per_method(methods, [m.epochs(epochs) for m in methods], runs)
+    targets = [np.inf if m.target_kl is None else m.target_kl for m in methods]
+    target = per_method(methods, targets, runs)
+    if kl_coef is None:
+        beta = per_method(methods, [m.kl_coef for m in methods], runs)
+    else:
+        beta = np.asarray(kl_coef, dtype=np.float64)
+        beta = beta if several or beta.ndim == 0 else beta[None]
+    beta = np.broadcast_to(beta, logits.shape[:-1])
     moving = np.ones(logits.shape[:-1], dtype=bool)
-    beta = np.asarray(method.kl_coef if kl_coef is None else kl_coef, dtype=np.float64)
+    penalized = beta > 0
+    penalties, stops = penalized.any(), any(m.target_kl is not None for m in methods)
     old_probs = softmax(logits)
-    last = method.epochs(epochs)
-    for epoch in range(last + 1):
+    actions = np.broadcast_to(batch.actions, logits.shape[:-1] + batch.actions.shape[-1:])
+    gradients = BatchGradients(batch.logp_old, batch.advantages, methods, actions.shape)
+    taken = arm_bins(actions, logits.shape)  # log pi(a_t) of every run, picked in one call
+    for epoch in range(int(last.max()) + 1):
         logp_all = log_softmax(logits)
-        logp = np.take_along_axis(logp_all, batch.actions, axis=-1)
-        grads, clipped = sample_gradients(logp, batch.logp_old, batch.advantages, method)
+        logp = logp_all.reshape(-1)[taken]
+        grads, clipped = gradients(logp)
         kl = approx_kl(logp - batch.logp_old)
-        if method.target_kl is not None:
-            moving = moving & ~(kl > method.target_kl)
-        if epoch == last:
-            moving = np.zeros_like(moving)
-        yield Step(logits, grads, clipped, kl, moving)
+        moving = moving & (epoch < last)
+        if stops:
+            moving &= ~(kl > target)
+        step = Step(logits, grads, clipped, kl, moving)
+        yield step if several else Step(*(a[0] for a in step))
         probs = np.exp(logp_all)
-        grad = chain_through_softmax(grads, batch.actions, probs)
-        if np.any(beta):
-            grad = grad + beta[..., None] * kl_penalty_grad(old_probs, probs)
+        grad = _chained(grads, taken, probs)
+        if penalties:  # the penalty only where a run has one: the others' steps stay exact
+            with_penalty = grad + beta[..., None] * kl_penalty_grad(old_probs, probs)
+            grad = np.where(penalized[..., None], with_penalty, grad)
         logits = np.where(moving[..., None], logits - step_size * grad, logits)
 
 

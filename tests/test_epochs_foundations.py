@@ -385,9 +385,9 @@ def test_the_notebook_names_its_sources_in_a_list_at_the_end(prose):
     text, sources = prose.split("## Sources")
     assert_states(
         sources,
-        "`spinup/algos/pytorch/ppo/ppo.py` (commit 2092113)",
-        "`stable_baselines3/ppo/ppo.py` (commit cef4cf2)",
-        "`cleanrl/ppo.py` (commit 020cf0e)",
+        "`spinup/algos/pytorch/ppo/ppo.py` at commit 038665d",
+        "`stable_baselines3/ppo/ppo.py` at commit e05d2db, lines 262–271",
+        "`cleanrl/ppo.py` at commit fe8d8a0, lines 254–257",
         "`baselines/ppo2/model.py` (commit ea25b9e)",
         "arXiv 2005.12729",
         "arXiv 1811.02553",

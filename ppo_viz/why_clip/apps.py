@@ -5,7 +5,8 @@
 * :class:`BanditLoopExplorer`: the six main methods on the bandit over many seeds, run live
   whenever K, the step size, the batch size or the number of iterations changes; a button
   adds seeds;
-* :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study.
+* :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study, on either
+  seed set.
 
 Checkboxes choose the methods drawn; the readout above each figure is a table of numbers.
 """
@@ -30,7 +31,6 @@ from ppo_viz.why_clip.bandit_loop import (
     STEP_SIZES,
     BanditLoopHistory,
     BanditLoopSettings,
-    run_bandit_loop,
     run_bandit_methods,
 )
 from ppo_viz.why_clip.figures import (
@@ -43,7 +43,15 @@ from ppo_viz.why_clip.figures import (
     show_cartpole_curves,
 )
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS
-from ppo_viz.why_clip.results import cell_at, difference, load_results, stable_text, step_text
+from ppo_viz.why_clip.results import (
+    cell_at,
+    difference,
+    load_results,
+    one_set,
+    seeds_text,
+    stable_text,
+    step_text,
+)
 
 #: Seeds of the bandit app at the start, and how many its button adds.
 DEFAULT_SEEDS = 20
@@ -108,59 +116,82 @@ def summary_html(runs: Mapping[str, Any], columns: Mapping[str, Any], caption: s
 
 
 class RangeExplorer(LiveFigure):
-    """The committed range figure; a button re-runs the bandit's sweep on fresh seeds."""
+    """The committed range figure (``panels``: sweeps and methods); with the bandit's panel, a
+    button re-runs the bandit's sweep on fresh seeds."""
 
-    def __init__(self, results: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        results: Mapping[str, Any] | None = None,
+        panels: Sequence[tuple[str, Sequence[str]]] = HEADLINE,
+        prefix: str = "range_",
+    ) -> None:
         self.results = load_results() if results is None else results
-        self.sweep = self.results["sweeps"][HEADLINE[0][0]]
+        self.panels, self.prefix = tuple(panels), prefix
+        self.methods = [k for k in MAIN_METHODS if any(k in methods for _, methods in panels)]
+        names = [name for name, _ in panels]
+        self.sweep = self.results["sweeps"]["bandit"] if "bandit" in names else None
         #: Per method, per step size: the final scores of the fresh seeds run so far.
         self.fresh: dict[str, np.ndarray] = {}
         self.next_seed = FRESH_OFFSET
-        figure = range_figure(self.results)
-        self.artists: dict[str, list[Any]] = {key: [] for key in MAIN_METHODS}
+        figure = range_figure(self.results, panels)
+        self.artists: dict[str, list[Any]] = {key: [] for key in self.methods}
         for ax in figure.axes:
             for artist in (*ax.lines, *ax.collections):
                 self.artists.get(artist.get_gid(), []).append(artist)
-        top = figure.axes[0]
-        self.marks = {
-            key: top.plot([], [], **FRESH_MARK, color=METHOD_LINES[key]["color"])[0]
-            for key in MAIN_METHODS
-        }
-        self.more = SeedsButton(f"re-run on {FRESH_SEEDS} fresh seeds", self.run_fresh_seeds)
-        boxes = method_boxes(MAIN_METHODS, "range_")
+        self.marks: dict[str, Any] = {}
+        below = []
+        if self.sweep is not None:
+            top = figure.axes[2 * names.index("bandit")]  # each panel: its scores, its strip
+            self.marks = {
+                key: top.plot([], [], **FRESH_MARK, color=METHOD_LINES[key]["color"])[0]
+                for key in self.methods
+            }
+            self.more = SeedsButton(f"re-run on {FRESH_SEEDS} fresh seeds", self.run_fresh_seeds)
+            below.append(self.more.widget)
+        boxes = method_boxes(self.methods, prefix)
         moving = [a for artists in self.artists.values() for a in artists]
         super().__init__(
             figure,
             self.update,
             boxes,
             moving=[*moving, *self.marks.values()],
-            rows=[list(boxes)[:3], list(boxes)[3:]],
-            below=[self.more.widget],
+            rows=[list(boxes)[:3], list(boxes)[3:]] if len(boxes) > 3 else [list(boxes)],
+            below=below,
             description="Final score against step size, per method, over many seeds",
         )
 
     def update(self, **values: bool) -> Markup:
-        """Show the ticked methods; the readout compares committed and fresh stable ranges."""
-        shown = shown_methods(values, "range_")
-        for key in MAIN_METHODS:
-            for artist in (*self.artists[key], self.marks[key]):
+        """Show the ticked methods; the readout gives each panel's stable ranges on each seed
+        set, and on the fresh seeds once the button ran."""
+        shown = [k for k in self.methods if values[f"{self.prefix}show_{k.replace('.', '')}"]]
+        for key in self.methods:
+            marks = [self.marks[key]] if key in self.marks else []
+            for artist in (*self.artists[key], *marks):
                 artist.set_visible(key in shown)
+        columns = {}
+        for name, _ in self.panels:
+            sweep = self.results["sweeps"][name]
+            for seed_set in sweep["sets"]:
+                heading = f"{sweep['title']}: {seed_set} {seeds_text(sweep, seed_set)}"
+                columns[heading] = lambda key, n=name, s=seed_set: stable_text(
+                    self.stable(key, n, s)
+                )
         share = f"{self.results['stable_share']:.0%}"
-        columns = {f"α where ≥ {share} of seeds succeed": lambda key: stable_text(self.stable(key))}
-        first = self.results["seed_offset"]
-        caption = f"bandit, committed seeds {first}–{first + self.sweep['seeds'] - 1}"
+        caption = f"Step sizes where ≥ {share} of the seeds succeed"
         if self.fresh:
             fresh = f"fresh seeds {FRESH_OFFSET}–{self.next_seed - 1}"
-            columns[f"… on {fresh}"] = lambda key: stable_text(self.stable(key, fresh=True))
+            columns[f"bandit: {fresh}"] = lambda key: stable_text(self.stable(key, "bandit"))
             caption += f"; diamonds: the mean score on {fresh}"
         return summary_html({key: key for key in shown}, columns, caption)
 
-    def stable(self, key: str, fresh: bool = False) -> list[float] | None:
-        """A method's stable range on the committed seeds, or on the fresh ones."""
-        if not fresh:
-            return self.sweep["methods"][key]["stable"]
-        shares = np.mean(self.fresh[key] >= self.sweep["success_score"], axis=1)
-        stable = np.array(self.sweep["values"])[shares >= self.results["stable_share"]]
+    def stable(self, key: str, name: str, seed_set: str = "fresh") -> list[float] | None:
+        """A method's stable range in a sweep on a committed seed set, or on the fresh seeds."""
+        sweep = self.results["sweeps"][name]
+        if seed_set != "fresh":
+            entry = sweep["sets"][seed_set]["methods"].get(key)
+            return None if entry is None else entry["stable"]
+        shares = np.mean(self.fresh[key] >= sweep["success_score"], axis=1)
+        stable = np.array(sweep["values"])[shares >= self.results["stable_share"]]
         return [stable.min(), stable.max()] if stable.size else None
 
     def run_fresh_seeds(self) -> None:
@@ -169,16 +200,19 @@ class RangeExplorer(LiveFigure):
         seeds = tuple(range(self.next_seed, self.next_seed + FRESH_SEEDS))
         stored = self.sweep["settings"]
         base = BanditLoopSettings(**{**stored, "arm_means": tuple(stored["arm_means"])})
-        with self.more.running(len(MAIN_METHODS) * len(self.sweep["values"])):
-            for key in MAIN_METHODS:
-                scores = []
-                for value in self.sweep["values"]:
-                    run = run_bandit_loop(METHODS[key], replace(base, step_size=value), seeds)
-                    scores.append(run.score)
-                    self.more.progress.value += 1
-                new = np.array(scores)  # one row per step size, one column per seed
-                self.fresh[key] = np.hstack([self.fresh[key], new]) if key in self.fresh else new
-                self.marks[key].set_data(self.sweep["values"], self.fresh[key].mean(axis=1))
+        scores: dict[str, list[np.ndarray]] = {key: [] for key in self.methods}
+        with self.more.running(len(self.sweep["values"])):
+            for value in self.sweep["values"]:
+                runs = run_bandit_methods(
+                    replace(base, step_size=value), seeds, tuple(self.methods)
+                )
+                for key, run in runs.items():
+                    scores[key].append(run.score)
+                self.more.progress.value += 1
+        for key in self.methods:
+            new = np.array(scores[key])  # one row per step size, one column per seed
+            self.fresh[key] = np.hstack([self.fresh[key], new]) if key in self.fresh else new
+            self.marks[key].set_data(self.sweep["values"], self.fresh[key].mean(axis=1))
         self.next_seed += FRESH_SEEDS
         self.refresh()
 
@@ -252,11 +286,10 @@ class BanditLoopExplorer(LiveFigure):
         settings = self.settings
         runs = self.runs(settings)
         new_seeds = tuple(range(self.seed_count, self.seed_count + MORE_BANDIT_SEEDS))
-        joined = {}
-        with self.more.running(len(runs)):
-            for key, history in runs.items():
-                joined[key] = history.joined(run_bandit_loop(METHODS[key], settings, new_seeds))
-                self.more.progress.value += 1
+        with self.more.running(1):
+            more = run_bandit_methods(settings, new_seeds)
+            joined = {key: history.joined(more[key]) for key, history in runs.items()}
+            self.more.progress.value += 1
         self.seed_count += MORE_BANDIT_SEEDS
         self._runs[(settings, self.seed_count)] = joined
         self.refresh()
@@ -280,53 +313,71 @@ def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
 
 
 class CartPoleExplorer(LiveFigure):
-    """The committed CartPole curves of one cell of the study (epochs and learning rate)."""
+    """The committed CartPole curves of one cell of the study (epochs, learning rate and seed
+    set)."""
 
     def __init__(self, results: Mapping[str, Any] | None = None) -> None:
         self.results = load_results() if results is None else results
-        self.cells = {
-            f"K = {sweep['settings']['epochs']}, learning rate {step_text(value)}": (name, value)
+        sweeps = [
+            (name, sweep)
             for name, sweep in self.results["sweeps"].items()
             if sweep["task"] == "cartpole"
+        ]
+        sweeps.sort(key=lambda item: item[1]["settings"]["epochs"] != 4)  # CleanRL's K first
+        self.cells = {
+            f"K = {sweep['settings']['epochs']}, learning rate {step_text(value)}": (name, value)
+            for name, sweep in sweeps
             for value in sweep["values"]
         }
-        first = next(iter(self.cells.values()))[0]
-        scale = self.results["sweeps"][first]["scale"]
+        first = sweeps[0][1]
+        scale = first["scale"]
         choice = widgets.Dropdown(options=list(self.cells), description="cell", **control_layout())
-        controls = {"cartpole_cell": choice, **method_boxes(MAIN_METHODS, "cartpole_")}
+        sets = widgets.Dropdown(
+            options=list(first["sets"]), description="seeds", **control_layout()
+        )
+        controls = {
+            "cartpole_cell": choice,
+            "cartpole_seeds": sets,
+            **method_boxes(MAIN_METHODS, "cartpole_"),
+        }
         with figure_style():
             figure = Figure(figsize=(9.0, 3.9), layout="constrained")
             axes = cartpole_axes(figure, scale["random_return"], scale["episodes"])
             self.panels = SpreadPanels(figure, axes, MAIN_METHODS)
         self._drawn: Any = None
-        boxes = list(controls)[1:]
+        boxes = list(controls)[2:]
         super().__init__(
             figure,
             self.update,
             controls,
             moving=self.panels.moving,
-            rows=[["cartpole_cell"], boxes[:3], boxes[3:]],
+            rows=[["cartpole_cell", "cartpole_seeds"], boxes[:3], boxes[3:]],
             description="PPO on CartPole in numpy: return, clip fraction and KL over many seeds",
         )
 
-    def update(self, cartpole_cell: str, **shown: bool) -> Markup:
-        """Draw the chosen cell's curves, showing the ticked methods."""
+    def update(self, cartpole_cell: str, cartpole_seeds: str, **shown: bool) -> Markup:
+        """Draw the chosen cell's curves on the chosen seed set, showing the ticked methods
+        that ran there."""
         name, value = self.cells[cartpole_cell]
-        sweep = self.results["sweeps"][name]
+        sweep = one_set(self.results, cartpole_seeds)["sweeps"][name]
         cells = {key: cell_at(sweep, key, value) for key in sweep["methods"]}
-        if self._drawn != cartpole_cell:
+        if self._drawn != (cartpole_cell, cartpole_seeds):
             steps = np.array(sweep["scale"]["curve_steps"], dtype=float)
             show_cartpole_curves(self.panels, steps, {k: c["curves"] for k, c in cells.items()})
-            self._drawn = cartpole_cell
-        self.panels.show_only(shown_methods(shown, "cartpole_"))
-        solved = sweep["scale"]["solved_return"]
+            self._drawn = (cartpole_cell, cartpole_seeds)
+        self.panels.show_only([k for k in shown_methods(shown, "cartpole_") if k in cells])
+        solved, seeds = sweep["scale"]["solved_return"], sweep["seeds"]
         columns = {
             "final return (mean)": lambda c: rounded(np.mean(c["final_return"]), 3),
-            f"seeds ≥ {solved:g}": lambda c: f"{c['solved']} of {sweep['seeds']}",
-            "seeds below random": lambda c: f"{c['collapsed']} of {sweep['seeds']}",
+            f"seeds ≥ {solved:g}": lambda c: f"{c['solved']} of {seeds}",
+            "seeds below random": lambda c: f"{c['collapsed']} of {seeds}",
             "score minus PPO's, seed by seed": lambda c: (
                 difference(c["vs_ppo"]) if "vs_ppo" in c else "–"
             ),
             "mean clip fraction": lambda c: rounded(c["clip_fraction"], 2),
         }
-        return summary_html(cells, columns, f"CartPole, {cartpole_cell}, {sweep['seeds']} seeds")
+        where = f"{cartpole_seeds} set, {seeds_text(self.results['sweeps'][name], cartpole_seeds)}"
+        caption = (
+            f"CartPole, {cartpole_cell}, {where}; n.d.: not distinguishable with {seeds} seeds"
+        )
+        return summary_html(cells, columns, caption)

@@ -18,6 +18,7 @@ it.  Because the true means are known, each policy is scored by its true expecte
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -31,6 +32,7 @@ from ppo_viz.bandit import (
     checked_fields,
     epochs_on_batch,
     log_softmax,
+    per_method,
     pull,
     random_numbers,
     softmax,
@@ -132,44 +134,66 @@ def run_bandit_loop(
     method: Method, settings: BanditLoopSettings, seeds: tuple[int, ...]
 ) -> BanditLoopHistory:
     """Run PPO's loop with ``method`` for every seed side by side."""
+    return run_side_by_side((method,), settings, seeds)[0]
+
+
+def run_side_by_side(
+    methods: Sequence[Method], settings: BanditLoopSettings, seeds: tuple[int, ...]
+) -> list[BanditLoopHistory]:
+    """Run PPO's loop with each of ``methods`` for every seed, all side by side (axis 0 of
+    every array is the method, axis 1 the seed): one pass of Python for all of them, and each
+    method's numbers bit for bit what it gives alone."""
     shape = (settings.iterations, settings.batch_size)
     drawn = [random_numbers(seed, shape) for seed in seeds]
     uniforms, noise = np.stack([u for u, _ in drawn]), np.stack([z for _, z in drawn])
-    logits = np.zeros((len(seeds), len(settings.arm_means)))
-    kl_coef = np.full(len(seeds), method.kl_coef)
+    logits = np.zeros((len(methods), len(seeds), len(settings.arm_means)))
+    kl_coef = np.broadcast_to(
+        per_method(methods, [m.kl_coef for m in methods], 1), logits.shape[:2]
+    )
+    adaptive = [m.kl_target is not None for m in methods]
+    kl_target = per_method(methods, [m.kl_target or np.nan for m in methods], 1)
     probs, approx_kl, clip_fraction, kl_coefs = [], [], [], []
     for iteration in range(settings.iterations):
         probs.append(softmax(logits))
         kl_coefs.append(kl_coef)
         batch = pull(logits, uniforms[:, iteration], noise[:, iteration], settings.arm_means)
-        clipped, steps = np.zeros(len(seeds)), np.zeros(len(seeds))
+        clipped, steps = np.zeros(logits.shape[:2]), np.zeros(logits.shape[:2])
         updates = epochs_on_batch(
-            logits, batch, method, settings.step_size, settings.epochs, kl_coef
+            logits, batch, methods, settings.step_size, settings.epochs, kl_coef
         )
         for step in updates:
             clipped += np.where(step.moving, step.clipped.mean(axis=-1), 0.0)
             steps += step.moving
-        if method.kl_target is not None:
+        if any(adaptive):
             moved = np.sum(probs[-1] * (log_softmax(logits) - log_softmax(step.logits)), axis=-1)
-            kl_coef = adapted_kl_coef(kl_coef, moved, method.kl_target)
+            adapted = adapted_kl_coef(kl_coef, moved, kl_target)
+            kl_coef = np.where(per_method(methods, adaptive, 1) > 0, adapted, kl_coef)
         logits = step.logits
         approx_kl.append(step.approx_kl)
         clip_fraction.append(clipped / steps)
     probs.append(softmax(logits))
-    return BanditLoopHistory(
-        method=method,
-        settings=settings,
-        seeds=tuple(seeds),
-        probs=np.stack(probs, axis=1),
-        approx_kl=np.stack(approx_kl, axis=1),
-        clip_fraction=np.stack(clip_fraction, axis=1),
-        kl_coef=np.stack(kl_coefs, axis=1),
-    )
+    arrays = {
+        "probs": np.stack(probs, axis=2),
+        "approx_kl": np.stack(approx_kl, axis=2),
+        "clip_fraction": np.stack(clip_fraction, axis=2),
+        "kl_coef": np.stack(kl_coefs, axis=2),
+    }
+    return [
+        BanditLoopHistory(
+            method=method,
+            settings=settings,
+            seeds=tuple(seeds),
+            **{name: values[i] for name, values in arrays.items()},
+        )
+        for i, method in enumerate(methods)
+    ]
 
 
 @functools.lru_cache(maxsize=32)
 def run_bandit_methods(
     settings: BanditLoopSettings, seeds: tuple[int, ...], methods: tuple[str, ...] = MAIN_METHODS
 ) -> dict[str, BanditLoopHistory]:
-    """Methods (default: the six main ones) on the same seeds (cached per settings and seeds)."""
-    return {key: run_bandit_loop(METHODS[key], settings, seeds) for key in methods}
+    """Methods (default: the six main ones) on the same seeds, side by side (cached per
+    settings and seeds)."""
+    runs = run_side_by_side([METHODS[key] for key in methods], settings, seeds)
+    return dict(zip(methods, runs, strict=True))

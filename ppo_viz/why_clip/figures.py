@@ -1,8 +1,9 @@
 """Notebook 4's figures: the score against the step size, and the curves over training.
 
 * :func:`range_figure` is the one figure of per-step-size results: per sweep, each method's
-  mean final score against its step size (log axis) with the 10th to 90th percentile of its
-  seeds, and under it a strip that marks where at least 90% of the seeds succeed;
+  mean final score against its step size (log axis) over both seed sets together, with the
+  10th to 90th percentile of those seeds, and under it a strip that marks the step sizes where
+  at least 90% of the seeds succeed on *each* set (:func:`results_figure`: the study's file);
 * :class:`SpreadPanels` puts one line (mean over seeds) and one band (25th to 75th percentile)
   per method in each of a list of panels: the apps' curves over iterations.
 
@@ -16,12 +17,12 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 
 from ppo_viz.style import COLORS, figure_style
 from ppo_viz.why_clip.bandit_loop import BanditLoopHistory
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, FloatArray, Spread, spread
-from ppo_viz.why_clip.results import SYMBOLS
+from ppo_viz.why_clip.results import SYMBOLS, pooled_cells
 
 #: Only PPO and the unclipped objective get a band: the other methods are lines only.
 BANDED = ("ppo", "unclipped")
@@ -29,55 +30,80 @@ BANDED = ("ppo", "unclipped")
 KL_FLOOR = 1e-5
 #: The headline figure: both tasks' learning-rate sweeps, the six main methods.
 HEADLINE = (("bandit", MAIN_METHODS), ("cartpole", MAIN_METHODS))
+#: The epochs as a factor: PPO and the unclipped surrogate on CartPole at K = 1, 4 and 10.
+EPOCH_PANELS = tuple(
+    (name, ("ppo", "unclipped")) for name in ("cartpole_k1", "cartpole", "cartpole_k10")
+)
 AXIS_NAMES = {"step_size": "step size α", "learning_rate": "Adam's learning rate"}
 
 
 def range_figure(
-    results: Mapping[str, Any], panels: Sequence[tuple[str, Sequence[str]]] = HEADLINE
-) -> Figure:
-    """Per ``(sweep, methods)`` panel: mean final score against step size and the strip of
-    stable step sizes (see the module's docstring).  One legend under the panels when they
-    show the same methods, else one in each."""
+    results: Mapping[str, Any],
+    panels: Sequence[tuple[str, Sequence[str]]] = HEADLINE,
+    figure: Figure | SubFigure | None = None,
+) -> Figure | SubFigure:
+    """Per ``(sweep, methods)`` panel: mean final score against step size over every seed set
+    together, and the strip of step sizes stable on each set (see the module's docstring).  One
+    legend under the panels when they show the same methods, else one in each.  Drawn into
+    ``figure`` (a new one by default)."""
     with figure_style():
-        figure = Figure(figsize=(9.0, 4.6), layout="constrained")
+        if figure is None:
+            figure = Figure(figsize=(9.0, 4.6), layout="constrained")
         grid = figure.add_gridspec(2, len(panels), height_ratios=(3.0, 1.0))
         shared = len({tuple(methods) for _, methods in panels}) == 1
+        first = None
         for column, (name, methods) in enumerate(panels):
             top = figure.add_subplot(grid[0, column])
             strip = figure.add_subplot(grid[1, column], sharex=top)
             draw_sweep(top, strip, results["sweeps"][name], methods, results["stable_share"])
+            first = first or top
             if not shared:
                 top.legend(loc="lower left", fontsize="small")
         if shared:
-            handles, labels = figure.axes[0].get_legend_handles_labels()
+            handles, labels = first.get_legend_handles_labels()
             ncols = min(len(handles), 3)
             figure.legend(handles, labels, loc="outside lower center", ncols=ncols, frameon=False)
+    return figure
+
+
+def results_figure(results: Mapping[str, Any]) -> Figure:
+    """The study's figure (``why_clip.png``): the headline's two panels, and under them
+    PPO and the unclipped surrogate on CartPole at K = 1, 4 and 10."""
+    with figure_style():
+        figure = Figure(figsize=(10.0, 9.6), layout="constrained")
+        top, bottom = figure.subfigures(2, 1, height_ratios=(1.0, 0.95))
+    range_figure(results, HEADLINE, top)
+    range_figure(results, EPOCH_PANELS, bottom)
+    bottom.suptitle("The epochs per rollout K as a factor: CartPole at K = 1, 4 and 10")
     return figure
 
 
 def draw_sweep(
     top: Axes, strip: Axes, sweep: Mapping[str, Any], methods: Sequence[str], share: float
 ) -> None:
-    """One sweep: the scores in ``top``, in ``strip`` where at least ``share`` of the seeds
-    succeed."""
+    """One sweep: the mean scores over every seed set in ``top``; in ``strip`` where at least
+    ``share`` of the seeds succeed on each set."""
     x = np.array(sweep["values"])
+    sets = len(sweep["sets"])
     for row, key in enumerate(methods):
-        cells, line = sweep["methods"][key]["cells"], METHOD_LINES[key]
+        cells, line = pooled_cells(sweep, key), METHOD_LINES[key]
         mean = np.array([c["mean"] for c in cells])
         top.plot(x, mean, **line, marker="o", ms=3.5, label=METHODS[key].label, gid=key)
         if key in BANDED:
             low, high = ([c[q] for c in cells] for q in ("p10", "p90"))
             top.fill_between(x, low, high, color=line["color"], alpha=0.13, lw=0, gid=key)
-        stable = np.array([c["solved"] >= share * sweep["seeds"] for c in cells])
+        stable = np.array([min(c["shares"]) >= share for c in cells])
         marks = np.where(stable, row, np.nan)
         strip.plot(x, marks, color=line["color"], lw=3.0, marker="o", ms=4.5, gid=key)
     top.set(xscale="log", ylabel="final score", ylim=(min(-0.05, top.get_ylim()[0]), 1.05))
     top.axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
-    top.set_title(f"{sweep['title']}: {sweep['seeds']} seeds per point", fontsize="medium")
+    seeds = " + ".join([str(sweep["seeds"])] * sets)
+    top.set_title(f"{sweep['title']}, {seeds} seeds", fontsize="medium")
     top.tick_params(labelbottom=False)
     strip.set(ylim=(len(methods) - 0.5, -0.5), yticks=[], xlabel=AXIS_NAMES[sweep["swept"]])
     symbol = SYMBOLS[sweep["swept"]]
-    strip.set_title(f"{symbol} where ≥ {share:.0%} of seeds succeed", fontsize="small")
+    where = "succeed on each set" if sets > 1 else "of the seeds succeed"
+    strip.set_title(f"{symbol} where ≥ {share:.0%} {where}", fontsize="small")
     strip.grid(axis="y", visible=False)
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from ppo_viz.bandit import FloatArray, Method
 from ppo_viz.style import LINES, NAMES, PALETTE
 
-#: The KL early stopping's threshold: Spinning Up stops at 1.5 times its default target 0.01.
+#: The KL early stopping's threshold: Stable-Baselines3 stops once k3 on a minibatch exceeds
+#: 1.5 times ``target_kl``; this is that rule at ``target_kl = 0.01`` (see ``cartpole_agent``).
 EARLY_STOP_KL = 0.015
 #: The PPO paper's settings of the penalty (Table 1): targets ``d_targ`` and fixed ``beta``.
 KL_TARGETS = (0.003, 0.01, 0.03)
@@ -91,5 +92,6 @@ class Spread(NamedTuple):
 
 def spread(values: FloatArray) -> Spread:
     """:class:`Spread` of ``values`` with runs along axis 0 (NaN entries are left out)."""
-    low, high = np.nanpercentile(values, (25.0, 75.0), axis=0)
+    percentile = np.nanpercentile if np.isnan(values).any() else np.percentile  # the same, faster
+    low, high = percentile(values, (25.0, 75.0), axis=0)
     return Spread(np.nanmean(values, axis=0), low, high)

@@ -1,10 +1,13 @@
 """The study's committed results and the tables made from them (for the notebook and RESULTS.md).
 
 ``python -m experiments.why_clip`` writes the results to ``experiments/why_clip.json``
-(:func:`load_results` reads them back).  Each table here is data, a header and rows of text,
-that the notebook shows (``ppo_viz.epochs.text.html_table``) and the command writes as markdown.
-Means carry their bootstrap 95% interval, to two significant figures of its width
-(:func:`estimate`); a paired difference whose interval contains 0 is a tie.
+(:func:`load_results` reads them back).  Every sweep ran on two sets of seeds, *discovery* and
+*confirmation*; :func:`one_set` gives the results of one set in the shape of a single run
+(``results["sweeps"][name]["methods"][key]``), which is what most tables take.  Each table here
+is data, a header and rows of text, that the notebook shows (``ppo_viz.epochs.text.html_table``)
+and the command writes as markdown.  Means carry their bootstrap 95% interval, to two
+significant figures of its width (:func:`estimate`); a paired difference whose interval holds 0
+is marked ``n.d.``: not distinguishable with that set's seeds.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ppo_viz.why_clip.methods import METHODS
 
@@ -37,7 +42,8 @@ PAPER_TABLE_1 = {
     "kl_fixed_10": 0.69,
 }
 #: The comparison with Table 1: its rows, then this study's other methods; and its columns:
-#: (heading, sweep, step size or None for each method's own best, state PPO's clip activity?).
+#: (heading, sweep, step size or None for each method's best on the discovery set, state
+#: PPO's clip activity?).
 TABLE_1_ROWS = (*PAPER_TABLE_1, "clip_only", "plain_pg", "early_stop")
 TABLE_1_COLUMNS = (
     ("bandit, α = 1", "bandit", 1.0, False),
@@ -48,6 +54,9 @@ TABLE_1_COLUMNS = (
 )
 #: How each sweep's step size is written.
 SYMBOLS = {"step_size": "α", "learning_rate": "lr"}
+#: The two seed sets, in order, and how a table names them.
+SEED_SETS = ("discovery", "confirmation")
+NOT_DISTINGUISHABLE = "not distinguishable"
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -55,6 +64,54 @@ Table = tuple[list[str], list[list[str]]]
 def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
     """The committed results (written by the results command)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def one_set(results: Mapping[str, Any], seed_set: str) -> dict[str, Any]:
+    """The results of one seed set, shaped as a run on one set: ``sweeps[name]["methods"]``
+    holds that set's methods, ``sweeps[name]["first_seed"]`` its first seed."""
+    sweeps = {}
+    for name, sweep in results["sweeps"].items():
+        if seed_set in sweep["sets"]:
+            chosen = sweep["sets"][seed_set]
+            meta = {k: v for k, v in sweep.items() if k not in ("sets", "methods")}
+            sweeps[name] = {
+                **meta,
+                "first_seed": chosen["first_seed"],
+                "methods": chosen["methods"],
+            }
+    return {**results, "seed_set": seed_set, "sweeps": sweeps}
+
+
+def seed_sets(results: Mapping[str, Any]) -> list[str]:
+    """The seed sets the results hold, in order."""
+    return [s for s in SEED_SETS if s in results.get("seed_sets", SEED_SETS)]
+
+
+def seeds_text(sweep: Mapping[str, Any], seed_set: str) -> str:
+    """``seeds 400–799``: the seeds one set of a sweep ran on."""
+    first = sweep["sets"][seed_set]["first_seed"]
+    return f"seeds {first}–{first + sweep['seeds'] - 1}"
+
+
+def pooled_cells(sweep: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+    """Per step size, a method's seeds of every set together: the mean score, its 10th and 90th
+    percentiles, and on each set the share of the seeds that succeed (``shares``)."""
+    sets = [sweep["sets"][s]["methods"][key]["cells"] for s in SEED_SETS if s in sweep["sets"]]
+    pooled = []
+    for cells in zip(*sets, strict=True):
+        scores = np.concatenate([c["scores"] for c in cells])
+        p10, p90 = np.percentile(scores, (10.0, 90.0))
+        shares = [c["solved"] / len(c["scores"]) for c in cells]
+        pooled.append(
+            {
+                "value": cells[0]["value"],
+                "mean": float(scores.mean()),
+                "p10": float(p10),
+                "p90": float(p90),
+                "shares": shares,
+            }
+        )
+    return pooled
 
 
 # -- numbers as text -------------------------------------------------------------------------
@@ -80,14 +137,18 @@ def estimate(mean: float, ci: Sequence[float]) -> str:
 
 
 def difference(paired: Mapping[str, Any]) -> str:
-    """A paired difference: ``+0.0032 [+0.0030, +0.0034]``, prefixed ``tie:`` when its
-    interval contains 0 (``tie`` alone when every seed gives the same score)."""
+    """A paired difference: ``+0.0032 [+0.0030, +0.0034]``, followed by ``n.d.`` when its
+    interval holds 0 (not distinguishable with these seeds), or ``identical on every seed``.
+
+    >>> difference({"diff": 0.001, "ci": [-0.002, 0.004], "verdict": "not distinguishable"})
+    '+0.0010 [-0.0020, +0.0040] n.d.'
+    """
     low, high = paired["ci"]
     if low == high == paired["diff"] == 0.0:
-        return "tie"
+        return "identical on every seed"
     d = decimals(high - low)
     text = f"{paired['diff']:+.{d}f} [{low:+.{d}f}, {high:+.{d}f}]"
-    return f"tie: {text}" if paired["verdict"] == "tie" else text
+    return f"{text} n.d." if paired["verdict"] == NOT_DISTINGUISHABLE else text
 
 
 def step_text(value: float) -> str:
@@ -103,33 +164,50 @@ def stable_text(stable: Sequence[float] | None) -> str:
     return low if low == high else f"{low} – {high}"
 
 
+def not_distinguishable_note(results: Mapping[str, Any], name: str) -> str:
+    """What ``n.d.`` means in a sweep's tables."""
+    seeds = results["sweeps"][name]["seeds"]
+    return f"n.d.: not distinguishable with {seeds} seeds (the 95% interval holds 0)"
+
+
 # -- the tables ------------------------------------------------------------------------------
 
 
 def cell_at(sweep: Mapping[str, Any], key: str, value: float) -> Mapping[str, Any]:
-    """The cell of method ``key`` at step size ``value``."""
+    """The cell of method ``key`` at step size ``value`` (``sweep`` of :func:`one_set`)."""
     return next(c for c in sweep["methods"][key]["cells"] if c["value"] == value)
 
 
 def range_table(results: Mapping[str, Any], name: str) -> Table:
-    """Per method of a sweep: where enough of its seeds succeed (``stable_share``), its best
-    step size and mean score there, and that score minus PPO's at PPO's best, seed by seed."""
+    """Per method of a sweep, on each seed set: the step sizes where enough of its seeds
+    succeed (``stable_share``), its best step size (chosen on the discovery set), its mean
+    score there, and that score minus PPO's at PPO's best, seed by seed."""
     sweep, share = results["sweeps"][name], results["stable_share"]
     symbol = SYMBOLS[sweep["swept"]]
-    header = ["method", f"{symbol} where ≥ {share:.0%} of seeds succeed", f"best {symbol}"]
-    header += ["mean score there [95% interval]", "minus PPO's best (paired)"]
+    sets = [s for s in SEED_SETS if s in sweep["sets"]]
+    header = ["method"]
+    header += [f"{symbol} where ≥ {share:.0%} of seeds succeed: {s}" for s in sets]
+    header += [f"best {symbol} (on {sets[0]})"]
+    header += [f"mean score there: {s}" for s in sets]
+    header += [f"minus PPO's best (paired): {s}" for s in sets]
     rows = []
-    for key, entry in sweep["methods"].items():
-        best = entry["best"]
-        rows.append([METHODS[key].label, stable_text(entry["stable"]), step_text(best["value"])])
-        versus = difference(best["vs_ppo_best"]) if "vs_ppo_best" in best else "–"
-        rows[-1] += [estimate(best["mean"], best["ci"]), versus]
+    for key in sweep["methods"]:
+        entries = [sweep["sets"][s]["methods"][key] for s in sets]
+        row = [METHODS[key].label, *(stable_text(e["stable"]) for e in entries)]
+        row.append(step_text(entries[0]["best"]["value"]))
+        row += [estimate(e["best"]["mean"], e["best"]["ci"]) for e in entries]
+        row += [
+            difference(e["best"]["vs_ppo_best"]) if "vs_ppo_best" in e["best"] else "–"
+            for e in entries
+        ]
+        rows.append(row)
     return header, rows
 
 
 def table_1(results: Mapping[str, Any]) -> Table:
-    """The PPO paper's Table 1 next to this study: per method the mean score ± half its
-    95% interval, at a fixed step size or at the method's own best ("–": not run)."""
+    """The PPO paper's Table 1 next to this study (one seed set, :func:`one_set`): per method
+    the mean score ± half its 95% interval, at a fixed step size or at the method's best on
+    the discovery set ("–": not run)."""
     header, columns = ["method", "PPO paper, Table 1"], []
     for heading, name, value, activity in TABLE_1_COLUMNS:
         sweep = results["sweeps"].get(name)
@@ -153,4 +231,66 @@ def table_1(results: Mapping[str, Any]) -> Table:
             d = decimals(half)
             row.append(f"{cell['mean']:.{d}f} ± {half:.{d}f}")
         rows.append(row)
+    return header, rows
+
+
+# -- the claims ------------------------------------------------------------------------------
+
+
+def claim_estimate(claim: Mapping[str, Any], seed_set: str) -> str:
+    """One claim's estimate on one set, with its interval and verdict, as text."""
+    found = claim[seed_set]
+    verdict = found["verdict"]
+    if claim["kind"] in ("difference", "interaction"):
+        paired = {"diff": found["estimate"], "ci": found["ci"], "verdict": verdict}
+        text = difference(paired).removesuffix(" n.d.")
+        if verdict == NOT_DISTINGUISHABLE:
+            verdict = f"not distinguishable with {found['seeds']} seeds"
+        return f"{text}: {verdict}"
+    if claim["kind"] == "stable":
+        return f"{estimate(found['estimate'], found['ci'])} succeed: {verdict}"
+    tops = [top_text(top, ci) for top, ci in zip(found["estimate"], found["ci"], strict=False)]
+    other = tops[1] if len(tops) == 2 else step_text(claim["than"])
+    return f"{tops[0]} vs {other}: {verdict}"
+
+
+def top_text(top: float | None, ci: Sequence[float | None]) -> str:
+    """An upper end and its interval: ``10 [5, 10]``; ``none`` for no stable step size."""
+    shown = [step_text(v) if v is not None else "none" for v in (top, *ci)]
+    return f"{shown[0]} [{shown[1]}, {shown[2]}]"
+
+
+def flip_text(flip: float) -> str:
+    """A flip chance: ``< 0.1%``, ``2.3%``, ``35%``."""
+    if flip < 0.001:
+        return "< 0.1%"
+    return f"{100 * flip:.2g}%"
+
+
+#: The claims' tiers (:func:`claim_tier`): stated, tendencies given with their flip chance,
+#: and the rest.
+TIERS = ("stated", "hedged", "other")
+
+
+def claim_tier(claim: Mapping[str, Any]) -> str:
+    """``stated`` (held on both sets, rarely flips), ``hedged`` (held on both sets, flips
+    more often: a tendency) or ``other`` (not stated)."""
+    if claim["stated"]:
+        return "stated"
+    return "hedged" if claim["status"].endswith("given with its flip chance") else "other"
+
+
+def claims_table(results: Mapping[str, Any], tier: str | None = None) -> Table:
+    """Per claim (of one of :data:`TIERS`; default all): what it says, its estimate with interval
+    and verdict on each seed set, its flip chance (how often a fresh set of as many seeds would
+    give another verdict) and its status."""
+    sets = seed_sets(results)
+    header = ["claim", *(f"{s} set" for s in sets), "flip chance", "status"]
+    rows = []
+    for claim in results.get("claims", []):
+        if tier is not None and claim_tier(claim) != tier:
+            continue
+        found = [claim_estimate(claim, s) for s in sets if s in claim]
+        flip = flip_text(claim["flip"]) if "flip" in claim else "–"
+        rows.append([claim["says"], *found, flip, claim["status"]])
     return header, rows

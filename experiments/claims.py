@@ -1,0 +1,617 @@
+"""The study's claims as data: each chosen on the discovery seeds, checked on the confirmation
+seeds, and given its chance to flip on another fresh set.
+
+A claim compares *arms*, a method at a step size of a sweep (:class:`Arm`; without a step size,
+the one where the method scored best on the discovery set, so that the confirmation set scores
+it free of the winner's curse).  Three kinds:
+
+* :class:`Difference`: ``a`` minus ``b``, seed by seed (both ran on the same seeds): the mean
+  with its bootstrap 95% interval; the verdict is ``higher``, ``lower`` or ``not
+  distinguishable`` (the interval holds 0: not distinguishable with these seeds, which is not
+  "equal");
+* :class:`UpperEnd`: the top of ``a``'s stable range (the largest step size at which at least
+  90% of its seeds succeed) above ``b``'s, or above a step size.  Ranges are compared by their
+  upper ends: their lower ends are the grid's edge on the bandit, and on CartPole the budget of
+  50,000 steps (a small learning rate is too slow there, not unstable).  No stable step size at
+  all counts as below every one.  The interval of an upper end is the 2.5th to 97.5th
+  percentile of its value over bootstrap resamples of the seeds;
+* :class:`Stable`: whether at least 90% of ``a``'s seeds succeed (its share, with a bootstrap
+  95% interval);
+* :class:`Interaction`: how a factor changes a difference, ``(a - b) - (c - d)`` seed by seed,
+  judged as a difference.
+
+:func:`evaluate_claims` evaluates every claim of :data:`CLAIMS` on each seed set, and
+estimates how often its verdict would come out otherwise on a fresh set of as many seeds: it
+draws that many seeds, with replacement, from both sets pooled (the best estimate of the
+population there is), judges each of :data:`FLIP_RESAMPLES` draws as the claim is judged (a
+difference by the normal-approximation 95% interval, ``mean +- 1.96 sd / sqrt(n)``, a quick
+stand-in for the bootstrap's), and counts the draws whose verdict differs from the claim's.
+That plug-in estimate is the claim's *flip chance*; it decides the wording
+(:func:`status_of`): a claim is *stated* when it holds on both sets and would flip on at most
+:data:`FLIP_PLAIN` of fresh sets (so that a re-run on other fresh seeds keeps every stated
+verdict, all of them together with the chance :func:`keeps_every_verdict` gives); one that held
+on both sets but would flip more often, up to :data:`FLIP_HEDGED`, is a tendency given with its
+flip chance, not a finding; beyond that it is not stated at all.  (The tiers were fixed with the
+claims, before the confirmation set ran; the second tier was then reworded from "stated with its
+flip chance" to "not robust" because together its claims would flip about once per re-run.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from experiments.statistics import (
+    HIGHER,
+    LOWER,
+    NOT_DISTINGUISHABLE,
+    STABLE_SHARE,
+    bootstrap_interval,
+    verdict_of,
+)
+
+#: Verdicts of the other two kinds.
+ABOVE, NOT_ABOVE = "above", "not above"
+STABLE, NOT_STABLE = "stable", "not stable"
+#: The resamples behind a flip chance and an upper end's interval, and their seed.
+FLIP_RESAMPLES = 4000
+FLIP_SEED = 2017_0720
+#: Flip chances up to which a claim is stated, or given as a tendency with its flip chance.
+FLIP_PLAIN = 0.05
+FLIP_HEDGED = 0.25
+#: A claim's status, from its verdicts on the two sets and its flip chance.
+STATED = "stated"
+HEDGED = "held on both sets; not robust, given with its flip chance"
+FRAGILE = "held on both sets; not stated: would flip too often"
+NOT_CONFIRMED = "not stated: the confirmation set disagrees"
+NOT_DISCOVERED = "not stated: the discovery set disagrees"
+ONE_SET = "one seed set only"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A method at a step size of a sweep; ``value=None``: its best on the discovery set."""
+
+    sweep: str
+    method: str
+    value: float | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: ``key`` names it, ``says`` states it in words (no numbers: the tables give
+    them), ``expect`` is its verdict."""
+
+    key: str
+    says: str
+    a: Arm
+    expect: str
+    kind = ""
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a,)
+
+
+@dataclass(frozen=True)
+class Difference(Claim):
+    """``a`` minus ``b``, seed by seed: :data:`HIGHER`, :data:`LOWER` or
+    :data:`NOT_DISTINGUISHABLE`."""
+
+    b: Arm = Arm("", "")
+    kind = "difference"
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a, self.b)
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        a, b = data
+        diff = np.asarray(a["scores"]) - np.asarray(b["scores"])
+        low, high = bootstrap_interval(diff)
+        return {"estimate": float(diff.mean()), "ci": [low, high], "verdict": verdict_of(low, high)}
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        diff = (np.asarray(pooled[0]["scores"]) - np.asarray(pooled[1]["scores"]))[draws]
+        mean, sd = diff.mean(axis=1), diff.std(axis=1, ddof=1)
+        half = 1.96 * sd / np.sqrt(draws.shape[1])
+        verdicts = np.full(len(draws), NOT_DISTINGUISHABLE, dtype=object)
+        verdicts[mean - half > 0] = HIGHER
+        verdicts[mean + half < 0] = LOWER
+        return verdicts
+
+
+@dataclass(frozen=True)
+class Interaction(Difference):
+    """How much a factor changes a difference: ``(a - b) - (c - d)``, seed by seed (the four
+    arms ran on the same seeds), for example the unclipped surrogate's loss against PPO at
+    K = 10 minus at K = 4."""
+
+    c: Arm = Arm("", "")
+    d: Arm = Arm("", "")
+    kind = "interaction"
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a, self.b, self.c, self.d)
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        return super().on_set(_interaction_as_pair(data))
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        return super().fresh_verdicts(_interaction_as_pair(pooled), draws)
+
+
+def _interaction_as_pair(data: Sequence[Any]) -> list[dict[str, Any]]:
+    """Four arms' cells as the two of a difference: ``a - b`` and ``c - d`` per seed."""
+    a, b, c, d = (np.asarray(cell["scores"]) for cell in data)
+    return [{"scores": a - b}, {"scores": c - d}]
+
+
+@dataclass(frozen=True)
+class UpperEnd(Claim):
+    """The top of ``a``'s stable range above ``b``'s (an arm: its step size is ignored) or
+    above the step size ``than``: :data:`ABOVE` or :data:`NOT_ABOVE`."""
+
+    b: Arm | None = None
+    than: float | None = None
+    kind = "upper end"
+
+    def arms(self) -> tuple[Arm, ...]:
+        return (self.a,) if self.b is None else (self.a, self.b)
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        tops = [top_of(sweep_cells) for sweep_cells in data]
+        draws = resamples(len(data[0][0]["succeeded"]))
+        intervals = [top_interval(sweep_cells, draws) for sweep_cells in data]
+        if self.b is None:
+            tops.append(self.than)
+        above = (tops[0] or 0.0) > (tops[1] or 0.0)
+        return {"estimate": tops, "ci": intervals, "verdict": ABOVE if above else NOT_ABOVE}
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        tops = [tops_of(sweep_cells, draws) for sweep_cells in pooled]
+        other = tops[1] if self.b is not None else np.full(len(draws), self.than)
+        return np.where(tops[0] > other, ABOVE, NOT_ABOVE).astype(object)
+
+
+@dataclass(frozen=True)
+class Stable(Claim):
+    """Whether at least 90% of ``a``'s seeds succeed: :data:`STABLE` or :data:`NOT_STABLE`."""
+
+    kind = "stable"
+
+    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
+        succeeded = successes(data[0])
+        share = float(succeeded.mean())
+        return {
+            "estimate": share,
+            "ci": list(bootstrap_interval(succeeded.astype(float))),
+            "verdict": STABLE if share >= STABLE_SHARE else NOT_STABLE,
+        }
+
+    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
+        shares = successes(pooled[0])[draws].mean(axis=1)
+        return np.where(shares >= STABLE_SHARE, STABLE, NOT_STABLE).astype(object)
+
+
+def successes(cell: Mapping[str, Any]) -> np.ndarray:
+    """Per seed, whether it succeeded (the cell's ``succeeded`` string of 0s and 1s)."""
+    return np.frombuffer(cell["succeeded"].encode(), dtype=np.uint8) == ord("1")
+
+
+def top_of(cells: Sequence[Mapping[str, Any]]) -> float | None:
+    """The largest step size at which at least 90% of the seeds succeed (None: none)."""
+    stable = [c["value"] for c in cells if successes(c).mean() >= STABLE_SHARE]
+    return max(stable) if stable else None
+
+
+def tops_of(cells: Sequence[Mapping[str, Any]], draws: np.ndarray) -> np.ndarray:
+    """:func:`top_of` on each resample of seeds (one per row of ``draws``), 0 for none."""
+    values = np.array([c["value"] for c in cells])
+    shares = np.stack([successes(c)[draws].mean(axis=1) for c in cells], axis=1)
+    return np.where(shares >= STABLE_SHARE, values, 0.0).max(axis=1)
+
+
+def top_interval(cells: Sequence[Mapping[str, Any]], draws: np.ndarray) -> list[float | None]:
+    """The 2.5th and 97.5th percentiles of the upper end over resamples (None: no range)."""
+    low, high = np.percentile(tops_of(cells, draws), (2.5, 97.5), method="nearest")
+    return [float(low) or None, float(high) or None]
+
+
+def resamples(seeds: int, size: int | None = None) -> np.ndarray:
+    """:data:`FLIP_RESAMPLES` rows of ``size`` seed indices drawn from ``range(seeds)``."""
+    rng = np.random.default_rng(FLIP_SEED)
+    return rng.integers(0, seeds, (FLIP_RESAMPLES, size or seeds))
+
+
+# -- the claims ----------------------------------------------------------------------------
+
+#: Where each group of claims holds: its K, budget and grid.
+BANDIT = "Bandit (K = 20, 50 batches of 16 pulls, α from 0.05 to 50)"
+CARTPOLE = "CartPole (K = 4, 50,000 steps, lr from 0.00025 to 0.05)"
+EPOCHS = "CartPole (50,000 steps, lr from 0.00025 to 0.05)"
+
+
+def _bandit(method: str, value: float | None = None) -> Arm:
+    return Arm("bandit", method, value)
+
+
+def _cartpole(method: str, value: float | None = None, sweep: str = "cartpole") -> Arm:
+    return Arm(sweep, method, value)
+
+
+#: Every claim of the study (its text in notebook 4 and RESULTS.md), chosen on the discovery
+#: set: written down once the discovery set had run, before the confirmation set had.  Some are
+#: the claims of the study's first version (one set of seeds), kept to show which replicate.
+CLAIMS: tuple[Claim, ...] = (
+    # -- the bandit: how far each method's step size can go --------------------------------
+    *(
+        UpperEnd(
+            f"bandit_top_{key}_above_unclipped",
+            f"{BANDIT}: the stable range of {label} reaches a larger step size than that of the "
+            "unclipped surrogate",
+            _bandit(key),
+            ABOVE,
+            _bandit("unclipped"),
+        )
+        for key, label in (
+            ("ppo", "PPO (ε = 0.2)"),
+            ("clip_only", "clip-only"),
+            ("early_stop", "early stopping"),
+            ("plain_pg", "plain PG"),
+        )
+    ),
+    *(
+        UpperEnd(
+            f"bandit_top_ppo_above_{key}",
+            f"{BANDIT}: the stable range of PPO reaches a larger step size than that of {label}",
+            _bandit("ppo"),
+            ABOVE,
+            _bandit(key),
+        )
+        for key, label in (
+            ("kl_adaptive_0.01", "the adaptive KL penalty (d = 0.01)"),
+            ("kl_fixed_1", "the fixed KL penalty (β = 1)"),
+        )
+    ),
+    UpperEnd(
+        "bandit_top_adaptive_above_unclipped",
+        f"{BANDIT}: the stable range of the adaptive KL penalty (d = 0.01) reaches a larger step "
+        "size than that of the unclipped surrogate",
+        _bandit("kl_adaptive_0.01"),
+        ABOVE,
+        _bandit("unclipped"),
+    ),
+    UpperEnd(
+        "bandit_top_clip_only_above_ppo",
+        f"{BANDIT}: the stable range of clip-only reaches a larger step size than PPO's",
+        _bandit("clip_only"),
+        ABOVE,
+        _bandit("ppo"),
+    ),
+    Difference(
+        "bandit_unclipped_below_ppo_at_1",
+        f"{BANDIT}: at α = 1 the unclipped surrogate scores lower than PPO",
+        _bandit("unclipped", 1.0),
+        LOWER,
+        _bandit("ppo", 1.0),
+    ),
+    Difference(
+        "bandit_adaptive_below_unclipped_at_1",
+        f"{BANDIT}: at α = 1 the adaptive KL penalty (d = 0.01) scores lower than the unclipped "
+        "surrogate",
+        _bandit("kl_adaptive_0.01", 1.0),
+        LOWER,
+        _bandit("unclipped", 1.0),
+    ),
+    Difference(
+        "bandit_unclipped_above_ppo_at_0.2",
+        f"{BANDIT}: at α = 0.2 the unclipped surrogate scores higher than PPO (the clip slows "
+        "small steps)",
+        _bandit("unclipped", 0.2),
+        HIGHER,
+        _bandit("ppo", 0.2),
+    ),
+    Difference(
+        "bandit_plain_pg_best_vs_ppo_best",
+        f"{BANDIT}: plain PG at its best α and PPO at its best α (both chosen on the discovery "
+        "set) are not distinguishable",
+        _bandit("plain_pg"),
+        NOT_DISTINGUISHABLE,
+        _bandit("ppo"),
+    ),
+    *(
+        Difference(
+            f"bandit_{key}_best_above_ppo_best",
+            f"{BANDIT}: {label} at its best α scores higher than PPO at its best α (both chosen "
+            "on the discovery set)",
+            _bandit(key),
+            HIGHER,
+            _bandit("ppo"),
+        )
+        for key, label in (("clip_only", "clip-only"), ("early_stop", "early stopping"))
+    ),
+    Difference(
+        "bandit_plain_pg_below_ppo_at_0.5",
+        f"{BANDIT}: at α = 0.5 plain PG (one step per batch) scores lower than PPO",
+        _bandit("plain_pg", 0.5),
+        LOWER,
+        _bandit("ppo", 0.5),
+    ),
+    Difference(
+        "bandit_eps_0.3_vs_0.2_at_1",
+        f"{BANDIT}: at α = 1 PPO with ε = 0.3 and with ε = 0.2 are not distinguishable",
+        _bandit("ppo_eps_0.3", 1.0),
+        NOT_DISTINGUISHABLE,
+        _bandit("ppo", 1.0),
+    ),
+    Difference(
+        "bandit_eps_0.3_vs_0.2_best",
+        f"{BANDIT}: PPO with ε = 0.3 and with ε = 0.2, each at its best α, are not distinguishable",
+        _bandit("ppo_eps_0.3"),
+        NOT_DISTINGUISHABLE,
+        _bandit("ppo"),
+    ),
+    # -- CartPole at CleanRL's K = 4 -------------------------------------------------------
+    *(
+        UpperEnd(
+            f"cartpole_top_ppo_above_{key}",
+            f"{CARTPOLE}: the stable range of PPO reaches a larger learning rate than that of "
+            f"{label} (no stable rate counts as below every rate)",
+            _cartpole("ppo"),
+            ABOVE,
+            _cartpole(key),
+        )
+        for key, label in (
+            ("unclipped", "the unclipped surrogate"),
+            ("clip_only", "clip-only"),
+            ("plain_pg", "plain PG"),
+            ("kl_adaptive_0.01", "the adaptive KL penalty"),
+            ("early_stop", "early stopping"),
+        )
+    ),
+    Stable(
+        "cartpole_ppo_not_stable_at_cleanrl_lr",
+        f"{CARTPOLE}: at CleanRL's learning rate, 0.00025, fewer than 90% of PPO's seeds solve "
+        "CartPole in 50,000 steps (the budget, not the method, sets the lower ends)",
+        _cartpole("ppo", 2.5e-4),
+        NOT_STABLE,
+    ),
+    Difference(
+        "cartpole_unclipped_best_below_ppo_best",
+        f"{CARTPOLE}: the unclipped surrogate at its best learning rate scores lower than PPO "
+        "at its best (both chosen on the discovery set)",
+        _cartpole("unclipped"),
+        LOWER,
+        _cartpole("ppo"),
+    ),
+    Difference(
+        "cartpole_adaptive_best_vs_ppo_best",
+        f"{CARTPOLE}: the adaptive KL penalty at its best learning rate and PPO at its best are "
+        "not distinguishable",
+        _cartpole("kl_adaptive_0.01"),
+        NOT_DISTINGUISHABLE,
+        _cartpole("ppo"),
+    ),
+    Difference(
+        "cartpole_adaptive_best_vs_unclipped_best",
+        f"{CARTPOLE}: the adaptive KL penalty at its best learning rate and the unclipped "
+        "surrogate at its best are not distinguishable",
+        _cartpole("kl_adaptive_0.01"),
+        NOT_DISTINGUISHABLE,
+        _cartpole("unclipped"),
+    ),
+    Difference(
+        "cartpole_unclipped_below_ppo_at_0.01",
+        f"{CARTPOLE}: at learning rate 0.01 the unclipped surrogate scores lower than PPO",
+        _cartpole("unclipped", 0.01),
+        LOWER,
+        _cartpole("ppo", 0.01),
+    ),
+    Difference(
+        "cartpole_adaptive_above_unclipped_at_0.01",
+        f"{CARTPOLE}: at learning rate 0.01 the adaptive KL penalty scores higher than the "
+        "unclipped surrogate",
+        _cartpole("kl_adaptive_0.01", 0.01),
+        HIGHER,
+        _cartpole("unclipped", 0.01),
+    ),
+    Difference(
+        "cartpole_adaptive_below_ppo_at_0.01",
+        f"{CARTPOLE}: at learning rate 0.01 the adaptive KL penalty scores lower than PPO",
+        _cartpole("kl_adaptive_0.01", 0.01),
+        LOWER,
+        _cartpole("ppo", 0.01),
+    ),
+    # -- CartPole: the epochs per rollout as a factor ----------------------------------------
+    UpperEnd(
+        "epochs_top_ppo_above_unclipped_k10",
+        f"{EPOCHS}, K = 10: the stable range of PPO reaches a larger learning rate than that of "
+        "the unclipped surrogate (no stable rate counts as below every rate)",
+        _cartpole("ppo", sweep="cartpole_k10"),
+        ABOVE,
+        _cartpole("unclipped", sweep="cartpole_k10"),
+    ),
+    Interaction(
+        "epochs_help_ppo_more_than_unclipped_at_0.005",
+        f"{EPOCHS}: at learning rate 0.005, going from K = 1 to K = 10 raises PPO's score more "
+        "than the unclipped surrogate's",
+        _cartpole("ppo", 5e-3, "cartpole_k10"),
+        HIGHER,
+        _cartpole("ppo", 5e-3, "cartpole_k1"),
+        _cartpole("unclipped", 5e-3, "cartpole_k10"),
+        _cartpole("unclipped", 5e-3, "cartpole_k1"),
+    ),
+    Difference(
+        "epochs_ppo_k10_above_k1_at_0.005",
+        f"{EPOCHS}: at learning rate 0.005 PPO scores higher with K = 10 than with K = 1",
+        _cartpole("ppo", 5e-3, "cartpole_k10"),
+        HIGHER,
+        _cartpole("ppo", 5e-3, "cartpole_k1"),
+    ),
+    Difference(
+        "epochs_unclipped_k10_below_k1_at_0.005",
+        f"{EPOCHS}: at learning rate 0.005 the unclipped surrogate scores lower with K = 10 than "
+        "with K = 1",
+        _cartpole("unclipped", 5e-3, "cartpole_k10"),
+        LOWER,
+        _cartpole("unclipped", 5e-3, "cartpole_k1"),
+    ),
+    Difference(
+        "epochs_unclipped_k10_above_k1_at_0.0005",
+        f"{EPOCHS}: at learning rate 0.0005 the unclipped surrogate scores higher with K = 10 "
+        "than with K = 1 (at a small rate, more epochs are more learning within the budget)",
+        _cartpole("unclipped", 5e-4, "cartpole_k10"),
+        HIGHER,
+        _cartpole("unclipped", 5e-4, "cartpole_k1"),
+    ),
+    Difference(
+        "epochs_k1_ppo_above_unclipped_at_0.025",
+        f"{EPOCHS}, K = 1: at learning rate 0.025 PPO scores higher than the unclipped surrogate "
+        "(one epoch is still four minibatch steps per rollout)",
+        _cartpole("ppo", 2.5e-2, "cartpole_k1"),
+        HIGHER,
+        _cartpole("unclipped", 2.5e-2, "cartpole_k1"),
+    ),
+    Difference(
+        "epochs_k1_ppo_vs_unclipped_at_0.0025",
+        f"{EPOCHS}, K = 1: at learning rate 0.0025 PPO and the unclipped surrogate are not "
+        "distinguishable",
+        _cartpole("ppo", 2.5e-3, "cartpole_k1"),
+        NOT_DISTINGUISHABLE,
+        _cartpole("unclipped", 2.5e-3, "cartpole_k1"),
+    ),
+    Difference(
+        "epochs_unclipped_below_ppo_at_k10",
+        f"{EPOCHS}, K = 10: at learning rate 0.0025 the unclipped surrogate scores lower than PPO",
+        _cartpole("unclipped", 2.5e-3, "cartpole_k10"),
+        LOWER,
+        _cartpole("ppo", 2.5e-3, "cartpole_k10"),
+    ),
+    Interaction(
+        "epochs_k10_widens_the_gap_at_0.0025",
+        f"{EPOCHS}: at learning rate 0.0025 the unclipped surrogate's loss against PPO is larger "
+        "with K = 10 than with K = 4",
+        _cartpole("unclipped", 2.5e-3, "cartpole_k10"),
+        LOWER,
+        _cartpole("ppo", 2.5e-3, "cartpole_k10"),
+        _cartpole("unclipped", 2.5e-3),
+        _cartpole("ppo", 2.5e-3),
+    ),
+)
+
+
+# -- evaluation ----------------------------------------------------------------------------
+
+
+def arm_data(results: Mapping[str, Any], arm: Arm, seed_set: str, claim: Claim) -> Any:
+    """What ``claim`` needs of ``arm`` on one set: a cell, or a method's cells (upper ends)."""
+    sweep = results["sweeps"][arm.sweep]
+    cells = sweep["sets"][seed_set]["methods"][arm.method]["cells"]
+    if isinstance(claim, UpperEnd):
+        return cells
+    return next(c for c in cells if c["value"] == value_of(results, arm))
+
+
+def value_of(results: Mapping[str, Any], arm: Arm) -> float:
+    """The arm's step size: its own, or its method's best on the discovery set."""
+    if arm.value is not None:
+        return arm.value
+    sets = results["sweeps"][arm.sweep]["sets"]
+    chooser = sets.get("discovery") or next(iter(sets.values()))
+    return chooser["methods"][arm.method]["best"]["value"]
+
+
+def pooled_data(data: Sequence[Any]) -> Any:
+    """Two sets' data as one: per cell, both sets' seeds."""
+
+    def join(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+        scores = list(a["scores"]) + list(b["scores"])
+        return {"value": a["value"], "scores": scores, "succeeded": a["succeeded"] + b["succeeded"]}
+
+    first, second = data
+    if isinstance(first, list):
+        return [join(a, b) for a, b in zip(first, second, strict=True)]
+    return join(first, second)
+
+
+def available(results: Mapping[str, Any], claim: Claim) -> bool:
+    """Whether the results hold every arm the claim compares, on some seed set."""
+    for arm in claim.arms():
+        sweep = results["sweeps"].get(arm.sweep)
+        if sweep is None or arm.method not in sweep["methods"]:
+            return False
+        if arm.value is not None and arm.value not in sweep["values"]:
+            return False
+    return True
+
+
+def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
+    """One claim on each seed set the results hold, its flip chance and its status."""
+    sets = [s for s in ("discovery", "confirmation") if s in results["seed_sets"]]
+    data = {s: [arm_data(results, arm, s, claim) for arm in claim.arms()] for s in sets}
+    entry: dict[str, Any] = {
+        "key": claim.key,
+        "kind": claim.kind,
+        "says": claim.says,
+        "expect": claim.expect,
+        "arms": [
+            {"sweep": arm.sweep, "method": arm.method, "value": value_of(results, arm)}
+            for arm in claim.arms()
+        ],
+    }
+    if isinstance(claim, UpperEnd) and claim.than is not None:
+        entry["than"] = claim.than
+    for seed_set in sets:
+        found = claim.on_set(data[seed_set])
+        seeds = results["sweeps"][claim.a.sweep]["seeds"]
+        entry[seed_set] = {**found, "holds": found["verdict"] == claim.expect, "seeds": seeds}
+    if len(sets) == 2:
+        pooled = [pooled_data(pair) for pair in zip(data[sets[0]], data[sets[1]], strict=True)]
+        seeds = results["sweeps"][claim.a.sweep]["seeds"]
+        draws = resamples(2 * seeds, seeds)
+        flips = claim.fresh_verdicts(pooled, draws) != claim.expect
+        entry["flip"] = float(flips.mean())
+    entry["status"] = status_of(entry)
+    entry["stated"] = entry["status"] == STATED
+    return entry
+
+
+def status_of(entry: Mapping[str, Any]) -> str:
+    """How a claim may be worded, from its verdicts on both sets and its flip chance."""
+    if "flip" not in entry:
+        return ONE_SET
+    if not entry["discovery"]["holds"]:
+        return NOT_DISCOVERED
+    if not entry["confirmation"]["holds"]:
+        return NOT_CONFIRMED
+    if entry["flip"] <= FLIP_PLAIN:
+        return STATED
+    return HEDGED if entry["flip"] <= FLIP_HEDGED else FRAGILE
+
+
+def evaluate_claims(
+    results: Mapping[str, Any], claims: Sequence[Claim] | None = None
+) -> list[dict[str, Any]]:
+    """Every claim (default :data:`CLAIMS`) the results can judge, evaluated."""
+    chosen = CLAIMS if claims is None else claims
+    return [evaluate(results, claim) for claim in chosen if available(results, claim)]
+
+
+def stated(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The claims the results state: each held on both sets, and would flip on at most
+    :data:`FLIP_PLAIN` of fresh sets (by key)."""
+    return {c["key"]: c for c in results.get("claims", []) if c["stated"]}
+
+
+def hedged(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The claims that held on both sets but would flip too often to be stated as findings,
+    given with their flip chance (by key)."""
+    return {c["key"]: c for c in results.get("claims", []) if c["status"] == HEDGED}
+
+
+def keeps_every_verdict(results: Mapping[str, Any]) -> float:
+    """The estimated chance that a re-run on fresh seeds keeps every stated verdict (the
+    flips taken as independent)."""
+    return float(np.prod([1.0 - c["flip"] for c in stated(results).values()]))
