@@ -223,7 +223,8 @@ def pull(
 class Method:
     """One way of turning a batch into policy updates, as data.
 
-    ``objective`` and ``eps`` go to :mod:`ppo_clip`; ``one_step`` makes it plain policy
+    ``objective``, ``eps`` and ``eps_high`` (the band's upper edge is ``1 + eps_high``, as in
+    DAPO's clip-higher; None: ``1 + eps``) go to :mod:`ppo_clip`; ``one_step`` makes it plain policy
     gradient (one update per batch, whatever the number of epochs: at the first update every
     ratio is 1, so all objectives give the ordinary policy gradient); ``target_kl`` stops a
     run's epochs once the k3 estimate on the batch exceeds it.  For objectives without a clip,
@@ -243,6 +244,7 @@ class Method:
     target_kl: float | None = None
     kl_coef: float = 0.0
     kl_target: float | None = None
+    eps_high: float | None = None
 
     def epochs(self, epochs: int) -> int:
         """How many passes this method makes over a batch when the setting is ``epochs``."""
@@ -272,7 +274,7 @@ class BatchGradients:
     """ppo_clip's per-sample gradients on one batch whose old log-probabilities and advantages
     stay fixed, for new log-probabilities of ``shape`` (a training loop's every step).
 
-    The runs go to :func:`ppo_clip.clip_breakdown` grouped by the methods' ``eps``, ``m`` runs
+    The runs go to :func:`ppo_clip.clip_breakdown` grouped by the methods' band, ``m`` runs
     of ``n`` samples per call: ``m`` a power of two with ``m * n <= 4096`` (the contract's
     largest batch), a short last chunk padded with rows of zero advantage; each run's gradient
     is its method's :func:`ppo_clip.objective_grad`.  ppo_clip divides by the chunk's ``m * n``
@@ -295,9 +297,16 @@ class BatchGradients:
             np.reshape(np.broadcast_to(a, shape), self.rows) for a in (logp_old, advantages)
         )
         runs = old.shape[1]
+        bands = dict.fromkeys((m.eps, m.eps_high) for m in methods)
         self.groups = [
-            _Group.of([i for i, m in enumerate(methods) if m.eps == eps], methods, old, adv, runs)
-            for eps in dict.fromkeys(m.eps for m in methods)
+            _Group.of(
+                [i for i, m in enumerate(methods) if (m.eps, m.eps_high) == band],
+                methods,
+                old,
+                adv,
+                runs,
+            )
+            for band in bands
         ]
 
     def __call__(self, logp_new: ArrayLike) -> tuple[FloatArray, BoolArray]:
@@ -317,12 +326,13 @@ class BatchGradients:
 
 @dataclass(frozen=True)
 class _Group:
-    """The methods of one ``eps`` (rows ``methods`` of a :class:`BatchGradients`), their runs
+    """The methods of one band (rows ``methods`` of a :class:`BatchGradients`), their runs
     padded and cut into chunks of ``size`` runs; per chunk its slice and, per objective in it,
     the chunk's rows that take it (None: all of them)."""
 
     methods: list[int]
     eps: float
+    eps_high: float | None
     size: int
     old: FloatArray
     advantages: FloatArray
@@ -355,8 +365,8 @@ class _Group:
             np.concatenate([a[chosen].reshape(used, n), np.zeros((padded - used, n))])
             for a in (old, adv)
         )
-        eps = methods[chosen[0]].eps
-        return cls(chosen, eps, size, old_rows, adv_rows, chunks, np.zeros(old_rows.shape))
+        band = methods[chosen[0]].eps, methods[chosen[0]].eps_high
+        return cls(chosen, *band, size, old_rows, adv_rows, chunks, np.zeros(old_rows.shape))
 
     def gradients(self, new: FloatArray) -> tuple[FloatArray, BoolArray]:
         """Gradients and clip decisions of the group's runs ``new`` (``(methods, runs, n)``)."""
@@ -371,6 +381,7 @@ class _Group:
                 self.old[chunk].ravel(),
                 self.advantages[chunk].ravel(),
                 self.eps,
+                eps_high=self.eps_high,
             )
             for objective, rows in objectives:
                 grad = ppo_clip.objective_grad(breakdown, objective).reshape(self.size, n)

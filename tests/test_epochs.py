@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -26,19 +27,21 @@ from hypothesis import strategies as st
 from matplotlib.colors import to_rgba
 
 import ppo_clip
+from ppo_clip import OBJECTIVES
 from ppo_viz.app import InputError
 from ppo_viz.bandit import ARM_MEANS, arm_colors, chain_through_softmax, log_softmax, softmax
 from ppo_viz.epochs import EpochsExplorer
 from ppo_viz.epochs.app import EPOCH_AXIS_MAX
 from ppo_viz.epochs.text import sample_label
 from ppo_viz.epochs.training import (
+    COLUMNS,
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
     DEFAULT_STEP_SIZE,
     DEFAULT_TARGET_KL,
-    OBJECTIVES,
     PULLS_PER_ARM,
     SETTING_RANGES,
+    Column,
     Settings,
     arm_sums,
     batch_of,
@@ -555,3 +558,30 @@ def test_the_target_kl_sliders_right_end_is_the_ranges_end(explorer):
 
 def test_input_errors_are_value_errors():
     assert issubclass(InputError, ValueError)
+
+
+def test_a_column_added_to_columns_is_trained_and_drawn_with_its_own_band(monkeypatch):
+    """Things to try, item 6: the notebook's one entry adds DAPO's clip-higher column."""
+    source = "".join(cell.source for cell in nbformat.read(NOTEBOOK, as_version=4).cells)
+    (entry,) = re.findall(r"```python\n(.*?COLUMNS\[.*?)```", source, flags=re.S)
+    monkeypatch.setitem(COLUMNS, "clip_higher", None)  # removed again after the test
+    exec(textwrap.dedent(entry), {})
+    assert isinstance(COLUMNS["clip_higher"], Column)
+    app, settings = EpochsExplorer(), Settings(eps=0.25, step_size=1.0)
+    app.controls["eps"].value, app.controls["step_size"].value = 0.25, 1.0
+    run = run_all(settings)["clip_higher"]
+    assert list(app.columns) == [*ppo_clip.OBJECTIVES, "clip_higher"]
+    assert run.band == pytest.approx((0.75, 1.33))
+    band = app.columns["clip_higher"]["band"]
+    assert (band.get_y(), band.get_y() + band.get_height()) == pytest.approx((0.75, 1.33))
+    for epoch, logits in enumerate(run.logits):
+        logp = log_softmax(logits)[run.batch.actions]
+        breakdown = ppo_clip.clip_breakdown(
+            logp, run.batch.logp_old, run.batch.advantages, 0.25, eps_high=0.33
+        )
+        expected = ppo_clip.objective_grad(breakdown, "clipped")
+        np.testing.assert_array_equal(run.sample_grads[epoch], expected)
+    for arm, line in enumerate(app.columns["clip_higher"]["arms"]):
+        np.testing.assert_array_equal(line.get_ydata(), run.arm_ratios()[:, arm])
+    assert "clip-higher" in app.readout.value
+    assert run.true_reward[-1] != run_all(settings)["clipped"].true_reward[-1]

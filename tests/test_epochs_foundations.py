@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from test_epochs import NOTEBOOK, outside_band
 
 import ppo_clip
+from ppo_clip import OBJECTIVES
 from ppo_viz.bandit import ARM_MEANS, KL_TERMS, approx_kl, exact_kl, softmax
 from ppo_viz.epochs import InterpolationExplorer
 from ppo_viz.epochs.foundations import (
@@ -44,7 +45,6 @@ from ppo_viz.epochs.training import (
     DEFAULT_EPS,
     DEFAULT_STEP_SIZE,
     HARD_MARGIN,
-    OBJECTIVES,
     TINY_STEP,
     TOTAL_MOVEMENT,
     Settings,

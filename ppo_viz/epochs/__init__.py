@@ -22,6 +22,8 @@ from ppo_viz.epochs.foundations import (
 from ppo_viz.epochs.interpolation import InterpolationExplorer
 from ppo_viz.epochs.text import bandit_table, batch_table, kl_estimator_table
 from ppo_viz.epochs.training import (
+    COLUMNS,
+    Column,
     Settings,
     batch_of,
     hard_constraint_optimum,
@@ -31,6 +33,8 @@ from ppo_viz.epochs.training import (
 )
 
 __all__ = [
+    "COLUMNS",
+    "Column",
     "EpochsExplorer",
     "InterpolationExplorer",
     "Settings",

@@ -1,12 +1,13 @@
-"""Notebook 3's explorer: the three objectives trained on one batch, epoch by epoch.
+"""Notebook 3's explorer: the objectives of :data:`~ppo_viz.epochs.training.COLUMNS` trained
+on one batch, epoch by epoch.
 
 One column per objective (PPO's clipped ``min``, the unclipped ``r*A``, the clip-only
-``clip(r)*A``): on top each arm's ratio against the epoch, with the clip band shaded and a
-hollow circle where no sample of the arm has a gradient of its own; below, a map of which
-way each sample pushes (grey: epochs the run did not take).  The bottom row overlays the
-three runs: the share of samples with zero gradient, the KL between the old and the new
-policy (k3 estimate and exact), and the true expected reward.  The epoch axis spans the
-epochs slider's whole range, so no axis ever moves.
+``clip(r)*A``, and any a teacher adds to ``COLUMNS``): on top each arm's ratio against the
+epoch, with the clip band shaded and a hollow circle where no sample of the arm has a gradient
+of its own; below, a map of which way each sample pushes (grey: epochs the run did not take).
+The bottom row overlays the runs: the share of samples with zero gradient, the KL between the
+old and the new policy (k3 estimate and exact), and the true expected reward.  The epoch axis
+spans the epochs slider's whole range, so no axis ever moves.
 """
 
 from __future__ import annotations
@@ -23,17 +24,16 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-import ppo_clip
 from ppo_viz import style
 from ppo_viz.app import InputError, LiveFigure, checkbox, control_layout, slider
 from ppo_viz.bandit import ARM_MEANS, arm_colors
 from ppo_viz.epochs.text import sample_label, summary_html
 from ppo_viz.epochs.training import (
+    COLUMNS,
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
     DEFAULT_STEP_SIZE,
     DEFAULT_TARGET_KL,
-    OBJECTIVES,
     SETTING_RANGES,
     Run,
     Settings,
@@ -41,7 +41,7 @@ from ppo_viz.epochs.training import (
     n_samples,
     run_all,
 )
-from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, PALETTE, figure_style
+from ppo_viz.style import COLORS, PALETTE, figure_style
 
 #: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
 #: (none is an objective's or an arm's colour); grey cells are epochs the run did not take.
@@ -67,9 +67,10 @@ SETTING_WORDS = {
 
 
 class EpochsExplorer(LiveFigure):
-    """Controls for ε, step size, epochs, batch seed and early stop over the three runs.
+    """Controls for ε, step size, epochs, batch seed and early stop over the runs, one per
+    objective of :data:`~ppo_viz.epochs.training.COLUMNS`.
 
-    Every change trains the three objectives again (cached per settings) and moves the
+    Every change trains the objectives again (cached per settings) and moves the
     figure and the summary table above it.  A setting the app cannot use (a seed out of
     range, a NaN set from code) shows a message and keeps the last good runs.  The arguments
     are the controls' starting values (the seed: :func:`misleading_seed`); one out of range
@@ -121,7 +122,7 @@ class EpochsExplorer(LiveFigure):
             controls,
             moving=self.moving_artists,
             rows=[["eps", "step_size"], ["epochs", "seed"], ["early_stop", "target_kl"]],
-            description="Several epochs of PPO on one batch: three objectives side by side",
+            description="Several epochs of PPO on one batch: the objectives side by side",
         )
 
     # -- the figure ---------------------------------------------------------------------------
@@ -133,16 +134,16 @@ class EpochsExplorer(LiveFigure):
             size = style.figure_size((9.0, 8.8), present=style.PRESENT_MAX_SIZE)
             self.figure = Figure(figsize=size, layout="constrained")
             heights = (1.3, 1.0, 1.0) if presenting else (3.0, 0.2 * n, 2.2)
-            grid = self.figure.add_gridspec(3, 3, height_ratios=heights)
-            top = [self.figure.add_subplot(grid[0, c]) for c in range(3)]
-            maps, metrics = (
-                [self.figure.add_subplot(grid[r, c]) for c in range(3)] for r in (1, 2)
-            )
+            rows = self.figure.add_gridspec(3, 1, height_ratios=heights)
+            columns = rows[:2].subgridspec(2, len(COLUMNS), height_ratios=heights[:2])
+            top = [self.figure.add_subplot(columns[0, c]) for c in range(len(COLUMNS))]
+            maps = [self.figure.add_subplot(columns[1, c]) for c in range(len(COLUMNS))]
+            metrics = list(rows[2].subgridspec(1, 3).subplots())
             for ax in [*top[1:], *maps, *metrics]:
                 ax.sharex(top[0])
             self.columns = {
-                objective: self._column(objective, ratio_ax, map_ax, colors, n)
-                for objective, ratio_ax, map_ax in zip(OBJECTIVES, top, maps, strict=True)
+                key: self._column(COLUMNS[key], ratio_ax, map_ax, colors, n)
+                for key, ratio_ax, map_ax in zip(COLUMNS, top, maps, strict=True)
             }
             if presenting:  # the metrics' epoch axis serves the maps too
                 for ax in maps:
@@ -157,16 +158,20 @@ class EpochsExplorer(LiveFigure):
             ]
             self._build_metrics(metrics)
             top[0].set_xlim(-0.5, EPOCH_AXIS_MAX + 0.5)
-            for handles, where in zip(self._legends(colors), ("upper", "lower"), strict=True):
+            for rows, where in zip(self._legends(colors), ("upper", "lower"), strict=True):
                 self.figure.legend(
-                    handles=handles, loc=f"outside {where} center", ncols=3, frameon=False
+                    handles=in_columns(*rows),
+                    loc=f"outside {where} center",
+                    ncols=max(map(len, rows)),
+                    frameon=False,
                 )
         self._labelled_seed: int | None = None
 
-    def _column(self, objective: str, ratio_ax: Any, map_ax: Any, colors: list[str], n: int):
+    def _column(self, column: Any, ratio_ax: Any, map_ax: Any, colors: list[str], n: int):
         """One objective's ratio panel and gradient map, and the artists that move in them."""
-        name = "PPO" if objective == "clipped" else NAMES[objective]
-        ratio_ax.set_title(f"{name}: {FORMULAS[objective]}", color=COLORS[objective])
+        name = column.name.removesuffix(" (clipped)")  # PPO's title carries its formula
+        joint = ": " if len(COLUMNS) <= 3 else "\n"  # four titles fit only on two lines
+        ratio_ax.set_title(f"{name}{joint}{column.formula}", color=column.line["color"])
         ratio_ax.axhline(1.0, color=COLORS["start"], lw=0.8, ls=":")
         ratio_ax.sharey(self.figure.axes[0])
         ratio_ax.tick_params(labelbottom=False)
@@ -194,21 +199,22 @@ class EpochsExplorer(LiveFigure):
         reward.set_xlabel("epoch")
         reward.axhline(means.mean(), color=COLORS["start"], lw=0.8, ls=":")
         reward.axhline(means.max(), color=COLORS["guide"], lw=0.8, ls="--")
+        dots = {"ls": "none", "marker": "o", "ms": 2.5}
         self.metric_lines = {
-            o: {
-                "zero_grad_fraction": zero.plot([], [], **LINES[o])[0],
-                "approx_kl": kl.plot([], [], **LINES[o])[0],
-                "exact_kl": kl.plot([], [], ls="none", marker="o", ms=2.5, color=COLORS[o])[0],
-                "true_reward": reward.plot([], [], **LINES[o])[0],
+            key: {
+                "zero_grad_fraction": zero.plot([], [], **c.line)[0],
+                "approx_kl": kl.plot([], [], **c.line)[0],
+                "exact_kl": kl.plot([], [], **dots, color=c.line["color"])[0],
+                "true_reward": reward.plot([], [], **c.line)[0],
             }
-            for o in OBJECTIVES
+            for key, c in COLUMNS.items()
         }
         self.target = kl.axhline(DEFAULT_TARGET_KL, color=COLORS["threshold"], ls=(0, (4, 2)))
 
     @staticmethod
-    def _legends(colors: list[str]) -> tuple[list[Any], list[Any]]:
-        """Two legends of few entries: the arms and marks of the top row; the map's colours
-        and the objectives' lines of the bottom row."""
+    def _legends(colors: list[str]) -> tuple[tuple[list[Any], ...], tuple[list[Any], ...]]:
+        """Two legends of two rows each: the arms, and the marks of the top row; the map's
+        colours, and the objectives' lines of the bottom row."""
         arms = [
             Line2D([], [], color=c, **ARM_LINE, label=f"arm {arm} (μ = {mu:+.2g})")
             for arm, (c, mu) in enumerate(zip(colors, ARM_MEANS, strict=True))
@@ -220,8 +226,8 @@ class EpochsExplorer(LiveFigure):
             Patch(color=PUSH_MAP(0.0), label="pushes it down"),
             Patch(facecolor="white", edgecolor=COLORS["guide"], label="no gradient"),
         ]
-        lines = [Line2D([], [], **LINES[o], label=NAMES[o]) for o in OBJECTIVES]
-        return [*arms, band, hollow], [x for pair in zip(pushes, lines, strict=True) for x in pair]
+        lines = [Line2D([], [], **c.line, label=c.name) for c in COLUMNS.values()]
+        return (arms, [band, hollow]), (pushes, lines)
 
     @property
     def moving_artists(self) -> list[Any]:
@@ -243,7 +249,7 @@ class EpochsExplorer(LiveFigure):
         early_stop: bool,
         target_kl: float,
     ) -> Any:
-        """Train the three objectives at these settings and move every artist to their runs."""
+        """Train the objectives at these settings and move every artist to their runs."""
         try:
             target = _target_kl(target_kl) if early_stop else None
             settings = Settings(eps, step_size, epochs, seed, target)
@@ -297,7 +303,7 @@ class EpochsExplorer(LiveFigure):
 
     @staticmethod
     def _show_column(column: dict[str, Any], run: Run) -> None:
-        lower, upper = ppo_clip.clip_band(run.settings.eps)
+        lower, upper = run.band
         column["band"].set(y=lower, height=upper - lower)
         ratios, silent = run.arm_ratios(), run.arms_without_gradient()
         for arm, (line, hollow) in enumerate(zip(column["arms"], column["hollow"], strict=True)):
@@ -310,6 +316,15 @@ class EpochsExplorer(LiveFigure):
         edges = np.cumsum(np.bincount(run.batch.actions, minlength=len(ARM_MEANS)))[:-1] - 0.5
         for line, y in zip(column["separators"], edges, strict=True):
             line.set_ydata([y, y])
+
+
+def in_columns(first: list[Any], second: list[Any]) -> list[Any]:
+    """Legend handles that put ``first`` on a legend's first row and ``second`` on its second
+    (a legend fills its columns first), an invisible entry where a row is shorter."""
+    width = max(len(first), len(second))
+    blank = Line2D([], [], alpha=0.0, label=" ")
+    padded = [[*row, *[blank] * (width - len(row))] for row in (first, second)]
+    return [handle for pair in zip(*padded, strict=True) for handle in pair]
 
 
 def blank_cells(n: int) -> np.ma.MaskedArray:

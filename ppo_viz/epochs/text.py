@@ -14,10 +14,9 @@ from IPython.display import HTML
 
 from ppo_viz.bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE
 from ppo_viz.epochs.foundations import EstimatorStudy
-from ppo_viz.epochs.training import OBJECTIVES, Run, arm_sums, batch_of, start_reward
+from ppo_viz.epochs.training import COLUMNS, Run, arm_sums, batch_of, start_reward
 from ppo_viz.html import Markup, page, table, tag
 from ppo_viz.numbers import rounded, signed
-from ppo_viz.style import NAMES
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[object]], caption: str) -> HTML:
@@ -75,7 +74,7 @@ SUMMARY_HEADER = (
 
 def summary_html(runs: dict[str, Run]) -> Markup:
     """One row of final numbers per objective, after the last epoch each run took."""
-    start = rounded(runs[OBJECTIVES[0]].true_reward[0], 3)
+    start = rounded(next(iter(runs.values())).true_reward[0], 3)
     caption = (
         "After each run's last epoch. Ratios seen: the smallest and largest of all epochs. "
         "For PPO the samples with zero gradient are its clip fraction. "
@@ -83,12 +82,17 @@ def summary_html(runs: dict[str, Run]) -> Markup:
     )
     rows = []
     for objective, run in runs.items():
-        eps = run.settings.eps
-        outside = np.maximum(run.ratios - (1 + eps), (1 - eps) - run.ratios).max()
-        colour = "ppo-text-" + objective.replace("_", "-")
+        lower, upper = run.band
+        outside = np.maximum(run.ratios - upper, lower - run.ratios).max()
+        column = COLUMNS[objective]
         rows.append(
             [
-                tag("span", NAMES[objective], classes=f"ppo-strong {colour}"),
+                tag(
+                    "span",
+                    column.name,
+                    classes="ppo-strong",
+                    style=f"color: {column.line['color']}",
+                ),
                 f"{run.epochs_run}{' (early stop)' if run.stopped_early else ''}",
                 f"{rounded(run.ratios.min(), 3)} to {rounded(run.ratios.max(), 3)}",
                 rounded(max(outside, 0.0), 3),

@@ -1,9 +1,10 @@
-"""Several epochs on one batch, for each of the three objectives, on :mod:`ppo_viz.bandit`.
+"""Several epochs on one batch, for each objective of :data:`COLUMNS`, on :mod:`ppo_viz.bandit`.
 
 The old policy is uniform over the K arms and draws one batch of :func:`n_samples` pulls
 (:func:`batch_of`).  :func:`train` runs one objective's full-batch gradient steps on it
 (:func:`ppo_viz.bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`) and
-keeps every epoch in a :class:`Run`; :func:`run_all` trains the three objectives with the
+keeps every epoch in a :class:`Run`; :func:`run_all` trains every objective of
+:data:`COLUMNS` (PPO's, the unclipped and the clip-only, unless a teacher adds one) with the
 same :class:`Settings`.  The batch the notebook starts from is chosen by a rule,
 :func:`misleading_seed`, computed when first asked for, so it holds for any arm means.
 """
@@ -31,10 +32,31 @@ from ppo_viz.bandit import (
     random_numbers,
     softmax,
 )
-from ppo_viz.style import NAMES
+from ppo_viz.style import FORMULAS, LINES, NAMES
 
-#: The three objectives, in the order of the figure's columns.
-OBJECTIVES: tuple[ppo_clip.Objective, ...] = ppo_clip.OBJECTIVES
+
+@dataclass(frozen=True)
+class Column:
+    """An objective the explorer trains on the batch, one column of its figure.
+
+    ``objective`` is ppo_clip's; the band's upper edge is ``1 + eps + higher`` (DAPO's
+    clip-higher: 0.08 above ε = 0.2); ``name``, ``formula`` and ``line`` (matplotlib keywords;
+    its colour colours the column) are how the figure and the tables show it.
+    """
+
+    objective: ppo_clip.Objective
+    name: str
+    formula: str
+    line: dict = field(compare=False)
+    higher: float = 0.0
+
+
+#: The objectives trained side by side, in the order of the figure's columns.  One entry adds
+#: a column, e.g. DAPO's clip-higher: ``COLUMNS["clip_higher"] = Column("clipped",
+#: "clip-higher", "ε_high = ε + 0.08", {"color": PALETTE["purple"], "ls": "-."}, 0.08)``.
+COLUMNS: dict[str, Column] = {
+    o: Column(o, NAMES[o], FORMULAS[o], LINES[o]) for o in ppo_clip.OBJECTIVES
+}
 DEFAULT_EPS = ppo_clip.DEFAULT_EPS
 DEFAULT_STEP_SIZE = 0.5
 DEFAULT_EPOCHS = 30
@@ -113,9 +135,13 @@ class Settings:
             self, {k: v for k, v in SETTING_RANGES.items() if getattr(self, k) is not None}
         )
 
-    def method(self, objective: ppo_clip.Objective) -> Method:
-        """The objective with these settings' clip size and early stop."""
-        return Method(objective, NAMES[objective], objective, self.eps, target_kl=self.target_kl)
+    def method(self, key: str) -> Method:
+        """Column ``key``'s objective with these settings' clip size and early stop."""
+        column = COLUMNS[key]
+        high = self.eps + column.higher if column.higher else None
+        return Method(
+            key, column.name, column.objective, self.eps, target_kl=self.target_kl, eps_high=high
+        )
 
 
 @dataclass(frozen=True)
@@ -128,7 +154,7 @@ class Run:
     :attr:`zero_grad_fraction` is where this run's own gradients vanish.
     """
 
-    objective: ppo_clip.Objective
+    objective: str
     settings: Settings
     batch: Batch
     logits: FloatArray
@@ -136,6 +162,12 @@ class Run:
     clip_fraction: FloatArray
     approx_kl: FloatArray
     stopped_early: bool
+
+    @property
+    def band(self) -> tuple[float, float]:
+        """The clip band ``(1 - eps, 1 + eps_high)`` of this run's objective."""
+        method = self.settings.method(self.objective)
+        return ppo_clip.clip_band(method.eps, eps_high=method.eps_high)
 
     @property
     def epochs(self) -> IntArray:
@@ -196,8 +228,8 @@ class Run:
         return silent & of_arm.any(axis=0)
 
 
-def train(batch: Batch, objective: ppo_clip.Objective, settings: Settings) -> Run:
-    """Train ``objective`` on ``batch`` from the uniform policy, keeping every epoch."""
+def train(batch: Batch, objective: str, settings: Settings) -> Run:
+    """Train column ``objective`` on ``batch`` from the uniform policy, keeping every epoch."""
     method, start = settings.method(objective), np.zeros(len(ARM_MEANS))
     steps = []
     for step in epochs_on_batch(start, batch, method, settings.step_size, settings.n_epochs):
@@ -216,12 +248,14 @@ def train(batch: Batch, objective: ppo_clip.Objective, settings: Settings) -> Ru
     )
 
 
+def run_all(settings: Settings) -> dict[str, Run]:
+    """Every column's objective trained on the same batch with the same settings (cached)."""
+    return _run_all(settings, tuple(COLUMNS.items()))
+
+
 @functools.lru_cache(maxsize=256)
-def run_all(settings: Settings) -> dict[ppo_clip.Objective, Run]:
-    """The three objectives trained on the same batch with the same settings (cached)."""
-    return {
-        objective: train(batch_of(settings.seed), objective, settings) for objective in OBJECTIVES
-    }
+def _run_all(settings: Settings, columns: tuple[tuple[str, Column], ...]) -> dict[str, Run]:
+    return {key: train(batch_of(settings.seed), key, settings) for key, _ in columns}
 
 
 def final_policies(
@@ -304,7 +338,7 @@ def misleading_seed() -> int:
         if not seeds:
             continue
         defaults, start = Settings(seed=0), start_reward()
-        final = {o: final_policies(seeds, o, defaults)[-1] @ ARM_MEANS for o in OBJECTIVES}
+        final = {o: final_policies(seeds, o, defaults)[-1] @ ARM_MEANS for o in ppo_clip.OBJECTIVES}
         rule_4 = (
             (final["unclipped"] < start)
             & (start < final["clipped"])
