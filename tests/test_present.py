@@ -58,7 +58,7 @@ LECTURE_NOTEBOOKS = ["01_clipped_surrogate", "02_worked_example", "03_epochs_on_
 #: The 20-minute RLHF add-on that follows the lecture: its cells tagged ``lecture`` too.
 ADD_ON = "07_clipping_in_llm_training"
 #: Notebook 4's opening is being rewritten on another branch (its minutes come with it).
-OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "05", "06"]
+OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "04", "05", "06"]
 
 
 def present_command() -> str:
