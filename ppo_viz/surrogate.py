@@ -41,6 +41,14 @@ DEFAULT_EPS = ppo_clip.DEFAULT_EPS
 REACH = 2.0 * ADVANTAGE_RANGE[1] * 1.08
 
 
+#: Where the worked example's labels go, per column and by ratio, clear of the curves and of the
+#: dotted line r = 1: offset in points, alignment, and what separates "sample t" from "(A = ...)".
+LABEL_PLACES = {
+    +1: [((7, 5), "left", "bottom", " "), ((7, 5), "left", "bottom", " ")],
+    -1: [((-4, -5), "right", "top", "\n"), ((16, 0), "left", "center", " ")],
+}
+
+
 class SurrogateFigure:
     """The 2x2 figure: objective (top) and gradient (bottom), for A > 0 and A < 0.
 
@@ -61,9 +69,7 @@ class SurrogateFigure:
                 top, bottom = axes[0, column], axes[1, column]
                 self.columns[sign] = draw_objective_panel(top, bottom, r_axis=RATIO_AXIS)
                 top.set_title(" ")  # the text is set by update(); the font follows the style
-                self.sample_labels[sign] = [
-                    _sample_label(top, sign < 0 and p == 0) for p in range(2)
-                ]
+                self.sample_labels[sign] = [_sample_label(top, *p[:3]) for p in LABEL_PLACES[sign]]
                 set_fixed_limits(top, bottom, sign, reach=REACH, r_axis=RATIO_AXIS)
             self.figure.legend(
                 *legend_entries(self.columns[+1]),
@@ -106,22 +112,24 @@ class SurrogateFigure:
         for position, label in enumerate(self.sample_labels[sign]):
             shown = position < len(indices)
             t = indices[position] if shown else 0
-            label.set_text(f"sample {t} (A = {self.example.advantages[t]:+g})" if shown else "")
+            gap = LABEL_PLACES[sign][position][3]
+            text = f"sample {t}{gap}(A = {self.example.advantages[t]:+g})"
+            label.set_text(text if shown else "")
             label.xy = (xs[position], ys[position]) if shown else (0.0, 0.0)
 
 
-def _sample_label(ax: Axes, below: bool) -> Annotation:
-    """A "sample t (A = ...)" label beside its point: up and to the right, or below it."""
+def _sample_label(ax: Axes, offset: tuple[float, float], ha: str, va: str) -> Annotation:
+    """A "sample t (A = ...)" label ``offset`` points from its point."""
     return ax.annotate(
         "",
         (0, 0),
-        xytext=(0, -9) if below else (7, 5),
+        xytext=offset,
         textcoords="offset points",
         fontsize="small",
         color=COLORS["sample"],
         fontweight="bold",
-        ha="center" if below else "left",
-        va="top" if below else "bottom",
+        ha=ha,
+        va=va,
     )
 
 

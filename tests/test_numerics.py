@@ -822,7 +822,6 @@ SOURCED_CLAIMS = {
         "the `maximum` and `minimum` entries of `tools/autograd/derivatives.yaml`"
     ),
     "`torch.minimum` splits a tie too": "PyTorch 2.13.0 (CPU)",
-    "verl even clamps each token's log-ratio to $[-20, 20]$": "commit b178a3c",
     "**bfloat16** has 8 significant bits": "cloud.google.com/tpu/docs/bfloat16",
     "GSPO (Zheng et al., 2025, arXiv 2507.18071) clips that instead": (
         "`compute_policy_loss_gspo` in `verl/trainer/ppo/core_algos.py` (commit 012be9d)"

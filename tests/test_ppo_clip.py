@@ -75,6 +75,19 @@ def test_worked_example_loss_prints_exactly_as_the_contract():
     assert_contract_loss(loss)
 
 
+def test_one_ulp_on_sample_1s_ratio_changes_the_losss_last_digit():
+    """Notebook 2: the loss too is compared within a tolerance, not digit for digit."""
+    ratios = clip_breakdown(*EXAMPLE_ARGS).ratio.copy()
+    advantages = np.asarray(EXAMPLE_ARGS[2])
+    losses = []
+    for r1 in (ratios[1], np.nextafter(ratios[1], 0.0)):
+        ratios[1] = r1
+        terms = np.minimum(ratios * advantages, np.clip(ratios, 0.8, 1.2) * advantages)
+        losses.append(-terms.sum() / 4)
+    assert losses[0] != losses[1]
+    assert losses[1] == pytest.approx(losses[0], rel=1e-15)
+
+
 def test_worked_example_clip_fraction_is_one_half():
     fraction = clip_fraction(*EXAMPLE_ARGS)
     assert type(fraction) is float

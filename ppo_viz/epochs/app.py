@@ -54,6 +54,8 @@ KL_LIMITS = (1e-4, 5.0)
 #: How the figure draws an arm's ratios, an arm with no gradient, a sample's label.
 ARM_LINE = {"lw": 1.8, "marker": "o", "ms": 2.5}
 HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
+#: The exact KL in the KL panel, beside each objective's k3 line.
+DOTS = {"ls": "none", "marker": "o", "ms": 2.5}
 SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": "small"}
 CELLS = {"vmin": -1.5, "vmax": 1.5, "aspect": "auto", "interpolation": "nearest"}
 #: Words for each setting on the controls, for messages.
@@ -199,12 +201,11 @@ class EpochsExplorer(LiveFigure):
         reward.set_xlabel("epoch")
         reward.axhline(means.mean(), color=COLORS["start"], lw=0.8, ls=":")
         reward.axhline(means.max(), color=COLORS["guide"], lw=0.8, ls="--")
-        dots = {"ls": "none", "marker": "o", "ms": 2.5}
         self.metric_lines = {
             key: {
                 "zero_grad_fraction": zero.plot([], [], **c.line)[0],
                 "approx_kl": kl.plot([], [], **c.line)[0],
-                "exact_kl": kl.plot([], [], **dots, color=c.line["color"])[0],
+                "exact_kl": kl.plot([], [], **DOTS, color=c.line["color"])[0],
                 "true_reward": reward.plot([], [], **c.line)[0],
             }
             for key, c in COLUMNS.items()
@@ -225,6 +226,7 @@ class EpochsExplorer(LiveFigure):
             Patch(color=PUSH_MAP(1.0), label="sample pushes its arm up"),
             Patch(color=PUSH_MAP(0.0), label="pushes it down"),
             Patch(facecolor="white", edgecolor=COLORS["guide"], label="no gradient"),
+            Line2D([], [], color=COLORS["guide"], **DOTS, label="exact KL (k3: line)"),
         ]
         lines = [Line2D([], [], **c.line, label=c.name) for c in COLUMNS.values()]
         return (arms, [band, hollow]), (pushes, lines)
