@@ -161,7 +161,9 @@ def policy_loss_grad(
     logp_ref: ArrayLike | None = None,
     kl_coef: float = 0.0,
 ) -> FloatArray:
-    """``d loss / d logp_new``, shape (B, T), 0 on padding (see :attr:`TokenBreakdown.grad`)."""
+    """``d loss / d logp_new`` as autograd computes it, shape (B, T), 0 on padding (CISPO: its
+    weight ``clip(r)`` held constant, so not the derivative of the returned loss; see
+    :attr:`TokenBreakdown.grad`)."""
     return token_breakdown(
         logp_new, logp_old, advantages, mask, objective=objective, eps_low=eps_low,
         eps_high=eps_high, aggregation=aggregation, max_len=max_len, logp_ref=logp_ref,
@@ -177,7 +179,8 @@ class TokenBreakdown:
     clip switches the policy gradient off (strict, as in :mod:`ppo_clip`; CISPO: where its
     weight ``clip(r)`` differs from ``r``, the gradient kept); ``term`` the policy term
     (CISPO: ``clip(r)*A*logp_new``); ``kl`` k3 (0 without ``logp_ref``); ``weight`` the
-    aggregation's ``w``; ``grad`` is ``d loss / d logp_new``; ``loss`` is
+    aggregation's ``w``; ``grad`` is ``d loss / d logp_new`` as autograd gives it (CISPO: with
+    the detached weight ``clip(r)`` a constant, as in verl and TRL); ``loss`` is
     ``-sum(weight * (term - kl_coef * kl))`` summed as the libraries sum.
     """
 

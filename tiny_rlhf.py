@@ -152,10 +152,10 @@ class History:
     included) and mean *excess* length (length minus the right response's, so that which
     prompts were drawn does not move it), the number of wrong responses and the sum of their
     excess lengths, the policy's mean entropy and exact KL to the reference per response
-    token, and the share of tokens clipped below (A < 0) and above (A > 0) over the mu
-    updates (``TokenBreakdown.is_clipped``: for GSPO every token of a clipped response; for
-    CISPO the tokens whose weight was capped, their gradient kept); ``score``, the final exact
-    accuracy."""
+    token, and the share of tokens clipped with A < 0 (``clip_low``) and with A > 0
+    (``clip_high``) over the mu updates (``TokenBreakdown.is_clipped``: for GSPO every token of
+    a clipped response; for CISPO the tokens whose weight was capped, their gradient kept, on
+    either side of the band whatever the sign of A); ``score``, the final exact accuracy."""
 
     method: Method
     settings: TrainSettings

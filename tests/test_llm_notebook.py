@@ -36,7 +36,7 @@ from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, PROMPTS, VOCAB, reward
 from ppo_viz.llm.tokens import KL_PLACES, OBJECTIVES
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
-from ppo_viz.rlhf.results import cell_of, difference, load_results
+from ppo_viz.rlhf.results import cell_of, chance_text, difference, load_results
 from tiny_lm import HIDDEN
 from tiny_lm import MAX_LEN as TINY_MAX_LEN
 from tiny_lm import PROMPTS as TINY_PROMPTS
@@ -620,13 +620,15 @@ def test_part_b_states_each_findings_confirmation_numbers():
     slow = side("gspo_stability", "against")["where"]
     slow_at = (slow["learning_rate"], slow["updates"])
     dr = side("dr_grpo_accuracy")
+    unclipped_ahead, efficiency = side("clipping_needed", "against"), side("gspo_efficiency")
     assert dr["where"]["learning_rate"] == dr["where"]["versus_learning_rate"]
     assert_states(
         _part_b(),
         # reproduced
         f"At {cell('clipping_needed')}, GRPO's final accuracy is {confirmed('clipping_needed')}",
         f"at {cell('clipping_needed', 'against')}, the two are "
-        f"{confirmed('clipping_needed', 'against')}",
+        f"{confirmed('clipping_needed', 'against')}, and on the discovery seeds the unclipped "
+        f"surrogate was slightly ahead there ({difference(unclipped_ahead['discovery'])})",
         f"At {cell('gspo_clips_more')}, GSPO's band",
         f"switches off {gspo_share:.0%} of its tokens, whole answers at a time, and GRPO's "
         f"{grpo_share:.1%}: a difference of {confirmed('gspo_clips_more')}",
@@ -646,7 +648,8 @@ def test_part_b_states_each_findings_confirmation_numbers():
         f"({confirmed('gspo_stability', 'against')})",
         f"switches off {clip_share('gspo', *slow_at).mean():.0%} of its tokens and GRPO's clip "
         "none",
-        f"higher {at_best('gspo_efficiency')} ({confirmed('gspo_efficiency')})",
+        f"higher {at_best('gspo_efficiency')} ({confirmed('gspo_efficiency')}, a side a fresh "
+        f"set of seeds would confirm only {chance_text(efficiency['replication_chance'])})",
         f"lower {at_best('gspo_efficiency', 'against')} "
         f"({confirmed('gspo_efficiency', 'against')})",
         f"more reward over training {at_best('cispo_speed')} ({confirmed('cispo_speed')})",
@@ -662,6 +665,7 @@ def test_part_b_states_each_findings_confirmation_numbers():
         assert low <= 0 <= high  # "neither ... distinguishable"
     assert not dr["confirmed"]
     assert dr["discovered"]
+    assert finding("dr_grpo_accuracy")["discovery_sides"]["against"] == 0  # "nor is it lower"
 
 
 def test_part_b_states_its_explorers_settings():

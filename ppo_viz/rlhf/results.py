@@ -117,7 +117,8 @@ def finding_sentence(results: Mapping[str, Any], finding: Mapping[str, Any]) -> 
 def chance_text(chance: float) -> str:
     """``nearly always`` or ``about 6 times in 10``: how often a fresh set of seeds would
     confirm a side (a cautious guess, :func:`experiments.rlhf_findings.replication_chance`)."""
-    return "nearly always" if chance >= 0.95 else f"about {round(10 * chance)} times in 10"
+    times = round(10 * chance)
+    return "nearly always" if chance >= 0.95 else f"about {times} time{'s' * (times != 1)} in 10"
 
 
 def strength_text(chance: float) -> str:
