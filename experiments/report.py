@@ -119,8 +119,11 @@ DESIGN = [
     "that many seeds (n.d.), which does not make the two equal.",
     "",
     "**Replication.** Every cell ran on two sets of seeds. The claims below were chosen on the "
-    "*discovery* set and written down before the *confirmation* set, as many fresh seeds, had "
-    "run; a claim is stated only where the confirmation set gives the same verdict. A method's "
+    "*discovery* set and committed before the *confirmation* set's results, as many fresh "
+    "seeds, were read (its cells had started to run); on the bandit, seeds 400 to 799 had "
+    "served once before, to check this study's first version, so there the confirmation set "
+    "was not unseen. A claim is stated only where the confirmation set gives the same verdict. "
+    "A method's "
     "best step size is chosen on the discovery set and scored on both, so the confirmation "
     "set's score at the best is free of the winner's curse (choosing on the seeds one scores). "
     "Ranges are compared by their upper ends: their lower ends are the grid's edge on the "
@@ -128,9 +131,11 @@ DESIGN = [
     "learning rate learns too slowly: at CleanRL's 2.5e-4 no seed of any method solves it).",
     "",
     "**How often a verdict would flip.** For each claim, fresh sets of as many seeds are drawn "
-    f"({FLIP_RESAMPLES:,} times, with replacement) from both sets pooled, each judged as the "
-    "claim is (a difference by its normal-approximation 95% interval); the share of draws with "
-    "another verdict is the claim's *flip chance*, a plug-in estimate. A claim that holds on "
+    f"({FLIP_RESAMPLES:,} times, with replacement) from both sets pooled, each judged by the "
+    "normal-approximation 95% interval of a difference (a quick stand-in for the percentile "
+    "bootstrap that judges each set: where the two disagree near an interval's edge, the flip "
+    "chance partly measures that); the share of draws with another verdict is the claim's "
+    "*flip chance*, a rough plug-in estimate. A claim that holds on "
     f"both sets is stated when its flip chance is at most {FLIP_PLAIN:.0%}; up to "
     f"{FLIP_HEDGED:.0%} it is a tendency, given with its flip chance; beyond, it is not stated.",
     "",
@@ -159,7 +164,8 @@ def claims_lines(results: Mapping[str, Any]) -> list[str]:
         f"{len(shown)} of {len(claims)} claims are stated: each held on both sets and would flip "
         f"on at most {FLIP_PLAIN:.0%} of fresh sets. By their flip chances, a re-run on other "
         f"fresh seeds would reverse about {flips:.2f} of them on average, and keep every one with "
-        f"a chance of about {keeps_every_verdict(results):.0%}. {len(tendencies)} more held on "
+        f"a chance of about {keeps_every_verdict(results):.0%} (rough: plug-in flip chances, "
+        f"taken as independent). {len(tendencies)} more held on "
         f"both sets but would flip on more than {FLIP_PLAIN:.0%} (up to {FLIP_HEDGED:.0%}) of "
         "fresh sets: tendencies, given with their flip chance, not findings. The rest are not "
         "stated.",
