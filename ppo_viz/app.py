@@ -393,23 +393,15 @@ def slider(
     **options: Any,
 ) -> widgets.FloatSlider | widgets.IntSlider:
     """A slider laid out like every other control, updating while it is dragged."""
-    if integer:
-        return widgets.IntSlider(
-            value=value,
-            min=bounds[0],
-            max=bounds[1],
-            step=step,
-            description=description,
-            **control_layout(),
-            **options,
-        )
-    return widgets.FloatSlider(
+    if not integer:
+        options["readout_format"] = readout_format
+    kind = widgets.IntSlider if integer else widgets.FloatSlider
+    return kind(
         value=value,
         min=bounds[0],
         max=bounds[1],
         step=step,
         description=description,
-        readout_format=readout_format,
         **control_layout(),
         **options,
     )
