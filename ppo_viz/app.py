@@ -404,6 +404,18 @@ def slider(
     )
 
 
+def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:
+    """A slider over ``options``, laid out like every other control, that acts when released
+    (each position may start a computation)."""
+    return widgets.SelectionSlider(
+        options=list(options),
+        value=value,
+        description=description,
+        continuous_update=False,
+        **control_layout(),
+    )
+
+
 def checkbox(description: str, value: bool) -> widgets.Checkbox:
     """A checkbox laid out like every other control."""
     return widgets.Checkbox(value=value, description=description, indent=False, **control_layout())
