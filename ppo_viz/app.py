@@ -160,7 +160,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         for name, control in self.controls.items():
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
-            control.observe(self._on_change, names="value")
+            control.observe(lambda _change: self.refresh(), names="value")
         self._start = self.values()
         boxes = [[self.controls[name] for name in row] for row in rows]
         if boxes:  # a Reset button at the end of the last row
@@ -218,9 +218,6 @@ class LiveFigure(StaticFallback, widgets.VBox):
         for artist in artists:
             self.figure.draw_artist(artist)
         self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-
-    def _on_change(self, _change: Any = None) -> None:
-        self.refresh()
 
     def _redraw(self) -> None:
         limits = self._axes_limits()
@@ -393,25 +390,29 @@ def slider(
     **options: Any,
 ) -> widgets.FloatSlider | widgets.IntSlider:
     """A slider laid out like every other control, updating while it is dragged."""
-    if integer:
-        return widgets.IntSlider(
-            value=value,
-            min=bounds[0],
-            max=bounds[1],
-            step=step,
-            description=description,
-            **control_layout(),
-            **options,
-        )
-    return widgets.FloatSlider(
+    if not integer:
+        options["readout_format"] = readout_format
+    kind = widgets.IntSlider if integer else widgets.FloatSlider
+    return kind(
         value=value,
         min=bounds[0],
         max=bounds[1],
         step=step,
         description=description,
-        readout_format=readout_format,
         **control_layout(),
         **options,
+    )
+
+
+def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:
+    """A slider over ``options``, laid out like every other control, that acts when released
+    (each position may start a computation)."""
+    return widgets.SelectionSlider(
+        options=list(options),
+        value=value,
+        description=description,
+        continuous_update=False,
+        **control_layout(),
     )
 
 

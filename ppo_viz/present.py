@@ -51,6 +51,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from ppo_viz.export import notebook_paths, title_of
 from ppo_viz.style import PRESENT_VARIABLE
 
 #: Where Voilà finds the ``lecture`` template (a Jupyter data directory).
@@ -66,7 +67,6 @@ IDLE_KERNEL_S = 30
 CULL_INTERVAL_S = 10
 #: How long to wait for the server to answer before giving up, in seconds.
 START_TIMEOUT_S = 120
-NOTEBOOK_NAME = re.compile(r"^\d\d_.*\.ipynb$")
 #: Started in a new Python: Voilà with this module's configuration (see :func:`run_voila`).
 VOILA_SERVER = "from ppo_viz.present import run_voila; run_voila()"
 
@@ -77,14 +77,6 @@ VOILA_SERVER = "from ppo_viz.present import run_voila; run_voila()"
 def is_lecture_cell(cell: Any) -> bool:
     """Whether a notebook cell is tagged ``lecture``."""
     return LECTURE_TAG in cell.get("metadata", {}).get("tags", [])
-
-
-def title_of(notebook: Any) -> str:
-    """The notebook's title: its first cell's ``# `` heading, without the ``#``."""
-    first = notebook["cells"][0]
-    source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
-    line = source.strip().splitlines()[0] if source.strip() else ""
-    return line[2:].strip() if line.startswith("# ") else ""
 
 
 def lecture_view(notebook: Any) -> Any:
@@ -100,7 +92,7 @@ def lecture_view(notebook: Any) -> Any:
 def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
     """The ``NN_*.ipynb`` notebooks in ``directory``, in order; with ``lecture``, those with
     a cell tagged ``lecture``."""
-    found = sorted(p for p in directory.glob("*.ipynb") if NOTEBOOK_NAME.match(p.name))
+    found = notebook_paths(directory)
     if not lecture:
         return found
     return [p for p in found if any(is_lecture_cell(c) for c in _read(p)["cells"])]
@@ -234,12 +226,6 @@ def port_is_free(port: int) -> bool:
         return True
 
 
-def voila_command(port: int) -> list[str]:
-    """The command that serves the notebooks of its working folder as lecture pages on ``port``
-    (their kernels start in that folder, as in JupyterLab)."""
-    return [sys.executable, "-c", VOILA_SERVER, ".", f"--port={port}"]
-
-
 def lecture_environment(lecture: bool, folder: Path) -> dict[str, str]:
     """This environment, in presentation mode, with the lecture template on Jupyter's path and
     the notebooks' ``folder`` on the kernels' import path."""
@@ -255,17 +241,6 @@ def lecture_environment(lecture: bool, folder: Path) -> dict[str, str]:
         "JUPYTER_PATH": prepended("JUPYTER_PATH", TEMPLATES),
         "PYTHONPATH": prepended("PYTHONPATH", folder.resolve()),
     }
-
-
-def copy_notebooks(folder: Path, scratch: Path) -> None:
-    """Copy ``folder``'s ``NN_*.ipynb`` notebooks into ``scratch``, which Voilà serves."""
-    for notebook in sibling_notebooks(folder, lecture=False):
-        shutil.copyfile(notebook, scratch / notebook.name)
-
-
-def page_address(port: int, notebook: Path) -> str:
-    """The address of ``notebook``'s page on a server of its folder."""
-    return f"http://127.0.0.1:{port}/voila/render/{notebook.name}"
 
 
 def wait_until_answering(server: subprocess.Popen, port: int, timeout_s: float) -> bool:
@@ -315,15 +290,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
-        copy_notebooks(args.notebook.parent, Path(scratch))
+        for notebook in notebook_paths(args.notebook.parent):  # Voilà serves the copies
+            shutil.copyfile(notebook, Path(scratch) / notebook.name)
         return serve(args, Path(scratch))
 
 
 def serve(args: argparse.Namespace, scratch: Path) -> int:
-    """Run Voilà on the notebooks copied into ``scratch`` until it stops; its exit status."""
+    """Run Voilà on the notebooks copied into ``scratch`` until it stops; its exit status.
+
+    Its kernels start in ``scratch``, as in JupyterLab they start in the notebooks' folder.
+    """
     port = args.port or free_port()
     environment = lecture_environment(args.lecture, args.notebook.parent)
-    server = subprocess.Popen(voila_command(port), cwd=scratch, env=environment)
+    command = [sys.executable, "-c", VOILA_SERVER, ".", f"--port={port}"]
+    server = subprocess.Popen(command, cwd=scratch, env=environment)
     # SIGTERM (a service manager, a test) stops Voilà too, as Ctrl-C does.
     signal.signal(signal.SIGTERM, lambda *_: server.terminate())
     try:
@@ -336,7 +316,7 @@ def serve(args: argparse.Namespace, scratch: Path) -> int:
             )
             return 1
         view = "lecture" if args.lecture else "presentation"
-        address = page_address(port, args.notebook)
+        address = f"http://127.0.0.1:{port}/voila/render/{args.notebook.name}"
         print(f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)", flush=True)
         return server.wait()
     except KeyboardInterrupt:

@@ -37,6 +37,14 @@ def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
     return sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))
 
 
+def title_of(notebook: Any) -> str:
+    """The notebook's title: its first cell's ``# `` heading, without the ``#``."""
+    first = notebook["cells"][0]
+    source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
+    line = source.strip().splitlines()[0] if source.strip() else ""
+    return line[2:].strip() if line.startswith("# ") else ""
+
+
 def execute_notebook(
     notebook: nbformat.NotebookNode | Path | str,
     *,

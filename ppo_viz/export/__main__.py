@@ -8,7 +8,6 @@ previous and the next notebook and to the index, page titles, and the site's own
 import argparse
 import html
 import importlib.resources
-import re
 import shutil
 import sys
 import tempfile
@@ -100,14 +99,6 @@ def navigation(pages: list[tuple[str, str]], at: int) -> str:
     return f'<nav class="ppo-site-nav">{" · ".join(links)}</nav>'
 
 
-def page_title(path: Path) -> str:
-    """The notebook's first Markdown heading (its file's name if it has none)."""
-    cells = nbformat.read(path, as_version=4).cells
-    markdown = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
-    heading = re.search(r"^#+\s+(.+)$", markdown, flags=re.MULTILINE)
-    return heading.group(1).strip() if heading else path.stem
-
-
 def export_site(
     notebooks: Path,
     out_dir: Path,
@@ -128,7 +119,8 @@ def export_site(
         raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
     prepare_output_dir(out_dir)
     mathjax_url = mathjax_url or copy_mathjax(out_dir)
-    pages = [(path.stem, page_title(path)) for path in paths]
+    titles = [export.title_of(nbformat.read(path, as_version=4)) for path in paths]
+    pages = [(path.stem, title or path.stem) for path, title in zip(paths, titles, strict=True)]
     for at, path in enumerate(paths):
         print(f"exporting {path.name} ...", flush=True)
         try:

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 import llm_clip
 from ppo_viz.app import checked_number
-from ppo_viz.bandit import log_softmax
+from tiny_lm import inverse_cdf, log_softmax, logit_grad
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -95,8 +95,8 @@ class Answers(NamedTuple):
 
 
 def sample_answers(weights: FloatArray, prompts: IntArray, seed: int) -> Answers:
-    """One answer per prompt row, token by token, each drawn by inverting the cumulative
-    probabilities at a seeded uniform number."""
+    """One answer per prompt row, token by token, each drawn as :func:`tiny_lm.sample` draws
+    (:func:`tiny_lm.inverse_cdf` at a seeded uniform number)."""
     n = len(prompts)
     a, b = prompts[:, 0], prompts[:, 1]
     uniforms = np.random.default_rng(seed).random((n, MAX_LEN))
@@ -106,8 +106,7 @@ def sample_answers(weights: FloatArray, prompts: IntArray, seed: int) -> Answers
     previous, going = np.full(n, _BOS), np.ones(n, dtype=bool)
     for t in range(MAX_LEN):
         contexts[:, t] = features(a, b, previous, t)
-        cumulative = np.cumsum(np.exp(log_softmax(contexts[:, t] @ weights)), axis=1)
-        drawn = np.minimum((cumulative < uniforms[:, t, None]).sum(axis=1), V - 1)
+        drawn = inverse_cdf(np.exp(log_softmax(contexts[:, t] @ weights)), uniforms[:, t])
         tokens[:, t], mask[:, t] = np.where(going, drawn, EOS), going
         going &= drawn != EOS
         previous = tokens[:, t]
@@ -134,12 +133,10 @@ def token_logps(weights: FloatArray, answers: Answers) -> FloatArray:
 def grpo_step(weights: FloatArray, answers: Answers, logp_old: FloatArray, advantages: FloatArray
               ) -> FloatArray:  # fmt: skip
     """The weights after one gradient step of GRPO's loss (``llm_clip``'s gradient, chained
-    through the softmax: ``d logp_t / d logits = onehot(token_t) - probs_t``)."""
+    through the softmax by :func:`tiny_lm.logit_grad`)."""
     logp_new = token_logps(weights, answers)
     g = llm_clip.policy_loss_grad(logp_new, logp_old, advantages, answers.mask, objective="grpo")
-    probs = np.exp(log_softmax(answers.contexts @ weights))
-    one_hot = answers.tokens[..., None] == np.arange(V)
-    dlogits = g[..., None] * (one_hot - probs)
+    dlogits = logit_grad(g, answers.tokens, log_softmax(answers.contexts @ weights))
     return weights - STEP_SIZE * np.einsum("btf,btv->fv", answers.contexts, dlogits)
 
 

@@ -18,7 +18,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, control_layout
+from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, selection
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves, legend_below
@@ -121,17 +121,6 @@ def smoothed(values: np.ndarray, window: int = SMOOTHING) -> np.ndarray:
     count = running(known.astype(float))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, running(np.where(known, values, 0.0)) / count, np.nan)
-
-
-def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:
-    """A slider over ``options`` that trains when released."""
-    return widgets.SelectionSlider(
-        options=list(options),
-        value=value,
-        description=description,
-        continuous_update=False,
-        **control_layout(),
-    )
 
 
 def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:

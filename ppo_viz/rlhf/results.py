@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ppo_viz.why_clip.results import decimals, estimate
+from ppo_viz.why_clip.results import estimate
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 RESULTS_JSON = RESULTS_DIR / "rlhf_study.json"
@@ -57,8 +57,7 @@ def difference(paired: Mapping[str, Any]) -> str:
     low, high = paired["ci"]
     if low == high == paired["diff"] == 0.0:
         return f"the same run on all {paired['n']} seeds"
-    d = decimals(high - low)
-    text = f"{paired['diff']:+.{d}f} [{low:+.{d}f}, {high:+.{d}f}]"
+    text = estimate(paired["diff"], paired["ci"], sign="+")
     if low <= 0.0 <= high:
         return f"not distinguishable with {paired['n']} seeds ({text})"
     return text

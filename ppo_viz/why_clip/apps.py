@@ -22,7 +22,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from ppo_viz.app import LiveFigure, checkbox, checked_number, control_layout, slider
+from ppo_viz.app import LiveFigure, checkbox, checked_number, control_layout, selection, slider
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.style import figure_style
@@ -235,13 +235,7 @@ class BanditLoopExplorer(LiveFigure):
         for name, text in {**words, "iterations": "iterations"}.items():
             value, bounds = getattr(settings, name), SETTING_RANGES[name][:2]
             controls[name] = slider(text, value, bounds, 1, integer=True, continuous_update=False)
-        controls["step_size"] = widgets.SelectionSlider(
-            options=STEP_SIZES,
-            value=settings.step_size,
-            description="step size α",
-            continuous_update=False,
-            **control_layout(),
-        )
+        controls["step_size"] = selection("step size α", STEP_SIZES, settings.step_size)
         controls |= method_boxes(MAIN_METHODS)
         names = list(controls)
         with figure_style():

@@ -126,14 +126,15 @@ def decimals(width: float) -> int:
     return 3 if not width > 0 else max(0, 1 - math.floor(math.log10(width)))
 
 
-def estimate(mean: float, ci: Sequence[float]) -> str:
-    """``mean [low, high]`` to two significant figures of the interval's width.
+def estimate(mean: float, ci: Sequence[float], sign: str = "") -> str:
+    """``mean [low, high]`` to two significant figures of the interval's width (``sign="+"``:
+    each number with its sign, as a difference is written).
 
-    >>> estimate(0.98781, [0.98711, 0.98849])
-    '0.9878 [0.9871, 0.9885]'
+    >>> estimate(0.98781, [0.98711, 0.98849]), estimate(0.001, [-0.002, 0.004], "+")
+    ('0.9878 [0.9871, 0.9885]', '+0.0010 [-0.0020, +0.0040]')
     """
     d = decimals(ci[1] - ci[0])
-    return f"{mean:.{d}f} [{ci[0]:.{d}f}, {ci[1]:.{d}f}]"
+    return f"{mean:{sign}.{d}f} [{ci[0]:{sign}.{d}f}, {ci[1]:{sign}.{d}f}]"
 
 
 def difference(paired: Mapping[str, Any]) -> str:
@@ -143,11 +144,9 @@ def difference(paired: Mapping[str, Any]) -> str:
     >>> difference({"diff": 0.001, "ci": [-0.002, 0.004], "verdict": "not distinguishable"})
     '+0.0010 [-0.0020, +0.0040] n.d.'
     """
-    low, high = paired["ci"]
-    if low == high == paired["diff"] == 0.0:
+    if paired["ci"][0] == paired["ci"][1] == paired["diff"] == 0.0:
         return "identical on every seed"
-    d = decimals(high - low)
-    text = f"{paired['diff']:+.{d}f} [{low:+.{d}f}, {high:+.{d}f}]"
+    text = estimate(paired["diff"], paired["ci"], sign="+")
     return f"{text} n.d." if paired["verdict"] == NOT_DISTINGUISHABLE else text
 
 
