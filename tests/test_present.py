@@ -57,7 +57,7 @@ LECTURE_WORDS, LECTURE_MINUTES = 2500, 45
 LECTURE_NOTEBOOKS = ["01_clipped_surrogate", "02_worked_example", "03_epochs_on_one_batch"]
 #: The 20-minute RLHF add-on that follows the lecture: its cells tagged ``lecture`` too.
 ADD_ON = "07_clipping_in_llm_training"
-#: Notebook 4's opening is being rewritten on another branch (its minutes come with it).
+#: The notebooks whose opening states the README's minutes for self-study (all of 1 to 6).
 OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "04", "05", "06"]
 
 
