@@ -13,7 +13,9 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
 * :data:`FINDINGS`: published claims about these trainers, each a comparison of two methods
   on one metric; :func:`evaluate` chooses, on the discovery seeds, the cell that supports the
   claim most strongly and the one that goes most strongly against it, and checks each on the
-  confirmation seeds.  A side is *confirmed* when both sets' intervals exclude 0 on that side;
+  confirmation seeds.  A side is *confirmed* when both sets' intervals exclude 0 on that side
+  (a claim confirmed on its side whose other side the discovery seeds found too is
+  :data:`UNSETTLED`, not plainly reproduced);
   :func:`replication_chance` says how often a third, fresh set would confirm it again;
 * :func:`facts_at_one_update`: with mu = 1 the ratio is exactly 1 and nothing is clipped, so
   GRPO, GSPO and the unclipped surrogate are the same run, and so are DAPO with and without
@@ -41,6 +43,9 @@ METRICS = {
     "entropy": "policy entropy per token, last quarter (nats)",
     "clip_fraction": "share of tokens clipped, mean over updates",
 }
+#: The verdict of a claim confirmed on its side whose other side the discovery seeds also found
+#: (but the confirmation seeds did not): "reproduces" would promise more than the seeds show.
+UNSETTLED = "reproduces, other side unsettled"
 #: Methods that are the same run at mu = 1 (every ratio is 1, nothing is clipped).
 SAME_AT_ONE_UPDATE = (("grpo", "gspo", "unclipped"), ("dapo", "dapo_sym", "cispo"))
 
@@ -311,6 +316,8 @@ def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:
         (False, False): "not reproduced",
     }
     verdict = verdicts[(sides["supports"]["confirmed"], sides["against"]["confirmed"])]
+    if verdict == "reproduces" and sides["against"]["discovered"]:
+        verdict = UNSETTLED  # a fresh set may confirm the other side too
     return {
         **asdict(finding),
         **sides,

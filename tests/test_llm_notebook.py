@@ -20,7 +20,7 @@ from helpers import assert_states, markdown_of, plain
 from notebook_runner import execute_notebook, output_problems, run_committed
 
 import llm_clip
-from experiments.rlhf_findings import FINDINGS
+from experiments.rlhf_findings import FINDINGS, UNSETTLED
 from ppo_viz.app import WIDGET_VIEW_MIME
 from ppo_viz.llm import (
     ClipFractionExplorer,
@@ -550,7 +550,8 @@ DEPENDS = ("gspo_stability", "gspo_efficiency", "cispo_speed")
 def test_part_b_files_each_finding_under_its_committed_verdict():
     results = committed()
     assert {f["key"] for f in results["findings"]} == {*REPRODUCED, *NOT_REPRODUCED, *DEPENDS}
-    assert all(finding(k)["verdict"] == "reproduces" for k in REPRODUCED)
+    assert finding("clipping_needed")["verdict"] == UNSETTLED  # "Not at every setting"
+    assert all(finding(k)["verdict"] == "reproduces" for k in REPRODUCED if k != "clipping_needed")
     assert all(finding(k)["verdict"] == "not reproduced" for k in NOT_REPRODUCED)
     assert all(finding(k)["verdict"] == "depends on the setting" for k in DEPENDS)
     prose = _part_b()

@@ -24,6 +24,8 @@ CURVES_FIGURE = RESULTS_DIR / "rlhf_curves.png"
 #: How each verdict is written.
 VERDICTS = {
     "reproduces": "reproduces",
+    "reproduces, other side unsettled": "reproduces; in other cells the discovery seeds went "
+    "against it, unconfirmed",
     "depends on the setting": "reproduces in some cells, reversed in others",
     "reversed": "reversed",
     "not reproduced": "does not reproduce",
