@@ -52,8 +52,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,8 @@ import numpy as np
 
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
-from experiments.why_clip import read_cache, seed_count, whole_number
+from experiments.runner import ProgressBar, read_cache, run_cells
+from experiments.why_clip import seed_count, whole_number
 from ppo_viz.machine import fingerprint
 from ppo_viz.rlhf.results import RESULTS_DIR, RESULTS_JSON, load_results
 from tiny_lm import reference_model, right_answer_probability
@@ -226,36 +226,10 @@ def run_plan(
     runner: Callable[[Cell], dict[str, Any]] = run_cell,
     progress: Callable[[Cell], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (in ``jobs`` processes), appending each to
-    ``cache`` as it finishes; return each cell's raw numbers by key."""
-    done = read_cache(cache)
-    for cell in plan.cells:
-        if cell.key in done:
-            progress(cell)
-    todo = sorted((c for c in plan.cells if c.key not in done), key=lambda c: -c.cost)
-    for cell, raw in finished_cells(todo, jobs, runner):
-        done[cell.key] = raw
-        if cache is not None:
-            with cache.open("a", encoding="utf-8") as file:
-                file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
-        progress(cell)
-    return done
-
-
-def finished_cells(
-    cells: Sequence[Cell], jobs: int, runner: Callable[[Cell], dict[str, Any]]
-) -> Iterator[tuple[Cell, dict[str, Any]]]:
-    """Each cell with its raw numbers, as it finishes (in this process for one job)."""
-    if jobs == 1:
-        yield from ((cell, runner(cell)) for cell in cells)
-        return
-    pool = ProcessPoolExecutor(max_workers=jobs)
-    try:
-        futures = {pool.submit(runner, cell): cell for cell in cells}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
-    finally:
-        pool.shutdown(cancel_futures=True)
+    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`, the
+    costliest first); return each cell's raw numbers by key."""
+    cells = sorted(plan.cells, key=lambda c: -c.cost)
+    return run_cells(cells, cache, jobs, runner, progress)
 
 
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
@@ -321,35 +295,6 @@ MEASURED = (
 CELL_MEASURED = ("set", "method", "learning_rate", "updates", "cpu_seconds", "per_seed", "curves")
 
 
-BAR_WIDTH = 30
-
-
-class ProgressBar:
-    """``[######......]  40%  12/384 cells  3:02 left  discovery: GRPO, lr 0.01, μ 4`` on
-    stderr, counting the cells' estimated CPU seconds."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.total = sum(cell.cost for cell in plan.cells) or 1.0
-        self.cells = len(plan.cells)
-        self.done, self.count, self.started = 0.0, 0, time.perf_counter()
-
-    def __call__(self, cell: Cell) -> None:
-        self.done += cell.cost
-        self.count += 1
-        share = min(1.0, self.done / self.total)
-        elapsed = time.perf_counter() - self.started
-        minutes, seconds = divmod(round(elapsed * (1.0 - share) / share if share else 0.0), 60)
-        bar = "#" * round(share * BAR_WIDTH)
-        sys.stderr.write(
-            f"\r[{bar:<{BAR_WIDTH}}] {share:4.0%}  {self.count}/{self.cells} cells  "
-            f"{minutes}:{seconds:02d} left  {cell.label()}\033[K"
-        )
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
-
-
 def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     """The plan (None for ``--restate``), the output folder (None: print only) and the number
     of processes the arguments ask for; every mistake is refused here, before any work."""
@@ -413,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"restated the results in {output}", file=sys.stderr)
         return 0
     cache = None if output is None else output / CACHE_NAME
-    progress = ProgressBar(plan)
+    progress = ProgressBar(plan.cells, lambda cell: cell.label())
     started = time.perf_counter()
     resumed = len(set(read_cache(cache)) & {cell.key for cell in plan.cells})
     try:

@@ -67,13 +67,10 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import argparse
-import json
-import multiprocessing
-import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -81,6 +78,13 @@ from typing import Any
 from experiments.cartpole_agent import CartPoleSettings
 from experiments.claims import evaluate_claims
 from experiments.report import results_markdown, write_results
+from experiments.runner import (
+    ProgressBar,
+    earlier_wall_seconds,
+    note_wall_seconds,
+    read_cache,
+    run_cells,
+)
 from experiments.statistics import STABLE_SHARE
 from experiments.study import SEED_SETS, Cell, Sweep, run_cell, summarize_sweep
 from ppo_viz.machine import fingerprint
@@ -195,90 +199,18 @@ QUICK_PLAN = Plan(
 )
 
 
-def cache_entries(path: Path | None) -> list[dict[str, Any]]:
-    """The cache's entries: finished cells (``key`` and ``raw``) and the wall seconds of each
-    run that wrote to it (``wall_seconds``); a line cut short by an interruption is left out."""
-    entries = []
-    if path is not None and path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(entry, dict):
-                entries.append(entry)
-    return entries
-
-
-def read_cache(path: Path | None) -> dict[str, Any]:
-    """The cells a previous run finished, by key."""
-    return {e["key"]: e["raw"] for e in cache_entries(path) if "key" in e and "raw" in e}
-
-
-def earlier_wall_seconds(path: Path | None) -> float:
-    """How long the runs before this one ran (each adds its time to the cache as it ends)."""
-    return sum(e["wall_seconds"] for e in cache_entries(path) if "wall_seconds" in e)
-
-
-def note_wall_seconds(path: Path | None, seconds: float) -> None:
-    """Add this run's wall seconds to the cache (a resumed run counts every run's time)."""
-    if path is not None and path.exists():
-        with path.open("a", encoding="utf-8") as file:
-            file.write(json.dumps({"wall_seconds": round(seconds, 1)}) + "\n")
-
-
 def run_plan(
     plan: Plan,
     cache: Path | None,
     jobs: int,
-    progress: Callable[[Cell, float], None] = lambda *_: None,
+    progress: Callable[[Cell], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (in ``jobs`` processes, the discovery set
-    first, the costliest first within a set), appending each to ``cache`` as it finishes;
-    return each cell's raw numbers by key.  A cell that computes what another does (the same
-    key) runs once."""
-    done = read_cache(cache)
-    todo: dict[str, Cell] = {}
-    for seed_set in plan.seed_sets:
-        cells = [c for c in plan.cells if c.seed_set == seed_set]
-        for cell in sorted(cells, key=lambda c: -c.cost):
-            if cell.key in done:
-                progress(cell, cell.cost)
-            else:
-                todo.setdefault(cell.key, cell)
-    waiting = {key: [c for c in plan.cells if c.key == key] for key in todo}
-    running = finished_cells(list(todo.values()), jobs)
-    try:
-        for cell, raw in running:
-            done[cell.key] = raw
-            if cache is not None:
-                with cache.open("a", encoding="utf-8") as file:
-                    file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
-            for same in waiting[cell.key]:
-                progress(same, same.cost)
-    finally:
-        running.close()  # on an interruption: stops the workers now
-    return done
-
-
-def finished_cells(cells: Sequence[Cell], jobs: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
-    """Each cell with its raw numbers, as it finishes (in this process for one job).
-
-    The workers ignore Ctrl-C; this process gets it, and leaving the generator (an
-    exception, or ``close()``) terminates them at once, whatever they are running."""
-    if jobs == 1:
-        yield from ((cell, run_cell(cell)) for cell in cells)
-        return
-    with multiprocessing.Pool(min(jobs, len(cells)) or 1, initializer=_ignore_ctrl_c) as pool:
-        yield from pool.imap_unordered(_run_in_worker, cells)
-
-
-def _ignore_ctrl_c() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _run_in_worker(cell: Cell) -> tuple[Cell, dict[str, Any]]:
-    return cell, run_cell(cell)
+    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`: the
+    discovery set first, the costliest first within a set); return each cell's raw numbers by
+    key.  A cell that computes what another does (the same key) runs once."""
+    order = {seed_set: i for i, seed_set in enumerate(plan.seed_sets)}
+    cells = sorted(plan.cells, key=lambda c: (order[c.seed_set], -c.cost))
+    return run_cells(cells, cache, jobs, run_cell, progress)
 
 
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
@@ -304,41 +236,6 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "sweeps": sweeps,
     }
     return {**results, "claims": evaluate_claims(results)}
-
-
-BAR_WIDTH = 30
-
-
-class ProgressBar:
-    """``[######......]  40%  12/388 cells  8:02 left  cartpole: PPO, lr 0.005`` on stderr,
-    counting the cells' estimated CPU seconds; drawn at once, before any cell finishes."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.total = sum(cell.cost for cell in plan.cells) or 1.0
-        self.cells = len(plan.cells)
-        self.swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
-        self.done, self.count, self.started = 0.0, 0, time.perf_counter()
-        self.draw("starting")
-
-    def __call__(self, cell: Cell, cost: float) -> None:
-        self.done += cost
-        self.count += 1
-        self.draw(f"{cell.seed_set}, {cell.label(self.swept[cell.sweep])}")
-
-    def draw(self, last: str) -> None:
-        share = min(1.0, self.done / self.total)
-        elapsed = time.perf_counter() - self.started
-        minutes, seconds = divmod(round(elapsed * (1.0 - share) / share if share else 0.0), 60)
-        left = f"{minutes}:{seconds:02d} left" if share else "?:?? left"
-        bar = "#" * round(share * BAR_WIDTH)
-        sys.stderr.write(
-            f"\r[{bar:<{BAR_WIDTH}}] {share:4.0%}  {self.count}/{self.cells} cells  "
-            f"{left}  {last}\033[K"
-        )
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        sys.stderr.write("\n")
 
 
 def seed_count(text: str) -> int:
@@ -450,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     plan, output, jobs = request.plan, request.output, request.jobs
     cache = None if output is None else output / CACHE_NAME
     earlier = earlier_wall_seconds(cache)
-    progress = ProgressBar(plan)
+    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
+    progress = ProgressBar(plan.cells, lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}")
     started = time.perf_counter()
     try:
         raw = run_plan(plan, cache, jobs, progress)

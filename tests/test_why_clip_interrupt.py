@@ -97,7 +97,7 @@ def test_an_interrupted_run_keeps_its_finished_cells_and_stops_its_workers(tmp_p
     )
     cache = tmp_path / command.CACHE_NAME
 
-    def ctrl_c(cell: Cell, cost: float) -> None:
+    def ctrl_c(cell: Cell) -> None:
         raise KeyboardInterrupt
 
     started = time.monotonic()

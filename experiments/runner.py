@@ -1,0 +1,147 @@
+"""Running a study's cells, for :mod:`experiments.why_clip` and :mod:`experiments.rlhf_study`.
+
+A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
+estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
+plain data.  :func:`run_cells` runs the cells a cache does not hold yet, in worker processes
+that Ctrl-C stops at once, and appends each finished cell to the cache, so that the same command
+resumes where an interrupted one stopped; :class:`ProgressBar` shows how far it got.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+Runner = Callable[[Any], dict[str, Any]]
+
+
+def cache_entries(path: Path | None) -> list[dict[str, Any]]:
+    """The cache's entries: finished cells (``key`` and ``raw``) and the wall seconds of each
+    run that wrote to it (``wall_seconds``); a line cut short by an interruption is left out."""
+    entries = []
+    if path is not None and path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+    return entries
+
+
+def read_cache(path: Path | None) -> dict[str, Any]:
+    """The cells a previous run finished, by key."""
+    return {e["key"]: e["raw"] for e in cache_entries(path) if "key" in e and "raw" in e}
+
+
+def earlier_wall_seconds(path: Path | None) -> float:
+    """How long the runs before this one ran (each adds its time to the cache as it ends)."""
+    return sum(e["wall_seconds"] for e in cache_entries(path) if "wall_seconds" in e)
+
+
+def note_wall_seconds(path: Path | None, seconds: float) -> None:
+    """Add this run's wall seconds to the cache (a resumed run counts every run's time)."""
+    if path is not None and path.exists():
+        with path.open("a", encoding="utf-8") as file:
+            file.write(json.dumps({"wall_seconds": round(seconds, 1)}) + "\n")
+
+
+def run_cells(
+    cells: Sequence[Any],
+    cache: Path | None,
+    jobs: int,
+    runner: Runner,
+    progress: Callable[[Any], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Run every cell not in ``cache`` with ``runner`` (in ``jobs`` processes, started in the
+    order given), appending each to ``cache`` as it finishes; return each key's raw numbers.
+    ``progress`` hears of every cell once it is done (a cached one at once)."""
+    done = read_cache(cache)
+    todo: dict[str, Any] = {}
+    for cell in cells:
+        if cell.key in done:
+            progress(cell)
+        else:
+            todo.setdefault(cell.key, cell)
+    waiting = {key: [c for c in cells if c.key == key] for key in todo}
+    running = finished_cells(list(todo.values()), jobs, runner)
+    try:
+        for cell, raw in running:
+            done[cell.key] = raw
+            if cache is not None:
+                with cache.open("a", encoding="utf-8") as file:
+                    file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
+            for same in waiting[cell.key]:
+                progress(same)
+    finally:
+        running.close()  # on an interruption: stops the workers now
+    return done
+
+
+def finished_cells(cells: Sequence[Any], jobs: int, runner: Runner) -> Iterator[tuple[Any, Any]]:
+    """Each cell with its raw numbers, as it finishes (in this process for one job).
+
+    The workers ignore Ctrl-C; this process gets it, and leaving the generator (an
+    exception, or ``close()``) terminates them at once, whatever they are running."""
+    if jobs == 1:
+        yield from ((cell, runner(cell)) for cell in cells)
+        return
+    workers = min(jobs, len(cells)) or 1
+    with multiprocessing.Pool(workers, initializer=_start_worker, initargs=(runner,)) as pool:
+        yield from pool.imap_unordered(_run_in_worker, cells)
+
+
+_runner: Runner | None = None
+
+
+def _start_worker(runner: Runner) -> None:
+    global _runner
+    _runner = runner
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_in_worker(cell: Any) -> tuple[Any, dict[str, Any]]:
+    assert _runner is not None
+    return cell, _runner(cell)
+
+
+BAR_WIDTH = 30
+
+
+class ProgressBar:
+    """``[######......]  40%  12/388 cells  8:02 left  <the last cell>`` on stderr, counting
+    the cells' estimated CPU seconds; drawn at once, before any cell finishes.  ``describe``
+    names a cell."""
+
+    def __init__(self, cells: Sequence[Any], describe: Callable[[Any], str]) -> None:
+        self.total = sum(cell.cost for cell in cells) or 1.0
+        self.cells, self.describe = len(cells), describe
+        self.done, self.count, self.started = 0.0, 0, time.perf_counter()
+        self.draw("starting")
+
+    def __call__(self, cell: Any) -> None:
+        self.done += cell.cost
+        self.count += 1
+        self.draw(self.describe(cell))
+
+    def draw(self, last: str) -> None:
+        share = min(1.0, self.done / self.total)
+        elapsed = time.perf_counter() - self.started
+        minutes, seconds = divmod(round(elapsed * (1.0 - share) / share if share else 0.0), 60)
+        left = f"{minutes}:{seconds:02d} left" if share else "?:?? left"
+        bar = "#" * round(share * BAR_WIDTH)
+        sys.stderr.write(
+            f"\r[{bar:<{BAR_WIDTH}}] {share:4.0%}  {self.count}/{self.cells} cells  "
+            f"{left}  {last}\033[K"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
