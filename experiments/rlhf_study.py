@@ -61,8 +61,15 @@ import numpy as np
 
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
-from experiments.runner import ProgressBar, read_cache, run_cells
-from experiments.why_clip import seed_count, whole_number
+from experiments.runner import (
+    ProgressBar,
+    add_jobs_argument,
+    read_cache,
+    ready_folder,
+    run_cells,
+    seed_count,
+    whole_number,
+)
 from ppo_viz.machine import fingerprint
 from ppo_viz.rlhf.results import RESULTS_DIR, RESULTS_JSON, load_results
 from tiny_lm import reference_model, right_answer_probability
@@ -314,8 +321,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     parser.add_argument(
         "--seed-offset", type=whole_number, default=0, help="first seed (40 or more: all fresh)"
     )
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
+    add_jobs_argument(parser)
     args = parser.parse_args(argv)
     if args.restate:
         chosen = [
@@ -340,14 +346,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
         return plan, None, args.jobs
     else:
         output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
-    if output.exists() and not output.is_dir():
-        parser.error(f"--output-dir {output} is a file, not a folder")
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        parser.error(f"cannot make the folder {output}: {error.strerror}")
-    if output == SCRATCH_DIR:
-        print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
+    ready_folder(parser, output, SCRATCH_DIR)
     return plan, output, args.jobs
 
 

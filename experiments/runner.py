@@ -4,13 +4,16 @@ A cell has a ``key`` (what it computes: two cells with one key run once), a ``co
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
 plain data.  :func:`run_cells` runs the cells a cache does not hold yet, in worker processes
 that Ctrl-C stops at once, and appends each finished cell to the cache, so that the same command
-resumes where an interrupted one stopped; :class:`ProgressBar` shows how far it got.
+resumes where an interrupted one stopped; :class:`ProgressBar` shows how far it got.  The
+command lines share their ``--jobs``, their seed counts and how they ready the output folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import multiprocessing
+import os
 import signal
 import sys
 import time
@@ -110,6 +113,40 @@ def _start_worker(runner: Runner) -> None:
 def _run_in_worker(cell: Any) -> tuple[Any, dict[str, Any]]:
     assert _runner is not None
     return cell, _runner(cell)
+
+
+def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
+    """``--jobs``: worker processes, by default as many as this process may use CPUs."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
+
+
+def ready_folder(parser: argparse.ArgumentParser, output: Path, scratch: Path) -> Path:
+    """``output``, made if need be; a file there or a folder that cannot be made is the
+    parser's one-line error, before any work.  A run into ``scratch`` says so."""
+    if output.exists() and not output.is_dir():
+        parser.error(f"--output-dir {output} is a file, not a folder")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        parser.error(f"cannot make the folder {output}: {error.strerror}")
+    if output == scratch:
+        print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
+    return output
+
+
+def seed_count(text: str) -> int:
+    """A whole number of seeds, at least 1 (for argparse)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def whole_number(text: str) -> int:
+    """A whole number, at least 0 (for argparse)."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
+    return int(text)
 
 
 BAR_WIDTH = 30

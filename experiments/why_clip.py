@@ -80,10 +80,14 @@ from experiments.claims import evaluate_claims
 from experiments.report import results_markdown, write_results
 from experiments.runner import (
     ProgressBar,
+    add_jobs_argument,
     earlier_wall_seconds,
     note_wall_seconds,
     read_cache,
+    ready_folder,
     run_cells,
+    seed_count,
+    whole_number,
 )
 from experiments.statistics import STABLE_SHARE
 from experiments.study import SEED_SETS, Cell, Sweep, run_cell, summarize_sweep
@@ -238,20 +242,6 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
     return {**results, "claims": evaluate_claims(results)}
 
 
-def seed_count(text: str) -> int:
-    """A whole number of seeds, at least 1 (for argparse)."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-def whole_number(text: str) -> int:
-    """A whole number, at least 0 (for argparse)."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
-    return int(text)
-
-
 @dataclass(frozen=True)
 class Request:
     """What the command line asks for: a plan to run (or the results to rewrite), the folder
@@ -289,8 +279,7 @@ def parse(argv: list[str] | None) -> Request:
     parser.add_argument(
         "--seed-offset", type=whole_number, default=0, help="first seed (800 or more: all fresh)"
     )
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
+    add_jobs_argument(parser)
     args = parser.parse_args(argv)
     if args.rewrite:
         chosen = [
@@ -320,14 +309,7 @@ def parse(argv: list[str] | None) -> Request:
         return Request(plan, None, args.jobs)
     else:
         output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
-    if output.exists() and not output.is_dir():
-        parser.error(f"--output-dir {output} is a file, not a folder")
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        parser.error(f"cannot make the folder {output}: {error.strerror}")
-    if output == SCRATCH_DIR:
-        print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
+    ready_folder(parser, output, SCRATCH_DIR)
     return Request(plan, output, args.jobs)
 
 
