@@ -92,6 +92,8 @@ class CheckBatch:
     role: Role = "core"
     further: str = ""
     read_only: bool = False
+    #: The names of the three arrays :meth:`inputs` hands out, for messages.
+    argument_names = ARGUMENT_NAMES
 
     def __post_init__(self) -> None:
         for argument in ARGUMENT_NAMES:
@@ -108,12 +110,13 @@ class CheckBatch:
         """``batch 'name' (N = .., eps = ..)``, for messages."""
         return f"batch '{self.name}' (N = {self.n}, eps = {exact(self.eps)})"
 
-    def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Fresh copies of the three arrays for one call, read-only if ``read_only``."""
+    def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+        """One call's arguments: fresh copies of the three arrays, read-only if ``read_only``,
+        and ``eps``."""
         copies = (self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy())
         for array in copies:
             array.setflags(write=not self.read_only)
-        return copies
+        return (*copies, self.eps)
 
     @cached_property
     def breakdown(self) -> Any:

@@ -10,8 +10,12 @@ decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+import numpy as np
 
 from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role, battery
 from ppo_viz.exercises.mistakes import (
@@ -34,6 +38,8 @@ from ppo_viz.exercises.sandbox import (
 from ppo_viz.html import Markup, join, message, page, tag
 from ppo_viz.numbers import count, exact
 
+#: A check's findings and notes, and how many core and robustness batches matched.
+Diagnosis = tuple[list[Finding], list[Finding], int, int]
 #: How many core and robustness batches a check runs.
 CORE, ROBUSTNESS = len(battery("core")), len(battery("robustness"))
 #: What the robustness batches are, said once above their notes.
@@ -127,6 +133,10 @@ class CheckResult:
         return str(page(message(join(parts), kind), classes=classes))
 
 
+#: The card a check makes: a :class:`CheckResult` or a subclass's.
+Result = TypeVar("Result", bound=CheckResult)
+
+
 def _numbered(findings: Sequence[Finding]) -> list[str]:
     """Findings as text items (``- `` for one, ``1. ``, ``2. `` for several): title,
     explanation, evidence, the related lesson."""
@@ -157,21 +167,35 @@ def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S)
     """
     if kind not in FUNCTION_NAMES:
         raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
+    result = partial(CheckResult, FUNCTION_NAMES[kind], kind)
+    return run_check(result, f"check_{kind}", function, kind, battery(), time_limit_s, diagnose)
+
+
+def run_check(
+    result: Callable[..., Result],
+    name: str,
+    function: Function,
+    kind: Kind,
+    batches: Sequence[Any],
+    time_limit_s: float,
+    diagnosis: Callable[[Kind, list[Call], float], Diagnosis],
+) -> Result:
+    """Check ``function`` on ``batches`` (:func:`check`'s contract), with ``diagnosis`` naming
+    its mistakes; ``result`` makes the card from the findings, ``name`` is the check's name."""
     number = isinstance(time_limit_s, (int, float)) and not isinstance(time_limit_s, bool)
     if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
         raise ValueError(
             f"time_limit_s must be a positive number of seconds, at most {MAX_TIME_LIMIT_S:g} "
             f"(a day), got {time_limit_s!r}"
         )
-    name = FUNCTION_NAMES[kind]
     if not callable(function):
-        text = f"check_{kind} expects your function (the name after def, without parentheses), "
-        return CheckResult(name, kind, (finding("error", f"{text}got {reprlib.repr(function)}."),))
-    calls = call_battery(function, kind, battery(), float(time_limit_s))
+        text = f"{name} expects your function (the name after def, without parentheses), "
+        return result((finding("error", f"{text}got {reprlib.repr(function)}."),))
+    calls = call_battery(function, kind, batches, float(time_limit_s))
     if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):
-        return CheckResult(name, kind, (finding("not_implemented"),), printed=_printed(calls))
-    findings, notes, core, robustness = diagnose(kind, calls, float(time_limit_s))
-    return CheckResult(name, kind, tuple(findings), tuple(notes), core, robustness, _printed(calls))
+        return result((finding("not_implemented"),), printed=_printed(calls))
+    findings, notes, core, robustness = diagnosis(kind, calls, float(time_limit_s))
+    return result(tuple(findings), tuple(notes), core, robustness, _printed(calls))
 
 
 def check_loss(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
@@ -258,9 +282,7 @@ def _statuses(result: CheckResult) -> list[str]:
     return [core, robustness]
 
 
-def diagnose(
-    kind: Kind, calls: Sequence[Call], limit_s: float
-) -> tuple[list[Finding], list[Finding], int, int]:
+def diagnose(kind: Kind, calls: Sequence[Call], limit_s: float) -> Diagnosis:
     """The findings and the notes, and how many core and robustness batches matched.
 
     On the core batches, then on the robustness ones (the core's mistakes taken as given): an
@@ -274,8 +296,7 @@ def diagnose(
     notes, _, robust_matching = _diagnose(kind, robust, explained, "robustness")
     late = next((c for c in calls if c.timed_out), None)
     if late is not None:
-        found = _timeout(late, sum(c.skipped for c in calls), limit_s)
-        (findings if late.batch.role == "core" else notes).insert(0, found)
+        (findings if late.batch.role == "core" else notes).insert(0, timeout(calls, limit_s))
     notes = [note for note in notes if note.key not in {f.key for f in findings}]
     return findings, notes, core_matching, robust_matching
 
@@ -284,6 +305,15 @@ def _diagnose(
     kind: Kind, calls: Sequence[Call], assumed: frozenset[str] | None, role: Role
 ) -> tuple[list[Finding], frozenset[str] | None, int]:
     """One role's findings, the mistakes that explain its answers, how many batches match."""
+    answers = [(c, c.answer) for c in calls if isinstance(c.answer, np.ndarray)]
+    values, explained = value_findings(kind, answers, assumed, role)
+    matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
+    return call_findings(calls, values), explained, matching
+
+
+def call_findings(calls: Sequence[Call], values: Sequence[Finding]) -> list[Finding]:
+    """An exception or the process ending (``error``), a value of the wrong type or shape
+    (``wrong_type``), the ``values``' findings, then the side effects (:func:`_side_effects`)."""
     findings = []
     failed = [c for c in calls if c.error and not c.timed_out and not c.read_only_failure]
     if failed:
@@ -291,15 +321,11 @@ def _diagnose(
         message = f"On {call.batch.label} your function {call.error}. {lesson_of(call.batch)}"
         message += f" {hint}" if (hint := error_hint(call.error)) else ""
         findings.append(finding("error", message, batch=call.batch))
-    returned = [c for c in calls if c.answer is not None]
-    wrong = next((c for c in returned if isinstance(c.answer, str)), None)
+    wrong = next((c for c in calls if isinstance(c.answer, str)), None)
     if wrong is not None:
         message, seen = f"Your function returned {wrong.answer}.", f"Seen on {wrong.batch.label}."
         findings.append(finding("wrong_type", message, seen, wrong.batch))
-    answers = [(c, c.answer) for c in returned if not isinstance(c.answer, str)]
-    values, explained = value_findings(kind, answers, assumed, role)
-    matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
-    return findings + values + _side_effects(calls), explained, matching
+    return findings + list(values) + _side_effects(calls)
 
 
 #: Errors a learner meets reaching for the elementwise minimum, by a piece of their message, and
@@ -319,8 +345,9 @@ def error_hint(error: str) -> str:
     return next((hint for piece, hint in ERROR_HINTS.items() if piece in error), "")
 
 
-def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:
-    """The finding of ``call``, which did not return in time (the check stopped calling there)."""
+def timeout(calls: Sequence[Call], limit_s: float) -> Finding:
+    """The finding of the call that did not return in time (the check stopped calling there)."""
+    call, skipped = next(c for c in calls if c.timed_out), sum(c.skipped for c in calls)
     stopped = "The checker stopped it" + (f" ({call.where})." if call.where else ".")
     if not call.stopped:
         stopped = (

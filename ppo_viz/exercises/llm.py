@@ -19,15 +19,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
 
 import llm_clip
-from ppo_viz.exercises.checker import CheckResult, error_hint
-from ppo_viz.exercises.mistakes import Finding, finding
-from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Call, call_battery
+from ppo_viz.exercises.checker import CheckResult, Diagnosis, call_findings, run_check, timeout
+from ppo_viz.exercises.mistakes import Finding
+from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Call
 from ppo_viz.llm.batch import response_batch
 from ppo_viz.numbers import exact, rounded
 
@@ -68,9 +68,10 @@ STD_EPS = 1e-4  # TRL's (``grpo_trainer.py`` L2705-2707)
 
 @dataclass(frozen=True, eq=False)
 class ExerciseBatch:
-    """A batch shaped for notebook 6's sandbox: three arrays it hands over (``inputs``), and
-    the mask and ``extras`` that :class:`_Bound` adds."""
+    """A batch shaped for notebook 6's sandbox: the arrays and ``extras`` of ``exercise``'s
+    function, handed to each call as read-only copies (:meth:`inputs`)."""
 
+    exercise: str
     name: str
     lesson: str
     logp_new: np.ndarray
@@ -78,28 +79,24 @@ class ExerciseBatch:
     advantages: np.ndarray  # the third argument: rewards (GRPO) or advantages (GSPO)
     mask: np.ndarray
     extras: tuple[Any, ...]
-    eps: float = 0.2  # the sandbox passes it on; the exercises take theirs from extras
-    read_only: bool = False
+    read_only = False  # the three arrays are handed out writable (a change is reported)
+    role = "core"  # every batch decides the pass
+    further = ""  # and none names a section of notebook 5
 
     n = property(lambda self: len(self.mask))
     label = property(lambda self: f"batch '{self.name}' ({self.lesson})")
 
-    def inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
+    @property
+    def argument_names(self) -> tuple[str, str, str]:
+        """The names of the three arrays the learner's function takes first, for messages."""
+        return ("logp_new", "logp_old", "rewards" if self.exercise == "grpo" else "advantages")
 
-
-class _Bound:
-    """The learner's function with the batch's mask and extras added (read-only copies); its
-    ``__code__`` is the learner's, so the sandbox names the learner's line in an error."""
-
-    def __init__(self, function: Callable[..., Any], batch: ExerciseBatch) -> None:
-        self.function, self.batch = function, batch
-
-    __code__ = property(lambda self: getattr(self.function, "__code__", None))
-
-    def __call__(self, logp_new: Any, logp_old: Any, third: Any, _eps: float) -> Any:
-        extras = [_read_only(x) if isinstance(x, np.ndarray) else x for x in self.batch.extras]
-        return self.function(logp_new, logp_old, third, _read_only(self.batch.mask), *extras)
+    def inputs(self) -> tuple[Any, ...]:
+        """One call's arguments: copies of the three arrays, then read-only copies of the mask
+        and the extras."""
+        extras = [_read_only(x) if isinstance(x, np.ndarray) else x for x in self.extras]
+        arrays = self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
+        return (*arrays, _read_only(self.mask), *extras)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -171,38 +168,38 @@ def mistake_sets(exercise: str) -> list[frozenset[str]]:
 # -- the batteries -------------------------------------------------------------------------------
 
 
-def _batch(name: str, lengths: list[int], third: list[float], extras: tuple, seed: int,
-           spread: float = 0.15) -> ExerciseBatch:  # fmt: skip
+def _batch(exercise: str, name: str, lengths: list[int], third: list[float], extras: tuple,
+           seed: int, spread: float = 0.15) -> ExerciseBatch:  # fmt: skip
     """Answers of ``lengths`` tokens with seeded log-probabilities, finite junk on padding (a
     GRPO batch's ``extras`` get a reference's log-probabilities appended)."""
     rng = np.random.default_rng(seed)
     mask = np.arange(max(lengths) + 1) < np.array(lengths)[:, None]
     old = np.log(rng.uniform(0.05, 0.95, mask.shape))
     new = np.minimum(old + rng.normal(0.0, spread, mask.shape), 0.0)
-    if len(extras) == 3:
+    if exercise == "grpo":
         extras = (*extras, np.minimum(old + rng.normal(0.0, 0.3, mask.shape), 0.0))
-    return ExerciseBatch(name, f"answers of {', '.join(map(str, lengths))} tokens",
+    return ExerciseBatch(exercise, name, f"answers of {', '.join(map(str, lengths))} tokens",
                          new, old, np.array(third, float), mask, extras)  # fmt: skip
 
 
 @cache
 def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
     """The batches a check runs: small ones, then notebook 7's batch at update 3."""
-    nb = response_batch(4)
+    nb, grpo, gspo = response_batch(4), partial(_batch, "grpo"), partial(_batch, "gspo")
     if exercise == "grpo":
         return (
-            _batch("one group", [5, 2, 4, 3], [1, 0, 0, 1], (4, 0.2, 0.0), seed=1),
-            _batch("two groups", [3, 6, 2, 5, 4, 6], [1, 0, 0, 1, 0.5, 0], (3, 0.2, 0.0), seed=2),
-            _batch("KL to the reference", [6, 3, 5, 2], [0, 1, 1, 0], (4, 0.2, 0.1), seed=4,
-                   spread=0.3),
-            ExerciseBatch("notebook 7's batch", "G = 4, beta = 0.04", nb.logp_new[2], nb.logp_old,
-                          nb.rewards, nb.mask, (4, 0.2, 0.04, nb.logp_ref)),
+            grpo("one group", [5, 2, 4, 3], [1, 0, 0, 1], (4, 0.2, 0.0), seed=1),
+            grpo("two groups", [3, 6, 2, 5, 4, 6], [1, 0, 0, 1, 0.5, 0], (3, 0.2, 0.0), seed=2),
+            grpo("KL to the reference", [6, 3, 5, 2], [0, 1, 1, 0], (4, 0.2, 0.1), seed=4,
+                 spread=0.3),
+            ExerciseBatch("grpo", "notebook 7's batch", "G = 4, beta = 0.04", nb.logp_new[2],
+                          nb.logp_old, nb.rewards, nb.mask, (4, 0.2, 0.04, nb.logp_ref)),
         )  # fmt: skip
     return (
-        _batch("three answers", [5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), seed=5, spread=0.2),
-        _batch("the paper's range", [3, 6, 2, 5], [0.8, -0.4, 1.2, -1.5], (3e-4, 4e-4), seed=6,
-               spread=0.01),
-        ExerciseBatch("notebook 7's batch", "eps 0.01", nb.logp_new[2], nb.logp_old,
+        gspo("three answers", [5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), seed=5, spread=0.2),
+        gspo("the paper's range", [3, 6, 2, 5], [0.8, -0.4, 1.2, -1.5], (3e-4, 4e-4), seed=6,
+             spread=0.01),
+        ExerciseBatch("gspo", "notebook 7's batch", "eps 0.01", nb.logp_new[2], nb.logp_old,
                       nb.advantages(), nb.mask, (0.01, 0.01)),
     )  # fmt: skip
 
@@ -239,47 +236,22 @@ def check_gspo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_
 
 
 def check(exercise: str, function: Callable[..., Any], time_limit_s: float) -> ExerciseResult:
-    """Run ``function`` on each batch (one sandboxed call each, none after a timeout); name its
-    mistakes.  Nothing the function does is raised."""
+    """Run ``function`` on each batch (as :func:`.check` does, in the sandbox with a time
+    limit); name its mistakes.  Nothing the function does is raised."""
     name, batches = f"{exercise}_loss", battery(exercise)
-    if not callable(function):
-        text = f"check_{name} expects your function (its name, without parentheses)."
-        return ExerciseResult(name, "loss", (finding("error", text),), batches=len(batches))
-    calls: list[Call] = []
-    for batch in batches:
-        calls += call_battery(_Bound(function, batch), "loss", [batch], time_limit_s)
-        if calls[-1].timed_out:
-            break
-    printed = next((f"Your function printed: {c.printed!r}" for c in calls if c.printed), "")
-    if all(c.not_implemented for c in calls):
-        findings: tuple[Finding, ...] = (finding("not_implemented"),)
-        return ExerciseResult(name, "loss", findings, printed=printed, batches=len(batches))
+    result = partial(ExerciseResult, name, "loss", batches=len(batches))
+    diagnosis = partial(_diagnose, exercise)
+    return run_check(result, f"check_{name}", function, "loss", batches, time_limit_s, diagnosis)
+
+
+def _diagnose(exercise: str, _kind: str, calls: list[Call], limit_s: float) -> Diagnosis:
+    """The findings (the checker's, with the fewest mistakes that explain the values), no
+    notes, and how many batches match."""
     answers = [(c.batch, float(c.answer[0])) for c in calls if isinstance(c.answer, np.ndarray)]
     matching = sum(_agrees(got, _answer(exercise, b, frozenset())) for b, got in answers)
-    found = _call_findings(exercise, calls)
-    if matching < len(answers):
-        found += _value_findings(exercise, answers)
-    return ExerciseResult(name, "loss", tuple(found), matching_core=matching, printed=printed,
-                          batches=len(batches))  # fmt: skip
-
-
-def _call_findings(exercise: str, calls: list[Call]) -> list[Finding]:
-    """What the calls show besides their values: an error, a timeout, a wrong type, a change."""
-    found = []
-    if failed := next((c for c in calls if c.error), None):
-        text = f"On {failed.batch.label} your function {failed.error}. {error_hint(failed.error)}"
-        found.append(finding("error", text.strip()))
-    if late := next((c for c in calls if c.timed_out), None):
-        late_text = f"On {late.batch.label} your function did not return within the time limit."
-        found.append(finding("timeout", late_text))
-    if wrong := next((c for c in calls if isinstance(c.answer, str)), None):
-        found.append(finding("wrong_type", f"Your function returned {wrong.answer}."))
-    if changed := next((c for c in calls if c.changed), None):
-        argument = "rewards" if exercise == "grpo" and changed.changed[0] == "advantages" else (
-            changed.changed[0])  # fmt: skip
-        evidence = f"It changed {argument} on {changed.batch.label}."
-        found.append(finding("mutated", evidence=evidence))
-    return found
+    values = _value_findings(exercise, answers) if matching < len(answers) else []
+    late = [timeout(calls, limit_s)] if any(c.timed_out for c in calls) else []
+    return late + call_findings(calls, values), [], matching, 0
 
 
 def _value_findings(exercise: str, answers: list[tuple[ExerciseBatch, float]]) -> list[Finding]:
