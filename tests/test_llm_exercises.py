@@ -23,6 +23,7 @@ from ppo_viz.exercises.llm import (
     grpo_answer,
     gspo_answer,
 )
+from ppo_viz.numbers import rounded
 
 # -- GRPO's loss, three ways -------------------------------------------------------------------
 
@@ -268,7 +269,9 @@ def test_a_function_that_never_returns_is_stopped_at_the_time_limit():
 def test_a_placeholder_is_a_mismatch_with_the_batch_it_fails_on():
     result = check_gspo_loss(lambda *args: 0.25)
     assert result.mistakes == ("mismatch",)
-    assert "llm_clip gives" in str(result)
+    assert "returns 0.25 on every batch" in str(result)
+    first = battery("gspo")[0]  # the smallest batch, where llm_clip's answer differs
+    assert f"On {first.label}: expected {rounded(gspo_answer(first))}, got 0.25." in str(result)
 
 
 def test_the_card_shows_the_mistakes_as_html():

@@ -168,7 +168,7 @@ def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S)
     if kind not in FUNCTION_NAMES:
         raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
     result = partial(CheckResult, FUNCTION_NAMES[kind], kind)
-    return run_check(result, f"check_{kind}", function, kind, battery(), time_limit_s, diagnose)
+    return run_check(result, f"check_{kind}", function, kind, battery(), time_limit_s)
 
 
 def run_check(
@@ -178,10 +178,9 @@ def run_check(
     kind: Kind,
     batches: Sequence[Any],
     time_limit_s: float,
-    diagnosis: Callable[[Kind, list[Call], float], Diagnosis],
 ) -> Result:
-    """Check ``function`` on ``batches`` (:func:`check`'s contract), with ``diagnosis`` naming
-    its mistakes; ``result`` makes the card from the findings, ``name`` is the check's name."""
+    """Check ``function`` of exercise ``kind`` on ``batches`` (:func:`check`'s contract):
+    ``result`` makes the card from the findings, ``name`` is the check's name."""
     number = isinstance(time_limit_s, (int, float)) and not isinstance(time_limit_s, bool)
     if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
         raise ValueError(
@@ -194,7 +193,7 @@ def run_check(
     calls = call_battery(function, kind, batches, float(time_limit_s))
     if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):
         return result((finding("not_implemented"),), printed=_printed(calls))
-    findings, notes, core, robustness = diagnosis(kind, calls, float(time_limit_s))
+    findings, notes, core, robustness = diagnose(kind, calls, float(time_limit_s))
     return result(tuple(findings), tuple(notes), core, robustness, _printed(calls))
 
 
@@ -296,7 +295,8 @@ def diagnose(kind: Kind, calls: Sequence[Call], limit_s: float) -> Diagnosis:
     notes, _, robust_matching = _diagnose(kind, robust, explained, "robustness")
     late = next((c for c in calls if c.timed_out), None)
     if late is not None:
-        (findings if late.batch.role == "core" else notes).insert(0, timeout(calls, limit_s))
+        found = _timeout(late, sum(c.skipped for c in calls), limit_s)
+        (findings if late.batch.role == "core" else notes).insert(0, found)
     notes = [note for note in notes if note.key not in {f.key for f in findings}]
     return findings, notes, core_matching, robust_matching
 
@@ -305,15 +305,6 @@ def _diagnose(
     kind: Kind, calls: Sequence[Call], assumed: frozenset[str] | None, role: Role
 ) -> tuple[list[Finding], frozenset[str] | None, int]:
     """One role's findings, the mistakes that explain its answers, how many batches match."""
-    answers = [(c, c.answer) for c in calls if isinstance(c.answer, np.ndarray)]
-    values, explained = value_findings(kind, answers, assumed, role)
-    matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
-    return call_findings(calls, values), explained, matching
-
-
-def call_findings(calls: Sequence[Call], values: Sequence[Finding]) -> list[Finding]:
-    """An exception or the process ending (``error``), a value of the wrong type or shape
-    (``wrong_type``), the ``values``' findings, then the side effects (:func:`_side_effects`)."""
     findings = []
     failed = [c for c in calls if c.error and not c.timed_out and not c.read_only_failure]
     if failed:
@@ -325,7 +316,10 @@ def call_findings(calls: Sequence[Call], values: Sequence[Finding]) -> list[Find
     if wrong is not None:
         message, seen = f"Your function returned {wrong.answer}.", f"Seen on {wrong.batch.label}."
         findings.append(finding("wrong_type", message, seen, wrong.batch))
-    return findings + list(values) + _side_effects(calls)
+    answers = [(c, c.answer) for c in calls if isinstance(c.answer, np.ndarray)]
+    values, explained = value_findings(kind, answers, assumed, role)
+    matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
+    return findings + values + _side_effects(calls), explained, matching
 
 
 #: Errors a learner meets reaching for the elementwise minimum, by a piece of their message, and
@@ -345,9 +339,8 @@ def error_hint(error: str) -> str:
     return next((hint for piece, hint in ERROR_HINTS.items() if piece in error), "")
 
 
-def timeout(calls: Sequence[Call], limit_s: float) -> Finding:
-    """The finding of the call that did not return in time (the check stopped calling there)."""
-    call, skipped = next(c for c in calls if c.timed_out), sum(c.skipped for c in calls)
+def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:
+    """The finding of ``call``, which did not return in time (the check stopped calling there)."""
     stopped = "The checker stopped it" + (f" ({call.where})." if call.where else ".")
     if not call.stopped:
         stopped = (

@@ -16,7 +16,6 @@ are), so a forgotten mask shows in the answer rather than as a NaN.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, partial
@@ -25,11 +24,10 @@ from typing import Any
 import numpy as np
 
 import llm_clip
-from ppo_viz.exercises.checker import CheckResult, Diagnosis, call_findings, run_check, timeout
-from ppo_viz.exercises.mistakes import Finding
-from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Call
+from ppo_viz.exercises.checker import CheckResult, run_check
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise
+from ppo_viz.exercises.sandbox import TIME_LIMIT_S
 from ppo_viz.llm.batch import response_batch
-from ppo_viz.numbers import exact, rounded
 
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
 #: Each mistake's title and what the learner reads (from the trackers notebook 7 cites).
@@ -61,8 +59,6 @@ EXCLUSIVE = {
              ("kl_sign", "kl_direction"), ("sign",)],
     "gspo": [("product", "token_clip"), ("no_mask",), ("sign",)],
 }  # fmt: skip
-MAX_MISTAKES = 3
-RTOL, ATOL = 1e-9, 1e-12
 STD_EPS = 1e-4  # TRL's (``grpo_trainer.py`` L2705-2707)
 
 
@@ -146,23 +142,10 @@ def gspo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     return -value if "sign" in m else value
 
 
-ANSWERS = {"grpo": grpo_answer, "gspo": gspo_answer}
-
-
-@cache
-def _answer(exercise: str, batch: ExerciseBatch, mistakes: frozenset[str]) -> float:
-    return ANSWERS[exercise](batch, mistakes)
-
-
-def _agrees(got: float, expected: float) -> bool:
-    return bool(np.isclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True))
-
-
-def mistake_sets(exercise: str) -> list[frozenset[str]]:
-    """Every set of at most :data:`MAX_MISTAKES` mistakes, one per group, fewest first."""
-    choices = itertools.product(*(("", *group) for group in EXCLUSIVE[exercise]))
-    sets = {frozenset(filter(None, choice)) for choice in choices}
-    return sorted((s for s in sets if len(s) <= MAX_MISTAKES), key=lambda s: (len(s), sorted(s)))
+EXERCISES.update(
+    grpo=Exercise(MISTAKES, EXCLUSIVE["grpo"], grpo_answer),
+    gspo=Exercise(MISTAKES, EXCLUSIVE["gspo"], gspo_answer),
+)
 
 
 # -- the batteries -------------------------------------------------------------------------------
@@ -236,42 +219,7 @@ def check_gspo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_
 
 
 def check(exercise: str, function: Callable[..., Any], time_limit_s: float) -> ExerciseResult:
-    """Run ``function`` on each batch (as :func:`.check` does, in the sandbox with a time
-    limit); name its mistakes.  Nothing the function does is raised."""
+    """Run ``function`` on each batch and name its mistakes, as :func:`.check` does."""
     name, batches = f"{exercise}_loss", battery(exercise)
-    result = partial(ExerciseResult, name, "loss", batches=len(batches))
-    diagnosis = partial(_diagnose, exercise)
-    return run_check(result, f"check_{name}", function, "loss", batches, time_limit_s, diagnosis)
-
-
-def _diagnose(exercise: str, _kind: str, calls: list[Call], limit_s: float) -> Diagnosis:
-    """The findings (the checker's, with the fewest mistakes that explain the values), no
-    notes, and how many batches match."""
-    answers = [(c.batch, float(c.answer[0])) for c in calls if isinstance(c.answer, np.ndarray)]
-    matching = sum(_agrees(got, _answer(exercise, b, frozenset())) for b, got in answers)
-    values = _value_findings(exercise, answers) if matching < len(answers) else []
-    late = [timeout(calls, limit_s)] if any(c.timed_out for c in calls) else []
-    return late + call_findings(calls, values), [], matching, 0
-
-
-def _value_findings(exercise: str, answers: list[tuple[ExerciseBatch, float]]) -> list[Finding]:
-    """The fewest mistakes that explain every answer, each shown on a batch; or a mismatch."""
-    for mistakes in mistake_sets(exercise)[1:]:
-        if all(_agrees(got, _answer(exercise, b, mistakes)) for b, got in answers):
-            return [_shown(exercise, key, mistakes, answers) for key in sorted(mistakes)]
-    b, got = next((b, g) for b, g in answers if not _agrees(g, _answer(exercise, b, frozenset())))
-    expected = exact(_answer(exercise, b, frozenset()))
-    text = "Your answers match none of the mistakes this checker knows. "
-    text += f"On {b.label} llm_clip gives {expected}, your function {exact(got)}."
-    return [Finding("mismatch", "Differs from the reference", text)]
-
-
-def _shown(exercise: str, key: str, mistakes: frozenset[str],
-           answers: list[tuple[ExerciseBatch, float]]) -> Finding:  # fmt: skip
-    """Mistake ``key``'s finding, shown on a batch where leaving it out changes the answer."""
-    title, text = MISTAKES[key]
-    shows = [(b, g) for b, g in answers if not _agrees(g, _answer(exercise, b, mistakes - {key}))]
-    b, got = (shows or answers)[0]
-    expected = rounded(_answer(exercise, b, frozenset()), 6)
-    evidence = f"On {b.label}: llm_clip gives {expected}, your function {rounded(got, 6)}."
-    return Finding(key, title, text, evidence)
+    result = partial(ExerciseResult, name, exercise, batches=len(batches))
+    return run_check(result, f"check_{name}", function, exercise, batches, time_limit_s)
