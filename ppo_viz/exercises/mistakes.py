@@ -252,9 +252,6 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
     scale = (-1.0 if "sign" in flags else 1.0) * (batch.n if "no_mean" in flags else 1)
     values, free = [], _edge_samples(batch) if "precision" in flags and kind == "grad" else None
     for b in _breakdowns_used(batch, flags):
-        if kind == "loss" and not _MASKED_TERMS & flags:
-            values.append(math.nan if nan.any() else _loss(b, flags))
-            continue
         for clipped in _clip_masks(batch, b, flags):
             if kind == "loss":
                 values.append(math.nan if nan.any() else _masked_loss(b, clipped))
@@ -275,10 +272,6 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
     if not flags:
         arrays[0] = np.atleast_1d(batch.answers[kind])
     return Prediction(tuple(arrays), free, tolerance)
-
-
-#: Mistakes whose loss keeps clip(r)*A exactly where their (wrong) clip mask says.
-_MASKED_TERMS = frozenset({"min_of_ratios", "no_negative_branch", "upper_sign_blind"})
 
 
 def _edge_samples(batch: CheckBatch) -> BoolArray:
@@ -342,20 +335,9 @@ def _clip_masks(batch: CheckBatch, b: Any, flags: frozenset[str]) -> list[BoolAr
 
 
 def _masked_loss(b: Any, clipped: BoolArray) -> float:
-    """The loss that keeps ``clip(r)*A`` where ``clipped`` and ``r*A`` elsewhere."""
+    """The loss that keeps ``clip(r)*A`` where ``clipped`` and ``r*A`` elsewhere: with the clip
+    mask of the objective kept, min, max, r*A alone or clip(r)*A alone."""
     terms = np.where(clipped, b.clipped_term, b.unclipped_term)
-    with np.errstate(all="ignore"):
-        return float(-terms.sum() / b.n) + 0.0
-
-
-def _loss(b: Any, flags: frozenset[str]) -> float:
-    """The loss before the scale: the objective kept decides the terms."""
-    if not {"max_for_min", "unclipped", "clip_only"} & flags:
-        return b.loss
-    if "max_for_min" in flags:
-        terms = np.maximum(b.unclipped_term, b.clipped_term)
-    else:
-        terms = b.unclipped_term if "unclipped" in flags else b.clipped_term
     with np.errstate(all="ignore"):  # inf - inf is NaN here: no such answer is right
         return float(-terms.sum() / b.n) + 0.0
 
