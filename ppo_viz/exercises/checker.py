@@ -10,10 +10,10 @@ decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +55,9 @@ class CheckResult:
 
     ``findings`` come from the core batches and decide the pass; ``notes`` from the robustness
     batches ("going further").  ``matching_core`` and ``matching_robustness`` count the batches
-    whose answers were right; ``printed`` describes what the function printed ("" if nothing).
+    whose answers were right, of ``core_batches`` and ``robustness_batches``; ``printed``
+    describes what the function printed ("" if nothing); ``reference`` names what the answers
+    are compared with.
     """
 
     exercise: str
@@ -65,6 +67,9 @@ class CheckResult:
     matching_core: int = 0
     matching_robustness: int = 0
     printed: str = ""
+    core_batches: int = CORE
+    robustness_batches: int = ROBUSTNESS
+    reference: str = "the reference"
 
     @property
     def passed(self) -> bool:
@@ -97,16 +102,19 @@ class CheckResult:
         """One line: the function and how it did on the core batches."""
         if not self.implemented:
             return f"{self.exercise}: not implemented yet."
+        batches = "core batches" if self.robustness_batches else "batches"
         if not self.passed:
             found = f"{self.exercise}: {count(len(self.findings), 'problem')} found"
-            matches = f"{self.matching_core} of {CORE} core batches"
+            matches = f"{self.matching_core} of {self.core_batches} {batches}"
             if "timeout" in self.mistakes:
                 return f"{found} (the check stopped at the time limit; it matched {matches})."
-            return f"{found} (it matches the reference on {matches})."
-        line = f"{self.exercise}: passed. It matches the reference on all {CORE} core batches"
+            return f"{found} (it matches {self.reference} on {matches})."
+        line = f"{self.exercise}: passed. It matches {self.reference} on all {self.core_batches}"
         if self.notes:
-            return f"{line}. Going further: {count(len(self.notes), 'note')} below."
-        return f"{line}, and on the {ROBUSTNESS} robustness batches too."
+            return f"{line} {batches}. Going further: {count(len(self.notes), 'note')} below."
+        if not self.robustness_batches:
+            return f"{line} {batches}."
+        return f"{line} {batches}, and on the {self.robustness_batches} robustness batches too."
 
     def __str__(self) -> str:
         if not self.implemented:
@@ -131,10 +139,6 @@ class CheckResult:
             parts.append(tag("div", self.printed, classes="ppo-small ppo-num"))
         classes = f"ppo-check ppo-check-{self.status.replace(' ', '-')}"
         return str(page(message(join(parts), kind), classes=classes))
-
-
-#: The card a check makes: a :class:`CheckResult` or a subclass's.
-Result = TypeVar("Result", bound=CheckResult)
 
 
 def _numbered(findings: Sequence[Finding]) -> list[str]:
@@ -167,20 +171,22 @@ def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S)
     """
     if kind not in FUNCTION_NAMES:
         raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
-    result = partial(CheckResult, FUNCTION_NAMES[kind], kind)
-    return run_check(result, f"check_{kind}", function, kind, battery(), time_limit_s)
+    return run_check(FUNCTION_NAMES[kind], kind, function, battery(), time_limit_s)
 
 
 def run_check(
-    result: Callable[..., Result],
-    name: str,
+    exercise: str,
+    kind: str,
     function: Function,
-    kind: Kind,
     batches: Sequence[Any],
     time_limit_s: float,
-) -> Result:
-    """Check ``function`` of exercise ``kind`` on ``batches`` (:func:`check`'s contract):
-    ``result`` makes the card from the findings, ``name`` is the check's name."""
+    reference: str = "the reference",
+) -> CheckResult:
+    """Check ``function``, the learner's ``exercise``, on ``batches`` as :func:`check` does
+    (``kind`` names its mistakes; ``reference`` what its answers are compared with)."""
+    roles = [batch.role for batch in batches]
+    counts = {"core_batches": roles.count("core"), "robustness_batches": roles.count("robustness")}
+    result = partial(CheckResult, exercise, kind, **counts, reference=reference)
     number = isinstance(time_limit_s, (int, float)) and not isinstance(time_limit_s, bool)
     if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
         raise ValueError(
@@ -188,7 +194,7 @@ def run_check(
             f"(a day), got {time_limit_s!r}"
         )
     if not callable(function):
-        text = f"{name} expects your function (the name after def, without parentheses), "
+        text = "This check expects your function (the name after def, without parentheses), "
         return result((finding("error", f"{text}got {reprlib.repr(function)}."),))
     calls = call_battery(function, kind, batches, float(time_limit_s))
     if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):

@@ -190,36 +190,13 @@ def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
 # -- checking ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ExerciseResult(CheckResult):
-    """Notebook 6's card for one of notebook 7's exercises (with its own count of batches)."""
-
-    batches: int = 0
-
-    def headline(self) -> str:
-        if not self.implemented:
-            return f"{self.exercise}: not implemented yet."
-        if self.passed:
-            return f"{self.exercise}: passed. It matches llm_clip on all {self.batches} batches."
-        found = f"{len(self.findings)} problem{'s' if len(self.findings) > 1 else ''} found"
-        matches = f"it matches llm_clip on {self.matching_core} of {self.batches} batches"
-        return f"{self.exercise}: {found} ({matches})."
-
-
 def check_grpo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-                    ) -> ExerciseResult:  # fmt: skip
+                    ) -> CheckResult:  # fmt: skip
     """Check ``grpo_loss(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)``."""
-    return check("grpo", function, time_limit_s)
+    return run_check("grpo_loss", "grpo", function, battery("grpo"), time_limit_s, "llm_clip")
 
 
 def check_gspo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-                    ) -> ExerciseResult:  # fmt: skip
+                    ) -> CheckResult:  # fmt: skip
     """Check ``gspo_loss(logp_new, logp_old, advantages, mask, eps_low, eps_high)``."""
-    return check("gspo", function, time_limit_s)
-
-
-def check(exercise: str, function: Callable[..., Any], time_limit_s: float) -> ExerciseResult:
-    """Run ``function`` on each batch and name its mistakes, as :func:`.check` does."""
-    name, batches = f"{exercise}_loss", battery(exercise)
-    result = partial(ExerciseResult, name, exercise, batches=len(batches))
-    return run_check(result, f"check_{name}", function, exercise, batches, time_limit_s)
+    return run_check("gspo_loss", "gspo", function, battery("gspo"), time_limit_s, "llm_clip")
