@@ -227,7 +227,7 @@ class Prediction(NamedTuple):
     """
 
     values: tuple[FloatArray, ...]
-    free: BoolArray | None = None
+    free: BoolArray
     tolerance: str = "float64"
 
 
@@ -246,11 +246,13 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
     tolerance = next((t for t in ("precision", "normalized") if t in flags), "float64")
     if kind in EXERCISES:
         answer = EXERCISES[kind].answer(batch, flags - {"precision"})
-        return Prediction((np.atleast_1d(np.float64(answer)),), None, tolerance)
+        return Prediction((np.atleast_1d(np.float64(answer)),), np.zeros(1, bool), tolerance)
     no_ratio = batch.underflows if "ratio_underflow" in flags else np.zeros(batch.n, bool)
     nan = no_ratio | (batch.overflowing_zero_advantage & ("nan_overflow" in flags))
     scale = (-1.0 if "sign" in flags else 1.0) * (batch.n if "no_mean" in flags else 1)
-    values, free = [], _edge_samples(batch) if "precision" in flags and kind == "grad" else None
+    values, free = [], np.zeros(batch.n if kind == "grad" else 1, bool)
+    if "precision" in flags and kind == "grad":
+        free = _edge_samples(batch)
     for b in _breakdowns_used(batch, flags):
         for clipped in _clip_masks(batch, b, flags):
             if kind == "loss":
@@ -264,7 +266,7 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
                 full = (-b.advantages if "minus_A" in flags else -b.unclipped_term) / b.n + 0.0
             full[nan] = math.nan
             if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
-                free = clipped if free is None else free | clipped
+                free = free | clipped
             values.append(full if "grad_on_clipped" in flags else np.where(clipped, 0.0, full))
     if not values:
         return None
@@ -383,11 +385,10 @@ def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding
         prediction = predict(call.batch, kind, flags)
         if prediction is None:
             continue
-        free = prediction.free if prediction.free is not None else np.zeros(got.shape, bool)
         exact_values = prediction.values[0]
         with np.errstate(all="ignore"):
             error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
-        error[free | ~np.isfinite(error)] = 0.0
+        error[prediction.free | ~np.isfinite(error)] = 0.0
         if error.max() > worst[0]:
             worst = (float(error.max()), call, _first(error == error.max()))
     relative, call, index = worst
@@ -413,7 +414,7 @@ def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
 def _agrees(got: FloatArray, prediction: Prediction) -> BoolArray:
     """Where ``got`` is one of the answers the prediction allows."""
     rtol, atol = TOLERANCES[prediction.tolerance]
-    agree = prediction.free.copy() if prediction.free is not None else np.zeros(got.shape, bool)
+    agree = prediction.free.copy()
     with np.errstate(invalid="ignore"):  # infinities must agree exactly, NaN matches only NaN
         for value in prediction.values:
             agree |= np.isclose(got, value, rtol=rtol, atol=atol, equal_nan=True)
@@ -434,10 +435,7 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
         with_it, without = (predict(call.batch, kind, f) for f in (flags, flags - {key}))
         if with_it is None or without is None:
             continue
-        if key == "grad_on_clipped":
-            shows = with_it.free if with_it.free is not None else np.zeros(got.shape, bool)
-        else:
-            shows = ~_agrees(with_it.values[0], without)
+        shows = with_it.free if key == "grad_on_clipped" else ~_agrees(with_it.values[0], without)
         if (wrong := shows & differs(kind, call, got)).any():
             return _named(kind, key, evidence(kind, call, got, _first(wrong)), call.batch)
         if shows.any():
