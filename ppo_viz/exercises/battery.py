@@ -25,8 +25,9 @@ from ppo_viz.numbers import exact
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
-#: The three exercises, by the kind of value their function returns.
-Kind = Literal["loss", "clip_fraction", "grad"]
+#: The exercises: notebook 6's three, by the kind of value their function returns, and notebook
+#: 7's two losses (:mod:`.llm`).
+Kind = Literal["loss", "clip_fraction", "grad", "grpo", "gspo"]
 #: What a batch is there to test: the contract on realistic inputs, or float64's edges.
 Role = Literal["core", "robustness"]
 #: The name of the learner's function for each exercise.

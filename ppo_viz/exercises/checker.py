@@ -4,7 +4,8 @@
 batch (:func:`.call_battery`), name its mistakes (:func:`diagnose`) and return a
 :class:`CheckResult`, shown as a card: green when the core batches pass, blue while the body is
 empty, red with one item per finding; robustness notes follow under "Going further" and never
-decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.
+decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.  Notebook 7's
+checks (:mod:`.llm`) run the same way, through :func:`run_check`.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S)
 
 def run_check(
     exercise: str,
-    kind: str,
+    kind: Kind,
     function: Function,
     batches: Sequence[Any],
     time_limit_s: float,

@@ -1,11 +1,12 @@
 """Notebook 7's exercises: GRPO's loss with its mask and aggregation, and GSPO's loss.
 
-:func:`check_grpo_loss` and :func:`check_gspo_loss` run a learner's function on each batch of
-:func:`battery` in notebook 6's sandbox (:func:`.call_battery`: a copy of the process, a time
-limit), compare every answer with :mod:`llm_clip`, and name the fewest :data:`MISTAKES` that
-explain every answer: each mistake's answer is llm_clip's on changed inputs (advantages without
-the std, a mask of ones, ...).  The result is notebook 6's card (:class:`.CheckResult`).  The
-learner's functions take, in this order::
+:func:`check_grpo_loss` and :func:`check_gspo_loss` are notebook 6's check (:func:`.run_check`)
+on this module's :func:`battery`: the learner's function runs in notebook 6's sandbox (a copy of
+the process, a time limit), every answer is compared with :mod:`llm_clip`, and the checker's
+search (:func:`.value_findings`) names the fewest :data:`MISTAKES` that explain every answer:
+each mistake's answer is llm_clip's on changed inputs (advantages without the std, a mask of
+ones, ...), registered in :data:`.EXERCISES`.  The result is notebook 6's card
+(:class:`.CheckResult`).  The learner's functions take, in this order::
 
     grpo_loss(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
     gspo_loss(logp_new, logp_old, advantages, mask, eps_low, eps_high)
