@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 import ppo_clip
 from ppo_viz.numbers import exact
@@ -98,7 +98,7 @@ class CheckBatch:
 
     def __post_init__(self) -> None:
         for argument in ARGUMENT_NAMES:
-            object.__setattr__(self, argument, _frozen(getattr(self, argument)))
+            object.__setattr__(self, argument, read_only_copy(getattr(self, argument)))
         _ = self.answers
 
     @property
@@ -131,7 +131,7 @@ class CheckBatch:
         return {
             "loss": reference.ppo_clip_loss(*arguments),
             "clip_fraction": reference.clip_fraction(*arguments),
-            "grad": _frozen(reference.ppo_clip_grad(*arguments)),
+            "grad": read_only_copy(reference.ppo_clip_grad(*arguments)),
         }
 
     @cached_property
@@ -165,9 +165,9 @@ class CheckBatch:
         return found
 
 
-def _frozen(values: ArrayLike) -> FloatArray:
-    """A read-only float64 copy of ``values``."""
-    array = np.array(values, dtype=np.float64)
+def read_only_copy(values: ArrayLike, dtype: DTypeLike = np.float64) -> NDArray[Any]:
+    """A read-only copy of ``values``, as float64 (or ``dtype``: None keeps an array's own)."""
+    array = np.array(values, dtype=dtype)
     array.setflags(write=False)
     return array
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 import llm_clip
+from ppo_viz.exercises.battery import read_only_copy
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S
@@ -91,15 +92,9 @@ class ExerciseBatch:
     def inputs(self) -> tuple[Any, ...]:
         """One call's arguments: copies of the three arrays, then read-only copies of the mask
         and the extras."""
-        extras = [_read_only(x) if isinstance(x, np.ndarray) else x for x in self.extras]
+        extras = [read_only_copy(x, None) if isinstance(x, np.ndarray) else x for x in self.extras]
         arrays = self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
-        return (*arrays, _read_only(self.mask), *extras)
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    copy = array.copy()
-    copy.setflags(write=False)
-    return copy
+        return (*arrays, read_only_copy(self.mask, None), *extras)
 
 
 # -- what an implementation with some mistakes answers -------------------------------------------
