@@ -201,7 +201,7 @@ def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[frozenset[s
     """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first (at
     most one of each group of an :data:`EXERCISES` exercise)."""
     names = [m for m in report_order(kind) if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
-    groups = EXERCISES[kind].groups if kind in EXERCISES else [(name,) for name in names]
+    groups = EXERCISES[kind].groups if kind in EXERCISES else ()
     return tuple(
         frozenset(combination)
         for size in range(MAX_MISTAKES + 1)
@@ -380,7 +380,7 @@ def value_findings(
 
 def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding:
     """The ``precision`` finding: how many digits the answers share with the exact ones."""
-    worst = (0.0, answers[0][0], 0)
+    worst = (0.0, *answers[0], 0)
     for call, got in answers:
         prediction = predict(call.batch, kind, flags)
         if prediction is None:
@@ -390,11 +390,11 @@ def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding
             error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
         error[prediction.free | ~np.isfinite(error)] = 0.0
         if error.max() > worst[0]:
-            worst = (float(error.max()), call, _first(error == error.max()))
-    relative, call, index = worst
+            worst = (float(error.max()), call, got, _first(error == error.max()))
+    relative, call, got, index = worst
     digits = max(int(-math.log10(relative)), 0) if relative > 0 else 16
     text = f"Your answers agree with the exact ones to about {digits} significant digits. "
-    text += evidence(kind, call, answers[[c for c, _ in answers].index(call)][1], index)
+    text += evidence(kind, call, got, index)
     return finding("precision", evidence=text, batch=call.batch)
 
 
