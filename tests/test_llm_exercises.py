@@ -8,6 +8,7 @@ all three styles and name each mistake, alone and in pairs.
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -278,3 +279,14 @@ def test_the_card_shows_the_mistakes_as_html():
     html = check_grpo_loss(with_mistakes(grpo_numpy, "token_mean"))._repr_html_()
     assert "ppo-check-needs-work" in html
     assert MISTAKES["token_mean"][0] in html
+
+
+def test_a_float32_answer_is_close_but_not_to_float64_precision():
+    result = check_gspo_loss(lambda *args: float(np.float32(gspo_masked(*args))))
+    assert result.mistakes == ("precision",), str(result)
+    assert re.search(r"agree with the exact ones to about [78] significant digits", str(result))
+
+
+def test_a_time_limit_that_is_not_a_positive_number_is_refused():
+    with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
+        check_grpo_loss(grpo_numpy, time_limit_s=0)
