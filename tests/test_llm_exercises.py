@@ -8,6 +8,7 @@ all three styles and name each mistake, alone and in pairs.
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
@@ -23,6 +24,7 @@ from ppo_viz.exercises.llm import (
     grpo_answer,
     gspo_answer,
 )
+from ppo_viz.numbers import rounded
 
 # -- GRPO's loss, three ways -------------------------------------------------------------------
 
@@ -148,7 +150,7 @@ CHECKS = {"grpo": (check_grpo_loss, grpo_numpy), "gspo": (check_gspo_loss, gspo_
 def test_a_correct_implementation_passes_in_each_style(check, function):
     result = check(function)
     assert result.passed, str(result)
-    assert result.matching_core == result.batches
+    assert result.matching_core == result.core_batches == len(battery(function.__name__[:4]))
     assert "passed" in result.headline()
 
 
@@ -268,10 +270,23 @@ def test_a_function_that_never_returns_is_stopped_at_the_time_limit():
 def test_a_placeholder_is_a_mismatch_with_the_batch_it_fails_on():
     result = check_gspo_loss(lambda *args: 0.25)
     assert result.mistakes == ("mismatch",)
-    assert "llm_clip gives" in str(result)
+    assert "returns 0.25 on every batch" in str(result)
+    first = battery("gspo")[0]  # the smallest batch, where llm_clip's answer differs
+    assert f"On {first.label}: expected {rounded(gspo_answer(first))}, got 0.25." in str(result)
 
 
 def test_the_card_shows_the_mistakes_as_html():
     html = check_grpo_loss(with_mistakes(grpo_numpy, "token_mean"))._repr_html_()
     assert "ppo-check-needs-work" in html
     assert MISTAKES["token_mean"][0] in html
+
+
+def test_a_float32_answer_is_close_but_not_to_float64_precision():
+    result = check_gspo_loss(lambda *args: float(np.float32(gspo_masked(*args))))
+    assert result.mistakes == ("precision",), str(result)
+    assert re.search(r"agree with the exact ones to about [78] significant digits", str(result))
+
+
+def test_a_time_limit_that_is_not_a_positive_number_is_refused():
+    with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
+        check_grpo_loss(grpo_numpy, time_limit_s=0)

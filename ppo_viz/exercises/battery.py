@@ -18,15 +18,16 @@ from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 import ppo_clip
 from ppo_viz.numbers import exact
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
-#: The three exercises, by the kind of value their function returns.
-Kind = Literal["loss", "clip_fraction", "grad"]
+#: The exercises: notebook 6's three, by the kind of value their function returns, and notebook
+#: 7's two losses (:mod:`.llm`).
+Kind = Literal["loss", "clip_fraction", "grad", "grpo", "gspo"]
 #: What a batch is there to test: the contract on realistic inputs, or float64's edges.
 Role = Literal["core", "robustness"]
 #: The name of the learner's function for each exercise.
@@ -92,10 +93,12 @@ class CheckBatch:
     role: Role = "core"
     further: str = ""
     read_only: bool = False
+    #: The names of the three arrays :meth:`inputs` hands out, for messages.
+    argument_names = ARGUMENT_NAMES
 
     def __post_init__(self) -> None:
         for argument in ARGUMENT_NAMES:
-            object.__setattr__(self, argument, _frozen(getattr(self, argument)))
+            object.__setattr__(self, argument, read_only_copy(getattr(self, argument)))
         _ = self.answers
 
     @property
@@ -108,12 +111,13 @@ class CheckBatch:
         """``batch 'name' (N = .., eps = ..)``, for messages."""
         return f"batch '{self.name}' (N = {self.n}, eps = {exact(self.eps)})"
 
-    def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Fresh copies of the three arrays for one call, read-only if ``read_only``."""
+    def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+        """One call's arguments: fresh copies of the three arrays, read-only if ``read_only``,
+        and ``eps``."""
         copies = (self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy())
         for array in copies:
             array.setflags(write=not self.read_only)
-        return copies
+        return (*copies, self.eps)
 
     @cached_property
     def breakdown(self) -> Any:
@@ -127,7 +131,7 @@ class CheckBatch:
         return {
             "loss": reference.ppo_clip_loss(*arguments),
             "clip_fraction": reference.clip_fraction(*arguments),
-            "grad": _frozen(reference.ppo_clip_grad(*arguments)),
+            "grad": read_only_copy(reference.ppo_clip_grad(*arguments)),
         }
 
     @cached_property
@@ -161,9 +165,9 @@ class CheckBatch:
         return found
 
 
-def _frozen(values: ArrayLike) -> FloatArray:
-    """A read-only float64 copy of ``values``."""
-    array = np.array(values, dtype=np.float64)
+def read_only_copy(values: ArrayLike, dtype: DTypeLike = np.float64) -> NDArray[Any]:
+    """A read-only copy of ``values``, as float64 (or ``dtype``: None keeps an array's own)."""
+    array = np.array(values, dtype=dtype)
     array.setflags(write=False)
     return array
 

@@ -4,7 +4,8 @@
 batch (:func:`.call_battery`), name its mistakes (:func:`diagnose`) and return a
 :class:`CheckResult`, shown as a card: green when the core batches pass, blue while the body is
 empty, red with one item per finding; robustness notes follow under "Going further" and never
-decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.
+decide the pass.  :func:`exercise_summary` adds the concept questions' outcomes.  Notebook 7's
+checks (:mod:`.llm`) run the same way, through :func:`run_check`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
 
 from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role, battery
 from ppo_viz.exercises.mistakes import (
@@ -34,6 +39,8 @@ from ppo_viz.exercises.sandbox import (
 from ppo_viz.html import Markup, join, message, page, tag
 from ppo_viz.numbers import count, exact
 
+#: A check's findings and notes, and how many core and robustness batches matched.
+Diagnosis = tuple[list[Finding], list[Finding], int, int]
 #: How many core and robustness batches a check runs.
 CORE, ROBUSTNESS = len(battery("core")), len(battery("robustness"))
 #: What the robustness batches are, said once above their notes.
@@ -49,7 +56,9 @@ class CheckResult:
 
     ``findings`` come from the core batches and decide the pass; ``notes`` from the robustness
     batches ("going further").  ``matching_core`` and ``matching_robustness`` count the batches
-    whose answers were right; ``printed`` describes what the function printed ("" if nothing).
+    whose answers were right, of ``core_batches`` and ``robustness_batches``; ``printed``
+    describes what the function printed ("" if nothing); ``reference`` names what the answers
+    are compared with.
     """
 
     exercise: str
@@ -59,6 +68,9 @@ class CheckResult:
     matching_core: int = 0
     matching_robustness: int = 0
     printed: str = ""
+    core_batches: int = CORE
+    robustness_batches: int = ROBUSTNESS
+    reference: str = "the reference"
 
     @property
     def passed(self) -> bool:
@@ -91,16 +103,19 @@ class CheckResult:
         """One line: the function and how it did on the core batches."""
         if not self.implemented:
             return f"{self.exercise}: not implemented yet."
+        batches = "core batches" if self.robustness_batches else "batches"
         if not self.passed:
             found = f"{self.exercise}: {count(len(self.findings), 'problem')} found"
-            matches = f"{self.matching_core} of {CORE} core batches"
+            matches = f"{self.matching_core} of {self.core_batches} {batches}"
             if "timeout" in self.mistakes:
                 return f"{found} (the check stopped at the time limit; it matched {matches})."
-            return f"{found} (it matches the reference on {matches})."
-        line = f"{self.exercise}: passed. It matches the reference on all {CORE} core batches"
+            return f"{found} (it matches {self.reference} on {matches})."
+        line = f"{self.exercise}: passed. It matches {self.reference} on all {self.core_batches}"
         if self.notes:
-            return f"{line}. Going further: {count(len(self.notes), 'note')} below."
-        return f"{line}, and on the {ROBUSTNESS} robustness batches too."
+            return f"{line} {batches}. Going further: {count(len(self.notes), 'note')} below."
+        if not self.robustness_batches:
+            return f"{line} {batches}."
+        return f"{line} {batches}, and on the {self.robustness_batches} robustness batches too."
 
     def __str__(self) -> str:
         if not self.implemented:
@@ -157,21 +172,36 @@ def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S)
     """
     if kind not in FUNCTION_NAMES:
         raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
+    return run_check(FUNCTION_NAMES[kind], kind, function, battery(), time_limit_s)
+
+
+def run_check(
+    exercise: str,
+    kind: Kind,
+    function: Function,
+    batches: Sequence[Any],
+    time_limit_s: float,
+    reference: str = "the reference",
+) -> CheckResult:
+    """Check ``function``, the learner's ``exercise``, on ``batches`` as :func:`check` does
+    (``kind`` names its mistakes; ``reference`` what its answers are compared with)."""
+    roles = [batch.role for batch in batches]
+    counts = {"core_batches": roles.count("core"), "robustness_batches": roles.count("robustness")}
+    result = partial(CheckResult, exercise, kind, **counts, reference=reference)
     number = isinstance(time_limit_s, (int, float)) and not isinstance(time_limit_s, bool)
     if not (number and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
         raise ValueError(
             f"time_limit_s must be a positive number of seconds, at most {MAX_TIME_LIMIT_S:g} "
             f"(a day), got {time_limit_s!r}"
         )
-    name = FUNCTION_NAMES[kind]
     if not callable(function):
-        text = f"check_{kind} expects your function (the name after def, without parentheses), "
-        return CheckResult(name, kind, (finding("error", f"{text}got {reprlib.repr(function)}."),))
-    calls = call_battery(function, kind, battery(), float(time_limit_s))
+        text = "This check expects your function (the name after def, without parentheses), "
+        return result((finding("error", f"{text}got {reprlib.repr(function)}."),))
+    calls = call_battery(function, kind, batches, float(time_limit_s))
     if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):
-        return CheckResult(name, kind, (finding("not_implemented"),), printed=_printed(calls))
+        return result((finding("not_implemented"),), printed=_printed(calls))
     findings, notes, core, robustness = diagnose(kind, calls, float(time_limit_s))
-    return CheckResult(name, kind, tuple(findings), tuple(notes), core, robustness, _printed(calls))
+    return result(tuple(findings), tuple(notes), core, robustness, _printed(calls))
 
 
 def check_loss(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
@@ -258,9 +288,7 @@ def _statuses(result: CheckResult) -> list[str]:
     return [core, robustness]
 
 
-def diagnose(
-    kind: Kind, calls: Sequence[Call], limit_s: float
-) -> tuple[list[Finding], list[Finding], int, int]:
+def diagnose(kind: Kind, calls: Sequence[Call], limit_s: float) -> Diagnosis:
     """The findings and the notes, and how many core and robustness batches matched.
 
     On the core batches, then on the robustness ones (the core's mistakes taken as given): an
@@ -291,12 +319,11 @@ def _diagnose(
         message = f"On {call.batch.label} your function {call.error}. {lesson_of(call.batch)}"
         message += f" {hint}" if (hint := error_hint(call.error)) else ""
         findings.append(finding("error", message, batch=call.batch))
-    returned = [c for c in calls if c.answer is not None]
-    wrong = next((c for c in returned if isinstance(c.answer, str)), None)
+    wrong = next((c for c in calls if isinstance(c.answer, str)), None)
     if wrong is not None:
         message, seen = f"Your function returned {wrong.answer}.", f"Seen on {wrong.batch.label}."
         findings.append(finding("wrong_type", message, seen, wrong.batch))
-    answers = [(c, c.answer) for c in returned if not isinstance(c.answer, str)]
+    answers = [(c, c.answer) for c in calls if isinstance(c.answer, np.ndarray)]
     values, explained = value_findings(kind, answers, assumed, role)
     matching = sum(not (c.changed or differs(kind, c, got).any()) for c, got in answers)
     return findings + values + _side_effects(calls), explained, matching

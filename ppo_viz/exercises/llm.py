@@ -1,11 +1,12 @@
 """Notebook 7's exercises: GRPO's loss with its mask and aggregation, and GSPO's loss.
 
-:func:`check_grpo_loss` and :func:`check_gspo_loss` run a learner's function on each batch of
-:func:`battery` in notebook 6's sandbox (:func:`.call_battery`: a copy of the process, a time
-limit), compare every answer with :mod:`llm_clip`, and name the fewest :data:`MISTAKES` that
-explain every answer: each mistake's answer is llm_clip's on changed inputs (advantages without
-the std, a mask of ones, ...).  The result is notebook 6's card (:class:`.CheckResult`).  The
-learner's functions take, in this order::
+:func:`check_grpo_loss` and :func:`check_gspo_loss` are notebook 6's check (:func:`.run_check`)
+on this module's :func:`battery`: the learner's function runs in notebook 6's sandbox (a copy of
+the process, a time limit), every answer is compared with :mod:`llm_clip`, and the checker's
+search (:func:`.value_findings`) names the fewest :data:`MISTAKES` that explain every answer:
+each mistake's answer is llm_clip's on changed inputs (advantages without the std, a mask of
+ones, ...), registered in :data:`.EXERCISES`.  The result is notebook 6's card
+(:class:`.CheckResult`).  The learner's functions take, in this order::
 
     grpo_loss(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
     gspo_loss(logp_new, logp_old, advantages, mask, eps_low, eps_high)
@@ -16,20 +17,19 @@ are), so a forgotten mask shows in the answer rather than as a NaN.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
 
 import llm_clip
-from ppo_viz.exercises.checker import CheckResult, error_hint
-from ppo_viz.exercises.mistakes import Finding, finding
-from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Call, call_battery
+from ppo_viz.exercises.battery import read_only_copy
+from ppo_viz.exercises.checker import CheckResult, run_check
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise
+from ppo_viz.exercises.sandbox import TIME_LIMIT_S
 from ppo_viz.llm.batch import response_batch
-from ppo_viz.numbers import exact, rounded
 
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
 #: Each mistake's title and what the learner reads (from the trackers notebook 7 cites).
@@ -61,16 +61,15 @@ EXCLUSIVE = {
              ("kl_sign", "kl_direction"), ("sign",)],
     "gspo": [("product", "token_clip"), ("no_mask",), ("sign",)],
 }  # fmt: skip
-MAX_MISTAKES = 3
-RTOL, ATOL = 1e-9, 1e-12
 STD_EPS = 1e-4  # TRL's (``grpo_trainer.py`` L2705-2707)
 
 
 @dataclass(frozen=True, eq=False)
 class ExerciseBatch:
-    """A batch shaped for notebook 6's sandbox: three arrays it hands over (``inputs``), and
-    the mask and ``extras`` that :class:`_Bound` adds."""
+    """A batch shaped for notebook 6's sandbox: the arrays and ``extras`` of ``exercise``'s
+    function, handed to each call as read-only copies (:meth:`inputs`)."""
 
+    exercise: str
     name: str
     lesson: str
     logp_new: np.ndarray
@@ -78,34 +77,24 @@ class ExerciseBatch:
     advantages: np.ndarray  # the third argument: rewards (GRPO) or advantages (GSPO)
     mask: np.ndarray
     extras: tuple[Any, ...]
-    eps: float = 0.2  # the sandbox passes it on; the exercises take theirs from extras
-    read_only: bool = False
+    read_only = False  # the three arrays are handed out writable (a change is reported)
+    role = "core"  # every batch decides the pass
+    further = ""  # and none names a section of notebook 5
 
     n = property(lambda self: len(self.mask))
     label = property(lambda self: f"batch '{self.name}' ({self.lesson})")
 
-    def inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
+    @property
+    def argument_names(self) -> tuple[str, str, str]:
+        """The names of the three arrays the learner's function takes first, for messages."""
+        return ("logp_new", "logp_old", "rewards" if self.exercise == "grpo" else "advantages")
 
-
-class _Bound:
-    """The learner's function with the batch's mask and extras added (read-only copies); its
-    ``__code__`` is the learner's, so the sandbox names the learner's line in an error."""
-
-    def __init__(self, function: Callable[..., Any], batch: ExerciseBatch) -> None:
-        self.function, self.batch = function, batch
-
-    __code__ = property(lambda self: getattr(self.function, "__code__", None))
-
-    def __call__(self, logp_new: Any, logp_old: Any, third: Any, _eps: float) -> Any:
-        extras = [_read_only(x) if isinstance(x, np.ndarray) else x for x in self.batch.extras]
-        return self.function(logp_new, logp_old, third, _read_only(self.batch.mask), *extras)
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    copy = array.copy()
-    copy.setflags(write=False)
-    return copy
+    def inputs(self) -> tuple[Any, ...]:
+        """One call's arguments: copies of the three arrays, then read-only copies of the mask
+        and the extras."""
+        extras = [read_only_copy(x, None) if isinstance(x, np.ndarray) else x for x in self.extras]
+        arrays = self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
+        return (*arrays, read_only_copy(self.mask, None), *extras)
 
 
 # -- what an implementation with some mistakes answers -------------------------------------------
@@ -149,60 +138,47 @@ def gspo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     return -value if "sign" in m else value
 
 
-ANSWERS = {"grpo": grpo_answer, "gspo": gspo_answer}
-
-
-@cache
-def _answer(exercise: str, batch: ExerciseBatch, mistakes: frozenset[str]) -> float:
-    return ANSWERS[exercise](batch, mistakes)
-
-
-def _agrees(got: float, expected: float) -> bool:
-    return bool(np.isclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True))
-
-
-def mistake_sets(exercise: str) -> list[frozenset[str]]:
-    """Every set of at most :data:`MAX_MISTAKES` mistakes, one per group, fewest first."""
-    choices = itertools.product(*(("", *group) for group in EXCLUSIVE[exercise]))
-    sets = {frozenset(filter(None, choice)) for choice in choices}
-    return sorted((s for s in sets if len(s) <= MAX_MISTAKES), key=lambda s: (len(s), sorted(s)))
+EXERCISES.update(
+    grpo=Exercise(MISTAKES, EXCLUSIVE["grpo"], grpo_answer),
+    gspo=Exercise(MISTAKES, EXCLUSIVE["gspo"], gspo_answer),
+)
 
 
 # -- the batteries -------------------------------------------------------------------------------
 
 
-def _batch(name: str, lengths: list[int], third: list[float], extras: tuple, seed: int,
-           spread: float = 0.15) -> ExerciseBatch:  # fmt: skip
+def _batch(exercise: str, name: str, lengths: list[int], third: list[float], extras: tuple,
+           seed: int, spread: float = 0.15) -> ExerciseBatch:  # fmt: skip
     """Answers of ``lengths`` tokens with seeded log-probabilities, finite junk on padding (a
     GRPO batch's ``extras`` get a reference's log-probabilities appended)."""
     rng = np.random.default_rng(seed)
     mask = np.arange(max(lengths) + 1) < np.array(lengths)[:, None]
     old = np.log(rng.uniform(0.05, 0.95, mask.shape))
     new = np.minimum(old + rng.normal(0.0, spread, mask.shape), 0.0)
-    if len(extras) == 3:
+    if exercise == "grpo":
         extras = (*extras, np.minimum(old + rng.normal(0.0, 0.3, mask.shape), 0.0))
-    return ExerciseBatch(name, f"answers of {', '.join(map(str, lengths))} tokens",
+    return ExerciseBatch(exercise, name, f"answers of {', '.join(map(str, lengths))} tokens",
                          new, old, np.array(third, float), mask, extras)  # fmt: skip
 
 
 @cache
 def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
     """The batches a check runs: small ones, then notebook 7's batch at update 3."""
-    nb = response_batch(4)
+    nb, grpo, gspo = response_batch(4), partial(_batch, "grpo"), partial(_batch, "gspo")
     if exercise == "grpo":
         return (
-            _batch("one group", [5, 2, 4, 3], [1, 0, 0, 1], (4, 0.2, 0.0), seed=1),
-            _batch("two groups", [3, 6, 2, 5, 4, 6], [1, 0, 0, 1, 0.5, 0], (3, 0.2, 0.0), seed=2),
-            _batch("KL to the reference", [6, 3, 5, 2], [0, 1, 1, 0], (4, 0.2, 0.1), seed=4,
-                   spread=0.3),
-            ExerciseBatch("notebook 7's batch", "G = 4, beta = 0.04", nb.logp_new[2], nb.logp_old,
-                          nb.rewards, nb.mask, (4, 0.2, 0.04, nb.logp_ref)),
+            grpo("one group", [5, 2, 4, 3], [1, 0, 0, 1], (4, 0.2, 0.0), seed=1),
+            grpo("two groups", [3, 6, 2, 5, 4, 6], [1, 0, 0, 1, 0.5, 0], (3, 0.2, 0.0), seed=2),
+            grpo("KL to the reference", [6, 3, 5, 2], [0, 1, 1, 0], (4, 0.2, 0.1), seed=4,
+                 spread=0.3),
+            ExerciseBatch("grpo", "notebook 7's batch", "G = 4, beta = 0.04", nb.logp_new[2],
+                          nb.logp_old, nb.rewards, nb.mask, (4, 0.2, 0.04, nb.logp_ref)),
         )  # fmt: skip
     return (
-        _batch("three answers", [5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), seed=5, spread=0.2),
-        _batch("the paper's range", [3, 6, 2, 5], [0.8, -0.4, 1.2, -1.5], (3e-4, 4e-4), seed=6,
-               spread=0.01),
-        ExerciseBatch("notebook 7's batch", "eps 0.01", nb.logp_new[2], nb.logp_old,
+        gspo("three answers", [5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), seed=5, spread=0.2),
+        gspo("the paper's range", [3, 6, 2, 5], [0.8, -0.4, 1.2, -1.5], (3e-4, 4e-4), seed=6,
+             spread=0.01),
+        ExerciseBatch("gspo", "notebook 7's batch", "eps 0.01", nb.logp_new[2], nb.logp_old,
                       nb.advantages(), nb.mask, (0.01, 0.01)),
     )  # fmt: skip
 
@@ -210,96 +186,13 @@ def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
 # -- checking ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ExerciseResult(CheckResult):
-    """Notebook 6's card for one of notebook 7's exercises (with its own count of batches)."""
-
-    batches: int = 0
-
-    def headline(self) -> str:
-        if not self.implemented:
-            return f"{self.exercise}: not implemented yet."
-        if self.passed:
-            return f"{self.exercise}: passed. It matches llm_clip on all {self.batches} batches."
-        found = f"{len(self.findings)} problem{'s' if len(self.findings) > 1 else ''} found"
-        matches = f"it matches llm_clip on {self.matching_core} of {self.batches} batches"
-        return f"{self.exercise}: {found} ({matches})."
-
-
 def check_grpo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-                    ) -> ExerciseResult:  # fmt: skip
+                    ) -> CheckResult:  # fmt: skip
     """Check ``grpo_loss(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)``."""
-    return check("grpo", function, time_limit_s)
+    return run_check("grpo_loss", "grpo", function, battery("grpo"), time_limit_s, "llm_clip")
 
 
 def check_gspo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-                    ) -> ExerciseResult:  # fmt: skip
+                    ) -> CheckResult:  # fmt: skip
     """Check ``gspo_loss(logp_new, logp_old, advantages, mask, eps_low, eps_high)``."""
-    return check("gspo", function, time_limit_s)
-
-
-def check(exercise: str, function: Callable[..., Any], time_limit_s: float) -> ExerciseResult:
-    """Run ``function`` on each batch (one sandboxed call each, none after a timeout); name its
-    mistakes.  Nothing the function does is raised."""
-    name, batches = f"{exercise}_loss", battery(exercise)
-    if not callable(function):
-        text = f"check_{name} expects your function (its name, without parentheses)."
-        return ExerciseResult(name, "loss", (finding("error", text),), batches=len(batches))
-    calls: list[Call] = []
-    for batch in batches:
-        calls += call_battery(_Bound(function, batch), "loss", [batch], time_limit_s)
-        if calls[-1].timed_out:
-            break
-    printed = next((f"Your function printed: {c.printed!r}" for c in calls if c.printed), "")
-    if all(c.not_implemented for c in calls):
-        findings: tuple[Finding, ...] = (finding("not_implemented"),)
-        return ExerciseResult(name, "loss", findings, printed=printed, batches=len(batches))
-    answers = [(c.batch, float(c.answer[0])) for c in calls if isinstance(c.answer, np.ndarray)]
-    matching = sum(_agrees(got, _answer(exercise, b, frozenset())) for b, got in answers)
-    found = _call_findings(exercise, calls)
-    if matching < len(answers):
-        found += _value_findings(exercise, answers)
-    return ExerciseResult(name, "loss", tuple(found), matching_core=matching, printed=printed,
-                          batches=len(batches))  # fmt: skip
-
-
-def _call_findings(exercise: str, calls: list[Call]) -> list[Finding]:
-    """What the calls show besides their values: an error, a timeout, a wrong type, a change."""
-    found = []
-    if failed := next((c for c in calls if c.error), None):
-        text = f"On {failed.batch.label} your function {failed.error}. {error_hint(failed.error)}"
-        found.append(finding("error", text.strip()))
-    if late := next((c for c in calls if c.timed_out), None):
-        late_text = f"On {late.batch.label} your function did not return within the time limit."
-        found.append(finding("timeout", late_text))
-    if wrong := next((c for c in calls if isinstance(c.answer, str)), None):
-        found.append(finding("wrong_type", f"Your function returned {wrong.answer}."))
-    if changed := next((c for c in calls if c.changed), None):
-        argument = "rewards" if exercise == "grpo" and changed.changed[0] == "advantages" else (
-            changed.changed[0])  # fmt: skip
-        evidence = f"It changed {argument} on {changed.batch.label}."
-        found.append(finding("mutated", evidence=evidence))
-    return found
-
-
-def _value_findings(exercise: str, answers: list[tuple[ExerciseBatch, float]]) -> list[Finding]:
-    """The fewest mistakes that explain every answer, each shown on a batch; or a mismatch."""
-    for mistakes in mistake_sets(exercise)[1:]:
-        if all(_agrees(got, _answer(exercise, b, mistakes)) for b, got in answers):
-            return [_shown(exercise, key, mistakes, answers) for key in sorted(mistakes)]
-    b, got = next((b, g) for b, g in answers if not _agrees(g, _answer(exercise, b, frozenset())))
-    expected = exact(_answer(exercise, b, frozenset()))
-    text = "Your answers match none of the mistakes this checker knows. "
-    text += f"On {b.label} llm_clip gives {expected}, your function {exact(got)}."
-    return [Finding("mismatch", "Differs from the reference", text)]
-
-
-def _shown(exercise: str, key: str, mistakes: frozenset[str],
-           answers: list[tuple[ExerciseBatch, float]]) -> Finding:  # fmt: skip
-    """Mistake ``key``'s finding, shown on a batch where leaving it out changes the answer."""
-    title, text = MISTAKES[key]
-    shows = [(b, g) for b, g in answers if not _agrees(g, _answer(exercise, b, mistakes - {key}))]
-    b, got = (shows or answers)[0]
-    expected = rounded(_answer(exercise, b, frozenset()), 6)
-    evidence = f"On {b.label}: llm_clip gives {expected}, your function {rounded(got, 6)}."
-    return Finding(key, title, text, evidence)
+    return run_check("gspo_loss", "gspo", function, battery("gspo"), time_limit_s, "llm_clip")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import cache
 from typing import Any, NamedTuple
@@ -76,6 +76,20 @@ VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
         "nan_overflow ratio_underflow",
     }.items()
 }
+
+
+class Exercise(NamedTuple):
+    """An exercise whose answers another module computes (notebook 7's, registered by
+    :mod:`.llm`): its mistakes' titles and explanations, its mistakes in groups that exclude
+    one another, and what an implementation with some mistakes answers on a batch."""
+
+    texts: Mapping[str, tuple[str, str]]
+    groups: Sequence[tuple[str, ...]]
+    answer: Callable[[Any, frozenset[str]], float]
+
+
+#: The exercises :data:`VALUE_MISTAKES` does not list, by kind.
+EXERCISES: dict[str, Exercise] = {}
 #: The value mistakes that show only at float64's edges, on the robustness batches.
 ROBUSTNESS_MISTAKES = ("nan_overflow", "ratio_underflow")
 
@@ -184,13 +198,23 @@ def finding(
 
 @cache
 def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[frozenset[str], ...]:
-    """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first."""
-    names = [m for m in VALUE_MISTAKES[kind] if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
+    """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first (at
+    most one of each group of an :data:`EXERCISES` exercise)."""
+    names = [m for m in report_order(kind) if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
+    groups = EXERCISES[kind].groups if kind in EXERCISES else ()
     return tuple(
         frozenset(combination)
         for size in range(MAX_MISTAKES + 1)
         for combination in itertools.combinations(names, size)
+        if all(len(set(combination) & set(group)) <= 1 for group in groups)
     )
+
+
+def report_order(kind: str) -> tuple[str, ...]:
+    """Exercise ``kind``'s value mistakes, in the order findings are reported."""
+    if kind in EXERCISES:
+        return tuple(sorted(m for group in EXERCISES[kind].groups for m in group))
+    return VALUE_MISTAKES[kind]
 
 
 class Prediction(NamedTuple):
@@ -203,7 +227,7 @@ class Prediction(NamedTuple):
     """
 
     values: tuple[FloatArray, ...]
-    free: BoolArray | None = None
+    free: BoolArray
     tolerance: str = "float64"
 
 
@@ -219,14 +243,17 @@ def predict(batch: CheckBatch, kind: Kind, mistakes: Iterable[str] = ()) -> Pred
 
 @cache
 def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction | None:
+    tolerance = next((t for t in ("precision", "normalized") if t in flags), "float64")
+    if kind in EXERCISES:
+        answer = EXERCISES[kind].answer(batch, flags - {"precision"})
+        return Prediction((np.atleast_1d(np.float64(answer)),), np.zeros(1, bool), tolerance)
     no_ratio = batch.underflows if "ratio_underflow" in flags else np.zeros(batch.n, bool)
     nan = no_ratio | (batch.overflowing_zero_advantage & ("nan_overflow" in flags))
     scale = (-1.0 if "sign" in flags else 1.0) * (batch.n if "no_mean" in flags else 1)
-    values, free = [], _edge_samples(batch) if "precision" in flags and kind == "grad" else None
+    values, free = [], np.zeros(batch.n if kind == "grad" else 1, bool)
+    if "precision" in flags and kind == "grad":
+        free = _edge_samples(batch)
     for b in _breakdowns_used(batch, flags):
-        if kind == "loss" and not _MASKED_TERMS & flags:
-            values.append(math.nan if nan.any() else _loss(b, flags))
-            continue
         for clipped in _clip_masks(batch, b, flags):
             if kind == "loss":
                 values.append(math.nan if nan.any() else _masked_loss(b, clipped))
@@ -239,19 +266,14 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
                 full = (-b.advantages if "minus_A" in flags else -b.unclipped_term) / b.n + 0.0
             full[nan] = math.nan
             if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
-                free = clipped if free is None else free | clipped
+                free = free | clipped
             values.append(full if "grad_on_clipped" in flags else np.where(clipped, 0.0, full))
     if not values:
         return None
     arrays = [scale * np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in values]
     if not flags:
         arrays[0] = np.atleast_1d(batch.answers[kind])
-    tolerance = next((t for t in ("precision", "normalized") if t in flags), "float64")
     return Prediction(tuple(arrays), free, tolerance)
-
-
-#: Mistakes whose loss keeps clip(r)*A exactly where their (wrong) clip mask says.
-_MASKED_TERMS = frozenset({"min_of_ratios", "no_negative_branch", "upper_sign_blind"})
 
 
 def _edge_samples(batch: CheckBatch) -> BoolArray:
@@ -315,20 +337,9 @@ def _clip_masks(batch: CheckBatch, b: Any, flags: frozenset[str]) -> list[BoolAr
 
 
 def _masked_loss(b: Any, clipped: BoolArray) -> float:
-    """The loss that keeps ``clip(r)*A`` where ``clipped`` and ``r*A`` elsewhere."""
+    """The loss that keeps ``clip(r)*A`` where ``clipped`` and ``r*A`` elsewhere: with the clip
+    mask of the objective kept, min, max, r*A alone or clip(r)*A alone."""
     terms = np.where(clipped, b.clipped_term, b.unclipped_term)
-    with np.errstate(all="ignore"):
-        return float(-terms.sum() / b.n) + 0.0
-
-
-def _loss(b: Any, flags: frozenset[str]) -> float:
-    """The loss before the scale: the objective kept decides the terms."""
-    if not {"max_for_min", "unclipped", "clip_only"} & flags:
-        return b.loss
-    if "max_for_min" in flags:
-        terms = np.maximum(b.unclipped_term, b.clipped_term)
-    else:
-        terms = b.unclipped_term if "unclipped" in flags else b.clipped_term
     with np.errstate(all="ignore"):  # inf - inf is NaN here: no such answer is right
         return float(-terms.sum() / b.n) + 0.0
 
@@ -359,7 +370,7 @@ def value_findings(
                 continue
             if not _explains(kind, answers, flags):
                 continue
-            shown = [_shows(kind, answers, flags, k) for k in VALUE_MISTAKES[kind] if k in extra]
+            shown = [_shows(kind, answers, flags, k) for k in report_order(kind) if k in extra]
             if all(shown):
                 if precision - assumed:
                     shown.append(_imprecision(kind, answers, flags))
@@ -369,22 +380,21 @@ def value_findings(
 
 def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding:
     """The ``precision`` finding: how many digits the answers share with the exact ones."""
-    worst = (0.0, answers[0][0], 0)
+    worst = (0.0, *answers[0], 0)
     for call, got in answers:
         prediction = predict(call.batch, kind, flags)
         if prediction is None:
             continue
-        free = prediction.free if prediction.free is not None else np.zeros(got.shape, bool)
         exact_values = prediction.values[0]
         with np.errstate(all="ignore"):
             error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
-        error[free | ~np.isfinite(error)] = 0.0
+        error[prediction.free | ~np.isfinite(error)] = 0.0
         if error.max() > worst[0]:
-            worst = (float(error.max()), call, _first(error == error.max()))
-    relative, call, index = worst
+            worst = (float(error.max()), call, got, _first(error == error.max()))
+    relative, call, got, index = worst
     digits = max(int(-math.log10(relative)), 0) if relative > 0 else 16
     text = f"Your answers agree with the exact ones to about {digits} significant digits. "
-    text += evidence(kind, call, answers[[c for c, _ in answers].index(call)][1], index)
+    text += evidence(kind, call, got, index)
     return finding("precision", evidence=text, batch=call.batch)
 
 
@@ -396,7 +406,7 @@ def differs(kind: Kind, call: Call, got: FloatArray) -> BoolArray:
 def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
     """Whether every answer is one and the same value, though the reference answers differ."""
     values = np.concatenate([got for _, got in answers])
-    references = np.concatenate([np.atleast_1d(c.batch.answers[kind]) for c, _ in answers])
+    references = np.concatenate([_expected(kind, c) for c, _ in answers])
     same = [np.array_equal(v, np.full_like(v, v[0]), equal_nan=True) for v in (values, references)]
     return len(answers) > 1 and same == [True, False]
 
@@ -404,7 +414,7 @@ def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
 def _agrees(got: FloatArray, prediction: Prediction) -> BoolArray:
     """Where ``got`` is one of the answers the prediction allows."""
     rtol, atol = TOLERANCES[prediction.tolerance]
-    agree = prediction.free.copy() if prediction.free is not None else np.zeros(got.shape, bool)
+    agree = prediction.free.copy()
     with np.errstate(invalid="ignore"):  # infinities must agree exactly, NaN matches only NaN
         for value in prediction.values:
             agree |= np.isclose(got, value, rtol=rtol, atol=atol, equal_nan=True)
@@ -425,12 +435,9 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
         with_it, without = (predict(call.batch, kind, f) for f in (flags, flags - {key}))
         if with_it is None or without is None:
             continue
-        if key == "grad_on_clipped":
-            shows = with_it.free if with_it.free is not None else np.zeros(got.shape, bool)
-        else:
-            shows = ~_agrees(with_it.values[0], without)
+        shows = with_it.free if key == "grad_on_clipped" else ~_agrees(with_it.values[0], without)
         if (wrong := shows & differs(kind, call, got)).any():
-            return finding(key, evidence=evidence(kind, call, got, _first(wrong)), batch=call.batch)
+            return _named(kind, key, evidence(kind, call, got, _first(wrong)), call.batch)
         if shows.any():
             needed.append((call, got, _first(shows), without.values[0]))
     if not needed:
@@ -438,7 +445,14 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
     call, got, index, without_value = needed[0]
     text = f"On {call.batch.label} your answer {exact(got[index])} takes this mistake too: "
     text += f"without it the others give {exact(without_value[index])}."
-    return finding(key, evidence=text, batch=call.batch)
+    return _named(kind, key, text, call.batch)
+
+
+def _named(kind: Kind, key: str, shown: str, batch: CheckBatch) -> Finding:
+    """Value mistake ``key``'s finding, in its exercise's own words, with the evidence."""
+    if kind in EXERCISES:
+        return Finding(key, *EXERCISES[kind].texts[key], shown)
+    return finding(key, evidence=shown, batch=batch)
 
 
 def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Finding]:
@@ -457,12 +471,10 @@ def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Fin
     elif assumed:
         message = "Your answers differ from the reference in a way the mistakes above do not "
         message += "explain."
-    inputs = (
-        f" Inputs: logp_new = {numbers(b.logp_new)}, logp_old = {numbers(b.logp_old)}, "
-        f"eps = {exact(b.eps)}."
-    )
-    shown = evidence(kind, call, got, _first(differs(kind, call, got))) + inputs
-    shown += " " + _samples(kind, call, got)
+    shown = evidence(kind, call, got, _first(differs(kind, call, got)))
+    if kind not in EXERCISES:  # the inputs, and each sample's r and A
+        shown += f" Inputs: logp_new = {numbers(b.logp_new)}, logp_old = "
+        shown += f"{numbers(b.logp_old)}, eps = {exact(b.eps)}. {_samples(kind, call, got)}"
     return [finding("mismatch", f"{message} {lesson_of(b, 'smallest')}", shown, b)]
 
 
@@ -472,7 +484,7 @@ def _samples(kind: Kind, call: Call, got: FloatArray, limit: int = 8) -> str:
     b = call.batch.breakdown
     if kind == "grad":
         chosen = np.flatnonzero(differs(kind, call, got))
-        expected = call.batch.answers[kind]
+        expected = _expected(kind, call)
         heading = "Entries that differ"
         says = [f"expected {rounded(expected[i])}, got {rounded(got[i])}" for i in chosen]
     else:
@@ -490,13 +502,20 @@ def _samples(kind: Kind, call: Call, got: FloatArray, limit: int = 8) -> str:
 def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:
     """``On batch ..: expected .., got ..`` (a gradient's at sample ``index``): rounded, or with
     every digit where the rounded forms look equal."""
-    b, expected = call.batch.breakdown, np.atleast_1d(call.batch.answers[kind])
+    expected, where = _expected(kind, call), call.batch.label
     shown = [rounded(expected[index]), rounded(got[index])]
     if shown[0] == shown[1]:
         shown = [exact(expected[index]), exact(got[index])]
-    sample = f", sample {index} (r = {rounded(b.ratio[index])}, A = {rounded(b.advantages[index])})"
-    where = call.batch.label + (sample if kind == "grad" else "")
+    if kind == "grad":
+        b = call.batch.breakdown
+        where += f", sample {index} (r = {rounded(b.ratio[index])}, A = "
+        where += f"{rounded(b.advantages[index])})"
     return f"On {where}: expected {shown[0]}, got {shown[1]}."
+
+
+def _expected(kind: Kind, call: Call) -> FloatArray:
+    """The reference's answer on ``call``'s batch, as a 1-D array."""
+    return predict(call.batch, kind).values[0]  # type: ignore[union-attr]
 
 
 def lesson_of(batch: CheckBatch, which: str = "") -> str:

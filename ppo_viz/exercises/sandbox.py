@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 import ppo_clip
-from ppo_viz.exercises.battery import ARGUMENT_NAMES, CheckBatch, FloatArray, Kind
+from ppo_viz.exercises.battery import CheckBatch, FloatArray, Kind
 
 #: Seconds one call of the learner's function may take.
 TIME_LIMIT_S = 3.0
@@ -253,7 +253,7 @@ def _call(
     guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
     with np.errstate(all="ignore"):  # this thread's own state, put back by itself
         try:
-            value = function(*inputs, batch.eps)
+            value = function(*inputs)
             fields["not_implemented"] = value is None or value is Ellipsis
             fields["answer"] = read_answer(kind, value, batch.n)
         except BaseException as error:  # the learner's code may raise anything
@@ -269,7 +269,7 @@ def _call(
     if late is not None and late.is_set():
         return {}
     originals = (batch.logp_new, batch.logp_old, batch.advantages)
-    for name, before, after in zip(ARGUMENT_NAMES, originals, inputs, strict=True):
+    for name, before, after in zip(batch.argument_names, originals, inputs, strict=False):
         if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
             fields["changed"] = fields.get("changed") or (name, before, after)
     patched = []
