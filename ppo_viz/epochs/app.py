@@ -12,7 +12,6 @@ spans the epochs slider's whole range, so no axis ever moves.
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any
 
@@ -51,6 +50,7 @@ PUSH_MAP = ListedColormap([PALETTE["yellow"], "white", PALETTE["sky_blue"]]).wit
 #: Every epoch axis ends here (the epochs slider's maximum).
 EPOCH_AXIS_MAX = SETTING_RANGES["n_epochs"][1]
 KL_LIMITS = (1e-4, 5.0)
+TARGET_KL_RANGE = SETTING_RANGES["target_kl"][:2]
 #: How the figure draws an arm's ratios, an arm with no gradient, a sample's label.
 ARM_LINE = {"lw": 1.8, "marker": "o", "ms": 2.5}
 HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
@@ -91,7 +91,7 @@ class EpochsExplorer(LiveFigure):
         #: The settings on screen (the last good ones while an entry is bad).
         self.settings = Settings(eps, step_size, n_epochs, seed, target_kl)
         self.runs: dict[str, Run] = {}
-        low, high = (math.log10(end) for end in SETTING_RANGES["target_kl"][:2])
+        low, high = np.log10(TARGET_KL_RANGE)
         target = widgets.FloatLogSlider(
             target_kl or DEFAULT_TARGET_KL,
             min=low,
@@ -253,7 +253,9 @@ class EpochsExplorer(LiveFigure):
     ) -> Any:
         """Train the objectives at these settings and move every artist to their runs."""
         try:
-            target = _target_kl(target_kl) if early_stop else None
+            # The log slider's ends are a rounding off the range's (10 ** log10(0.2) is
+            # 0.20000000000000004): clipped back to them.
+            target = float(np.clip(target_kl, *TARGET_KL_RANGE)) if early_stop else None
             settings = Settings(eps, step_size, epochs, seed, target)
         except ValueError as error:
             name, problem = str(error).split(" ", 1)
@@ -333,13 +335,6 @@ def blank_cells(n: int) -> np.ma.MaskedArray:
     """A gradient map with every cell blank: masked zeros (``np.ma.masked_all`` would hide
     uninitialised memory, which the colour map's normalisation computes with)."""
     return np.ma.array(np.zeros((n, EPOCH_AXIS_MAX + 1)), mask=True)
-
-
-def _target_kl(value: float) -> float:
-    """The log slider's value, its ends read as the range's ends (``10 ** log10(0.2)`` is
-    0.20000000000000004)."""
-    ends = SETTING_RANGES["target_kl"][:2]
-    return next((end for end in ends if math.isclose(value, end, rel_tol=1e-12)), value)
 
 
 class _WholeNumber(traitlets.TraitType):

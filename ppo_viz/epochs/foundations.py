@@ -61,37 +61,31 @@ class UpdateLine:
     end: FloatArray
     end_label: str
     factors: FloatArray = field(default_factory=lambda: FACTORS)
-    _curves: dict[tuple[str, float], FloatArray] = field(default_factory=dict, repr=False)
 
-    def logits_at(self, factor: float) -> FloatArray:
-        """``theta(factor)``."""
+    def logits_at(self, factor: float | FloatArray) -> FloatArray:
+        """``theta(factor)``; for a column of factors, one row of logits each."""
         return self.start + factor * (self.end - self.start)
 
     @functools.cached_property
     def sample_logps(self) -> FloatArray:
         """``(len(factors), N)``: every sample's log-probability at every factor."""
-        return self.batch.logp(self.start + self.factors[:, None] * (self.end - self.start))
+        return self.batch.logp(self.logits_at(self.factors[:, None]))
 
+    @functools.lru_cache(maxsize=512)  # noqa: B019 (a few lines live, all cached anyway)
     def objective(self, objective: ppo_clip.Objective, eps: float) -> FloatArray:
         """The objective to maximise at each factor: minus ppo_clip's loss there (kept)."""
-        key = (objective, float(eps))
-        if key not in self._curves:
-            b = self.batch
-            self._curves[key] = np.array(
-                [
-                    -ppo_clip.surrogate_loss(
-                        logp, b.logp_old, b.advantages, eps, objective=objective
-                    )
-                    for logp in self.sample_logps
-                ]
-            )
-        return self._curves[key]
+        b = self.batch
+        return np.array(
+            [
+                -ppo_clip.surrogate_loss(logp, b.logp_old, b.advantages, eps, objective=objective)
+                for logp in self.sample_logps
+            ]
+        )
 
     @functools.cached_property
     def kl(self) -> FloatArray:
         """The exact ``KL(old || new)`` at each factor."""
-        logits = self.start + self.factors[:, None] * (self.end - self.start)
-        return exact_kl(softmax(self.start), softmax(logits))
+        return exact_kl(softmax(self.start), softmax(self.logits_at(self.factors[:, None])))
 
     def peak(self, eps: float) -> tuple[float, float, float]:
         """``(factor, value, KL)`` where PPO's clipped objective is largest on the grid."""

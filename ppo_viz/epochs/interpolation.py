@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import ppo_clip
-from ppo_viz.app import InputError, LiveFigure, checked_number, slider
+from ppo_viz.app import LiveFigure, checked_number, slider
 from ppo_viz.epochs.foundations import UpdateLine, ppo_update_line
 from ppo_viz.epochs.training import SETTING_RANGES
 from ppo_viz.html import Markup, tag
@@ -102,10 +102,7 @@ class InterpolationExplorer(LiveFigure):
 
     def update(self, figure2_eps: float) -> Markup:
         """Draw the objectives at ε and the clipped one's maximum; return where it lies."""
-        try:
-            eps = float(checked_number("ε", figure2_eps, EPS_RANGE))
-        except (TypeError, ValueError) as error:
-            raise InputError(str(error)) from error
+        eps = float(figure2_eps)  # in range: the slider clamps, and LiveFigure refuses NaN
         for objective, artist in self.curves.items():
             artist.set_data(self.line.factors, self.line.objective(objective, eps))
         factor, value, kl = self.line.peak(eps)
