@@ -23,21 +23,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from ppo_viz.bandit import (
-    ARM_MEANS,
-    KL_TERMS,
-    Batch,
-    FloatArray,
-    epochs_on_batch,
-    exact_kl,
-    softmax,
-)
+from ppo_viz.bandit import ARM_MEANS, KL_TERMS, Batch, FloatArray, exact_kl, softmax
 from ppo_viz.epochs.training import (
     DEFAULT_EPS,
     TOTAL_MOVEMENT,
     Settings,
     batch_of,
     draw_batches,
+    outside_band,
+    policies_per_epoch,
     run_all,
 )
 
@@ -127,9 +121,7 @@ class StepSizeRun:
     @property
     def largest_excursion(self) -> float:
         """How far any arm's ratio ever got outside the band (0 if never)."""
-        lower, upper = ppo_clip.clip_band(self.eps)
-        beyond = np.maximum(self.arm_ratios - upper, lower - self.arm_ratios)
-        return float(max(beyond.max(), 0.0))
+        return float(max(outside_band(self.arm_ratios, ppo_clip.clip_band(self.eps)).max(), 0))
 
 
 def run_with_step_size(
@@ -147,11 +139,7 @@ def run_with_step_size(
             f"total / step_size must be a whole number of epochs, got {total} / {step_size}"
         )
     batch = batch or batch_of(Settings().seed)
-    method = Settings(eps=eps, seed=0).method(objective)
-    start = np.zeros(len(ARM_MEANS))
-    probs = softmax(
-        [s.logits for s in epochs_on_batch(start, batch, method, step_size, round(n_epochs))]
-    )
+    probs = policies_per_epoch(batch, objective, step_size, round(n_epochs), eps)
     return StepSizeRun(objective, step_size, eps, probs / probs[0])
 
 

@@ -14,7 +14,14 @@ from IPython.display import HTML
 
 from ppo_viz.bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE, FloatArray
 from ppo_viz.epochs.foundations import EstimatorStudy
-from ppo_viz.epochs.training import COLUMNS, Run, arm_sums, batch_of, start_reward
+from ppo_viz.epochs.training import (
+    COLUMNS,
+    Run,
+    arm_sums,
+    batch_of,
+    outside_band,
+    start_reward,
+)
 from ppo_viz.html import Markup, page, table, tag
 from ppo_viz.numbers import rounded, signed
 
@@ -72,7 +79,7 @@ SUMMARY_COLUMNS: dict[str, Callable[[Run], object]] = {
     "epochs run": lambda run: f"{run.epochs_run}{' (early stop)' if run.stopped_early else ''}",
     "ratios seen": lambda run: f"{rounded(run.ratios.min(), 3)} to {rounded(run.ratios.max(), 3)}",
     "largest distance outside the band": lambda run: rounded(
-        max(np.maximum(run.ratios - run.band[1], run.band[0] - run.ratios).max(), 0.0), 3
+        max(outside_band(run.ratios, run.band).max(), 0.0), 3
     ),
     "samples with zero gradient": lambda run: (
         f"{int(run.zero_grad[-1].sum())} of {run.batch.n} "
