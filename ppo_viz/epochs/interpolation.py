@@ -64,11 +64,9 @@ class InterpolationExplorer(LiveFigure):
                     textcoords="offset points",
                     fontsize="small",
                 )
-            unclipped = line.objective("unclipped", ppo_clip.DEFAULT_EPS)  # the same at any ε
-            ax.plot(line.factors, unclipped, **LINES["unclipped"], label=_label("unclipped"))
-            self.curves = {
+            self.curves = {  # the unclipped curve is the same at every ε
                 objective: ax.plot([], [], **LINES[objective], label=_label(objective))[0]
-                for objective in ("clip_only", "clipped")
+                for objective in ("unclipped", "clip_only", "clipped")
             }
             ax.plot(
                 line.factors,
@@ -109,14 +107,13 @@ class InterpolationExplorer(LiveFigure):
         self.peak.set_data([factor], [value])
         self.peak_text.xy = (factor, value)
         self.peak_text.set_text(f"PPO's maximum\nKL {rounded(kl, 3)}")
-        factors, curves = self.line.factors, self.curves
+        factors, ends = self.line.factors, {o: c.get_ydata()[-1] for o, c in self.curves.items()}
         return tag(
             "div",
             f"At ε = {rounded(eps, 2)} PPO's clipped objective is largest at t = ",
             tag("b", rounded(factor, 3)),
             f" (on a grid of step {rounded(factors[1] - factors[0], 2)}), where KL(π_old ‖ π_θ) = "
             f"{rounded(kl, 3)}. At t = {rounded(factors[-1], 2)} the unclipped surrogate is "
-            f"{rounded(self.line.objective('unclipped', eps)[-1], 3)}, PPO's "
-            f"{rounded(curves['clipped'].get_ydata()[-1], 3)}.",
+            f"{rounded(ends['unclipped'], 3)}, PPO's {rounded(ends['clipped'], 3)}.",
             classes="ppo",
         )
