@@ -40,6 +40,7 @@ from ppo_viz.epochs.training import (
     n_samples,
     run_all,
 )
+from ppo_viz.numbers import signed
 from ppo_viz.style import COLORS, PALETTE, figure_style
 
 #: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
@@ -138,10 +139,9 @@ class EpochsExplorer(LiveFigure):
             heights = (1.3, 1.0, 1.0) if presenting else (3.0, 0.2 * n, 2.2)
             rows = self.figure.add_gridspec(3, 1, height_ratios=heights)
             columns = rows[:2].subgridspec(2, len(COLUMNS), height_ratios=heights[:2])
-            top = [self.figure.add_subplot(columns[0, c]) for c in range(len(COLUMNS))]
-            maps = [self.figure.add_subplot(columns[1, c]) for c in range(len(COLUMNS))]
+            top, maps = columns.subplots(sharex=True)  # the top row's epoch axis is the map's
             metrics = list(rows[2].subgridspec(1, 3).subplots())
-            for ax in [*top[1:], *maps, *metrics]:
+            for ax in metrics:
                 ax.sharex(top[0])
             self.columns = {
                 key: self._column(COLUMNS[key], ratio_ax, map_ax, colors, n)
@@ -176,7 +176,6 @@ class EpochsExplorer(LiveFigure):
         ratio_ax.set_title(f"{name}{joint}{column.formula}", color=column.line["color"])
         ratio_ax.axhline(1.0, color=COLORS["start"], lw=0.8, ls=":")
         ratio_ax.sharey(self.figure.axes[0])
-        ratio_ax.tick_params(labelbottom=False)
         map_ax.set(ylim=(n - 0.5, -0.5), yticks=[], xlabel="epoch")
         map_ax.grid(False)
         extent = (-0.5, EPOCH_AXIS_MAX + 0.5, n - 0.5, -0.5)
@@ -197,8 +196,7 @@ class EpochsExplorer(LiveFigure):
         kl.set(title="KL(old ‖ new): k3, exact", xlabel="epoch")
         kl.set_yscale("log", nonpositive="mask")
         kl.set_ylim(*KL_LIMITS)
-        reward.set(title="true reward", ylim=(means.min() - 0.1, means.max() + 0.1))
-        reward.set_xlabel("epoch")
+        reward.set(title="true reward", ylim=(means.min() - 0.1, means.max() + 0.1), xlabel="epoch")
         reward.axhline(means.mean(), color=COLORS["start"], lw=0.8, ls=":")
         reward.axhline(means.max(), color=COLORS["guide"], lw=0.8, ls="--")
         self.metric_lines = {
@@ -217,7 +215,7 @@ class EpochsExplorer(LiveFigure):
         """Two legends of two rows each: the arms, and the marks of the top row; the map's
         colours, and the objectives' lines of the bottom row."""
         arms = [
-            Line2D([], [], color=c, **ARM_LINE, label=f"arm {arm} (μ = {mu:+.2g})")
+            Line2D([], [], color=c, **ARM_LINE, label=f"arm {arm} (μ = {signed(mu, 2)})")
             for arm, (c, mu) in enumerate(zip(colors, ARM_MEANS, strict=True))
         ]
         band = Patch(color=COLORS["band"], alpha=0.45, label="clip band [1−ε, 1+ε]")

@@ -42,7 +42,7 @@ def bandit_table() -> HTML:
     rows = tuple((f"arm {arm}", signed(mu, 2), f"1/{k}") for arm, mu in enumerate(ARM_MEANS))
     caption = (
         f"{k} arms; each reward is the arm's true mean plus Gaussian noise of standard deviation "
-        f"{REWARD_NOISE:g}. The old policy's true expected reward is "
+        f"{rounded(REWARD_NOISE)}. The old policy's true expected reward is "
         f"{rounded(start_reward(), 3)}."
     )
     return html_table(("arm", "true mean μ", "old policy π_old"), rows, caption)
