@@ -121,7 +121,8 @@ class StepSizeRun:
     @property
     def largest_excursion(self) -> float:
         """How far any arm's ratio ever got outside the band (0 if never)."""
-        return float(max(outside_band(self.arm_ratios, ppo_clip.clip_band(self.eps)).max(), 0))
+        beyond = outside_band(self.arm_ratios, ppo_clip.clip_band(self.eps))
+        return float(max(beyond.max(), 0.0))
 
 
 def run_with_step_size(
