@@ -65,7 +65,7 @@ class UpdateLine:
         """``(len(factors), N)``: every sample's log-probability at every factor."""
         return self.batch.logp(self.logits_at(self.factors[:, None]))
 
-    @functools.lru_cache(maxsize=512)  # noqa: B019 (a few lines live, all cached anyway)
+    @functools.lru_cache(maxsize=512)  # noqa: B019 (few lines, kept by ppo_update_line anyway)
     def objective(self, objective: ppo_clip.Objective, eps: float) -> FloatArray:
         """The objective to maximise at each factor: minus ppo_clip's loss there (kept)."""
         b = self.batch
