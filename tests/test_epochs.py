@@ -45,9 +45,11 @@ from ppo_viz.epochs.training import (
     Settings,
     arm_sums,
     batch_of,
-    final_policies,
+    draw_batches,
     misleading_seed,
     n_samples,
+    outside_band,
+    policies_per_epoch,
     run_all,
     start_reward,
     survey,
@@ -68,11 +70,6 @@ def runs():
 def favoured() -> int:
     """The arm the default batch favours: its largest advantage sum."""
     return int(np.argmax(arm_sums(batch_of(misleading_seed()))))
-
-
-def outside_band(ratios: np.ndarray, eps: float = EPS) -> np.ndarray:
-    """How far each ratio is outside [1 - eps, 1 + eps] (negative inside)."""
-    return np.maximum(ratios - (1 + eps), (1 - eps) - ratios)
 
 
 def loss_at(logits, batch, eps, objective) -> float:
@@ -230,7 +227,7 @@ def test_the_starting_batch_meets_the_documented_rule(runs, favoured):
 
 def test_runs_side_by_side_are_the_single_runs():
     seed = misleading_seed()
-    together = final_policies([seed, 0, 1], "clipped", Settings(seed=0))[:, 0]
+    together = policies_per_epoch(draw_batches([seed, 0, 1]), "clipped")[:, 0]
     np.testing.assert_allclose(together, run_all(Settings())["clipped"].probs, rtol=1e-12)
 
 

@@ -12,7 +12,6 @@ spans the epochs slider's whole range, so no axis ever moves.
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any
 
@@ -41,6 +40,7 @@ from ppo_viz.epochs.training import (
     n_samples,
     run_all,
 )
+from ppo_viz.numbers import signed
 from ppo_viz.style import COLORS, PALETTE, figure_style
 
 #: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
@@ -51,6 +51,7 @@ PUSH_MAP = ListedColormap([PALETTE["yellow"], "white", PALETTE["sky_blue"]]).wit
 #: Every epoch axis ends here (the epochs slider's maximum).
 EPOCH_AXIS_MAX = SETTING_RANGES["n_epochs"][1]
 KL_LIMITS = (1e-4, 5.0)
+TARGET_KL_RANGE = SETTING_RANGES["target_kl"][:2]
 #: How the figure draws an arm's ratios, an arm with no gradient, a sample's label.
 ARM_LINE = {"lw": 1.8, "marker": "o", "ms": 2.5}
 HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
@@ -91,7 +92,7 @@ class EpochsExplorer(LiveFigure):
         #: The settings on screen (the last good ones while an entry is bad).
         self.settings = Settings(eps, step_size, n_epochs, seed, target_kl)
         self.runs: dict[str, Run] = {}
-        low, high = (math.log10(end) for end in SETTING_RANGES["target_kl"][:2])
+        low, high = np.log10(TARGET_KL_RANGE)
         target = widgets.FloatLogSlider(
             target_kl or DEFAULT_TARGET_KL,
             min=low,
@@ -138,10 +139,9 @@ class EpochsExplorer(LiveFigure):
             heights = (1.3, 1.0, 1.0) if presenting else (3.0, 0.2 * n, 2.2)
             rows = self.figure.add_gridspec(3, 1, height_ratios=heights)
             columns = rows[:2].subgridspec(2, len(COLUMNS), height_ratios=heights[:2])
-            top = [self.figure.add_subplot(columns[0, c]) for c in range(len(COLUMNS))]
-            maps = [self.figure.add_subplot(columns[1, c]) for c in range(len(COLUMNS))]
+            top, maps = columns.subplots(sharex=True)  # the top row's epoch axis is the map's
             metrics = list(rows[2].subgridspec(1, 3).subplots())
-            for ax in [*top[1:], *maps, *metrics]:
+            for ax in metrics:
                 ax.sharex(top[0])
             self.columns = {
                 key: self._column(COLUMNS[key], ratio_ax, map_ax, colors, n)
@@ -176,7 +176,6 @@ class EpochsExplorer(LiveFigure):
         ratio_ax.set_title(f"{name}{joint}{column.formula}", color=column.line["color"])
         ratio_ax.axhline(1.0, color=COLORS["start"], lw=0.8, ls=":")
         ratio_ax.sharey(self.figure.axes[0])
-        ratio_ax.tick_params(labelbottom=False)
         map_ax.set(ylim=(n - 0.5, -0.5), yticks=[], xlabel="epoch")
         map_ax.grid(False)
         extent = (-0.5, EPOCH_AXIS_MAX + 0.5, n - 0.5, -0.5)
@@ -197,8 +196,7 @@ class EpochsExplorer(LiveFigure):
         kl.set(title="KL(old ‖ new): k3, exact", xlabel="epoch")
         kl.set_yscale("log", nonpositive="mask")
         kl.set_ylim(*KL_LIMITS)
-        reward.set(title="true reward", ylim=(means.min() - 0.1, means.max() + 0.1))
-        reward.set_xlabel("epoch")
+        reward.set(title="true reward", ylim=(means.min() - 0.1, means.max() + 0.1), xlabel="epoch")
         reward.axhline(means.mean(), color=COLORS["start"], lw=0.8, ls=":")
         reward.axhline(means.max(), color=COLORS["guide"], lw=0.8, ls="--")
         self.metric_lines = {
@@ -217,7 +215,7 @@ class EpochsExplorer(LiveFigure):
         """Two legends of two rows each: the arms, and the marks of the top row; the map's
         colours, and the objectives' lines of the bottom row."""
         arms = [
-            Line2D([], [], color=c, **ARM_LINE, label=f"arm {arm} (μ = {mu:+.2g})")
+            Line2D([], [], color=c, **ARM_LINE, label=f"arm {arm} (μ = {signed(mu, 2)})")
             for arm, (c, mu) in enumerate(zip(colors, ARM_MEANS, strict=True))
         ]
         band = Patch(color=COLORS["band"], alpha=0.45, label="clip band [1−ε, 1+ε]")
@@ -253,7 +251,9 @@ class EpochsExplorer(LiveFigure):
     ) -> Any:
         """Train the objectives at these settings and move every artist to their runs."""
         try:
-            target = _target_kl(target_kl) if early_stop else None
+            # The log slider's ends are a rounding off the range's (10 ** log10(0.2) is
+            # 0.20000000000000004): clipped back to them.
+            target = float(np.clip(target_kl, *TARGET_KL_RANGE)) if early_stop else None
             settings = Settings(eps, step_size, epochs, seed, target)
         except ValueError as error:
             name, problem = str(error).split(" ", 1)
@@ -333,13 +333,6 @@ def blank_cells(n: int) -> np.ma.MaskedArray:
     """A gradient map with every cell blank: masked zeros (``np.ma.masked_all`` would hide
     uninitialised memory, which the colour map's normalisation computes with)."""
     return np.ma.array(np.zeros((n, EPOCH_AXIS_MAX + 1)), mask=True)
-
-
-def _target_kl(value: float) -> float:
-    """The log slider's value, its ends read as the range's ends (``10 ** log10(0.2)`` is
-    0.20000000000000004)."""
-    ends = SETTING_RANGES["target_kl"][:2]
-    return next((end for end in ends if math.isclose(value, end, rel_tol=1e-12)), value)
 
 
 class _WholeNumber(traitlets.TraitType):

@@ -23,21 +23,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from ppo_viz.bandit import (
-    ARM_MEANS,
-    KL_TERMS,
-    Batch,
-    FloatArray,
-    epochs_on_batch,
-    exact_kl,
-    softmax,
-)
+from ppo_viz.bandit import ARM_MEANS, KL_TERMS, Batch, FloatArray, exact_kl, softmax
 from ppo_viz.epochs.training import (
     DEFAULT_EPS,
     TOTAL_MOVEMENT,
     Settings,
     batch_of,
     draw_batches,
+    outside_band,
+    policies_per_epoch,
     run_all,
 )
 
@@ -61,37 +55,31 @@ class UpdateLine:
     end: FloatArray
     end_label: str
     factors: FloatArray = field(default_factory=lambda: FACTORS)
-    _curves: dict[tuple[str, float], FloatArray] = field(default_factory=dict, repr=False)
 
-    def logits_at(self, factor: float) -> FloatArray:
-        """``theta(factor)``."""
+    def logits_at(self, factor: float | FloatArray) -> FloatArray:
+        """``theta(factor)``; for a column of factors, one row of logits each."""
         return self.start + factor * (self.end - self.start)
 
     @functools.cached_property
     def sample_logps(self) -> FloatArray:
         """``(len(factors), N)``: every sample's log-probability at every factor."""
-        return self.batch.logp(self.start + self.factors[:, None] * (self.end - self.start))
+        return self.batch.logp(self.logits_at(self.factors[:, None]))
 
+    @functools.lru_cache(maxsize=512)  # noqa: B019 (few lines, kept by ppo_update_line anyway)
     def objective(self, objective: ppo_clip.Objective, eps: float) -> FloatArray:
         """The objective to maximise at each factor: minus ppo_clip's loss there (kept)."""
-        key = (objective, float(eps))
-        if key not in self._curves:
-            b = self.batch
-            self._curves[key] = np.array(
-                [
-                    -ppo_clip.surrogate_loss(
-                        logp, b.logp_old, b.advantages, eps, objective=objective
-                    )
-                    for logp in self.sample_logps
-                ]
-            )
-        return self._curves[key]
+        b = self.batch
+        return np.array(
+            [
+                -ppo_clip.surrogate_loss(logp, b.logp_old, b.advantages, eps, objective=objective)
+                for logp in self.sample_logps
+            ]
+        )
 
     @functools.cached_property
     def kl(self) -> FloatArray:
         """The exact ``KL(old || new)`` at each factor."""
-        logits = self.start + self.factors[:, None] * (self.end - self.start)
-        return exact_kl(softmax(self.start), softmax(logits))
+        return exact_kl(softmax(self.start), softmax(self.logits_at(self.factors[:, None])))
 
     def peak(self, eps: float) -> tuple[float, float, float]:
         """``(factor, value, KL)`` where PPO's clipped objective is largest on the grid."""
@@ -133,8 +121,7 @@ class StepSizeRun:
     @property
     def largest_excursion(self) -> float:
         """How far any arm's ratio ever got outside the band (0 if never)."""
-        lower, upper = ppo_clip.clip_band(self.eps)
-        beyond = np.maximum(self.arm_ratios - upper, lower - self.arm_ratios)
+        beyond = outside_band(self.arm_ratios, ppo_clip.clip_band(self.eps))
         return float(max(beyond.max(), 0.0))
 
 
@@ -153,11 +140,7 @@ def run_with_step_size(
             f"total / step_size must be a whole number of epochs, got {total} / {step_size}"
         )
     batch = batch or batch_of(Settings().seed)
-    method = Settings(eps=eps, seed=0).method(objective)
-    start = np.zeros(len(ARM_MEANS))
-    probs = softmax(
-        [s.logits for s in epochs_on_batch(start, batch, method, step_size, round(n_epochs))]
-    )
+    probs = policies_per_epoch(batch, objective, step_size, round(n_epochs), eps)
     return StepSizeRun(objective, step_size, eps, probs / probs[0])
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import ppo_clip
-from ppo_viz.app import InputError, LiveFigure, checked_number, slider
+from ppo_viz.app import LiveFigure, checked_number, slider
 from ppo_viz.epochs.foundations import UpdateLine, ppo_update_line
 from ppo_viz.epochs.training import SETTING_RANGES
 from ppo_viz.html import Markup, tag
@@ -64,11 +64,9 @@ class InterpolationExplorer(LiveFigure):
                     textcoords="offset points",
                     fontsize="small",
                 )
-            unclipped = line.objective("unclipped", ppo_clip.DEFAULT_EPS)  # the same at any ε
-            ax.plot(line.factors, unclipped, **LINES["unclipped"], label=_label("unclipped"))
-            self.curves = {
+            self.curves = {  # the unclipped curve is the same at every ε
                 objective: ax.plot([], [], **LINES[objective], label=_label(objective))[0]
-                for objective in ("clip_only", "clipped")
+                for objective in ("unclipped", "clip_only", "clipped")
             }
             ax.plot(
                 line.factors,
@@ -102,24 +100,20 @@ class InterpolationExplorer(LiveFigure):
 
     def update(self, figure2_eps: float) -> Markup:
         """Draw the objectives at ε and the clipped one's maximum; return where it lies."""
-        try:
-            eps = float(checked_number("ε", figure2_eps, EPS_RANGE))
-        except (TypeError, ValueError) as error:
-            raise InputError(str(error)) from error
+        eps = float(figure2_eps)  # in range: the slider clamps, and LiveFigure refuses NaN
         for objective, artist in self.curves.items():
             artist.set_data(self.line.factors, self.line.objective(objective, eps))
         factor, value, kl = self.line.peak(eps)
         self.peak.set_data([factor], [value])
         self.peak_text.xy = (factor, value)
         self.peak_text.set_text(f"PPO's maximum\nKL {rounded(kl, 3)}")
-        factors, curves = self.line.factors, self.curves
+        factors, ends = self.line.factors, {o: c.get_ydata()[-1] for o, c in self.curves.items()}
         return tag(
             "div",
             f"At ε = {rounded(eps, 2)} PPO's clipped objective is largest at t = ",
             tag("b", rounded(factor, 3)),
             f" (on a grid of step {rounded(factors[1] - factors[0], 2)}), where KL(π_old ‖ π_θ) = "
             f"{rounded(kl, 3)}. At t = {rounded(factors[-1], 2)} the unclipped surrogate is "
-            f"{rounded(self.line.objective('unclipped', eps)[-1], 3)}, PPO's "
-            f"{rounded(curves['clipped'].get_ydata()[-1], 3)}.",
+            f"{rounded(ends['unclipped'], 3)}, PPO's {rounded(ends['clipped'], 3)}.",
             classes="ppo",
         )

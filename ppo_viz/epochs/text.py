@@ -7,14 +7,21 @@ batch: these tables do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from IPython.display import HTML
 
-from ppo_viz.bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE
+from ppo_viz.bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE, FloatArray
 from ppo_viz.epochs.foundations import EstimatorStudy
-from ppo_viz.epochs.training import COLUMNS, Run, arm_sums, batch_of, start_reward
+from ppo_viz.epochs.training import (
+    COLUMNS,
+    Run,
+    arm_sums,
+    batch_of,
+    outside_band,
+    start_reward,
+)
 from ppo_viz.html import Markup, page, table, tag
 from ppo_viz.numbers import rounded, signed
 
@@ -35,7 +42,7 @@ def bandit_table() -> HTML:
     rows = tuple((f"arm {arm}", signed(mu, 2), f"1/{k}") for arm, mu in enumerate(ARM_MEANS))
     caption = (
         f"{k} arms; each reward is the arm's true mean plus Gaussian noise of standard deviation "
-        f"{REWARD_NOISE:g}. The old policy's true expected reward is "
+        f"{rounded(REWARD_NOISE)}. The old policy's true expected reward is "
         f"{rounded(start_reward(), 3)}."
     )
     return html_table(("arm", "true mean μ", "old policy π_old"), rows, caption)
@@ -61,15 +68,28 @@ def batch_table(seed: int) -> HTML:
     return html_table(header, tuple(rows), caption)
 
 
-SUMMARY_HEADER = (
-    "objective",
-    "epochs run",
-    "ratios seen",
-    "largest distance outside the band",
-    "samples with zero gradient",
-    "KL: k3 / exact",
-    "true reward",
-)
+#: The summary's columns: header, and the cell of one run (after the last epoch it took).
+SUMMARY_COLUMNS: dict[str, Callable[[Run], object]] = {
+    "objective": lambda run: tag(
+        "span",
+        COLUMNS[run.objective].name,
+        classes="ppo-strong",
+        style=f"color: {COLUMNS[run.objective].line['color']}",
+    ),
+    "epochs run": lambda run: f"{run.epochs_run}{' (early stop)' if run.stopped_early else ''}",
+    "ratios seen": lambda run: f"{rounded(run.ratios.min(), 3)} to {rounded(run.ratios.max(), 3)}",
+    "largest distance outside the band": lambda run: rounded(
+        max(outside_band(run.ratios, run.band).max(), 0.0), 3
+    ),
+    "samples with zero gradient": lambda run: (
+        f"{int(run.zero_grad[-1].sum())} of {run.batch.n} "
+        f"({rounded(run.zero_grad_fraction[-1], 3)})"
+    ),
+    "KL: k3 / exact": lambda run: (
+        f"{rounded(run.approx_kl[-1], 3)} / {rounded(run.exact_kl[-1], 3)}"
+    ),
+    "true reward": lambda run: rounded(run.true_reward[-1], 3),
+}
 
 
 def summary_html(runs: dict[str, Run]) -> Markup:
@@ -80,59 +100,39 @@ def summary_html(runs: dict[str, Run]) -> Markup:
         "For PPO the samples with zero gradient are its clip fraction. "
         f"The true reward started at {start}."
     )
-    rows = []
-    for objective, run in runs.items():
-        lower, upper = run.band
-        outside = np.maximum(run.ratios - upper, lower - run.ratios).max()
-        column = COLUMNS[objective]
-        rows.append(
-            [
-                tag(
-                    "span",
-                    column.name,
-                    classes="ppo-strong",
-                    style=f"color: {column.line['color']}",
-                ),
-                f"{run.epochs_run}{' (early stop)' if run.stopped_early else ''}",
-                f"{rounded(run.ratios.min(), 3)} to {rounded(run.ratios.max(), 3)}",
-                rounded(max(outside, 0.0), 3),
-                f"{int(run.zero_grad[-1].sum())} of {run.batch.n} "
-                f"({rounded(run.zero_grad_fraction[-1], 3)})",
-                f"{rounded(run.approx_kl[-1], 3)} / {rounded(run.exact_kl[-1], 3)}",
-                rounded(run.true_reward[-1], 3),
-            ]
-        )
-    return tag("div", table(SUMMARY_HEADER, rows, caption=caption), classes="ppo")
+    rows = [[cell(run) for cell in SUMMARY_COLUMNS.values()] for run in runs.values()]
+    return tag("div", table(list(SUMMARY_COLUMNS), rows, caption=caption), classes="ppo")
+
+
+#: The KL table's columns: header, and the cell of one estimator (its estimates ``values``)
+#: on one study's policy.
+KL_COLUMNS: dict[str, Callable[[EstimatorStudy, str, FloatArray], object]] = {
+    "new policy (exact KL)": lambda study, name, values: (
+        f"{study.label} ({rounded(study.exact, 3)})"
+    ),
+    "estimator": lambda study, name, values: f"{name} = {KL_FORMULAS[name]}",
+    "mean of the estimates": lambda study, name, values: rounded(values.mean(), 3),
+    "bias: mean − exact": lambda study, name, values: signed(values.mean() - study.exact, 2),
+    "bias in standard errors": lambda study, name, values: signed(
+        study.bias_in_standard_errors(name), 2
+    ),
+    "spread: sd of one estimate": lambda study, name, values: rounded(values.std(ddof=1), 2),
+    "estimates below 0": lambda study, name, values: (
+        f"{np.count_nonzero(values < 0)} of {values.size}"
+    ),
+}
 
 
 def kl_estimator_table(studies: Sequence[EstimatorStudy]) -> HTML:
     """One row per policy and estimator: mean, bias, spread and sign over the fresh batches."""
-    rows = []
-    for study in studies:
-        for name, values in study.estimates.items():
-            rows.append(
-                (
-                    f"{study.label} ({rounded(study.exact, 3)})",
-                    f"{name} = {KL_FORMULAS[name]}",
-                    rounded(values.mean(), 3),
-                    signed(values.mean() - study.exact, 2),
-                    signed(study.bias_in_standard_errors(name), 2),
-                    rounded(values.std(ddof=1), 2),
-                    f"{np.count_nonzero(values < 0)} of {values.size}",
-                )
-            )
-    header = (
-        "new policy (exact KL)",
-        "estimator",
-        "mean of the estimates",
-        "bias: mean − exact",
-        "bias in standard errors",
-        "spread: sd of one estimate",
-        "estimates below 0",
-    )
+    rows = [
+        [cell(study, name, values) for cell in KL_COLUMNS.values()]
+        for study in studies
+        for name, values in study.estimates.items()
+    ]
     caption = (
         f"Each estimate is the mean of one term over one fresh batch of {batch_of(0).n} samples "
         f"from the old policy; {studies[0].estimates['k1'].size} batches (seeds 0, 1, 2, …) "
         "per policy."
     )
-    return html_table(header, tuple(rows), caption)
+    return html_table(list(KL_COLUMNS), rows, caption)

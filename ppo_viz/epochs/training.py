@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 import ppo_clip
 from ppo_viz.bandit import (
@@ -58,6 +59,7 @@ COLUMNS: dict[str, Column] = {
     o: Column(o, NAMES[o], FORMULAS[o], LINES[o]) for o in ppo_clip.OBJECTIVES
 }
 DEFAULT_EPS = ppo_clip.DEFAULT_EPS
+DEFAULT_BAND = ppo_clip.clip_band(DEFAULT_EPS)
 DEFAULT_STEP_SIZE = 0.5
 DEFAULT_EPOCHS = 30
 #: The early stop's threshold when it is switched on without a value.
@@ -111,8 +113,16 @@ def batch_of(seed: int) -> Batch:
 
 
 def arm_sums(batch: Batch) -> FloatArray:
-    """Each arm's sum of advantages in the batch (the unclipped loss is linear in them)."""
-    return np.bincount(batch.actions, weights=batch.advantages, minlength=len(ARM_MEANS))
+    """``(..., K)``: each arm's sum of advantages in the batch, or in each of many batches (the
+    unclipped loss is linear in them)."""
+    of_arm = batch.actions[..., None] == np.arange(len(ARM_MEANS))
+    return (batch.advantages[..., None] * of_arm).sum(axis=-2)
+
+
+def outside_band(ratios: ArrayLike, band: tuple[float, float] = DEFAULT_BAND) -> FloatArray:
+    """How far each ratio lies outside ``band`` (negative inside)."""
+    lower, upper = band
+    return np.maximum(np.subtract(ratios, upper), np.subtract(lower, ratios))
 
 
 @dataclass(frozen=True)
@@ -258,33 +268,26 @@ def _run_all(settings: Settings, columns: tuple[tuple[str, Column], ...]) -> dic
     return {key: train(batch_of(settings.seed), key, settings) for key, _ in columns}
 
 
-def final_policies(
-    seeds: Sequence[int], objective: ppo_clip.Objective, settings: Settings, **schedule: float
+def policies_per_epoch(
+    batch: Batch,
+    objective: str,
+    step_size: float = DEFAULT_STEP_SIZE,
+    n_epochs: int = DEFAULT_EPOCHS,
+    eps: float = DEFAULT_EPS,
 ) -> FloatArray:
-    """Each epoch's policy ``(epochs + 1, seeds, K)`` when ``objective`` trains on the batch of
-    every seed, side by side; ``schedule`` may set another ``step_size`` and ``n_epochs``."""
-    step_size, n_epochs = (
-        schedule.get("step_size", settings.step_size),
-        schedule.get("n_epochs", settings.n_epochs),
-    )
-    start = np.zeros((len(seeds), len(ARM_MEANS)))
-    steps = epochs_on_batch(
-        start, draw_batches(seeds), settings.method(objective), step_size, int(n_epochs)
-    )
-    return softmax(np.array([step.logits for step in steps]))
+    """Each epoch's policy ``(epochs + 1, ..., K)`` when column ``objective`` trains from the
+    uniform policy on ``batch``, or on many batches side by side (no early stop)."""
+    method = Settings(eps=eps, seed=0).method(objective)
+    start = np.zeros((*batch.actions.shape[:-1], len(ARM_MEANS)))
+    return softmax([s.logits for s in epochs_on_batch(start, batch, method, step_size, n_epochs)])
 
 
 def survey(seeds: Sequence[int]) -> tuple[int, int]:
     """Over the batches of ``seeds``: how many favour an arm better than the old policy, and on
     how many the unclipped run ends (default settings) with more true reward than PPO."""
     batches = draw_batches(seeds)
-    of_arm = batches.actions[..., None] == np.arange(len(ARM_MEANS))
-    favoured = np.argmax((batches.advantages[..., None] * of_arm).sum(axis=1), axis=1)
-    final = {
-        o: final_policies(seeds, o, Settings(seed=0))[-1] @ ARM_MEANS
-        for o in ("clipped", "unclipped")
-    }
-    good = np.array(ARM_MEANS)[favoured] > start_reward()
+    good = np.array(ARM_MEANS)[np.argmax(arm_sums(batches), axis=-1)] > start_reward()
+    final = {o: policies_per_epoch(batches, o)[-1] @ ARM_MEANS for o in ("clipped", "unclipped")}
     return int(good.sum()), int((final["unclipped"] > final["clipped"]).sum())
 
 
@@ -327,36 +330,30 @@ def misleading_seed() -> int:
         batch = draw_batches(seeds)
         of_arm = batch.actions[..., None] == np.arange(len(ARM_MEANS))
         sign = np.sign(batch.advantages)[..., None]
-        favoured = np.argmax((batch.advantages[..., None] * of_arm).sum(axis=1), axis=1)
         rules = (
             (of_arm.sum(axis=1) >= 2).all(axis=1)
             & ((sign > 0) & of_arm).any(axis=1).all(axis=1)
             & ((sign < 0) & of_arm).any(axis=1).all(axis=1)
-            & (np.array(ARM_MEANS)[favoured] < start_reward())
+            & (np.array(ARM_MEANS)[np.argmax(arm_sums(batch), axis=-1)] < start_reward())
         )
-        seeds = seeds[rules].tolist()
-        if not seeds:
+        if not rules.any():
             continue
-        defaults, start = Settings(seed=0), start_reward()
-        final = {o: final_policies(seeds, o, defaults)[-1] @ ARM_MEANS for o in ppo_clip.OBJECTIVES}
+        batch, start = draw_batches(seeds[rules]), start_reward()
+        final = {o: policies_per_epoch(batch, o)[-1] @ ARM_MEANS for o in ppo_clip.OBJECTIVES}
         rule_4 = (
             (final["unclipped"] < start)
             & (start < final["clipped"])
             & (final["clip_only"] < final["clipped"])
         )
-        seeds = np.array(seeds)[rule_4].tolist()
-        if not seeds:
+        if not rule_4.any():
             continue
-        tiny = {"step_size": TINY_STEP, "n_epochs": TOTAL_MOVEMENT / TINY_STEP}
-        ratios = {
-            o: final_policies(seeds, o, defaults, **tiny) * len(ARM_MEANS)
-            for o in ("clipped", "clip_only")
-        }
+        seeds = seeds[rules][rule_4]
+        batch, tiny = draw_batches(seeds), (TINY_STEP, round(TOTAL_MOVEMENT / TINY_STEP))
         outside = {
-            o: np.maximum(r - 1 - DEFAULT_EPS, 1 - DEFAULT_EPS - r).max(axis=(0, 2))
-            for o, r in ratios.items()
+            o: outside_band(policies_per_epoch(batch, o, *tiny) * len(ARM_MEANS)).max(axis=(0, 2))
+            for o in ("clipped", "clip_only")
         }
         rule_5 = (outside["clipped"] <= HARD_MARGIN) & (outside["clip_only"] > 5 * HARD_MARGIN)
         if rule_5.any():
-            return int(np.array(seeds)[np.argmax(rule_5)])
+            return int(seeds[np.argmax(rule_5)])
     raise ValueError(f"no batch seed below {SEED_SEARCH} misleads with arm means {ARM_MEANS}")
