@@ -9,11 +9,11 @@ with N seeds".
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ppo_viz.why_clip import results as why_clip_results
 from ppo_viz.why_clip.results import estimate
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
@@ -35,8 +35,8 @@ Table = tuple[list[str], list[list[str]]]
 
 
 def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
-    """The committed results (written by the study command)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The committed results (written by the study command), read as why_clip's are."""
+    return why_clip_results.load_results(path)
 
 
 def cell_of(results: Mapping[str, Any], seed_set: str, method: str, lr: float, mu: int) -> dict:
