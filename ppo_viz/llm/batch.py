@@ -21,16 +21,11 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from numpy.typing import NDArray
 
 import llm_clip
 import tiny_lm
 from ppo_viz.app import checked_number
-from tiny_lm import MAX_LEN, Responses, TinyLM
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-BoolArray = NDArray[np.bool_]
+from tiny_lm import MAX_LEN, BoolArray, FloatArray, IntArray, Responses, TinyLM
 
 #: tiny_lm's vocabulary as the notebook shows it: ``⏎`` ends an answer.
 VOCAB = ("⏎", *tiny_lm.VOCAB[1:])

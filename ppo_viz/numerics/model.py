@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 import ppo_clip
+from ppo_clip import FloatArray
 from ppo_viz.app import checked_number
 from tiny_lm import log_softmax, logit_grad
 
-FloatArray = NDArray[np.float64]
 Breakdown = ppo_clip.ClipBreakdown
 
 #: ``exp(x)`` overflows to ``inf`` in float64 for ``x`` above this (about 709.78).
