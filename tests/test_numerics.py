@@ -48,6 +48,7 @@ from ppo_viz.numerics.figures import (
 )
 from ppo_viz.panels import ratio_grid
 from ppo_viz.style import COLORS
+from tiny_lm import log_softmax
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_numerics_and_rlhf.ipynb"
 EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -338,18 +339,14 @@ def test_rare_token_steps_follow_the_gradient_of_ppo_clip_loss_on_the_logits():
     tokens, advantages = np.array([0, 1]), np.array([1.0, -1.0])
 
     def loss(logits: np.ndarray) -> float:
-        return ppo_clip.ppo_clip_loss(
-            model.softmax_log(logits)[tokens], logp_old[tokens], advantages
-        )
+        return ppo_clip.ppo_clip_loss(log_softmax(logits)[tokens], logp_old[tokens], advantages)
 
     h, step = 1e-6, 1e-3
     numeric = np.array(
         [(loss(logp_old + h * e) - loss(logp_old - h * e)) / (2 * h) for e in np.eye(3)]
     )
     stepped = model.ppo_steps(model.RARE_P_OLD, ((0, 1.0), (1, -1.0)), step, 1, model.EPS)
-    np.testing.assert_allclose(
-        stepped, np.exp(model.softmax_log(logp_old - step * numeric)), rtol=1e-8
-    )
+    np.testing.assert_allclose(stepped, np.exp(log_softmax(logp_old - step * numeric)), rtol=1e-8)
 
 
 @pytest.mark.parametrize("eps", [model.EPS, 0.28])

@@ -1,6 +1,6 @@
 """Notebook 7: clipping as LLM trainers apply it, on one batch of a tiny numpy language model.
 
-* :mod:`.batch`: the model, its answers to "count from a to b" and the policy at each update;
+* :mod:`.batch`: :mod:`tiny_lm`'s answers to "count from a to b" and the policy at each update;
 * :mod:`.tokens`: the heat map of each token's push under an objective (:class:`TokenPushExplorer`);
 * :mod:`.apps`: length bias under the three aggregations, and the three clip fractions;
 * :mod:`.text`: the batch's table and the KL figure.

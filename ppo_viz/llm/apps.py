@@ -20,6 +20,7 @@ import llm_clip
 from ppo_viz.app import InputError, LiveFigure, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_LEN, MAX_MU, response_batch
+from ppo_viz.llm.tokens import Setting, breakdown
 from ppo_viz.numbers import rounded
 from ppo_viz.style import COLORS, PALETTE, figure_style, presenting
 
@@ -124,7 +125,7 @@ class ClipFractionExplorer(LiveFigure):
         self.batch = b = response_batch(4)
         spread = (np.arange(MAX_LEN) - (MAX_LEN - 1) / 2) * 0.025  # an answer's tokens apart
         self.height = (b.advantages()[:, None] + spread)[b.mask]
-        reach = 0.08 + max(np.abs(self.breakdown(m, 0.2).ratio[b.mask] - 1).max()
+        reach = 0.08 + max(np.abs(breakdown(Setting(mu=m)).ratio[b.mask] - 1).max()
                            for m in range(1, MAX_MU + 1))  # fmt: skip
         with figure_style():
             figure = Figure(figsize=_size(4.0), layout="constrained")
@@ -153,18 +154,9 @@ class ClipFractionExplorer(LiveFigure):
         super().__init__(figure, self.update, controls, rows=[["mu", "eps"]], description=text,
                          moving=moving)  # fmt: skip
 
-    def breakdown(self, mu: int, eps: float) -> llm_clip.TokenBreakdown:
-        """GRPO's breakdown of the batch at update ``mu`` (InputError if llm_clip refuses)."""
-        b = self.batch
-        try:
-            return llm_clip.token_breakdown(b.logp_new[mu - 1], b.logp_old, b.advantages(),
-                                            b.mask, objective="grpo", eps_low=eps)  # fmt: skip
-        except (TypeError, ValueError) as error:
-            raise InputError(str(error)) from None
-
     def update(self, mu: int, eps: float) -> Markup:
         """Place the tokens and the band for ``mu`` and ``eps``; bars for the fractions."""
-        parts, b = self.breakdown(mu, eps), self.batch
+        parts, b = breakdown(Setting(mu=mu, eps_low=eps, eps_high=eps)), self.batch
         args = (b.logp_new[mu - 1], b.logp_old, b.advantages(), b.mask)
         self.shown = dict(zip(FRACTIONS, (
             llm_clip.clip_fraction_cleanrl(*args[:2], b.mask, eps=eps)["losses/clipfrac"],

@@ -13,10 +13,11 @@ from matplotlib.figure import Figure
 
 import llm_clip
 from ppo_viz.bandit import exact_kl, kl_penalty_grad, log_softmax
-from ppo_viz.llm.batch import features, policies, response_batch
+from ppo_viz.llm.batch import policies, response_batch
 from ppo_viz.numbers import signed
 from ppo_viz.numerics.text import Demo
 from ppo_viz.style import COLORS, LINES, figure_style
+from tiny_lm import PROMPTS, features
 
 
 def batch_table(group_size: int = 4) -> Demo:
@@ -33,8 +34,8 @@ def batch_table(group_size: int = 4) -> Demo:
     return Demo(b, columns, [])
 
 
-#: The context of the KL figure: prompt 5→7 after its first token "5".
-KL_CONTEXT = ((5, 7), 6, 1)  # (prompt, previous token, position)
+#: The context of the KL figure: prompt 3→5 after "3 4 5" (previous token 6 is the digit 5).
+KL_CONTEXT = ((3, 5), 6, 3)  # (prompt, previous token, position)
 KL_ESTIMATORS = {
     "k1 = log(π/π_ref) in the loss": "k1",
     "k3 in the loss (GRPO)": "k3",
@@ -70,10 +71,9 @@ def _expected_grads(logits: np.ndarray, ref_logits: np.ndarray) -> dict[str, np.
 def kl_gradient_bias(t_max: float = 2.5) -> KLBias:
     """The expected gradient of each KL term in the loss against the true gradient of
     KL(π ‖ π_ref), for one next-token distribution moved away from the reference."""
-    (a, b), previous, position = KL_CONTEXT
-    x = features(np.array([a]), np.array([b]), np.array([previous]), position)[0]
-    reference, policy = policies()
-    z_ref, z_old = x @ reference, x @ policy
+    prompt, previous, position = KL_CONTEXT
+    x = features(np.array(PROMPTS.index(prompt)), np.array(position), np.array(previous))
+    z_ref, z_old = (model.forward(x[None, None])[0][0, 0] for model in policies())
     t = np.linspace(0.0, t_max, 101)[1:]  # from the reference on (at t = 0 both are 0)
     kl, errors, gap = [], {name: [] for name in KL_ESTIMATORS.values()}, 0.0
     for step in t:

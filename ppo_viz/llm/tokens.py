@@ -158,11 +158,8 @@ class TokenPushExplorer(LiveFigure):
             self.image = self.ax.imshow(np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto",
                                         interpolation="nearest")  # fmt: skip
             self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
-            collections = {"facecolors": "none", "edgecolors": COLORS["zero_grad"], "lw": 1.8}
-            self.frames = self.ax.add_collection(PolyCollection([], **collections, zorder=3))
-            self.capped = self.ax.add_collection(
-                PolyCollection([], **collections, linestyles="--", zorder=3)
-            )
+            self.frames = self.ax.add_collection(PolyCollection([], **FRAME, zorder=3))
+            self.capped = self.ax.add_collection(PolyCollection([], **FRAME, ls="--", zorder=3))
             self.bars_a = self.ax_a.add_collection(LineCollection([], color=COLORS["guide"]))
             self.bars_sum = self.ax_sum.add_collection(LineCollection([], color=COLORS["clipped"]))
             colorbar = self.figure.colorbar(self.image, cax=cax)

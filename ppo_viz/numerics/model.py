@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 import ppo_clip
+from ppo_clip import FloatArray
 from ppo_viz.app import checked_number
+from tiny_lm import log_softmax, logit_grad
 
-FloatArray = NDArray[np.float64]
 Breakdown = ppo_clip.ClipBreakdown
 
 #: ``exp(x)`` overflows to ``inf`` in float64 for ``x`` above this (about 709.78).
@@ -332,11 +333,6 @@ RARE_RUNS = (
 )
 
 
-def softmax_log(logits: FloatArray) -> FloatArray:
-    """``log softmax(logits)``: the log-probabilities of a softmax policy."""
-    return logits - np.logaddexp.reduce(logits)
-
-
 def ppo_steps(
     p_old: Sequence[float], batch: Sequence[tuple[int, float]], step: float, steps: int, eps: float
 ) -> FloatArray:
@@ -345,18 +341,18 @@ def ppo_steps(
     The policy is a softmax over one context's tokens with logits ``z`` starting at
     ``log p_old``.  Each step takes every sample's ``d loss / d log pi_new`` from
     :func:`ppo_clip.ppo_clip_grad`, turns it into a gradient on ``z`` by the chain rule
-    (``d log p_a / d z = onehot(a) - p``) and moves ``z`` by ``-step`` times that.
+    (:func:`tiny_lm.logit_grad`: ``d log p_a / d z = onehot(a) - p``) and moves ``z`` by
+    ``-step`` times that.
     """
     logp_old = np.log(np.asarray(p_old, dtype=np.float64))
     tokens = np.array([token for token, _ in batch])
     advantages = np.array([advantage for _, advantage in batch])
-    onehot = np.eye(len(logp_old))[tokens]
     logits = logp_old.copy()
     for _ in range(steps):
-        logp_new = softmax_log(logits)
+        logp_new = log_softmax(logits)
         grad = ppo_clip.ppo_clip_grad(logp_new[tokens], logp_old[tokens], advantages, eps)
-        logits -= step * (grad @ (onehot - np.exp(logp_new)))
-    return np.exp(softmax_log(logits))
+        logits -= step * logit_grad(grad, tokens, logp_new).sum(axis=0)
+    return np.exp(log_softmax(logits))
 
 
 def rare_token_runs(eps: float = EPS) -> list[tuple[FloatArray, Breakdown]]:

@@ -12,11 +12,13 @@ trains only that one and going back to a setting trains nothing.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
+from numpy.lib.stride_tricks import sliding_window_view
 
 from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, selection
 from ppo_viz.html import Markup, table, tag
@@ -112,15 +114,10 @@ class TrainingExplorer(LiveFigure):
 def smoothed(values: np.ndarray, window: int = SMOOTHING) -> np.ndarray:
     """The mean of each value and the ``window - 1`` before it that are not NaN (NaN where
     all are)."""
-    known = np.isfinite(values)
-
-    def running(x: np.ndarray) -> np.ndarray:
-        total = np.cumsum(x)
-        return total - np.concatenate([np.zeros(window), total[:-window]])[: len(x)]
-
-    count = running(known.astype(float))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, running(np.where(known, values, 0.0)) / count, np.nan)
+    windows = sliding_window_view(np.concatenate([np.full(window - 1, np.nan), values]), window)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns of an all-NaN window
+        return np.nanmean(windows, axis=1)
 
 
 def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:

@@ -9,11 +9,11 @@ with N seeds".
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ppo_viz.why_clip import results as why_clip_results
 from ppo_viz.why_clip.results import estimate
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
@@ -30,13 +30,15 @@ VERDICTS = {
     "reversed": "reversed",
     "not reproduced": "does not reproduce",
 }
+#: A finding's two sides, and how a sentence introduces each.
+SIDES = {"supports": "where it holds most", "against": "where it goes most against"}
 
 Table = tuple[list[str], list[list[str]]]
 
 
 def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
-    """The committed results (written by the study command)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The committed results (written by the study command), read as why_clip's are."""
+    return why_clip_results.load_results(path)
 
 
 def cell_of(results: Mapping[str, Any], seed_set: str, method: str, lr: float, mu: int) -> dict:
@@ -100,18 +102,15 @@ def finding_sentence(results: Mapping[str, Any], finding: Mapping[str, Any]) -> 
         f"On the discovery seeds {counts['supports']} of {counts['of']} {tested} show the "
         f"claimed sign at 95% and {counts['against']} the opposite one."
     )
-    supports, against = finding["supports"], finding["against"]
     parts = []
-    if supports["discovered"]:
-        parts.append(f"where it holds most, {side_text(results, finding, 'supports')}")
-        if supports["confirmed"]:
-            parts[-1] += strength_text(supports["replication_chance"])
-    else:
-        parts.append(f"no cell supports it; closest, {side_text(results, finding, 'supports')}")
-    if against["discovered"]:
-        parts.append(f"where it goes most against, {side_text(results, finding, 'against')}")
-        if against["confirmed"]:
-            parts[-1] += strength_text(against["replication_chance"])
+    for name, where in SIDES.items():
+        side = finding[name]
+        if side["discovered"]:
+            parts.append(f"{where}, {side_text(results, finding, name)}")
+            if side["confirmed"]:
+                parts[-1] += strength_text(side["replication_chance"])
+        elif name == "supports":
+            parts.append(f"no cell supports it; closest, {side_text(results, finding, name)}")
     return f"{head}: {'; '.join(parts)}. {scope}"
 
 
@@ -147,7 +146,7 @@ def findings_table(results: Mapping[str, Any]) -> Table:
                 "; ".join(
                     f"{'the claim' if side == 'supports' else 'against it'}: "
                     f"{chance_text(f[side]['replication_chance'])}"
-                    for side in ("supports", "against")
+                    for side in SIDES
                     if f[side]["confirmed"]
                 )
                 or "–",
@@ -174,25 +173,25 @@ def best_table(results: Mapping[str, Any], mu: int) -> Table:
 
 def score_table(results: Mapping[str, Any], seed_set: str, mu: int) -> Table:
     """Per method: the mean final accuracy at each learning rate, at one mu."""
-    lrs = results["learning_rates"]
-    header = ["method", *(f"lr {lr:g}" for lr in lrs)]
-    rows = [
-        [label(results, m)]
-        + [f"{cell_of(results, seed_set, m, lr, mu)['mean']['score']['mean']:.3f}" for lr in lrs]
-        for m in results["methods"]
-    ]
-    return header, rows
+    return per_learning_rate(
+        results, seed_set, mu, lambda cell: f"{cell['mean']['score']['mean']:.3f}"
+    )
 
 
 def versus_grpo_table(results: Mapping[str, Any], seed_set: str, mu: int) -> Table:
     """Per method but GRPO: its final accuracy minus GRPO's at each learning rate, at one mu,
     seed by seed."""
+    return per_learning_rate(
+        results, seed_set, mu, lambda cell: difference(cell["vs_grpo"]), "grpo"
+    )
+
+
+def per_learning_rate(
+    results: Mapping[str, Any], seed_set: str, mu: int, text: Callable[[dict], str], but: str = ""
+) -> Table:
+    """Per method (but ``but``), ``text`` of its cell at each learning rate, at one mu."""
     lrs = results["learning_rates"]
     header = ["method", *(f"lr {lr:g}" for lr in lrs)]
-    rows = [
-        [label(results, m)]
-        + [difference(cell_of(results, seed_set, m, lr, mu)["vs_grpo"]) for lr in lrs]
-        for m in results["methods"]
-        if m != "grpo"
-    ]
+    rows = [[label(results, m), *(text(cell_of(results, seed_set, m, lr, mu)) for lr in lrs)]
+            for m in results["methods"] if m != but]  # fmt: skip
     return header, rows
