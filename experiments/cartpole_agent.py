@@ -13,14 +13,14 @@ The agent is CleanRL's ``ppo.py`` for CartPole, written out by hand:
   a global norm of ``max_grad_norm``; the learning rate falls linearly to 0.
 
 The policy loss's gradient with respect to each sample's log-probability
-comes from :mod:`ppo_clip` (:func:`ppo_viz.bandit.sample_gradients`);
+comes from :mod:`ppo_clip` (:func:`bandit.sample_gradients`);
 this module chains it through the softmax and the network.  The methods that
-are not an objective of :mod:`ppo_clip` alone, as :class:`ppo_viz.bandit.Method`
+are not an objective of :mod:`ppo_clip` alone, as :class:`bandit.Method`
 describes them:
 
 * the PPO paper's KL penalty adds ``beta * mean_t KL(pi_old(.|s_t) || pi(.|s_t))``
   to the loss, the exact KL over the two actions; its gradient on each state's
-  logits is ``beta * (pi - pi_old) / n`` (:func:`ppo_viz.bandit.kl_penalty_grad`);
+  logits is ``beta * (pi - pi_old) / n`` (:func:`bandit.kl_penalty_grad`);
   an adaptive ``beta`` follows the paper's rule after each iteration, on the
   mean exact KL over the rollout's states;
 * early stopping (``target_kl``): Stable-Baselines3's rule.  Before each
@@ -49,11 +49,10 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numpy.typing import NDArray
 
+import bandit
+from bandit import FloatArray, Method, checked_fields, sample_gradients
 from cartpole import MAX_EPISODE_STEPS, CartPoleVector
 from experiments.networks import MLP, Adam, clip_by_global_norm
-from ppo_viz import bandit
-from ppo_viz.app import InputError
-from ppo_viz.bandit import FloatArray, Method, checked_fields, sample_gradients
 
 #: A random policy's mean return on CartPole-v1 (measured by :func:`random_policy_return`
 #: over 10,000 episodes): the 0 of the normalized score; 500 is its 1.
@@ -86,7 +85,8 @@ CARTPOLE_RANGES = {
 class CartPoleSettings:
     """The agent's settings: CleanRL's CartPole defaults, except 50,000 steps, not 500,000.
 
-    Checked on creation against :data:`CARTPOLE_RANGES` (:class:`InputError`).
+    Checked on creation against :data:`CARTPOLE_RANGES` (a ``ValueError`` or ``TypeError`` naming
+    the setting).
     """
 
     total_steps: int = 50_000
@@ -104,7 +104,7 @@ class CartPoleSettings:
     def __post_init__(self) -> None:
         checked_fields(self, CARTPOLE_RANGES)
         if self.batch_size % self.minibatches:
-            raise InputError(
+            raise ValueError(
                 f"minibatches ({self.minibatches}) must divide the rollout of "
                 f"{self.batch_size} steps"
             )

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from bandit_loop import BanditLoopSettings, run_bandit_loop
 from experiments.cartpole_agent import (
     RANDOM_RETURN,
     SCORE_EPISODES,
@@ -44,7 +45,6 @@ from experiments.cartpole_agent import (
     score_of,
 )
 from experiments.statistics import bootstrap_interval, paired_difference, stable_range
-from ppo_viz.why_clip.bandit_loop import BanditLoopSettings, run_bandit_loop
 from ppo_viz.why_clip.methods import METHODS, spread
 
 #: Success: a bandit score of at least this (0.95 of the way from uniform to the best arm),

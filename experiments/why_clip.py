@@ -75,6 +75,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bandit_loop import STEP_SIZES, BanditLoopSettings
 from experiments.cartpole_agent import CartPoleSettings
 from experiments.claims import evaluate_claims
 from experiments.report import results_markdown, write_results
@@ -92,7 +93,6 @@ from experiments.runner import (
 from experiments.statistics import STABLE_SHARE
 from experiments.study import SEED_SETS, Cell, Sweep, run_cell, summarize_sweep
 from ppo_viz.machine import fingerprint
-from ppo_viz.why_clip.bandit_loop import STEP_SIZES, BanditLoopSettings
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR, RESULTS_JSON, load_results
 

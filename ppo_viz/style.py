@@ -86,6 +86,15 @@ LINES = {
     "clip_only": {"color": COLORS["clip_only"], "lw": 1.8, "ls": (0, (1, 2))},
 }
 
+
+def arm_colors(k: int) -> list[str]:
+    """K colours for the arms, from the palette, none of them an objective's colour."""
+    names = ("green", "purple", "black", "grey", "sky_blue", "yellow")
+    if k > len(names):
+        raise ValueError(f"the palette has colours for {len(names)} arms, not {k}")
+    return [PALETTE[name] for name in names[:k]]
+
+
 #: The colours matplotlib cycles through when a cell does not name one: the palette, in the
 #: order of the objectives, so a plain ``ax.plot`` never falls back to matplotlib's defaults.
 COLOR_CYCLE = [

@@ -1,4 +1,4 @@
-"""Notebook 3: several epochs of PPO on one batch of the bandit (``ppo_viz.bandit``).
+"""Notebook 3: several epochs of PPO on one batch of the bandit (``bandit``).
 
 * the bandit and the loop: the chain rule through the softmax agrees with the Jacobian and
   with central differences of ppo_clip's loss, each epoch is one gradient step on it, the
@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from matplotlib.colors import to_rgba
 
 import ppo_clip
+from bandit import ARM_MEANS, chain_through_softmax, log_softmax, softmax
 from ppo_clip import OBJECTIVES
 from ppo_viz.app import InputError
-from ppo_viz.bandit import ARM_MEANS, arm_colors, chain_through_softmax, log_softmax, softmax
 from ppo_viz.epochs import EpochsExplorer
 from ppo_viz.epochs.app import EPOCH_AXIS_MAX
 from ppo_viz.epochs.text import sample_label
@@ -55,6 +55,7 @@ from ppo_viz.epochs.training import (
     survey,
 )
 from ppo_viz.numbers import rounded
+from ppo_viz.style import arm_colors
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "03_epochs_on_one_batch.ipynb"
 K = len(ARM_MEANS)
@@ -192,7 +193,6 @@ def test_the_early_stop_comes_before_the_step_once_k3_exceeds_the_target(target)
         ({"eps": 0.9}, r"^eps must be between 0 and 0\.5, got 0\.9$"),
         ({"step_size": 0.0}, r"^step_size must be between 0\.05 and 4, got 0\.0$"),
         ({"n_epochs": 2.5}, r"^n_epochs must be a whole number, got 2\.5$"),
-        ({"seed": "seven"}, r"^seed must be a number, got str$"),
         ({"seed": -1}, r"^seed must be between 0 and 4294967295, got -1$"),
         ({"seed": 10**400}, r"^seed must be between 0 and 4294967295, got about 10\^400$"),
         ({"target_kl": float("nan")}, r"^target_kl must be between 0\.001 and 0\.2, got nan$"),
@@ -204,6 +204,12 @@ def test_bad_settings_are_refused_naming_the_argument(kwargs, message):
         Settings(**{"seed": 0, **kwargs})
     with pytest.raises(ValueError, match=message):
         EpochsExplorer(**{"seed": 0, **kwargs})
+
+
+def test_a_setting_that_is_not_a_number_is_a_type_error_naming_it():
+    for make in (Settings, EpochsExplorer):
+        with pytest.raises(TypeError, match=r"^seed must be a number, got str$"):
+            make(seed="seven")
 
 
 # --------------------------------------------------------------------------

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from test_epochs import NOTEBOOK, outside_band
 
 import ppo_clip
+from bandit import ARM_MEANS, KL_TERMS, approx_kl, exact_kl, softmax
 from ppo_clip import OBJECTIVES
-from ppo_viz.bandit import ARM_MEANS, KL_TERMS, approx_kl, exact_kl, softmax
 from ppo_viz.epochs import InterpolationExplorer
 from ppo_viz.epochs.foundations import (
     FACTORS,

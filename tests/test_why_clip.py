@@ -25,6 +25,16 @@ import pytest
 from helpers import assert_states, markdown_of, plain
 
 import ppo_clip
+from bandit import (
+    adapted_kl_coef,
+    chain_through_softmax,
+    exact_kl,
+    kl_penalty_grad,
+    log_softmax,
+    sample_gradients,
+    softmax,
+)
+from bandit_loop import BanditLoopSettings, run_bandit_loop
 from experiments import study
 from experiments import why_clip as command
 from experiments.cartpole_agent import (
@@ -45,16 +55,6 @@ from experiments.networks import MLP, Adam, clip_by_global_norm
 from experiments.report import markdown
 from experiments.statistics import bootstrap_interval, paired_difference, stable_range
 from experiments.study import SEED_SETS
-from ppo_viz.app import InputError
-from ppo_viz.bandit import (
-    adapted_kl_coef,
-    chain_through_softmax,
-    exact_kl,
-    kl_penalty_grad,
-    log_softmax,
-    sample_gradients,
-    softmax,
-)
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.apps import (
     DEFAULT_SEEDS,
@@ -63,12 +63,12 @@ from ppo_viz.why_clip.apps import (
     CartPoleExplorer,
     RangeExplorer,
 )
-from ppo_viz.why_clip.bandit_loop import BanditLoopSettings, run_bandit_loop, run_bandit_methods
 from ppo_viz.why_clip.methods import (
     EARLY_STOP_KL,
     FIRST_KL_COEF,
     MAIN_METHODS,
     METHODS,
+    run_bandit_methods,
     spread,
 )
 from ppo_viz.why_clip.results import (
@@ -381,13 +381,15 @@ def test_the_random_policys_return_is_the_scores_zero():
 
 
 def test_settings_out_of_range_are_refused_by_name():
-    with pytest.raises(InputError, match="epochs must be between 1 and 40"):
+    with pytest.raises(ValueError, match="epochs must be between 1 and 40"):
         BanditLoopSettings(epochs=0)
-    with pytest.raises(InputError, match="batch_size must be a whole number"):
+    with pytest.raises(ValueError, match="batch_size must be a whole number"):
         BanditLoopSettings(batch_size=12.5)
-    with pytest.raises(InputError, match="learning_rate must be between"):
+    with pytest.raises(TypeError, match="iterations must be a number, got str"):
+        BanditLoopSettings(iterations="50")
+    with pytest.raises(ValueError, match="learning_rate must be between"):
         CartPoleSettings(learning_rate=float("nan"))
-    with pytest.raises(InputError, match=r"minibatches \(3\) must divide"):
+    with pytest.raises(ValueError, match=r"minibatches \(3\) must divide"):
         CartPoleSettings(minibatches=3)
     with pytest.raises(ValueError, match="step_size must be one of"):
         BanditLoopExplorer(BanditLoopSettings(step_size=0.3))

@@ -1,6 +1,6 @@
 """Notebook 3: several epochs of PPO on one batch, on a bandit whose answer is known.
 
-The bandit and the training step are :mod:`ppo_viz.bandit`'s (shared with notebook 4).
+The bandit and the training step are :mod:`bandit`'s (shared with notebook 4).
 
 * :mod:`.training`: the batch (:func:`batch_of`, and the rule that picks the misleading one,
   :func:`misleading_seed`), :class:`Settings`, :class:`Run`, :func:`train`, :func:`run_all`;

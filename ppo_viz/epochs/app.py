@@ -23,9 +23,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from bandit import ARM_MEANS
 from ppo_viz import style
 from ppo_viz.app import InputError, LiveFigure, checkbox, control_layout, slider
-from ppo_viz.bandit import ARM_MEANS, arm_colors
 from ppo_viz.epochs.text import sample_label, summary_html
 from ppo_viz.epochs.training import (
     COLUMNS,
@@ -41,7 +41,7 @@ from ppo_viz.epochs.training import (
     run_all,
 )
 from ppo_viz.numbers import signed
-from ppo_viz.style import COLORS, PALETTE, figure_style
+from ppo_viz.style import COLORS, PALETTE, arm_colors, figure_style
 
 #: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
 #: (none is an objective's or an arm's colour); grey cells are epochs the run did not take.
@@ -255,7 +255,7 @@ class EpochsExplorer(LiveFigure):
             # 0.20000000000000004): clipped back to them.
             target = float(np.clip(target_kl, *TARGET_KL_RANGE)) if early_stop else None
             settings = Settings(eps, step_size, epochs, seed, target)
-        except ValueError as error:
+        except (TypeError, ValueError) as error:
             name, problem = str(error).split(" ", 1)
             raise InputError(
                 f"The {SETTING_WORDS[name]} {problem}. The figure still shows the last valid "

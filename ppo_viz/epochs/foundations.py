@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from ppo_viz.bandit import ARM_MEANS, KL_TERMS, Batch, FloatArray, exact_kl, softmax
+from bandit import ARM_MEANS, KL_TERMS, Batch, FloatArray, exact_kl, softmax
 from ppo_viz.epochs.training import (
     DEFAULT_EPS,
     TOTAL_MOVEMENT,

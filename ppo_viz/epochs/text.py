@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from IPython.display import HTML
 
-from ppo_viz.bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE, FloatArray
+from bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE, FloatArray
 from ppo_viz.epochs.foundations import EstimatorStudy
 from ppo_viz.epochs.training import (
     COLUMNS,

@@ -1,8 +1,8 @@
-"""Several epochs on one batch, for each objective of :data:`COLUMNS`, on :mod:`ppo_viz.bandit`.
+"""Several epochs on one batch, for each objective of :data:`COLUMNS`, on :mod:`bandit`.
 
 The old policy is uniform over the K arms and draws one batch of :func:`n_samples` pulls
 (:func:`batch_of`).  :func:`train` runs one objective's full-batch gradient steps on it
-(:func:`ppo_viz.bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`) and
+(:func:`bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`) and
 keeps every epoch in a :class:`Run`; :func:`run_all` trains every objective of
 :data:`COLUMNS` (PPO's, the unclipped and the clip-only, unless a teacher adds one) with the
 same :class:`Settings`.  The batch the notebook starts from is chosen by a rule,
@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from ppo_viz.bandit import (
+from bandit import (
     ARM_MEANS,
     Batch,
     BoolArray,
@@ -131,7 +131,7 @@ class Settings:
 
     ``seed`` defaults to :func:`misleading_seed`; ``target_kl=None`` trains for all
     ``n_epochs``, a number stops early once the k3 estimate exceeds it.  A value out of range
-    or not a number raises :class:`~ppo_viz.app.InputError` (a ``ValueError``) naming it.
+    raises a ``ValueError`` naming it (a ``TypeError``: not a number).
     """
 
     eps: float = DEFAULT_EPS

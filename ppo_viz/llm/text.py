@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 import llm_clip
-from ppo_viz.bandit import exact_kl, kl_penalty_grad, log_softmax
+from bandit import exact_kl, kl_penalty_grad, log_softmax
 from ppo_viz.llm.batch import policies, response_batch
 from ppo_viz.numbers import signed
 from ppo_viz.numerics.text import Demo

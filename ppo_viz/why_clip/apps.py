@@ -22,17 +22,19 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from ppo_viz.app import LiveFigure, checkbox, checked_number, control_layout, selection, slider
+from bandit_loop import SETTING_RANGES, STEP_SIZES, BanditLoopHistory, BanditLoopSettings
+from ppo_viz.app import (
+    InputError,
+    LiveFigure,
+    checkbox,
+    checked_number,
+    control_layout,
+    selection,
+    slider,
+)
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.style import figure_style
-from ppo_viz.why_clip.bandit_loop import (
-    SETTING_RANGES,
-    STEP_SIZES,
-    BanditLoopHistory,
-    BanditLoopSettings,
-    run_bandit_methods,
-)
 from ppo_viz.why_clip.figures import (
     HEADLINE,
     SpreadPanels,
@@ -42,7 +44,7 @@ from ppo_viz.why_clip.figures import (
     show_bandit_runs,
     show_cartpole_curves,
 )
-from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS
+from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, run_bandit_methods
 from ppo_viz.why_clip.results import (
     cell_at,
     difference,
@@ -256,7 +258,10 @@ class BanditLoopExplorer(LiveFigure):
     def settings(self) -> BanditLoopSettings:
         """The settings the controls show (:class:`~ppo_viz.app.InputError` if unusable)."""
         values = {name: self.controls[name].value for name in SETTING_RANGES}
-        return BanditLoopSettings(**values, arm_means=self.arm_means)
+        try:
+            return BanditLoopSettings(**values, arm_means=self.arm_means)
+        except (TypeError, ValueError) as error:
+            raise InputError(str(error)) from None
 
     def runs(self, settings: BanditLoopSettings) -> dict[str, BanditLoopHistory]:
         """Every main method at ``settings`` on seeds ``0 .. seed_count - 1`` (cached)."""

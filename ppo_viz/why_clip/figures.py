@@ -19,8 +19,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
+from bandit_loop import BanditLoopHistory
 from ppo_viz.style import COLORS, figure_style
-from ppo_viz.why_clip.bandit_loop import BanditLoopHistory
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, FloatArray, Spread, spread
 from ppo_viz.why_clip.results import SYMBOLS, pooled_cells
 

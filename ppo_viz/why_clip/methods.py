@@ -1,6 +1,6 @@
 """The methods notebook 4 compares, how each is drawn, and statistics over seeds.
 
-A :class:`~ppo_viz.bandit.Method` is data: an objective of :mod:`ppo_clip`, a clip size,
+A :class:`bandit.Method` is data: an objective of :mod:`ppo_clip`, a clip size,
 plain policy gradient's single step, an early stop at a target KL, the PPO paper's KL penalty
 (fixed, or adapted to a target).  :data:`METHODS` holds every method of the study: the PPO
 paper's Table 1 rows (no clipping, three clip sizes, adaptive and fixed KL penalties with the
@@ -9,11 +9,13 @@ paper's settings) and three more (clip-only, plain PG, early stopping).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ppo_viz.bandit import FloatArray, Method
+from bandit import FloatArray, Method
+from bandit_loop import BanditLoopHistory, BanditLoopSettings, run_side_by_side
 from ppo_viz.style import LINES, NAMES, PALETTE
 
 #: The KL early stopping's threshold: Stable-Baselines3 stops once k3 on a minibatch exceeds
@@ -56,6 +58,16 @@ METHODS = {
 }
 #: The six methods of the headline figure and of the apps, in the order of legends.
 MAIN_METHODS = ("ppo", "unclipped", "clip_only", "plain_pg", "kl_adaptive_0.01", "early_stop")
+
+
+@functools.lru_cache(maxsize=32)
+def run_bandit_methods(
+    settings: BanditLoopSettings, seeds: tuple[int, ...], methods: tuple[str, ...] = MAIN_METHODS
+) -> dict[str, BanditLoopHistory]:
+    """Methods (default: the six main ones) on the same seeds, side by side
+    (:func:`bandit_loop.run_side_by_side`, cached per settings and seeds)."""
+    runs = run_side_by_side([METHODS[key] for key in methods], settings, seeds)
+    return dict(zip(methods, runs, strict=True))
 
 
 #: Line styles within a family of methods (clip sizes, adaptive KL, fixed KL), in order.

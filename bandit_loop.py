@@ -1,11 +1,11 @@
-"""Part A: PPO's real loop on notebook 3's bandit, for many seeds side by side.
+"""PPO's real loop on notebook 3's bandit, for many seeds side by side (notebook 4, the study).
 
-The bandit and the training step are :mod:`ppo_viz.bandit`'s.  One iteration of the loop:
+The bandit and the training step are :mod:`bandit`'s.  One iteration of the loop:
 
-1. the current policy pulls a batch of ``batch_size`` arms (:func:`ppo_viz.bandit.pull`);
+1. the current policy pulls a batch of ``batch_size`` arms (:func:`bandit.pull`);
 2. each sample's advantage is its reward minus the batch's mean reward (never normalized);
 3. ``epochs`` full-batch gradient steps on the batch with the method's objective
-   (:func:`ppo_viz.bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`);
+   (:func:`bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`);
    an adaptive KL penalty then adapts its ``beta`` to the exact KL the steps moved the policy;
 4. the new policy collects the next batch.
 
@@ -17,14 +17,13 @@ it.  Because the true means are known, each policy is scored by its true expecte
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ppo_viz.bandit import (
+from bandit import (
     ARM_MEANS,
     FloatArray,
     Method,
@@ -37,7 +36,6 @@ from ppo_viz.bandit import (
     random_numbers,
     softmax,
 )
-from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 
 #: A policy *sits on a wrong arm* when an arm other than the best has at least this
 #: probability.  It is hard to leave: a batch of one arm only has advantages summing to zero.
@@ -59,7 +57,8 @@ class BanditLoopSettings:
 
     ``epochs`` is K, the updates per batch; ``step_size`` the gradient step on the logits;
     ``batch_size`` the pulls per batch; ``iterations`` how many batches are collected;
-    ``arm_means`` the bandit.  A value out of range raises :class:`~ppo_viz.app.InputError`.
+    ``arm_means`` the bandit.  A value out of range raises a ``ValueError`` naming it (a
+    ``TypeError``: not a number).
     """
 
     epochs: int = 20
@@ -187,13 +186,3 @@ def run_side_by_side(
         )
         for i, method in enumerate(methods)
     ]
-
-
-@functools.lru_cache(maxsize=32)
-def run_bandit_methods(
-    settings: BanditLoopSettings, seeds: tuple[int, ...], methods: tuple[str, ...] = MAIN_METHODS
-) -> dict[str, BanditLoopHistory]:
-    """Methods (default: the six main ones) on the same seeds, side by side (cached per
-    settings and seeds)."""
-    runs = run_side_by_side([METHODS[key] for key in methods], settings, seeds)
-    return dict(zip(methods, runs, strict=True))

@@ -1,4 +1,4 @@
-"""The bandit of notebooks 3 and 4, and the training step both notebooks share.
+"""The bandit of notebooks 3 and 4, and the training step they and the CartPole agent share.
 
 A softmax policy over K arms whose mean rewards are known (:data:`ARM_MEANS`: change the
 means, and with them the number of arms, here and both notebooks follow).  Everything works
@@ -29,9 +29,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip
-from ppo_viz.app import InputError
-from ppo_viz.numbers import exact
-from ppo_viz.style import PALETTE
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -44,14 +41,6 @@ ARM_MEANS: tuple[float, ...] = (1.0, 0.5, 0.0, -0.5)
 REWARD_NOISE = 1.0
 #: The contract's largest batch: one call to ppo_clip never gets more samples.
 MAX_SAMPLES_PER_CALL = 4096
-
-
-def arm_colors(k: int) -> list[str]:
-    """K colours for the arms, from the palette, none of them an objective's colour."""
-    names = ("green", "purple", "black", "grey", "sky_blue", "yellow")
-    if k > len(names):
-        raise ValueError(f"the palette has colours for {len(names)} arms, not {k}")
-    return [PALETTE[name] for name in names[:k]]
 
 
 def log_softmax(logits: ArrayLike) -> FloatArray:
@@ -479,8 +468,9 @@ def checked_fields(settings: Any, ranges: dict[str, tuple[float, float, bool]]) 
     """Check (and convert) each field of a frozen settings dataclass named in ``ranges``.
 
     ``ranges[field] = (low, high, whole)``.  A value that is not a real number, lies outside
-    ``[low, high]`` or is not whole when it must be raises :class:`InputError` (a
-    ``ValueError``) naming the field; a whole number stays an ``int``, however large.
+    ``[low, high]`` or is not whole when it must be raises a ``TypeError`` or ``ValueError``
+    that names the field (an app turns it into a message in place); a whole number stays an
+    ``int``, however large.
     """
     for field in fields(settings):
         if field.name not in ranges:
@@ -488,15 +478,20 @@ def checked_fields(settings: Any, ranges: dict[str, tuple[float, float, bool]]) 
         low, high, whole = ranges[field.name]
         value = getattr(settings, field.name)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise InputError(f"{field.name} must be a number, got {type(value).__name__}")
+            raise TypeError(f"{field.name} must be a number, got {type(value).__name__}")
         number = int(value) if isinstance(value, (int, np.integer)) else float(value)
         if not low <= number <= high:  # also refuses NaN and infinities
-            raise InputError(
-                f"{field.name} must be between {exact(low)} and {exact(high)}, got {_shown(number)}"
+            raise ValueError(
+                f"{field.name} must be between {_end(low)} and {_end(high)}, got {_shown(number)}"
             )
         if whole and number != int(number):
-            raise InputError(f"{field.name} must be a whole number, got {number!r}")
+            raise ValueError(f"{field.name} must be a whole number, got {number!r}")
         object.__setattr__(settings, field.name, int(number) if whole else float(number))
+
+
+def _end(number: float) -> str:
+    """A range's end for a message: ``4`` for ``4.0``, ``0.05`` for ``0.05``."""
+    return str(int(number)) if float(number).is_integer() else repr(float(number))
 
 
 def _shown(number: float) -> str:
