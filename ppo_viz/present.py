@@ -34,24 +34,20 @@ kernel no page is connected to is stopped after :data:`IDLE_KERNEL_S` seconds id
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import importlib.util
 import json
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ppo_viz.export import notebook_paths, title_of
+from ppo_viz.export import kernel_environment, notebook_paths, title_of
 from ppo_viz.style import PRESENT_VARIABLE
 
 #: Where Voilà finds the ``lecture`` template (a Jupyter data directory).
@@ -65,10 +61,6 @@ LECTURE_VARIABLE = "PPO_LECTURE"
 IDLE_KERNEL_S = 30
 #: How often the server looks for such kernels, in seconds.
 CULL_INTERVAL_S = 10
-#: How long to wait for the server to answer before giving up, in seconds.
-START_TIMEOUT_S = 120
-#: Started in a new Python: Voilà with this module's configuration (see :func:`run_voila`).
-VOILA_SERVER = "from ppo_viz.present import run_voila; run_voila()"
 
 
 # -- the lecture: cells tagged "lecture" ------------------------------------------------------
@@ -155,8 +147,10 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
     return page
 
 
-def run_voila(argv: list[str] | None = None) -> None:
-    """Voilà with the lecture's configuration; ``argv`` is Voilà's (a folder, ``--port``)."""
+def run_voila(port: int, announce: str) -> None:
+    """Voilà with the lecture's configuration, serving the working directory on ``port`` of
+    127.0.0.1 until Ctrl-C or SIGTERM; prints ``announce`` once the server answers."""
+    from jupyter_core.utils import ensure_event_loop
     from nbclient.output_widget import OutputWidget
     from traitlets.config import Config
     from voila.app import Voila
@@ -174,7 +168,9 @@ def run_voila(argv: list[str] | None = None) -> None:
     config.MappingKernelManager.cull_idle_timeout = IDLE_KERNEL_S
     config.MappingKernelManager.cull_interval = CULL_INTERVAL_S
     config.MappingKernelManager.cull_connected = False  # an open page keeps its kernel
-    Voila.launch_instance(sys.argv[1:] if argv is None else argv, config=config)
+    # Voilà's loop (jupyter_core's, the one launch_instance uses) starts once Voilà listens.
+    ensure_event_loop().call_soon(lambda: print(announce, flush=True))
+    Voila.launch_instance([".", f"--port={port}"], config=config)
 
 
 def _publish_on_own_socket(
@@ -227,34 +223,15 @@ def port_is_free(port: int) -> bool:
 
 
 def lecture_environment(lecture: bool, folder: Path) -> dict[str, str]:
-    """This environment, in presentation mode, with the lecture template on Jupyter's path and
-    the notebooks' ``folder`` on the kernels' import path."""
-
-    def prepended(name: str, first: Path) -> str:
-        rest = filter(None, os.environ.get(name, "").split(os.pathsep))
-        return os.pathsep.join([str(first), *rest])
-
+    """What this process's environment needs for presentation mode: the lecture template on
+    Jupyter's path and the notebooks' ``folder`` on the kernels' import path."""
+    jupyter_path = filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))
     return {
-        **os.environ,
         PRESENT_VARIABLE: "1",
         LECTURE_VARIABLE: "1" if lecture else "0",
-        "JUPYTER_PATH": prepended("JUPYTER_PATH", TEMPLATES),
-        "PYTHONPATH": prepended("PYTHONPATH", folder.resolve()),
+        "JUPYTER_PATH": os.pathsep.join([str(TEMPLATES), *jupyter_path]),
+        "PYTHONPATH": kernel_environment(folder)["PYTHONPATH"],
     }
-
-
-def wait_until_answering(server: subprocess.Popen, port: int, timeout_s: float) -> bool:
-    """Wait until the server answers HTTP on ``port``; False if it stopped or took too long."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and server.poll() is None:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/voila/static/", timeout=2).close()
-            return True
-        except urllib.error.HTTPError:  # any HTTP status: the server answers
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -296,33 +273,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def serve(args: argparse.Namespace, scratch: Path) -> int:
-    """Run Voilà on the notebooks copied into ``scratch`` until it stops; its exit status.
+    """Run Voilà in this process on the notebooks copied into ``scratch`` until it stops.
 
-    Its kernels start in ``scratch``, as in JupyterLab they start in the notebooks' folder.
+    Its kernels start in ``scratch``, as in JupyterLab they start in the notebooks' folder,
+    with this process's environment, in presentation mode.  Voilà stops them on Ctrl-C and on
+    SIGTERM (a service manager, a test).
     """
     port = args.port or free_port()
-    environment = lecture_environment(args.lecture, args.notebook.parent)
-    command = [sys.executable, "-c", VOILA_SERVER, ".", f"--port={port}"]
-    server = subprocess.Popen(command, cwd=scratch, env=environment)
-    # SIGTERM (a service manager, a test) stops Voilà too, as Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
-    try:
-        if not wait_until_answering(server, port, START_TIMEOUT_S):
-            server.terminate()
-            server.wait()
-            print(
-                f"error: the server did not start on port {port} (its log is above)",
-                file=sys.stderr,
-            )
-            return 1
-        view = "lecture" if args.lecture else "presentation"
-        address = f"http://127.0.0.1:{port}/voila/render/{args.notebook.name}"
-        print(f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)", flush=True)
-        return server.wait()
-    except KeyboardInterrupt:
-        server.terminate()
-        server.wait()
-        return 130
+    os.environ.update(lecture_environment(args.lecture, args.notebook.parent))
+    view = "lecture" if args.lecture else "presentation"
+    address = f"http://127.0.0.1:{port}/voila/render/{args.notebook.name}"
+    with contextlib.chdir(scratch):
+        run_voila(port, f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)")
+    return 0
 
 
 def print_outline(directory: Path) -> None:
