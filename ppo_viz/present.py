@@ -37,7 +37,6 @@ import argparse
 import contextlib
 import copy
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -46,6 +45,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+import nbformat
 
 from ppo_viz.export import kernel_environment, notebook_paths, title_of
 from ppo_viz.style import PRESENT_VARIABLE
@@ -73,10 +74,8 @@ def is_lecture_cell(cell: Any) -> bool:
 
 def lecture_view(notebook: Any) -> Any:
     """A copy of ``notebook`` with only its title and the cells tagged ``lecture``."""
-    from nbformat.v4 import new_markdown_cell
-
     view = copy.deepcopy(notebook)
-    title = new_markdown_cell(f"# {title_of(notebook)}")
+    title = nbformat.v4.new_markdown_cell(f"# {title_of(notebook)}")
     view["cells"] = [title, *(cell for cell in view["cells"] if is_lecture_cell(cell))]
     return view
 
@@ -90,8 +89,8 @@ def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
     return [p for p in found if any(is_lecture_cell(c) for c in _read(p)["cells"])]
 
 
-def _read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
 
 
 def navigation_cell(path: Path, lecture: bool) -> Any:
@@ -99,8 +98,6 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
 
     It runs last, so the links appear once every cell of the page has run.
     """
-    from nbformat.v4 import new_code_cell
-
     siblings = sibling_notebooks(path.parent, lecture)
     links = []
     if path in siblings:
@@ -110,7 +107,7 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
         if at + 1 < len(siblings):
             links.append(f"[{title_of(_read(siblings[at + 1]))} →]({siblings[at + 1].name})")
     text = "---\n\n" + (" &nbsp;·&nbsp; ".join(links) or "The end.")
-    return new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
+    return nbformat.v4.new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
 
 
 def outline(directory: Path) -> list[tuple[str, list[str], int]]:
@@ -122,9 +119,8 @@ def outline(directory: Path) -> list[tuple[str, list[str], int]]:
         for cell in filter(is_lecture_cell, _read(path)["cells"]):
             if cell["cell_type"] != "markdown":
                 continue
-            source = "".join(cell["source"])
-            words += len(source.split())
-            headings += re.findall(r"^#{2,3} (.+)$", source, flags=re.MULTILINE)
+            words += len(cell.source.split())
+            headings += re.findall(r"^#{2,3} (.+)$", cell.source, flags=re.MULTILINE)
         route.append((path.name, headings, words))
     return route
 
