@@ -201,21 +201,15 @@ def _publish_on_own_socket(
     client.session.send(zmq.Socket.shadow(widget.own_shell.underlying), msg)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def port_is_free(port: int) -> bool:
-    """Whether a server could listen on ``port`` of 127.0.0.1 now."""
+def free_port(port: int = 0) -> int | None:
+    """``port`` of 127.0.0.1 if nothing listens on it right now, else None; for ``0``, a port
+    that is free."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
-            return False
-        return True
+            return None
+        return int(sock.getsockname()[1])
 
 
 def lecture_environment(lecture: bool, folder: Path) -> dict[str, str]:
@@ -239,33 +233,33 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--outline", action="store_true", help="print the lecture's route and exit")
     args = parser.parse_args(argv)
-    if not args.notebook.is_file():
-        print(f"error: no notebook at {args.notebook}", file=sys.stderr)
-        return 2
-    if args.outline:
+    if args.outline and args.notebook.is_file():
         print_outline(args.notebook.parent)
         return 0
-    if args.lecture and args.notebook.resolve() not in [
-        p.resolve() for p in sibling_notebooks(args.notebook.parent, lecture=True)
-    ]:
-        print(f"error: {args.notebook} has no cell tagged '{LECTURE_TAG}'", file=sys.stderr)
-        return 2
-    if importlib.util.find_spec("voila") is None:
-        print("error: Voilà is not installed: pip install -r requirements.txt", file=sys.stderr)
-        return 2
-    if args.port is not None and not 1 <= args.port <= 65535:
-        print(f"error: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
-        return 2
-    if args.port is not None and not port_is_free(args.port):
-        print(
-            f"error: port {args.port} is in use; choose another or leave --port out",
-            file=sys.stderr,
-        )
+    problem = refusal(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
         for notebook in notebook_paths(args.notebook.parent):  # Voilà serves the copies
             shutil.copyfile(notebook, Path(scratch) / notebook.name)
         return serve(args, Path(scratch))
+
+
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why the command line ``args`` cannot be served, in one line; None if it can."""
+    if not args.notebook.is_file():
+        return f"no notebook at {args.notebook}"
+    lecture = [p.resolve() for p in sibling_notebooks(args.notebook.parent, lecture=True)]
+    if args.lecture and args.notebook.resolve() not in lecture:
+        return f"{args.notebook} has no cell tagged '{LECTURE_TAG}'"
+    if importlib.util.find_spec("voila") is None:
+        return "Voilà is not installed: pip install -r requirements.txt"
+    if args.port is not None and not 1 <= args.port <= 65535:
+        return f"--port must be from 1 to 65535, got {args.port}"
+    if args.port is not None and free_port(args.port) is None:
+        return f"port {args.port} is in use; choose another or leave --port out"
+    return None
 
 
 def serve(args: argparse.Namespace, scratch: Path) -> int:
