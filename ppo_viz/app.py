@@ -196,9 +196,9 @@ class LiveFigure(StaticFallback, widgets.VBox):
                 refuse_unreachable_value(name, control)
             shown = self._update(**self.values())
         except InputError as error:
-            self.show_message(str(error))
+            self.message.value = str(message(str(error)))
             return False
-        self.show_message("")
+        self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
         self._redraw()
         return True
@@ -254,10 +254,6 @@ class LiveFigure(StaticFallback, widgets.VBox):
             yield
         finally:
             self.canvas.remove_class(BUSY_CLASS)
-
-    def show_message(self, text: str, kind: str = "error") -> None:
-        """Show ``text`` on the message line (empty text clears it)."""
-        self.message.value = str(message(text, kind)) if text else ""
 
     # -- pictures ---------------------------------------------------------------------------
 

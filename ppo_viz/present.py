@@ -212,18 +212,6 @@ def free_port(port: int = 0) -> int | None:
         return int(sock.getsockname()[1])
 
 
-def lecture_environment(lecture: bool, folder: Path) -> dict[str, str]:
-    """What this process's environment needs for presentation mode: the lecture template on
-    Jupyter's path and the notebooks' ``folder`` on the kernels' import path."""
-    jupyter_path = filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))
-    return {
-        PRESENT_VARIABLE: "1",
-        LECTURE_VARIABLE: "1" if lecture else "0",
-        "JUPYTER_PATH": os.pathsep.join([str(TEMPLATES), *jupyter_path]),
-        "PYTHONPATH": kernel_environment(folder)["PYTHONPATH"],
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebook", nargs="?", type=Path, default=DEFAULT_NOTEBOOK)
@@ -270,7 +258,14 @@ def serve(args: argparse.Namespace, scratch: Path) -> int:
     SIGTERM (a service manager, a test).
     """
     port = args.port or free_port()
-    os.environ.update(lecture_environment(args.lecture, args.notebook.parent))
+    jupyter_path = filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))
+    # Voilà finds the lecture template on Jupyter's path; kernels import from the notebooks' folder.
+    os.environ |= {
+        PRESENT_VARIABLE: "1",
+        LECTURE_VARIABLE: "1" if args.lecture else "0",
+        "JUPYTER_PATH": os.pathsep.join([str(TEMPLATES), *jupyter_path]),
+        "PYTHONPATH": kernel_environment(args.notebook.parent)["PYTHONPATH"],
+    }
     view = "lecture" if args.lecture else "presentation"
     address = f"http://127.0.0.1:{port}/voila/render/{args.notebook.name}"
     with contextlib.chdir(scratch):
