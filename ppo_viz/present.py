@@ -221,8 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--outline", action="store_true", help="print the lecture's route and exit")
     args = parser.parse_args(argv)
-    if args.outline and args.notebook.is_file():
-        print_outline(args.notebook.parent)
+    if args.outline and args.notebook.is_file():  # each notebook's sections and words
+        route = outline(args.notebook.parent)
+        for name, headings, words in route:
+            print(f"{name} ({words} words): " + "; ".join(headings))
+        print(f"in all: {sum(words for _, _, words in route)} words of prose")
         return 0
     problem = refusal(args)
     if problem:
@@ -271,14 +274,6 @@ def serve(args: argparse.Namespace, scratch: Path) -> int:
     with contextlib.chdir(scratch):
         run_voila(port, f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)")
     return 0
-
-
-def print_outline(directory: Path) -> None:
-    """Print the lecture's route: each notebook's lecture sections and words of prose."""
-    route = outline(directory)
-    for name, headings, words in route:
-        print(f"{name} ({words} words): " + "; ".join(headings))
-    print(f"in all: {sum(words for _, _, words in route)} words of prose")
 
 
 if __name__ == "__main__":
