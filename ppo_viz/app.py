@@ -40,6 +40,7 @@ import base64
 import io
 import math
 import os
+import unittest.mock
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,26 +55,13 @@ from matplotlib.figure import Figure
 from ppo_viz.html import Markup, message, page, style_tag, tag
 from ppo_viz.style import SLIDE_WIDTH_PX, screen_dpi
 
-
-@contextmanager
-def _backend_left_alone() -> Iterator[None]:
-    """Import ipympl without switching matplotlib's backend, as its ``__init__`` would.
-
-    ipympl 0.10's ``ipympl/__init__.py`` calls ``matplotlib.use("module://ipympl.backend_nbagg")``
-    whenever matplotlib is loaded (matplotlib/ipympl issue 623): after importing an app, a
-    script's ``plt.show()`` printed a widget's description instead of the figure.  The apps
-    need only ipympl's canvas widget; a notebook that wants ipympl for its own pyplot figures
-    says ``%matplotlib widget``, as ipympl documents.
-    """
-    use = matplotlib.use
-    matplotlib.use = lambda *args, **kwargs: None
-    try:
-        yield
-    finally:
-        matplotlib.use = use
-
-
-with _backend_left_alone():
+# Import ipympl without switching matplotlib's backend, as its ``__init__`` would: ipympl 0.10's
+# ``ipympl/__init__.py`` calls ``matplotlib.use("module://ipympl.backend_nbagg")`` whenever
+# matplotlib is loaded (matplotlib/ipympl issue 623): after importing an app, a script's
+# ``plt.show()`` printed a widget's description instead of the figure.  The apps need only
+# ipympl's canvas widget; a notebook that wants ipympl for its own pyplot figures says
+# ``%matplotlib widget``, as ipympl documents.
+with unittest.mock.patch.object(matplotlib, "use"):
     from ipympl.backend_nbagg import Canvas, FigureManager
 
 #: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
