@@ -289,10 +289,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return self.png()
 
     def static_html(self) -> str | None:
-        """With a readout: the readout above the figure's picture."""
+        """With a readout: the readout above the figure's picture, as wide as the page allows."""
         if not self.readout.value:
             return None
-        return str(page(Markup(self.readout.value), image_tag(self.png(), self.description)))
+        source = "data:image/png;base64," + base64.b64encode(self.png()).decode("ascii")
+        image = tag("img", src=source, alt=self.description, classes="ppo-figure-image")
+        return str(page(Markup(self.readout.value), image))
 
 
 def slide_paths(stem: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -344,12 +346,6 @@ def _canvas(figure: Figure) -> Canvas:
     canvas.toolbar_position = "right"
     canvas.add_class("ppo-figure")
     return canvas
-
-
-def image_tag(png: bytes, alt: str) -> Markup:
-    """``<img>`` with ``png`` inline, as wide as the page allows."""
-    source = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    return tag("img", src=source, alt=alt, classes="ppo-figure-image")
 
 
 # -- controls -----------------------------------------------------------------------------
