@@ -40,6 +40,7 @@ import base64
 import io
 import math
 import os
+import unittest.mock
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,26 +55,13 @@ from matplotlib.figure import Figure
 from ppo_viz.html import Markup, message, page, style_tag, tag
 from ppo_viz.style import SLIDE_WIDTH_PX, screen_dpi
 
-
-@contextmanager
-def _backend_left_alone() -> Iterator[None]:
-    """Import ipympl without switching matplotlib's backend, as its ``__init__`` would.
-
-    ipympl 0.10's ``ipympl/__init__.py`` calls ``matplotlib.use("module://ipympl.backend_nbagg")``
-    whenever matplotlib is loaded (matplotlib/ipympl issue 623): after importing an app, a
-    script's ``plt.show()`` printed a widget's description instead of the figure.  The apps
-    need only ipympl's canvas widget; a notebook that wants ipympl for its own pyplot figures
-    says ``%matplotlib widget``, as ipympl documents.
-    """
-    use = matplotlib.use
-    matplotlib.use = lambda *args, **kwargs: None
-    try:
-        yield
-    finally:
-        matplotlib.use = use
-
-
-with _backend_left_alone():
+# Import ipympl without switching matplotlib's backend, as its ``__init__`` would: ipympl 0.10's
+# ``ipympl/__init__.py`` calls ``matplotlib.use("module://ipympl.backend_nbagg")`` whenever
+# matplotlib is loaded (matplotlib/ipympl issue 623): after importing an app, a script's
+# ``plt.show()`` printed a widget's description instead of the figure.  The apps need only
+# ipympl's canvas widget; a notebook that wants ipympl for its own pyplot figures says
+# ``%matplotlib widget``, as ipympl documents.
+with unittest.mock.patch.object(matplotlib, "use"):
     from ipympl.backend_nbagg import Canvas, FigureManager
 
 #: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
@@ -196,9 +184,9 @@ class LiveFigure(StaticFallback, widgets.VBox):
                 refuse_unreachable_value(name, control)
             shown = self._update(**self.values())
         except InputError as error:
-            self.show_message(str(error))
+            self.message.value = str(message(str(error)))
             return False
-        self.show_message("")
+        self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
         self._redraw()
         return True
@@ -255,10 +243,6 @@ class LiveFigure(StaticFallback, widgets.VBox):
         finally:
             self.canvas.remove_class(BUSY_CLASS)
 
-    def show_message(self, text: str, kind: str = "error") -> None:
-        """Show ``text`` on the message line (empty text clears it)."""
-        self.message.value = str(message(text, kind)) if text else ""
-
     # -- pictures ---------------------------------------------------------------------------
 
     def png(self) -> bytes:
@@ -305,10 +289,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return self.png()
 
     def static_html(self) -> str | None:
-        """With a readout: the readout above the figure's picture."""
+        """With a readout: the readout above the figure's picture, as wide as the page allows."""
         if not self.readout.value:
             return None
-        return str(page(Markup(self.readout.value), image_tag(self.png(), self.description)))
+        source = "data:image/png;base64," + base64.b64encode(self.png()).decode("ascii")
+        image = tag("img", src=source, alt=self.description, classes="ppo-figure-image")
+        return str(page(Markup(self.readout.value), image))
 
 
 def slide_paths(stem: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -360,12 +346,6 @@ def _canvas(figure: Figure) -> Canvas:
     canvas.toolbar_position = "right"
     canvas.add_class("ppo-figure")
     return canvas
-
-
-def image_tag(png: bytes, alt: str) -> Markup:
-    """``<img>`` with ``png`` inline, as wide as the page allows."""
-    source = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    return tag("img", src=source, alt=alt, classes="ppo-figure-image")
 
 
 # -- controls -----------------------------------------------------------------------------

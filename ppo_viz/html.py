@@ -60,8 +60,7 @@ def table(
 ) -> Markup:
     """A table: a header row, then one row per sequence of cells (text or markup).
 
-    ``row_classes`` gives each body row a class (``ppo-row-clipped``,
-    ``ppo-row-current``, ...; empty for none).
+    ``row_classes`` gives each body row a class (``ppo-row-clipped``; empty for none).
     """
     rows = list(rows)
     classes_of_rows = list(row_classes) if row_classes is not None else [""] * len(rows)

@@ -8,10 +8,7 @@ benchmarks and the experiments record it, and notebook 5 shows the reader's own.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import platform
-import re
 from functools import cache
 from pathlib import Path
 
@@ -30,16 +27,13 @@ def cpu_model() -> str:
 
 @cache
 def simd_found() -> tuple[str, ...]:
-    """The SIMD extensions numpy found and dispatches to here, as ``numpy.show_runtime()`` says.
+    """The SIMD extensions numpy found and dispatches to here (``numpy.show_runtime()``'s
+    "found"), read from ``numpy.show_config(mode="dicts")``.
 
     For example ``("X86_V3", "X86_V4", "AVX512_ICL")`` on an AVX-512 machine and
     ``("X86_V3",)`` on one with AVX2 only.
     """
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        np.show_runtime()
-    found = re.search(r"'found':\s*\[([^\]]*)\]", printed.getvalue())
-    return tuple(re.findall(r"'([^']+)'", found.group(1))) if found else ()
+    return tuple(np.show_config(mode="dicts")["SIMD Extensions"]["found"])
 
 
 def fingerprint() -> dict[str, str]:

@@ -26,12 +26,9 @@ def exact(value: float) -> str:
     ('1', '-0.5375000000000001', '0.5999999999999999', 'inf')
     """
     number = float(value)
-    special = _special(number)
-    if special is not None:
-        return special
-    if number.is_integer() and abs(number) < 2.0**53:
+    if number.is_integer() and abs(number) < 2.0**53:  # -0.0 too
         return str(int(number))
-    return repr(number)
+    return repr(number)  # "inf", "-inf", "nan" as they are
 
 
 def rounded(value: float, digits: int = 4) -> str:
@@ -41,10 +38,9 @@ def rounded(value: float, digits: int = 4) -> str:
     ('0.6', '2', '1.235e-07', '-inf')
     """
     number = float(value)
-    special = _special(number)
-    if special is not None:
-        return special
-    if abs(number) < 1e-3 or abs(number) >= 1e5:
+    if number == 0.0:  # -0.0 too
+        return "0"
+    if abs(number) < 1e-3 or abs(number) >= 1e5:  # "inf", "-inf", "nan" as they are
         return f"{number:.{digits - 1}e}"
     return f"{number:.{digits}g}"
 
@@ -129,16 +125,6 @@ def listing(indices: Iterable[int], limit: int = 12) -> str:
     if len(items) > limit:
         return ", ".join(items[:limit]) + f", … ({len(items)} in all)"
     return ", ".join(items)
-
-
-def _special(number: float) -> str | None:
-    if math.isnan(number):
-        return "nan"
-    if math.isinf(number):
-        return "inf" if number > 0 else "-inf"
-    if number == 0.0:
-        return "0"
-    return None
 
 
 def _significant_digits(text: str) -> int:

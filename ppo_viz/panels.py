@@ -289,11 +289,7 @@ def set_fixed_limits(
     parts may leave the frame, as they do on paper.  The objective runs upwards for
     ``sign > 0`` and downwards otherwise, and the gradient the opposite way.
     """
-    pad = 0.1 * reach
-    if sign > 0:
-        objective_ax.set_ylim(-pad, reach)
-        gradient_ax.set_ylim(-reach, pad)
-    else:
-        objective_ax.set_ylim(-reach, pad)
-        gradient_ax.set_ylim(-pad, reach)
+    upwards, downwards = (-0.1 * reach, reach), (-reach, 0.1 * reach)
+    objective_ax.set_ylim(*(upwards if sign > 0 else downwards))
+    gradient_ax.set_ylim(*(downwards if sign > 0 else upwards))
     objective_ax.set_xlim(*r_axis)

@@ -34,24 +34,21 @@ kernel no page is connected to is stopped after :data:`IDLE_KERNEL_S` seconds id
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import importlib.util
-import json
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ppo_viz.export import notebook_paths, title_of
+import nbformat
+
+from ppo_viz.export import kernel_environment, notebook_paths, title_of
 from ppo_viz.style import PRESENT_VARIABLE
 
 #: Where Voilà finds the ``lecture`` template (a Jupyter data directory).
@@ -65,10 +62,6 @@ LECTURE_VARIABLE = "PPO_LECTURE"
 IDLE_KERNEL_S = 30
 #: How often the server looks for such kernels, in seconds.
 CULL_INTERVAL_S = 10
-#: How long to wait for the server to answer before giving up, in seconds.
-START_TIMEOUT_S = 120
-#: Started in a new Python: Voilà with this module's configuration (see :func:`run_voila`).
-VOILA_SERVER = "from ppo_viz.present import run_voila; run_voila()"
 
 
 # -- the lecture: cells tagged "lecture" ------------------------------------------------------
@@ -81,10 +74,8 @@ def is_lecture_cell(cell: Any) -> bool:
 
 def lecture_view(notebook: Any) -> Any:
     """A copy of ``notebook`` with only its title and the cells tagged ``lecture``."""
-    from nbformat.v4 import new_markdown_cell
-
     view = copy.deepcopy(notebook)
-    title = new_markdown_cell(f"# {title_of(notebook)}")
+    title = nbformat.v4.new_markdown_cell(f"# {title_of(notebook)}")
     view["cells"] = [title, *(cell for cell in view["cells"] if is_lecture_cell(cell))]
     return view
 
@@ -98,8 +89,8 @@ def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
     return [p for p in found if any(is_lecture_cell(c) for c in _read(p)["cells"])]
 
 
-def _read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
 
 
 def navigation_cell(path: Path, lecture: bool) -> Any:
@@ -107,8 +98,6 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
 
     It runs last, so the links appear once every cell of the page has run.
     """
-    from nbformat.v4 import new_code_cell
-
     siblings = sibling_notebooks(path.parent, lecture)
     links = []
     if path in siblings:
@@ -118,7 +107,7 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
         if at + 1 < len(siblings):
             links.append(f"[{title_of(_read(siblings[at + 1]))} →]({siblings[at + 1].name})")
     text = "---\n\n" + (" &nbsp;·&nbsp; ".join(links) or "The end.")
-    return new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
+    return nbformat.v4.new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
 
 
 def outline(directory: Path) -> list[tuple[str, list[str], int]]:
@@ -130,9 +119,8 @@ def outline(directory: Path) -> list[tuple[str, list[str], int]]:
         for cell in filter(is_lecture_cell, _read(path)["cells"]):
             if cell["cell_type"] != "markdown":
                 continue
-            source = "".join(cell["source"])
-            words += len(source.split())
-            headings += re.findall(r"^#{2,3} (.+)$", source, flags=re.MULTILINE)
+            words += len(cell.source.split())
+            headings += re.findall(r"^#{2,3} (.+)$", cell.source, flags=re.MULTILINE)
         route.append((path.name, headings, words))
     return route
 
@@ -155,8 +143,10 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
     return page
 
 
-def run_voila(argv: list[str] | None = None) -> None:
-    """Voilà with the lecture's configuration; ``argv`` is Voilà's (a folder, ``--port``)."""
+def run_voila(port: int, announce: str) -> None:
+    """Voilà with the lecture's configuration, serving the working directory on ``port`` of
+    127.0.0.1 until Ctrl-C or SIGTERM; prints ``announce`` once the server answers."""
+    from jupyter_core.utils import ensure_event_loop
     from nbclient.output_widget import OutputWidget
     from traitlets.config import Config
     from voila.app import Voila
@@ -174,7 +164,9 @@ def run_voila(argv: list[str] | None = None) -> None:
     config.MappingKernelManager.cull_idle_timeout = IDLE_KERNEL_S
     config.MappingKernelManager.cull_interval = CULL_INTERVAL_S
     config.MappingKernelManager.cull_connected = False  # an open page keeps its kernel
-    Voila.launch_instance(sys.argv[1:] if argv is None else argv, config=config)
+    # Voilà's loop (jupyter_core's, the one launch_instance uses) starts once Voilà listens.
+    ensure_event_loop().call_soon(lambda: print(announce, flush=True))
+    Voila.launch_instance([".", f"--port={port}"], config=config)
 
 
 def _publish_on_own_socket(
@@ -209,52 +201,15 @@ def _publish_on_own_socket(
     client.session.send(zmq.Socket.shadow(widget.own_shell.underlying), msg)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def port_is_free(port: int) -> bool:
-    """Whether a server could listen on ``port`` of 127.0.0.1 now."""
+def free_port(port: int = 0) -> int | None:
+    """``port`` of 127.0.0.1 if nothing listens on it right now, else None; for ``0``, a port
+    that is free."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
-            return False
-        return True
-
-
-def lecture_environment(lecture: bool, folder: Path) -> dict[str, str]:
-    """This environment, in presentation mode, with the lecture template on Jupyter's path and
-    the notebooks' ``folder`` on the kernels' import path."""
-
-    def prepended(name: str, first: Path) -> str:
-        rest = filter(None, os.environ.get(name, "").split(os.pathsep))
-        return os.pathsep.join([str(first), *rest])
-
-    return {
-        **os.environ,
-        PRESENT_VARIABLE: "1",
-        LECTURE_VARIABLE: "1" if lecture else "0",
-        "JUPYTER_PATH": prepended("JUPYTER_PATH", TEMPLATES),
-        "PYTHONPATH": prepended("PYTHONPATH", folder.resolve()),
-    }
-
-
-def wait_until_answering(server: subprocess.Popen, port: int, timeout_s: float) -> bool:
-    """Wait until the server answers HTTP on ``port``; False if it stopped or took too long."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and server.poll() is None:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/voila/static/", timeout=2).close()
-            return True
-        except urllib.error.HTTPError:  # any HTTP status: the server answers
-            return True
-        except OSError:
-            time.sleep(0.1)
-    return False
+            return None
+        return int(sock.getsockname()[1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,28 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--outline", action="store_true", help="print the lecture's route and exit")
     args = parser.parse_args(argv)
-    if not args.notebook.is_file():
-        print(f"error: no notebook at {args.notebook}", file=sys.stderr)
-        return 2
-    if args.outline:
-        print_outline(args.notebook.parent)
+    if args.outline and args.notebook.is_file():  # each notebook's sections and words
+        route = outline(args.notebook.parent)
+        for name, headings, words in route:
+            print(f"{name} ({words} words): " + "; ".join(headings))
+        print(f"in all: {sum(words for _, _, words in route)} words of prose")
         return 0
-    if args.lecture and args.notebook.resolve() not in [
-        p.resolve() for p in sibling_notebooks(args.notebook.parent, lecture=True)
-    ]:
-        print(f"error: {args.notebook} has no cell tagged '{LECTURE_TAG}'", file=sys.stderr)
-        return 2
-    if importlib.util.find_spec("voila") is None:
-        print("error: Voilà is not installed: pip install -r requirements.txt", file=sys.stderr)
-        return 2
-    if args.port is not None and not 1 <= args.port <= 65535:
-        print(f"error: --port must be from 1 to 65535, got {args.port}", file=sys.stderr)
-        return 2
-    if args.port is not None and not port_is_free(args.port):
-        print(
-            f"error: port {args.port} is in use; choose another or leave --port out",
-            file=sys.stderr,
-        )
+    problem = refusal(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
         for notebook in notebook_paths(args.notebook.parent):  # Voilà serves the copies
@@ -295,42 +237,43 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args, Path(scratch))
 
 
-def serve(args: argparse.Namespace, scratch: Path) -> int:
-    """Run Voilà on the notebooks copied into ``scratch`` until it stops; its exit status.
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why the command line ``args`` cannot be served, in one line; None if it can."""
+    if not args.notebook.is_file():
+        return f"no notebook at {args.notebook}"
+    lecture = [p.resolve() for p in sibling_notebooks(args.notebook.parent, lecture=True)]
+    if args.lecture and args.notebook.resolve() not in lecture:
+        return f"{args.notebook} has no cell tagged '{LECTURE_TAG}'"
+    if importlib.util.find_spec("voila") is None:
+        return "Voilà is not installed: pip install -r requirements.txt"
+    if args.port is not None and not 1 <= args.port <= 65535:
+        return f"--port must be from 1 to 65535, got {args.port}"
+    if args.port is not None and free_port(args.port) is None:
+        return f"port {args.port} is in use; choose another or leave --port out"
+    return None
 
-    Its kernels start in ``scratch``, as in JupyterLab they start in the notebooks' folder.
+
+def serve(args: argparse.Namespace, scratch: Path) -> int:
+    """Run Voilà in this process on the notebooks copied into ``scratch`` until it stops.
+
+    Its kernels start in ``scratch``, as in JupyterLab they start in the notebooks' folder,
+    with this process's environment, in presentation mode.  Voilà stops them on Ctrl-C and on
+    SIGTERM (a service manager, a test).
     """
     port = args.port or free_port()
-    environment = lecture_environment(args.lecture, args.notebook.parent)
-    command = [sys.executable, "-c", VOILA_SERVER, ".", f"--port={port}"]
-    server = subprocess.Popen(command, cwd=scratch, env=environment)
-    # SIGTERM (a service manager, a test) stops Voilà too, as Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: server.terminate())
-    try:
-        if not wait_until_answering(server, port, START_TIMEOUT_S):
-            server.terminate()
-            server.wait()
-            print(
-                f"error: the server did not start on port {port} (its log is above)",
-                file=sys.stderr,
-            )
-            return 1
-        view = "lecture" if args.lecture else "presentation"
-        address = f"http://127.0.0.1:{port}/voila/render/{args.notebook.name}"
-        print(f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)", flush=True)
-        return server.wait()
-    except KeyboardInterrupt:
-        server.terminate()
-        server.wait()
-        return 130
-
-
-def print_outline(directory: Path) -> None:
-    """Print the lecture's route: each notebook's lecture sections and words of prose."""
-    route = outline(directory)
-    for name, headings, words in route:
-        print(f"{name} ({words} words): " + "; ".join(headings))
-    print(f"in all: {sum(words for _, _, words in route)} words of prose")
+    jupyter_path = filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))
+    # Voilà finds the lecture template on Jupyter's path; kernels import from the notebooks' folder.
+    os.environ |= {
+        PRESENT_VARIABLE: "1",
+        LECTURE_VARIABLE: "1" if args.lecture else "0",
+        "JUPYTER_PATH": os.pathsep.join([str(TEMPLATES), *jupyter_path]),
+        "PYTHONPATH": kernel_environment(args.notebook.parent)["PYTHONPATH"],
+    }
+    view = "lecture" if args.lecture else "presentation"
+    address = f"http://127.0.0.1:{port}/voila/render/{args.notebook.name}"
+    with contextlib.chdir(scratch):
+        run_voila(port, f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)")
+    return 0
 
 
 if __name__ == "__main__":

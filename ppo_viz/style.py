@@ -20,8 +20,7 @@ and exported page follows:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from functools import cache
 from pathlib import Path
 
@@ -185,11 +184,9 @@ def use() -> None:
     mpl.rcParams.update(rc())
 
 
-@contextmanager
-def figure_style() -> Iterator[None]:
+def figure_style() -> AbstractContextManager[None]:
     """Apply the bundle's matplotlib settings in a block: the screen's or presentation mode's."""
-    with mpl.rc_context(rc()):
-        yield
+    return mpl.rc_context(rc())
 
 
 @cache

@@ -187,12 +187,3 @@ class SurrogateExplorer(LiveFigure):
             rows=[["eps", "advantage"], ["worked_example"]],
             description="PPO's clipped objective and its gradient against the ratio",
         )
-
-
-__all__ = [
-    "RATIO_AXIS",
-    "SurrogateExplorer",
-    "SurrogateFigure",
-    "column_title",
-    "readout_html",
-]

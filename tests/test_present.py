@@ -243,29 +243,26 @@ def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
     """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
     served = []
 
-    class Voila:
-        def __init__(self, command, cwd, env):
-            copies = {p.name: p.read_bytes() for p in Path(cwd).glob("*.ipynb")}
-            served.append((Path(cwd), copies, env["PYTHONPATH"]))
+    def voila(port, announce):
+        copies = {p.name: p.read_bytes() for p in Path.cwd().glob("*.ipynb")}
+        served.append((Path.cwd(), copies, os.environ["PYTHONPATH"], os.environ[PRESENT_VARIABLE]))
 
-        def wait(self):
-            return 0
-
-    monkeypatch.setattr(present.subprocess, "Popen", Voila)
-    monkeypatch.setattr(present.signal, "signal", lambda *_: None)
-    monkeypatch.setattr(present, "wait_until_answering", lambda *_: True)
+    for name in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # set back after: serve() sets it
+    monkeypatch.setattr(present, "run_voila", voila)
     notebook_1 = NOTEBOOKS / "01_clipped_surrogate.ipynb"
     assert present.main([str(notebook_1), "--port", "1"]) == 0
-    ((folder, copies, import_path),) = served
+    ((folder, copies, import_path, presenting),) = served
     assert not folder.is_relative_to(NOTEBOOKS)
     assert copies == {p.name: p.read_bytes() for p in present.sibling_notebooks(NOTEBOOKS, False)}
     assert import_path.split(os.pathsep)[0] == str(NOTEBOOKS)
+    assert presenting == "1"
     assert not folder.exists()
 
 
 def test_a_port_voila_cannot_listen_on_is_refused_before_it_starts(monkeypatch, capsys):
     """--port 70000 printed an address nothing answered."""
-    monkeypatch.setattr(present.subprocess, "Popen", None)  # Voilà must not start
+    monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
     assert present.main([str(NOTEBOOKS / "01_clipped_surrogate.ipynb"), "--port", "70000"]) == 2
     printed = capsys.readouterr()
     assert printed.out == ""

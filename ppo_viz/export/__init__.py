@@ -39,9 +39,8 @@ def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
 
 def title_of(notebook: Any) -> str:
     """The notebook's title: its first cell's ``# `` heading, without the ``#``."""
-    first = notebook["cells"][0]
-    source = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
-    line = source.strip().splitlines()[0] if source.strip() else ""
+    source = notebook.cells[0].source.strip()
+    line = source.splitlines()[0] if source else ""
     return line[2:].strip() if line.startswith("# ") else ""
 
 

@@ -119,8 +119,7 @@ def export_site(
         raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
     prepare_output_dir(out_dir)
     mathjax_url = mathjax_url or copy_mathjax(out_dir)
-    titles = [export.title_of(nbformat.read(path, as_version=4)) for path in paths]
-    pages = [(path.stem, title or path.stem) for path, title in zip(paths, titles, strict=True)]
+    pages = [(p.stem, export.title_of(nbformat.read(p, as_version=4)) or p.stem) for p in paths]
     for at, path in enumerate(paths):
         print(f"exporting {path.name} ...", flush=True)
         try:
