@@ -23,15 +23,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from bandit_loop import SETTING_RANGES, STEP_SIZES, BanditLoopHistory, BanditLoopSettings
-from ppo_viz.app import (
-    InputError,
-    LiveFigure,
-    checkbox,
-    checked_number,
-    control_layout,
-    selection,
-    slider,
-)
+from ppo_viz.app import LiveFigure, checkbox, checked_number, control_layout, selection, slider
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.style import figure_style
@@ -256,12 +248,9 @@ class BanditLoopExplorer(LiveFigure):
 
     @property
     def settings(self) -> BanditLoopSettings:
-        """The settings the controls show (:class:`~ppo_viz.app.InputError` if unusable)."""
+        """The settings the controls show (every position of a control is in range)."""
         values = {name: self.controls[name].value for name in SETTING_RANGES}
-        try:
-            return BanditLoopSettings(**values, arm_means=self.arm_means)
-        except (TypeError, ValueError) as error:
-            raise InputError(str(error)) from None
+        return BanditLoopSettings(**values, arm_means=self.arm_means)
 
     def runs(self, settings: BanditLoopSettings) -> dict[str, BanditLoopHistory]:
         """Every main method at ``settings`` on seeds ``0 .. seed_count - 1`` (cached)."""
