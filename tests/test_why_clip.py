@@ -16,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -34,7 +35,7 @@ from bandit import (
     sample_gradients,
     softmax,
 )
-from bandit_loop import BanditLoopSettings, run_bandit_loop
+from bandit_loop import BanditLoopSettings, run_bandit_loop, run_side_by_side
 from experiments import study
 from experiments import why_clip as command
 from experiments.cartpole_agent import (
@@ -743,7 +744,8 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
     dimmed_while_running = []
 
     def watched(*arguments):
-        dimmed_while_running.append("ppo-busy" in app.canvas._dom_classes)
+        if threading.current_thread() is threading.main_thread():  # not the look-ahead's
+            dimmed_while_running.append("ppo-busy" in app.canvas._dom_classes)
         return run_bandit_methods(*arguments)
 
     monkeypatch.setattr(apps, "run_bandit_methods", watched)
@@ -753,6 +755,30 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
     app.controls["epochs"].value = 4
     app.controls["epochs"].value = 3  # computed before: nothing runs
     assert dimmed_while_running == [True, True]
+
+
+def test_a_reader_stepping_a_bandit_setting_finds_the_next_step_already_run():
+    """After each step of a control the app runs one more such step in a thread, so the
+    next key press only draws; past a control's end there is nothing to run ahead."""
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    for name, first, second, third in (("epochs", 19, 18, 17), ("step_size", 2.0, 5.0, 10.0)):
+        app.controls[name].value = first
+        app.controls[name].value = second
+        settings, ahead = app._ahead
+        assert settings == replace(app.settings, **{name: third})
+        expected = run_side_by_side(
+            [METHODS[k] for k in MAIN_METHODS], settings, tuple(range(DEFAULT_SEEDS))
+        )
+        ahead.result(timeout=60)
+        hits = run_bandit_methods.cache_info().hits
+        app.controls[name].value = third  # (and the next look-ahead starts: a miss)
+        assert run_bandit_methods.cache_info().hits == hits + 1  # this step found its runs
+        for key, run in zip(MAIN_METHODS, expected, strict=True):
+            np.testing.assert_array_equal(app.runs(app.settings)[key].probs, run.probs)
+    app.controls["step_size"].value = 20.0
+    last = app._ahead  # runs step size 50, the last one
+    app.controls["step_size"].value = 50.0
+    assert app._ahead is last  # nothing beyond the end
 
 
 def test_the_cartpole_app_shows_the_committed_curves_of_each_cell_and_set(monkeypatch):

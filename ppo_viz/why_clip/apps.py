@@ -3,8 +3,9 @@
 * :class:`RangeExplorer`: the committed score-against-step-size figure (:func:`.range_figure`)
   with a button that re-runs the bandit's sweep on fresh seeds, live, and marks the result;
 * :class:`BanditLoopExplorer`: the six main methods on the bandit over many seeds, run live
-  whenever K, the step size, the batch size or the number of iterations changes; a button
-  adds seeds;
+  whenever K, the step size, the batch size or the number of iterations changes (and one
+  more step of that control run ahead, so that stepping with the arrow keys only draws); a
+  button adds seeds;
 * :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study, on either
   seed set.
 
@@ -14,8 +15,9 @@ Checkboxes choose the methods drawn; the readout above each figure is a table of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import ipywidgets as widgets
@@ -55,6 +57,9 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
+#: The bandit app runs ahead, in this one thread, the setting one more step of the control
+#: just moved would ask for: a reader stepping a slider with the arrow keys finds it done.
+LOOK_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppo-bandit-look-ahead")
 
 
 def method_boxes(keys: Sequence[str], prefix: str = "") -> dict[str, widgets.Checkbox]:
@@ -223,7 +228,9 @@ class BanditLoopExplorer(LiveFigure):
         self.seed_count = int(checked_number("seeds", seeds, (1, 1000), whole=True))
         self.arm_means = settings.arm_means
         self._runs: dict[tuple[BanditLoopSettings, int], dict[str, BanditLoopHistory]] = {}
+        self._ahead: tuple[BanditLoopSettings, Future] | None = None
         self._drawn: Any = None
+        self._shown_settings = settings
         controls: dict[str, widgets.Widget] = {}
         words = {"epochs": "K (epochs per batch)", "batch_size": "batch size (pulls)"}
         for name, text in {**words, "iterations": "iterations"}.items():
@@ -257,17 +264,43 @@ class BanditLoopExplorer(LiveFigure):
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
+                if self._ahead is not None and self._ahead[0] == settings:
+                    self._ahead[1].result()  # run ahead (see run_ahead): wait for it to finish
                 self._runs[key] = run_bandit_methods(settings, tuple(range(self.seed_count)))
         return self._runs[key]
 
     def update(self, **values: Any) -> Markup:
         """Draw every method's runs at the controls' settings, showing the ticked methods."""
-        runs = self.runs(self.settings)
+        settings = self.settings
+        runs = self.runs(settings)
         if runs is not self._drawn:
             show_bandit_runs(self.panels, runs)
             self._drawn = runs
         self.panels.show_only(shown_methods(values))
+        self.run_ahead(self._shown_settings, settings)
+        self._shown_settings = settings
         return bandit_summary_html(runs)
+
+    def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
+        """If one setting changed from ``before`` to ``now``, start the runs of one more such
+        step (in :data:`LOOK_AHEAD`'s thread; they land in :func:`run_bandit_methods`' cache).
+        A look-ahead not started yet gives way to the new one."""
+        moved = [f.name for f in fields(now) if getattr(now, f.name) != getattr(before, f.name)]
+        if len(moved) != 1:
+            return
+        name, old, new = moved[0], getattr(before, moved[0]), getattr(now, moved[0])
+        if name == "step_size":  # the next step size along the selection
+            index = STEP_SIZES.index(new) + (1 if new > old else -1)
+            ahead = STEP_SIZES[index] if 0 <= index < len(STEP_SIZES) else None
+        else:
+            low, high, _ = SETTING_RANGES[name]
+            ahead = 2 * new - old if low <= 2 * new - old <= high else None
+        if ahead is None or (replace(now, **{name: ahead}), self.seed_count) in self._runs:
+            return
+        if self._ahead is not None:
+            self._ahead[1].cancel()
+        settings, seeds = replace(now, **{name: ahead}), tuple(range(self.seed_count))
+        self._ahead = (settings, LOOK_AHEAD.submit(run_bandit_methods, settings, seeds))
 
     def add_seeds(self) -> None:
         """Run :data:`MORE_BANDIT_SEEDS` more seeds of every method, then redraw."""
