@@ -345,6 +345,7 @@ def test_numbers_stated_by_sections_1_to_4_are_the_computed_ones():
     assert batch.advantages()[np.argwhere(silent)[0][0]] == 0.0
     first = (batch.logp_new[0], batch.logp_old, batch.advantages(), batch.mask)
     assert abs(llm_clip.policy_loss(*first, objective="grpo")) < 1e-15  # "GRPO's loss is 0"
+    assert push_expected(Setting(mu=1, beta=0.2))[0].loss > 0.01  # "with no KL term in the loss"
     token_mean = llm_clip.policy_loss(*first, objective="dapo")
     fractions = {
         mu: [
@@ -430,6 +431,7 @@ SOURCED = {
     "`use_kl_in_reward`": ("ppo_trainer.yaml` lines 87–102", "ray_trainer.py` lines"),
     "`masked_sum`": ("torch_functional.py` lines", "281–284"),
     "`kl_penalty_forward`": ("1841–1902", "b178a3c"),
+    "gradient-accumulation steps": ("dp_actor.py` lines 575–578",),
     "`clipfrac`": ("cleanrl/ppo.py` lines 257–258", "fe8d8a0"),
     "Dr. GRPO": ("arXiv 2503.20783",),
     "GSPO": ("arXiv 2507.18071",),
