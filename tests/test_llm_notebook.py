@@ -264,6 +264,22 @@ def test_apps_display_with_a_picture_for_pages_without_widgets():
 # -- the tables and the KL figure ----------------------------------------------------------------
 
 
+def test_with_two_answers_per_prompt_every_advantage_is_about_one_over_root_2():
+    """Things to try 3: of the answers with A = 0, one stays (now A != 0) and one leaves; two
+    different rewards over their std (n - 1) give -1/sqrt(2) and +1/sqrt(2), less std_eps's bit."""
+    four, two = response_batch(4), response_batch(2)
+    zero = np.flatnonzero(four.advantages() == 0)
+    assert sum(row % 4 < 2 for row in zero) == 1  # the slider keeps each group's first two
+    assert (two.rewards[0::2] != two.rewards[1::2]).all()
+    (size,) = {rounded(a, 3) for a in np.abs(two.advantages())}
+    assert size == rounded(1 / np.sqrt(2), 3)
+    assert_states(
+        _prose(),
+        f"What became of the {len(zero)} answers that had $A = 0$",
+        f"about $\\pm{size}$, whatever its reward",
+    )
+
+
 def test_the_batch_table_lists_each_answer_with_llm_clips_advantages():
     table, batch = batch_table(), response_batch(4)
     assert table.columns["answer"] == [batch.text(i) for i in range(len(batch.rewards))]
@@ -289,6 +305,14 @@ def test_k2s_slope_is_the_slope_the_figure_calls_exact():
         logp, logp, np.zeros(3), np.ones((3, 1), bool), objective="ppo", logp_ref=ref, kl_coef=1.0
     )
     assert np.allclose(3 * parts.grad + parts.kl, logp - ref, rtol=1e-13, atol=1e-15)
+
+
+def test_the_kl_figure_shows_the_whole_error_far_from_the_reference():
+    """Things to try 6: with t_max=5.0, k3's error passes k1's (1), and the figure shows it all."""
+    assert "`kl_gradient_bias(t_max=5.0)`" in _prose()
+    bias = kl_gradient_bias(t_max=5.0)
+    assert bias.errors["k3"].max() > bias.errors["k1"].max() + 0.2
+    assert bias.figure.axes[0].get_ylim()[1] > bias.errors["k3"].max()
 
 
 @pytest.mark.notebook
