@@ -708,7 +708,9 @@ def test_part_b_states_a_chance_for_each_confirmed_side_a_fresh_set_might_not_co
             else:
                 assert stated.group(1) is None, (f["key"], name)
     assert_states(
-        prose, "Each other confirmed side above, a fresh set of seeds would confirm nearly always"
+        prose,
+        "Every other side above that both sets confirm, a fresh set of seeds would confirm nearly "
+        "always",
     )
 
 
