@@ -5,8 +5,9 @@ PPO keeps (``min(r*A, clip(r)*A)``, thick) with its two candidates (thin,
 dashed), and below it the gradient of the loss with respect to
 ``log pi_new``; the clip band is shaded, the clipped (zero-gradient) region
 hatched, ``r = 1`` marked.  Every y value is read from
-:func:`ppo_clip.ratio_sweep`.  :func:`update_objective_panel` moves a panel
-to new settings.  Notebooks 1, 2 and 5 build their figures from these panels.
+:func:`ppo_clip.ratio_sweep`.  :meth:`PanelArtists.update` moves a panel
+to new settings; :func:`objective_figure` sets a column of panels for each sign
+of A side by side, as notebooks 1, 2 and 5 do.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 import ppo_clip
-from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, PRESENT_MAX_SIZE, figure_size
 
 #: The ratio axis of every objective plot, unless a figure gives its own.
 R_AXIS = (0.0, 3.0)
@@ -181,6 +183,29 @@ def draw_objective_panel(
     return artists
 
 
+def objective_figure(
+    size: tuple[float, float],
+    r_axis: tuple[float, float] = R_AXIS,
+    *,
+    reach: float | None = None,
+) -> tuple[Figure, dict[int, PanelArtists]]:
+    """A figure of two columns of panels, for ``A > 0`` (left) and ``A < 0`` (right).
+
+    Each column is :func:`draw_objective_panel` on two axes sharing their ratio axis; the
+    dict maps each sign (``+1``, ``-1``) to its column.  ``size`` is the figure's size on
+    screen (presentation mode's is at most ``PRESENT_MAX_SIZE``).  With ``reach``, each
+    column gets :func:`set_fixed_limits`.  Call it inside ``figure_style()``.
+    """
+    figure = Figure(figsize=figure_size(size, present=PRESENT_MAX_SIZE), layout="constrained")
+    axes = figure.subplots(2, 2, sharex="col")
+    columns = {}
+    for column, sign in enumerate((+1, -1)):
+        columns[sign] = draw_objective_panel(*axes[:, column], r_axis=r_axis)
+        if reach is not None:
+            set_fixed_limits(*axes[:, column], sign, reach=reach, r_axis=r_axis)
+    return figure, columns
+
+
 def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle, Rectangle]:
     """Band, two zero-gradient spans and the r = 1 marker; returns the three patches."""
     band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0)
@@ -282,14 +307,16 @@ def set_fixed_limits(
     *,
     reach: float,
     r_axis: tuple[float, float] = R_AXIS,
+    margin: float = 0.1,
 ) -> None:
     """Limits that never change with the sliders, so axes never jump.
 
     ``reach`` should fit the largest flat level the controls allow; the unbounded unclipped
     parts may leave the frame, as they do on paper.  The objective runs upwards for
-    ``sign > 0`` and downwards otherwise, and the gradient the opposite way.
+    ``sign > 0`` and downwards otherwise, and the gradient the opposite way; each axis shows
+    ``margin`` times ``reach`` on the other side of zero.
     """
-    upwards, downwards = (-0.1 * reach, reach), (-reach, 0.1 * reach)
+    upwards, downwards = (-margin * reach, reach), (-reach, margin * reach)
     objective_ax.set_ylim(*(upwards if sign > 0 else downwards))
     gradient_ax.set_ylim(*(downwards if sign > 0 else upwards))
     objective_ax.set_xlim(*r_axis)

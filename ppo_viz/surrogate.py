@@ -12,22 +12,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
 import ppo_clip
 from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.panels import PanelArtists, draw_objective_panel, legend_entries, set_fixed_limits
-from ppo_viz.style import (
-    COLORS,
-    PRESENT_MAX_SIZE,
-    SCREEN_SIZE,
-    figure_size,
-    figure_style,
-    presenting,
-)
+from ppo_viz.panels import legend_entries, objective_figure
+from ppo_viz.style import COLORS, SCREEN_SIZE, figure_style, presenting
 
 #: The ratio axis of notebook 1's figure: change it here and the figure, the sliders' story and
 #: the tests follow.
@@ -60,17 +52,12 @@ class SurrogateFigure:
     def __init__(self) -> None:
         self.example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
         with figure_style():
-            size = figure_size(SCREEN_SIZE, present=PRESENT_MAX_SIZE)
-            self.figure = Figure(figsize=size, layout="constrained")
-            axes = self.figure.subplots(2, 2, sharex="col")
-            self.columns: dict[int, PanelArtists] = {}
+            self.figure, self.columns = objective_figure(SCREEN_SIZE, RATIO_AXIS, reach=REACH)
             self.sample_labels: dict[int, list[Annotation]] = {}
-            for column, sign in enumerate((+1, -1)):
-                top, bottom = axes[0, column], axes[1, column]
-                self.columns[sign] = draw_objective_panel(top, bottom, r_axis=RATIO_AXIS)
+            for sign, panel in self.columns.items():
+                top = panel.objective_ax
                 top.set_title(" ")  # the text is set by update(); the font follows the style
                 self.sample_labels[sign] = [_sample_label(top, *p[:3]) for p in LABEL_PLACES[sign]]
-                set_fixed_limits(top, bottom, sign, reach=REACH, r_axis=RATIO_AXIS)
             self.figure.legend(
                 *legend_entries(self.columns[+1]),
                 loc="outside lower center",
