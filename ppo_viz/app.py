@@ -401,6 +401,25 @@ def checkbox(description: str, value: bool) -> widgets.Checkbox:
     return widgets.Checkbox(value=value, description=description, indent=False, **control_layout())
 
 
+def method_boxes(
+    labels: Mapping[str, str], shown: Iterable[str] | None = None, prefix: str = ""
+) -> dict[str, widgets.Checkbox]:
+    """One checkbox per method (``labels``: key to label), as wide as its label, ticked if its
+    key is in ``shown`` (default: every one), named ``<prefix>show_<key>`` without dots
+    (``show_kl_adaptive_001`` for ``kl_adaptive_0.01``): :func:`ticked` reads them."""
+    shown, boxes = list(labels if shown is None else shown), {}
+    for key, label in labels.items():
+        box = checkbox(label, key in shown)
+        box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
+        boxes[f"{prefix}show_{key.replace('.', '')}"] = box
+    return boxes
+
+
+def ticked(values: Mapping[str, Any], keys: Iterable[str], prefix: str = "") -> list[str]:
+    """The ``keys`` whose checkbox (:func:`method_boxes`) is ticked in ``update``'s values."""
+    return [key for key in keys if values[f"{prefix}show_{key.replace('.', '')}"]]
+
+
 def checked_number(
     name: str, value: object, bounds: tuple[float, float], *, whole: bool = False
 ) -> float:
