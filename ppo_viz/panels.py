@@ -12,7 +12,7 @@ of A side by side, as notebooks 1, 2 and 5 do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -235,6 +235,20 @@ def legend_entries(panel: PanelArtists) -> tuple[list[Artist], list[str]]:
         "worked-example samples": panel.samples[0],
     }
     return list(entries.values()), list(entries)
+
+
+def flat_where(sweep: ppo_clip.ClipBreakdown, sign: int, number: Callable[[float], str]) -> str:
+    """Where the term of an advantage of ``sign`` is flat (clipped), from the sweep's own band
+    and dual-clip cap, each edge written by ``number``: ``flat (clipped) where r > 1.2``, or
+    ``never clipped (lower edge 0)``."""
+    edges = [f"r > {number(sweep.upper)}"] if sign > 0 else []
+    if sign < 0 and sweep.lower > 0.0:
+        edges.append(f"r < {number(sweep.lower)}")
+    if sign < 0 and sweep.dual_clip is not None:
+        edges.append(f"r > {number(sweep.dual_clip)}")
+    if not edges:
+        return f"never clipped (lower edge {number(sweep.lower)})"
+    return "flat (clipped) where " + " or ".join(edges)
 
 
 def broken_at_switches(

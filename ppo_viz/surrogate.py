@@ -18,7 +18,7 @@ import ppo_clip
 from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.panels import legend_entries, objective_figure
+from ppo_viz.panels import flat_where, legend_entries, objective_figure
 from ppo_viz.style import COLORS, SCREEN_SIZE, figure_style, presenting
 
 #: The ratio axis of notebook 1's figure: change it here and the figure, the sliders' story and
@@ -83,7 +83,8 @@ class SurrogateFigure:
                 sign * advantage, eps, example.ratio[indices], example.advantages[indices]
             )
             self.sweeps[sign] = sweep
-            panel.objective_ax.title.set_text(column_title(sign * advantage, sweep))
+            flat = flat_where(sweep, sign, "{:.2f}".format)
+            panel.objective_ax.title.set_text(f"A = {sign * advantage:+.2f}: {flat}")
             self._place_sample_labels(sign, indices)
         return readout_html(self.sweeps[+1])
 
@@ -118,15 +119,6 @@ def _sample_label(ax: Axes, offset: tuple[float, float], ha: str, va: str) -> An
         ha=ha,
         va=va,
     )
-
-
-def column_title(advantage: float, sweep: ppo_clip.ClipBreakdown) -> str:
-    """Where the column's objective is flat, using the sweep's own band."""
-    if advantage > 0:
-        return f"A = {advantage:+.2f}: flat (clipped) where r > {sweep.upper:.2f}"
-    if sweep.lower <= 0.0:
-        return f"A = {advantage:+.2f}: never clipped (1 − ε = {sweep.lower:.2f})"
-    return f"A = {advantage:+.2f}: flat (clipped) where r < {sweep.lower:.2f}"
 
 
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
