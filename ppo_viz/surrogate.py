@@ -1,16 +1,14 @@
 """Notebook 1: the clipped surrogate and its gradient against the ratio, for A > 0 and A < 0.
 
-:class:`SurrogateFigure` draws two :mod:`ppo_viz.panels` columns side by side, one for a
+:class:`SurrogateExplorer` draws two :mod:`ppo_viz.panels` columns side by side, one for a
 positive and one for a negative advantage, each with the objective term on top and the gradient
-of the loss below, every value taken from :func:`ppo_clip.ratio_sweep`.
-:class:`SurrogateExplorer` puts it under an ``eps`` slider, an advantage slider and a switch for
-the worked example's points.
+of the loss below, every value taken from :func:`ppo_clip.ratio_sweep`, under an ``eps``
+slider, an advantage slider and a switch for the worked example's points.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.text import Annotation
 
@@ -41,38 +39,57 @@ LABEL_PLACES = {
 }
 
 
-class SurrogateFigure:
-    """The 2x2 figure: objective (top) and gradient (bottom), for A > 0 and A < 0.
+class SurrogateExplorer(LiveFigure):
+    """The 2x2 figure, objective (top) and gradient (bottom) for A > 0 and A < 0, under sliders
+    for ``eps`` and the advantage's magnitude and a switch for the worked example's points.
 
-    :meth:`update` moves every artist in :attr:`moving` to new settings and returns the
-    readout; :attr:`sweeps` holds the :class:`ppo_clip.ClipBreakdown` each column was drawn
-    from.
+    :meth:`update` moves the figure to new settings and returns the readout; :attr:`sweeps`
+    holds the :class:`ppo_clip.ClipBreakdown` each column was drawn from.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        advantage: float = DEFAULT_ADVANTAGE,
+        eps: float = DEFAULT_EPS,
+        *,
+        show_worked_example: bool = True,
+    ) -> None:
+        checked_number("advantage", advantage, ADVANTAGE_RANGE)
+        checked_number("eps", eps, (0.0, 1.0))
+        checked_flag("show_worked_example", show_worked_example)
         self.example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
+        self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
+        self.sample_labels: dict[int, list[Annotation]] = {}
         with figure_style():
-            self.figure, self.columns = objective_figure(SCREEN_SIZE, RATIO_AXIS, reach=REACH)
-            self.sample_labels: dict[int, list[Annotation]] = {}
+            figure, self.columns = objective_figure(SCREEN_SIZE, RATIO_AXIS, reach=REACH)
             for sign, panel in self.columns.items():
                 top = panel.objective_ax
                 top.set_title(" ")  # the text is set by update(); the font follows the style
                 self.sample_labels[sign] = [_sample_label(top, *p[:3]) for p in LABEL_PLACES[sign]]
-            self.figure.legend(
+            figure.legend(
                 *legend_entries(self.columns[+1]),
                 loc="outside lower center",
                 ncols=2 if presenting() else 3,
                 frameon=False,
             )
-        self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
-
-    @property
-    def moving(self) -> list[Artist]:
-        """Every artist :meth:`update` changes."""
-        artists: list[Artist] = []
-        for sign, panel in self.columns.items():
-            artists += [*panel.moving, panel.objective_ax.title, *self.sample_labels[sign]]
-        return artists
+        moving = [
+            artist
+            for sign, panel in self.columns.items()
+            for artist in (*panel.moving, panel.objective_ax.title, *self.sample_labels[sign])
+        ]
+        controls = {
+            "eps": slider("ε (clip size)", eps, (0.0, 1.0), 0.01),
+            "advantage": slider("|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25),
+            "worked_example": checkbox("worked-example points", show_worked_example),
+        }
+        super().__init__(
+            figure,
+            self.update,
+            controls,
+            moving=moving,
+            rows=[["eps", "advantage"], ["worked_example"]],
+            description="PPO's clipped objective and its gradient against the ratio",
+        )
 
     def update(self, eps: float, advantage: float, worked_example: bool = True) -> Markup:
         """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout."""
@@ -137,32 +154,3 @@ def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
         "Moves the other way always keep their full gradient.",
         classes="ppo",
     )
-
-
-class SurrogateExplorer(LiveFigure):
-    """Sliders for ``eps`` and the advantage's magnitude over :class:`SurrogateFigure`."""
-
-    def __init__(
-        self,
-        advantage: float = DEFAULT_ADVANTAGE,
-        eps: float = DEFAULT_EPS,
-        *,
-        show_worked_example: bool = True,
-    ) -> None:
-        checked_number("advantage", advantage, ADVANTAGE_RANGE)
-        checked_number("eps", eps, (0.0, 1.0))
-        checked_flag("show_worked_example", show_worked_example)
-        self.plot = SurrogateFigure()
-        controls = {
-            "eps": slider("ε (clip size)", eps, (0.0, 1.0), 0.01),
-            "advantage": slider("|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25),
-            "worked_example": checkbox("worked-example points", show_worked_example),
-        }
-        super().__init__(
-            self.plot.figure,
-            self.plot.update,
-            controls,
-            moving=self.plot.moving,
-            rows=[["eps", "advantage"], ["worked_example"]],
-            description="PPO's clipped objective and its gradient against the ratio",
-        )
