@@ -284,9 +284,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
                 artist.set_animated(True)
             self._background = None
 
-    def static_png(self) -> bytes:
-        """The figure at the current settings."""
-        return self.png()
+    static_png = png  # a front end without widgets shows the figure at the current settings
 
     def static_html(self) -> str | None:
         """With a readout: the readout above the figure's picture, as wide as the page allows."""

@@ -13,7 +13,7 @@ of A side by side, as notebooks 1, 2 and 5 do.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from matplotlib.artist import Artist
@@ -61,12 +61,13 @@ class PanelArtists:
     objective_ax: Axes
     gradient_ax: Axes
     r_axis: tuple[float, float]
-    objective: Line2D
+    #: The artists, in the order they are drawn (within a zorder: the thick line on top).
     unclipped: Line2D
     clip_only: Line2D
-    gradient: Line2D
+    objective: Line2D
     gradient_unclipped: Line2D
     gradient_clip_only: Line2D
+    gradient: Line2D
     bands: tuple[Rectangle, Rectangle]
     zero_grad: tuple[Rectangle, Rectangle]
     zero_grad_other_side: tuple[Rectangle, Rectangle]
@@ -78,21 +79,9 @@ class PanelArtists:
 
     @property
     def moving(self) -> list[Artist]:
-        """Every artist :meth:`update` changes."""
-        return [
-            *self.bands,
-            *self.zero_grad,
-            *self.zero_grad_other_side,
-            self.unclipped,
-            self.clip_only,
-            self.objective,
-            self.gradient_unclipped,
-            self.gradient_clip_only,
-            self.gradient,
-            self.jump_kept,
-            self.jump_other_side,
-            *self.samples,
-        ]
+        """Every artist :meth:`update` changes: the fields after the axes and ``r_axis``."""
+        found = [getattr(self, f.name) for f in fields(self)[3:]]
+        return [a for item in found for a in (item if isinstance(item, tuple) else (item,))]
 
     def update(
         self,

@@ -9,7 +9,6 @@ slider, an advantage slider and a switch for the worked example's points.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.text import Annotation
 
 import ppo_clip
@@ -36,6 +35,13 @@ REACH = 2.0 * ADVANTAGE_RANGE[1] * 1.08
 LABEL_PLACES = {
     +1: [((7, 5), "left", "bottom", " "), ((7, 5), "left", "bottom", " ")],
     -1: [((-4, -5), "right", "top", "\n"), ((16, 0), "left", "center", " ")],
+}
+#: How a "sample t (A = ...)" label is drawn, at its place's offset in points from its point.
+SAMPLE_LABEL = {
+    "textcoords": "offset points",
+    "fontsize": "small",
+    "fontweight": "bold",
+    "color": COLORS["sample"],
 }
 
 
@@ -65,7 +71,10 @@ class SurrogateExplorer(LiveFigure):
             for sign, panel in self.columns.items():
                 top = panel.objective_ax
                 top.set_title(" ")  # the text is set by update(); the font follows the style
-                self.sample_labels[sign] = [_sample_label(top, *p[:3]) for p in LABEL_PLACES[sign]]
+                self.sample_labels[sign] = [
+                    top.annotate("", (0, 0), xytext=offset, ha=ha, va=va, **SAMPLE_LABEL)
+                    for offset, ha, va, _ in LABEL_PLACES[sign]
+                ]
             figure.legend(
                 *legend_entries(self.columns[+1]),
                 loc="outside lower center",
@@ -121,21 +130,6 @@ class SurrogateExplorer(LiveFigure):
             text = f"sample {t}{gap}(A = {self.example.advantages[t]:+g})"
             label.set_text(text if shown else "")
             label.xy = (xs[position], ys[position]) if shown else (0.0, 0.0)
-
-
-def _sample_label(ax: Axes, offset: tuple[float, float], ha: str, va: str) -> Annotation:
-    """A "sample t (A = ...)" label ``offset`` points from its point."""
-    return ax.annotate(
-        "",
-        (0, 0),
-        xytext=offset,
-        textcoords="offset points",
-        fontsize="small",
-        color=COLORS["sample"],
-        fontweight="bold",
-        ha=ha,
-        va=va,
-    )
 
 
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
