@@ -364,13 +364,17 @@ def slider(
     step: float,
     *,
     integer: bool = False,
+    log: bool = False,
     readout_format: str = ".2f",
     **options: Any,
-) -> widgets.FloatSlider | widgets.IntSlider:
-    """A slider laid out like every other control, updating while it is dragged."""
+) -> widgets.FloatSlider | widgets.IntSlider | widgets.FloatLogSlider:
+    """A slider laid out like every other control, updating while it is dragged; ``log``: one
+    whose positions are evenly spaced in log10 (``step`` then is a step of log10)."""
     if not integer:
         options["readout_format"] = readout_format
-    kind = widgets.IntSlider if integer else widgets.FloatSlider
+    kind = widgets.IntSlider if integer else widgets.FloatLogSlider if log else widgets.FloatSlider
+    if log:  # a log slider's min and max are exponents of its base, 10
+        bounds = tuple(np.log10(bounds))
     return kind(
         value=value,
         min=bounds[0],

@@ -16,7 +16,7 @@ from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, slid
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.panels import flat_where, legend_entries, objective_figure
-from ppo_viz.style import COLORS, SCREEN_SIZE, figure_style, presenting
+from ppo_viz.style import COLORS, SCREEN_SIZE, figure_style, legend_below, presenting
 
 #: The ratio axis of notebook 1's figure: change it here and the figure, the sliders' story and
 #: the tests follow.
@@ -75,12 +75,8 @@ class SurrogateExplorer(LiveFigure):
                     top.annotate("", (0, 0), xytext=offset, ha=ha, va=va, **SAMPLE_LABEL)
                     for offset, ha, va, _ in LABEL_PLACES[sign]
                 ]
-            figure.legend(
-                *legend_entries(self.columns[+1]),
-                loc="outside lower center",
-                ncols=2 if presenting() else 3,
-                frameon=False,
-            )
+            handles, labels = legend_entries(self.columns[+1])
+            legend_below(figure, 2 if presenting() else 3, handles=handles, labels=labels)
         moving = [
             artist
             for sign, panel in self.columns.items()

@@ -86,17 +86,9 @@ class EpochsExplorer(LiveFigure):
         #: The settings on screen (the last good ones while an entry is bad).
         self.settings = Settings(eps, step_size, n_epochs, seed, target_kl)
         self.runs: dict[str, Run] = {}
-        low, high = np.log10(TARGET_KL_RANGE)
-        target = widgets.FloatLogSlider(
-            target_kl or DEFAULT_TARGET_KL,
-            min=low,
-            max=high,
-            step=0.05,
-            readout_format=".3f",
-            description="target KL",
-            disabled=target_kl is None,
-            **control_layout(),
-        )
+        start = target_kl or DEFAULT_TARGET_KL
+        target = slider("target KL", start, TARGET_KL_RANGE, 0.05, log=True, readout_format=".3f")
+        target.disabled = target_kl is None
         early = checkbox("stop early when k3 KL > target", target_kl is not None)
         # Observed before LiveFigure's own observer: the slider is enabled before the redraw.
         early.observe(lambda change: setattr(target, "disabled", not change.new), names="value")

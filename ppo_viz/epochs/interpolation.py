@@ -18,7 +18,7 @@ from ppo_viz.epochs.foundations import UpdateLine, ppo_update_line
 from ppo_viz.epochs.training import SETTING_RANGES
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, figure_style
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, figure_style, legend_below
 
 #: The range of the ε slider (the epochs explorer's).
 EPS_RANGE = SETTING_RANGES["eps"][:2]
@@ -70,7 +70,7 @@ class InterpolationExplorer(LiveFigure):
             ax.plot(line.factors, line.kl, **KL_LINE)
             self.peak = ax.plot([], [], **PEAK, zorder=5)[0]
             self.peak_text = ax.annotate("", (0, 0), xytext=(-10, 12), **PEAK_LABEL)
-            figure.legend(loc="outside lower center", ncols=2, frameon=False)
+            legend_below(figure, 2)
         super().__init__(
             figure,
             self.update,

@@ -23,8 +23,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ppo_viz.app import InputError, LiveFigure, checked_number, method_boxes, selection, ticked
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves, legend_below
-from ppo_viz.style import figure_style, presenting
+from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves
+from ppo_viz.style import figure_style, legend_below, presenting
 from tiny_lm import reference_model
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
@@ -64,7 +64,7 @@ class TrainingExplorer(LiveFigure):
             axes = curves_axes(figure, columns=len(CURVE_PANELS))
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
             self.lines = draw_curves(axes, np.arange(2.0), empty, labels)
-            legend_below(figure, [group[0] for group in self.lines.values()])
+            legend_below(figure, 4, handles=[group[0] for group in self.lines.values()])
         boxes = [f"show_{key}" for key in METHODS]
         super().__init__(
             figure,

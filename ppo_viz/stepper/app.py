@@ -17,11 +17,11 @@ import ppo_clip
 from ppo_viz.app import LiveFigure, checked_flag
 from ppo_viz.html import Markup, join, message, tag
 from ppo_viz.numbers import exact, exact_or_approx
-from ppo_viz.panels import R_AXIS, flat_where, legend_entries, objective_figure, set_fixed_limits
+from ppo_viz.panels import R_AXIS, legend_entries, objective_figure, set_fixed_limits
 from ppo_viz.stepper import batch as model
 from ppo_viz.stepper import text
 from ppo_viz.stepper.batch import PRESETS, EntryError, StepperBatch
-from ppo_viz.style import COLORS, PALETTE, figure_style
+from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below
 
 #: The figure's size in inches: it fits JupyterLab's output area (at most 9 wide).
 FIGURE_SIZE = (9.0, 6.4)
@@ -80,7 +80,7 @@ class StepperFigure:
                 "this sample (its kept term)",
                 "the other samples",
             ]
-            self.figure.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+            legend_below(self.figure, handles=handles, labels=labels)
         self.batch: StepperBatch | None = None
         #: Every artist :meth:`show` changes.
         self.moving: list[Artist] = [self.headline]
@@ -116,7 +116,8 @@ class StepperFigure:
             advantage = float(sign if owner is None else b.advantages[owner])
             drawn = of_sign[np.isfinite(b.ratio[of_sign])]
             panel.update(advantage, batch.eps, b.ratio[drawn], b.advantages[drawn])
-            flat = flat_where(b, sign, exact)
+            edge = f"r > {exact(b.upper)}" if sign > 0 else f"r < {exact(b.lower)}"
+            flat = "never clipped: 1 − ε = 0" if sign < 0 and b.lower <= 0 else f"flat where {edge}"
             whose = "this sample" if owner == step else f"sample {owner}"
             if owner is None:
                 whose = "no sample has this sign"
