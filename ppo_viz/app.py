@@ -66,7 +66,6 @@ with unittest.mock.patch.object(matplotlib, "use"):
 
 #: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
 MAIN_CONTROL = "ppo-main-control"
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 #: The figure's box has this class while a slow ``update`` runs (``style.css`` dims it).
 BUSY_CLASS = "ppo-busy"
 #: The readout's class, and the Reset button's (it sets every control back to its start).

@@ -33,7 +33,8 @@ from PIL import Image
 
 import ppo_clip
 from benchmarks import reference
-from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
+from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, exact_or_approx, rounded, vector
 from ppo_viz.stepper import PRESETS, BatchStepper, StepperBatch, compare_with_module, preset_batch
 from ppo_viz.stepper.app import FIGURE_SIZE, R_AXIS_CAP, figure_limits

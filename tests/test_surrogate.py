@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 import ppo_clip
-from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
+from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.panels import draw_objective_panel, ratio_grid, set_fixed_limits
 from ppo_viz.surrogate import ADVANTAGE_RANGE, RATIO_AXIS, SurrogateExplorer
 

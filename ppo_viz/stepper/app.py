@@ -35,12 +35,9 @@ MODES = ("probabilities", "log-probabilities")
 
 
 def figure_limits(batch: StepperBatch) -> tuple[float, dict[int, float]]:
-    """The ratio axis' end and, per advantage sign, the reach of the y axes for ``batch``
-    (:func:`ppo_viz.panels.set_fixed_limits`, with :data:`LIMIT_MARGIN`).
-
-    Values off the axes (beyond the cap, or in the top 5 % of a large batch) are drawn pinned
-    to the edge.
-    """
+    """The ratio axis' end and, per advantage sign, the y axes' reach for ``batch`` (for
+    :func:`ppo_viz.panels.set_fixed_limits`, with :data:`LIMIT_MARGIN`).  Values off the axes
+    (beyond the cap, or in the top 5 % of a large batch) are drawn pinned to the edge."""
     b = batch.breakdown
     finite = b.ratio[np.isfinite(b.ratio)]
     r_end = min(max(R_AXIS[1], math.ceil(finite.max(initial=1.0) * 2.2) / 2), R_AXIS_CAP)

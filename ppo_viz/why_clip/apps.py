@@ -113,10 +113,8 @@ class RangeExplorer(LiveFigure):
         self.fresh: dict[str, np.ndarray] = {}
         self.next_seed = FRESH_OFFSET
         figure = range_figure(self.results, panels)
-        self.artists: dict[str, list[Any]] = {key: [] for key in self.methods}
-        for ax in figure.axes:
-            for artist in (*ax.lines, *ax.collections):
-                self.artists.get(artist.get_gid(), []).append(artist)
+        found = figure.findobj(lambda artist: artist.get_gid() in self.methods)  # drawn per method
+        self.artists = {key: [a for a in found if a.get_gid() == key] for key in self.methods}
         self.marks: dict[str, Any] = {}
         below = []
         if self.sweep is not None:

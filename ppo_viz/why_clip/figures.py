@@ -120,14 +120,9 @@ class SpreadPanels:
         handles = list(self.lines[0].values())
         ncols = min(len(handles), 3)
         legend_below(figure, ncols, handles=handles)
+        colors = {key: METHOD_LINES[key]["color"] for key in keys if key in BANDED}
         self.bands = [
-            {
-                key: ax.fill_between(
-                    [0.0], [0.0], color=METHOD_LINES[key]["color"], alpha=0.16, lw=0
-                )
-                for key in keys
-                if key in BANDED
-            }
+            {key: ax.fill_between([0], [0], color=c, alpha=0.16, lw=0) for key, c in colors.items()}
             for ax in self.axes
         ]
 
