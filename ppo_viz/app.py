@@ -66,7 +66,6 @@ with unittest.mock.patch.object(matplotlib, "use"):
 
 #: Every control of a live figure has this class, and ``ppo-control-<name>`` for its name.
 MAIN_CONTROL = "ppo-main-control"
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 #: The figure's box has this class while a slow ``update`` runs (``style.css`` dims it).
 BUSY_CLASS = "ppo-busy"
 #: The readout's class, and the Reset button's (it sets every control back to its start).
@@ -284,9 +283,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
                 artist.set_animated(True)
             self._background = None
 
-    def static_png(self) -> bytes:
-        """The figure at the current settings."""
-        return self.png()
+    static_png = png  # a front end without widgets shows the figure at the current settings
 
     def static_html(self) -> str | None:
         """With a readout: the readout above the figure's picture, as wide as the page allows."""
@@ -366,13 +363,17 @@ def slider(
     step: float,
     *,
     integer: bool = False,
+    log: bool = False,
     readout_format: str = ".2f",
     **options: Any,
-) -> widgets.FloatSlider | widgets.IntSlider:
-    """A slider laid out like every other control, updating while it is dragged."""
+) -> widgets.FloatSlider | widgets.IntSlider | widgets.FloatLogSlider:
+    """A slider laid out like every other control, updating while it is dragged; ``log``: one
+    whose positions are evenly spaced in log10 (``step`` then is a step of log10)."""
     if not integer:
         options["readout_format"] = readout_format
-    kind = widgets.IntSlider if integer else widgets.FloatSlider
+    kind = widgets.IntSlider if integer else widgets.FloatLogSlider if log else widgets.FloatSlider
+    if log:  # a log slider's min and max are exponents of its base, 10
+        bounds = tuple(np.log10(bounds))
     return kind(
         value=value,
         min=bounds[0],
@@ -399,6 +400,25 @@ def selection(description: str, options: Sequence[float], value: float) -> widge
 def checkbox(description: str, value: bool) -> widgets.Checkbox:
     """A checkbox laid out like every other control."""
     return widgets.Checkbox(value=value, description=description, indent=False, **control_layout())
+
+
+def method_boxes(
+    labels: Mapping[str, str], shown: Iterable[str] | None = None, prefix: str = ""
+) -> dict[str, widgets.Checkbox]:
+    """One checkbox per method (``labels``: key to label), as wide as its label, ticked if its
+    key is in ``shown`` (default: every one), named ``<prefix>show_<key>`` without dots
+    (``show_kl_adaptive_001`` for ``kl_adaptive_0.01``): :func:`ticked` reads them."""
+    shown, boxes = list(labels if shown is None else shown), {}
+    for key, label in labels.items():
+        box = checkbox(label, key in shown)
+        box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
+        boxes[f"{prefix}show_{key.replace('.', '')}"] = box
+    return boxes
+
+
+def ticked(values: Mapping[str, Any], keys: Iterable[str], prefix: str = "") -> list[str]:
+    """The ``keys`` whose checkbox (:func:`method_boxes`) is ticked in ``update``'s values."""
+    return [key for key in keys if values[f"{prefix}show_{key.replace('.', '')}"]]
 
 
 def checked_number(

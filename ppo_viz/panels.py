@@ -5,23 +5,25 @@ PPO keeps (``min(r*A, clip(r)*A)``, thick) with its two candidates (thin,
 dashed), and below it the gradient of the loss with respect to
 ``log pi_new``; the clip band is shaded, the clipped (zero-gradient) region
 hatched, ``r = 1`` marked.  Every y value is read from
-:func:`ppo_clip.ratio_sweep`.  :func:`update_objective_panel` moves a panel
-to new settings.  Notebooks 1, 2 and 5 build their figures from these panels.
+:func:`ppo_clip.ratio_sweep`.  :meth:`PanelArtists.update` moves a panel
+to new settings; :func:`objective_figure` sets a column of panels for each sign
+of A side by side, as notebooks 1, 2 and 5 do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 import ppo_clip
-from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, PRESENT_MAX_SIZE, figure_size
 
 #: The ratio axis of every objective plot, unless a figure gives its own.
 R_AXIS = (0.0, 3.0)
@@ -59,12 +61,13 @@ class PanelArtists:
     objective_ax: Axes
     gradient_ax: Axes
     r_axis: tuple[float, float]
-    objective: Line2D
+    #: The artists, in the order they are drawn (within a zorder: the thick line on top).
     unclipped: Line2D
     clip_only: Line2D
-    gradient: Line2D
+    objective: Line2D
     gradient_unclipped: Line2D
     gradient_clip_only: Line2D
+    gradient: Line2D
     bands: tuple[Rectangle, Rectangle]
     zero_grad: tuple[Rectangle, Rectangle]
     zero_grad_other_side: tuple[Rectangle, Rectangle]
@@ -76,21 +79,9 @@ class PanelArtists:
 
     @property
     def moving(self) -> list[Artist]:
-        """Every artist :meth:`update` changes."""
-        return [
-            *self.bands,
-            *self.zero_grad,
-            *self.zero_grad_other_side,
-            self.unclipped,
-            self.clip_only,
-            self.objective,
-            self.gradient_unclipped,
-            self.gradient_clip_only,
-            self.gradient,
-            self.jump_kept,
-            self.jump_other_side,
-            *self.samples,
-        ]
+        """Every artist :meth:`update` changes: the fields after the axes and ``r_axis``."""
+        found = [getattr(self, f.name) for f in fields(self)[3:]]
+        return [a for item in found for a in (item if isinstance(item, tuple) else (item,))]
 
     def update(
         self,
@@ -181,6 +172,29 @@ def draw_objective_panel(
     return artists
 
 
+def objective_figure(
+    size: tuple[float, float],
+    r_axis: tuple[float, float] = R_AXIS,
+    *,
+    reach: float | None = None,
+) -> tuple[Figure, dict[int, PanelArtists]]:
+    """A figure of two columns of panels, for ``A > 0`` (left) and ``A < 0`` (right).
+
+    Each column is :func:`draw_objective_panel` on two axes sharing their ratio axis; the
+    dict maps each sign (``+1``, ``-1``) to its column.  ``size`` is the figure's size on
+    screen (presentation mode's is at most ``PRESENT_MAX_SIZE``).  With ``reach``, each
+    column gets :func:`set_fixed_limits`.  Call it inside ``figure_style()``.
+    """
+    figure = Figure(figsize=figure_size(size, present=PRESENT_MAX_SIZE), layout="constrained")
+    axes = figure.subplots(2, 2, sharex="col")
+    columns = {}
+    for column, sign in enumerate((+1, -1)):
+        columns[sign] = draw_objective_panel(*axes[:, column], r_axis=r_axis)
+        if reach is not None:
+            set_fixed_limits(*axes[:, column], sign, reach=reach, r_axis=r_axis)
+    return figure, columns
+
+
 def _decorate(ax: Axes) -> tuple[Rectangle, Rectangle, Rectangle]:
     """Band, two zero-gradient spans and the r = 1 marker; returns the three patches."""
     band = ax.axvspan(0, 0, color=COLORS["band"], alpha=0.22, lw=0)
@@ -210,6 +224,20 @@ def legend_entries(panel: PanelArtists) -> tuple[list[Artist], list[str]]:
         "worked-example samples": panel.samples[0],
     }
     return list(entries.values()), list(entries)
+
+
+def flat_where(sweep: ppo_clip.ClipBreakdown, sign: int, number: Callable[[float], str]) -> str:
+    """Where the term of an advantage of ``sign`` is flat (clipped), from the sweep's own band
+    and dual-clip cap, each edge written by ``number``: ``flat (clipped) where r > 1.2``, or
+    ``never clipped (lower edge 0)``."""
+    edges = [f"r > {number(sweep.upper)}"] if sign > 0 else []
+    if sign < 0 and sweep.lower > 0.0:
+        edges.append(f"r < {number(sweep.lower)}")
+    if sign < 0 and sweep.dual_clip is not None:
+        edges.append(f"r > {number(sweep.dual_clip)}")
+    if not edges:
+        return f"never clipped (lower edge {number(sweep.lower)})"
+    return "flat (clipped) where " + " or ".join(edges)
 
 
 def broken_at_switches(
@@ -282,14 +310,16 @@ def set_fixed_limits(
     *,
     reach: float,
     r_axis: tuple[float, float] = R_AXIS,
+    margin: float = 0.1,
 ) -> None:
     """Limits that never change with the sliders, so axes never jump.
 
     ``reach`` should fit the largest flat level the controls allow; the unbounded unclipped
     parts may leave the frame, as they do on paper.  The objective runs upwards for
-    ``sign > 0`` and downwards otherwise, and the gradient the opposite way.
+    ``sign > 0`` and downwards otherwise, and the gradient the opposite way; each axis shows
+    ``margin`` times ``reach`` on the other side of zero.
     """
-    upwards, downwards = (-0.1 * reach, reach), (-reach, 0.1 * reach)
+    upwards, downwards = (-margin * reach, reach), (-reach, margin * reach)
     objective_ax.set_ylim(*(upwards if sign > 0 else downwards))
     gradient_ax.set_ylim(*(downwards if sign > 0 else upwards))
     objective_ax.set_xlim(*r_axis)

@@ -1,33 +1,22 @@
 """Notebook 1: the clipped surrogate and its gradient against the ratio, for A > 0 and A < 0.
 
-:class:`SurrogateFigure` draws two :mod:`ppo_viz.panels` columns side by side, one for a
+:class:`SurrogateExplorer` draws two :mod:`ppo_viz.panels` columns side by side, one for a
 positive and one for a negative advantage, each with the objective term on top and the gradient
-of the loss below, every value taken from :func:`ppo_clip.ratio_sweep`.
-:class:`SurrogateExplorer` puts it under an ``eps`` slider, an advantage slider and a switch for
-the worked example's points.
+of the loss below, every value taken from :func:`ppo_clip.ratio_sweep`, under an ``eps``
+slider, an advantage slider and a switch for the worked example's points.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.artist import Artist
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 
 import ppo_clip
 from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.panels import PanelArtists, draw_objective_panel, legend_entries, set_fixed_limits
-from ppo_viz.style import (
-    COLORS,
-    PRESENT_MAX_SIZE,
-    SCREEN_SIZE,
-    figure_size,
-    figure_style,
-    presenting,
-)
+from ppo_viz.panels import flat_where, legend_entries, objective_figure
+from ppo_viz.style import COLORS, SCREEN_SIZE, figure_style, legend_below, presenting
 
 #: The ratio axis of notebook 1's figure: change it here and the figure, the sliders' story and
 #: the tests follow.
@@ -47,45 +36,65 @@ LABEL_PLACES = {
     +1: [((7, 5), "left", "bottom", " "), ((7, 5), "left", "bottom", " ")],
     -1: [((-4, -5), "right", "top", "\n"), ((16, 0), "left", "center", " ")],
 }
+#: How a "sample t (A = ...)" label is drawn, at its place's offset in points from its point.
+SAMPLE_LABEL = {
+    "textcoords": "offset points",
+    "fontsize": "small",
+    "fontweight": "bold",
+    "color": COLORS["sample"],
+}
 
 
-class SurrogateFigure:
-    """The 2x2 figure: objective (top) and gradient (bottom), for A > 0 and A < 0.
+class SurrogateExplorer(LiveFigure):
+    """The 2x2 figure, objective (top) and gradient (bottom) for A > 0 and A < 0, under sliders
+    for ``eps`` and the advantage's magnitude and a switch for the worked example's points.
 
-    :meth:`update` moves every artist in :attr:`moving` to new settings and returns the
-    readout; :attr:`sweeps` holds the :class:`ppo_clip.ClipBreakdown` each column was drawn
-    from.
+    :meth:`update` moves the figure to new settings and returns the readout; :attr:`sweeps`
+    holds the :class:`ppo_clip.ClipBreakdown` each column was drawn from.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        advantage: float = DEFAULT_ADVANTAGE,
+        eps: float = DEFAULT_EPS,
+        *,
+        show_worked_example: bool = True,
+    ) -> None:
+        checked_number("advantage", advantage, ADVANTAGE_RANGE)
+        checked_number("eps", eps, (0.0, 1.0))
+        checked_flag("show_worked_example", show_worked_example)
         self.example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
-        with figure_style():
-            size = figure_size(SCREEN_SIZE, present=PRESENT_MAX_SIZE)
-            self.figure = Figure(figsize=size, layout="constrained")
-            axes = self.figure.subplots(2, 2, sharex="col")
-            self.columns: dict[int, PanelArtists] = {}
-            self.sample_labels: dict[int, list[Annotation]] = {}
-            for column, sign in enumerate((+1, -1)):
-                top, bottom = axes[0, column], axes[1, column]
-                self.columns[sign] = draw_objective_panel(top, bottom, r_axis=RATIO_AXIS)
-                top.set_title(" ")  # the text is set by update(); the font follows the style
-                self.sample_labels[sign] = [_sample_label(top, *p[:3]) for p in LABEL_PLACES[sign]]
-                set_fixed_limits(top, bottom, sign, reach=REACH, r_axis=RATIO_AXIS)
-            self.figure.legend(
-                *legend_entries(self.columns[+1]),
-                loc="outside lower center",
-                ncols=2 if presenting() else 3,
-                frameon=False,
-            )
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
-
-    @property
-    def moving(self) -> list[Artist]:
-        """Every artist :meth:`update` changes."""
-        artists: list[Artist] = []
-        for sign, panel in self.columns.items():
-            artists += [*panel.moving, panel.objective_ax.title, *self.sample_labels[sign]]
-        return artists
+        self.sample_labels: dict[int, list[Annotation]] = {}
+        with figure_style():
+            figure, self.columns = objective_figure(SCREEN_SIZE, RATIO_AXIS, reach=REACH)
+            for sign, panel in self.columns.items():
+                top = panel.objective_ax
+                top.set_title(" ")  # the text is set by update(); the font follows the style
+                self.sample_labels[sign] = [
+                    top.annotate("", (0, 0), xytext=offset, ha=ha, va=va, **SAMPLE_LABEL)
+                    for offset, ha, va, _ in LABEL_PLACES[sign]
+                ]
+            handles, labels = legend_entries(self.columns[+1])
+            legend_below(figure, 2 if presenting() else 3, handles=handles, labels=labels)
+        moving = [
+            artist
+            for sign, panel in self.columns.items()
+            for artist in (*panel.moving, panel.objective_ax.title, *self.sample_labels[sign])
+        ]
+        controls = {
+            "eps": slider("ε (clip size)", eps, (0.0, 1.0), 0.01),
+            "advantage": slider("|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25),
+            "worked_example": checkbox("worked-example points", show_worked_example),
+        }
+        super().__init__(
+            figure,
+            self.update,
+            controls,
+            moving=moving,
+            rows=[["eps", "advantage"], ["worked_example"]],
+            description="PPO's clipped objective and its gradient against the ratio",
+        )
 
     def update(self, eps: float, advantage: float, worked_example: bool = True) -> Markup:
         """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout."""
@@ -96,7 +105,8 @@ class SurrogateFigure:
                 sign * advantage, eps, example.ratio[indices], example.advantages[indices]
             )
             self.sweeps[sign] = sweep
-            panel.objective_ax.title.set_text(column_title(sign * advantage, sweep))
+            flat = flat_where(sweep, sign, "{:.2f}".format)
+            panel.objective_ax.title.set_text(f"A = {sign * advantage:+.2f}: {flat}")
             self._place_sample_labels(sign, indices)
         return readout_html(self.sweeps[+1])
 
@@ -118,30 +128,6 @@ class SurrogateFigure:
             label.xy = (xs[position], ys[position]) if shown else (0.0, 0.0)
 
 
-def _sample_label(ax: Axes, offset: tuple[float, float], ha: str, va: str) -> Annotation:
-    """A "sample t (A = ...)" label ``offset`` points from its point."""
-    return ax.annotate(
-        "",
-        (0, 0),
-        xytext=offset,
-        textcoords="offset points",
-        fontsize="small",
-        color=COLORS["sample"],
-        fontweight="bold",
-        ha=ha,
-        va=va,
-    )
-
-
-def column_title(advantage: float, sweep: ppo_clip.ClipBreakdown) -> str:
-    """Where the column's objective is flat, using the sweep's own band."""
-    if advantage > 0:
-        return f"A = {advantage:+.2f}: flat (clipped) where r > {sweep.upper:.2f}"
-    if sweep.lower <= 0.0:
-        return f"A = {advantage:+.2f}: never clipped (1 − ε = {sweep.lower:.2f})"
-    return f"A = {advantage:+.2f}: flat (clipped) where r < {sweep.lower:.2f}"
-
-
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
     """The band and where each sign's gradient switches off, from the sweep's own band."""
     lower, upper = rounded(sweep.lower, 3), rounded(sweep.upper, 3)
@@ -158,32 +144,3 @@ def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
         "Moves the other way always keep their full gradient.",
         classes="ppo",
     )
-
-
-class SurrogateExplorer(LiveFigure):
-    """Sliders for ``eps`` and the advantage's magnitude over :class:`SurrogateFigure`."""
-
-    def __init__(
-        self,
-        advantage: float = DEFAULT_ADVANTAGE,
-        eps: float = DEFAULT_EPS,
-        *,
-        show_worked_example: bool = True,
-    ) -> None:
-        checked_number("advantage", advantage, ADVANTAGE_RANGE)
-        checked_number("eps", eps, (0.0, 1.0))
-        checked_flag("show_worked_example", show_worked_example)
-        self.plot = SurrogateFigure()
-        controls = {
-            "eps": slider("ε (clip size)", eps, (0.0, 1.0), 0.01),
-            "advantage": slider("|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25),
-            "worked_example": checkbox("worked-example points", show_worked_example),
-        }
-        super().__init__(
-            self.plot.figure,
-            self.plot.update,
-            controls,
-            moving=self.plot.moving,
-            rows=[["eps", "advantage"], ["worked_example"]],
-            description="PPO's clipped objective and its gradient against the ratio",
-        )

@@ -26,13 +26,13 @@ from PIL import Image
 
 from ppo_viz.app import (
     MAIN_CONTROL,
-    WIDGET_VIEW_MIME,
     InputError,
     LiveFigure,
     checked_flag,
     checked_number,
     slider,
 )
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.style import figure_style
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))

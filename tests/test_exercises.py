@@ -46,7 +46,6 @@ from notebook_runner import execute_notebook, output_problems, printed_text, run
 
 import ppo_clip
 from benchmarks import reference
-from ppo_viz.app import WIDGET_VIEW_MIME
 from ppo_viz.exercises import (
     TIME_LIMIT_S,
     ConceptQuestion,
@@ -73,6 +72,7 @@ from ppo_viz.exercises.mistakes import (
     VALUE_MISTAKES,
     predict,
 )
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, rounded, vector
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "06_exercises.ipynb"

@@ -43,10 +43,11 @@ from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from notebook_runner import NOTEBOOK_DIR, run_committed
 
-from ppo_viz.app import WIDGET_VIEW_MIME, LiveFigure, slider
+from ppo_viz.app import LiveFigure, slider
 from ppo_viz.export import (
     FIGURE_REPR,
     WIDGET_REPR,
+    WIDGET_VIEW_MIME,
     ExportError,
     execute_notebook,
     make_static,

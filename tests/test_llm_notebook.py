@@ -21,7 +21,7 @@ from notebook_runner import execute_notebook, output_problems, run_committed
 
 import llm_clip
 from experiments.rlhf_findings import FINDINGS, UNSETTLED
-from ppo_viz.app import WIDGET_VIEW_MIME
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.llm import (
     ClipFractionExplorer,
     LengthBiasExplorer,

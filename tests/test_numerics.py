@@ -29,7 +29,8 @@ from matplotlib.colors import to_hex
 
 import ppo_clip
 from benchmarks import reference
-from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
+from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, rounded
 from ppo_viz.numerics import model, text
 from ppo_viz.numerics.figures import (

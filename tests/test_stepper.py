@@ -33,7 +33,8 @@ from PIL import Image
 
 import ppo_clip
 from benchmarks import reference
-from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
+from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, exact_or_approx, rounded, vector
 from ppo_viz.stepper import PRESETS, BatchStepper, StepperBatch, compare_with_module, preset_batch
 from ppo_viz.stepper.app import FIGURE_SIZE, R_AXIS_CAP, figure_limits
@@ -414,8 +415,8 @@ def test_the_largest_advantage_loads_and_draws_without_warnings(capsys, recwarn,
 
 def test_values_too_large_to_draw_are_pinned_to_the_axes():
     batch = StepperBatch(np.log([0.9, 0.5]), np.log([0.5, 0.5]), np.array([1e308, -1.0]), 0.2)
-    r_end, limits = figure_limits(batch)
-    assert np.isfinite([r_end, *limits[+1], *limits[-1]]).all()
+    r_end, reaches = figure_limits(batch)
+    assert np.isfinite([r_end, reaches[+1], reaches[-1]]).all()
     app = BatchStepper(batch)
     assert app.plot.marks[+1]["point"].get_marker() == "^"
     assert "inf" in plain(app.sample_view.value)  # r·A overflowed: the card says so

@@ -16,9 +16,10 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 import ppo_clip
-from ppo_viz.app import MAIN_CONTROL, WIDGET_VIEW_MIME
+from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.panels import draw_objective_panel, ratio_grid, set_fixed_limits
-from ppo_viz.surrogate import ADVANTAGE_RANGE, RATIO_AXIS, SurrogateExplorer, SurrogateFigure
+from ppo_viz.surrogate import ADVANTAGE_RANGE, RATIO_AXIS, SurrogateExplorer
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def explorer() -> SurrogateExplorer:
     return SurrogateExplorer()
 
 
-def _assert_column_matches_module(plot: SurrogateFigure, sign: int, advantage: float, eps: float):
+def _assert_column_matches_module(plot: SurrogateExplorer, sign: int, advantage: float, eps: float):
     artists = plot.columns[sign]
     grid = artists.objective.get_xdata()
     sweep = ppo_clip.ratio_sweep(grid, sign * advantage, eps)
@@ -52,11 +53,11 @@ def test_sliders_redraw_the_modules_curves(explorer, eps, advantage):
     explorer.controls["eps"].value = eps
     explorer.controls["advantage"].value = advantage
     for sign in (+1, -1):
-        _assert_column_matches_module(explorer.plot, sign, advantage, eps)
+        _assert_column_matches_module(explorer, sign, advantage, eps)
 
 
 def test_gradient_curve_is_ppo_clip_grad_with_one_sample(explorer):
-    grid = explorer.plot.columns[+1].gradient.get_xdata()[::37]
+    grid = explorer.columns[+1].gradient.get_xdata()[::37]
     for ratio in grid:
         expected = ppo_clip.ppo_clip_grad([np.log(ratio)] if ratio > 0 else [-1e3], [0.0], [1.0])
         drawn = ppo_clip.ratio_sweep([ratio], 1.0, 0.2).grad
@@ -64,7 +65,7 @@ def test_gradient_curve_is_ppo_clip_grad_with_one_sample(explorer):
 
 
 def test_band_edges_move_with_eps(explorer):
-    band = explorer.plot.columns[+1].bands[0]
+    band = explorer.columns[+1].bands[0]
     edges = []
     for eps in (0.0, 0.2, 1.0):
         explorer.controls["eps"].value = eps
@@ -74,8 +75,8 @@ def test_band_edges_move_with_eps(explorer):
 
 def test_zero_gradient_region_is_where_the_module_clips(explorer):
     explorer.controls["eps"].value = 0.3
-    positive = explorer.plot.columns[+1].zero_grad[0]
-    negative = explorer.plot.columns[-1].zero_grad[0]
+    positive = explorer.columns[+1].zero_grad[0]
+    negative = explorer.columns[-1].zero_grad[0]
     assert positive.get_x() == pytest.approx(1.3, abs=0.01)
     assert negative.get_x() < 0.0  # drawn past the axis' left end
     assert negative.get_x() + negative.get_width() == pytest.approx(0.7, abs=0.01)
@@ -86,22 +87,22 @@ def test_zero_gradient_region_is_where_the_module_clips(explorer):
 
 def test_eps_one_never_clips_negative_advantages(explorer):
     explorer.controls["eps"].value = 1.0
-    zero = explorer.plot.columns[-1].zero_grad[0]
+    zero = explorer.columns[-1].zero_grad[0]
     assert zero.get_width() == 0.0
-    assert "never clipped" in explorer.plot.columns[-1].objective_ax.get_title()
+    assert "never clipped" in explorer.columns[-1].objective_ax.get_title()
 
 
 def test_titles_and_readout_use_the_modules_band(explorer):
     explorer.controls["eps"].value = 0.35
-    assert "r > 1.35" in explorer.plot.columns[+1].objective_ax.get_title()
-    assert "r < 0.65" in explorer.plot.columns[-1].objective_ax.get_title()
+    assert "r > 1.35" in explorer.columns[+1].objective_ax.get_title()
+    assert "r < 0.65" in explorer.columns[-1].objective_ax.get_title()
     assert "[0.65, 1.35]" in explorer.readout.value
 
 
 def test_worked_example_points_show_each_samples_own_term_and_gradient(explorer):
     """Each point is its sample's term for its own advantage (N = 1), not the slider's |A|."""
     example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
-    for sign, panel in explorer.plot.columns.items():
+    for sign, panel in explorer.columns.items():
         (chosen,) = np.nonzero(np.sign(example.advantages) == sign)
         xs, terms = panel.samples[0].get_data()
         _, grads = panel.samples[1].get_data()
@@ -112,12 +113,12 @@ def test_worked_example_points_show_each_samples_own_term_and_gradient(explorer)
             assert (term, grad) == (one.objective_term[0], one.grad[0])
             assert term == pytest.approx(example.objective_term[t])  # sample 1's is 2.2, not 1.1
     explorer.controls["advantage"].value = 2.0  # the curve moves; the points stay the samples'
-    xs, terms = explorer.plot.columns[+1].samples[0].get_data()
+    xs, terms = explorer.columns[+1].samples[0].get_data()
     assert sorted(terms) == pytest.approx([1.2, 2.2])
 
 
 def test_redraws_move_artists_without_stacking_or_moving_axes(explorer):
-    figure = explorer.plot.figure
+    figure = explorer.figure
     limits = [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes]
     line_count = sum(len(ax.lines) for ax in figure.axes)
     for eps in np.linspace(0, 1, 7):
@@ -146,15 +147,13 @@ def test_controls_have_stable_css_classes(explorer):
 
 def test_presenter_can_hide_the_worked_example(explorer):
     explorer.controls["worked_example"].value = False
-    for column in explorer.plot.columns.values():
+    for column in explorer.columns.values():
         assert len(column.samples[0].get_xdata()) == 0
-    labels = [
-        label.get_text() for column in explorer.plot.sample_labels.values() for label in column
-    ]
+    labels = [label.get_text() for column in explorer.sample_labels.values() for label in column]
     assert labels == ["", "", "", ""]
     explorer.controls["worked_example"].value = True
-    assert len(explorer.plot.columns[+1].samples[0].get_xdata()) == 2
-    labels = [label.get_text() for label in explorer.plot.sample_labels[+1]]
+    assert len(explorer.columns[+1].samples[0].get_xdata()) == 2
+    labels = [label.get_text() for label in explorer.sample_labels[+1]]
     assert "sample 0 (A = +1)" in labels
 
 
@@ -260,7 +259,7 @@ def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
 @pytest.mark.parametrize("sign", [+1, -1])
 def test_the_gradient_jump_is_drawn_as_a_jump_on_the_modules_values(explorer, sign, eps):
     explorer.controls["eps"].value = eps
-    panel = explorer.plot.columns[sign]
+    panel = explorer.columns[sign]
     edge = 1.0 + eps if sign > 0 else 1.0 - eps
     advantage = sign * explorer.controls["advantage"].value
     log_edge = log_landing_on(edge)  # exp(log_edge) is exactly the edge, on any machine
@@ -283,7 +282,7 @@ def test_the_gradient_jump_is_drawn_as_a_jump_on_the_modules_values(explorer, si
 
 def test_no_jump_where_nothing_is_clipped(explorer):
     explorer.controls["eps"].value = 1.0  # 1 - eps = 0: no ratio is below it
-    panel = explorer.plot.columns[-1]
+    panel = explorer.columns[-1]
     assert len(panel.jump_kept.get_xdata()) == 0
     assert not np.isnan(panel.gradient.get_xdata()).any()
 

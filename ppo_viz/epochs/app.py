@@ -59,14 +59,8 @@ HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
 DOTS = {"ls": "none", "marker": "o", "ms": 2.5}
 SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": "small"}
 CELLS = {"vmin": -1.5, "vmax": 1.5, "aspect": "auto", "interpolation": "nearest"}
-#: Words for each setting on the controls, for messages.
-SETTING_WORDS = {
-    "eps": "clip size ε",
-    "step_size": "step size",
-    "n_epochs": "number of epochs",
-    "seed": "batch seed",
-    "target_kl": "target KL",
-}
+#: The control of each setting whose name differs (a message names a setting by its control).
+CONTROL_OF = {"n_epochs": "epochs"}
 
 
 class EpochsExplorer(LiveFigure):
@@ -92,17 +86,9 @@ class EpochsExplorer(LiveFigure):
         #: The settings on screen (the last good ones while an entry is bad).
         self.settings = Settings(eps, step_size, n_epochs, seed, target_kl)
         self.runs: dict[str, Run] = {}
-        low, high = np.log10(TARGET_KL_RANGE)
-        target = widgets.FloatLogSlider(
-            target_kl or DEFAULT_TARGET_KL,
-            min=low,
-            max=high,
-            step=0.05,
-            readout_format=".3f",
-            description="target KL",
-            disabled=target_kl is None,
-            **control_layout(),
-        )
+        start = target_kl or DEFAULT_TARGET_KL
+        target = slider("target KL", start, TARGET_KL_RANGE, 0.05, log=True, readout_format=".3f")
+        target.disabled = target_kl is None
         early = checkbox("stop early when k3 KL > target", target_kl is not None)
         # Observed before LiveFigure's own observer: the slider is enabled before the redraw.
         early.observe(lambda change: setattr(target, "disabled", not change.new), names="value")
@@ -257,9 +243,10 @@ class EpochsExplorer(LiveFigure):
             settings = Settings(eps, step_size, epochs, seed, target)
         except (TypeError, ValueError) as error:
             name, problem = str(error).split(" ", 1)
+            words = self.controls[CONTROL_OF.get(name, name)].description
             raise InputError(
-                f"The {SETTING_WORDS[name]} {problem}. The figure still shows the last valid "
-                f"settings. Fix the {SETTING_WORDS[name]} to apply other changes."
+                f"The {words} {problem}. The figure still shows the last valid settings. "
+                f"Fix the {words} to apply other changes."
             ) from error
         self.settings, self.runs = settings, run_all(settings)
         for objective, run in self.runs.items():

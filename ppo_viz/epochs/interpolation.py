@@ -18,10 +18,16 @@ from ppo_viz.epochs.foundations import UpdateLine, ppo_update_line
 from ppo_viz.epochs.training import SETTING_RANGES
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, figure_style
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, figure_style, legend_below
 
 #: The range of the ε slider (the epochs explorer's).
 EPS_RANGE = SETTING_RANGES["eps"][:2]
+#: How the figure draws the exact KL, PPO's maximum, its label and the labels of t = 0 and 1.
+KL_LINE = {"color": COLORS["start"], "lw": 1.4, "ls": "-.", "label": "KL(π_old ‖ π_θ), exact"}
+PEAK = {"ls": "none", "marker": "o", "ms": 9, "mfc": COLORS["clipped"], "mec": "white"}
+PEAK_LABEL = {"textcoords": "offset points", "ha": "right", "color": COLORS["clipped"]}
+PEAK_LABEL |= {"fontweight": "bold", "zorder": 6}
+END_LABEL = {"xytext": (4, 6), "textcoords": "offset points", "fontsize": "small"}
 
 
 def value_range(line: UpdateLine) -> tuple[float, float]:
@@ -56,40 +62,15 @@ class InterpolationExplorer(LiveFigure):
             ax.axhline(0.0, color=COLORS["guide"], lw=0.8)
             for factor, text in ((0.0, "θ_old"), (1.0, f"θ_PPO:\n{line.end_label}")):
                 ax.axvline(factor, color=COLORS["start"], lw=0.9, ls=":")
-                ax.annotate(
-                    text,
-                    (factor, 0.0),
-                    xycoords=("data", "axes fraction"),
-                    xytext=(4, 6),
-                    textcoords="offset points",
-                    fontsize="small",
-                )
+                ax.annotate(text, (factor, 0.0), xycoords=("data", "axes fraction"), **END_LABEL)
             self.curves = {  # the unclipped curve is the same at every ε
                 objective: ax.plot([], [], **LINES[objective], label=_label(objective))[0]
                 for objective in ("unclipped", "clip_only", "clipped")
             }
-            ax.plot(
-                line.factors,
-                line.kl,
-                color=COLORS["start"],
-                lw=1.4,
-                ls="-.",
-                label="KL(π_old ‖ π_θ), exact",
-            )
-            self.peak = ax.plot(
-                [], [], ls="none", marker="o", ms=9, mfc=COLORS["clipped"], mec="white", zorder=5
-            )[0]
-            self.peak_text = ax.annotate(
-                "",
-                (0.0, 0.0),
-                xytext=(-10, 12),
-                textcoords="offset points",
-                ha="right",
-                color=COLORS["clipped"],
-                fontweight="bold",
-                zorder=6,
-            )
-            figure.legend(loc="outside lower center", ncols=2, frameon=False)
+            ax.plot(line.factors, line.kl, **KL_LINE)
+            self.peak = ax.plot([], [], **PEAK, zorder=5)[0]
+            self.peak_text = ax.annotate("", (0, 0), xytext=(-10, 12), **PEAK_LABEL)
+            legend_below(figure, 2)
         super().__init__(
             figure,
             self.update,

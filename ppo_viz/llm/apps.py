@@ -22,7 +22,7 @@ from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_LEN, MAX_MU, response_batch
 from ppo_viz.llm.tokens import Setting, breakdown
 from ppo_viz.numbers import rounded
-from ppo_viz.style import COLORS, PALETTE, figure_style, presenting
+from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below, presenting
 
 #: The three aggregations, with the objectives that use each by default.
 AGGREGATIONS = {"token-mean": "token-mean\n(PPO, DAPO, CISPO)",
@@ -138,8 +138,7 @@ class ClipFractionExplorer(LiveFigure):
             left.set(xlim=(1 - reach, 1 + reach), ylim=(-1.9, 1.9), xlabel="token ratio r",
                      ylabel="advantage A of its answer")  # fmt: skip
             band = Line2D([], [], lw=8, color=COLORS["band"], alpha=0.25, label="band 1 ± ε")
-            figure.legend(handles=[*self.points.values(), band], loc="outside lower center",
-                          ncols=2, fontsize="small", frameon=False)  # fmt: skip
+            legend_below(figure, 2, handles=[*self.points.values(), band], fontsize="small")
             self.bars = right.bar(FRACTIONS, [0, 0, 0], color=COLORS["zero_grad"]).patches
             self.bars[0].set_color(COLORS["clip_only"])
             self.bar_texts = [right.text(i, 0, "", ha="center", va="bottom") for i in range(3)]

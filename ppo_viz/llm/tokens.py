@@ -29,7 +29,7 @@ from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, 
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
 from ppo_viz.numbers import rounded, signed
-from ppo_viz.style import COLORS, PALETTE, figure_style, presenting
+from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below, presenting
 
 #: The choices of the two dropdowns, by label: the objectives, and where the KL goes (k3 per
 #: token in the loss, as GRPO; each answer's k1 = log pi_old - log pi_ref summed over its tokens
@@ -173,12 +173,10 @@ class TokenPushExplorer(LiveFigure):
                 ax.axvline(0.0, color=COLORS["zero_line"], lw=0.8)
                 ax.tick_params(labelleft=False, left=False)
                 ax.grid(axis="y", visible=False)
-            self.figure.legend(
-                handles=[Patch(**FRAME, label="switched off (clipped)"),
-                         Patch(**FRAME, ls="--", label="weight capped, gradient kept (CISPO)"),
-                         Patch(color=PADDING, label="padding")],
-                loc="outside lower center", ncols=3, frameon=False, fontsize="small",
-            )  # fmt: skip
+            off = Patch(**FRAME, label="switched off (clipped)")
+            capped = Patch(**FRAME, ls="--", label="weight capped, gradient kept (CISPO)")
+            padding = Patch(color=PADDING, label="padding")
+            legend_below(self.figure, handles=[off, capped, padding], fontsize="small")
         self.group_size = 0
         self.shown: llm_clip.TokenBreakdown | None = None
 

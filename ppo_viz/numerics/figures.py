@@ -20,8 +20,8 @@ from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, slider
 from ppo_viz.html import Markup
 from ppo_viz.numbers import rounded
 from ppo_viz.numerics import model, text
-from ppo_viz.panels import PanelArtists, draw_objective_panel, legend_entries, set_fixed_limits
-from ppo_viz.style import COLORS, PRESENT_MAX_SIZE, figure_size, figure_style
+from ppo_viz.panels import legend_entries, objective_figure
+from ppo_viz.style import COLORS, figure_style
 
 #: The token-position axis of every figure of a response.
 TOKEN_AXIS = (-10.0, model.MAX_TOKENS + 10.0)
@@ -233,15 +233,16 @@ class VariantsExplorer(LiveFigure):
         checked_number("eps_high", eps_high, (0.0, 1.0))
         if dual_clip is not None:
             checked_number("dual_clip", dual_clip, CAP_RANGE)
-        self.columns: dict[int, PanelArtists] = {}
         self.cap_lines: dict[int, list[Artist]] = {}
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
         with figure_style():
-            size = figure_size((9.0, 6.6), present=PRESENT_MAX_SIZE)
-            figure = Figure(figsize=size, layout="constrained")
-            axes = figure.subplots(2, 2, sharex="col")
-            for column, sign in enumerate((+1, -1)):
-                self._draw_column(axes[0, column], axes[1, column], sign)
+            figure, self.columns = objective_figure((9.0, 6.6), VARIANT_R_AXIS, reach=VARIANT_REACH)
+            cap = {"color": COLORS["threshold"], "ls": "-.", "lw": 1.5}
+            titles = {+1: "A = +1: better than expected", -1: "A = −1: worse than expected"}
+            for sign, panel in self.columns.items():
+                panel.objective_ax.set_title(titles[sign])
+                axes = (panel.objective_ax, panel.gradient_ax)
+                self.cap_lines[sign] = [ax.axvline(np.nan, **cap) for ax in axes]
             entries = dict(zip(*legend_entries(self.columns[-1]), strict=True))
             del entries[self.columns[-1].samples[0]]  # no worked-example points here
             entries[self.columns[-1].objective] = "PPO with the variant, and its gradient"
@@ -264,14 +265,6 @@ class VariantsExplorer(LiveFigure):
             rows=[["eps_low", "eps_high"], ["cap", "cap_on"]],
             description="PPO's clipped objective with asymmetric bounds and a dual-clip cap",
         )
-
-    def _draw_column(self, top: Axes, bottom: Axes, sign: int) -> None:
-        panel = draw_objective_panel(top, bottom, r_axis=VARIANT_R_AXIS)
-        top.set_title("A = +1: better than expected" if sign > 0 else "A = −1: worse than expected")
-        cap = {"color": COLORS["threshold"], "ls": "-.", "lw": 1.5}
-        self.cap_lines[sign] = [ax.axvline(np.nan, **cap) for ax in (top, bottom)]
-        set_fixed_limits(top, bottom, sign, reach=VARIANT_REACH, r_axis=VARIANT_R_AXIS)
-        self.columns[sign] = panel
 
     def show_variant(self, eps_low: float, eps_high: float, cap: float, cap_on: bool) -> Markup:
         """Redraw both columns for the bounds and the cap (off unless ``cap_on``); the readout."""

@@ -19,6 +19,7 @@ import ppo_clip
 from ppo_viz.html import Markup, page, table, tag
 from ppo_viz.numbers import exact, listing, rounded
 from ppo_viz.numerics import model
+from ppo_viz.panels import flat_where
 
 #: The summary line of the collapsed float32 table.
 FLOAT32_SUMMARY = "For implementers: the same ratio with float32 on the way"
@@ -244,18 +245,6 @@ def token_readout_html(view: model.TokenView) -> Markup:
     return tag("div", table(header, cells, classes="ppo-key-value"), classes="ppo")
 
 
-def where_flat(sign: int, sweep: model.Breakdown) -> str:
-    """Where one column's term is flat (clipped), from its sweep's own band and cap."""
-    if sign > 0:
-        return f"A = +1: flat (clipped) where r > {rounded(sweep.upper, 3)}"
-    parts = [f"r < {rounded(sweep.lower, 3)}"] if sweep.lower > 0.0 else []
-    if sweep.dual_clip is not None:
-        parts.append(f"r > {rounded(sweep.dual_clip, 3)}")
-    if not parts:
-        return f"A = −1: never clipped (1 − ε_low = {rounded(sweep.lower, 3)})"
-    return "A = −1: flat (clipped) where " + " or ".join(parts)
-
-
 def variants_readout_html(sweeps: dict[int, model.Breakdown]) -> Markup:
     """The band, the cap and where each column is flat, from the sweeps' own values."""
     sweep = sweeps[-1]
@@ -266,6 +255,6 @@ def variants_readout_html(sweeps: dict[int, model.Breakdown]) -> Markup:
     else:
         cap = "dual clip off: for A < 0 the term r·A keeps falling as r grows"
     band = tag("b", f"[{rounded(sweep.lower, 3)}, {rounded(sweep.upper, 3)}]")
-    flat = ". ".join(where_flat(sign, sweeps[sign]) for sign in (+1, -1))
+    up, down = (flat_where(sweeps[sign], sign, lambda x: rounded(x, 3)) for sign in (+1, -1))
     first = tag("div", "Clip band ", band, f" ({bounds}); {cap}.")
-    return tag("div", first, tag("div", f"{flat}."), classes="ppo")
+    return tag("div", first, tag("div", f"A = +1: {up}. A = −1: {down}."), classes="ppo")

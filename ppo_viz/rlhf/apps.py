@@ -20,11 +20,11 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, selection
+from ppo_viz.app import InputError, LiveFigure, checked_number, method_boxes, selection, ticked
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves, legend_below
-from ppo_viz.style import figure_style, presenting
+from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves
+from ppo_viz.style import figure_style, legend_below, presenting
 from tiny_lm import reference_model
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
@@ -56,18 +56,15 @@ class TrainingExplorer(LiveFigure):
             "updates": selection("μ (updates)", UPDATES, START_UPDATES),
             "kl_coef": selection("β (KL in the loss)", KL_COEFS, 0.0),
         }
-        for key, method in METHODS.items():
-            box = checkbox(method.label, key in shown)
-            box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
-            controls[f"show_{key}"] = box
+        labels = {key: m.label for key, m in METHODS.items()}
+        controls |= method_boxes(labels, shown)
         with figure_style():
             size = (9.6, 3.2) if presenting() else (9.0, 3.3)
             figure = Figure(figsize=size, layout="constrained")
             axes = curves_axes(figure, columns=len(CURVE_PANELS))
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
-            labels = {key: m.label for key, m in METHODS.items()}
             self.lines = draw_curves(axes, np.arange(2.0), empty, labels)
-            legend_below(figure, [group[0] for group in self.lines.values()])
+            legend_below(figure, 4, handles=[group[0] for group in self.lines.values()])
         boxes = [f"show_{key}" for key in METHODS]
         super().__init__(
             figure,
@@ -98,7 +95,7 @@ class TrainingExplorer(LiveFigure):
     def update(self, learning_rate: float, updates: int, kl_coef: float, **shown: bool) -> Markup:
         """Train (or recall) the ticked methods and draw them; the others are hidden."""
         settings = self.settings(learning_rate, updates, kl_coef)
-        keys = [key for key in METHODS if shown[f"show_{key}"]]
+        keys = ticked(shown, METHODS)
         runs = self.trained(settings, keys)
         x = np.arange(1.0, settings.iterations + 1)
         for key, lines in self.lines.items():

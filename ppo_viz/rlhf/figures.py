@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ppo_viz.rlhf.results import cell_of, label
-from ppo_viz.style import COLORS, LINES, PALETTE, figure_style, presenting
+from ppo_viz.style import COLORS, LINES, PALETTE, figure_style, legend_below, presenting
 
 METHOD_LINES: dict[str, dict[str, Any]] = {
     "grpo": LINES["clipped"],
@@ -41,11 +41,6 @@ CURVE_PANELS = (
     ("wrong_excess", "wrong responses: length minus the right one's", (-2.5, 2.5)),
     ("entropy", "entropy (nats)", (0.0, 0.75)),
 )
-
-
-def legend_below(figure: Figure, handles: Sequence[Any]) -> None:
-    """One legend for every panel, under them, four methods to a row."""
-    figure.legend(handles=list(handles), loc="outside lower center", ncols=4, frameon=False)
 
 
 def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> Figure:
@@ -80,7 +75,7 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
                          xytext=(2, 3), textcoords="offset points", fontsize="small",
                          color=COLORS["guide"])  # fmt: skip
         figure.suptitle(f"Final accuracy (exact), mean over {seeds} {seed_set} seeds per point")
-        legend_below(figure, [line for line in axes[0].get_lines() if line.get_gid()])
+        legend_below(figure, 4, handles=[line for line in axes[0].get_lines() if line.get_gid()])
     return figure
 
 
@@ -127,5 +122,5 @@ def curves_figure(results: Mapping[str, Any], lr: float, mu: int) -> Figure:
         axes = curves_axes(figure)
         lines = draw_curves(axes, iterations, curves, labels)
         figure.suptitle(f"lr {lr:g}, μ = {mu}: means over {seeds} confirmation seeds")
-        legend_below(figure, [group[0] for group in lines.values()])
+        legend_below(figure, 4, handles=[group[0] for group in lines.values()])
     return figure

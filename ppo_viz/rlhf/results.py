@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ppo_viz.why_clip import results as why_clip_results
-from ppo_viz.why_clip.results import estimate
+from ppo_viz.why_clip.results import Table, estimate
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 RESULTS_JSON = RESULTS_DIR / "rlhf_study.json"
@@ -32,8 +32,6 @@ VERDICTS = {
 }
 #: A finding's two sides, and how a sentence introduces each.
 SIDES = {"supports": "where it holds most", "against": "where it goes most against"}
-
-Table = tuple[list[str], list[list[str]]]
 
 
 def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:

@@ -12,17 +12,16 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.artist import Artist
-from matplotlib.figure import Figure
 
 import ppo_clip
 from ppo_viz.app import LiveFigure, checked_flag
 from ppo_viz.html import Markup, join, message, tag
 from ppo_viz.numbers import exact, exact_or_approx
-from ppo_viz.panels import R_AXIS, draw_objective_panel, legend_entries
+from ppo_viz.panels import R_AXIS, legend_entries, objective_figure, set_fixed_limits
 from ppo_viz.stepper import batch as model
 from ppo_viz.stepper import text
 from ppo_viz.stepper.batch import PRESETS, EntryError, StepperBatch
-from ppo_viz.style import COLORS, PALETTE, PRESENT_MAX_SIZE, figure_size, figure_style
+from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below
 
 #: The figure's size in inches: it fits JupyterLab's output area (at most 9 wide).
 FIGURE_SIZE = (9.0, 6.4)
@@ -30,19 +29,19 @@ FIGURE_SIZE = (9.0, 6.4)
 R_AXIS_CAP = 6.0
 #: Above this many samples in a column, its y limits fit 95 % of them (the rest are pinned).
 ROBUST_LIMITS_FROM = 20
+#: Room on the other side of zero, as a share of an axis' reach (room for the pinned markers).
+LIMIT_MARGIN = 0.115
 MODES = ("probabilities", "log-probabilities")
 
 
-def figure_limits(batch: StepperBatch) -> tuple[float, dict[int, tuple[float, float]]]:
-    """The ratio axis' end and, per advantage sign, the objective's y limits for ``batch``.
-
-    The gradient's mirror them.  Values off the axes (beyond the cap, or in the top 5 % of a
-    large batch) are drawn pinned to the edge.
-    """
+def figure_limits(batch: StepperBatch) -> tuple[float, dict[int, float]]:
+    """The ratio axis' end and, per advantage sign, the y axes' reach for ``batch`` (for
+    :func:`ppo_viz.panels.set_fixed_limits`, with :data:`LIMIT_MARGIN`).  Values off the axes
+    (beyond the cap, or in the top 5 % of a large batch) are drawn pinned to the edge."""
     b = batch.breakdown
     finite = b.ratio[np.isfinite(b.ratio)]
     r_end = min(max(R_AXIS[1], math.ceil(finite.max(initial=1.0) * 2.2) / 2), R_AXIS_CAP)
-    limits = {}
+    reaches = {}
     for sign in (+1, -1):
         chosen = np.sign(b.advantages) == sign
         with np.errstate(over="ignore"):  # an overflow gives inf, capped below
@@ -50,8 +49,8 @@ def figure_limits(batch: StepperBatch) -> tuple[float, dict[int, tuple[float, fl
         many = reach.size > ROBUST_LIMITS_FROM
         top = float(np.quantile(reach, 0.95) if many else reach.max(initial=b.upper))
         top = min(top, R_AXIS_CAP * model.MAX_ABS_ADVANTAGE)
-        limits[sign] = (-0.14 * top, 1.22 * top) if sign > 0 else (-1.22 * top, 0.14 * top)
-    return r_end, limits
+        reaches[sign] = 1.22 * top
+    return r_end, reaches
 
 
 class StepperFigure:
@@ -59,12 +58,7 @@ class StepperFigure:
 
     def __init__(self) -> None:
         with figure_style():
-            size = figure_size(FIGURE_SIZE, present=PRESENT_MAX_SIZE)
-            self.figure = Figure(figsize=size, layout="constrained")
-            axes = self.figure.subplots(2, 2, sharex="col")
-            self.columns = {
-                sign: draw_objective_panel(*axes[:, i]) for i, sign in enumerate((1, -1))
-            }
+            self.figure, self.columns = objective_figure(FIGURE_SIZE)
             self.marks = {sign: self._marks(sign) for sign in self.columns}
             for panel in self.columns.values():
                 panel.objective_ax.set_title(" ", fontsize="medium")
@@ -83,7 +77,7 @@ class StepperFigure:
                 "this sample (its kept term)",
                 "the other samples",
             ]
-            self.figure.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+            legend_below(self.figure, handles=handles, labels=labels)
         self.batch: StepperBatch | None = None
         #: Every artist :meth:`show` changes.
         self.moving: list[Artist] = [self.headline]
@@ -106,11 +100,11 @@ class StepperFigure:
     def show(self, batch: StepperBatch, step: int) -> None:
         """Draw sample ``step`` of ``batch``; a new batch first sets its axis limits."""
         if batch is not self.batch:
-            self.batch, (r_end, limits) = batch, figure_limits(batch)
+            self.batch, (r_end, reaches) = batch, figure_limits(batch)
             for sign, panel in self.columns.items():
                 panel.r_axis = (0.0, r_end)
-                panel.objective_ax.set(xlim=panel.r_axis, ylim=limits[sign])
-                panel.gradient_ax.set_ylim(-limits[sign][1], -limits[sign][0])
+                axes, reach = (panel.objective_ax, panel.gradient_ax), reaches[sign]
+                set_fixed_limits(*axes, sign, reach=reach, r_axis=panel.r_axis, margin=LIMIT_MARGIN)
         b = batch.breakdown
         for sign, panel in self.columns.items():
             of_sign = np.flatnonzero(np.sign(b.advantages) == sign)

@@ -25,7 +25,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from bandit_loop import SETTING_RANGES, STEP_SIZES, BanditLoopHistory, BanditLoopSettings
-from ppo_viz.app import LiveFigure, checkbox, checked_number, control_layout, selection, slider
+from ppo_viz import app
+from ppo_viz.app import LiveFigure, checked_number, control_layout, selection, slider
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.style import figure_style
@@ -60,22 +61,6 @@ FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, 
 #: The bandit app runs ahead, in this one thread, the setting one more step of the control
 #: just moved would ask for: a reader stepping a slider with the arrow keys finds it done.
 LOOK_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppo-bandit-look-ahead")
-
-
-def method_boxes(keys: Sequence[str], prefix: str = "") -> dict[str, widgets.Checkbox]:
-    """One checkbox per method, as wide as its label, named ``<prefix>show_<method>`` without
-    dots (``show_kl_adaptive_001`` for ``kl_adaptive_0.01``)."""
-    boxes = {
-        f"{prefix}show_{key.replace('.', '')}": checkbox(METHODS[key].label, True) for key in keys
-    }
-    for box in boxes.values():
-        box.layout = widgets.Layout(width="auto", margin="0 14px 0 0")
-    return boxes
-
-
-def shown_methods(values: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """The main methods whose checkbox (:func:`method_boxes`) is ticked."""
-    return [key for key in MAIN_METHODS if values[f"{prefix}show_{key.replace('.', '')}"]]
 
 
 class SeedsButton:
@@ -133,10 +118,8 @@ class RangeExplorer(LiveFigure):
         self.fresh: dict[str, np.ndarray] = {}
         self.next_seed = FRESH_OFFSET
         figure = range_figure(self.results, panels)
-        self.artists: dict[str, list[Any]] = {key: [] for key in self.methods}
-        for ax in figure.axes:
-            for artist in (*ax.lines, *ax.collections):
-                self.artists.get(artist.get_gid(), []).append(artist)
+        found = figure.findobj(lambda artist: artist.get_gid() in self.methods)  # drawn per method
+        self.artists = {key: [a for a in found if a.get_gid() == key] for key in self.methods}
         self.marks: dict[str, Any] = {}
         below = []
         if self.sweep is not None:
@@ -147,7 +130,7 @@ class RangeExplorer(LiveFigure):
             }
             self.more = SeedsButton(f"re-run on {FRESH_SEEDS} fresh seeds", self.run_fresh_seeds)
             below.append(self.more.widget)
-        boxes = method_boxes(self.methods, prefix)
+        boxes = app.method_boxes({k: METHODS[k].label for k in self.methods}, prefix=prefix)
         moving = [a for artists in self.artists.values() for a in artists]
         super().__init__(
             figure,
@@ -162,7 +145,7 @@ class RangeExplorer(LiveFigure):
     def update(self, **values: bool) -> Markup:
         """Show the ticked methods; the readout gives each panel's stable ranges on each seed
         set, and on the fresh seeds once the button ran."""
-        shown = [k for k in self.methods if values[f"{self.prefix}show_{k.replace('.', '')}"]]
+        shown = app.ticked(values, self.methods, self.prefix)
         for key in self.methods:
             marks = [self.marks[key]] if key in self.marks else []
             for artist in (*self.artists[key], *marks):
@@ -237,7 +220,7 @@ class BanditLoopExplorer(LiveFigure):
             value, bounds = getattr(settings, name), SETTING_RANGES[name][:2]
             controls[name] = slider(text, value, bounds, 1, integer=True, continuous_update=False)
         controls["step_size"] = selection("step size α", STEP_SIZES, settings.step_size)
-        controls |= method_boxes(MAIN_METHODS)
+        controls |= app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS})
         names = list(controls)
         with figure_style():
             figure = Figure(figsize=(9.0, 3.9), layout="constrained")
@@ -276,7 +259,7 @@ class BanditLoopExplorer(LiveFigure):
         if runs is not self._drawn:
             show_bandit_runs(self.panels, runs)
             self._drawn = runs
-        self.panels.show_only(shown_methods(values))
+        self.panels.show_only(app.ticked(values, MAIN_METHODS))
         self.run_ahead(self._shown_settings, settings)
         self._shown_settings = settings
         return bandit_summary_html(runs)
@@ -359,7 +342,7 @@ class CartPoleExplorer(LiveFigure):
         controls = {
             "cartpole_cell": choice,
             "cartpole_seeds": sets,
-            **method_boxes(MAIN_METHODS, "cartpole_"),
+            **app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS}, prefix="cartpole_"),
         }
         with figure_style():
             figure = Figure(figsize=(9.0, 3.9), layout="constrained")
@@ -386,7 +369,8 @@ class CartPoleExplorer(LiveFigure):
             steps = np.array(sweep["scale"]["curve_steps"], dtype=float)
             show_cartpole_curves(self.panels, steps, {k: c["curves"] for k, c in cells.items()})
             self._drawn = (cartpole_cell, cartpole_seeds)
-        self.panels.show_only([k for k in shown_methods(shown, "cartpole_") if k in cells])
+        chosen = app.ticked(shown, MAIN_METHODS, "cartpole_")
+        self.panels.show_only([k for k in chosen if k in cells])
         solved, seeds = sweep["scale"]["solved_return"], sweep["seeds"]
         columns = {
             "final return (mean)": lambda c: rounded(np.mean(c["final_return"]), 3),

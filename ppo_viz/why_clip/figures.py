@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
 from bandit_loop import BanditLoopHistory
-from ppo_viz.style import COLORS, figure_style
+from ppo_viz.style import COLORS, figure_style, legend_below
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, FloatArray, Spread, spread
 from ppo_viz.why_clip.results import SYMBOLS, pooled_cells
 
@@ -62,7 +62,7 @@ def range_figure(
         if shared:
             handles, labels = first.get_legend_handles_labels()
             ncols = min(len(handles), 3)
-            figure.legend(handles, labels, loc="outside lower center", ncols=ncols, frameon=False)
+            legend_below(figure, ncols, handles=handles, labels=labels)
     return figure
 
 
@@ -119,15 +119,10 @@ class SpreadPanels:
         ]
         handles = list(self.lines[0].values())
         ncols = min(len(handles), 3)
-        figure.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False)
+        legend_below(figure, ncols, handles=handles)
+        colors = {key: METHOD_LINES[key]["color"] for key in keys if key in BANDED}
         self.bands = [
-            {
-                key: ax.fill_between(
-                    [0.0], [0.0], color=METHOD_LINES[key]["color"], alpha=0.16, lw=0
-                )
-                for key in keys
-                if key in BANDED
-            }
+            {key: ax.fill_between([0], [0], color=c, alpha=0.16, lw=0) for key, c in colors.items()}
             for ax in self.axes
         ]
 
