@@ -271,18 +271,15 @@ class BanditLoopExplorer(LiveFigure):
         moved = [f.name for f in fields(now) if getattr(now, f.name) != getattr(before, f.name)]
         if len(moved) != 1:
             return
-        name, old, new = moved[0], getattr(before, moved[0]), getattr(now, moved[0])
-        if name == "step_size":  # the next step size along the selection
-            index = STEP_SIZES.index(new) + (1 if new > old else -1)
-            ahead = STEP_SIZES[index] if 0 <= index < len(STEP_SIZES) else None
-        else:
-            low, high, _ = SETTING_RANGES[name]
-            ahead = 2 * new - old if low <= 2 * new - old <= high else None
-        if ahead is None or (replace(now, **{name: ahead}), self.seed_count) in self._runs:
+        name, (low, high, _) = moved[0], SETTING_RANGES[moved[0]]
+        values = STEP_SIZES if name == "step_size" else range(low, high + 1)  # a control's values
+        index = 2 * values.index(getattr(now, name)) - values.index(getattr(before, name))
+        settings = replace(now, **{name: values[index]}) if 0 <= index < len(values) else None
+        if settings is None or (settings, self.seed_count) in self._runs:
             return
         if self._ahead is not None:
             self._ahead[1].cancel()
-        settings, seeds = replace(now, **{name: ahead}), tuple(range(self.seed_count))
+        seeds = tuple(range(self.seed_count))
         self._ahead = (settings, LOOK_AHEAD.submit(run_bandit_methods, settings, seeds))
 
     def add_seeds(self) -> None:
