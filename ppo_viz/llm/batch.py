@@ -120,11 +120,12 @@ def response_batch(group_size: int = 4) -> ResponseBatch:
     for _ in range(MAX_MU):
         scored = tiny_lm.score(model, packed)
         logp_new.append(_read_only(scored.logp[0]))
-        g = llm_clip.policy_loss_grad(scored.logp[0], logp_old, advantages, answers.mask[0],
-                                      objective="grpo")  # fmt: skip
+        g = llm_clip.policy_loss_grad(
+            scored.logp[0], logp_old, advantages, answers.mask[0], objective="grpo"
+        )
         grads = tiny_lm.parameter_grad(model, scored, g[None])
         model = TinyLM([p - STEP_SIZE * d for p, d in zip(model.params, grads, strict=True)])
     prompts = np.array(PROMPTS).repeat(size, axis=0)
-    arrays = (prompts, answers.tokens[0], answers.mask[0], rewards,
-              tiny_lm.score(reference, packed).logp[0], logp_old)  # fmt: skip
+    logp_ref = tiny_lm.score(reference, packed).logp[0]
+    arrays = (prompts, answers.tokens[0], answers.mask[0], rewards, logp_ref, logp_old)
     return ResponseBatch(size, *map(_read_only, arrays), tuple(logp_new))
