@@ -764,8 +764,9 @@ def test_a_reader_stepping_a_bandit_setting_finds_the_next_step_already_run():
     for name, first, second, third in (("epochs", 19, 18, 17), ("step_size", 2.0, 5.0, 10.0)):
         app.controls[name].value = first
         app.controls[name].value = second
-        settings, ahead = app._ahead
+        (settings, seeds), ahead = app._ahead
         assert settings == replace(app.settings, **{name: third})
+        assert seeds == DEFAULT_SEEDS  # the seeds the app shows
         expected = run_side_by_side(
             [METHODS[k] for k in MAIN_METHODS], settings, tuple(range(DEFAULT_SEEDS))
         )

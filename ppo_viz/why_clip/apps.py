@@ -211,7 +211,7 @@ class BanditLoopExplorer(LiveFigure):
         self.seed_count = int(checked_number("seeds", seeds, (1, 1000), whole=True))
         self.arm_means = settings.arm_means
         self._runs: dict[tuple[BanditLoopSettings, int], dict[str, BanditLoopHistory]] = {}
-        self._ahead: tuple[BanditLoopSettings, Future] | None = None
+        self._ahead: tuple[tuple[BanditLoopSettings, int], Future] | None = None
         self._drawn: Any = None
         self._shown_settings = settings
         controls: dict[str, widgets.Widget] = {}
@@ -247,7 +247,7 @@ class BanditLoopExplorer(LiveFigure):
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
-                if self._ahead is not None and self._ahead[0] == settings:
+                if self._ahead is not None and self._ahead[0] == key:
                     self._ahead[1].result()  # run ahead (see run_ahead): wait for it to finish
                 self._runs[key] = run_bandit_methods(settings, tuple(range(self.seed_count)))
         return self._runs[key]
@@ -275,12 +275,12 @@ class BanditLoopExplorer(LiveFigure):
         values = STEP_SIZES if name == "step_size" else range(low, high + 1)  # a control's values
         index = 2 * values.index(getattr(now, name)) - values.index(getattr(before, name))
         settings = replace(now, **{name: values[index]}) if 0 <= index < len(values) else None
-        if settings is None or (settings, self.seed_count) in self._runs:
+        key = (settings, self.seed_count)
+        if settings is None or key in self._runs:
             return
         if self._ahead is not None:
             self._ahead[1].cancel()
-        seeds = tuple(range(self.seed_count))
-        self._ahead = (settings, LOOK_AHEAD.submit(run_bandit_methods, settings, seeds))
+        self._ahead = (key, LOOK_AHEAD.submit(run_bandit_methods, settings, tuple(range(key[1]))))
 
     def add_seeds(self) -> None:
         """Run :data:`MORE_BANDIT_SEEDS` more seeds of every method, then redraw."""
