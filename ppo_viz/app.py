@@ -198,13 +198,15 @@ class LiveFigure(StaticFallback, widgets.VBox):
     def redraw_static(self, *artists: Artist) -> None:
         """Draw static ``artists`` that ``update`` changed into the kept background, in order,
         instead of drawing everything again.  Together they must cover what they replace
-        (an opaque patch first, for a text that changed)."""
+        (an opaque patch first, for a text that changed).  An axes whose limits changed is
+        redrawn by passing it whole."""
         if self._background is None:
             return  # the next redraw draws everything
         self.canvas.restore_region(self._background)
         for artist in artists:
             self.figure.draw_artist(artist)
         self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        self._limits = self._axes_limits()
 
     def _redraw(self) -> None:
         limits = self._axes_limits()

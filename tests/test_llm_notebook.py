@@ -8,6 +8,7 @@ the markdown (``assert_states``).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from functools import cache
@@ -161,6 +162,34 @@ def test_the_map_draws_llm_clips_push_frames_and_advantages(token_app, values):
             assert_states(readout, f"{expected.is_clipped.sum()} of {expected.mask.sum()} tokens")
     finally:
         set_controls(token_app, **start)
+
+
+def test_a_new_group_size_shows_what_a_whole_redraw_shows_without_one(token_app):
+    draws = []
+    token_app.canvas.mpl_connect("draw_event", draws.append)
+    try:
+        for group_size in (8, 2, 5):
+            token_app.controls["group_size"].value = group_size
+            shown = np.asarray(token_app.canvas.buffer_rgba()).copy()
+            labels = [t.get_text() for t in token_app.ax.get_yticklabels()]
+            assert labels[0].startswith(response_batch(group_size).prompt_text(0))
+            assert not draws  # only the three panels were drawn again, into the kept background
+            token_app.canvas.draw()
+            assert np.array_equal(shown, np.asarray(token_app.canvas.buffer_rgba()))
+            draws.clear()
+    finally:
+        token_app.controls["group_size"].value = Setting().group_size
+
+
+def test_one_colour_scale_and_one_push_axis_hold_every_group_size(token_app):
+    scale, reach = token_app.image.norm.vmax, token_app.ax_sum.get_xlim()[1]
+    assert token_app.image.norm.vmin == -scale
+    for group_size in range(2, MAX_GROUP + 1):
+        for objective, mu in itertools.product(OBJECTIVES.values(), range(1, MAX_MU + 1)):
+            expected, _ = push_expected(Setting(objective, mu, group_size=group_size))
+            push = -expected.grad
+            assert np.abs(push).max() <= scale
+            assert np.abs(push.sum(axis=1)).max() < reach
 
 
 def test_every_objective_on_the_map_is_one_of_llm_clips():

@@ -20,7 +20,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import LinearSegmentedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.path import Path
 from matplotlib.textpath import TextPath
 
@@ -85,11 +85,16 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
 
 
 @cache
-def push_scales(group_size: int) -> tuple[float, float]:
-    """The largest push on a token and (with room) on an answer, over every objective and
-    update without KL: the fixed colour scale and axis of ``group_size`` answers a prompt."""
-    pushes = [-breakdown(Setting(objective=o, mu=mu, group_size=group_size)).grad
-              for o in OBJECTIVES.values() for mu in range(1, MAX_MU + 1)]  # fmt: skip
+def push_scales() -> tuple[float, float]:
+    """The largest push on a token and (with room) on an answer, over every objective, update
+    and group size without KL: one colour scale and one axis, so that a change of the group
+    size compares."""
+    pushes = [
+        -breakdown(Setting(objective=o, mu=mu, group_size=g)).grad
+        for o in OBJECTIVES.values()
+        for mu in range(1, MAX_MU + 1)
+        for g in range(SLIDERS["group_size"][1][0], MAX_GROUP + 1)
+    ]
     return max(np.abs(p).max() for p in pushes), 1.15 * max(np.abs(p.sum(1)).max() for p in pushes)
 
 
@@ -155,8 +160,14 @@ class TokenPushExplorer(LiveFigure):
             self.ax, self.ax_a, self.ax_sum, cax = self.figure.subplots(
                 1, 4, width_ratios=(6.0, 1.3, 1.3, 0.18)
             )
-            self.image = self.ax.imshow(np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto",
-                                        interpolation="nearest")  # fmt: skip
+            scale, reach = push_scales()
+            self.image = self.ax.imshow(
+                np.zeros((1, MAX_LEN)),
+                cmap=PUSH_COLORS,
+                norm=Normalize(-scale, scale),
+                aspect="auto",
+                interpolation="nearest",
+            )
             self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
             self.frames = self.ax.add_collection(PolyCollection([], **FRAME, zorder=3))
             self.capped = self.ax.add_collection(PolyCollection([], **FRAME, ls="--", zorder=3))
@@ -169,6 +180,9 @@ class TokenPushExplorer(LiveFigure):
             self.ax.grid(False)
             self.ax_a.set_title("advantage", fontsize="medium")
             self.ax_sum.set_title("Σ push", fontsize="medium")
+            tick = float(f"{0.6 * reach:.1g}")
+            self.ax_sum.set(xlim=(-reach, reach), xticks=(-tick, tick))
+            self.ax_a.set(xlim=(-2.6, 2.6), xticks=(-2, 0, 2))
             for ax in (self.ax_a, self.ax_sum):
                 ax.axvline(0.0, color=COLORS["zero_line"], lw=0.8)
                 ax.tick_params(labelleft=False, left=False)
@@ -188,8 +202,9 @@ class TokenPushExplorer(LiveFigure):
         return Setting(**values)
 
     def _new_group_size(self, group_size: int) -> None:
-        """Rows, labels, group lines and the colour scale of ``group_size`` answers a prompt:
-        static artists; the axes' limits change, so the whole figure is drawn again."""
+        """Rows, labels and group lines of ``group_size`` answers a prompt: static artists,
+        drawn again into the kept background with the three panels (the colour bar and the
+        legend stay as they are)."""
         batch = response_batch(group_size)
         rows = len(batch.rewards)
         for ax in (self.ax, self.ax_a, self.ax_sum):
@@ -209,12 +224,18 @@ class TokenPushExplorer(LiveFigure):
         for v, glyph in enumerate(self.glyphs):
             glyph.set_offsets(np.argwhere((batch.tokens == v) & batch.mask)[:, ::-1])
             glyph.set_sizes([min(56.0, (0.55 * row_pt) ** 2)])
-        scale, reach = push_scales(group_size)
-        self.image.set_norm(Normalize(-scale, scale))
-        tick = float(f"{0.6 * reach:.1g}")
-        self.ax_sum.set(xlim=(-reach, reach), xticks=(-tick, tick))
-        self.ax_a.set(xlim=(-2.6, 2.6), xticks=(-2, 0, 2))
         self.group_size = group_size
+        self.redraw_static(self._rows_area(), self.ax, self.ax_a, self.ax_sum)
+
+    def _rows_area(self) -> Rectangle:
+        """The figure's background under the three panels and their labels (left of the colour
+        bar, above the legend): drawn over the old rows before the new ones."""
+        legend_top = self.figure.legends[0].get_window_extent().y1 / self.figure.bbox.height
+        right = self.figure.axes[-1].get_position().x0 - 1 / self.figure.bbox.width
+        area = Rectangle((0, legend_top), right, 1 - legend_top, lw=0)
+        area.set(transform=self.figure.transFigure, color=self.figure.get_facecolor())
+        area.set_figure(self.figure)
+        return area
 
     def update(self, **_values: object) -> Markup:
         """Draw the pushes of the controls' setting; return the readout."""
