@@ -50,7 +50,10 @@ import ipywidgets as widgets
 import matplotlib
 import numpy as np
 from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.transforms import Bbox, IdentityTransform
 
 from ppo_viz.html import Markup, message, page, style_tag, tag
 from ppo_viz.style import SLIDE_WIDTH_PX, screen_dpi
@@ -207,6 +210,34 @@ class LiveFigure(StaticFallback, widgets.VBox):
             self.figure.draw_artist(artist)
         self._background = self.canvas.copy_from_bbox(self.figure.bbox)
         self._limits = self._axes_limits()
+
+    def redraw_axes(self, *axes: Axes) -> None:
+        """Draw ``axes`` again whole, ticks and titles included, into the kept background, after
+        an ``update`` changed their limits, ticks or labels and left the rest of the figure as
+        it was (legends, colour bars and other axes, which are not drawn again).  They are drawn
+        over the figure's background up to those other parts."""
+        area = self._free_area(axes)
+        cover = Rectangle(area.p0, area.width, area.height, lw=0, color=self.figure.get_facecolor())
+        cover.set(figure=self.figure, transform=IdentityTransform())
+        self.redraw_static(cover, *axes)
+
+    def _free_area(self, axes: Sequence[Axes]) -> Bbox:
+        """The largest rectangle (in pixels) around ``axes`` clear of the figure's other axes
+        and legends (less a pixel for their antialiased edges): where their ticks and labels may
+        lie."""
+        inner = Bbox.union([ax.get_window_extent() for ax in axes])
+        (x0, y0), (x1, y1) = self.figure.bbox.get_points()
+        others = [ax for ax in self.figure.axes if ax not in axes] + self.figure.legends
+        for other in (artist.get_window_extent() for artist in others):
+            if other.y1 <= inner.y0:
+                y0 = max(y0, other.y1 + 1)
+            elif other.y0 >= inner.y1:
+                y1 = min(y1, other.y0 - 1)
+            elif other.x0 >= inner.x1:
+                x1 = min(x1, other.x0 - 1)
+            elif other.x1 <= inner.x0:
+                x0 = max(x0, other.x1 + 1)
+        return Bbox([[x0, y0], [x1, y1]])
 
     def _redraw(self) -> None:
         limits = self._axes_limits()

@@ -182,3 +182,24 @@ def assert_states(prose: str, *numbers: str) -> None:
     """
     missing = [number for number in numbers if number not in prose]
     assert not missing, f"the prose does not state {missing}"
+
+
+def assert_drawn_in_place(app, name: str, values: Sequence[object]) -> None:
+    """Setting control ``name`` of LiveFigure ``app`` to each of ``values`` (each changing an
+    axes' limits) shows, pixel for pixel, what drawing the whole figure again shows, without
+    drawing it whole: the changed axes are drawn again into the kept background."""
+    draws = []
+    app.canvas.mpl_connect("draw_event", draws.append)
+    start = app.controls[name].value
+    try:
+        for value in values:
+            limits = app._axes_limits()
+            app.controls[name].value = value
+            assert not np.array_equal(app._axes_limits(), limits)
+            shown = np.asarray(app.canvas.buffer_rgba()).copy()
+            assert not draws, f"{name} = {value} drew the whole figure"
+            app.canvas.draw()
+            assert np.array_equal(shown, np.asarray(app.canvas.buffer_rgba())), f"{name} = {value}"
+            draws.clear()
+    finally:
+        app.controls[name].value = start

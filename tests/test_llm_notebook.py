@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-from helpers import assert_states, markdown_of, plain
+from helpers import assert_drawn_in_place, assert_states, markdown_of, plain
 from notebook_runner import execute_notebook, output_problems, run_committed
 
 import llm_clip
@@ -165,20 +165,9 @@ def test_the_map_draws_llm_clips_push_frames_and_advantages(token_app, values):
 
 
 def test_a_new_group_size_shows_what_a_whole_redraw_shows_without_one(token_app):
-    draws = []
-    token_app.canvas.mpl_connect("draw_event", draws.append)
-    try:
-        for group_size in (8, 2, 5):
-            token_app.controls["group_size"].value = group_size
-            shown = np.asarray(token_app.canvas.buffer_rgba()).copy()
-            labels = [t.get_text() for t in token_app.ax.get_yticklabels()]
-            assert labels[0].startswith(response_batch(group_size).prompt_text(0))
-            assert not draws  # only the three panels were drawn again, into the kept background
-            token_app.canvas.draw()
-            assert np.array_equal(shown, np.asarray(token_app.canvas.buffer_rgba()))
-            draws.clear()
-    finally:
-        token_app.controls["group_size"].value = Setting().group_size
+    assert_drawn_in_place(token_app, "group_size", (8, 2, 5))
+    labels = [t.get_text() for t in token_app.ax.get_yticklabels()]
+    assert labels[0].startswith(response_batch(Setting().group_size).prompt_text(0))
 
 
 def test_one_colour_scale_and_one_push_axis_hold_every_group_size(token_app):

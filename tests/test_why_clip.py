@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_states, markdown_of, plain
+from helpers import assert_drawn_in_place, assert_states, markdown_of, plain
 
 import ppo_clip
 from bandit import (
@@ -722,6 +722,12 @@ def test_the_bandit_app_draws_the_runs_of_its_settings():
     app.controls["iterations"].value = 200  # a slider keeps its value in range
     assert app.settings.iterations == 100
     assert app.message.value == ""
+
+
+def test_a_new_iteration_count_shows_what_a_whole_redraw_shows_without_one():
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    assert_drawn_in_place(app, "iterations", (12, 5))
+    assert app.panels.axes[0].get_xlim() == (0.0, 10.0)
 
 
 def test_the_bandit_apps_button_adds_seeds():

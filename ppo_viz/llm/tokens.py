@@ -20,7 +20,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import LinearSegmentedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Patch
 from matplotlib.path import Path
 from matplotlib.textpath import TextPath
 
@@ -202,9 +202,8 @@ class TokenPushExplorer(LiveFigure):
         return Setting(**values)
 
     def _new_group_size(self, group_size: int) -> None:
-        """Rows, labels and group lines of ``group_size`` answers a prompt: static artists,
-        drawn again into the kept background with the three panels (the colour bar and the
-        legend stay as they are)."""
+        """Rows, labels and group lines of ``group_size`` answers a prompt: static artists, so
+        the three panels are drawn again (the colour bar and the legend stay as they are)."""
         batch = response_batch(group_size)
         rows = len(batch.rewards)
         for ax in (self.ax, self.ax_a, self.ax_sum):
@@ -224,18 +223,8 @@ class TokenPushExplorer(LiveFigure):
         for v, glyph in enumerate(self.glyphs):
             glyph.set_offsets(np.argwhere((batch.tokens == v) & batch.mask)[:, ::-1])
             glyph.set_sizes([min(56.0, (0.55 * row_pt) ** 2)])
+        self.redraw_axes(self.ax, self.ax_a, self.ax_sum)
         self.group_size = group_size
-        self.redraw_static(self._rows_area(), self.ax, self.ax_a, self.ax_sum)
-
-    def _rows_area(self) -> Rectangle:
-        """The figure's background under the three panels and their labels (left of the colour
-        bar, above the legend): drawn over the old rows before the new ones."""
-        legend_top = self.figure.legends[0].get_window_extent().y1 / self.figure.bbox.height
-        right = self.figure.axes[-1].get_position().x0 - 1 / self.figure.bbox.width
-        area = Rectangle((0, legend_top), right, 1 - legend_top, lw=0)
-        area.set(transform=self.figure.transFigure, color=self.figure.get_facecolor())
-        area.set_figure(self.figure)
-        return area
 
     def update(self, **_values: object) -> Markup:
         """Draw the pushes of the controls' setting; return the readout."""

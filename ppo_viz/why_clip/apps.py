@@ -257,8 +257,11 @@ class BanditLoopExplorer(LiveFigure):
         settings = self.settings
         runs = self.runs(settings)
         if runs is not self._drawn:
+            iterations_before = self.panels.axes[0].get_xlim()
             show_bandit_runs(self.panels, runs)
             self._drawn = runs
+            if self.panels.axes[0].get_xlim() != iterations_before:
+                self.redraw_axes(*self.panels.axes)  # not the legend
         self.panels.show_only(app.ticked(values, MAIN_METHODS))
         self.run_ahead(self._shown_settings, settings)
         self._shown_settings = settings
