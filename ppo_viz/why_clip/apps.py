@@ -263,9 +263,16 @@ class BanditLoopExplorer(LiveFigure):
             if self.panels.axes[0].get_xlim() != iterations_before:
                 self.redraw_axes(*self.panels.axes)  # not the legend
         self.panels.show_only(app.ticked(values, MAIN_METHODS))
-        self.run_ahead(self._shown_settings, settings)
-        self._shown_settings = settings
         return bandit_summary_html(runs)
+
+    def refresh(self) -> bool:
+        """Draw the controls' settings, then run ahead of them (after the drawing, which the
+        look-ahead's thread would otherwise slow down)."""
+        drawn = super().refresh()
+        if drawn:
+            self.run_ahead(self._shown_settings, self.settings)
+            self._shown_settings = self.settings
+        return drawn
 
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
         """If one setting changed from ``before`` to ``now``, start the runs of one more such
