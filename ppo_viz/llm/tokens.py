@@ -34,13 +34,23 @@ from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below, presentin
 #: The choices of the two dropdowns, by label: the objectives, and where the KL goes (k3 per
 #: token in the loss, as GRPO; each answer's k1 = log pi_old - log pi_ref summed over its tokens
 #: and taken off its reward, as PPO for RLHF).
-OBJECTIVES = {"PPO": "ppo", "GRPO": "grpo", "Dr. GRPO": "dr_grpo", "DAPO": "dapo",
-              "GSPO": "gspo", "CISPO": "cispo"}  # fmt: skip
+OBJECTIVES = {
+    "PPO": "ppo",
+    "GRPO": "grpo",
+    "Dr. GRPO": "dr_grpo",
+    "DAPO": "dapo",
+    "GSPO": "gspo",
+    "CISPO": "cispo",
+}
 KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "reward"}
 #: Each slider's description and range (whole numbers for mu and the group size).
-SLIDERS = {"mu": ("update μ", (1, MAX_MU)), "eps_low": ("ε_low", (0.0, 0.5)),
-           "eps_high": ("ε_high", (0.0, 1.0)), "beta": ("β (KL weight)", (0.0, 0.5)),
-           "group_size": ("group size G", (2, MAX_GROUP))}  # fmt: skip
+SLIDERS = {
+    "mu": ("update μ", (1, MAX_MU)),
+    "eps_low": ("ε_low", (0.0, 0.5)),
+    "eps_high": ("ε_high", (0.0, 1.0)),
+    "beta": ("β (KL weight)", (0.0, 0.5)),
+    "group_size": ("group size G", (2, MAX_GROUP)),
+}
 PADDING = "#E6E6E6"
 PUSH_COLORS = LinearSegmentedColormap.from_list(
     "push", [PALETTE["vermillion"], "#FFFFFF", PALETTE["blue"]]
@@ -76,10 +86,17 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
     try:
         b = response_batch(s.group_size)
         return llm_clip.token_breakdown(
-            b.logp_new[s.mu - 1], b.logp_old, advantages(b, s), b.mask, objective=s.objective,
-            eps_low=s.eps_low, eps_high=s.eps_high, max_len=MAX_LEN,
-            logp_ref=b.logp_ref if in_loss else None, kl_coef=s.beta if in_loss else 0.0,
-        )  # fmt: skip
+            b.logp_new[s.mu - 1],
+            b.logp_old,
+            advantages(b, s),
+            b.mask,
+            objective=s.objective,
+            eps_low=s.eps_low,
+            eps_high=s.eps_high,
+            max_len=MAX_LEN,
+            logp_ref=b.logp_ref if in_loss else None,
+            kl_coef=s.beta if in_loss else 0.0,
+        )
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
 
@@ -88,8 +105,11 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
 def push_scales(group_size: int) -> tuple[float, float]:
     """The largest push on a token and (with room) on an answer, over every objective and
     update without KL: the fixed colour scale and axis of ``group_size`` answers a prompt."""
-    pushes = [-breakdown(Setting(objective=o, mu=mu, group_size=group_size)).grad
-              for o in OBJECTIVES.values() for mu in range(1, MAX_MU + 1)]  # fmt: skip
+    pushes = [
+        -breakdown(Setting(objective=o, mu=mu, group_size=group_size)).grad
+        for o in OBJECTIVES.values()
+        for mu in range(1, MAX_MU + 1)
+    ]
     return max(np.abs(p).max() for p in pushes), 1.15 * max(np.abs(p.sum(1)).max() for p in pushes)
 
 
@@ -129,11 +149,13 @@ class TokenPushExplorer(LiveFigure):
             if choices is not None:
                 label = next((k for k, v in choices.items() if v == value), None)
                 if label is None:
-                    raise ValueError(f"{name} must be one of {tuple(choices.values())}, got "
-                                     f"{value!r}")  # fmt: skip
+                    raise ValueError(
+                        f"{name} must be one of {tuple(choices.values())}, got {value!r}"
+                    )
                 text = "objective" if name == "objective" else "KL to the reference"
-                controls[name] = widgets.Dropdown(options=list(choices), value=label,
-                                                  description=text, **control_layout())  # fmt: skip
+                controls[name] = widgets.Dropdown(
+                    options=list(choices), value=label, description=text, **control_layout()
+                )
                 continue
             text, bounds = SLIDERS[name]
             whole = name in ("mu", "group_size")
@@ -141,22 +163,30 @@ class TokenPushExplorer(LiveFigure):
             controls[name] = slider(text, value, bounds, 1 if whole else 0.01, integer=whole)
         self._draw_axes()
         super().__init__(
-            self.figure, self.update, controls,
+            self.figure,
+            self.update,
+            controls,
             moving=[self.image, *self.glyphs, self.frames, self.capped, self.bars_a, self.bars_sum],
-            rows=[["objective", "mu"], ["eps_low", "eps_high"], ["beta", "kl_place"],
-                  ["group_size"]],
+            rows=[
+                ["objective", "mu"],
+                ["eps_low", "eps_high"],
+                ["beta", "kl_place"],
+                ["group_size"],
+            ],
             description="Each token's push under an LLM trainer's objective",
-        )  # fmt: skip
+        )
 
     def _draw_axes(self) -> None:
         with figure_style():
-            self.figure = Figure(figsize=(9.6, 3.9) if presenting() else (9.0, 4.3),
-                                 layout="constrained")  # fmt: skip
+            self.figure = Figure(
+                figsize=(9.6, 3.9) if presenting() else (9.0, 4.3), layout="constrained"
+            )
             self.ax, self.ax_a, self.ax_sum, cax = self.figure.subplots(
                 1, 4, width_ratios=(6.0, 1.3, 1.3, 0.18)
             )
-            self.image = self.ax.imshow(np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto",
-                                        interpolation="nearest")  # fmt: skip
+            self.image = self.ax.imshow(
+                np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto", interpolation="nearest"
+            )
             self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
             self.frames = self.ax.add_collection(PolyCollection([], **FRAME, zorder=3))
             self.capped = self.ax.add_collection(PolyCollection([], **FRAME, ls="--", zorder=3))
