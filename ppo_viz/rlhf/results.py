@@ -41,10 +41,9 @@ def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
 
 def cell_of(results: Mapping[str, Any], seed_set: str, method: str, lr: float, mu: int) -> dict:
     """The stored cell of ``method`` at learning rate ``lr`` and ``mu`` on a seed set."""
+    wanted = (seed_set, method, lr, mu)
     for cell in results["cells"]:
-        if (cell["set"], cell["method"], cell["learning_rate"], cell["updates"]) == (
-            seed_set, method, lr, mu,
-        ):  # fmt: skip
+        if (cell["set"], cell["method"], cell["learning_rate"], cell["updates"]) == wanted:
             return cell
     raise KeyError(f"no cell {seed_set}, {method}, lr {lr:g}, mu {mu}")
 
@@ -190,6 +189,7 @@ def per_learning_rate(
     """Per method (but ``but``), ``text`` of its cell at each learning rate, at one mu."""
     lrs = results["learning_rates"]
     header = ["method", *(f"lr {lr:g}" for lr in lrs)]
-    rows = [[label(results, m), *(text(cell_of(results, seed_set, m, lr, mu)) for lr in lrs)]
-            for m in results["methods"] if m != but]  # fmt: skip
+    methods = [m for m in results["methods"] if m != but]
+    cells = {m: [cell_of(results, seed_set, m, lr, mu) for lr in lrs] for m in methods}
+    rows = [[label(results, m), *map(text, cells[m])] for m in methods]
     return header, rows
