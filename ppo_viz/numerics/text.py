@@ -216,11 +216,8 @@ def clip_verdict(plus: model.Breakdown, minus: model.Breakdown) -> str:
 
 def token_readout_html(view: model.TokenView) -> Markup:
     """The token app's numbers as a two-column table (all from :mod:`ppo_clip`)."""
-    log_ratio, f32, f64 = (
-        view.sequence.log_ratio[0],
-        model.FLOAT32_EXP_LIMIT,
-        model.FLOAT64_EXP_LIMIT,
-    )
+    log_ratio = view.sequence.log_ratio[0]
+    f32, f64 = model.FLOAT32_EXP_LIMIT, model.FLOAT64_EXP_LIMIT
     if log_ratio > f64:
         overflow = f"above {f64:.2f}: exp overflows in float64 and float32"
     elif log_ratio > f32:
