@@ -53,6 +53,8 @@ class SurrogateExplorer(LiveFigure):
     holds the :class:`ppo_clip.ClipBreakdown` each column was drawn from.
     """
 
+    description = "PPO's clipped objective and its gradient against the ratio"
+
     def __init__(
         self,
         advantage: float = DEFAULT_ADVANTAGE,
@@ -87,14 +89,8 @@ class SurrogateExplorer(LiveFigure):
             "advantage": slider("|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25),
             "worked_example": checkbox("worked-example points", show_worked_example),
         }
-        super().__init__(
-            figure,
-            self.update,
-            controls,
-            moving=moving,
-            rows=[["eps", "advantage"], ["worked_example"]],
-            description="PPO's clipped objective and its gradient against the ratio",
-        )
+        rows = [["eps", "advantage"], ["worked_example"]]
+        super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 
     def update(self, eps: float, advantage: float, worked_example: bool = True) -> Markup:
         """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout."""

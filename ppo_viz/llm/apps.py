@@ -56,6 +56,8 @@ class LengthBiasExplorer(LiveFigure):
     """A short and a long answer under the three aggregations; sliders for their lengths and
     their (shared) advantage."""
 
+    description = "Per-token and per-answer push under three aggregations"
+
     def __init__(self, short: int = 2, long: int = 8, advantage: float = 1.0) -> None:
         two_answers(short, long, advantage)  # refuses a bad start by name
         self.blocks, self.labels, self.shown = {}, {}, {}
@@ -78,9 +80,8 @@ class LengthBiasExplorer(LiveFigure):
             "advantage": slider("A (both answers)", advantage, (-1.0, 1.0), 0.5),
         }
         moving = [*self.blocks.values(), *(t for pair in self.labels.values() for t in pair)]
-        text = "Per-token and per-answer push under three aggregations"
         rows = [["short", "long"], ["advantage"]]
-        super().__init__(figure, self.update, controls, moving=moving, rows=rows, description=text)
+        super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 
     def update(self, short: int, long: int, advantage: float) -> Markup:
         """Stack each answer's blocks under each aggregation; compare per-token pushes."""
@@ -127,6 +128,8 @@ class ClipFractionExplorer(LiveFigure):
     """The batch's tokens by ratio and advantage, and its three clip fractions; sliders for
     the update ``mu`` and ``eps``."""
 
+    description = "The batch's token ratios and three clip fractions"
+
     def __init__(self, mu: int = 1, eps: float = 0.2) -> None:
         checked_number("mu", mu, (1, MAX_MU), whole=True)
         checked_number("eps", eps, (0.0, 0.5))
@@ -159,10 +162,8 @@ class ClipFractionExplorer(LiveFigure):
             "mu": slider("update μ", mu, (1, MAX_MU), 1, integer=True),
             "eps": slider("ε", eps, (0.0, 0.5), 0.01),
         }
-        text = "The batch's token ratios and three clip fractions"
         moving = [self.band, *self.points.values(), *self.bars, *self.bar_texts]
-        rows = [["mu", "eps"]]
-        super().__init__(figure, self.update, controls, moving=moving, rows=rows, description=text)
+        super().__init__(figure, self.update, controls, moving=moving, rows=[["mu", "eps"]])
 
     def update(self, mu: int, eps: float) -> Markup:
         """Place the tokens and the band for ``mu`` and ``eps``; bars for the fractions."""

@@ -166,6 +166,8 @@ class BatchStepper(LiveFigure):
     :meth:`go` moves to one; :meth:`load` reads the fields, :meth:`load_preset` fills them.
     """
 
+    description = "PPO's clipped loss, one sample at a time"
+
     def __init__(self, batch: StepperBatch | str | None = None, *, inputs: bool = True) -> None:
         checked_flag("inputs", inputs)
         batch = model.as_batch(batch)
@@ -182,15 +184,10 @@ class BatchStepper(LiveFigure):
         self.clip_fractions = widgets.HTML()
         self.inputs = self._entry_box()
         stepping = widgets.HBox([self.prev_button, self.slider, self.next_button])
+        above = [self.inputs, stepping] if inputs else [stepping]
+        below, controls, moving = [self.clip_fractions], {"sample": self.slider}, self.plot.moving
         super().__init__(
-            self.plot.figure,
-            self._show,
-            {"sample": self.slider},
-            moving=self.plot.moving,
-            rows=[],
-            above=[self.inputs, stepping] if inputs else [stepping],
-            below=[self.clip_fractions],
-            description="PPO's clipped loss, one sample at a time",
+            self.plot.figure, self._show, controls, moving=moving, rows=[], above=above, below=below
         )
         self.sample_view = self.readout
         self.sample_view.add_class("ppo-sample-view")
