@@ -14,14 +14,7 @@ from IPython.display import HTML
 
 from bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE, FloatArray
 from ppo_viz.epochs.foundations import EstimatorStudy
-from ppo_viz.epochs.training import (
-    COLUMNS,
-    Run,
-    arm_sums,
-    batch_of,
-    outside_band,
-    start_reward,
-)
+from ppo_viz.epochs.training import COLUMNS, Run, arm_sums, batch_of, outside_band, start_reward
 from ppo_viz.html import Markup, page, table, tag
 from ppo_viz.numbers import rounded, signed
 

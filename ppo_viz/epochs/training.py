@@ -141,9 +141,8 @@ class Settings:
     target_kl: float | None = None
 
     def __post_init__(self) -> None:
-        checked_fields(
-            self, {k: v for k, v in SETTING_RANGES.items() if getattr(self, k) is not None}
-        )
+        given = {k: v for k, v in SETTING_RANGES.items() if getattr(self, k) is not None}
+        checked_fields(self, given)
 
     def method(self, key: str) -> Method:
         """Column ``key``'s objective with these settings' clip size and early stop."""

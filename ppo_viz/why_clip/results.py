@@ -74,11 +74,7 @@ def one_set(results: Mapping[str, Any], seed_set: str) -> dict[str, Any]:
         if seed_set in sweep["sets"]:
             chosen = sweep["sets"][seed_set]
             meta = {k: v for k, v in sweep.items() if k not in ("sets", "methods")}
-            sweeps[name] = {
-                **meta,
-                "first_seed": chosen["first_seed"],
-                "methods": chosen["methods"],
-            }
+            sweeps[name] = meta | {key: chosen[key] for key in ("first_seed", "methods")}
     return {**results, "seed_set": seed_set, "sweeps": sweeps}
 
 
