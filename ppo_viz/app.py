@@ -158,17 +158,8 @@ class LiveFigure(StaticFallback, widgets.VBox):
             reset.add_class(RESET_CLASS)
             reset.on_click(lambda _: self.reset())
             boxes[-1].append(reset)
-        super().__init__(
-            [
-                widgets.HTML(style_tag()),
-                *above,
-                *(widgets.HBox(row) for row in boxes),
-                self.message,
-                self.readout,
-                self.canvas,
-                *below,
-            ]
-        )
+        top = [widgets.HTML(style_tag()), *above, *(widgets.HBox(row) for row in boxes)]
+        super().__init__([*top, self.message, self.readout, self.canvas, *below])
         self.add_class("ppo-app")
         self.refresh()  # the first refresh draws everything and keeps the background
 
@@ -376,15 +367,9 @@ def slider(
     kind = widgets.IntSlider if integer else widgets.FloatLogSlider if log else widgets.FloatSlider
     if log:  # a log slider's min and max are exponents of its base, 10
         bounds = tuple(np.log10(bounds))
-    return kind(
-        value=value,
-        min=bounds[0],
-        max=bounds[1],
-        step=step,
-        description=description,
-        **control_layout(),
-        **options,
-    )
+    low, high = bounds
+    options = {**control_layout(), **options}
+    return kind(value=value, min=low, max=high, step=step, description=description, **options)
 
 
 def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:

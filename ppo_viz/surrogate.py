@@ -96,11 +96,8 @@ class SurrogateExplorer(LiveFigure):
         """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout."""
         for sign, panel in self.columns.items():
             indices = self._sample_indices(sign, worked_example)
-            example = self.example
-            sweep = panel.update(
-                sign * advantage, eps, example.ratio[indices], example.advantages[indices]
-            )
-            self.sweeps[sign] = sweep
+            samples = self.example.ratio[indices], self.example.advantages[indices]
+            self.sweeps[sign] = sweep = panel.update(sign * advantage, eps, *samples)
             flat = flat_where(sweep, sign, "{:.2f}".format)
             panel.objective_ax.title.set_text(f"A = {sign * advantage:+.2f}: {flat}")
             self._place_sample_labels(sign, indices)
@@ -127,16 +124,11 @@ class SurrogateExplorer(LiveFigure):
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
     """The band and where each sign's gradient switches off, from the sweep's own band."""
     lower, upper = rounded(sweep.lower, 3), rounded(sweep.upper, 3)
-    negative = (
-        f"with A < 0 once r < {lower}"
-        if sweep.lower > 0
-        else "with A < 0 never, since no ratio is below 1 − ε = 0"
-    )
-    return tag(
-        "div",
-        "Clip band: ",
-        tag("b", f"[{lower}, {upper}]"),
+    negative = "with A < 0 never, since no ratio is below 1 − ε = 0"
+    if sweep.lower > 0:
+        negative = f"with A < 0 once r < {lower}"
+    rest = (
         f". With A > 0 the gradient is zero once r > {upper}; {negative}. "
-        "Moves the other way always keep their full gradient.",
-        classes="ppo",
+        "Moves the other way always keep their full gradient."
     )
+    return tag("div", "Clip band: ", tag("b", f"[{lower}, {upper}]"), rest, classes="ppo")

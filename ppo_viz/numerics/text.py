@@ -225,6 +225,7 @@ def token_readout_html(view: model.TokenView) -> Markup:
     else:
         overflow = f"below {f32:.2f}: no overflow"
     outside, ratio = int(np.count_nonzero(view.tokens.outside_band)), view.sequence.ratio[0]
+    share = rounded(100 * outside / view.length, 3)
     verdict = clip_verdict(view.sequence, view.sequence_negative)
     rows = {
         "sequence log-probability, old policy": f"Σ log π_old = {rounded(view.logp_old_sum, 5)}",
@@ -233,9 +234,7 @@ def token_readout_html(view: model.TokenView) -> Markup:
         "sequence ratio exp(Σ log π_new − Σ log π_old)": f"{rounded(ratio)}: {verdict}",
         "product of the per-token ratios": rounded(view.product),
         "geometric mean of the per-token ratios": rounded(view.geometric_mean, 5),
-        "per-token ratios outside the band": (
-            f"{outside} of {view.length} ({rounded(100 * outside / view.length, 3)} %)"
-        ),
+        "per-token ratios outside the band": f"{outside} of {view.length} ({share} %)",
     }
     header = (f"the first {view.length} tokens of the response", "")
     cells = [(name, tag("b", value)) for name, value in rows.items()]
