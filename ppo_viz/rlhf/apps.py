@@ -122,16 +122,11 @@ def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:
         late = slice(-max(1, run.reward.shape[1] // 4), None)
         wrong = run.wrong[:, late].sum()
         excess = run.wrong_excess[:, late].sum() / wrong if wrong else np.nan
-        rows.append(
-            [
-                tag("span", METHODS[key].label, classes="ppo-strong"),
-                rounded(run.score.mean(), 3),
-                rounded(run.reward.mean(), 3),
-                rounded(excess, 2),
-                rounded(run.entropy[:, late].mean(), 3),
-                rounded(run.clip_fraction.mean(), 2),
-            ]
-        )
+        name = tag("span", METHODS[key].label, classes="ppo-strong")
+        score, reward = rounded(run.score.mean(), 3), rounded(run.reward.mean(), 3)
+        entropy = rounded(run.entropy[:, late].mean(), 3)
+        clipped = rounded(run.clip_fraction.mean(), 2)
+        rows.append([name, score, reward, rounded(excess, 2), entropy, clipped])
     header = ["method", "final accuracy", "reward", "wrong responses' excess", "entropy", "clipped"]
     caption = (
         f"Means over {seeds} seeds (0–{seeds - 1}): reward over training; excess length (tokens) "

@@ -82,8 +82,8 @@ def side_text(results: Mapping[str, Any], finding: Mapping[str, Any], name: str)
     checked = difference(entry["confirmation"])
     return (
         f"{where_text(entry['where'], finding['best_vs_best'])}: {found} on the "
-        f"{sets['discovery']['seeds']} discovery "
-        f"seeds, {checked} on the {sets['confirmation']['seeds']} confirmation seeds"
+        f"{sets['discovery']['seeds']} discovery seeds, {checked} on the "
+        f"{sets['confirmation']['seeds']} confirmation seeds"
     )
 
 
@@ -132,23 +132,16 @@ def findings_table(results: Mapping[str, Any]) -> Table:
     rows = []
     for f in results["findings"]:
         name = "against" if f["verdict"] == "reversed" else "supports"
-        entry = f[name]
-        rows.append(
-            [
-                f"{f['claim']} ({f['source']})",
-                VERDICTS[f["verdict"]],
-                where_text(entry["where"], f["best_vs_best"]),
-                difference(entry["discovery"]),
-                difference(entry["confirmation"]),
-                "; ".join(
-                    f"{'the claim' if side == 'supports' else 'against it'}: "
-                    f"{chance_text(f[side]['replication_chance'])}"
-                    for side in SIDES
-                    if f[side]["confirmed"]
-                )
-                or "–",
-            ]
+        entry, claim = f[name], f"{f['claim']} ({f['source']})"
+        where = where_text(entry["where"], f["best_vs_best"])
+        found, checked = difference(entry["discovery"]), difference(entry["confirmation"])
+        chances = "; ".join(
+            f"{'the claim' if side == 'supports' else 'against it'}: "
+            f"{chance_text(f[side]['replication_chance'])}"
+            for side in SIDES
+            if f[side]["confirmed"]
         )
+        rows.append([claim, VERDICTS[f["verdict"]], where, found, checked, chances or "–"])
     return header, rows
 
 

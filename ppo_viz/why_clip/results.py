@@ -96,17 +96,9 @@ def pooled_cells(sweep: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     pooled = []
     for cells in zip(*sets, strict=True):
         scores = np.concatenate([c["scores"] for c in cells])
-        p10, p90 = np.percentile(scores, (10.0, 90.0))
-        shares = [c["solved"] / len(c["scores"]) for c in cells]
-        pooled.append(
-            {
-                "value": cells[0]["value"],
-                "mean": float(scores.mean()),
-                "p10": float(p10),
-                "p90": float(p90),
-                "shares": shares,
-            }
-        )
+        p10, p90 = (float(p) for p in np.percentile(scores, (10.0, 90.0)))
+        mean, shares = float(scores.mean()), [c["solved"] / len(c["scores"]) for c in cells]
+        pooled.append(dict(value=cells[0]["value"], mean=mean, p10=p10, p90=p90, shares=shares))
     return pooled
 
 
