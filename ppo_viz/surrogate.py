@@ -79,11 +79,9 @@ class SurrogateExplorer(LiveFigure):
                 ]
             handles, labels = legend_entries(self.columns[+1])
             legend_below(figure, 2 if presenting() else 3, handles=handles, labels=labels)
-        moving = [
-            artist
-            for sign, panel in self.columns.items()
-            for artist in (*panel.moving, panel.objective_ax.title, *self.sample_labels[sign])
-        ]
+        moving = []
+        for sign, panel in self.columns.items():
+            moving += [*panel.moving, panel.objective_ax.title, *self.sample_labels[sign]]
         controls = {
             "eps": slider("ε (clip size)", eps, (0.0, 1.0), 0.01),
             "advantage": slider("|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25),

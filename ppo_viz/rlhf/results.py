@@ -76,10 +76,8 @@ def where_text(where: Mapping[str, Any], best_vs_best: bool = False) -> str:
 
 def side_text(results: Mapping[str, Any], finding: Mapping[str, Any], name: str) -> str:
     """One side of a finding: where discovery put it, and both sets' differences."""
-    entry = finding[name]
-    sets = results["sets"]
-    found = difference(entry["discovery"])
-    checked = difference(entry["confirmation"])
+    entry, sets = finding[name], results["sets"]
+    found, checked = difference(entry["discovery"]), difference(entry["confirmation"])
     return (
         f"{where_text(entry['where'], finding['best_vs_best'])}: {found} on the "
         f"{sets['discovery']['seeds']} discovery seeds, {checked} on the "

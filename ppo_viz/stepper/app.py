@@ -254,10 +254,9 @@ class BatchStepper(LiveFigure):
         anything on screen changes: the last good batch stays.  Never raises.
         """
         fields = (self.new_field, self.old_field, self.advantages_field, self.eps_field)
+        log_mode = self.mode.value == MODES[1]
         try:
-            batch = model.parse_batch(
-                *(f.value for f in fields), log_mode=self.mode.value == MODES[1]
-            )
+            batch = model.parse_batch(*(f.value for f in fields), log_mode=log_mode)
         except (ValueError, TypeError) as error:  # EntryError, or the module's own checks
             kept = f"Still showing the last batch that loaded, {self.batch.name}."
             said = [message(line) for line in str(error).splitlines()]

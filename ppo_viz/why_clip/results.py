@@ -181,12 +181,10 @@ def range_table(results: Mapping[str, Any], name: str) -> Table:
     for key in sweep["methods"]:
         entries = [sweep["sets"][s]["methods"][key] for s in sets]
         row = [METHODS[key].label, *(stable_text(e["stable"]) for e in entries)]
-        row.append(step_text(entries[0]["best"]["value"]))
-        row += [estimate(e["best"]["mean"], e["best"]["ci"]) for e in entries]
-        row += [
-            difference(e["best"]["vs_ppo_best"]) if "vs_ppo_best" in e["best"] else "–"
-            for e in entries
-        ]
+        bests = [e["best"] for e in entries]
+        row.append(step_text(bests[0]["value"]))
+        row += [estimate(best["mean"], best["ci"]) for best in bests]
+        row += [difference(best["vs_ppo_best"]) if "vs_ppo_best" in best else "–" for best in bests]
         rows.append(row)
     return header, rows
 
