@@ -168,7 +168,8 @@ class TokenRatioExplorer(LiveFigure):
             "length": slider("response length", int(length), (1, n), 1, integer=True),
             "shift": slider("policy shift (log-odds)", shift, (0.0, model.MAX_SHIFT), 0.05),
         }
-        moving, rows = self.artists.values(), [["length", "shift"]]
+        moving = self.artists.values()
+        rows = [["length", "shift"]]
         super().__init__(figure, self.show_tokens, controls, moving=moving, rows=rows)
 
     def show_tokens(self, length: int, shift: float) -> Markup:
