@@ -293,8 +293,7 @@ def _span(mask: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
 
 
 def _set_span(patch: Rectangle, left: float, right: float) -> None:
-    patch.set_x(left)
-    patch.set_width(right - left)
+    patch.set(x=left, width=right - left)
 
 
 def set_fixed_limits(
