@@ -116,9 +116,11 @@ class LiveFigure(StaticFallback, widgets.VBox):
 
     ``controls`` maps each name ``update`` takes to a widget with a ``value``; ``rows`` lays
     them out (names per row; by default one row each).  ``above`` and ``below`` are extra
-    widgets placed above the controls and under the figure.  ``description`` is one line
-    saying what the figure shows, for front ends without widgets.
+    widgets placed above the controls and under the figure.  ``description`` (by default the
+    class's) is one line saying what the figure shows, for front ends without widgets.
     """
+
+    description = "Interactive figure"
 
     def __init__(
         self,
@@ -130,12 +132,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
         rows: Sequence[Sequence[str]] | None = None,
         above: Sequence[widgets.Widget] = (),
         below: Sequence[widgets.Widget] = (),
-        description: str = "Interactive figure",
+        description: str | None = None,
     ) -> None:
         self.figure = figure
         self._update = update
         self.controls = dict(controls)
-        self.description = description
+        self.description = description or self.description
         self.moving = sorted(moving, key=lambda artist: artist.get_zorder())
         self.message = widgets.HTML(layout=widgets.Layout(margin="0 0 0 8px"))
         self.readout = widgets.HTML()
@@ -159,17 +161,8 @@ class LiveFigure(StaticFallback, widgets.VBox):
             reset.add_class(RESET_CLASS)
             reset.on_click(lambda _: self.reset())
             boxes[-1].append(reset)
-        super().__init__(
-            [
-                widgets.HTML(style_tag()),
-                *above,
-                *(widgets.HBox(row) for row in boxes),
-                self.message,
-                self.readout,
-                self.canvas,
-                *below,
-            ]
-        )
+        top = [widgets.HTML(style_tag()), *above, *(widgets.HBox(row) for row in boxes)]
+        super().__init__([*top, self.message, self.readout, self.canvas, *below])
         self.add_class("ppo-app")
         self.refresh()  # the first refresh draws everything and keeps the background
 
@@ -407,15 +400,9 @@ def slider(
     kind = widgets.IntSlider if integer else widgets.FloatLogSlider if log else widgets.FloatSlider
     if log:  # a log slider's min and max are exponents of its base, 10
         bounds = tuple(np.log10(bounds))
-    return kind(
-        value=value,
-        min=bounds[0],
-        max=bounds[1],
-        step=step,
-        description=description,
-        **control_layout(),
-        **options,
-    )
+    low, high = bounds
+    options = {**control_layout(), **options}
+    return kind(value=value, min=low, max=high, step=step, description=description, **options)
 
 
 def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:

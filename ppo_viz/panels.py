@@ -173,10 +173,7 @@ def draw_objective_panel(
 
 
 def objective_figure(
-    size: tuple[float, float],
-    r_axis: tuple[float, float] = R_AXIS,
-    *,
-    reach: float | None = None,
+    size: tuple[float, float], r_axis: tuple[float, float] = R_AXIS, *, reach: float | None = None
 ) -> tuple[Figure, dict[int, PanelArtists]]:
     """A figure of two columns of panels, for ``A > 0`` (left) and ``A < 0`` (right).
 
@@ -279,10 +276,7 @@ def clipped_spans(
     """
     grid = sweep.ratio
     favourable = grid > 1.0 if advantage > 0 else grid < 1.0
-    return (
-        _span(sweep.is_clipped & favourable, grid),
-        _span(sweep.is_clipped & ~favourable, grid),
-    )
+    return _span(sweep.is_clipped & favourable, grid), _span(sweep.is_clipped & ~favourable, grid)
 
 
 def _span(mask: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
@@ -299,8 +293,7 @@ def _span(mask: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
 
 
 def _set_span(patch: Rectangle, left: float, right: float) -> None:
-    patch.set_x(left)
-    patch.set_width(right - left)
+    patch.set(x=left, width=right - left)
 
 
 def set_fixed_limits(

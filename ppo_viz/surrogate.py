@@ -53,6 +53,8 @@ class SurrogateExplorer(LiveFigure):
     holds the :class:`ppo_clip.ClipBreakdown` each column was drawn from.
     """
 
+    description = "PPO's clipped objective and its gradient against the ratio"
+
     def __init__(
         self,
         advantage: float = DEFAULT_ADVANTAGE,
@@ -77,34 +79,23 @@ class SurrogateExplorer(LiveFigure):
                 ]
             handles, labels = legend_entries(self.columns[+1])
             legend_below(figure, 2 if presenting() else 3, handles=handles, labels=labels)
-        moving = [
-            artist
-            for sign, panel in self.columns.items()
-            for artist in (*panel.moving, panel.objective_ax.title, *self.sample_labels[sign])
-        ]
+        moving = []
+        for sign, panel in self.columns.items():
+            moving += [*panel.moving, panel.objective_ax.title, *self.sample_labels[sign]]
         controls = {
             "eps": slider("ε (clip size)", eps, (0.0, 1.0), 0.01),
             "advantage": slider("|A| (advantage)", advantage, ADVANTAGE_RANGE, 0.25),
             "worked_example": checkbox("worked-example points", show_worked_example),
         }
-        super().__init__(
-            figure,
-            self.update,
-            controls,
-            moving=moving,
-            rows=[["eps", "advantage"], ["worked_example"]],
-            description="PPO's clipped objective and its gradient against the ratio",
-        )
+        rows = [["eps", "advantage"], ["worked_example"]]
+        super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 
     def update(self, eps: float, advantage: float, worked_example: bool = True) -> Markup:
         """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout."""
         for sign, panel in self.columns.items():
             indices = self._sample_indices(sign, worked_example)
-            example = self.example
-            sweep = panel.update(
-                sign * advantage, eps, example.ratio[indices], example.advantages[indices]
-            )
-            self.sweeps[sign] = sweep
+            samples = self.example.ratio[indices], self.example.advantages[indices]
+            self.sweeps[sign] = sweep = panel.update(sign * advantage, eps, *samples)
             flat = flat_where(sweep, sign, "{:.2f}".format)
             panel.objective_ax.title.set_text(f"A = {sign * advantage:+.2f}: {flat}")
             self._place_sample_labels(sign, indices)
@@ -131,16 +122,11 @@ class SurrogateExplorer(LiveFigure):
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
     """The band and where each sign's gradient switches off, from the sweep's own band."""
     lower, upper = rounded(sweep.lower, 3), rounded(sweep.upper, 3)
-    negative = (
-        f"with A < 0 once r < {lower}"
-        if sweep.lower > 0
-        else "with A < 0 never, since no ratio is below 1 − ε = 0"
-    )
-    return tag(
-        "div",
-        "Clip band: ",
-        tag("b", f"[{lower}, {upper}]"),
+    negative = "with A < 0 never, since no ratio is below 1 − ε = 0"
+    if sweep.lower > 0:
+        negative = f"with A < 0 once r < {lower}"
+    rest = (
         f". With A > 0 the gradient is zero once r > {upper}; {negative}. "
-        "Moves the other way always keep their full gradient.",
-        classes="ppo",
+        "Moves the other way always keep their full gradient."
     )
+    return tag("div", "Clip band: ", tag("b", f"[{lower}, {upper}]"), rest, classes="ppo")

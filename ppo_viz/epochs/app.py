@@ -74,6 +74,8 @@ class EpochsExplorer(LiveFigure):
     raises a ``ValueError`` naming it, rather than being clamped by a slider.
     """
 
+    description = "Several epochs of PPO on one batch: the objectives side by side"
+
     def __init__(
         self,
         eps: float = DEFAULT_EPS,
@@ -105,14 +107,8 @@ class EpochsExplorer(LiveFigure):
             "target_kl": target,
         }
         self._build_figure(len(ARM_MEANS), n_samples())
-        super().__init__(
-            self.figure,
-            self.update,
-            controls,
-            moving=self.moving_artists,
-            rows=[["eps", "step_size"], ["epochs", "seed"], ["early_stop", "target_kl"]],
-            description="Several epochs of PPO on one batch: the objectives side by side",
-        )
+        rows = [["eps", "step_size"], ["epochs", "seed"], ["early_stop", "target_kl"]]
+        super().__init__(self.figure, self.update, controls, moving=self.moving_artists, rows=rows)
 
     # -- the figure ---------------------------------------------------------------------------
 

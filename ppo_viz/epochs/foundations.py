@@ -69,12 +69,8 @@ class UpdateLine:
     def objective(self, objective: ppo_clip.Objective, eps: float) -> FloatArray:
         """The objective to maximise at each factor: minus ppo_clip's loss there (kept)."""
         b = self.batch
-        return np.array(
-            [
-                -ppo_clip.surrogate_loss(logp, b.logp_old, b.advantages, eps, objective=objective)
-                for logp in self.sample_logps
-            ]
-        )
+        loss = functools.partial(ppo_clip.surrogate_loss, objective=objective)
+        return -np.array([loss(logp, b.logp_old, b.advantages, eps) for logp in self.sample_logps])
 
     @functools.cached_property
     def kl(self) -> FloatArray:
@@ -154,13 +150,8 @@ def small_step_study(
 ) -> dict[ppo_clip.Objective, list[StepSizeRun]]:
     """For each objective, one run per step size on ``batch`` (default: notebook 3's), with the
     same total movement."""
-    return {
-        objective: [
-            run_with_step_size(objective, step, total=total, eps=eps, batch=batch)
-            for step in step_sizes
-        ]
-        for objective in objectives
-    }
+    run = functools.partial(run_with_step_size, total=total, eps=eps, batch=batch)
+    return {objective: [run(objective, step) for step in step_sizes] for objective in objectives}
 
 
 def one_signed_arms(batch: Batch) -> list[int]:

@@ -50,6 +50,8 @@ def _label(objective: str) -> str:
 class InterpolationExplorer(LiveFigure):
     """An ε slider over the objectives along the line through PPO's update."""
 
+    description = "PPO's objectives along the line through one update (the paper's Figure 2)"
+
     def __init__(self, eps: float = ppo_clip.DEFAULT_EPS) -> None:
         checked_number("eps", eps, EPS_RANGE)
         self.line = line = ppo_update_line()
@@ -71,13 +73,9 @@ class InterpolationExplorer(LiveFigure):
             self.peak = ax.plot([], [], **PEAK, zorder=5)[0]
             self.peak_text = ax.annotate("", (0, 0), xytext=(-10, 12), **PEAK_LABEL)
             legend_below(figure, 2)
-        super().__init__(
-            figure,
-            self.update,
-            {"figure2_eps": slider("ε (clip size)", eps, EPS_RANGE, 0.01)},
-            moving=[*self.curves.values(), self.peak, self.peak_text],
-            description="PPO's objectives along the line through one update (the paper's Figure 2)",
-        )
+        controls = {"figure2_eps": slider("ε (clip size)", eps, EPS_RANGE, 0.01)}
+        moving = [*self.curves.values(), self.peak, self.peak_text]
+        super().__init__(figure, self.update, controls, moving=moving)
 
     def update(self, figure2_eps: float) -> Markup:
         """Draw the objectives at ε and the clipped one's maximum; return where it lies."""

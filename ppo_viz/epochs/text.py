@@ -14,14 +14,7 @@ from IPython.display import HTML
 
 from bandit import ARM_MEANS, KL_FORMULAS, REWARD_NOISE, FloatArray
 from ppo_viz.epochs.foundations import EstimatorStudy
-from ppo_viz.epochs.training import (
-    COLUMNS,
-    Run,
-    arm_sums,
-    batch_of,
-    outside_band,
-    start_reward,
-)
+from ppo_viz.epochs.training import COLUMNS, Run, arm_sums, batch_of, outside_band, start_reward
 from ppo_viz.html import Markup, page, table, tag
 from ppo_viz.numbers import rounded, signed
 
@@ -56,9 +49,8 @@ def batch_table(seed: int) -> HTML:
         members = np.flatnonzero(batch.actions == arm)
         samples = ", ".join(f"#{t} ({signed(batch.advantages[t], 2)})" for t in members)
         mean = rounded(batch.rewards[members].mean(), 3) if members.size else "–"
-        rows.append(
-            (f"arm {arm}", signed(ARM_MEANS[arm], 2), samples or "none", mean, signed(sums[arm], 3))
-        )
+        mu, total = signed(ARM_MEANS[arm], 2), signed(sums[arm], 3)
+        rows.append((f"arm {arm}", mu, samples or "none", mean, total))
     caption = (
         f"Batch seed {seed}: N = {batch.n}, mean reward {rounded(batch.rewards.mean(), 3)}, "
         f"advantage A = R − mean reward. The batch favours arm {int(np.argmax(sums))}, the arm "

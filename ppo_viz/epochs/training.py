@@ -141,9 +141,8 @@ class Settings:
     target_kl: float | None = None
 
     def __post_init__(self) -> None:
-        checked_fields(
-            self, {k: v for k, v in SETTING_RANGES.items() if getattr(self, k) is not None}
-        )
+        given = {k: v for k, v in SETTING_RANGES.items() if getattr(self, k) is not None}
+        checked_fields(self, given)
 
     def method(self, key: str) -> Method:
         """Column ``key``'s objective with these settings' clip size and early stop."""
@@ -246,16 +245,11 @@ def train(batch: Batch, objective: str, settings: Settings) -> Run:
         steps.append(step)
         if not step.moving:
             break
-    return Run(
-        objective,
-        settings,
-        batch,
-        logits=np.array([s.logits for s in steps]),
-        sample_grads=np.array([s.grads for s in steps]),
-        clip_fraction=np.array([s.clipped.mean() for s in steps]),
-        approx_kl=np.array([s.approx_kl for s in steps]),
-        stopped_early=len(steps) <= settings.n_epochs,
-    )
+    logits, grads = np.array([s.logits for s in steps]), np.array([s.grads for s in steps])
+    clip_fraction = np.array([s.clipped.mean() for s in steps])
+    approx_kl = np.array([s.approx_kl for s in steps])
+    stopped_early = len(steps) <= settings.n_epochs
+    return Run(objective, settings, batch, logits, grads, clip_fraction, approx_kl, stopped_early)
 
 
 def run_all(settings: Settings) -> dict[str, Run]:

@@ -19,14 +19,7 @@ from typing import Any
 import numpy as np
 
 from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role, battery
-from ppo_viz.exercises.mistakes import (
-    Finding,
-    differs,
-    finding,
-    lesson_of,
-    numbers,
-    value_findings,
-)
+from ppo_viz.exercises.mistakes import Finding, differs, finding, lesson_of, numbers, value_findings
 from ppo_viz.exercises.questions import ConceptQuestion
 from ppo_viz.exercises.sandbox import (
     MAX_TIME_LIMIT_S,

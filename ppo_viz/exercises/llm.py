@@ -17,9 +17,8 @@ are), so a forgotten mask shows in the answer rather than as a NaN.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -28,39 +27,57 @@ import llm_clip
 from ppo_viz.exercises.battery import read_only_copy
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise
-from ppo_viz.exercises.sandbox import TIME_LIMIT_S
+from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
-#: Each mistake's title and what the learner reads (from the trackers notebook 7 cites).
-MISTAKES = {
-    "token_mean": ("Token-mean instead of sequence-mean", f"You average over all the batch's "
-                   f"tokens, which weighs long answers more (DAPO's aggregation); {_MEAN}."),
-    "no_mask": ("The mask forgotten (padding counted)", "Your answer counts the padding. "
-                "Multiply each token's term by the mask and count n_i = mask.sum(axis=1)."),
-    "no_std": ("Group std normalisation missing", "You centre each reward on its group's mean "
-               "but do not divide by the group's std + 1e-4 (that is Dr. GRPO's advantage)."),
-    "std_twice": ("Group std normalisation doubled",
-                  "You divide by the group's std + 1e-4 twice; GRPO divides once."),
-    "population_std": ("Population std (ddof=0)", "np.std divides by G; TRL and verl take the "
-                       "sample std, which divides by G - 1: np.std(group, ddof=1)."),
-    "kl_sign": ("The KL sign", "The KL is a penalty: the objective is term - beta * k3, so the "
-                "loss adds + beta * k3. Yours subtracts it."),
-    "kl_direction": ("k3 of the wrong direction", "k3 = exp(d) - d - 1 with d = logp_ref - "
-                     "logp_new (TRL's, GRPO's); yours has d = logp_new - logp_ref."),
-    "sign": ("Objective instead of loss (the sign)",
-             "Your answer has the opposite sign: the loss to minimize is minus the objective."),
-    "product": ("Sequence ratio as a product", "You multiply the tokens' ratios, which runs away "
-                "with the length; GSPO's s_i is their geometric mean, exp(mean log-ratio)."),
-    "token_clip": ("Token ratios clipped", "You clip each token's own ratio, which is GRPO; "
-                   "GSPO clips one ratio per answer, s_i, shared by all its tokens."),
-}  # fmt: skip
+#: Each mistake's title (from the trackers notebook 7 cites).
+TITLES = {
+    "token_mean": "Token-mean instead of sequence-mean",
+    "no_mask": "The mask forgotten (padding counted)",
+    "no_std": "Group std normalisation missing",
+    "std_twice": "Group std normalisation doubled",
+    "population_std": "Population std (ddof=0)",
+    "kl_sign": "The KL sign",
+    "kl_direction": "k3 of the wrong direction",
+    "sign": "Objective instead of loss (the sign)",
+    "product": "Sequence ratio as a product",
+    "token_clip": "Token ratios clipped",
+}
+#: What the learner reads about each mistake.
+EXPLANATIONS = {
+    "token_mean": "You average over all the batch's tokens, which weighs long answers more "
+    f"(DAPO's aggregation); {_MEAN}.",
+    "no_mask": "Your answer counts the padding. Multiply each token's term by the mask and count "
+    "n_i = mask.sum(axis=1).",
+    "no_std": "You centre each reward on its group's mean but do not divide by the group's "
+    "std + 1e-4 (that is Dr. GRPO's advantage).",
+    "std_twice": "You divide by the group's std + 1e-4 twice; GRPO divides once.",
+    "population_std": "np.std divides by G; TRL and verl take the sample std, which divides by "
+    "G - 1: np.std(group, ddof=1).",
+    "kl_sign": "The KL is a penalty: the objective is term - beta * k3, so the loss adds "
+    "+ beta * k3. Yours subtracts it.",
+    "kl_direction": "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL's, GRPO's); yours has "
+    "d = logp_new - logp_ref.",
+    "sign": "Your answer has the opposite sign: the loss to minimize is minus the objective.",
+    "product": "You multiply the tokens' ratios, which runs away with the length; GSPO's s_i is "
+    "their geometric mean, exp(mean log-ratio).",
+    "token_clip": "You clip each token's own ratio, which is GRPO; GSPO clips one ratio per "
+    "answer, s_i, shared by all its tokens.",
+}
+#: Each mistake's title and explanation, as :class:`.Exercise` takes them.
+MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 #: Each exercise's mistakes, in groups of those that exclude one another.
 EXCLUSIVE = {
-    "grpo": [("no_std", "std_twice", "population_std"), ("token_mean",), ("no_mask",),
-             ("kl_sign", "kl_direction"), ("sign",)],
+    "grpo": [
+        ("no_std", "std_twice", "population_std"),
+        ("token_mean",),
+        ("no_mask",),
+        ("kl_sign", "kl_direction"),
+        ("sign",),
+    ],
     "gspo": [("product", "token_clip"), ("no_mask",), ("sign",)],
-}  # fmt: skip
+}
 STD_EPS = 1e-4  # TRL's (``grpo_trainer.py`` L2705-2707)
 
 
@@ -110,10 +127,11 @@ def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
         centred = llm_clip.group_advantages(batch.advantages, group_size, scale_by_std=False)
         a = centred / np.repeat(std, group_size) ** (2 if "std_twice" in m else 1)
     options = {
-        "objective": "grpo", "eps_low": eps,
+        "objective": "grpo",
+        "eps_low": eps,
         "aggregation": "token-mean" if "token_mean" in m else None,
         "logp_ref": 2 * batch.logp_new - ref if "kl_direction" in m else ref,
-    }  # fmt: skip
+    }
     mask = np.ones_like(batch.mask) if "no_mask" in m else batch.mask
     arguments = (batch.logp_new, batch.logp_old, a, mask)
     value = llm_clip.policy_loss(*arguments, kl_coef=beta, **options)
@@ -126,15 +144,14 @@ def gspo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     """llm_clip's GSPO loss on the inputs an implementation with ``mistakes`` uses: a product
     of ratios is the geometric mean of n_i times larger log-ratios; clipping each token's ratio
     is GRPO."""
-    (eps_low, eps_high), m, old = batch.extras, mistakes, batch.logp_old
+    (low, high), m, old = batch.extras, mistakes, batch.logp_old
     mask = np.ones_like(batch.mask) if "no_mask" in m else batch.mask
     gap = batch.logp_new - old
     if "product" in m:
         gap = gap * mask.sum(axis=1, keepdims=True)
-    value = llm_clip.policy_loss(
-        old + gap, old, batch.advantages, mask, eps_low=eps_low, eps_high=eps_high,
-        objective="grpo" if "token_clip" in m else "gspo",
-    )  # fmt: skip
+    objective = "grpo" if "token_clip" in m else "gspo"
+    arguments = (old + gap, old, batch.advantages, mask)
+    value = llm_clip.policy_loss(*arguments, objective=objective, eps_low=low, eps_high=high)
     return -value if "sign" in m else value
 
 
@@ -147,52 +164,62 @@ EXERCISES.update(
 # -- the batteries -------------------------------------------------------------------------------
 
 
-def _batch(exercise: str, name: str, lengths: list[int], third: list[float], extras: tuple,
-           seed: int, spread: float = 0.15) -> ExerciseBatch:  # fmt: skip
-    """Answers of ``lengths`` tokens with seeded log-probabilities, finite junk on padding (a
-    GRPO batch's ``extras`` get a reference's log-probabilities appended)."""
+#: Each exercise's small batches, by name: the answers' lengths, the third argument (rewards for
+#: GRPO, advantages for GSPO), the other arguments, the seed and the spread of the log-ratios.
+SMALL_BATCHES = {
+    "grpo": {
+        "one group": ([5, 2, 4, 3], [1, 0, 0, 1], (4, 0.2, 0.0), 1, 0.15),
+        "two groups": ([3, 6, 2, 5, 4, 6], [1, 0, 0, 1, 0.5, 0], (3, 0.2, 0.0), 2, 0.15),
+        "KL to the reference": ([6, 3, 5, 2], [0, 1, 1, 0], (4, 0.2, 0.1), 4, 0.3),
+    },
+    "gspo": {
+        "three answers": ([5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), 5, 0.2),
+        "the paper's range": ([3, 6, 2, 5], [0.8, -0.4, 1.2, -1.5], (3e-4, 4e-4), 6, 0.01),
+    },
+}
+
+
+def _small_batch(exercise: str, name: str) -> ExerciseBatch:
+    """Batch ``name`` of :data:`SMALL_BATCHES`: answers of its lengths with seeded
+    log-probabilities, finite junk on padding (a GRPO batch's other arguments get a reference's
+    log-probabilities appended)."""
+    lengths, third, extras, seed, spread = SMALL_BATCHES[exercise][name]
     rng = np.random.default_rng(seed)
     mask = np.arange(max(lengths) + 1) < np.array(lengths)[:, None]
     old = np.log(rng.uniform(0.05, 0.95, mask.shape))
     new = np.minimum(old + rng.normal(0.0, spread, mask.shape), 0.0)
     if exercise == "grpo":
         extras = (*extras, np.minimum(old + rng.normal(0.0, 0.3, mask.shape), 0.0))
-    return ExerciseBatch(exercise, name, f"answers of {', '.join(map(str, lengths))} tokens",
-                         new, old, np.array(third, float), mask, extras)  # fmt: skip
+    lesson = f"answers of {', '.join(map(str, lengths))} tokens"
+    return ExerciseBatch(exercise, name, lesson, new, old, np.array(third, float), mask, extras)
+
+
+def _notebook_batch(exercise: str) -> ExerciseBatch:
+    """Notebook 7's batch at update 3: GRPO's rewards with a KL term, or GSPO's advantages."""
+    nb = response_batch(4)
+    if exercise == "grpo":
+        lesson, third, extras = "G = 4, beta = 0.04", nb.rewards, (4, 0.2, 0.04, nb.logp_ref)
+    else:
+        lesson, third, extras = "eps 0.01", nb.advantages(), (0.01, 0.01)
+    arrays = (nb.logp_new[2], nb.logp_old, third, nb.mask)
+    return ExerciseBatch(exercise, "notebook 7's batch", lesson, *arrays, extras)
 
 
 @cache
 def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
     """The batches a check runs: small ones, then notebook 7's batch at update 3."""
-    nb, grpo, gspo = response_batch(4), partial(_batch, "grpo"), partial(_batch, "gspo")
-    if exercise == "grpo":
-        return (
-            grpo("one group", [5, 2, 4, 3], [1, 0, 0, 1], (4, 0.2, 0.0), seed=1),
-            grpo("two groups", [3, 6, 2, 5, 4, 6], [1, 0, 0, 1, 0.5, 0], (3, 0.2, 0.0), seed=2),
-            grpo("KL to the reference", [6, 3, 5, 2], [0, 1, 1, 0], (4, 0.2, 0.1), seed=4,
-                 spread=0.3),
-            ExerciseBatch("grpo", "notebook 7's batch", "G = 4, beta = 0.04", nb.logp_new[2],
-                          nb.logp_old, nb.rewards, nb.mask, (4, 0.2, 0.04, nb.logp_ref)),
-        )  # fmt: skip
-    return (
-        gspo("three answers", [5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), seed=5, spread=0.2),
-        gspo("the paper's range", [3, 6, 2, 5], [0.8, -0.4, 1.2, -1.5], (3e-4, 4e-4), seed=6,
-             spread=0.01),
-        ExerciseBatch("gspo", "notebook 7's batch", "eps 0.01", nb.logp_new[2], nb.logp_old,
-                      nb.advantages(), nb.mask, (0.01, 0.01)),
-    )  # fmt: skip
+    small = [_small_batch(exercise, name) for name in SMALL_BATCHES[exercise]]
+    return (*small, _notebook_batch(exercise))
 
 
 # -- checking ------------------------------------------------------------------------------------
 
 
-def check_grpo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-                    ) -> CheckResult:  # fmt: skip
+def check_grpo_loss(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
     """Check ``grpo_loss(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)``."""
     return run_check("grpo_loss", "grpo", function, battery("grpo"), time_limit_s, "llm_clip")
 
 
-def check_gspo_loss(function: Callable[..., Any], *, time_limit_s: float = TIME_LIMIT_S
-                    ) -> CheckResult:  # fmt: skip
+def check_gspo_loss(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
     """Check ``gspo_loss(logp_new, logp_old, advantages, mask, eps_low, eps_high)``."""
     return run_check("gspo_loss", "gspo", function, battery("gspo"), time_limit_s, "llm_clip")

@@ -102,9 +102,8 @@ def kernel_environment(folder: Path) -> dict[str, str]:
     first on ``PYTHONPATH``, so a module beside the notebooks imports as in JupyterLab.
     """
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(folder).resolve()), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
-    )
+    paths = filter(None, env.get("PYTHONPATH", "").split(os.pathsep))
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(folder).resolve()), *paths])
     return env
 
 

@@ -126,14 +126,9 @@ def export_site(
             executed = export.execute_notebook(path, timeout_s=timeout_s)
         except (CellControlSignal, DeadKernelError, NoSuchKernel) as error:
             raise export.ExportError(f"{path.name} did not run to the end:\n{error}") from error
-        figures = write_page(
-            executed,
-            path.stem,
-            out_dir,
-            mathjax_url,
-            title=pages[at][1],
-            navigation=navigation(pages, at),
-        )
+        stem, title = pages[at]
+        links = navigation(pages, at)
+        figures = write_page(executed, stem, out_dir, mathjax_url, title=title, navigation=links)
         print(f"  -> {path.stem}.html with {figures} figure(s)", flush=True)
         for problem in export.output_problems(executed):
             print(f"  warning: {path.name}, {problem}", file=sys.stderr, flush=True)

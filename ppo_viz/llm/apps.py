@@ -14,7 +14,6 @@ import numpy as np
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
 
 import llm_clip
 from ppo_viz.app import InputError, LiveFigure, checked_number, slider
@@ -25,9 +24,11 @@ from ppo_viz.numbers import rounded
 from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below, presenting
 
 #: The three aggregations, with the objectives that use each by default.
-AGGREGATIONS = {"token-mean": "token-mean\n(PPO, DAPO, CISPO)",
-                "seq-mean-token-mean": "seq-mean-token-mean\n(GRPO, GSPO)",
-                "seq-mean-token-sum-norm": f"constant B·L, L = {MAX_LEN}\n(Dr. GRPO)"}  # fmt: skip
+AGGREGATIONS = {
+    "token-mean": "token-mean\n(PPO, DAPO, CISPO)",
+    "seq-mean-token-mean": "seq-mean-token-mean\n(GRPO, GSPO)",
+    "seq-mean-token-sum-norm": f"constant B·L, L = {MAX_LEN}\n(Dr. GRPO)",
+}
 
 
 def _size(height: float) -> tuple[float, float]:
@@ -41,9 +42,12 @@ def two_answers(short: int, long: int, advantage: float) -> dict[str, np.ndarray
         for name, value in (("short", short), ("long", long)):
             checked_number(name, value, (1, MAX_LEN), whole=True)
         mask, logp = np.arange(MAX_LEN) < np.array([[short], [long]]), np.zeros((2, MAX_LEN))
-        return {name: -llm_clip.policy_loss_grad(logp, logp, [advantage] * 2, mask, objective="ppo",
-                                                 aggregation=name, max_len=MAX_LEN)
-                for name in AGGREGATIONS}  # fmt: skip
+        batch = (logp, logp, [advantage] * 2, mask)
+        options = {"objective": "ppo", "max_len": MAX_LEN}
+        return {
+            name: -llm_clip.policy_loss_grad(*batch, aggregation=name, **options)
+            for name in AGGREGATIONS
+        }
     except (TypeError, ValueError) as error:  # a length, or llm_clip refuses the advantage
         raise InputError(str(error)) from None
 
@@ -51,6 +55,8 @@ def two_answers(short: int, long: int, advantage: float) -> dict[str, np.ndarray
 class LengthBiasExplorer(LiveFigure):
     """A short and a long answer under the three aggregations; sliders for their lengths and
     their (shared) advantage."""
+
+    description = "Per-token and per-answer push under three aggregations"
 
     def __init__(self, short: int = 2, long: int = 8, advantage: float = 1.0) -> None:
         two_answers(short, long, advantage)  # refuses a bad start by name
@@ -74,9 +80,8 @@ class LengthBiasExplorer(LiveFigure):
             "advantage": slider("A (both answers)", advantage, (-1.0, 1.0), 0.5),
         }
         moving = [*self.blocks.values(), *(t for pair in self.labels.values() for t in pair)]
-        text = "Per-token and per-answer push under three aggregations"
-        super().__init__(figure, self.update, controls, moving=moving, description=text,
-                         rows=[["short", "long"], ["advantage"]])  # fmt: skip
+        rows = [["short", "long"], ["advantage"]]
+        super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 
     def update(self, short: int, long: int, advantage: float) -> Markup:
         """Stack each answer's blocks under each aggregation; compare per-token pushes."""
@@ -86,23 +91,25 @@ class LengthBiasExplorer(LiveFigure):
             stacks = []
             for row, label in enumerate(self.labels[name]):
                 tops = np.cumsum(push[row, : lengths[row]])
+                x0, x1 = row - 0.3, row + 0.3  # the stack's sides
                 for top, each in zip(tops, push[row], strict=False):
-                    stacks.append([(row - 0.3, top - each), (row + 0.3, top - each),
-                                   (row + 0.3, top), (row - 0.3, top)])  # fmt: skip
-                text = f"{lengths[row]} × {rounded(push[row, 0], 3)}\n= {rounded(tops[-1], 3)}"
-                label.set(text=text, y=tops[-1] + np.copysign(0.06, tops[-1]),
-                          va="bottom" if tops[-1] >= 0 else "top")  # fmt: skip
+                    stacks.append([(x0, top - each), (x1, top - each), (x1, top), (x0, top)])
+                total = tops[-1]
+                text = f"{lengths[row]} × {rounded(push[row, 0], 3)}\n= {rounded(total, 3)}"
+                place = "bottom" if total >= 0 else "top"
+                label.set(text=text, y=total + np.copysign(0.06, total), va=place)
             self.blocks[name].set_verts(stacks)
             colour = PALETTE["vermillion"] if advantage < 0 else COLORS["clipped"]
             self.blocks[name].set_facecolor(colour)
         grpo = self.shown["seq-mean-token-mean"][:, 0]
-        if grpo[1] == 0 or short == long:
-            return tag("div", "Same lengths or A = 0: every aggregation treats the two alike.",
-                       classes="ppo")  # fmt: skip
-        text = (f"Per token, seq-mean-token-mean pushes the short answer "
+        text = "Same lengths or A = 0: every aggregation treats the two alike."
+        if grpo[1] != 0 and short != long:
+            text = (
+                f"Per token, seq-mean-token-mean pushes the short answer "
                 f"{rounded(grpo[0] / grpo[1], 3)} times as hard as the long one; token-mean and "
                 "the constant push every token alike, so the long answer moves "
-                f"{rounded(long / short, 3)} times as much in total.")  # fmt: skip
+                f"{rounded(long / short, 3)} times as much in total."
+            )
         return tag("div", text, classes="ppo")
 
 
@@ -113,11 +120,15 @@ TOKEN_KINDS = {
     "inside": ("inside the band", COLORS["guide"]),
 }
 FRACTIONS = ("CleanRL\nclipfrac", "verl\npg_clipfrac", "TRL\nregion_mean")
+#: The band's look, on the scatter and in its legend.
+BAND = {"color": COLORS["band"], "alpha": 0.25}
 
 
 class ClipFractionExplorer(LiveFigure):
     """The batch's tokens by ratio and advantage, and its three clip fractions; sliders for
     the update ``mu`` and ``eps``."""
+
+    description = "The batch's token ratios and three clip fractions"
 
     def __init__(self, mu: int = 1, eps: float = 0.2) -> None:
         checked_number("mu", mu, (1, MAX_MU), whole=True)
@@ -125,43 +136,44 @@ class ClipFractionExplorer(LiveFigure):
         self.batch = b = response_batch(4)
         spread = (np.arange(MAX_LEN) - (MAX_LEN - 1) / 2) * 0.025  # an answer's tokens apart
         self.height = (b.advantages()[:, None] + spread)[b.mask]
-        reach = 0.08 + max(np.abs(breakdown(Setting(mu=m)).ratio[b.mask] - 1).max()
-                           for m in range(1, MAX_MU + 1))  # fmt: skip
+        ratios = [breakdown(Setting(mu=m)).ratio[b.mask] for m in range(1, MAX_MU + 1)]
+        reach = 0.08 + max(np.abs(r - 1).max() for r in ratios)
         with figure_style():
             figure = Figure(figsize=_size(4.0), layout="constrained")
             left, right = figure.subplots(1, 2, width_ratios=(1.9, 1.2))
-            self.band = left.add_patch(Rectangle((0.8, -3), 0.4, 6, color=COLORS["band"],
-                                                 alpha=0.25, lw=0))  # fmt: skip
-            self.points = {kind: left.plot([], [], "o", ms=4.5, color=colour, label=label)[0]
-                           for kind, (label, colour) in TOKEN_KINDS.items()}  # fmt: skip
+            self.band = left.axvspan(0.8, 1.2, lw=0, **BAND)
+            self.points = {
+                kind: left.plot([], [], "o", ms=4.5, color=colour, label=label)[0]
+                for kind, (label, colour) in TOKEN_KINDS.items()
+            }
             left.axvline(1.0, color=COLORS["start"], lw=0.8, ls=":")
-            left.set(xlim=(1 - reach, 1 + reach), ylim=(-1.9, 1.9), xlabel="token ratio r",
-                     ylabel="advantage A of its answer")  # fmt: skip
-            band = Line2D([], [], lw=8, color=COLORS["band"], alpha=0.25, label="band 1 ± ε")
+            left.set(xlim=(1 - reach, 1 + reach), ylim=(-1.9, 1.9), xlabel="token ratio r")
+            left.set_ylabel("advantage A of its answer")
+            band = Line2D([], [], lw=8, label="band 1 ± ε", **BAND)
             legend_below(figure, 2, handles=[*self.points.values(), band], fontsize="small")
             self.bars = right.bar(FRACTIONS, [0, 0, 0], color=COLORS["zero_grad"]).patches
             self.bars[0].set_color(COLORS["clip_only"])
             self.bar_texts = [right.text(i, 0, "", ha="center", va="bottom") for i in range(3)]
-            right.set(ylim=(0, 1.05), ylabel="share of the batch's tokens",
-                      title="clip fraction as logged")  # fmt: skip
+            right.set(ylim=(0, 1.05), title="clip fraction as logged")
+            right.set_ylabel("share of the batch's tokens")
             right.tick_params(axis="x", labelsize="small")
         self.shown: dict[str, float] = {}
-        controls = {"mu": slider("update μ", mu, (1, MAX_MU), 1, integer=True),
-                    "eps": slider("ε", eps, (0.0, 0.5), 0.01)}  # fmt: skip
-        text = "The batch's token ratios and three clip fractions"
+        controls = {
+            "mu": slider("update μ", mu, (1, MAX_MU), 1, integer=True),
+            "eps": slider("ε", eps, (0.0, 0.5), 0.01),
+        }
         moving = [self.band, *self.points.values(), *self.bars, *self.bar_texts]
-        super().__init__(figure, self.update, controls, rows=[["mu", "eps"]], description=text,
-                         moving=moving)  # fmt: skip
+        super().__init__(figure, self.update, controls, moving=moving, rows=[["mu", "eps"]])
 
     def update(self, mu: int, eps: float) -> Markup:
         """Place the tokens and the band for ``mu`` and ``eps``; bars for the fractions."""
         parts, b = breakdown(Setting(mu=mu, eps_low=eps, eps_high=eps)), self.batch
         args = (b.logp_new[mu - 1], b.logp_old, b.advantages(), b.mask)
-        self.shown = dict(zip(FRACTIONS, (
-            llm_clip.clip_fraction_cleanrl(*args[:2], b.mask, eps=eps)["losses/clipfrac"],
-            llm_clip.clip_fraction_verl(*args, objective="grpo", eps_low=eps)["actor/pg_clipfrac"],
-            llm_clip.clip_ratio_trl(*args, objective="grpo", eps_low=eps)["clip_ratio/region_mean"],
-        ), strict=True))  # fmt: skip
+        as_grpo = {"objective": "grpo", "eps_low": eps}
+        cleanrl = llm_clip.clip_fraction_cleanrl(*args[:2], b.mask, eps=eps)["losses/clipfrac"]
+        verl = llm_clip.clip_fraction_verl(*args, **as_grpo)["actor/pg_clipfrac"]
+        trl = llm_clip.clip_ratio_trl(*args, **as_grpo)["clip_ratio/region_mean"]
+        self.shown = dict(zip(FRACTIONS, (cleanrl, verl, trl), strict=True))
         ratio, clipped = parts.ratio[b.mask], parts.is_clipped[b.mask]
         outside = ~clipped & (np.abs(ratio - 1) > eps)
         for kind, chosen in zip(TOKEN_KINDS, (clipped, outside, ~clipped & ~outside), strict=True):
@@ -171,11 +183,15 @@ class ClipFractionExplorer(LiveFigure):
             bar.set_height(value)
             label.set(y=value, text=rounded(value, 3))
         if mu == 1:
-            text = (f"μ = 1: the policy has not changed since it sampled the batch, so every ratio "
-                    f"is exactly 1 (largest |r − 1| = {rounded(np.abs(ratio - 1).max())}) and "
-                    "every clip fraction is 0.")  # fmt: skip
+            text = (
+                f"μ = 1: the policy has not changed since it sampled the batch, so every ratio "
+                f"is exactly 1 (largest |r − 1| = {rounded(np.abs(ratio - 1).max())}) and "
+                "every clip fraction is 0."
+            )
         else:
-            text = (f"μ = {mu}, after {mu - 1} step{'s' if mu > 2 else ''} on this batch: "
-                    f"{clipped.sum()} of {ratio.size} tokens switched off, {outside.sum()} more "
-                    "outside the band but not switched off.")  # fmt: skip
+            text = (
+                f"μ = {mu}, after {mu - 1} step{'s' if mu > 2 else ''} on this batch: "
+                f"{clipped.sum()} of {ratio.size} tokens switched off, {outside.sum()} more "
+                "outside the band but not switched off."
+            )
         return tag("div", text, classes="ppo")

@@ -115,17 +115,15 @@ def response_batch(group_size: int = 4) -> ResponseBatch:
     packed = tiny_lm.pack(answers)
     rewards = tiny_lm.rewards(answers)[0][0]  # (reward, right, malformed): the reward, run 0
     advantages = llm_clip.group_advantages(rewards, size)
-    logp_old = tiny_lm.score(policy, packed).logp[0]
+    logp_old, mask = tiny_lm.score(policy, packed).logp[0], answers.mask[0]
     model, logp_new = policy, []
     for _ in range(MAX_MU):
         scored = tiny_lm.score(model, packed)
         logp_new.append(_read_only(scored.logp[0]))
-        g = llm_clip.policy_loss_grad(
-            scored.logp[0], logp_old, advantages, answers.mask[0], objective="grpo"
-        )
+        g = llm_clip.policy_loss_grad(scored.logp[0], logp_old, advantages, mask, objective="grpo")
         grads = tiny_lm.parameter_grad(model, scored, g[None])
         model = TinyLM([p - STEP_SIZE * d for p, d in zip(model.params, grads, strict=True)])
     prompts = np.array(PROMPTS).repeat(size, axis=0)
     logp_ref = tiny_lm.score(reference, packed).logp[0]
-    arrays = (prompts, answers.tokens[0], answers.mask[0], rewards, logp_ref, logp_old)
+    arrays = (prompts, answers.tokens[0], mask, rewards, logp_ref, logp_old)
     return ResponseBatch(size, *map(_read_only, arrays), tuple(logp_new))

@@ -60,9 +60,8 @@ def _expected_grads(logits: np.ndarray, ref_logits: np.ndarray) -> dict[str, np.
     llm_clip (the vocabulary as V one-token answers, token-mean weight 1/V, r = 1)."""
     logp, ref = log_softmax(logits)[:, None], log_softmax(ref_logits)[:, None]
     v, pi = len(logp), np.exp(logp[:, 0])
-    parts = llm_clip.token_breakdown(
-        logp, logp, np.zeros(v), np.ones((v, 1), bool), objective="ppo", logp_ref=ref, kl_coef=1.0
-    )
+    answers = (logp, logp, np.zeros(v), np.ones((v, 1), bool))  # V one-token answers, A = 0
+    parts = llm_clip.token_breakdown(*answers, objective="ppo", logp_ref=ref, kl_coef=1.0)
     g_k3 = v * parts.grad[:, 0]  # d k3 / d log π(y) = 1 - π_ref(y)/π(y)
     slopes = {"k1": np.ones(v), "k3": g_k3, "exact": g_k3 + parts.kl[:, 0]}  # d(r·k3) at r = 1
     return {name: (pi * g) @ (np.eye(v) - pi) for name, g in slopes.items()}

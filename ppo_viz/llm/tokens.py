@@ -34,13 +34,23 @@ from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below, presentin
 #: The choices of the two dropdowns, by label: the objectives, and where the KL goes (k3 per
 #: token in the loss, as GRPO; each answer's k1 = log pi_old - log pi_ref summed over its tokens
 #: and taken off its reward, as PPO for RLHF).
-OBJECTIVES = {"PPO": "ppo", "GRPO": "grpo", "Dr. GRPO": "dr_grpo", "DAPO": "dapo",
-              "GSPO": "gspo", "CISPO": "cispo"}  # fmt: skip
+OBJECTIVES = {
+    "PPO": "ppo",
+    "GRPO": "grpo",
+    "Dr. GRPO": "dr_grpo",
+    "DAPO": "dapo",
+    "GSPO": "gspo",
+    "CISPO": "cispo",
+}
 KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "reward"}
 #: Each slider's description and range (whole numbers for mu and the group size).
-SLIDERS = {"mu": ("update μ", (1, MAX_MU)), "eps_low": ("ε_low", (0.0, 0.5)),
-           "eps_high": ("ε_high", (0.0, 1.0)), "beta": ("β (KL weight)", (0.0, 0.5)),
-           "group_size": ("group size G", (2, MAX_GROUP))}  # fmt: skip
+SLIDERS = {
+    "mu": ("update μ", (1, MAX_MU)),
+    "eps_low": ("ε_low", (0.0, 0.5)),
+    "eps_high": ("ε_high", (0.0, 1.0)),
+    "beta": ("β (KL weight)", (0.0, 0.5)),
+    "group_size": ("group size G", (2, MAX_GROUP)),
+}
 PADDING = "#E6E6E6"
 PUSH_COLORS = LinearSegmentedColormap.from_list(
     "push", [PALETTE["vermillion"], "#FFFFFF", PALETTE["blue"]]
@@ -76,10 +86,17 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
     try:
         b = response_batch(s.group_size)
         return llm_clip.token_breakdown(
-            b.logp_new[s.mu - 1], b.logp_old, advantages(b, s), b.mask, objective=s.objective,
-            eps_low=s.eps_low, eps_high=s.eps_high, max_len=MAX_LEN,
-            logp_ref=b.logp_ref if in_loss else None, kl_coef=s.beta if in_loss else 0.0,
-        )  # fmt: skip
+            b.logp_new[s.mu - 1],
+            b.logp_old,
+            advantages(b, s),
+            b.mask,
+            objective=s.objective,
+            eps_low=s.eps_low,
+            eps_high=s.eps_high,
+            max_len=MAX_LEN,
+            logp_ref=b.logp_ref if in_loss else None,
+            kl_coef=s.beta if in_loss else 0.0,
+        )
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
 
@@ -125,6 +142,8 @@ def _bars(values: np.ndarray) -> np.ndarray:
 class TokenPushExplorer(LiveFigure):
     """The heat map under controls for the objective, mu, the band, beta and the group size."""
 
+    description = "Each token's push under an LLM trainer's objective"
+
     def __init__(self, setting: Setting = Setting()) -> None:  # noqa: B008 (immutable)
         if not isinstance(setting, Setting):
             raise TypeError(f"setting must be a Setting, got {type(setting).__name__}")
@@ -134,11 +153,13 @@ class TokenPushExplorer(LiveFigure):
             if choices is not None:
                 label = next((k for k, v in choices.items() if v == value), None)
                 if label is None:
-                    raise ValueError(f"{name} must be one of {tuple(choices.values())}, got "
-                                     f"{value!r}")  # fmt: skip
+                    raise ValueError(
+                        f"{name} must be one of {tuple(choices.values())}, got {value!r}"
+                    )
                 text = "objective" if name == "objective" else "KL to the reference"
-                controls[name] = widgets.Dropdown(options=list(choices), value=label,
-                                                  description=text, **control_layout())  # fmt: skip
+                controls[name] = widgets.Dropdown(
+                    options=list(choices), value=label, description=text, **control_layout()
+                )
                 continue
             text, bounds = SLIDERS[name]
             whole = name in ("mu", "group_size")
@@ -146,28 +167,31 @@ class TokenPushExplorer(LiveFigure):
             controls[name] = slider(text, value, bounds, 1 if whole else 0.01, integer=whole)
         self._draw_axes()
         super().__init__(
-            self.figure, self.update, controls,
+            self.figure,
+            self.update,
+            controls,
             moving=[self.image, *self.glyphs, self.frames, self.capped, self.bars_a, self.bars_sum],
-            rows=[["objective", "mu"], ["eps_low", "eps_high"], ["beta", "kl_place"],
-                  ["group_size"]],
-            description="Each token's push under an LLM trainer's objective",
-        )  # fmt: skip
+            rows=[
+                ["objective", "mu"],
+                ["eps_low", "eps_high"],
+                ["beta", "kl_place"],
+                ["group_size"],
+            ],
+        )
 
     def _draw_axes(self) -> None:
         with figure_style():
-            self.figure = Figure(figsize=(9.6, 3.9) if presenting() else (9.0, 4.3),
-                                 layout="constrained")  # fmt: skip
+            self.figure = Figure(
+                figsize=(9.6, 3.9) if presenting() else (9.0, 4.3), layout="constrained"
+            )
             self.ax, self.ax_a, self.ax_sum, cax = self.figure.subplots(
                 1, 4, width_ratios=(6.0, 1.3, 1.3, 0.18)
             )
             scale, reach = push_scales()
             self.image = self.ax.imshow(
-                np.zeros((1, MAX_LEN)),
-                cmap=PUSH_COLORS,
-                norm=Normalize(-scale, scale),
-                aspect="auto",
-                interpolation="nearest",
+                np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto", interpolation="nearest"
             )
+            self.image.set_norm(Normalize(-scale, scale))
             self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
             self.frames = self.ax.add_collection(PolyCollection([], **FRAME, zorder=3))
             self.capped = self.ax.add_collection(PolyCollection([], **FRAME, ls="--", zorder=3))

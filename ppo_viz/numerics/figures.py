@@ -148,6 +148,8 @@ class TokenRatioExplorer(LiveFigure):
     :attr:`view` the :class:`~ppo_viz.numerics.model.TokenView` on show.
     """
 
+    description = "Per-token ratios versus the sequence ratio of a synthetic response"
+
     def __init__(self, length: int = model.MAX_TOKENS, shift: float = 0.0) -> None:
         n = model.MAX_TOKENS
         checked_number("length", length, (1, n), whole=True)
@@ -166,14 +168,9 @@ class TokenRatioExplorer(LiveFigure):
             "length": slider("response length", int(length), (1, n), 1, integer=True),
             "shift": slider("policy shift (log-odds)", shift, (0.0, model.MAX_SHIFT), 0.05),
         }
-        super().__init__(
-            figure,
-            self.show_tokens,
-            controls,
-            moving=self.artists.values(),
-            rows=[["length", "shift"]],
-            description="Per-token ratios versus the sequence ratio of a synthetic response",
-        )
+        moving = self.artists.values()
+        rows = [["length", "shift"]]
+        super().__init__(figure, self.show_tokens, controls, moving=moving, rows=rows)
 
     def show_tokens(self, length: int, shift: float) -> Markup:
         """Draw the first ``length`` tokens and the survey at ``shift``; return the readout."""
@@ -223,6 +220,8 @@ class VariantsExplorer(LiveFigure):
     the bounds and the cap, a checkbox switches the cap off.
     """
 
+    description = "PPO's clipped objective with asymmetric bounds and a dual-clip cap"
+
     def __init__(
         self,
         eps_low: float = DEFAULT_EPS_LOW,
@@ -257,14 +256,8 @@ class VariantsExplorer(LiveFigure):
             "cap_on": checkbox("dual clip on", dual_clip is not None),
         }
         moving = [a for s, p in self.columns.items() for a in (*p.moving, *self.cap_lines[s])]
-        super().__init__(
-            figure,
-            self.show_variant,
-            controls,
-            moving=moving,
-            rows=[["eps_low", "eps_high"], ["cap", "cap_on"]],
-            description="PPO's clipped objective with asymmetric bounds and a dual-clip cap",
-        )
+        rows = [["eps_low", "eps_high"], ["cap", "cap_on"]]
+        super().__init__(figure, self.show_variant, controls, moving=moving, rows=rows)
 
     def show_variant(self, eps_low: float, eps_high: float, cap: float, cap_on: bool) -> Markup:
         """Redraw both columns for the bounds and the cap (off unless ``cap_on``); the readout."""

@@ -216,11 +216,8 @@ def clip_verdict(plus: model.Breakdown, minus: model.Breakdown) -> str:
 
 def token_readout_html(view: model.TokenView) -> Markup:
     """The token app's numbers as a two-column table (all from :mod:`ppo_clip`)."""
-    log_ratio, f32, f64 = (
-        view.sequence.log_ratio[0],
-        model.FLOAT32_EXP_LIMIT,
-        model.FLOAT64_EXP_LIMIT,
-    )
+    log_ratio = view.sequence.log_ratio[0]
+    f32, f64 = model.FLOAT32_EXP_LIMIT, model.FLOAT64_EXP_LIMIT
     if log_ratio > f64:
         overflow = f"above {f64:.2f}: exp overflows in float64 and float32"
     elif log_ratio > f32:
@@ -228,6 +225,7 @@ def token_readout_html(view: model.TokenView) -> Markup:
     else:
         overflow = f"below {f32:.2f}: no overflow"
     outside, ratio = int(np.count_nonzero(view.tokens.outside_band)), view.sequence.ratio[0]
+    share = rounded(100 * outside / view.length, 3)
     verdict = clip_verdict(view.sequence, view.sequence_negative)
     rows = {
         "sequence log-probability, old policy": f"Σ log π_old = {rounded(view.logp_old_sum, 5)}",
@@ -236,9 +234,7 @@ def token_readout_html(view: model.TokenView) -> Markup:
         "sequence ratio exp(Σ log π_new − Σ log π_old)": f"{rounded(ratio)}: {verdict}",
         "product of the per-token ratios": rounded(view.product),
         "geometric mean of the per-token ratios": rounded(view.geometric_mean, 5),
-        "per-token ratios outside the band": (
-            f"{outside} of {view.length} ({rounded(100 * outside / view.length, 3)} %)"
-        ),
+        "per-token ratios outside the band": f"{outside} of {view.length} ({share} %)",
     }
     header = (f"the first {view.length} tokens of the response", "")
     cells = [(name, tag("b", value)) for name, value in rows.items()]

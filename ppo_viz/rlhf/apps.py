@@ -43,6 +43,8 @@ SMOOTHING = 5
 class TrainingExplorer(LiveFigure):
     """The ticked methods trained live: reward, length and entropy over training."""
 
+    description = "GRPO-family trainers on a tiny language model, trained live"
+
     def __init__(self, seeds: int = DEFAULT_SEEDS, shown: Sequence[str] = SHOWN_AT_START) -> None:
         self.seeds = tuple(range(int(checked_number("seeds", seeds, (1, 20), whole=True))))
         unknown = [key for key in shown if key not in METHODS]
@@ -66,14 +68,9 @@ class TrainingExplorer(LiveFigure):
             self.lines = draw_curves(axes, np.arange(2.0), empty, labels)
             legend_below(figure, 4, handles=[group[0] for group in self.lines.values()])
         boxes = [f"show_{key}" for key in METHODS]
-        super().__init__(
-            figure,
-            self.update,
-            controls,
-            moving=[line for group in self.lines.values() for line in group],
-            rows=[["learning_rate", "updates"], ["kl_coef"], boxes[:4], boxes[4:]],
-            description="GRPO-family trainers on a tiny language model, trained live",
-        )
+        rows = [["learning_rate", "updates"], ["kl_coef"], boxes[:4], boxes[4:]]
+        moving = [line for group in self.lines.values() for line in group]
+        super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 
     def settings(self, learning_rate: float, updates: int, kl_coef: float) -> TrainSettings:
         try:
@@ -125,16 +122,11 @@ def summary(runs: dict[str, History], seeds: int, seconds: float) -> Markup:
         late = slice(-max(1, run.reward.shape[1] // 4), None)
         wrong = run.wrong[:, late].sum()
         excess = run.wrong_excess[:, late].sum() / wrong if wrong else np.nan
-        rows.append(
-            [
-                tag("span", METHODS[key].label, classes="ppo-strong"),
-                rounded(run.score.mean(), 3),
-                rounded(run.reward.mean(), 3),
-                rounded(excess, 2),
-                rounded(run.entropy[:, late].mean(), 3),
-                rounded(run.clip_fraction.mean(), 2),
-            ]
-        )
+        name = tag("span", METHODS[key].label, classes="ppo-strong")
+        score, reward = rounded(run.score.mean(), 3), rounded(run.reward.mean(), 3)
+        entropy = rounded(run.entropy[:, late].mean(), 3)
+        clipped = rounded(run.clip_fraction.mean(), 2)
+        rows.append([name, score, reward, rounded(excess, 2), entropy, clipped])
     header = ["method", "final accuracy", "reward", "wrong responses' excess", "entropy", "clipped"]
     caption = (
         f"Means over {seeds} seeds (0–{seeds - 1}): reward over training; excess length (tokens) "

@@ -46,20 +46,20 @@ CURVE_PANELS = (
 def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> Figure:
     """Final accuracy against the learning rate, one panel per mu, on one seed set."""
     mus, lrs = results["updates"], np.array(results["learning_rates"])
-    seeds = results["sets"][seed_set]["seeds"]
+    seeds, reference = results["sets"][seed_set]["seeds"], results["reference_accuracy"]
     with figure_style():
         figure = Figure(figsize=(9.6, 5.2) if presenting() else (9.0, 6.0), layout="constrained")
-        grid = figure.subplots(-(-len(mus) // 2), min(2, len(mus)), sharex=True, sharey=True,
-                               squeeze=False).flat  # fmt: skip
+        rows, columns = -(-len(mus) // 2), min(2, len(mus))
+        grid = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).flat
         for ax in grid[len(mus) :]:
             ax.remove()
         for ax, mu in zip(grid, mus, strict=False):
             for method in results["methods"]:
-                means = [cell_of(results, seed_set, method, lr, mu)["mean"]["score"]["mean"]
-                         for lr in lrs]  # fmt: skip
-                ax.plot(lrs, means, **METHOD_LINES[method], marker="o", ms=3.5,
-                        label=label(results, method), gid=method)  # fmt: skip
-            ax.axhline(results["reference_accuracy"], color=COLORS["guide"], lw=1.0, ls=":")
+                cells = [cell_of(results, seed_set, method, lr, mu) for lr in lrs]
+                means = [cell["mean"]["score"]["mean"] for cell in cells]
+                style = {**METHOD_LINES[method], "marker": "o", "ms": 3.5}
+                ax.plot(lrs, means, **style, label=label(results, method), gid=method)
+            ax.axhline(reference, color=COLORS["guide"], lw=1.0, ls=":")
             ax.set(
                 xscale="log", ylim=(0.0, 1.0), title=f"μ = {mu} update{'s' * (mu > 1)} per batch"
             )
@@ -71,9 +71,10 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
             ax.tick_params(labelbottom=True)
         for ax in axes[::2]:
             ax.set_ylabel("final accuracy")
-        axes[0].annotate("reference", (lrs[0], results["reference_accuracy"]),
-                         xytext=(2, 3), textcoords="offset points", fontsize="small",
-                         color=COLORS["guide"])  # fmt: skip
+        offset = {"xytext": (2, 3), "textcoords": "offset points"}  # just above the line's start
+        axes[0].annotate(
+            "reference", (lrs[0], reference), **offset, fontsize="small", color=COLORS["guide"]
+        )
         figure.suptitle(f"Final accuracy (exact), mean over {seeds} {seed_set} seeds per point")
         legend_below(figure, 4, handles=[line for line in axes[0].get_lines() if line.get_gid()])
     return figure
@@ -101,10 +102,10 @@ def draw_curves(
     the lines by method."""
     lines: dict[str, list[Any]] = {}
     for method, values in curves.items():
+        style = METHOD_LINES[method]
         for ax, (name, _, _) in zip(axes, CURVE_PANELS, strict=True):
             y = np.array(values[name], dtype=float)  # None (no wrong response) is NaN
-            (line,) = ax.plot(iterations, y, **METHOD_LINES[method], label=labels[method],
-                              gid=method)  # fmt: skip
+            (line,) = ax.plot(iterations, y, **style, label=labels[method], gid=method)
             lines.setdefault(method, []).append(line)
     for ax in axes:
         ax.set_xlim(0.0, float(iterations[-1]))

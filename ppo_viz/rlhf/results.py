@@ -41,10 +41,9 @@ def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
 
 def cell_of(results: Mapping[str, Any], seed_set: str, method: str, lr: float, mu: int) -> dict:
     """The stored cell of ``method`` at learning rate ``lr`` and ``mu`` on a seed set."""
+    wanted = (seed_set, method, lr, mu)
     for cell in results["cells"]:
-        if (cell["set"], cell["method"], cell["learning_rate"], cell["updates"]) == (
-            seed_set, method, lr, mu,
-        ):  # fmt: skip
+        if (cell["set"], cell["method"], cell["learning_rate"], cell["updates"]) == wanted:
             return cell
     raise KeyError(f"no cell {seed_set}, {method}, lr {lr:g}, mu {mu}")
 
@@ -77,14 +76,12 @@ def where_text(where: Mapping[str, Any], best_vs_best: bool = False) -> str:
 
 def side_text(results: Mapping[str, Any], finding: Mapping[str, Any], name: str) -> str:
     """One side of a finding: where discovery put it, and both sets' differences."""
-    entry = finding[name]
-    sets = results["sets"]
-    found = difference(entry["discovery"])
-    checked = difference(entry["confirmation"])
+    entry, sets = finding[name], results["sets"]
+    found, checked = difference(entry["discovery"]), difference(entry["confirmation"])
     return (
         f"{where_text(entry['where'], finding['best_vs_best'])}: {found} on the "
-        f"{sets['discovery']['seeds']} discovery "
-        f"seeds, {checked} on the {sets['confirmation']['seeds']} confirmation seeds"
+        f"{sets['discovery']['seeds']} discovery seeds, {checked} on the "
+        f"{sets['confirmation']['seeds']} confirmation seeds"
     )
 
 
@@ -133,23 +130,16 @@ def findings_table(results: Mapping[str, Any]) -> Table:
     rows = []
     for f in results["findings"]:
         name = "against" if f["verdict"] == "reversed" else "supports"
-        entry = f[name]
-        rows.append(
-            [
-                f"{f['claim']} ({f['source']})",
-                VERDICTS[f["verdict"]],
-                where_text(entry["where"], f["best_vs_best"]),
-                difference(entry["discovery"]),
-                difference(entry["confirmation"]),
-                "; ".join(
-                    f"{'the claim' if side == 'supports' else 'against it'}: "
-                    f"{chance_text(f[side]['replication_chance'])}"
-                    for side in SIDES
-                    if f[side]["confirmed"]
-                )
-                or "–",
-            ]
+        entry, claim = f[name], f"{f['claim']} ({f['source']})"
+        where = where_text(entry["where"], f["best_vs_best"])
+        found, checked = difference(entry["discovery"]), difference(entry["confirmation"])
+        chances = "; ".join(
+            f"{'the claim' if side == 'supports' else 'against it'}: "
+            f"{chance_text(f[side]['replication_chance'])}"
+            for side in SIDES
+            if f[side]["confirmed"]
         )
+        rows.append([claim, VERDICTS[f["verdict"]], where, found, checked, chances or "–"])
     return header, rows
 
 
@@ -190,6 +180,7 @@ def per_learning_rate(
     """Per method (but ``but``), ``text`` of its cell at each learning rate, at one mu."""
     lrs = results["learning_rates"]
     header = ["method", *(f"lr {lr:g}" for lr in lrs)]
-    rows = [[label(results, m), *(text(cell_of(results, seed_set, m, lr, mu)) for lr in lrs)]
-            for m in results["methods"] if m != but]  # fmt: skip
+    methods = [m for m in results["methods"] if m != but]
+    cells = {m: [cell_of(results, seed_set, m, lr, mu) for lr in lrs] for m in methods}
+    rows = [[label(results, m), *map(text, cells[m])] for m in methods]
     return header, rows

@@ -166,6 +166,8 @@ class BatchStepper(LiveFigure):
     :meth:`go` moves to one; :meth:`load` reads the fields, :meth:`load_preset` fills them.
     """
 
+    description = "PPO's clipped loss, one sample at a time"
+
     def __init__(self, batch: StepperBatch | str | None = None, *, inputs: bool = True) -> None:
         checked_flag("inputs", inputs)
         batch = model.as_batch(batch)
@@ -182,15 +184,10 @@ class BatchStepper(LiveFigure):
         self.clip_fractions = widgets.HTML()
         self.inputs = self._entry_box()
         stepping = widgets.HBox([self.prev_button, self.slider, self.next_button])
+        above = [self.inputs, stepping] if inputs else [stepping]
+        below, controls, moving = [self.clip_fractions], {"sample": self.slider}, self.plot.moving
         super().__init__(
-            self.plot.figure,
-            self._show,
-            {"sample": self.slider},
-            moving=self.plot.moving,
-            rows=[],
-            above=[self.inputs, stepping] if inputs else [stepping],
-            below=[self.clip_fractions],
-            description="PPO's clipped loss, one sample at a time",
+            self.plot.figure, self._show, controls, moving=moving, rows=[], above=above, below=below
         )
         self.sample_view = self.readout
         self.sample_view.add_class("ppo-sample-view")
@@ -257,10 +254,9 @@ class BatchStepper(LiveFigure):
         anything on screen changes: the last good batch stays.  Never raises.
         """
         fields = (self.new_field, self.old_field, self.advantages_field, self.eps_field)
+        log_mode = self.mode.value == MODES[1]
         try:
-            batch = model.parse_batch(
-                *(f.value for f in fields), log_mode=self.mode.value == MODES[1]
-            )
+            batch = model.parse_batch(*(f.value for f in fields), log_mode=log_mode)
         except (ValueError, TypeError) as error:  # EntryError, or the module's own checks
             kept = f"Still showing the last batch that loaded, {self.batch.name}."
             said = [message(line) for line in str(error).splitlines()]

@@ -188,24 +188,18 @@ def clip_fractions_html(batch: StepperBatch) -> Markup:
         )
     odd = "ppo-text-error" if only_band.size else "ppo-text-info"
     header = ["", "this project, TRL, verl", "SB3, CleanRL, OpenAI Baselines, Spinning Up"]
+    shown = ((b.clip_fraction, "ppo-text-info"), (b.band_fraction, odd))
+    values = [tag("span", exact(value), classes=f"ppo-big {colour}") for value, colour in shown]
+    counted = (b.is_clipped, b.outside_band)
+    samples = [f"{np.count_nonzero(m)} of {b.n}: {listing(np.flatnonzero(m))}" for m in counted]
     rows = [
         [
             "counts",
             "clip_fraction: switched-off gradients, A > 0 and r > 1+ε or A < 0 and r < 1−ε",
             "clipfrac: ratios outside the band, whatever A's sign: mean(|r − 1| > ε)",
         ],
-        [
-            "value",
-            tag("span", exact(b.clip_fraction), classes="ppo-big ppo-text-info"),
-            tag("span", exact(b.band_fraction), classes=f"ppo-big {odd}"),
-        ],
-        [
-            "samples",
-            *(
-                f"{np.count_nonzero(m)} of {b.n}: {listing(np.flatnonzero(m))}"
-                for m in (b.is_clipped, b.outside_band)
-            ),
-        ],
+        ["value", *values],
+        ["samples", *samples],
     ]
     caption = tag("span", "Two clip fractions on this batch", classes="ppo-title")
     advice = " Compare logged clip fractions of two codes only once you know which they compute."

@@ -103,6 +103,8 @@ class RangeExplorer(LiveFigure):
     """The committed range figure (``panels``: sweeps and methods); with the bandit's panel, a
     button re-runs the bandit's sweep on fresh seeds."""
 
+    description = "Final score against step size, per method, over many seeds"
+
     def __init__(
         self,
         results: Mapping[str, Any] | None = None,
@@ -139,7 +141,6 @@ class RangeExplorer(LiveFigure):
             moving=[*moving, *self.marks.values()],
             rows=[list(boxes)[:3], list(boxes)[3:]] if len(boxes) > 3 else [list(boxes)],
             below=below,
-            description="Final score against step size, per method, over many seeds",
         )
 
     def update(self, **values: bool) -> Markup:
@@ -202,6 +203,8 @@ class RangeExplorer(LiveFigure):
 class BanditLoopExplorer(LiveFigure):
     """The six main methods over many seeds; controls for K, step size, batch size, iterations."""
 
+    description = "PPO's loop on a bandit: six methods over many seeds"
+
     def __init__(self, settings: BanditLoopSettings | None = None, seeds: int = DEFAULT_SEEDS):
         settings = BanditLoopSettings() if settings is None else settings
         if not isinstance(settings, BanditLoopSettings):
@@ -233,7 +236,6 @@ class BanditLoopExplorer(LiveFigure):
             moving=self.panels.moving,
             rows=[["epochs", "step_size"], ["batch_size", "iterations"], names[4:7], names[7:]],
             below=[self.more.widget],
-            description="PPO's loop on a bandit: six methods over many seeds",
         )
 
     @property
@@ -327,6 +329,8 @@ class CartPoleExplorer(LiveFigure):
     """The committed CartPole curves of one cell of the study (epochs, learning rate and seed
     set)."""
 
+    description = "PPO on CartPole in numpy: return, clip fraction and KL over many seeds"
+
     def __init__(self, results: Mapping[str, Any] | None = None) -> None:
         self.results = load_results() if results is None else results
         sweeps = [
@@ -363,7 +367,6 @@ class CartPoleExplorer(LiveFigure):
             controls,
             moving=self.panels.moving,
             rows=[["cartpole_cell", "cartpole_seeds"], boxes[:3], boxes[3:]],
-            description="PPO on CartPole in numpy: return, clip fraction and KL over many seeds",
         )
 
     def update(self, cartpole_cell: str, cartpole_seeds: str, **shown: bool) -> Markup:

@@ -74,11 +74,7 @@ def one_set(results: Mapping[str, Any], seed_set: str) -> dict[str, Any]:
         if seed_set in sweep["sets"]:
             chosen = sweep["sets"][seed_set]
             meta = {k: v for k, v in sweep.items() if k not in ("sets", "methods")}
-            sweeps[name] = {
-                **meta,
-                "first_seed": chosen["first_seed"],
-                "methods": chosen["methods"],
-            }
+            sweeps[name] = meta | {key: chosen[key] for key in ("first_seed", "methods")}
     return {**results, "seed_set": seed_set, "sweeps": sweeps}
 
 
@@ -100,17 +96,9 @@ def pooled_cells(sweep: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     pooled = []
     for cells in zip(*sets, strict=True):
         scores = np.concatenate([c["scores"] for c in cells])
-        p10, p90 = np.percentile(scores, (10.0, 90.0))
-        shares = [c["solved"] / len(c["scores"]) for c in cells]
-        pooled.append(
-            {
-                "value": cells[0]["value"],
-                "mean": float(scores.mean()),
-                "p10": float(p10),
-                "p90": float(p90),
-                "shares": shares,
-            }
-        )
+        p10, p90 = (float(p) for p in np.percentile(scores, (10.0, 90.0)))
+        mean, shares = float(scores.mean()), [c["solved"] / len(c["scores"]) for c in cells]
+        pooled.append(dict(value=cells[0]["value"], mean=mean, p10=p10, p90=p90, shares=shares))
     return pooled
 
 
@@ -193,12 +181,10 @@ def range_table(results: Mapping[str, Any], name: str) -> Table:
     for key in sweep["methods"]:
         entries = [sweep["sets"][s]["methods"][key] for s in sets]
         row = [METHODS[key].label, *(stable_text(e["stable"]) for e in entries)]
-        row.append(step_text(entries[0]["best"]["value"]))
-        row += [estimate(e["best"]["mean"], e["best"]["ci"]) for e in entries]
-        row += [
-            difference(e["best"]["vs_ppo_best"]) if "vs_ppo_best" in e["best"] else "–"
-            for e in entries
-        ]
+        bests = [e["best"] for e in entries]
+        row.append(step_text(bests[0]["value"]))
+        row += [estimate(best["mean"], best["ci"]) for best in bests]
+        row += [difference(best["vs_ppo_best"]) if "vs_ppo_best" in best else "–" for best in bests]
         rows.append(row)
     return header, rows
 
