@@ -4,7 +4,8 @@ Fragments are :class:`markupsafe.Markup` strings: plain ``str`` values put
 into them are escaped, so text from a learner or a number never breaks the
 page, and fragments nest without being escaped twice.  Every element carries
 classes from ``style.css`` (see :func:`ppo_viz.style.stylesheet`), never an
-inline ``style=``.
+inline ``style=``, except for a colour that comes with the data (notebook 3's summary names
+each objective in its line's colour, which a teacher may choose for a new column).
 
 >>> str(tag("b", "r < 1 & A > 0"))
 '<b>r &lt; 1 &amp; A &gt; 0</b>'
