@@ -24,7 +24,8 @@ value by name and redraws with matplotlib's documented blitting: the figure with
 (``restore_region``), draws the moving artists on top (``draw_artist``) and sends ipympl the
 pixels that changed (``canvas.blit``).  So list every artist ``update`` changes in ``moving``,
 and keep static artists from lying on top of moving ones.  A change of an axis' limits, a zoom or
-a resize draws everything once and keeps the new background.
+a resize draws everything once and keeps the new background, unless ``update`` redraws the
+changed axes itself (:meth:`LiveFigure.redraw_axes`), which leaves legends and colour bars be.
 
 ``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
 the message is shown in place of a traceback and the last good figure stays.  A value no
