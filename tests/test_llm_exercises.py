@@ -290,3 +290,8 @@ def test_a_float32_answer_is_close_but_not_to_float64_precision():
 def test_a_time_limit_that_is_not_a_positive_number_is_refused():
     with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
         check_grpo_loss(grpo_numpy, time_limit_s=0)
+
+
+def test_an_unknown_exercise_has_no_battery_and_the_error_names_it():
+    with pytest.raises(ValueError, match=r"exercise must be one of \('grpo', 'gspo'\), got 'GRPO'"):
+        battery("GRPO")

@@ -245,11 +245,16 @@ def train(batch: Batch, objective: str, settings: Settings) -> Run:
         steps.append(step)
         if not step.moving:
             break
-    logits, grads = np.array([s.logits for s in steps]), np.array([s.grads for s in steps])
-    clip_fraction = np.array([s.clipped.mean() for s in steps])
-    approx_kl = np.array([s.approx_kl for s in steps])
-    stopped_early = len(steps) <= settings.n_epochs
-    return Run(objective, settings, batch, logits, grads, clip_fraction, approx_kl, stopped_early)
+    return Run(
+        objective,
+        settings,
+        batch,
+        logits=np.array([s.logits for s in steps]),
+        sample_grads=np.array([s.grads for s in steps]),
+        clip_fraction=np.array([s.clipped.mean() for s in steps]),
+        approx_kl=np.array([s.approx_kl for s in steps]),
+        stopped_early=len(steps) <= settings.n_epochs,
+    )
 
 
 def run_all(settings: Settings) -> dict[str, Run]:

@@ -208,6 +208,8 @@ def _notebook_batch(exercise: str) -> ExerciseBatch:
 @cache
 def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
     """The batches a check runs: small ones, then notebook 7's batch at update 3."""
+    if exercise not in SMALL_BATCHES:
+        raise ValueError(f"exercise must be one of {tuple(SMALL_BATCHES)}, got {exercise!r}")
     small = [_small_batch(exercise, name) for name in SMALL_BATCHES[exercise]]
     return (*small, _notebook_batch(exercise))
 
