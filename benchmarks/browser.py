@@ -2,8 +2,13 @@
 
 Each notebook is opened in JupyterLab in headless Chromium and run (Run All from the menu),
 started the way the browser tests start them (``tests/lab_server.py``,
-``tests/browser_support.py``).  Then every main control (class ``ppo-main-control``; per
-notebook, the first visible, enabled one of each ``ppo-control-<name>``) is used the way a
+``tests/browser_support.py``) but with JupyterLab's own windowing mode, as a reader has it:
+``contentVisibility`` in JupyterLab 4.6.6 (the default in its
+``schemas/@jupyterlab/notebook-extension/tracker.json``), where the page skips laying out and
+painting the cells out of view.  The tests lay every cell out (``none``) so that their
+selectors see them all; on every frame of a drag that costs the page work a reader's
+JupyterLab does not do.  Then every main control (class ``ppo-main-control``; per notebook,
+the first visible, enabled one of each ``ppo-control-<name>``) is used the way a
 reader uses it:
 
 * **steps**: focus the control and press a key (a slider's handle: ArrowRight, ArrowLeft once
@@ -133,12 +138,18 @@ def probed_lab(
 
     Its kernels start in a scratch folder of the server's, so that what a notebook writes
     (notebook 1's slide) never lands beside it; the notebooks' ``folders`` are on their path.
+    The notebook plugin keeps JupyterLab's default settings (the tests' ``windowingMode`` is
+    ``none``).
     """
     _, lab_server = _test_helpers()
     paths = [environment.get("PYTHONPATH", ""), *map(str, folders)]
     environment = {**environment, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     with lab_server.JupyterServer(
-        "lab", root, environment=environment, kernels_beside_notebooks=False
+        "lab",
+        root,
+        environment=environment,
+        kernels_beside_notebooks=False,
+        settings={lab_server.NOTEBOOK_SETTINGS: {}},  # JupyterLab's default windowing
     ) as server:
         startup = server.ipython_dir / "profile_default" / "startup"
         startup.mkdir(parents=True, exist_ok=True)

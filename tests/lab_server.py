@@ -32,12 +32,14 @@ from typing import Any, Literal
 
 ServerKind = Literal["lab", "notebook"]
 
+#: The notebook plugin's settings file (windowing: which cells the page lays out and paints).
+NOTEBOOK_SETTINGS = "@jupyterlab/notebook-extension/tracker.jupyterlab-settings"
 #: JupyterLab / Notebook 7 user settings written for the test server, one file per plugin.
 TEST_SETTINGS: dict[str, dict[str, Any]] = {
     # Never write the notebook back to disk while the browser drives it.
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     # Render every cell into the DOM (no virtual scrolling), so selectors see them all.
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    NOTEBOOK_SETTINGS: {"windowingMode": "none"},
     # No "would you like news?" toast over the page, no update check over the network.
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false",
@@ -70,6 +72,7 @@ class JupyterServer:
         environment: Mapping[str, str] | None = None,
         *,
         kernels_beside_notebooks: bool = True,
+        settings: Mapping[str, dict[str, Any]] | None = None,
     ) -> None:
         self.kind = kind
         self.root_dir = Path(root_dir).resolve()
@@ -84,6 +87,9 @@ class JupyterServer:
         #: Where kernels start: beside their notebook, as in JupyterLab, or (False) in a folder
         #: of this server's, removed with it, so that what a test's cells write lands there.
         self.kernel_dir = None if kernels_beside_notebooks else self._home / "kernels"
+        #: The user settings written, by file: :data:`TEST_SETTINGS`, each file ``settings``
+        #: names replaced by its (``{}``: JupyterLab's own defaults for that plugin).
+        self.settings = {**TEST_SETTINGS, **(settings or {})}
 
     @property
     def ipython_dir(self) -> Path:
@@ -202,7 +208,7 @@ class JupyterServer:
 
     def _environment(self) -> dict[str, str]:
         settings_dir = self._home / "user-settings"
-        for relative, values in TEST_SETTINGS.items():
+        for relative, values in self.settings.items():
             path = settings_dir / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
