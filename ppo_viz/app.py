@@ -22,10 +22,12 @@ zoom, pan and download).  On every change of a control it calls ``update`` with 
 value by name and redraws with matplotlib's documented blitting: the figure without the
 ``moving`` artists is drawn once and kept (``copy_from_bbox``); each change restores it
 (``restore_region``), draws the moving artists on top (``draw_artist``) and sends ipympl the
-pixels that changed (``canvas.blit``).  So list every artist ``update`` changes in ``moving``,
-and keep static artists from lying on top of moving ones.  A change of an axis' limits, a zoom or
-a resize draws everything once and keeps the new background, unless ``update`` redraws the
-changed axes itself (:meth:`LiveFigure.redraw_axes`), which leaves legends and colour bars be.
+pixels that changed (``canvas.blit``), once the kernel has answered the control's message: while
+a slider is dragged the browser sends the next value as the last one is drawn.  So list every
+artist ``update`` changes in ``moving``, and keep static artists from lying on top of moving
+ones.  A change of an axis' limits, a zoom or a resize draws everything once and keeps the new
+background, unless ``update`` redraws the changed axes itself (:meth:`LiveFigure.redraw_axes`),
+which leaves legends and colour bars be.
 
 ``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
 the message is shown in place of a traceback and the last good figure stays.  A value no
@@ -37,6 +39,7 @@ the current settings, under the readout.  :meth:`LiveFigure.save` writes a PNG a
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import math
@@ -145,6 +148,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.readout.add_class(READOUT_CLASS)
         self.canvas = _canvas(figure)
         self._background: Any = None
+        self._redraw_due = False
         self._limits = self._axes_limits()
         for artist in self.moving:
             artist.set_animated(True)
@@ -184,7 +188,9 @@ class LiveFigure(StaticFallback, widgets.VBox):
             return False
         self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
-        self._redraw()
+        if not self._redraw_due:  # values that come in meanwhile are drawn at their latest
+            self._redraw_due = True
+            self.after_this_message(self._redraw)
         return True
 
     def reset(self) -> None:
@@ -233,7 +239,20 @@ class LiveFigure(StaticFallback, widgets.VBox):
                 x0 = max(x0, other.x1 + 1)
         return Bbox([[x0, y0], [x1, y1]])
 
+    @staticmethod
+    def after_this_message(callback: Callable[[], object]) -> None:
+        """Call ``callback`` once the kernel has answered the message it is handling, after
+        what was put off so before (such as the redraw); at once where no event loop runs (a
+        script, a test)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            callback()
+        else:
+            loop.call_soon(callback)
+
     def _redraw(self) -> None:
+        self._redraw_due = False
         limits = self._axes_limits()
         if self._background is None or not np.array_equal(limits, self._limits):
             self._limits = limits

@@ -104,6 +104,29 @@ def test_a_control_moves_the_figure_by_blitting_and_shows_the_readout():
     assert_shows_the_full_figure(app)
 
 
+def test_in_a_kernel_the_redraw_waits_for_the_answer_and_draws_pending_values_once():
+    """In a kernel (an event loop runs) a control's message is answered before the figure is
+    drawn, so the browser can send a dragged slider's next value meanwhile; values that come
+    in before the redraw are drawn once, at the latest."""
+    import asyncio
+
+    app = slope_app()
+    blits: list[float] = []
+    app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
+
+    async def two_values_in_one_message_turn() -> None:
+        app.controls["slope"].value = -1.5
+        app.controls["slope"].value = 0.7
+        assert app.readout.value == "<b>slope 0.7</b>"  # the readout is not put off
+        assert blits == []
+        await asyncio.sleep(0)
+        assert blits == [0.7]
+
+    asyncio.run(two_values_in_one_message_turn())
+    (line,) = app.figure.axes[0].get_lines()
+    assert list(line.get_ydata()) == [0, 0.7]
+
+
 def test_a_refused_value_is_a_message_in_place_and_the_last_figure_stays():
     app = slope_app()
     app.controls["slope"].value = 0.5

@@ -272,8 +272,9 @@ class BanditLoopExplorer(LiveFigure):
         look-ahead's thread would otherwise slow down)."""
         drawn = super().refresh()
         if drawn:
-            self.run_ahead(self._shown_settings, self.settings)
-            self._shown_settings = self.settings
+            before = self._shown_settings
+            self._shown_settings = now = self.settings
+            self.after_this_message(lambda: self.run_ahead(before, now))
         return drawn
 
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
