@@ -300,9 +300,16 @@ def presenting(*arguments: str):
 
 
 def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
-    """The kernels the server started and that still run."""
-    children = psutil.Process(server.pid).children(recursive=True)
-    return [p for p in children if "ipykernel" in " ".join(p.cmdline())]
+    """The kernels the server started and that still run (a child that ends while it is
+    looked at, a zombie included, is not one)."""
+    kernels = []
+    for child in psutil.Process(server.pid).children(recursive=True):
+        try:
+            if "ipykernel" in " ".join(child.cmdline()) and child.status() != "zombie":
+                kernels.append(child)
+        except psutil.Error:
+            continue
+    return kernels
 
 
 def files_under(folder: Path) -> dict[str, tuple[int, int]]:
