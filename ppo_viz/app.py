@@ -190,7 +190,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.readout.value = str(shown) if shown is not None else ""
         if not self._redraw_due:  # values that come in meanwhile are drawn at their latest
             self._redraw_due = True
-            self.after_this_message(self._redraw)
+            self.after_this_message(self._redraw_due_values)
         return True
 
     def reset(self) -> None:
@@ -251,8 +251,11 @@ class LiveFigure(StaticFallback, widgets.VBox):
         else:
             loop.call_soon(callback)
 
+    def _redraw_due_values(self) -> None:
+        self._redraw_due = False  # first: a failed redraw must not stop the next ones
+        self._redraw()
+
     def _redraw(self) -> None:
-        self._redraw_due = False
         limits = self._axes_limits()
         if self._background is None or not np.array_equal(limits, self._limits):
             self._limits = limits

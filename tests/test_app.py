@@ -104,7 +104,7 @@ def test_a_control_moves_the_figure_by_blitting_and_shows_the_readout():
     assert_shows_the_full_figure(app)
 
 
-def test_in_a_kernel_the_redraw_waits_for_the_answer_and_draws_pending_values_once():
+def test_in_a_kernel_the_redraw_waits_for_the_answer_and_outlives_a_failed_one():
     """In a kernel (an event loop runs) a control's message is answered before the figure is
     drawn, so the browser can send a dragged slider's next value meanwhile; values that come
     in before the redraw are drawn once, at the latest."""
@@ -125,6 +125,21 @@ def test_in_a_kernel_the_redraw_waits_for_the_answer_and_draws_pending_values_on
     asyncio.run(two_values_in_one_message_turn())
     (line,) = app.figure.axes[0].get_lines()
     assert list(line.get_ydata()) == [0, 0.7]
+
+    def failing_blit(bbox=None):
+        app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
+        raise RuntimeError("a redraw that fails")
+
+    async def a_failed_redraw_then_another_value() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
+        app.canvas.blit = failing_blit
+        app.controls["slope"].value = 1.2
+        await asyncio.sleep(0)
+        app.controls["slope"].value = -0.4
+        await asyncio.sleep(0)
+
+    asyncio.run(a_failed_redraw_then_another_value())
+    assert blits == [0.7, -0.4]  # the failure did not stop the next redraw
 
 
 def test_a_refused_value_is_a_message_in_place_and_the_last_figure_stays():
