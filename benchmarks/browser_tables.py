@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from benchmarks.feel import (
     DRAG_FPS_TARGET,
+    RELEASE_TARGET_S,
     SETTLE_TARGET_S,
     STEP_TARGET_S,
     BrowserRun,
@@ -50,9 +51,26 @@ def why_slow_step(result: ControlFeel) -> str:
     return "most of it: " + ", ".join(f"{name} {_ms(s)} ms" for s, name in known[:2])
 
 
+def after_release(drag: Drag) -> str:
+    """When a slider that acts on release showed its figure, against its target."""
+    return f"its figure {_ms(drag.settle)} ms after it (target <= {RELEASE_TARGET_S * 1e3:.0f} ms)"
+
+
+def drag_summary(drag: Drag) -> str:
+    """A drag's rate (or, on release, its one frame), and why it missed its target."""
+    if drag.on_release:
+        return on_release(drag)
+    shown = f"{drag.fps:.1f} frames/s, {drag.frames + drag.frames_after} frames for {drag.values}"
+    return shown + " values" + ("" if drag.met else f"; {why_few_frames(drag)}")
+
+
+def on_release(drag: Drag) -> str:
+    return f"the slider acts on release (continuous_update=False), {after_release(drag)}"
+
+
 def why_few_frames(drag: Drag) -> str:
-    if drag.kernel_messages == 0 and drag.values > 0:
-        return "the slider sends its value only on release (continuous_update=False)"
+    if drag.on_release:
+        return on_release(drag)
     kernel = f"the kernel is busy {_share(drag.kernel_busy)} ({_ms(drag.render)} ms a render)"
     if drag.page_busy is not None and drag.page_busy > drag.kernel_busy:
         return f"the page's main thread is busy {_share(drag.page_busy)} of the drag; {kernel}"
@@ -60,7 +78,7 @@ def why_few_frames(drag: Drag) -> str:
 
 
 def why_slow_settle(drag: Drag) -> str:
-    if drag.kernel_messages == 0 and drag.values > 0:
+    if drag.on_release:
         return "the value goes to the kernel on release, and the app recomputes then"
     return (
         f"the last value waits for the frame being drawn at the release, then is drawn "
@@ -173,7 +191,7 @@ def drags_table(runs: list[BrowserRun]) -> Table:
 
 
 def _drag_cells(drag: Drag) -> list[object]:
-    settled = drag.settle <= SETTLE_TARGET_S
+    settled = drag.settled
     return [
         f"{drag.seconds:.1f}",
         drag.frames,
@@ -189,6 +207,8 @@ def _drag_cells(drag: Drag) -> list[object]:
 
 
 def _drag_verdict(drag: Drag) -> str:
+    if drag.on_release:
+        return verdict(drag.met) + f": {on_release(drag)}"
     if drag.fps >= DRAG_FPS_TARGET:
         return verdict(True)
     if drag.every_value_shown:
@@ -228,27 +248,28 @@ def _notebook_rows(notebook: str, results: list[ControlFeel]) -> list[tuple[str,
         )
     drags = [r for r in timed if r.drag is not None]
     if drags:
-        slowest = min(drags, key=lambda r: (r.drag.met, r.drag.fps))
-        drag = slowest.drag
+        # the first that misses; else the slowest of those that draw while dragged
+        slowest = min(drags, key=lambda r: (r.drag.met, r.drag.on_release, r.drag.fps))
         met = all(r.drag.met for r in drags)
-        measured = (
-            f"slowest {slowest.control} {drag.fps:.1f} frames/s, "
-            f"{drag.frames + drag.frames_after} frames for {drag.values} values"
-        )
+        measured = f"slowest {slowest.control}: {drag_summary(slowest.drag)}"
+        released = [r.control for r in drags if r.drag.on_release]
+        if released:
+            measured += f"; acting on release: {', '.join(released)}"
         rows.append(
             (
                 f"{notebook}: dragging >= {DRAG_FPS_TARGET:.0f} frames/s (or every value "
-                "passed shown), every slider",
-                measured + ("" if met else f"; {why_few_frames(drag)}"),
+                "passed shown; a slider that acts on release: its figure "
+                f"<= {RELEASE_TARGET_S * 1e3:.0f} ms after it), every slider",
+                measured,
                 met,
             )
         )
-        latest = max(drags, key=lambda r: r.drag.settle)
-        met = latest.drag.settle <= SETTLE_TARGET_S
+        latest = max(drags, key=lambda r: (not r.drag.settled, r.drag.settle))
+        met = latest.drag.settled
         rows.append(
             (
-                f"{notebook}: last frame <= {SETTLE_TARGET_S * 1e3:.0f} ms after release, "
-                "every slider",
+                f"{notebook}: last frame <= {SETTLE_TARGET_S * 1e3:.0f} ms after release "
+                f"({RELEASE_TARGET_S * 1e3:.0f} ms for one that acts on release), every slider",
                 f"slowest {latest.control} {_ms(latest.drag.settle)} ms"
                 + ("" if met else f"; {why_slow_settle(latest.drag)}"),
                 met,

@@ -516,10 +516,28 @@ def test_every_missed_browser_target_says_why():
     assert split == "5 / 10 / 120 / 10 / 15 / 20"
 
 
-def test_a_slider_sending_only_on_release_is_explained():
-    drag = feel.Drag(2.0, 0, 1, 30, 0, 0, 0.0, 0.5)
-    assert "only on release" in browser_tables.why_few_frames(drag)
-    assert "on release" in browser_tables.why_slow_settle(drag)
+def test_a_slider_acting_on_release_is_judged_by_its_one_frame_after_the_release():
+    """It draws nothing while dragged (each value trains): its figure must come within
+    250 ms of the release, and a miss says so."""
+    slow, quick = (feel.Drag(2.0, 0, 1, 30, 0, 0, 0.0, settle) for settle in (0.5, 0.2))
+    assert (slow.on_release, slow.met, slow.settled) == (True, False, False)
+    assert (quick.met, quick.settled) == (True, True)  # over 150 ms, within 250
+    assert "acts on release" in browser_tables.why_few_frames(slow)
+    assert "500 ms after it (target <= 250 ms)" in browser_tables.why_few_frames(slow)
+    assert "on release" in browser_tables.why_slow_settle(slow)
+    drawing = feel.Drag(2.0, 30, 1, 40, 31, 31, 0.5, 0.1)
+    run = feel.BrowserRun(
+        controls=[
+            feel.ControlFeel("04_x.ipynb", name, "slider", [_slow_control().steps[0]], drag)
+            for name, drag in (("epochs", quick), ("eps", drawing))
+        ]
+    )
+    _, frames, settle = browser_tables.target_rows(run)
+    assert frames[1:] == (
+        "slowest eps: 15.0 frames/s, 31 frames for 40 values; acting on release: epochs",
+        True,
+    )
+    assert settle[1:] == ("slowest epochs 200 ms", True)
 
 
 def test_without_chromium_the_browser_part_is_skipped_with_a_message(tmp_path):
