@@ -20,7 +20,7 @@ from ppo_viz.app import InputError, LiveFigure, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_LEN, MAX_MU, response_batch
 from ppo_viz.llm.tokens import Setting, breakdown
-from ppo_viz.numbers import rounded
+from ppo_viz.numbers import count, rounded
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
 #: The three aggregations, with the objectives that use each by default.
@@ -186,7 +186,7 @@ class ClipFractionExplorer(LiveFigure):
             )
         else:
             text = (
-                f"μ = {mu}, after {mu - 1} step{'s' if mu > 2 else ''} on this batch: "
+                f"μ = {mu}, after {count(mu - 1, 'step')} on this batch: "
                 f"{clipped.sum()} of {ratio.size} tokens switched off, {outside.sum()} more "
                 "outside the band but not switched off."
             )

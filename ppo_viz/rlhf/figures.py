@@ -21,6 +21,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ppo_viz.numbers import count
 from ppo_viz.rlhf.results import cell_of, label
 from ppo_viz.style import COLORS, LINES, PALETTE, figure_size, figure_style, legend_below
 
@@ -60,9 +61,7 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
                 style = {**METHOD_LINES[method], "marker": "o", "ms": 3.5}
                 ax.plot(lrs, means, **style, label=label(results, method), gid=method)
             ax.axhline(reference, color=COLORS["guide"], lw=1.0, ls=":")
-            ax.set(
-                xscale="log", ylim=(0.0, 1.0), title=f"μ = {mu} update{'s' * (mu > 1)} per batch"
-            )
+            ax.set(xscale="log", ylim=(0.0, 1.0), title=f"μ = {count(mu, 'update')} per batch")
             ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs], minor=False)
             ax.minorticks_off()
         axes = list(figure.axes)
