@@ -390,7 +390,7 @@ def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding
             error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
         error[prediction.free | ~np.isfinite(error)] = 0.0
         if error.max() > worst[0]:
-            worst = (float(error.max()), call, got, _first(error == error.max()))
+            worst = (float(error.max()), call, got, int(np.argmax(error)))
     relative, call, got, index = worst
     digits = max(int(-math.log10(relative)), 0) if relative > 0 else 16
     text = f"Your answers agree with the exact ones to about {digits} significant digits. "
@@ -437,9 +437,9 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
             continue
         shows = with_it.free if key == "grad_on_clipped" else ~_agrees(with_it.values[0], without)
         if (wrong := shows & differs(kind, call, got)).any():
-            return _named(kind, key, evidence(kind, call, got, _first(wrong)), call.batch)
+            return _named(kind, key, evidence(kind, call, got, int(np.argmax(wrong))), call.batch)
         if shows.any():
-            needed.append((call, got, _first(shows), without.values[0]))
+            needed.append((call, got, int(np.argmax(shows)), without.values[0]))
     if not needed:
         return None
     call, got, index, without_value = needed[0]
@@ -471,7 +471,7 @@ def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Fin
     elif assumed:
         message = "Your answers differ from the reference in a way the mistakes above do not "
         message += "explain."
-    shown = evidence(kind, call, got, _first(differs(kind, call, got)))
+    shown = evidence(kind, call, got, int(np.argmax(differs(kind, call, got))))
     if kind not in EXERCISES:  # the inputs, and each sample's r and A
         shown += f" Inputs: logp_new = {numbers(b.logp_new)}, logp_old = "
         shown += f"{numbers(b.logp_old)}, eps = {exact(b.eps)}. {_samples(kind, call, got)}"
@@ -527,7 +527,3 @@ def lesson_of(batch: CheckBatch, which: str = "") -> str:
 def numbers(values: FloatArray) -> str:
     """``[0.5, 1, ...]``: at most 8 values, rounded."""
     return vector(values, each=rounded, limit=8)
-
-
-def _first(mask: BoolArray) -> int:
-    return int(np.flatnonzero(mask)[0])

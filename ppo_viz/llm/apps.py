@@ -20,8 +20,8 @@ from ppo_viz.app import InputError, LiveFigure, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_LEN, MAX_MU, response_batch
 from ppo_viz.llm.tokens import Setting, breakdown
-from ppo_viz.numbers import rounded
-from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below, presenting
+from ppo_viz.numbers import count, rounded
+from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
 #: The three aggregations, with the objectives that use each by default.
 AGGREGATIONS = {
@@ -29,10 +29,6 @@ AGGREGATIONS = {
     "seq-mean-token-mean": "seq-mean-token-mean\n(GRPO, GSPO)",
     "seq-mean-token-sum-norm": f"constant B·L, L = {MAX_LEN}\n(Dr. GRPO)",
 }
-
-
-def _size(height: float) -> tuple[float, float]:
-    return (9.6 if presenting() else 9.0, height)
 
 
 def two_answers(short: int, long: int, advantage: float) -> dict[str, np.ndarray]:
@@ -62,7 +58,7 @@ class LengthBiasExplorer(LiveFigure):
         two_answers(short, long, advantage)  # refuses a bad start by name
         self.blocks, self.labels, self.shown = {}, {}, {}
         with figure_style():
-            figure = Figure(figsize=_size(3.6), layout="constrained")
+            figure = Figure(figsize=figure_size((9.0, 3.6), (9.6, 3.6)), layout="constrained")
             axes = figure.subplots(1, 3, sharey=True)
             for ax, (name, title) in zip(axes, AGGREGATIONS.items(), strict=True):
                 self.blocks[name] = ax.add_collection(PolyCollection([], edgecolor="white", lw=1))
@@ -139,7 +135,7 @@ class ClipFractionExplorer(LiveFigure):
         ratios = [breakdown(Setting(mu=m)).ratio[b.mask] for m in range(1, MAX_MU + 1)]
         reach = 0.08 + max(np.abs(r - 1).max() for r in ratios)
         with figure_style():
-            figure = Figure(figsize=_size(4.0), layout="constrained")
+            figure = Figure(figsize=figure_size((9.0, 4.0), (9.6, 4.0)), layout="constrained")
             left, right = figure.subplots(1, 2, width_ratios=(1.9, 1.2))
             self.band = left.axvspan(0.8, 1.2, lw=0, **BAND)
             self.points = {
@@ -190,7 +186,7 @@ class ClipFractionExplorer(LiveFigure):
             )
         else:
             text = (
-                f"μ = {mu}, after {mu - 1} step{'s' if mu > 2 else ''} on this batch: "
+                f"μ = {mu}, after {count(mu - 1, 'step')} on this batch: "
                 f"{clipped.sum()} of {ratio.size} tokens switched off, {outside.sum()} more "
                 "outside the band but not switched off."
             )

@@ -97,12 +97,6 @@ def _all_answers() -> Responses:
     return tiny_lm.sample(policies()[1], numbers, uniforms)
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array = np.array(array)
-    array.setflags(write=False)
-    return array
-
-
 @cache
 def response_batch(group_size: int = 4) -> ResponseBatch:
     """The batch with the first ``group_size`` (2 to :data:`MAX_GROUP`) answers per prompt,
@@ -119,11 +113,13 @@ def response_batch(group_size: int = 4) -> ResponseBatch:
     model, logp_new = policy, []
     for _ in range(MAX_MU):
         scored = tiny_lm.score(model, packed)
-        logp_new.append(_read_only(scored.logp[0]))
+        logp_new.append(scored.logp[0])
         g = llm_clip.policy_loss_grad(scored.logp[0], logp_old, advantages, mask, objective="grpo")
         grads = tiny_lm.parameter_grad(model, scored, g[None])
         model = TinyLM([p - STEP_SIZE * d for p, d in zip(model.params, grads, strict=True)])
     prompts = np.array(PROMPTS).repeat(size, axis=0)
     logp_ref = tiny_lm.score(reference, packed).logp[0]
     arrays = (prompts, answers.tokens[0], mask, rewards, logp_ref, logp_old)
-    return ResponseBatch(size, *map(_read_only, arrays), tuple(logp_new))
+    for array in (*arrays, *logp_new):  # every app shares them (cached): read-only
+        array.flags.writeable = False
+    return ResponseBatch(size, *arrays, tuple(logp_new))

@@ -29,7 +29,7 @@ from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, 
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
 from ppo_viz.numbers import rounded, signed
-from ppo_viz.style import COLORS, PALETTE, figure_style, legend_below, presenting
+from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
 #: The choices of the two dropdowns, by label: the objectives, and where the KL goes (k3 per
 #: token in the loss, as GRPO; each answer's k1 = log pi_old - log pi_ref summed over its tokens
@@ -181,9 +181,7 @@ class TokenPushExplorer(LiveFigure):
 
     def _draw_axes(self) -> None:
         with figure_style():
-            self.figure = Figure(
-                figsize=(9.6, 3.9) if presenting() else (9.0, 4.3), layout="constrained"
-            )
+            self.figure = Figure(figsize=figure_size((9.0, 4.3), (9.6, 3.9)), layout="constrained")
             self.ax, self.ax_a, self.ax_sum, cax = self.figure.subplots(
                 1, 4, width_ratios=(6.0, 1.3, 1.3, 0.18)
             )

@@ -24,7 +24,7 @@ from ppo_viz.app import InputError, LiveFigure, checked_number, method_boxes, se
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves
-from ppo_viz.style import figure_style, legend_below, presenting
+from ppo_viz.style import figure_size, figure_style, legend_below
 from tiny_lm import reference_model
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
@@ -61,8 +61,7 @@ class TrainingExplorer(LiveFigure):
         labels = {key: m.label for key, m in METHODS.items()}
         controls |= method_boxes(labels, shown)
         with figure_style():
-            size = (9.6, 3.2) if presenting() else (9.0, 3.3)
-            figure = Figure(figsize=size, layout="constrained")
+            figure = Figure(figsize=figure_size((9.0, 3.3), (9.6, 3.2)), layout="constrained")
             axes = curves_axes(figure, columns=len(CURVE_PANELS))
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
             self.lines = draw_curves(axes, np.arange(2.0), empty, labels)

@@ -21,8 +21,9 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ppo_viz.numbers import count
 from ppo_viz.rlhf.results import cell_of, label
-from ppo_viz.style import COLORS, LINES, PALETTE, figure_style, legend_below, presenting
+from ppo_viz.style import COLORS, LINES, PALETTE, figure_size, figure_style, legend_below
 
 METHOD_LINES: dict[str, dict[str, Any]] = {
     "grpo": LINES["clipped"],
@@ -48,7 +49,7 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
     mus, lrs = results["updates"], np.array(results["learning_rates"])
     seeds, reference = results["sets"][seed_set]["seeds"], results["reference_accuracy"]
     with figure_style():
-        figure = Figure(figsize=(9.6, 5.2) if presenting() else (9.0, 6.0), layout="constrained")
+        figure = Figure(figsize=figure_size((9.0, 6.0), (9.6, 5.2)), layout="constrained")
         rows, columns = -(-len(mus) // 2), min(2, len(mus))
         grid = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).flat
         for ax in grid[len(mus) :]:
@@ -60,9 +61,7 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
                 style = {**METHOD_LINES[method], "marker": "o", "ms": 3.5}
                 ax.plot(lrs, means, **style, label=label(results, method), gid=method)
             ax.axhline(reference, color=COLORS["guide"], lw=1.0, ls=":")
-            ax.set(
-                xscale="log", ylim=(0.0, 1.0), title=f"μ = {mu} update{'s' * (mu > 1)} per batch"
-            )
+            ax.set(xscale="log", ylim=(0.0, 1.0), title=f"μ = {count(mu, 'update')} per batch")
             ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs], minor=False)
             ax.minorticks_off()
         axes = list(figure.axes)
@@ -119,7 +118,7 @@ def curves_figure(results: Mapping[str, Any], lr: float, mu: int) -> Figure:
     labels = {m: label(results, m) for m in results["methods"]}
     seeds = results["sets"]["confirmation"]["seeds"]
     with figure_style():
-        figure = Figure(figsize=(9.6, 5.0) if presenting() else (9.0, 5.6), layout="constrained")
+        figure = Figure(figsize=figure_size((9.0, 5.6), (9.6, 5.0)), layout="constrained")
         axes = curves_axes(figure)
         lines = draw_curves(axes, iterations, curves, labels)
         figure.suptitle(f"lr {lr:g}, μ = {mu}: means over {seeds} confirmation seeds")
