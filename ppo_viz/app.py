@@ -245,11 +245,9 @@ class LiveFigure(StaticFallback, widgets.VBox):
         what was put off so before (such as the redraw); at once where no event loop runs (a
         script, a test)."""
         try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+            asyncio.get_running_loop().call_soon(callback)
+        except RuntimeError:  # no event loop runs here
             callback()
-        else:
-            loop.call_soon(callback)
 
     def _redraw_due_values(self) -> None:
         self._redraw_due = False  # first: a failed redraw must not stop the next ones

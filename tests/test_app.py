@@ -290,8 +290,9 @@ def _two_values(control: widgets.Widget) -> list:
     """Another value of the control, then its first one: each redraw after a change."""
     if isinstance(control.value, bool):
         return [not control.value, control.value]
-    if hasattr(control, "options"):
-        return [*list(control.options)[1:2], control.value]
+    if hasattr(control, "options"):  # options are values, or (label, value) pairs
+        values = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        return [*values[1:2], control.value]
     if not hasattr(control, "max"):
         return [control.value + 1, control.value]
     low, high = control.min, control.max

@@ -113,13 +113,13 @@ def token_app() -> TokenPushExplorer:
 SETTINGS = [
     {},
     {"mu": 1},
-    {"objective": "PPO", "mu": 4},
-    {"objective": "Dr. GRPO", "group_size": 8},
-    {"objective": "DAPO", "eps_high": 0.28},
-    {"objective": "GSPO", "eps_low": 0.05, "eps_high": 0.05},
-    {"objective": "CISPO", "mu": 4},
+    {"objective": "ppo", "mu": 4},
+    {"objective": "dr_grpo", "group_size": 8},
+    {"objective": "dapo", "eps_high": 0.28},
+    {"objective": "gspo", "eps_low": 0.05, "eps_high": 0.05},
+    {"objective": "cispo", "mu": 4},
     {"beta": 0.3, "mu": 2},
-    {"beta": 0.3, "kl_place": "in the reward (k1, PPO-RLHF)", "group_size": 3},
+    {"beta": 0.3, "kl_place": "reward", "group_size": 3},
 ]
 
 

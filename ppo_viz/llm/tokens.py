@@ -31,7 +31,7 @@ from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, 
 from ppo_viz.numbers import rounded, signed
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
-#: The choices of the two dropdowns, by label: the objectives, and where the KL goes (k3 per
+#: The choices of the two dropdowns, label to key: the objectives, and where the KL goes (k3 per
 #: token in the loss, as GRPO; each answer's k1 = log pi_old - log pi_ref summed over its tokens
 #: and taken off its reward, as PPO for RLHF).
 OBJECTIVES = {
@@ -151,14 +151,11 @@ class TokenPushExplorer(LiveFigure):
         for name, value in setting._asdict().items():
             choices = {"objective": OBJECTIVES, "kl_place": KL_PLACES}.get(name)
             if choices is not None:
-                label = next((k for k, v in choices.items() if v == value), None)
-                if label is None:
-                    raise ValueError(
-                        f"{name} must be one of {tuple(choices.values())}, got {value!r}"
-                    )
+                if value not in (keys := tuple(choices.values())):
+                    raise ValueError(f"{name} must be one of {keys}, got {value!r}")
                 text = "objective" if name == "objective" else "KL to the reference"
-                controls[name] = widgets.Dropdown(
-                    options=list(choices), value=label, description=text, **control_layout()
+                controls[name] = widgets.Dropdown(  # shows each label, holds its key
+                    options=list(choices.items()), value=value, description=text, **control_layout()
                 )
                 continue
             text, bounds = SLIDERS[name]
@@ -218,10 +215,7 @@ class TokenPushExplorer(LiveFigure):
 
     def setting(self) -> Setting:
         """The controls' values as a :class:`Setting`."""
-        values = self.values()
-        values["objective"] = OBJECTIVES[values["objective"]]
-        values["kl_place"] = KL_PLACES[values["kl_place"]]
-        return Setting(**values)
+        return Setting(**self.values())
 
     def _new_group_size(self, group_size: int) -> None:
         """Rows, labels and group lines of ``group_size`` answers a prompt: static artists, so
