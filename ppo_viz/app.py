@@ -22,12 +22,12 @@ zoom, pan and download).  On every change of a control it calls ``update`` with 
 value by name and redraws with matplotlib's documented blitting: the figure without the
 ``moving`` artists is drawn once and kept (``copy_from_bbox``); each change restores it
 (``restore_region``), draws the moving artists on top (``draw_artist``) and sends ipympl the
-pixels that changed (``canvas.blit``), once the kernel has answered the control's message: while
-a slider is dragged the browser sends the next value as the last one is drawn.  So list every
-artist ``update`` changes in ``moving``, and keep static artists from lying on top of moving
-ones.  A change of an axis' limits, a zoom or a resize draws everything once and keeps the new
-background, unless ``update`` redraws the changed axes itself (:meth:`LiveFigure.redraw_axes`),
-which leaves legends and colour bars be.
+pixels that changed (``canvas.blit``); for a change made in the page, once the kernel has
+answered its message, so that while a slider is dragged the next value travels as this one is
+drawn.  So list every artist ``update`` changes in ``moving``, and keep static artists from
+lying on top of moving ones.  A change of an axis' limits, a zoom or a resize draws everything
+once and keeps the new background, unless ``update`` redraws the changed axes itself
+(:meth:`LiveFigure.redraw_axes`), which leaves legends and colour bars be.
 
 ``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
 the message is shown in place of a traceback and the last good figure stays.  A value no
@@ -44,6 +44,7 @@ import base64
 import io
 import math
 import os
+import sys
 import unittest.mock
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -188,7 +189,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
             return False
         self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
-        if not self._redraw_due:  # values that come in meanwhile are drawn at their latest
+        if not self._redraw_due:  # values set in the same message are drawn once, the last
             self._redraw_due = True
             self.after_this_message(self._redraw_due_values)
         return True
@@ -241,12 +242,14 @@ class LiveFigure(StaticFallback, widgets.VBox):
 
     @staticmethod
     def after_this_message(callback: Callable[[], object]) -> None:
-        """Call ``callback`` once the kernel has answered the message it is handling, after
-        what was put off so before (such as the redraw); at once where no event loop runs (a
-        script, a test)."""
-        try:
+        """Call ``callback`` once the kernel has answered the widget message it is handling
+        (ipykernel's ``Kernel.get_parent``), after what was put off so before (such as the
+        redraw); at once in a cell (whose errors then show there), a script or a test."""
+        kernel = getattr(sys.modules.get("ipykernel.kernelbase"), "Kernel", None)
+        parent = kernel.instance().get_parent() if kernel and kernel.initialized() else {}
+        if parent.get("header", {}).get("msg_type") == "comm_msg":  # a control moved in the page
             asyncio.get_running_loop().call_soon(callback)
-        except RuntimeError:  # no event loop runs here
+        else:
             callback()
 
     def _redraw_due_values(self) -> None:

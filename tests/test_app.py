@@ -8,6 +8,7 @@ list as moving would show stale there.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import math
@@ -19,7 +20,7 @@ from pathlib import Path
 import ipywidgets as widgets
 import numpy as np
 import pytest
-from helpers import live_figure_classes, plain, ppo_viz_modules
+from helpers import kernel_handling, live_figure_classes, plain, ppo_viz_modules
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
@@ -104,17 +105,19 @@ def test_a_control_moves_the_figure_by_blitting_and_shows_the_readout():
     assert_shows_the_full_figure(app)
 
 
-def test_in_a_kernel_the_redraw_waits_for_the_answer_and_outlives_a_failed_one():
-    """In a kernel (an event loop runs) a control's message is answered before the figure is
-    drawn, so the browser can send a dragged slider's next value meanwhile; values that come
-    in before the redraw are drawn once, at the latest."""
-    import asyncio
-
+def test_a_widget_message_is_answered_before_the_redraw_which_outlives_a_failed_one(
+    monkeypatch,
+):
+    """A control moved in the page (a widget message): the kernel answers before the figure
+    is drawn, so the browser can send a dragged slider's next value meanwhile; values set in
+    that one message (Reset sets several) are drawn once, the last; a redraw that fails does
+    not stop the next ones."""
     app = slope_app()
+    kernel_handling(monkeypatch, "comm_msg")
     blits: list[float] = []
     app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
 
-    async def two_values_in_one_message_turn() -> None:
+    async def two_values_in_one_message() -> None:
         app.controls["slope"].value = -1.5
         app.controls["slope"].value = 0.7
         assert app.readout.value == "<b>slope 0.7</b>"  # the readout is not put off
@@ -122,7 +125,7 @@ def test_in_a_kernel_the_redraw_waits_for_the_answer_and_outlives_a_failed_one()
         await asyncio.sleep(0)
         assert blits == [0.7]
 
-    asyncio.run(two_values_in_one_message_turn())
+    asyncio.run(two_values_in_one_message())
     (line,) = app.figure.axes[0].get_lines()
     assert list(line.get_ydata()) == [0, 0.7]
 
@@ -139,7 +142,23 @@ def test_in_a_kernel_the_redraw_waits_for_the_answer_and_outlives_a_failed_one()
         await asyncio.sleep(0)
 
     asyncio.run(a_failed_redraw_then_another_value())
-    assert blits == [0.7, -0.4]  # the failure did not stop the next redraw
+    assert blits == [0.7, -0.4]
+
+
+def test_a_value_set_in_a_cell_is_drawn_at_once_and_its_error_shows_there(monkeypatch):
+    kernel_handling(monkeypatch, "execute_request")
+    app = slope_app()
+    blits: list[float] = []
+    app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
+
+    async def a_cell() -> None:
+        app.controls["slope"].value = -1.5
+        assert blits == [-1.5]
+        app.canvas.blit = lambda bbox=None: 1 / 0
+        with pytest.raises(ZeroDivisionError):
+            app.controls["slope"].value = 0.5
+
+    asyncio.run(a_cell())
 
 
 def test_a_refused_value_is_a_message_in_place_and_the_last_figure_stays():

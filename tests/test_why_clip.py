@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_drawn_in_place, assert_states, markdown_of, plain
+from helpers import assert_drawn_in_place, assert_states, kernel_handling, markdown_of, plain
 
 import ppo_clip
 from bandit import (
@@ -761,6 +762,24 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
     app.controls["epochs"].value = 4
     app.controls["epochs"].value = 3  # computed before: nothing runs
     assert dimmed_while_running == [True, True]
+
+
+def test_moved_in_the_page_the_bandit_runs_ahead_only_after_drawing(monkeypatch):
+    """The look-ahead's thread would slow the drawing down: it starts once the frame is out."""
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    kernel_handling(monkeypatch, "comm_msg")
+    order: list[object] = []
+    monkeypatch.setattr(app.canvas, "blit", lambda bbox=None: order.append("drawn"))
+    monkeypatch.setattr(app, "run_ahead", lambda before, now: order.append((before, now)))
+
+    async def a_message_from_the_page() -> None:
+        app.controls["epochs"].value = 19
+        assert order == []
+        await asyncio.sleep(0)
+
+    asyncio.run(a_message_from_the_page())
+    assert order == ["drawn", (BanditLoopSettings(iterations=10), app.settings)]
+    assert app.settings.epochs == 19
 
 
 def test_a_reader_stepping_a_bandit_setting_finds_the_next_step_already_run():
