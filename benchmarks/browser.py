@@ -299,6 +299,7 @@ def measure_control(
     if result.kind == "slider":
         page.evaluate("() => window.__ppoFeel.forget()")
         page_busy = drag(page, control, settings.drag_seconds)
+        wait_for_frame(page)  # a slider that acts on release may compute for a while first
         wait_until_quiet(page, SETTLE_QUIET_S)
         feel = page.evaluate("() => window.__ppoFeel")
         result.drag = drag_from_records(feel, kernel_records(log, feel), page_busy)

@@ -65,7 +65,8 @@ def drag_summary(drag: Drag) -> str:
 
 
 def on_release(drag: Drag) -> str:
-    return f"the slider acts on release (continuous_update=False), {after_release(drag)}"
+    shown = after_release(drag) if drag.frames_after else "and showed no new figure after it"
+    return f"the slider acts on release (continuous_update=False), {shown}"
 
 
 def why_few_frames(drag: Drag) -> str:
@@ -168,7 +169,7 @@ def drags_table(runs: list[BrowserRun]) -> Table:
             "page busy",
             "settle ms",
             f">= {DRAG_FPS_TARGET:.0f} frames/s",
-            f"settle <= {SETTLE_TARGET_S * 1e3:.0f} ms",
+            f"settle <= {SETTLE_TARGET_S * 1e3:.0f} ms (on release: {RELEASE_TARGET_S * 1e3:.0f})",
         ],
     )
     for run in runs:
@@ -249,7 +250,9 @@ def _notebook_rows(notebook: str, results: list[ControlFeel]) -> list[tuple[str,
     drags = [r for r in timed if r.drag is not None]
     if drags:
         # the first that misses; else the slowest of those that draw while dragged
-        slowest = min(drags, key=lambda r: (r.drag.met, r.drag.on_release, r.drag.fps))
+        slowest = min(
+            drags, key=lambda r: (r.drag.met, r.drag.on_release, r.drag.fps, -r.drag.settle)
+        )
         met = all(r.drag.met for r in drags)
         measured = f"slowest {slowest.control}: {drag_summary(slowest.drag)}"
         released = [r.control for r in drags if r.drag.on_release]

@@ -90,8 +90,11 @@ class Drag:
 
     @property
     def settled(self) -> bool:
-        """The last frame came soon enough after the release (for its kind of slider)."""
-        return self.settle <= (RELEASE_TARGET_S if self.on_release else SETTLE_TARGET_S)
+        """The last frame came soon enough after the release (for its kind of slider; one
+        that acts on release must show a frame after it)."""
+        if self.on_release:
+            return self.frames_after > 0 and self.settle <= RELEASE_TARGET_S
+        return self.settle <= SETTLE_TARGET_S
 
     @property
     def met(self) -> bool:

@@ -525,6 +525,9 @@ def test_a_slider_acting_on_release_is_judged_by_its_one_frame_after_the_release
     assert "acts on release" in browser_tables.why_few_frames(slow)
     assert "500 ms after it (target <= 250 ms)" in browser_tables.why_few_frames(slow)
     assert "on release" in browser_tables.why_slow_settle(slow)
+    silent = feel.Drag(2.0, 0, 0, 30, 0, 0, 0.0, 0.0)  # no frame at all after the release
+    assert (silent.on_release, silent.settled, silent.met) == (True, False, False)
+    assert "showed no new figure" in browser_tables.why_few_frames(silent)
     drawing = feel.Drag(2.0, 30, 1, 40, 31, 31, 0.5, 0.1)
     run = feel.BrowserRun(
         controls=[
