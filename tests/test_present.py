@@ -286,17 +286,21 @@ def presenting(*arguments: str):
         start_new_session=True,
     )
     said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(server.stdout), daemon=True)
     try:
         for line in server.stdout:
             said.append(line)
             if line.startswith("Lecture"):
                 break
         address = said[-1].split(" at ")[1].split(" ")[0] if said else ""
-        threading.Thread(target=lambda: said.extend(server.stdout), daemon=True).start()
+        reader.start()
         yield address, server, said
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
+        if reader.is_alive():
+            reader.join(timeout=10)  # the pipe ends with the server's group
+        server.stdout.close()  # not left to the garbage collector (a ResourceWarning)
 
 
 def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
