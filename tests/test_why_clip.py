@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -59,6 +60,7 @@ from experiments.statistics import bootstrap_interval, paired_difference, stable
 from experiments.study import SEED_SETS
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.apps import (
+    CHOICES,
     DEFAULT_SEEDS,
     MORE_BANDIT_SEEDS,
     BanditLoopExplorer,
@@ -92,6 +94,18 @@ REPOSITORY = RESULTS_DIR.parent
 NOTEBOOK = REPOSITORY / "notebooks" / "04_why_clip.ipynb"
 PENALIZED = ("kl_fixed_1", "kl_adaptive_0.01")
 SEEDS = tuple(range(DEFAULT_SEEDS))
+
+
+@pytest.fixture(autouse=True)
+def own_look_ahead(monkeypatch):
+    """Each test's bandit apps run ahead in a thread of its own whose work left over is
+    dropped at the end (it would slow down the tests after it)."""
+    import ppo_viz.why_clip.apps as apps
+
+    executor = ThreadPoolExecutor(max_workers=1)
+    monkeypatch.setattr(apps, "LOOK_AHEAD", executor)
+    yield
+    executor.shutdown(cancel_futures=True)
 
 
 @cache
@@ -395,6 +409,8 @@ def test_settings_out_of_range_are_refused_by_name():
         CartPoleSettings(minibatches=3)
     with pytest.raises(ValueError, match="step_size must be one of"):
         BanditLoopExplorer(BanditLoopSettings(step_size=0.3))
+    with pytest.raises(ValueError, match=r"batch_size must be one of \(2, 4, 8,.*got 12"):
+        BanditLoopExplorer(BanditLoopSettings(batch_size=12))
 
 
 # --------------------------------------------------------------------------
@@ -720,14 +736,12 @@ def test_the_bandit_app_draws_the_runs_of_its_settings():
     app.controls["show_unclipped"].value = False
     assert not _line(app, 0, "unclipped").get_visible()
     assert _line(app, 0, "ppo").get_visible()
-    app.controls["iterations"].value = 200  # a slider keeps its value in range
-    assert app.settings.iterations == 100
     assert app.message.value == ""
 
 
 def test_a_new_iteration_count_shows_what_a_whole_redraw_shows_without_one():
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
-    assert_drawn_in_place(app, "iterations", (12, 5))
+    assert_drawn_in_place(app, "iterations", (20, 5))
     assert app.panels.axes[0].get_xlim() == (0.0, 10.0)
 
 
@@ -747,6 +761,7 @@ def test_the_bandit_apps_button_adds_seeds():
 def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
     import ppo_viz.why_clip.apps as apps
 
+    monkeypatch.setattr(BanditLoopExplorer, "run_ahead", lambda self, before, now: None)
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
     dimmed_while_running = []
 
@@ -773,38 +788,49 @@ def test_moved_in_the_page_the_bandit_runs_ahead_only_after_drawing(monkeypatch)
     monkeypatch.setattr(app, "run_ahead", lambda before, now: order.append((before, now)))
 
     async def a_message_from_the_page() -> None:
-        app.controls["epochs"].value = 19
+        app.controls["epochs"].value = 15
         assert order == []
         await asyncio.sleep(0)
 
     asyncio.run(a_message_from_the_page())
     assert order == ["drawn", (BanditLoopSettings(iterations=10), app.settings)]
-    assert app.settings.epochs == 19
+    assert app.settings.epochs == 15
 
 
-def test_a_reader_stepping_a_bandit_setting_finds_the_next_step_already_run():
-    """After each step of a control the app runs one more such step in a thread, so the
-    next key press only draws; past a control's end there is nothing to run ahead."""
+def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(monkeypatch):
+    """After a change the app runs, in a thread, every setting one slider can reach: the
+    slider just moved first, nearest first; a slider then released anywhere only draws, the
+    same numbers as a run of its own; runs no slider reaches any more are let go."""
+    import ppo_viz.why_clip.apps as apps
+
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
-    for name, first, second, third in (("epochs", 19, 18, 17), ("step_size", 2.0, 5.0, 10.0)):
-        app.controls[name].value = first
-        app.controls[name].value = second
-        (settings, seeds), ahead = app._ahead
-        assert settings == replace(app.settings, **{name: third})
-        assert seeds == DEFAULT_SEEDS  # the seeds the app shows
-        expected = run_side_by_side(
-            [METHODS[k] for k in MAIN_METHODS], settings, tuple(range(DEFAULT_SEEDS))
-        )
-        ahead.result(timeout=60)
-        hits = run_bandit_methods.cache_info().hits
-        app.controls[name].value = third  # (and the next look-ahead starts: a miss)
-        assert run_bandit_methods.cache_info().hits == hits + 1  # this step found its runs
-        for key, run in zip(MAIN_METHODS, expected, strict=True):
-            np.testing.assert_array_equal(app.runs(app.settings)[key].probs, run.probs)
-    app.controls["step_size"].value = 20.0
-    last = app._ahead  # runs step size 50, the last one
-    app.controls["step_size"].value = 50.0
-    assert app._ahead is last  # nothing beyond the end
+    app.controls["epochs"].value = 30
+    ahead = [settings for settings, _ in app._ahead]
+    assert [s.epochs for s in ahead[:9]] == [20, 40, 15, 10, 5, 4, 3, 2, 1]
+    assert len(ahead) == len(set(ahead)) == sum(len(v) - 1 for v in CHOICES.values())
+    for settings in ahead:
+        differing = [n for n in CHOICES if getattr(settings, n) != getattr(app.settings, n)]
+        assert len(differing) == 1
+    assert {seeds for _, seeds in app._ahead} == {DEFAULT_SEEDS}
+    for future in app._ahead.values():
+        future.result(timeout=120)
+    computed_here = []
+
+    def watched(*arguments):
+        if threading.current_thread() is threading.main_thread():  # not the look-ahead's
+            computed_here.append(arguments)
+        return run_bandit_methods(*arguments)
+
+    monkeypatch.setattr(apps, "run_bandit_methods", watched)
+    app.controls["epochs"].value = 1  # a release far along the track
+    assert computed_here == []
+    expected = run_side_by_side(
+        [METHODS[k] for k in MAIN_METHODS], app.settings, tuple(range(DEFAULT_SEEDS))
+    )
+    for key, run in zip(MAIN_METHODS, expected, strict=True):
+        np.testing.assert_array_equal(app.runs(app.settings)[key].probs, run.probs)
+    kept = [settings for settings, _ in list(app._runs)]
+    assert all(sum(getattr(s, n) != getattr(app.settings, n) for n in CHOICES) <= 1 for s in kept)
 
 
 def test_the_cartpole_app_shows_the_committed_curves_of_each_cell_and_set(monkeypatch):
@@ -1095,7 +1121,9 @@ def test_the_notebook_states_its_live_numbers(prose):
         f"$\\epsilon = 0.1$ {clip['ppo_eps_0.1']}",
         f"{small['unclipped'].score.mean():.3f} against {small['ppo'].score.mean():.3f} on the",
         f"({both('bandit_unclipped_above_ppo_at_0.2')} seed by seed;",
-        f"{DEFAULT_SEEDS} seeds; each change",
+        f"{DEFAULT_SEEDS} seeds. Each slider",
+        f"K from {min(CHOICES['epochs'])} to {max(CHOICES['epochs'])}",
+        f"N from {min(CHOICES['batch_size'])} to {max(CHOICES['batch_size'])}",
         f"adds {MORE_BANDIT_SEEDS}",
     )
     assert runs["ppo"].collapsed[:, -1].sum() == 0  # "No PPO seed ends on a wrong arm"

@@ -3,9 +3,9 @@
 * :class:`RangeExplorer`: the committed score-against-step-size figure (:func:`.range_figure`)
   with a button that re-runs the bandit's sweep on fresh seeds, live, and marks the result;
 * :class:`BanditLoopExplorer`: the six main methods on the bandit over many seeds, run live
-  whenever K, the step size, the batch size or the number of iterations changes (and one
-  more step of that control run ahead, so that stepping with the arrow keys only draws); a
-  button adds seeds;
+  whenever K, the step size, the batch size or the number of iterations changes (every
+  setting one slider's move away is run ahead, so that a slider released anywhere only
+  draws); a button adds seeds;
 * :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study, on either
   seed set.
 
@@ -14,19 +14,20 @@ Checkboxes choose the methods drawn; the readout above each figure is a table of
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from bandit_loop import SETTING_RANGES, STEP_SIZES, BanditLoopHistory, BanditLoopSettings
+from bandit_loop import STEP_SIZES, BanditLoopHistory, BanditLoopSettings
 from ppo_viz import app
-from ppo_viz.app import LiveFigure, checked_number, control_layout, selection, slider
+from ppo_viz.app import LiveFigure, checked_number, control_layout, selection
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.style import figure_style
@@ -58,8 +59,14 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
-#: The bandit app runs ahead, in this one thread, the setting one more step of the control
-#: just moved would ask for: a reader stepping a slider with the arrow keys finds it done.
+#: The values each of the bandit app's sliders offers: few enough (31 settings one move
+#: away from any) that the app runs them all ahead, in this one thread.
+CHOICES = {
+    "epochs": (1, 2, 3, 4, 5, 10, 15, 20, 30, 40),
+    "step_size": STEP_SIZES,
+    "batch_size": (2, 4, 8, 16, 32, 64, 128),
+    "iterations": (5, 10, 20, 30, 50, 75, 100),
+}
 LOOK_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppo-bandit-look-ahead")
 
 
@@ -209,20 +216,20 @@ class BanditLoopExplorer(LiveFigure):
         settings = BanditLoopSettings() if settings is None else settings
         if not isinstance(settings, BanditLoopSettings):
             raise TypeError(f"settings must be BanditLoopSettings, got {type(settings).__name__}")
-        if settings.step_size not in STEP_SIZES:
-            raise ValueError(f"step_size must be one of {STEP_SIZES}, got {settings.step_size}")
+        for name, values in CHOICES.items():
+            if getattr(settings, name) not in values:
+                raise ValueError(f"{name} must be one of {values}, got {getattr(settings, name)}")
         self.seed_count = int(checked_number("seeds", seeds, (1, 1000), whole=True))
         self.arm_means = settings.arm_means
         self._runs: dict[tuple[BanditLoopSettings, int], dict[str, BanditLoopHistory]] = {}
-        self._ahead: tuple[tuple[BanditLoopSettings, int], Future] | None = None
+        self._ahead: dict[tuple[BanditLoopSettings, int], Future] = {}
         self._drawn: Any = None
         self._shown_settings = settings
-        controls: dict[str, widgets.Widget] = {}
-        words = {"epochs": "K (epochs per batch)", "batch_size": "batch size (pulls)"}
-        for name, text in {**words, "iterations": "iterations"}.items():
-            value, bounds = getattr(settings, name), SETTING_RANGES[name][:2]
-            controls[name] = slider(text, value, bounds, 1, integer=True, continuous_update=False)
-        controls["step_size"] = selection("step size α", STEP_SIZES, settings.step_size)
+        words = ("K (epochs per batch)", "step size α", "batch size (pulls)", "iterations")
+        controls: dict[str, widgets.Widget] = {
+            name: selection(text, values, getattr(settings, name))
+            for text, (name, values) in zip(words, CHOICES.items(), strict=True)
+        }
         controls |= app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS})
         names = list(controls)
         with figure_style():
@@ -241,7 +248,7 @@ class BanditLoopExplorer(LiveFigure):
     @property
     def settings(self) -> BanditLoopSettings:
         """The settings the controls show (every position of a control is in range)."""
-        values = {name: self.controls[name].value for name in SETTING_RANGES}
+        values = {name: self.controls[name].value for name in CHOICES}
         return BanditLoopSettings(**values, arm_means=self.arm_means)
 
     def runs(self, settings: BanditLoopSettings) -> dict[str, BanditLoopHistory]:
@@ -249,9 +256,13 @@ class BanditLoopExplorer(LiveFigure):
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
-                if self._ahead is not None and self._ahead[0] == key:
-                    self._ahead[1].result()  # run ahead (see run_ahead): wait for it to finish
-                self._runs[key] = run_bandit_methods(settings, tuple(range(self.seed_count)))
+                ahead = self._ahead.get(key)
+                for future in self._ahead.values():  # the look-ahead gives way (see run_ahead)
+                    future.cancel()
+                if ahead is not None and ahead.running():
+                    ahead.result()
+                if key not in self._runs:
+                    self._runs[key] = run_bandit_methods(settings, tuple(range(self.seed_count)))
         return self._runs[key]
 
     def update(self, **values: Any) -> Markup:
@@ -278,22 +289,23 @@ class BanditLoopExplorer(LiveFigure):
         return drawn
 
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
-        """If one setting changed from ``before`` to ``now``, start the runs of one more such
-        step (in :data:`LOOK_AHEAD`'s thread; they land in :func:`run_bandit_methods`' cache).
-        A look-ahead not started yet gives way to the new one."""
-        moved = [f.name for f in fields(now) if getattr(now, f.name) != getattr(before, f.name)]
-        if len(moved) != 1:
-            return
-        name, (low, high, _) = moved[0], SETTING_RANGES[moved[0]]
-        values = STEP_SIZES if name == "step_size" else range(low, high + 1)  # a control's values
-        index = 2 * values.index(getattr(now, name)) - values.index(getattr(before, name))
-        settings = replace(now, **{name: values[index]}) if 0 <= index < len(values) else None
-        key = (settings, self.seed_count)
-        if settings is None or key in self._runs:
-            return
-        if self._ahead is not None:
-            self._ahead[1].cancel()
-        self._ahead = (key, LOOK_AHEAD.submit(run_bandit_methods, settings, tuple(range(key[1]))))
+        """Run, in :data:`LOOK_AHEAD`'s thread, every setting one slider's move away from
+        ``now`` that is not run yet: first along the slider just moved (from ``before``), then
+        along the others, nearest first.  A look-ahead not started yet gives way to this one;
+        runs no slider reaches from ``now`` are let go."""
+        for future in self._ahead.values():
+            future.cancel()
+        moved = [name for name in CHOICES if getattr(now, name) != getattr(before, name)]
+        ahead = [replace(now, **{name: value}) for name, value in one_move_away(now, moved)]
+        keys = [(settings, self.seed_count) for settings in [now, *ahead]]
+        for key in set(list(self._runs)) - set(keys):  # in place: the thread may add one
+            del self._runs[key]
+        self._ahead = {key: LOOK_AHEAD.submit(self.run_one, key) for key in keys[1:]}
+
+    def run_one(self, key: tuple[BanditLoopSettings, int]) -> None:
+        """Run one setting of :meth:`run_ahead` (not while Python exits)."""
+        if key not in self._runs and threading.main_thread().is_alive():
+            self._runs[key] = run_bandit_methods(key[0], tuple(range(key[1])))
 
     def add_seeds(self) -> None:
         """Run :data:`MORE_BANDIT_SEEDS` more seeds of every method, then redraw."""
@@ -307,6 +319,16 @@ class BanditLoopExplorer(LiveFigure):
         self.seed_count += MORE_BANDIT_SEEDS
         self._runs[(settings, self.seed_count)] = joined
         self.refresh()
+
+
+def one_move_away(now: BanditLoopSettings, first: Sequence[str] = ()) -> list[tuple[str, Any]]:
+    """Every ``(name, value)`` one of the bandit app's sliders can move to from ``now``:
+    the sliders named in ``first`` before the others, then nearest first."""
+    moves = []
+    for name, values in CHOICES.items():
+        here = values.index(getattr(now, name))
+        moves += [(name not in first, abs(i - here), name, v) for i, v in enumerate(values)]
+    return [(name, value) for _, distance, name, value in sorted(moves) if distance > 0]
 
 
 def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
