@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import cache
+from functools import cache, partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -33,6 +33,8 @@ from ppo_viz.exercises.battery import (
 from ppo_viz.exercises.sandbox import Call
 from ppo_viz.numbers import exact, rounded, vector
 
+#: One answer: the call, and what it returned as floats; a set of mistakes.
+Answer, Flags = tuple[Call, FloatArray], frozenset[str]
 #: Every mistake's title, in the order findings are reported.
 TITLES = {
     "not_implemented": "Not implemented yet",
@@ -85,7 +87,7 @@ class Exercise(NamedTuple):
 
     texts: Mapping[str, tuple[str, str]]
     groups: Sequence[tuple[str, ...]]
-    answer: Callable[[Any, frozenset[str]], float]
+    answer: Callable[[Any, Flags], float]
 
 
 #: The exercises :data:`VALUE_MISTAKES` does not list, by kind.
@@ -164,6 +166,8 @@ EXPLANATIONS = {
     "formula, -r*A/N, not by finite differences (which also average the two slopes at an edge).",
 }
 
+#: ``[0.5, 1, ...]``: at most 8 values, rounded (an input array, in messages).
+numbers = partial(vector, each=rounded, limit=8)
 #: The most mistakes one answer is explained by.
 MAX_MISTAKES = 3
 #: Answers match a prediction where ``np.isclose`` with these (rtol, atol) holds: float64's;
@@ -197,24 +201,19 @@ def finding(
 
 
 @cache
-def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[frozenset[str], ...]:
-    """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first (at
-    most one of each group of an :data:`EXERCISES` exercise)."""
-    names = [m for m in report_order(kind) if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
+def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[tuple[str, ...], ...]:
+    """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first, each in
+    the order findings are reported (at most one of each group of an :data:`EXERCISES`
+    exercise, whose mistakes are reported in alphabetical order)."""
     groups = EXERCISES[kind].groups if kind in EXERCISES else ()
+    order = sorted(m for group in groups for m in group) if groups else VALUE_MISTAKES[kind]
+    names = [m for m in order if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
     return tuple(
-        frozenset(combination)
+        combination
         for size in range(MAX_MISTAKES + 1)
         for combination in itertools.combinations(names, size)
         if all(len(set(combination) & set(group)) <= 1 for group in groups)
     )
-
-
-def report_order(kind: str) -> tuple[str, ...]:
-    """Exercise ``kind``'s value mistakes, in the order findings are reported."""
-    if kind in EXERCISES:
-        return tuple(sorted(m for group in EXERCISES[kind].groups for m in group))
-    return VALUE_MISTAKES[kind]
 
 
 class Prediction(NamedTuple):
@@ -231,18 +230,14 @@ class Prediction(NamedTuple):
     tolerance: str = "float64"
 
 
-def predict(batch: CheckBatch, kind: Kind, mistakes: Iterable[str] = ()) -> Prediction | None:
-    """What an implementation with exactly these ``mistakes`` returns on ``batch``.
+@cache
+def predict(batch: CheckBatch, kind: Kind, flags: Flags = frozenset()) -> Prediction | None:
+    """What an implementation with exactly the mistakes ``flags`` returns on ``batch``.
 
     With no mistakes, :mod:`ppo_clip`'s own answer comes first.  None where the variant is
     undefined (normalizing advantages whose standard deviation is 0).  Cached: a check tries
     hundreds of sets of mistakes on the same batches.
     """
-    return _predict(batch, kind, frozenset(mistakes))
-
-
-@cache
-def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction | None:
     tolerance = next((t for t in ("precision", "normalized") if t in flags), "float64")
     if kind in EXERCISES:
         answer = EXERCISES[kind].answer(batch, flags - {"precision"})
@@ -283,7 +278,7 @@ def _edge_samples(batch: CheckBatch) -> BoolArray:
     return np.isclose(b.ratio, b.upper, rtol=rtol) | np.isclose(b.ratio, b.lower, rtol=rtol)
 
 
-def _breakdowns_used(batch: CheckBatch, flags: frozenset[str]) -> list[Any]:
+def _breakdowns_used(batch: CheckBatch, flags: Flags) -> list[Any]:
     """The reference breakdowns of the inputs, ratios and band the implementation uses."""
     breakdowns = [batch.breakdown]
     if {"normalized", "ratio_inverted"} & flags:
@@ -303,7 +298,7 @@ def _breakdowns_used(batch: CheckBatch, flags: frozenset[str]) -> list[Any]:
     return breakdowns
 
 
-def _clip_masks(batch: CheckBatch, b: Any, flags: frozenset[str]) -> list[BoolArray]:
+def _clip_masks(batch: CheckBatch, b: Any, flags: Flags) -> list[BoolArray]:
     """Which samples the implementation counts as clipped: one mask per possible verdict."""
     if "unclipped" in flags:
         return [np.zeros(b.n, dtype=bool)]
@@ -344,10 +339,6 @@ def _masked_loss(b: Any, clipped: BoolArray) -> float:
         return float(-terms.sum() / b.n) + 0.0
 
 
-#: One answer: the call, and what it returned as floats; a set of mistakes.
-Answer, Flags = tuple[Call, FloatArray], frozenset[str]
-
-
 def value_findings(
     kind: Kind, answers: list[Answer], assumed: Flags | None, role: Role
 ) -> tuple[list[Finding], Flags | None]:
@@ -365,12 +356,12 @@ def value_findings(
     candidates = () if _placeholder(kind, answers) else candidate_mistake_sets(kind, role)
     for precision in (frozenset(), frozenset({"precision"})):
         for extra in candidates:
-            flags = assumed | extra | precision
+            flags = assumed | frozenset(extra) | precision
             if len(extra) > 1 and len(answers) <= len(extra):
                 continue
             if not _explains(kind, answers, flags):
                 continue
-            shown = [_shows(kind, answers, flags, k) for k in report_order(kind) if k in extra]
+            shown = [_shows(kind, answers, flags, key) for key in extra]
             if all(shown):
                 if precision - assumed:
                     shown.append(_imprecision(kind, answers, flags))
@@ -380,18 +371,15 @@ def value_findings(
 
 def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding:
     """The ``precision`` finding: how many digits the answers share with the exact ones."""
-    worst = (0.0, *answers[0], 0)
+    errors = []  # each answer's largest relative error, with the answer and where it is
     for call, got in answers:
-        prediction = predict(call.batch, kind, flags)
-        if prediction is None:
-            continue
-        exact_values = prediction.values[0]
-        with np.errstate(all="ignore"):
-            error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
-        error[prediction.free | ~np.isfinite(error)] = 0.0
-        if error.max() > worst[0]:
-            worst = (float(error.max()), call, got, int(np.argmax(error)))
-    relative, call, got, index = worst
+        if (prediction := predict(call.batch, kind, flags)) is not None:
+            exact_values = prediction.values[0]
+            with np.errstate(all="ignore"):
+                error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
+            error[prediction.free | ~np.isfinite(error)] = 0.0
+            errors.append((float(error.max()), call, got, int(np.argmax(error))))
+    relative, call, got, index = max(errors, key=lambda e: e[0], default=(0.0, *answers[0], 0))
     digits = max(int(-math.log10(relative)), 0) if relative > 0 else 16
     text = f"Your answers agree with the exact ones to about {digits} significant digits. "
     text += evidence(kind, call, got, index)
@@ -522,8 +510,3 @@ def lesson_of(batch: CheckBatch, which: str = "") -> str:
     """``That batch tests this: <its lesson>.`` (``The <which> batch where they differ ...``)."""
     where = f"The {which} batch where they differ" if which else "That batch"
     return f"{where} tests this: {batch.lesson}."
-
-
-def numbers(values: FloatArray) -> str:
-    """``[0.5, 1, ...]``: at most 8 values, rounded."""
-    return vector(values, each=rounded, limit=8)
