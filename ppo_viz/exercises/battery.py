@@ -39,6 +39,11 @@ NUMERICS_NOTEBOOK = "notebook 5"
 UNDERFLOW_LESSON = f"{NUMERICS_NOTEBOOK}, section 1 (Where −1000 comes from)"
 OVERFLOW_LESSON = f"{NUMERICS_NOTEBOOK}, section 2 (Overflow: when exp gives up)"
 TOKENS_LESSON = f"{NUMERICS_NOTEBOOK}, section 4 (Token-level versus sequence-level ratios)"
+#: What the robustness batches are, said once above their notes.
+GOING_FURTHER = (
+    "Going further: the robustness batches test float64's edges and the contract's largest "
+    f"batch. They do not decide the pass; each note names the section of {NUMERICS_NOTEBOOK}."
+)
 #: What each batch tests, quoted when a function fails on it.
 LESSONS = {
     "worked example": "the worked example: ratios [1.4, 1.1, 0.6, 0.9]; samples 0 and 2 clipped",
@@ -60,6 +65,12 @@ LESSONS = {
     "4096 tokens": "N = 4096: a sample per token of 16 answers, each with its answer's advantage "
     "(exactly 0 where a prompt's answers tie, as in GRPO)",
 }
+
+
+def lesson_of(batch: Any, which: str = "") -> str:
+    """``That batch tests this: <its lesson>.`` (``The <which> batch where they differ ...``)."""
+    where = f"The {which} batch where they differ" if which else "That batch"
+    return f"{where} tests this: {batch.lesson}."
 
 
 def _private_copy(module: ModuleType) -> ModuleType:

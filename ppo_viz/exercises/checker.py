@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role, battery
-from ppo_viz.exercises.mistakes import Finding, differs, finding, lesson_of, numbers, value_findings
+from ppo_viz.exercises.battery import FUNCTION_NAMES, GOING_FURTHER, Kind, Role, battery, lesson_of
+from ppo_viz.exercises.mistakes import Finding, differs, finding, numbers, value_findings
 from ppo_viz.exercises.questions import ConceptQuestion
 from ppo_viz.exercises.sandbox import (
     MAX_TIME_LIMIT_S,
@@ -36,11 +36,6 @@ from ppo_viz.numbers import count, exact
 Diagnosis = tuple[list[Finding], list[Finding], int, int]
 #: How many core and robustness batches a check runs.
 CORE, ROBUSTNESS = len(battery("core")), len(battery("robustness"))
-#: What the robustness batches are, said once above their notes.
-GOING_FURTHER = (
-    "Going further: the robustness batches test float64's edges and the contract's largest "
-    f"batch. They do not decide the pass; each note names the section of {NUMERICS_NOTEBOOK}."
-)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from ppo_viz.exercises.battery import (
     FloatArray,
     Kind,
     Role,
+    lesson_of,
     reference,
 )
 from ppo_viz.exercises.sandbox import Call
@@ -193,9 +194,12 @@ class Finding(NamedTuple):
 
 
 def finding(
-    key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None
+    key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None, kind: str = ""
 ) -> Finding:
-    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given."""
+    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given (in its
+    exercise's own words for an :data:`EXERCISES` ``kind``)."""
+    if kind in EXERCISES:
+        return Finding(key, *EXERCISES[kind].texts[key], evidence)
     further = batch.further if batch is not None else ""
     return Finding(key, TITLES[key], text or EXPLANATIONS[key], evidence, further)
 
@@ -282,9 +286,8 @@ def _breakdowns_used(batch: CheckBatch, flags: Flags) -> list[Any]:
     """The reference breakdowns of the inputs, ratios and band the implementation uses."""
     breakdowns = [batch.breakdown]
     if {"normalized", "ratio_inverted"} & flags:
-        new, old = batch.logp_new, batch.logp_old
-        if "ratio_inverted" in flags:
-            new, old = old, new
+        pair = batch.logp_new, batch.logp_old
+        new, old = pair[::-1] if "ratio_inverted" in flags else pair
         advantages = [batch.advantages]
         if "normalized" in flags:  # with numpy's std and with the unbiased one, where defined
             a = batch.advantages
@@ -321,14 +324,10 @@ def _clip_masks(batch: CheckBatch, b: Any, flags: Flags) -> list[BoolArray]:
         lower = [n & below & ("no_negative_branch" not in flags) for _, n in sides]
         masks = [u | low for u, low in zip(upper, lower, strict=True)]
     near_edges = _edge_samples(batch) if "precision" in flags else False
-    undecided = np.flatnonzero(batch.undecided | near_edges)[:4]
-    verdicts = list(masks)
-    for count in range(1, 0 if _OWN_RATIOS & flags else len(undecided) + 1):
-        for chosen in itertools.combinations(undecided, count):  # either verdict on each
-            flipped = np.zeros(b.n, dtype=bool)
-            flipped[list(chosen)] = True
-            masks += [mask ^ flipped for mask in verdicts]
-    return masks
+    undecided = [] if _OWN_RATIOS & flags else np.flatnonzero(batch.undecided | near_edges)[:4]
+    chosen = (c for k in range(len(undecided) + 1) for c in itertools.combinations(undecided, k))
+    flips = [np.isin(np.arange(b.n), flipped) for flipped in chosen]  # either verdict on each
+    return [mask ^ flip for flip in flips for mask in masks]
 
 
 def _masked_loss(b: Any, clipped: BoolArray) -> float:
@@ -425,7 +424,8 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
             continue
         shows = with_it.free if key == "grad_on_clipped" else ~_agrees(with_it.values[0], without)
         if (wrong := shows & differs(kind, call, got)).any():
-            return _named(kind, key, evidence(kind, call, got, int(np.argmax(wrong))), call.batch)
+            shown = evidence(kind, call, got, int(np.argmax(wrong)))
+            return finding(key, evidence=shown, batch=call.batch, kind=kind)
         if shows.any():
             needed.append((call, got, int(np.argmax(shows)), without.values[0]))
     if not needed:
@@ -433,14 +433,7 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
     call, got, index, without_value = needed[0]
     text = f"On {call.batch.label} your answer {exact(got[index])} takes this mistake too: "
     text += f"without it the others give {exact(without_value[index])}."
-    return _named(kind, key, text, call.batch)
-
-
-def _named(kind: Kind, key: str, shown: str, batch: CheckBatch) -> Finding:
-    """Value mistake ``key``'s finding, in its exercise's own words, with the evidence."""
-    if kind in EXERCISES:
-        return Finding(key, *EXERCISES[kind].texts[key], shown)
-    return finding(key, evidence=shown, batch=batch)
+    return finding(key, evidence=text, batch=call.batch, kind=kind)
 
 
 def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Finding]:
@@ -504,9 +497,3 @@ def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:
 def _expected(kind: Kind, call: Call) -> FloatArray:
     """The reference's answer on ``call``'s batch, as a 1-D array."""
     return predict(call.batch, kind).values[0]  # type: ignore[union-attr]
-
-
-def lesson_of(batch: CheckBatch, which: str = "") -> str:
-    """``That batch tests this: <its lesson>.`` (``The <which> batch where they differ ...``)."""
-    where = f"The {which} batch where they differ" if which else "That batch"
-    return f"{where} tests this: {batch.lesson}."
