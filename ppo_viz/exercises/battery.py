@@ -223,11 +223,10 @@ def _tokens() -> CheckBatch:
     :func:`llm_clip.group_advantages` (one prompt's answers tie: their advantages are exactly 0)."""
     rng = np.random.default_rng(4096)
     rewards = [1, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0]  # 4 prompts, 4 answers each
-    advantages = llm_clip.group_advantages(rewards, group_size=4)
     certain = rng.random(4096) < 0.5
     old = np.where(certain, rng.uniform(-0.05, 0.0, 4096), np.log(rng.uniform(0.03, 0.95, 4096)))
     new = np.minimum(old + rng.normal(0.0, 0.12, 4096), 0.0)
-    a = np.repeat(advantages, 256)  # each token carries its answer's advantage
+    a = np.repeat(llm_clip.group_advantages(rewards, 4), 256)  # per token, its answer's advantage
     return _batch("4096 tokens", new, old, a, further=TOKENS_LESSON)
 
 

@@ -254,19 +254,18 @@ def predict(batch: CheckBatch, kind: Kind, flags: Flags = frozenset()) -> Predic
         free = _edge_samples(batch)
     for b in _breakdowns_used(batch, flags):
         for clipped in _clip_masks(batch, b, flags):
+            clipped &= ~no_ratio  # NaN > 1 + eps is False
             if kind == "loss":
                 values.append(math.nan if nan.any() else _masked_loss(b, clipped))
-                continue
-            clipped &= ~no_ratio  # NaN > 1 + eps is False
-            if kind == "clip_fraction":
+            elif kind == "clip_fraction":
                 values.append(np.count_nonzero(clipped) / b.n)
-                continue
-            with np.errstate(all="ignore"):
-                full = (-b.advantages if "minus_A" in flags else -b.unclipped_term) / b.n + 0.0
-            full[nan] = math.nan
-            if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
-                free = free | clipped
-            values.append(full if "grad_on_clipped" in flags else np.where(clipped, 0.0, full))
+            else:
+                with np.errstate(all="ignore"):
+                    full = (-b.advantages if "minus_A" in flags else -b.unclipped_term) / b.n + 0.0
+                full[nan] = math.nan
+                if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
+                    free = free | clipped
+                values.append(full if "grad_on_clipped" in flags else np.where(clipped, 0.0, full))
     if not values:
         return None
     arrays = [scale * np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in values]
@@ -356,9 +355,8 @@ def value_findings(
     for precision in (frozenset(), frozenset({"precision"})):
         for extra in candidates:
             flags = assumed | frozenset(extra) | precision
-            if len(extra) > 1 and len(answers) <= len(extra):
-                continue
-            if not _explains(kind, answers, flags):
+            too_few_answers = len(extra) > 1 and len(answers) <= len(extra)
+            if too_few_answers or not _explains(kind, answers, flags):
                 continue
             shown = [_shows(kind, answers, flags, key) for key in extra]
             if all(shown):
