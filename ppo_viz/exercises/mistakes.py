@@ -399,11 +399,9 @@ def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
 def _agrees(got: FloatArray, prediction: Prediction) -> BoolArray:
     """Where ``got`` is one of the answers the prediction allows."""
     rtol, atol = TOLERANCES[prediction.tolerance]
-    agree = prediction.free.copy()
     with np.errstate(invalid="ignore"):  # infinities must agree exactly, NaN matches only NaN
-        for value in prediction.values:
-            agree |= np.isclose(got, value, rtol=rtol, atol=atol, equal_nan=True)
-    return agree
+        close = [np.isclose(got, v, rtol, atol, equal_nan=True) for v in prediction.values]
+    return prediction.free | np.any(close, axis=0)
 
 
 def _explains(kind: Kind, answers: Sequence[Answer], flags: Flags) -> bool:
@@ -486,9 +484,8 @@ def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:
     if shown[0] == shown[1]:
         shown = [exact(expected[index]), exact(got[index])]
     if kind == "grad":
-        b = call.batch.breakdown
-        where += f", sample {index} (r = {rounded(b.ratio[index])}, A = "
-        where += f"{rounded(b.advantages[index])})"
+        r, a = call.batch.breakdown.ratio[index], call.batch.breakdown.advantages[index]
+        where += f", sample {index} (r = {rounded(r)}, A = {rounded(a)})"
     return f"On {where}: expected {shown[0]}, got {shown[1]}."
 
 
