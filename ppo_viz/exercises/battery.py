@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+import llm_clip
 import ppo_clip
 from ppo_viz.numbers import exact
 
@@ -32,13 +33,17 @@ Kind = Literal["loss", "clip_fraction", "grad", "grpo", "gspo"]
 Role = Literal["core", "robustness"]
 #: The name of the learner's function for each exercise.
 FUNCTION_NAMES = dict(loss="ppo_clip_loss", clip_fraction="clip_fraction", grad="ppo_clip_grad")
-ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
 
 #: The notebook "Numerics and the RLHF setting", and the sections the robustness batches need.
 NUMERICS_NOTEBOOK = "notebook 5"
 UNDERFLOW_LESSON = f"{NUMERICS_NOTEBOOK}, section 1 (Where −1000 comes from)"
 OVERFLOW_LESSON = f"{NUMERICS_NOTEBOOK}, section 2 (Overflow: when exp gives up)"
 TOKENS_LESSON = f"{NUMERICS_NOTEBOOK}, section 4 (Token-level versus sequence-level ratios)"
+#: What the robustness batches are, said once above their notes.
+GOING_FURTHER = (
+    "Going further: the robustness batches test float64's edges and the contract's largest "
+    f"batch. They do not decide the pass; each note names the section of {NUMERICS_NOTEBOOK}."
+)
 #: What each batch tests, quoted when a function fails on it.
 LESSONS = {
     "worked example": "the worked example: ratios [1.4, 1.1, 0.6, 0.9]; samples 0 and 2 clipped",
@@ -60,6 +65,12 @@ LESSONS = {
     "4096 tokens": "N = 4096: a sample per token of 16 answers, each with its answer's advantage "
     "(exactly 0 where a prompt's answers tie, as in GRPO)",
 }
+
+
+def lesson_of(batch: Any, which: str = "") -> str:
+    """``That batch tests this: <its lesson>.`` (``The <which> batch where they differ ...``)."""
+    where = f"The {which} batch where they differ" if which else "That batch"
+    return f"{where} tests this: {batch.lesson}."
 
 
 def _private_copy(module: ModuleType) -> ModuleType:
@@ -94,10 +105,10 @@ class CheckBatch:
     further: str = ""
     read_only: bool = False
     #: The names of the three arrays :meth:`inputs` hands out, for messages.
-    argument_names = ARGUMENT_NAMES
+    argument_names = ("logp_new", "logp_old", "advantages")
 
     def __post_init__(self) -> None:
-        for argument in ARGUMENT_NAMES:
+        for argument in self.argument_names:
             object.__setattr__(self, argument, read_only_copy(getattr(self, argument)))
         _ = self.answers
 
@@ -114,9 +125,8 @@ class CheckBatch:
     def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
         """One call's arguments: fresh copies of the three arrays, read-only if ``read_only``,
         and ``eps``."""
-        copies = (self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy())
-        for array in copies:
-            array.setflags(write=not self.read_only)
+        arrays = [getattr(self, argument) for argument in self.argument_names]
+        copies = [read_only_copy(a) if self.read_only else a.copy() for a in arrays]
         return (*copies, self.eps)
 
     @cached_property
@@ -159,10 +169,8 @@ class CheckBatch:
                 np.array([math.exp(x) if x < 709 else math.inf for x in b.log_ratio]),
                 np.exp(self.logp_new) / np.exp(self.logp_old),
             )
-        found = np.zeros(self.n, dtype=bool)
-        for ratio in others:
-            found |= np.isfinite(ratio) & (replace(b, ratio=ratio).is_clipped != b.is_clipped)
-        return found
+        flips = [np.isfinite(r) & (replace(b, ratio=r).is_clipped != b.is_clipped) for r in others]
+        return np.any(flips, axis=0)
 
 
 def read_only_copy(values: ArrayLike, dtype: DTypeLike = np.float64) -> NDArray[Any]:
@@ -211,17 +219,14 @@ def _random(name: str, n: int, eps: float, seed: int, read_only: bool = False) -
 
 def _tokens() -> CheckBatch:
     """4096 per-token samples, 4 prompts x 4 answers x 256 tokens, half of them near-certain;
-    each answer's advantage is its reward standardized within its prompt's group, as in GRPO
-    (one prompt's answers tie: their advantages are exactly 0)."""
+    each answer's advantage is its reward standardized within its prompt's group, GRPO's
+    :func:`llm_clip.group_advantages` (one prompt's answers tie: their advantages are exactly 0)."""
     rng = np.random.default_rng(4096)
-    rewards = np.array([[1, 0, 1, 0], [1, 1, 1, 0], [0, 0, 0, 0], [1, 0, 0, 0]], dtype=float)
-    spread = rewards.std(axis=1, keepdims=True)
-    centred = rewards - rewards.mean(axis=1, keepdims=True)
-    advantages = np.divide(centred, spread, out=np.zeros_like(rewards), where=spread > 0)
+    rewards = [1, 0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0]  # 4 prompts, 4 answers each
     certain = rng.random(4096) < 0.5
     old = np.where(certain, rng.uniform(-0.05, 0.0, 4096), np.log(rng.uniform(0.03, 0.95, 4096)))
     new = np.minimum(old + rng.normal(0.0, 0.12, 4096), 0.0)
-    a = np.repeat(advantages.ravel(), 256)  # each token carries its answer's advantage
+    a = np.repeat(llm_clip.group_advantages(rewards, 4), 256)  # per token, its answer's advantage
     return _batch("4096 tokens", new, old, a, further=TOKENS_LESSON)
 
 

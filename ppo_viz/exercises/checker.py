@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ppo_viz.exercises.battery import FUNCTION_NAMES, NUMERICS_NOTEBOOK, Kind, Role, battery
-from ppo_viz.exercises.mistakes import Finding, differs, finding, lesson_of, numbers, value_findings
+from ppo_viz.exercises.battery import FUNCTION_NAMES, GOING_FURTHER, Kind, Role, battery, lesson_of
+from ppo_viz.exercises.mistakes import Finding, differs, finding, numbers, value_findings
 from ppo_viz.exercises.questions import ConceptQuestion
 from ppo_viz.exercises.sandbox import (
     MAX_TIME_LIMIT_S,
@@ -34,13 +34,6 @@ from ppo_viz.numbers import count, exact
 
 #: A check's findings and notes, and how many core and robustness batches matched.
 Diagnosis = tuple[list[Finding], list[Finding], int, int]
-#: How many core and robustness batches a check runs.
-CORE, ROBUSTNESS = len(battery("core")), len(battery("robustness"))
-#: What the robustness batches are, said once above their notes.
-GOING_FURTHER = (
-    "Going further: the robustness batches test float64's edges and the contract's largest "
-    f"batch. They do not decide the pass; each note names the section of {NUMERICS_NOTEBOOK}."
-)
 
 
 @dataclass(frozen=True)
@@ -61,8 +54,8 @@ class CheckResult:
     matching_core: int = 0
     matching_robustness: int = 0
     printed: str = ""
-    core_batches: int = CORE
-    robustness_batches: int = ROBUSTNESS
+    core_batches: int = field(kw_only=True)
+    robustness_batches: int = field(kw_only=True)
     reference: str = "the reference"
 
     @property
@@ -268,14 +261,14 @@ def _statuses(result: CheckResult) -> list[str]:
     """How ``result`` did on the core batches and, if implemented, on the robustness ones."""
     if not result.implemented:
         return [result.status]
-    core = f"core: passed (all {CORE} batches match the reference)"
+    core = f"core: passed (all {result.core_batches} batches match the reference)"
     if not result.passed:
         core = "core: needs work: " + "; ".join(f.title for f in result.findings)
     robustness = "robustness: nothing to note beyond the core findings"
     if result.notes:
         robustness = "going further: " + "; ".join(f.title for f in result.notes)
-    elif result.matching_robustness == ROBUSTNESS:
-        robustness = f"robustness: all {ROBUSTNESS} batches match"
+    elif result.matching_robustness == result.robustness_batches:
+        robustness = f"robustness: all {result.robustness_batches} batches match"
     elif "timeout" in result.mistakes:
         robustness = "robustness: not checked (the check stopped at the time limit)"
     return [core, robustness]
@@ -310,8 +303,8 @@ def _diagnose(
     if failed:
         call = min(failed, key=lambda c: c.batch.n)
         message = f"On {call.batch.label} your function {call.error}. {lesson_of(call.batch)}"
-        message += f" {hint}" if (hint := error_hint(call.error)) else ""
-        findings.append(finding("error", message, batch=call.batch))
+        hints = [hint for piece, hint in ERROR_HINTS.items() if piece in call.error]
+        findings.append(finding("error", " ".join([message, *hints]), batch=call.batch))
     wrong = next((c for c in calls if isinstance(c.answer, str)), None)
     if wrong is not None:
         message, seen = f"Your function returned {wrong.answer}.", f"Seen on {wrong.batch.label}."
@@ -332,11 +325,6 @@ ERROR_HINTS = {
     "max(a, b) and if compare whole arrays, which has no single answer: write np.minimum(a, b) "
     "(or np.maximum) for the elementwise minimum, and np.where(condition, x, y) for an if.",
 }
-
-
-def error_hint(error: str) -> str:
-    """What to write instead, for an error message :data:`ERROR_HINTS` knows ("" otherwise)."""
-    return next((hint for piece, hint in ERROR_HINTS.items() if piece in error), "")
 
 
 def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:

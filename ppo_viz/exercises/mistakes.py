@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import cache
+from functools import cache, partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,11 +28,14 @@ from ppo_viz.exercises.battery import (
     FloatArray,
     Kind,
     Role,
+    lesson_of,
     reference,
 )
 from ppo_viz.exercises.sandbox import Call
 from ppo_viz.numbers import exact, rounded, vector
 
+#: One answer: the call, and what it returned as floats; a set of mistakes.
+Answer, Flags = tuple[Call, FloatArray], frozenset[str]
 #: Every mistake's title, in the order findings are reported.
 TITLES = {
     "not_implemented": "Not implemented yet",
@@ -85,7 +88,7 @@ class Exercise(NamedTuple):
 
     texts: Mapping[str, tuple[str, str]]
     groups: Sequence[tuple[str, ...]]
-    answer: Callable[[Any, frozenset[str]], float]
+    answer: Callable[[Any, Flags], float]
 
 
 #: The exercises :data:`VALUE_MISTAKES` does not list, by kind.
@@ -164,6 +167,8 @@ EXPLANATIONS = {
     "formula, -r*A/N, not by finite differences (which also average the two slopes at an edge).",
 }
 
+#: ``[0.5, 1, ...]``: at most 8 values, rounded (an input array, in messages).
+numbers = partial(vector, each=rounded, limit=8)
 #: The most mistakes one answer is explained by.
 MAX_MISTAKES = 3
 #: Answers match a prediction where ``np.isclose`` with these (rtol, atol) holds: float64's;
@@ -189,32 +194,30 @@ class Finding(NamedTuple):
 
 
 def finding(
-    key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None
+    key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None, kind: str = ""
 ) -> Finding:
-    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given."""
+    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given (in its
+    exercise's own words for an :data:`EXERCISES` ``kind``)."""
+    if kind in EXERCISES:
+        return Finding(key, *EXERCISES[kind].texts[key], evidence)
     further = batch.further if batch is not None else ""
     return Finding(key, TITLES[key], text or EXPLANATIONS[key], evidence, further)
 
 
 @cache
-def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[frozenset[str], ...]:
-    """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first (at
-    most one of each group of an :data:`EXERCISES` exercise)."""
-    names = [m for m in report_order(kind) if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
+def candidate_mistake_sets(kind: Kind, role: Role = "core") -> tuple[tuple[str, ...], ...]:
+    """Every set of up to :data:`MAX_MISTAKES` value mistakes of ``role``, fewest first, each in
+    the order findings are reported (at most one of each group of an :data:`EXERCISES`
+    exercise, whose mistakes are reported in alphabetical order)."""
     groups = EXERCISES[kind].groups if kind in EXERCISES else ()
+    order = sorted(m for group in groups for m in group) if groups else VALUE_MISTAKES[kind]
+    names = [m for m in order if (m in ROBUSTNESS_MISTAKES) == (role != "core")]
     return tuple(
-        frozenset(combination)
+        combination
         for size in range(MAX_MISTAKES + 1)
         for combination in itertools.combinations(names, size)
         if all(len(set(combination) & set(group)) <= 1 for group in groups)
     )
-
-
-def report_order(kind: str) -> tuple[str, ...]:
-    """Exercise ``kind``'s value mistakes, in the order findings are reported."""
-    if kind in EXERCISES:
-        return tuple(sorted(m for group in EXERCISES[kind].groups for m in group))
-    return VALUE_MISTAKES[kind]
 
 
 class Prediction(NamedTuple):
@@ -231,18 +234,14 @@ class Prediction(NamedTuple):
     tolerance: str = "float64"
 
 
-def predict(batch: CheckBatch, kind: Kind, mistakes: Iterable[str] = ()) -> Prediction | None:
-    """What an implementation with exactly these ``mistakes`` returns on ``batch``.
+@cache
+def predict(batch: CheckBatch, kind: Kind, flags: Flags = frozenset()) -> Prediction | None:
+    """What an implementation with exactly the mistakes ``flags`` returns on ``batch``.
 
     With no mistakes, :mod:`ppo_clip`'s own answer comes first.  None where the variant is
     undefined (normalizing advantages whose standard deviation is 0).  Cached: a check tries
     hundreds of sets of mistakes on the same batches.
     """
-    return _predict(batch, kind, frozenset(mistakes))
-
-
-@cache
-def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction | None:
     tolerance = next((t for t in ("precision", "normalized") if t in flags), "float64")
     if kind in EXERCISES:
         answer = EXERCISES[kind].answer(batch, flags - {"precision"})
@@ -255,19 +254,18 @@ def _predict(batch: CheckBatch, kind: Kind, flags: frozenset[str]) -> Prediction
         free = _edge_samples(batch)
     for b in _breakdowns_used(batch, flags):
         for clipped in _clip_masks(batch, b, flags):
+            clipped &= ~no_ratio  # NaN > 1 + eps is False
             if kind == "loss":
                 values.append(math.nan if nan.any() else _masked_loss(b, clipped))
-                continue
-            clipped &= ~no_ratio  # NaN > 1 + eps is False
-            if kind == "clip_fraction":
+            elif kind == "clip_fraction":
                 values.append(np.count_nonzero(clipped) / b.n)
-                continue
-            with np.errstate(all="ignore"):
-                full = (-b.advantages if "minus_A" in flags else -b.unclipped_term) / b.n + 0.0
-            full[nan] = math.nan
-            if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
-                free = free | clipped
-            values.append(full if "grad_on_clipped" in flags else np.where(clipped, 0.0, full))
+            else:
+                with np.errstate(all="ignore"):
+                    full = (-b.advantages if "minus_A" in flags else -b.unclipped_term) / b.n + 0.0
+                full[nan] = math.nan
+                if "grad_on_clipped" in flags:  # claims nothing where any verdict clips
+                    free = free | clipped
+                values.append(full if "grad_on_clipped" in flags else np.where(clipped, 0.0, full))
     if not values:
         return None
     arrays = [scale * np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in values]
@@ -283,13 +281,12 @@ def _edge_samples(batch: CheckBatch) -> BoolArray:
     return np.isclose(b.ratio, b.upper, rtol=rtol) | np.isclose(b.ratio, b.lower, rtol=rtol)
 
 
-def _breakdowns_used(batch: CheckBatch, flags: frozenset[str]) -> list[Any]:
+def _breakdowns_used(batch: CheckBatch, flags: Flags) -> list[Any]:
     """The reference breakdowns of the inputs, ratios and band the implementation uses."""
     breakdowns = [batch.breakdown]
     if {"normalized", "ratio_inverted"} & flags:
-        new, old = batch.logp_new, batch.logp_old
-        if "ratio_inverted" in flags:
-            new, old = old, new
+        pair = batch.logp_new, batch.logp_old
+        new, old = pair[::-1] if "ratio_inverted" in flags else pair
         advantages = [batch.advantages]
         if "normalized" in flags:  # with numpy's std and with the unbiased one, where defined
             a = batch.advantages
@@ -303,7 +300,7 @@ def _breakdowns_used(batch: CheckBatch, flags: frozenset[str]) -> list[Any]:
     return breakdowns
 
 
-def _clip_masks(batch: CheckBatch, b: Any, flags: frozenset[str]) -> list[BoolArray]:
+def _clip_masks(batch: CheckBatch, b: Any, flags: Flags) -> list[BoolArray]:
     """Which samples the implementation counts as clipped: one mask per possible verdict."""
     if "unclipped" in flags:
         return [np.zeros(b.n, dtype=bool)]
@@ -326,14 +323,10 @@ def _clip_masks(batch: CheckBatch, b: Any, flags: frozenset[str]) -> list[BoolAr
         lower = [n & below & ("no_negative_branch" not in flags) for _, n in sides]
         masks = [u | low for u, low in zip(upper, lower, strict=True)]
     near_edges = _edge_samples(batch) if "precision" in flags else False
-    undecided = np.flatnonzero(batch.undecided | near_edges)[:4]
-    verdicts = list(masks)
-    for count in range(1, 0 if _OWN_RATIOS & flags else len(undecided) + 1):
-        for chosen in itertools.combinations(undecided, count):  # either verdict on each
-            flipped = np.zeros(b.n, dtype=bool)
-            flipped[list(chosen)] = True
-            masks += [mask ^ flipped for mask in verdicts]
-    return masks
+    undecided = [] if _OWN_RATIOS & flags else np.flatnonzero(batch.undecided | near_edges)[:4]
+    chosen = (c for k in range(len(undecided) + 1) for c in itertools.combinations(undecided, k))
+    flips = [np.isin(np.arange(b.n), flipped) for flipped in chosen]  # either verdict on each
+    return [mask ^ flip for flip in flips for mask in masks]
 
 
 def _masked_loss(b: Any, clipped: BoolArray) -> float:
@@ -342,10 +335,6 @@ def _masked_loss(b: Any, clipped: BoolArray) -> float:
     terms = np.where(clipped, b.clipped_term, b.unclipped_term)
     with np.errstate(all="ignore"):  # inf - inf is NaN here: no such answer is right
         return float(-terms.sum() / b.n) + 0.0
-
-
-#: One answer: the call, and what it returned as floats; a set of mistakes.
-Answer, Flags = tuple[Call, FloatArray], frozenset[str]
 
 
 def value_findings(
@@ -365,12 +354,11 @@ def value_findings(
     candidates = () if _placeholder(kind, answers) else candidate_mistake_sets(kind, role)
     for precision in (frozenset(), frozenset({"precision"})):
         for extra in candidates:
-            flags = assumed | extra | precision
-            if len(extra) > 1 and len(answers) <= len(extra):
+            flags = assumed | frozenset(extra) | precision
+            too_few_answers = len(extra) > 1 and len(answers) <= len(extra)
+            if too_few_answers or not _explains(kind, answers, flags):
                 continue
-            if not _explains(kind, answers, flags):
-                continue
-            shown = [_shows(kind, answers, flags, k) for k in report_order(kind) if k in extra]
+            shown = [_shows(kind, answers, flags, key) for key in extra]
             if all(shown):
                 if precision - assumed:
                     shown.append(_imprecision(kind, answers, flags))
@@ -380,18 +368,15 @@ def value_findings(
 
 def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding:
     """The ``precision`` finding: how many digits the answers share with the exact ones."""
-    worst = (0.0, *answers[0], 0)
+    errors = []  # each answer's largest relative error, with the answer and where it is
     for call, got in answers:
-        prediction = predict(call.batch, kind, flags)
-        if prediction is None:
-            continue
-        exact_values = prediction.values[0]
-        with np.errstate(all="ignore"):
-            error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
-        error[prediction.free | ~np.isfinite(error)] = 0.0
-        if error.max() > worst[0]:
-            worst = (float(error.max()), call, got, int(np.argmax(error)))
-    relative, call, got, index = worst
+        if (prediction := predict(call.batch, kind, flags)) is not None:
+            exact_values = prediction.values[0]
+            with np.errstate(all="ignore"):
+                error = np.abs(got - exact_values) / np.maximum(np.abs(exact_values), 1e-300)
+            error[prediction.free | ~np.isfinite(error)] = 0.0
+            errors.append((float(error.max()), call, got, int(np.argmax(error))))
+    relative, call, got, index = max(errors, key=lambda e: e[0], default=(0.0, *answers[0], 0))
     digits = max(int(-math.log10(relative)), 0) if relative > 0 else 16
     text = f"Your answers agree with the exact ones to about {digits} significant digits. "
     text += evidence(kind, call, got, index)
@@ -414,11 +399,9 @@ def _placeholder(kind: Kind, answers: Sequence[Answer]) -> bool:
 def _agrees(got: FloatArray, prediction: Prediction) -> BoolArray:
     """Where ``got`` is one of the answers the prediction allows."""
     rtol, atol = TOLERANCES[prediction.tolerance]
-    agree = prediction.free.copy()
     with np.errstate(invalid="ignore"):  # infinities must agree exactly, NaN matches only NaN
-        for value in prediction.values:
-            agree |= np.isclose(got, value, rtol=rtol, atol=atol, equal_nan=True)
-    return agree
+        close = [np.isclose(got, v, rtol, atol, equal_nan=True) for v in prediction.values]
+    return prediction.free | np.any(close, axis=0)
 
 
 def _explains(kind: Kind, answers: Sequence[Answer], flags: Flags) -> bool:
@@ -437,7 +420,8 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
             continue
         shows = with_it.free if key == "grad_on_clipped" else ~_agrees(with_it.values[0], without)
         if (wrong := shows & differs(kind, call, got)).any():
-            return _named(kind, key, evidence(kind, call, got, int(np.argmax(wrong))), call.batch)
+            shown = evidence(kind, call, got, int(np.argmax(wrong)))
+            return finding(key, evidence=shown, batch=call.batch, kind=kind)
         if shows.any():
             needed.append((call, got, int(np.argmax(shows)), without.values[0]))
     if not needed:
@@ -445,14 +429,7 @@ def _shows(kind: Kind, answers: Sequence[Answer], flags: Flags, key: str) -> Fin
     call, got, index, without_value = needed[0]
     text = f"On {call.batch.label} your answer {exact(got[index])} takes this mistake too: "
     text += f"without it the others give {exact(without_value[index])}."
-    return _named(kind, key, text, call.batch)
-
-
-def _named(kind: Kind, key: str, shown: str, batch: CheckBatch) -> Finding:
-    """Value mistake ``key``'s finding, in its exercise's own words, with the evidence."""
-    if kind in EXERCISES:
-        return Finding(key, *EXERCISES[kind].texts[key], shown)
-    return finding(key, evidence=shown, batch=batch)
+    return finding(key, evidence=text, batch=call.batch, kind=kind)
 
 
 def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Finding]:
@@ -507,23 +484,11 @@ def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:
     if shown[0] == shown[1]:
         shown = [exact(expected[index]), exact(got[index])]
     if kind == "grad":
-        b = call.batch.breakdown
-        where += f", sample {index} (r = {rounded(b.ratio[index])}, A = "
-        where += f"{rounded(b.advantages[index])})"
+        r, a = call.batch.breakdown.ratio[index], call.batch.breakdown.advantages[index]
+        where += f", sample {index} (r = {rounded(r)}, A = {rounded(a)})"
     return f"On {where}: expected {shown[0]}, got {shown[1]}."
 
 
 def _expected(kind: Kind, call: Call) -> FloatArray:
     """The reference's answer on ``call``'s batch, as a 1-D array."""
     return predict(call.batch, kind).values[0]  # type: ignore[union-attr]
-
-
-def lesson_of(batch: CheckBatch, which: str = "") -> str:
-    """``That batch tests this: <its lesson>.`` (``The <which> batch where they differ ...``)."""
-    where = f"The {which} batch where they differ" if which else "That batch"
-    return f"{where} tests this: {batch.lesson}."
-
-
-def numbers(values: FloatArray) -> str:
-    """``[0.5, 1, ...]``: at most 8 values, rounded."""
-    return vector(values, each=rounded, limit=8)

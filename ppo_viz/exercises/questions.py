@@ -169,23 +169,21 @@ SAMPLE_OPTIONS: Options = {
         "clip(r)*A is what a clipped sample keeps: a constant, whose gradient is 0.",
     ),
 }
+#: The title, prompt and options of a question about one sample (its facts: :func:`_one_sample`).
+SAMPLE_QUESTION = ("A = {A}, r = {r}", SAMPLE_PROMPT, SAMPLE_OPTIONS)
 
 #: Each question: its facts, title, prompt, options and explanation (texts filled with facts).
 QUESTIONS: dict[str, tuple[Callable[[], Facts], str, str, Options, str]] = {
     "favourable": (
         lambda: _one_sample(1.3, 2.0),
-        "A = {A}, r = {r}",
-        SAMPLE_PROMPT,
-        SAMPLE_OPTIONS,
+        *SAMPLE_QUESTION,
         "With A > 0 the move is favourable, and r = {r} is past 1 + eps = {upper}: the min keeps "
         "the constant clip(r)*A = {kept}, so the gradient is {grad} and this sample pushes no "
         "further.",
     ),
     "wrong_way": (
         lambda: _one_sample(1.5, -1.0),
-        "A = {A}, r = {r}",
-        SAMPLE_PROMPT,
-        SAMPLE_OPTIONS,
+        *SAMPLE_QUESTION,
         "A < 0, yet r = {r} made the action likelier, a move the unfavourable way: the min keeps "
         "r*A = {r_A} (not clip(r)*A = {kept}), and only r < 1 - eps = {lower} is clipped. Its "
         "gradient -r*A/N = {grad} > 0 lets gradient descent pull the sample back.",

@@ -169,9 +169,7 @@ def _in_a_thread(function: Function, kind: Kind, batches: Batches, limit_s: floa
         for batch in batches:
             if late.is_set():
                 return
-            fields = _call(function, kind, batch, output, late)
-            if not late.is_set():
-                done.put(fields)
+            done.put(_call(function, kind, batch, output, late))  # unread once late
 
     for stream in (sys.stdout, sys.stderr):  # what the notebook wrote, before the check's
         with contextlib.suppress(Exception):
