@@ -17,8 +17,8 @@ import json
 import re
 import subprocess
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import Future
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -65,6 +65,7 @@ from ppo_viz.why_clip.apps import (
     MORE_BANDIT_SEEDS,
     BanditLoopExplorer,
     CartPoleExplorer,
+    LookAhead,
     RangeExplorer,
 )
 from ppo_viz.why_clip.methods import (
@@ -96,16 +97,30 @@ PENALIZED = ("kl_fixed_1", "kl_adaptive_0.01")
 SEEDS = tuple(range(DEFAULT_SEEDS))
 
 
+class RecordingLookAhead(LookAhead):
+    """The bandit app's look-ahead thread, keeping what was submitted to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.submitted: list[tuple[tuple, Future]] = []
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future = super().submit(fn, *args, **kwargs)
+        self.submitted.append((args, future))
+        return future
+
+
 @pytest.fixture(autouse=True)
-def own_look_ahead(monkeypatch):
-    """Each test's bandit apps run ahead in a thread of its own whose work left over is
+def look_ahead(monkeypatch):
+    """Each test's bandit apps run ahead in a thread of their own, whose queued work is
     dropped at the end (it would slow down the tests after it)."""
     import ppo_viz.why_clip.apps as apps
 
-    executor = ThreadPoolExecutor(max_workers=1)
+    executor = RecordingLookAhead()
     monkeypatch.setattr(apps, "LOOK_AHEAD", executor)
-    yield
-    executor.shutdown(cancel_futures=True)
+    yield executor
+    executor.cancel_all()
+    executor.submit(lambda: None).result(timeout=120)  # the run under way ends
 
 
 @cache
@@ -766,8 +781,7 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
     dimmed_while_running = []
 
     def watched(*arguments):
-        if threading.current_thread() is threading.main_thread():  # not the look-ahead's
-            dimmed_while_running.append("ppo-busy" in app.canvas._dom_classes)
+        dimmed_while_running.append("ppo-busy" in app.canvas._dom_classes)
         return run_bandit_methods(*arguments)
 
     monkeypatch.setattr(apps, "run_bandit_methods", watched)
@@ -797,40 +811,68 @@ def test_moved_in_the_page_the_bandit_runs_ahead_only_after_drawing(monkeypatch)
     assert app.settings.epochs == 15
 
 
-def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(monkeypatch):
+def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(
+    monkeypatch, look_ahead
+):
     """After a change the app runs, in a thread, every setting one slider can reach: the
     slider just moved first, nearest first; a slider then released anywhere only draws, the
     same numbers as a run of its own; runs no slider reaches any more are let go."""
     import ppo_viz.why_clip.apps as apps
 
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    start = len(look_ahead.submitted)
     app.controls["epochs"].value = 30
-    ahead = [settings for settings, _ in app._ahead]
+    (shown, _), *plan = look_ahead.submitted[start:]
+    assert shown == ((app.settings, DEFAULT_SEEDS),)  # first the run the figure shows
+    ahead = [settings for ((settings, _),), _ in plan]
     assert [s.epochs for s in ahead[:9]] == [20, 40, 15, 10, 5, 4, 3, 2, 1]
-    assert len(ahead) == len(set(ahead)) == sum(len(v) - 1 for v in CHOICES.values())
+    assert len(ahead) == len(set(ahead)) == sum(len(v) - 1 for v in CHOICES.values()) == 30
     for settings in ahead:
         differing = [n for n in CHOICES if getattr(settings, n) != getattr(app.settings, n)]
         assert len(differing) == 1
-    assert {seeds for _, seeds in app._ahead} == {DEFAULT_SEEDS}
-    for future in app._ahead.values():
+    assert {seeds for ((_, seeds),), _ in plan} == {DEFAULT_SEEDS}
+    kept = [settings for settings, _ in list(app._runs)]  # runs out of reach are let go
+    assert all(sum(getattr(s, n) != getattr(app.settings, n) for n in CHOICES) <= 1 for s in kept)
+    for _, future in plan:
         future.result(timeout=120)
-    computed_here = []
-
-    def watched(*arguments):
-        if threading.current_thread() is threading.main_thread():  # not the look-ahead's
-            computed_here.append(arguments)
-        return run_bandit_methods(*arguments)
-
-    monkeypatch.setattr(apps, "run_bandit_methods", watched)
+    computed = []
+    monkeypatch.setattr(apps, "run_bandit_methods", lambda *a: computed.append(a))
+    monkeypatch.setattr(app, "run_ahead", lambda before, now: None)
     app.controls["epochs"].value = 1  # a release far along the track
-    assert computed_here == []
+    assert computed == []
     expected = run_side_by_side(
         [METHODS[k] for k in MAIN_METHODS], app.settings, tuple(range(DEFAULT_SEEDS))
     )
     for key, run in zip(MAIN_METHODS, expected, strict=True):
         np.testing.assert_array_equal(app.runs(app.settings)[key].probs, run.probs)
-    kept = [settings for settings, _ in list(app._runs)]
-    assert all(sum(getattr(s, n) != getattr(app.settings, n) for n in CHOICES) <= 1 for s in kept)
+
+
+def test_a_new_plan_or_more_seeds_drop_the_queued_runs_of_every_bandit_app(look_ahead):
+    """Only one run at a time: what a cell run again, a move or the seeds button asks for
+    runs next, not after the look-ahead of an app no longer shown or of fewer seeds."""
+    BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    first = [future for _, future in look_ahead.submitted]
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))  # the cell run again
+    assert sum(f.cancelled() for f in first) >= len(first) - 2  # all but one under way
+    before = [future for _, future in look_ahead.submitted]
+    app.more.button.click()
+    assert all(f.done() for f in before)
+    assert sum(f.cancelled() for f in before) >= len(before) - len(first) - 2
+
+
+def test_python_exits_without_waiting_for_the_look_ahead(tmp_path):
+    """A kernel's exit or restart does not wait for the look-ahead's queue (seconds of runs)."""
+    script = (
+        "import time\n"
+        "from ppo_viz.why_clip.apps import BanditLoopExplorer\n"
+        "app = BanditLoopExplorer()\n"
+        "app.controls['epochs'].value = 40\n"
+        "print(time.monotonic(), flush=True)\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert time.monotonic() - float(process.stdout) < 3.0  # the queue holds 10 s or more
 
 
 def test_the_cartpole_app_shows_the_committed_curves_of_each_cell_and_set(monkeypatch):

@@ -236,7 +236,8 @@ class Prediction(NamedTuple):
 
 @cache
 def predict(batch: CheckBatch, kind: Kind, flags: Flags = frozenset()) -> Prediction | None:
-    """What an implementation with exactly the mistakes ``flags`` returns on ``batch``.
+    """What an implementation with exactly the mistakes ``flags`` (a frozenset of their keys)
+    returns on ``batch``.
 
     With no mistakes, :mod:`ppo_clip`'s own answer comes first.  None where the variant is
     undefined (normalizing advantages whose standard deviation is 0).  Cached: a check tries

@@ -4,8 +4,8 @@
   with a button that re-runs the bandit's sweep on fresh seeds, live, and marks the result;
 * :class:`BanditLoopExplorer`: the six main methods on the bandit over many seeds, run live
   whenever K, the step size, the batch size or the number of iterations changes (every
-  setting one slider's move away is run ahead, so that a slider released anywhere only
-  draws); a button adds seeds;
+  setting one slider's move away is run ahead, so that once the look-ahead has caught up, in
+  seconds, a slider released anywhere only draws); a button adds seeds;
 * :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study, on either
   seed set.
 
@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Executor, Future
+from contextlib import contextmanager, suppress
 from dataclasses import replace
+from queue import Empty, SimpleQueue
 from typing import Any
 
 import ipywidgets as widgets
@@ -59,15 +60,46 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
-#: The values each of the bandit app's sliders offers: few enough (31 settings one move
-#: away from any) that the app runs them all ahead, in this one thread.
+#: The values each of the bandit app's sliders offers: few enough (30 settings one move
+#: away from any) that the app runs them all ahead (:class:`LookAhead`).
 CHOICES = {
     "epochs": (1, 2, 3, 4, 5, 10, 15, 20, 30, 40),
     "step_size": STEP_SIZES,
     "batch_size": (2, 4, 8, 16, 32, 64, 128),
     "iterations": (5, 10, 20, 30, 50, 75, 100),
 }
-LOOK_AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ppo-bandit-look-ahead")
+
+
+class LookAhead(Executor):
+    """One thread that runs every bandit app's runs, one at a time, so that two never share
+    the interpreter; a daemon, so that a kernel's exit or restart does not wait for it.
+    :meth:`cancel_all` drops every job not started yet, whichever app submitted it."""
+
+    def __init__(self) -> None:
+        self._jobs: SimpleQueue = SimpleQueue()
+        threading.Thread(target=self._work, name="ppo-bandit-look-ahead", daemon=True).start()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        self._jobs.put((future, fn, args, kwargs))
+        return future
+
+    def cancel_all(self) -> None:
+        with suppress(Empty):
+            while True:
+                self._jobs.get_nowait()[0].cancel()
+
+    def _work(self) -> None:
+        while True:
+            future, fn, args, kwargs = self._jobs.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as error:  # the waiting thread gets it
+                    future.set_exception(error)
+
+
+LOOK_AHEAD = LookAhead()
 
 
 class SeedsButton:
@@ -222,7 +254,6 @@ class BanditLoopExplorer(LiveFigure):
         self.seed_count = int(checked_number("seeds", seeds, (1, 1000), whole=True))
         self.arm_means = settings.arm_means
         self._runs: dict[tuple[BanditLoopSettings, int], dict[str, BanditLoopHistory]] = {}
-        self._ahead: dict[tuple[BanditLoopSettings, int], Future] = {}
         self._drawn: Any = None
         self._shown_settings = settings
         words = ("K (epochs per batch)", "step size α", "batch size (pulls)", "iterations")
@@ -256,13 +287,8 @@ class BanditLoopExplorer(LiveFigure):
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
-                ahead = self._ahead.get(key)
-                for future in self._ahead.values():  # the look-ahead gives way (see run_ahead)
-                    future.cancel()
-                if ahead is not None and ahead.running():
-                    ahead.result()
-                if key not in self._runs:
-                    self._runs[key] = run_bandit_methods(settings, tuple(range(self.seed_count)))
+                LOOK_AHEAD.cancel_all()  # queued runs give way: this one runs next
+                LOOK_AHEAD.submit(self.run_one, key).result()
         return self._runs[key]
 
     def update(self, **values: Any) -> Markup:
@@ -291,20 +317,24 @@ class BanditLoopExplorer(LiveFigure):
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
         """Run, in :data:`LOOK_AHEAD`'s thread, every setting one slider's move away from
         ``now`` that is not run yet: first along the slider just moved (from ``before``), then
-        along the others, nearest first.  A look-ahead not started yet gives way to this one;
-        runs no slider reaches from ``now`` are let go."""
-        for future in self._ahead.values():
-            future.cancel()
+        along the others, nearest first.  Runs not started yet give way to these; runs no
+        slider reaches from ``now`` are let go."""
+        LOOK_AHEAD.cancel_all()
         moved = [name for name in CHOICES if getattr(now, name) != getattr(before, name)]
-        ahead = [replace(now, **{name: value}) for name, value in one_move_away(now, moved)]
+        moves = []  # (not the slider moved, how far, name, value)
+        for name, values in CHOICES.items():
+            here = values.index(getattr(now, name))
+            moves += [(name not in moved, abs(i - here), name, v) for i, v in enumerate(values)]
+        ahead = [replace(now, **{n: v}) for _, distance, n, v in sorted(moves) if distance > 0]
         keys = [(settings, self.seed_count) for settings in [now, *ahead]]
         for key in set(list(self._runs)) - set(keys):  # in place: the thread may add one
             del self._runs[key]
-        self._ahead = {key: LOOK_AHEAD.submit(self.run_one, key) for key in keys[1:]}
+        for key in keys[1:]:
+            LOOK_AHEAD.submit(self.run_one, key)
 
     def run_one(self, key: tuple[BanditLoopSettings, int]) -> None:
-        """Run one setting of :meth:`run_ahead` (not while Python exits)."""
-        if key not in self._runs and threading.main_thread().is_alive():
+        """Run one setting on seeds ``0 .. key[1] - 1`` unless it is run already."""
+        if key not in self._runs:
             self._runs[key] = run_bandit_methods(key[0], tuple(range(key[1])))
 
     def add_seeds(self) -> None:
@@ -313,22 +343,13 @@ class BanditLoopExplorer(LiveFigure):
         runs = self.runs(settings)
         new_seeds = tuple(range(self.seed_count, self.seed_count + MORE_BANDIT_SEEDS))
         with self.more.running(1):
-            more = run_bandit_methods(settings, new_seeds)
+            LOOK_AHEAD.cancel_all()  # its runs are for the seeds before
+            more = LOOK_AHEAD.submit(run_bandit_methods, settings, new_seeds).result()
             joined = {key: history.joined(more[key]) for key, history in runs.items()}
             self.more.progress.value += 1
         self.seed_count += MORE_BANDIT_SEEDS
         self._runs[(settings, self.seed_count)] = joined
         self.refresh()
-
-
-def one_move_away(now: BanditLoopSettings, first: Sequence[str] = ()) -> list[tuple[str, Any]]:
-    """Every ``(name, value)`` one of the bandit app's sliders can move to from ``now``:
-    the sliders named in ``first`` before the others, then nearest first."""
-    moves = []
-    for name, values in CHOICES.items():
-        here = values.index(getattr(now, name))
-        moves += [(name not in first, abs(i - here), name, v) for i, v in enumerate(values)]
-    return [(name, value) for _, distance, name, value in sorted(moves) if distance > 0]
 
 
 def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:

@@ -60,7 +60,7 @@ METHODS = {
 MAIN_METHODS = ("ppo", "unclipped", "clip_only", "plain_pg", "kl_adaptive_0.01", "early_stop")
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=8)
 def run_bandit_methods(
     settings: BanditLoopSettings, seeds: tuple[int, ...], methods: tuple[str, ...] = MAIN_METHODS
 ) -> dict[str, BanditLoopHistory]:
