@@ -17,8 +17,9 @@ it.  Because the true means are known, each policy is scored by its true expecte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -103,14 +104,6 @@ class BanditLoopHistory:
     #: Per update: the KL penalty's ``beta`` on batch i (0 without a penalty).
     kl_coef: FloatArray
 
-    def joined(self, other: BanditLoopHistory) -> BanditLoopHistory:
-        """These runs and ``other``'s (same method and settings) as one set of seeds."""
-        if (self.method, self.settings) != (other.method, other.settings):
-            raise ValueError("only runs of the same method and settings can be joined")
-        arrays = ("probs", "approx_kl", "clip_fraction", "kl_coef")
-        stacked = {a: np.concatenate([getattr(self, a), getattr(other, a)]) for a in arrays}
-        return replace(self, seeds=self.seeds + other.seeds, **stacked)
-
     @property
     def true_reward(self) -> FloatArray:
         """Per policy, ``sum_k pi_k * mu_k``: shape (seeds, iterations + 1)."""
@@ -137,11 +130,18 @@ def run_bandit_loop(
 
 
 def run_side_by_side(
-    methods: Sequence[Method], settings: BanditLoopSettings, seeds: tuple[int, ...]
+    methods: Sequence[Method],
+    settings: BanditLoopSettings,
+    seeds: tuple[int, ...],
+    stop: Callable[[], bool] | None = None,
 ) -> list[BanditLoopHistory]:
     """Run PPO's loop with each of ``methods`` for every seed, all side by side (axis 0 of
     every array is the method, axis 1 the seed): one pass of Python for all of them, and each
-    method's numbers bit for bit what it gives alone."""
+    method's numbers bit for bit what it gives alone.
+
+    ``stop`` (for an app that may no longer need the runs) is asked before each iteration;
+    once it answers True the runs are given up: ``concurrent.futures.CancelledError``.
+    """
     shape = (settings.iterations, settings.batch_size)
     drawn = [random_numbers(seed, shape) for seed in seeds]
     uniforms, noise = np.stack([u for u, _ in drawn]), np.stack([z for _, z in drawn])
@@ -153,6 +153,8 @@ def run_side_by_side(
     kl_target = per_method(methods, [m.kl_target or np.nan for m in methods], 1)
     probs, approx_kl, clip_fraction, kl_coefs = [], [], [], []
     for iteration in range(settings.iterations):
+        if stop is not None and stop():
+            raise CancelledError(f"given up before iteration {iteration}")
         probs.append(softmax(logits))
         kl_coefs.append(kl_coef)
         batch = pull(logits, uniforms[:, iteration], noise[:, iteration], settings.arm_means)

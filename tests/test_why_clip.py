@@ -17,8 +17,9 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -782,9 +783,9 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
 
     def watched(*arguments):
         dimmed_while_running.append("ppo-busy" in app.canvas._dom_classes)
-        return run_bandit_methods(*arguments)
+        return run_side_by_side(*arguments)
 
-    monkeypatch.setattr(apps, "run_bandit_methods", watched)
+    monkeypatch.setattr(apps, "run_side_by_side", watched)
     app.controls["epochs"].value = 3
     assert dimmed_while_running == [True]
     assert "ppo-busy" not in app.canvas._dom_classes
@@ -836,7 +837,7 @@ def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(
     for _, future in plan:
         future.result(timeout=120)
     computed = []
-    monkeypatch.setattr(apps, "run_bandit_methods", lambda *a: computed.append(a))
+    monkeypatch.setattr(apps, "run_side_by_side", lambda *a: computed.append(a))
     monkeypatch.setattr(app, "run_ahead", lambda before, now: None)
     app.controls["epochs"].value = 1  # a release far along the track
     assert computed == []
@@ -847,17 +848,24 @@ def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(
         np.testing.assert_array_equal(app.runs(app.settings)[key].probs, run.probs)
 
 
-def test_a_new_plan_or_more_seeds_drop_the_queued_runs_of_every_bandit_app(look_ahead):
-    """Only one run at a time: what a cell run again, a move or the seeds button asks for
-    runs next, not after the look-ahead of an app no longer shown or of fewer seeds."""
-    BanditLoopExplorer(BanditLoopSettings(iterations=10))
-    first = [future for _, future in look_ahead.submitted]
-    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))  # the cell run again
-    assert sum(f.cancelled() for f in first) >= len(first) - 2  # all but one under way
-    before = [future for _, future in look_ahead.submitted]
-    app.more.button.click()
-    assert all(f.done() for f in before)
-    assert sum(f.cancelled() for f in before) >= len(before) - len(first) - 2
+def test_after_the_look_ahead_gives_way_what_was_submitted_before_skips_or_stops(look_ahead):
+    """Whatever a move, a cell run again or the seeds button asks for runs next: every job
+    submitted before (any app's) is told to give way, the one under way included."""
+    gate = threading.Event()
+    under_way = look_ahead.submit(lambda: gate.wait(10) and look_ahead.gave_way())
+    queued = look_ahead.submit(look_ahead.gave_way)
+    look_ahead.cancel_all()
+    wanted = look_ahead.submit(look_ahead.gave_way)
+    gate.set()
+    assert [f.result(timeout=10) for f in (under_way, queued, wanted)] == [True, True, False]
+
+
+def test_a_side_by_side_run_gives_up_when_told_to():
+    answers = iter([False, False, False, True])
+    with pytest.raises(CancelledError, match="before iteration 3"):
+        run_side_by_side(
+            [METHODS["ppo"]], BanditLoopSettings(iterations=10), (0,), answers.__next__
+        )
 
 
 def test_python_exits_without_waiting_for_the_look_ahead(tmp_path):

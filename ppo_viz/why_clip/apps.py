@@ -17,16 +17,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import replace
-from queue import Empty, SimpleQueue
+from queue import SimpleQueue
 from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from bandit_loop import STEP_SIZES, BanditLoopHistory, BanditLoopSettings
+from bandit_loop import STEP_SIZES, BanditLoopHistory, BanditLoopSettings, run_side_by_side
 from ppo_viz import app
 from ppo_viz.app import LiveFigure, checked_number, control_layout, selection
 from ppo_viz.html import Markup, table, tag
@@ -73,25 +73,29 @@ CHOICES = {
 class LookAhead(Executor):
     """One thread that runs every bandit app's runs, one at a time, so that two never share
     the interpreter; a daemon, so that a kernel's exit or restart does not wait for it.
-    :meth:`cancel_all` drops every job not started yet, whichever app submitted it."""
+    After :meth:`cancel_all`, every job submitted before it, whichever app submitted it, sees
+    :meth:`gave_way` answer True: a run not started is skipped, the one under way stops."""
 
     def __init__(self) -> None:
         self._jobs: SimpleQueue = SimpleQueue()
+        self._generation = self._running = 0  # of the last cancel_all; of the job under way
         threading.Thread(target=self._work, name="ppo-bandit-look-ahead", daemon=True).start()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         future: Future = Future()
-        self._jobs.put((future, fn, args, kwargs))
+        self._jobs.put((self._generation, future, fn, args, kwargs))
         return future
 
     def cancel_all(self) -> None:
-        with suppress(Empty):
-            while True:
-                self._jobs.get_nowait()[0].cancel()
+        self._generation += 1
+
+    def gave_way(self) -> bool:
+        """Whether :meth:`cancel_all` came after the job under way was submitted."""
+        return self._running != self._generation
 
     def _work(self) -> None:
         while True:
-            future, fn, args, kwargs = self._jobs.get()
+            self._running, future, fn, args, kwargs = self._jobs.get()
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn(*args, **kwargs))
@@ -287,7 +291,7 @@ class BanditLoopExplorer(LiveFigure):
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
-                LOOK_AHEAD.cancel_all()  # queued runs give way: this one runs next
+                LOOK_AHEAD.cancel_all()  # the look-ahead gives way: this run comes next
                 LOOK_AHEAD.submit(self.run_one, key).result()
         return self._runs[key]
 
@@ -333,22 +337,20 @@ class BanditLoopExplorer(LiveFigure):
             LOOK_AHEAD.submit(self.run_one, key)
 
     def run_one(self, key: tuple[BanditLoopSettings, int]) -> None:
-        """Run one setting on seeds ``0 .. key[1] - 1`` unless it is run already."""
-        if key not in self._runs:
-            self._runs[key] = run_bandit_methods(key[0], tuple(range(key[1])))
+        """Run one setting on seeds ``0 .. key[1] - 1`` unless it is run already or the
+        look-ahead gave way (then it stops, see :class:`LookAhead`)."""
+        if key not in self._runs and not LOOK_AHEAD.gave_way():
+            methods = [METHODS[k] for k in MAIN_METHODS]
+            runs = run_side_by_side(methods, key[0], tuple(range(key[1])), LOOK_AHEAD.gave_way)
+            self._runs[key] = dict(zip(MAIN_METHODS, runs, strict=True))
 
     def add_seeds(self) -> None:
-        """Run :data:`MORE_BANDIT_SEEDS` more seeds of every method, then redraw."""
-        settings = self.settings
-        runs = self.runs(settings)
-        new_seeds = tuple(range(self.seed_count, self.seed_count + MORE_BANDIT_SEEDS))
+        """Run :data:`MORE_BANDIT_SEEDS` more seeds of every method, then redraw (all the
+        seeds are run again: a seed's numbers do not depend on the seeds beside it)."""
         with self.more.running(1):
-            LOOK_AHEAD.cancel_all()  # its runs are for the seeds before
-            more = LOOK_AHEAD.submit(run_bandit_methods, settings, new_seeds).result()
-            joined = {key: history.joined(more[key]) for key, history in runs.items()}
+            self.seed_count += MORE_BANDIT_SEEDS
+            self.runs(self.settings)
             self.more.progress.value += 1
-        self.seed_count += MORE_BANDIT_SEEDS
-        self._runs[(settings, self.seed_count)] = joined
         self.refresh()
 
 
