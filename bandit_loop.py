@@ -142,6 +142,8 @@ def run_side_by_side(
     ``stop`` (for an app that may no longer need the runs) is asked before each iteration;
     once it answers True the runs are given up: ``concurrent.futures.CancelledError``.
     """
+    if stop is not None and not callable(stop):
+        raise TypeError(f"stop must be callable or None, got {type(stop).__name__}")
     shape = (settings.iterations, settings.batch_size)
     drawn = [random_numbers(seed, shape) for seed in seeds]
     uniforms, noise = np.stack([u for u, _ in drawn]), np.stack([z for _, z in drawn])

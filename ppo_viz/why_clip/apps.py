@@ -5,7 +5,8 @@
 * :class:`BanditLoopExplorer`: the six main methods on the bandit over many seeds, run live
   whenever K, the step size, the batch size or the number of iterations changes (every
   setting one slider's move away is run ahead, so that once the look-ahead has caught up, in
-  seconds, a slider released anywhere only draws); a button adds seeds;
+  seconds (a minute at the largest settings), a slider released anywhere only draws); a
+  button adds seeds;
 * :class:`CartPoleExplorer`: the committed CartPole curves of one cell of the study, on either
   seed set.
 
@@ -71,9 +72,9 @@ CHOICES = {
 
 
 class LookAhead(Executor):
-    """One thread that runs every bandit app's runs, one at a time, so that two never share
-    the interpreter; a daemon, so that a kernel's exit or restart does not wait for it.
-    After :meth:`cancel_all`, every job submitted before it, whichever app submitted it, sees
+    """One daemon thread (a kernel's exit or restart does not wait for it) that runs the bandit
+    loop explorers' runs one at a time (a cell's bandit runs still run beside it).  After
+    :meth:`cancel_all`, every job submitted before it, whichever app submitted it, sees
     :meth:`gave_way` answer True: a run not started is skipped, the one under way stops."""
 
     def __init__(self) -> None:
@@ -291,7 +292,6 @@ class BanditLoopExplorer(LiveFigure):
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
-                LOOK_AHEAD.cancel_all()  # the look-ahead gives way: this run comes next
                 LOOK_AHEAD.submit(self.run_one, key).result()
         return self._runs[key]
 
@@ -309,8 +309,9 @@ class BanditLoopExplorer(LiveFigure):
         return bandit_summary_html(runs)
 
     def refresh(self) -> bool:
-        """Draw the controls' settings, then run ahead of them (after the drawing, which the
-        look-ahead's thread would otherwise slow down)."""
+        """Draw the controls' settings, then run ahead of them: the look-ahead gives way to the
+        run they need and to the drawing (which its thread would slow down) until then."""
+        LOOK_AHEAD.cancel_all()
         drawn = super().refresh()
         if drawn:
             before = self._shown_settings
@@ -323,7 +324,6 @@ class BanditLoopExplorer(LiveFigure):
         ``now`` that is not run yet: first along the slider just moved (from ``before``), then
         along the others, nearest first.  Runs not started yet give way to these; runs no
         slider reaches from ``now`` are let go."""
-        LOOK_AHEAD.cancel_all()
         moved = [name for name in CHOICES if getattr(now, name) != getattr(before, name)]
         moves = []  # (not the slider moved, how far, name, value)
         for name, values in CHOICES.items():
@@ -342,16 +342,16 @@ class BanditLoopExplorer(LiveFigure):
         if key not in self._runs and not LOOK_AHEAD.gave_way():
             methods = [METHODS[k] for k in MAIN_METHODS]
             runs = run_side_by_side(methods, key[0], tuple(range(key[1])), LOOK_AHEAD.gave_way)
-            self._runs[key] = dict(zip(MAIN_METHODS, runs, strict=True))
+            if not LOOK_AHEAD.gave_way():  # in its last iteration at a new plan: out of reach
+                self._runs[key] = dict(zip(MAIN_METHODS, runs, strict=True))
 
     def add_seeds(self) -> None:
         """Run :data:`MORE_BANDIT_SEEDS` more seeds of every method, then redraw (all the
         seeds are run again: a seed's numbers do not depend on the seeds beside it)."""
         with self.more.running(1):
             self.seed_count += MORE_BANDIT_SEEDS
-            self.runs(self.settings)
+            self.refresh()
             self.more.progress.value += 1
-        self.refresh()
 
 
 def bandit_summary_html(runs: Mapping[str, BanditLoopHistory]) -> Markup:
