@@ -282,8 +282,8 @@ def clipped_spans(
 def _span(mask: np.ndarray, grid: np.ndarray) -> tuple[float, float]:
     if not mask.any():
         return (0.0, 0.0)
-    left, right = float(grid[mask].min()), float(grid[mask].max())  # the span's ends
-    margin = grid[-1] - grid[0]
+    chosen = grid[mask]
+    left, right, margin = float(chosen.min()), float(chosen.max()), grid[-1] - grid[0]
     return (
         left - margin if left == grid[0] else left,
         right + margin if right == grid[-1] else right,

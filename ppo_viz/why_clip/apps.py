@@ -309,8 +309,8 @@ class BanditLoopExplorer(LiveFigure):
         return bandit_summary_html(runs)
 
     def refresh(self) -> bool:
-        """Draw the controls' settings, then run ahead of them: the look-ahead gives way to the
-        run they need and to the drawing (which its thread would slow down) until then."""
+        """Draw the controls' settings, then run ahead of them.  The look-ahead gives way first,
+        to the run they need and to the drawing (which its thread would slow down)."""
         LOOK_AHEAD.cancel_all()
         drawn = super().refresh()
         if drawn:
