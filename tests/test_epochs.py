@@ -53,6 +53,7 @@ from ppo_viz.epochs.training import (
     run_all,
     start_reward,
     survey,
+    train,
 )
 from ppo_viz.numbers import rounded
 from ppo_viz.style import arm_colors
@@ -185,6 +186,18 @@ def test_the_early_stop_comes_before_the_step_once_k3_exceeds_the_target(target)
             assert run.approx_kl[-1] > target
         np.testing.assert_array_equal(run.logits, free.logits[: run.epochs_run + 1])
         assert (run.approx_kl >= 0).all()
+
+
+def test_the_columns_trained_together_are_each_what_it_is_trained_alone():
+    """The explorer trains its columns in one call; early stops end them at different epochs."""
+    settings = Settings(step_size=1.0, target_kl=0.02)
+    together = train(batch_of(settings.seed), list(COLUMNS), settings)
+    assert len({run.epochs_run for run in together.values()}) > 1
+    for key, run in together.items():
+        alone = train(batch_of(settings.seed), [key], settings)[key]
+        for name in ("logits", "sample_grads", "clip_fraction", "approx_kl"):
+            np.testing.assert_array_equal(getattr(run, name), getattr(alone, name))
+        assert (run.objective, run.stopped_early) == (key, alone.stopped_early)
 
 
 @pytest.mark.parametrize(

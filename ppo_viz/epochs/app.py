@@ -58,7 +58,7 @@ HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
 #: The exact KL in the KL panel, beside each objective's k3 line.
 DOTS = {"ls": "none", "marker": "o", "ms": 2.5}
 SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": "small"}
-CELLS = {"vmin": -1.5, "vmax": 1.5, "aspect": "auto", "interpolation": "nearest"}
+CELLS = {"cmap": PUSH_MAP, "vmin": -1.5, "vmax": 1.5}
 #: The control of each setting whose name differs (a message names a setting by its control).
 CONTROL_OF = {"n_epochs": "epochs"}
 
@@ -160,13 +160,13 @@ class EpochsExplorer(LiveFigure):
         ratio_ax.sharey(self.figure.axes[0])
         map_ax.set(ylim=(n - 0.5, -0.5), yticks=[], xlabel="epoch")
         map_ax.grid(False)
-        extent = (-0.5, EPOCH_AXIS_MAX + 0.5, n - 0.5, -0.5)
+        edges = np.arange(EPOCH_AXIS_MAX + 2) - 0.5, np.arange(n + 1) - 0.5
         return {
             "band": ratio_ax.axhspan(0.8, 1.2, color=COLORS["band"], alpha=0.3, lw=0),
             "arms": [ratio_ax.plot([], [], color=c, **ARM_LINE)[0] for c in colors],
             "hollow": [ratio_ax.plot([], [], mec=c, **HOLLOW)[0] for c in colors],
             "stop": ratio_ax.axvline(0.0, color=COLORS["start"], lw=1.2, ls="--"),
-            "cells": map_ax.imshow(blank_cells(n), cmap=PUSH_MAP, extent=extent, **CELLS),
+            "cells": map_ax.pcolormesh(*edges, blank_cells(n), **CELLS),
             "separators": [map_ax.axhline(0, color=COLORS["threshold"]) for _ in colors[1:]],
         }
 

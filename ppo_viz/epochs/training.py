@@ -237,24 +237,19 @@ class Run:
         return silent & of_arm.any(axis=0)
 
 
-def train(batch: Batch, objective: str, settings: Settings) -> Run:
-    """Train column ``objective`` on ``batch`` from the uniform policy, keeping every epoch."""
-    method, start = settings.method(objective), np.zeros(len(ARM_MEANS))
-    steps = []
-    for step in epochs_on_batch(start, batch, method, settings.step_size, settings.n_epochs):
-        steps.append(step)
-        if not step.moving:
-            break
-    return Run(
-        objective,
-        settings,
-        batch,
-        logits=np.array([s.logits for s in steps]),
-        sample_grads=np.array([s.grads for s in steps]),
-        clip_fraction=np.array([s.clipped.mean() for s in steps]),
-        approx_kl=np.array([s.approx_kl for s in steps]),
-        stopped_early=len(steps) <= settings.n_epochs,
-    )
+def train(batch: Batch, objectives: Sequence[str], settings: Settings) -> dict[str, Run]:
+    """Train the columns ``objectives`` side by side on ``batch`` from the uniform policy,
+    keeping every epoch of each (each run is, bit for bit, what it would be alone)."""
+    methods = [settings.method(key) for key in objectives]
+    start = np.zeros((len(methods), len(ARM_MEANS)))
+    steps = epochs_on_batch(start, batch, methods, settings.step_size, settings.n_epochs)
+    logits, grads, clipped, kl, moving = (np.array(field) for field in zip(*steps, strict=True))
+    runs = {}
+    for i, key in enumerate(objectives):
+        n = 1 + int(np.argmin(moving[:, i]))  # up to the first policy that takes no step
+        arrays = logits[:n, i], grads[:n, i], clipped[:n, i].mean(axis=-1), kl[:n, i]
+        runs[key] = Run(key, settings, batch, *arrays, stopped_early=n <= settings.n_epochs)
+    return runs
 
 
 def run_all(settings: Settings) -> dict[str, Run]:
@@ -264,7 +259,7 @@ def run_all(settings: Settings) -> dict[str, Run]:
 
 @functools.lru_cache(maxsize=256)
 def _run_all(settings: Settings, columns: tuple[tuple[str, Column], ...]) -> dict[str, Run]:
-    return {key: train(batch_of(settings.seed), key, settings) for key, _ in columns}
+    return train(batch_of(settings.seed), [key for key, _ in columns], settings)
 
 
 def policies_per_epoch(
