@@ -883,6 +883,22 @@ def test_python_exits_without_waiting_for_the_look_ahead(tmp_path):
     assert time.monotonic() - float(process.stdout) < 3.0  # the queue holds 10 s or more
 
 
+def test_importing_the_apps_starts_no_thread():
+    """The study's command imports them, then forks worker processes (forking a process that
+    has threads can deadlock); the look-ahead's thread starts with the first run."""
+    script = (
+        "import threading\n"
+        "import experiments.why_clip, ppo_viz.why_clip.apps as apps\n"
+        "print(threading.active_count())\n"
+        "apps.LOOK_AHEAD.submit(int).result()\n"
+        "print(threading.active_count())\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert process.stdout.split() == ["1", "2"]
+
+
 def test_the_cartpole_app_shows_the_committed_curves_of_each_cell_and_set(monkeypatch):
     import ppo_viz.why_clip.figures as figures
 

@@ -80,9 +80,11 @@ class LookAhead(Executor):
     def __init__(self) -> None:
         self._jobs: SimpleQueue = SimpleQueue()
         self._generation = self._running = 0  # of the last cancel_all; of the job under way
-        threading.Thread(target=self._work, name="ppo-bandit-look-ahead", daemon=True).start()
+        self._worker = threading.Thread(target=self._work, name="ppo-look-ahead", daemon=True)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        if self._worker.ident is None:  # started by the first job: importing starts no thread
+            self._worker.start()
         future: Future = Future()
         self._jobs.put((self._generation, future, fn, args, kwargs))
         return future
