@@ -1,9 +1,9 @@
 """Several epochs on one batch, for each objective of :data:`COLUMNS`, on :mod:`bandit`.
 
 The old policy is uniform over the K arms and draws one batch of :func:`n_samples` pulls
-(:func:`batch_of`).  :func:`train` runs one objective's full-batch gradient steps on it
-(:func:`bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`) and
-keeps every epoch in a :class:`Run`; :func:`run_all` trains every objective of
+(:func:`batch_of`).  :func:`train` runs objectives' full-batch gradient steps on it side by
+side (:func:`bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`) and
+keeps every epoch of each in a :class:`Run`; :func:`run_all` trains every objective of
 :data:`COLUMNS` (PPO's, the unclipped and the clip-only, unless a teacher adds one) with the
 same :class:`Settings`.  The batch the notebook starts from is chosen by a rule,
 :func:`misleading_seed`, computed when first asked for, so it holds for any arm means.
