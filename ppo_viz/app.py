@@ -241,14 +241,15 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return Bbox([[x0, y0], [x1, y1]])
 
     @staticmethod
-    def after_this_message(callback: Callable[[], object]) -> None:
+    def after_this_message(callback: Callable[[], object], delay: float = 0.0) -> None:
         """Call ``callback`` once the kernel has answered the widget message it is handling
-        (ipykernel's ``Kernel.get_parent``), after what was put off so before (such as the
-        redraw); at once in a cell (whose errors then show there), a script or a test."""
+        (ipykernel's ``Kernel.get_parent``) and ``delay`` seconds, after what was put off so
+        before (the redraw); at once in a cell (whose errors then show there), a script, a test."""
         kernel = getattr(sys.modules.get("ipykernel.kernelbase"), "Kernel", None)
         parent = kernel.instance().get_parent() if kernel and kernel.initialized() else {}
         if parent.get("header", {}).get("msg_type") == "comm_msg":  # a control moved in the page
-            asyncio.get_running_loop().call_soon(callback)
+            loop = asyncio.get_running_loop()
+            loop.call_later(delay, callback) if delay else loop.call_soon(callback)
         else:
             callback()
 

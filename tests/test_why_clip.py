@@ -795,7 +795,10 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
 
 
 def test_moved_in_the_page_the_bandit_runs_ahead_only_after_drawing(monkeypatch):
-    """The look-ahead's thread would slow the drawing down: it starts once the frame is out."""
+    """The look-ahead's thread would slow the drawing and the frame's sending down: it starts
+    FRAME_OUT_S after the drawing."""
+    import ppo_viz.why_clip.apps as apps
+
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
     kernel_handling(monkeypatch, "comm_msg")
     order: list[object] = []
@@ -805,7 +808,9 @@ def test_moved_in_the_page_the_bandit_runs_ahead_only_after_drawing(monkeypatch)
     async def a_message_from_the_page() -> None:
         app.controls["epochs"].value = 15
         assert order == []
-        await asyncio.sleep(0)
+        await asyncio.sleep(apps.FRAME_OUT_S / 2)
+        assert order == ["drawn"]
+        await asyncio.sleep(apps.FRAME_OUT_S)
 
     asyncio.run(a_message_from_the_page())
     assert order == ["drawn", (BanditLoopSettings(iterations=10), app.settings)]

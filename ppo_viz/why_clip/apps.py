@@ -61,6 +61,8 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
+#: The look-ahead starts this long after a drawing (its thread would delay the frame's sending).
+FRAME_OUT_S = 0.1
 #: The values each of the bandit app's sliders offers: few enough (30 settings one move
 #: away from any) that the app runs them all ahead (:class:`LookAhead`).
 CHOICES = {
@@ -318,7 +320,7 @@ class BanditLoopExplorer(LiveFigure):
         if drawn:
             before = self._shown_settings
             self._shown_settings = now = self.settings
-            self.after_this_message(lambda: self.run_ahead(before, now))
+            self.after_this_message(lambda: self.run_ahead(before, now), delay=FRAME_OUT_S)
         return drawn
 
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
