@@ -873,7 +873,15 @@ def test_a_side_by_side_run_gives_up_when_told_to():
         )
 
 
-def test_python_exits_without_waiting_for_the_look_ahead(tmp_path):
+def printed_by_python(script: str) -> str:
+    """What ``script`` prints, run by a Python process of its own."""
+    process = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    return process.stdout
+
+
+def test_python_exits_without_waiting_for_the_look_ahead():
     """A kernel's exit or restart does not wait for the look-ahead's queue (seconds of runs)."""
     script = (
         "import time\n"
@@ -882,10 +890,8 @@ def test_python_exits_without_waiting_for_the_look_ahead(tmp_path):
         "app.controls['epochs'].value = 40\n"
         "print(time.monotonic(), flush=True)\n"
     )
-    process = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert time.monotonic() - float(process.stdout) < 3.0  # the queue holds 10 s or more
+    ended = float(printed_by_python(script))
+    assert time.monotonic() - ended < 3.0  # the queue holds 10 s or more
 
 
 def test_importing_the_apps_starts_no_thread():
@@ -898,10 +904,7 @@ def test_importing_the_apps_starts_no_thread():
         "apps.LOOK_AHEAD.submit(int).result()\n"
         "print(threading.active_count())\n"
     )
-    process = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert process.stdout.split() == ["1", "2"]
+    assert printed_by_python(script).split() == ["1", "2"]
 
 
 def test_the_cartpole_app_shows_the_committed_curves_of_each_cell_and_set(monkeypatch):
