@@ -21,7 +21,13 @@ reader uses it:
   and the kernel is left idle between steps (a checkbox warms up once each way).
 * **drag** (sliders): mouse down on the handle, a move every 1/60 s carrying it over half its
   track in :attr:`Settings.drag_seconds`, release.  Frames are the distinct pictures painted
-  between press and release; settle is the time from the release to the last one.
+  between press and release; settle is the time from the release to the last one.  The same
+  drag's frame rate varies by a frame or two a second from one drag to the next on a busy
+  2-core machine, so a slider that draws while dragged is dragged :attr:`Settings.drags`
+  times, back and forth, and judged by its median drag
+  (:attr:`benchmarks.feel.ControlFeel.drag`); before each drag after the first the kernel's
+  caches are emptied (:func:`forget_caches`), so that no drag passes values computed by the
+  one before.  A slider that acts on release is dragged once.
 
 A probe in each kernel (:mod:`benchmarks.kernel_probe`) logs each widget message and each
 redraw, so a step's latency splits into: the key press to the kernel starting on the message,
@@ -72,18 +78,20 @@ OPEN_TIMEOUT_S = 60.0
 
 @dataclass(frozen=True)
 class Settings:
-    """How much to measure: key presses per control, and how long each drag lasts."""
+    """How much to measure: key presses per control, how long each drag lasts, and how many
+    drags per slider (see :attr:`benchmarks.feel.ControlFeel.drag`)."""
 
     steps: int
     drag_seconds: float
+    drags: int
 
     @classmethod
     def full(cls) -> Settings:
-        return cls(steps=9, drag_seconds=2.0)
+        return cls(steps=9, drag_seconds=2.0, drags=3)
 
     @classmethod
     def quick(cls) -> Settings:
-        return cls(steps=2, drag_seconds=0.5)
+        return cls(steps=2, drag_seconds=0.5, drags=2)
 
 
 @dataclass(frozen=True)
@@ -296,13 +304,30 @@ def measure_control(
         if step >= warm_up:
             feel = page.evaluate("() => window.__ppoFeel")
             result.steps.append(step_from_records(feel, kernel_records(log, feel)))
-    if result.kind == "slider":
+    for attempt in range(settings.drags if result.kind == "slider" else 0):
+        if attempt:  # back over the values the drag before passed: computed afresh, not cached
+            forget_caches(page)
         page.evaluate("() => window.__ppoFeel.forget()")
         page_busy = drag(page, control, settings.drag_seconds)
         wait_for_frame(page)  # a slider that acts on release may compute for a while first
         wait_until_quiet(page, SETTLE_QUIET_S)
         feel = page.evaluate("() => window.__ppoFeel")
-        result.drag = drag_from_records(feel, kernel_records(log, feel), page_busy)
+        result.drags.append(drag_from_records(feel, kernel_records(log, feel), page_busy))
+        if result.drags[-1].on_release:
+            break  # its one frame comes after the release: no frame rate to vary between drags
+
+
+def forget_caches(page: Any) -> None:
+    """Empty the caches of the code measured in the notebook's kernel (the kernel probe's
+    :func:`~benchmarks.kernel_probe.forget_caches`), through the page's JupyterLab."""
+    page.evaluate(
+        """async (code) => {
+          const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+          await kernel.requestExecute({code, silent: true, store_history: false}).done;
+        }""",
+        "import sys; sys.modules['benchmarks.kernel_probe'].forget_caches()",
+    )
+    page.wait_for_timeout(QUIET_S * 1000)
 
 
 def press(notebook: Any, control: Any, kind: str, sweep: dict[str, str]) -> None:

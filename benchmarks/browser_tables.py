@@ -177,7 +177,7 @@ def drags_table(runs: list[BrowserRun]) -> Table:
             out.add(run.label, "—", "—", *["n/a"] * 9, run.skipped or "no slider measured")
         for result in run.controls:
             if result.drag is not None:
-                out.add(run.label, result.notebook, result.control, *_drag_cells(result.drag))
+                out.add(run.label, result.notebook, result.control, *_drag_cells(result))
     out.notes.append(
         "Mouse down on the handle, a move every 1/60 s carrying it over half its track towards "
         "the farther end, mouse up. Frames: distinct pictures the page painted between press "
@@ -186,22 +186,31 @@ def drags_table(runs: list[BrowserRun]) -> Table:
         "for every value). Kernel: the new values it received and the figures it rendered "
         "during the drag, and the share of the drag it was busy; page busy: the share the "
         "page's main thread worked (Chromium's TaskDuration). Settle: from the release to the "
-        "last frame."
+        "last frame. A slider that draws while dragged is dragged three times, back and forth, "
+        "the app's caches emptied before the second and third drags (the kernel probe's "
+        "forget_caches): its row is the median drag by how much of the target each reached, "
+        "with the median settle; each drag's frames/s and settle follow in brackets."
     )
     return out
 
 
-def _drag_cells(drag: Drag) -> list[object]:
+def _drag_cells(result: ControlFeel) -> list[object]:
+    drag = result.drag
+    assert drag is not None
     settled = drag.settled
+
+    def each(value: Callable[[Drag], str]) -> str:
+        return f" ({', '.join(map(value, result.drags))})" if len(result.drags) > 1 else ""
+
     return [
         f"{drag.seconds:.1f}",
         drag.frames,
-        f"{drag.fps:.1f}",
+        f"{drag.fps:.1f}" + each(lambda d: f"{d.fps:.1f}"),
         drag.values,
         drag.frames_after,
         f"{drag.kernel_messages} / {drag.kernel_renders} / {_share(drag.kernel_busy)}",
         _share(drag.page_busy),
-        _ms(drag.settle),
+        _ms(drag.settle) + each(lambda d: _ms(d.settle)),
         _drag_verdict(drag),
         verdict(settled) + ("" if settled else f": {why_slow_settle(drag)}"),
     ]
@@ -295,9 +304,9 @@ def settle_phase(result: ControlFeel, earlier: ControlFeel) -> float:
 
     While the kernel renders during a drag, the release lands somewhere in a render: the
     last frame then comes between 0 (the release's value was drawn already) and two renders
-    later (the render under way, then the release's value).  One drag per side cannot tell
-    apart less than two renders of the slower side.  A slider that sends its value only on
-    release has no such phase: 0.
+    later (the render under way, then the release's value).  The median of three drags per
+    side does not tell apart less than two renders of the slower side.  A slider that sends
+    its value only on release has no such phase: 0.
     """
     renders = [
         drag.render
@@ -320,18 +329,9 @@ def _pairs(now: BrowserRun, before: BrowserRun) -> list[tuple[ControlFeel, Contr
 #: The three feels compared: their names, and each control's value in seconds (lower is better).
 FEELS: list[tuple[str, Callable[[ControlFeel], float | None]]] = [
     ("key press", lambda r: r.median),
-    ("time per frame while dragging", lambda r: _frame_time(r.drag)),
+    ("time per frame while dragging", lambda r: r.drag.frame_time if r.drag else None),
     ("settle", lambda r: r.drag.settle if r.drag else None),
 ]
-
-
-def _frame_time(drag: Drag | None) -> float | None:
-    """Seconds per frame while dragging; a drag that showed every value counts as one value's."""
-    if drag is None:
-        return None
-    if drag.every_value_shown and drag.values:
-        return drag.seconds / max(drag.values, drag.frames, 1)
-    return drag.seconds / drag.frames if drag.frames else float("inf")
 
 
 def comparison_table(now: BrowserRun, before: BrowserRun) -> Table:
@@ -365,7 +365,7 @@ def comparison_table(now: BrowserRun, before: BrowserRun) -> Table:
         "its own JupyterLab. Worse beyond noise: more than "
         f"{NOISE_SHARE:.0%} + {NOISE_S * 1e3:.0f} ms (one display frame) slower, for the key "
         "press, the time per frame while dragging (a drag that showed every value passed "
-        "counts as fast as the values came) and the settle time. One drag per side: its settle "
+        "counts as fast as the values came) and the settle time. A drag's settle "
         "depends on where in a render the release falls (from 0 to two renders), so settle "
         "times within two of the slower side's renders of each other are not told apart."
     )

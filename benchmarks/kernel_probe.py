@@ -27,8 +27,10 @@ write a line.
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import sys
+import sysconfig
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -135,3 +137,26 @@ def describe_message(args: tuple[Any, ...], _result: Any) -> dict[str, Any]:
 def _plain(state: dict[str, Any]) -> dict[str, Any]:
     """The JSON-friendly part of a message's state (binary buffers are left out)."""
     return {key: value for key, value in state.items() if isinstance(value, (int, float, str))}
+
+
+def forget_caches() -> int:
+    """Empty every ``functools`` cache of the code measured, and say how many.
+
+    The code measured is every module outside Python's standard library and installed
+    packages (the side's ``ppo_viz``, ``ppo_clip``, the notebooks' folders): matplotlib's font
+    and text caches stay warm, as in a notebook in use.  A drag repeated over the values of the
+    one before then computes them again, as the first did.
+    """
+    library = {Path(sysconfig.get_paths()[name]).resolve() for name in ("stdlib", "platstdlib")}
+    emptied = 0
+    for candidate in gc.get_objects():
+        if not (callable(candidate) and hasattr(candidate, "cache_clear")):
+            continue
+        module = sys.modules.get(getattr(candidate, "__module__", None) or "")
+        source = getattr(module, "__file__", None)
+        if source is None or "site-packages" in Path(source).parts:
+            continue
+        if not any(Path(source).resolve().is_relative_to(folder) for folder in library):
+            candidate.cache_clear()
+            emptied += 1
+    return emptied

@@ -19,6 +19,7 @@ import math
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -34,6 +35,7 @@ from benchmarks import (
     browser_tables,
     feel,
     figures,
+    kernel_probe,
     module_bench,
     revisions,
 )
@@ -490,6 +492,39 @@ def test_a_drag_counts_frames_values_and_settle():
     assert drag.met  # a slow rate, but every value the handle passed was shown
 
 
+def test_a_slider_is_judged_by_its_median_drag_and_median_settle():
+    short = feel.Drag(2.0, 20, 1, 23, 21, 21, 0.5, 0.300)  # 21 frames for 23 values: missed
+    every = feel.Drag(2.0, 22, 1, 23, 23, 23, 0.5, 0.050)  # every value shown: met
+    fast = feel.Drag(2.0, 26, 2, 35, 28, 28, 0.5, 0.100)  # 13 frames/s: met
+    slider = feel.ControlFeel("03_x.ipynb", "eps", "slider", [], [fast, short, every])
+    assert slider.drag == replace(every, settle=0.100)
+    assert slider.drag.met
+    assert feel.ControlFeel("03_x.ipynb", "eps", "slider", [], [fast, short]).drag == short
+    assert feel.ControlFeel("03_x.ipynb", "eps", "slider", [], []).drag is None
+
+
+def test_forgetting_caches_empties_the_measured_codes_and_keeps_installed_packages(tmp_path):
+    code = "import functools\n@functools.cache\ndef square(x):\n    return x * x\n"
+    installed = tmp_path / "site-packages"
+    installed.mkdir()
+    (tmp_path / "measured_demo.py").write_text(code)
+    (installed / "installed_demo.py").write_text(code)
+    sys.path[:0] = [str(tmp_path), str(installed)]
+    try:
+        import installed_demo
+        import measured_demo
+    finally:
+        del sys.path[:2]
+    try:
+        measured_demo.square(3)
+        installed_demo.square(3)
+        assert kernel_probe.forget_caches() >= 1
+        assert measured_demo.square.cache_info().currsize == 0
+        assert installed_demo.square.cache_info().currsize == 1
+    finally:
+        del sys.modules["measured_demo"], sys.modules["installed_demo"]
+
+
 def test_overlapping_intervals_are_counted_once():
     assert feel.covered([(0, 2), (1, 3), (5, 6)]) == 4
     assert feel.covered([]) == 0
@@ -498,7 +533,7 @@ def test_overlapping_intervals_are_counted_once():
 def _slow_control(notebook: str = "01_x.ipynb") -> feel.ControlFeel:
     step = feel.Step(0.180, 0.005, 0.010, 0.120, 0.010, 0.015, 0.020, 0.130, 100_000, 72)
     drag = feel.Drag(2.0, 8, 1, 40, 9, 9, 0.7, 0.300, render=0.120, page_busy=0.9)
-    return feel.ControlFeel(notebook, "eps", "slider", [step, step, step], drag)
+    return feel.ControlFeel(notebook, "eps", "slider", [step, step, step], [drag])
 
 
 def test_every_missed_browser_target_says_why():
@@ -531,7 +566,7 @@ def test_a_slider_acting_on_release_is_judged_by_its_one_frame_after_the_release
     drawing = feel.Drag(2.0, 30, 1, 40, 31, 31, 0.5, 0.1)
     run = feel.BrowserRun(
         controls=[
-            feel.ControlFeel("04_x.ipynb", name, "slider", [_slow_control().steps[0]], drag)
+            feel.ControlFeel("04_x.ipynb", name, "slider", [_slow_control().steps[0]], [drag])
             for name, drag in (("epochs", quick), ("eps", drawing))
         ]
     )
@@ -570,7 +605,7 @@ def _feel(
     frames = round(fps * 2)
     sent = frames if messages is None else messages
     drag = feel.Drag(2.0, frames, 1, 100, sent, frames, 0.5, settle, render)
-    measured = feel.ControlFeel(notebook, control, "slider", [step, step, step], drag)
+    measured = feel.ControlFeel(notebook, control, "slider", [step, step, step], [drag])
     return feel.BrowserRun(controls=[measured], label=label)
 
 
@@ -646,6 +681,8 @@ def test_the_browser_benchmark_measures_the_smoke_app_now_and_at_the_image_layer
             assert None not in parts, f"{run.label}: the kernel probe logged message and render"
             assert step.png_bytes > 0
             assert step.moving >= 1
+        assert len(eps.drags) == browser.Settings.quick().drags
+        assert all(drag.kernel_messages >= 1 for drag in eps.drags), run.label
         assert eps.drag is not None
         assert eps.drag.values >= 1
         assert eps.drag.frames + eps.drag.frames_after >= 1
