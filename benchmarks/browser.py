@@ -25,9 +25,9 @@ reader uses it:
   drag's frame rate varies by a frame or two a second from one drag to the next on a busy
   2-core machine, so a slider that draws while dragged is dragged :attr:`Settings.drags`
   times, back and forth, and judged by its median drag
-  (:attr:`benchmarks.feel.ControlFeel.drag`); before each drag after the first the kernel's
-  caches are emptied (:func:`forget_caches`), so that no drag passes values computed by the
-  one before.  A slider that acts on release is dragged once.
+  (:attr:`benchmarks.feel.ControlFeel.drag`); before each drag the kernel's caches that the
+  drag before filled are emptied (:func:`forget_new_caches`), so that no drag passes values
+  computed by the one before.  A slider that acts on release is dragged once.
 
 A probe in each kernel (:mod:`benchmarks.kernel_probe`) logs each widget message and each
 redraw, so a step's latency splits into: the key press to the kernel starting on the message,
@@ -304,9 +304,8 @@ def measure_control(
         if step >= warm_up:
             feel = page.evaluate("() => window.__ppoFeel")
             result.steps.append(step_from_records(feel, kernel_records(log, feel)))
-    for attempt in range(settings.drags if result.kind == "slider" else 0):
-        if attempt:  # back over the values the drag before passed: computed afresh, not cached
-            forget_caches(page)
+    for _ in range(settings.drags if result.kind == "slider" else 0):
+        forget_new_caches(page)  # a drag back over the last one's values computes them again
         page.evaluate("() => window.__ppoFeel.forget()")
         page_busy = drag(page, control, settings.drag_seconds)
         wait_for_frame(page)  # a slider that acts on release may compute for a while first
@@ -317,15 +316,16 @@ def measure_control(
             break  # its one frame comes after the release: no frame rate to vary between drags
 
 
-def forget_caches(page: Any) -> None:
-    """Empty the caches of the code measured in the notebook's kernel (the kernel probe's
-    :func:`~benchmarks.kernel_probe.forget_caches`), through the page's JupyterLab."""
+def forget_new_caches(page: Any) -> None:
+    """Empty the caches the code measured filled since the last call, in the notebook's kernel
+    (the kernel probe's :func:`~benchmarks.kernel_probe.forget_new_caches`), through the
+    page's JupyterLab."""
     page.evaluate(
         """async (code) => {
           const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
           await kernel.requestExecute({code, silent: true, store_history: false}).done;
         }""",
-        "import sys; sys.modules['benchmarks.kernel_probe'].forget_caches()",
+        "import sys; sys.modules['benchmarks.kernel_probe'].forget_new_caches()",
     )
     page.wait_for_timeout(QUIET_S * 1000)
 

@@ -187,9 +187,10 @@ def drags_table(runs: list[BrowserRun]) -> Table:
         "during the drag, and the share of the drag it was busy; page busy: the share the "
         "page's main thread worked (Chromium's TaskDuration). Settle: from the release to the "
         "last frame. A slider that draws while dragged is dragged three times, back and forth, "
-        "the app's caches emptied before the second and third drags (the kernel probe's "
-        "forget_caches): its row is the median drag by how much of the target each reached, "
-        "with the median settle; each drag's frames/s and settle follow in brackets."
+        "the kernel's caches that grew since the drag before emptied before each (the kernel "
+        "probe's forget_new_caches): its row is the median drag by how much of the target "
+        "each reached, with the median settle; each drag's frames/s and settle follow in "
+        "brackets."
     )
     return out
 

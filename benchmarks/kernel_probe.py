@@ -139,24 +139,35 @@ def _plain(state: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in state.items() if isinstance(value, (int, float, str))}
 
 
-def forget_caches() -> int:
-    """Empty every ``functools`` cache of the code measured, and say how many.
+#: Each cache of the code measured and its size at the last :func:`forget_new_caches`.
+_cache_sizes: dict[Any, int] = {}
+
+
+def forget_new_caches() -> int:
+    """Empty every ``functools`` cache of the code measured that grew since the last call, note
+    every such cache's size, and say how many were emptied (none at the first call).
 
     The code measured is every module outside Python's standard library and installed
-    packages (the side's ``ppo_viz``, ``ppo_clip``, the notebooks' folders): matplotlib's font
-    and text caches stay warm, as in a notebook in use.  A drag repeated over the values of the
-    one before then computes them again, as the first did.
+    packages (the side's ``ppo_viz``, ``ppo_clip``, the notebooks' folders).  Called before
+    each drag, a drag back over the values of the one before computes them again, as the first
+    did; what an app computed before (when it was built, or on its first steps) stays, as it is
+    in a notebook in use, and so do matplotlib's font and text caches.
     """
     library = {Path(sysconfig.get_paths()[name]).resolve() for name in ("stdlib", "platstdlib")}
     emptied = 0
     for candidate in gc.get_objects():
-        if not (callable(candidate) and hasattr(candidate, "cache_clear")):
+        if not (callable(candidate) and hasattr(candidate, "cache_info")):
             continue
         module = sys.modules.get(getattr(candidate, "__module__", None) or "")
         source = getattr(module, "__file__", None)
         if source is None or "site-packages" in Path(source).parts:
             continue
-        if not any(Path(source).resolve().is_relative_to(folder) for folder in library):
+        if any(Path(source).resolve().is_relative_to(folder) for folder in library):
+            continue
+        if candidate.cache_info().currsize > _cache_sizes.get(
+            candidate, candidate.cache_info().currsize
+        ):
             candidate.cache_clear()
             emptied += 1
+        _cache_sizes[candidate] = candidate.cache_info().currsize
     return emptied

@@ -503,7 +503,7 @@ def test_a_slider_is_judged_by_its_median_drag_and_median_settle():
     assert feel.ControlFeel("03_x.ipynb", "eps", "slider", [], []).drag is None
 
 
-def test_forgetting_caches_empties_the_measured_codes_and_keeps_installed_packages(tmp_path):
+def test_the_caches_the_measured_code_filled_since_the_last_call_are_emptied(tmp_path):
     code = "import functools\n@functools.cache\ndef square(x):\n    return x * x\n"
     installed = tmp_path / "site-packages"
     installed.mkdir()
@@ -516,11 +516,15 @@ def test_forgetting_caches_empties_the_measured_codes_and_keeps_installed_packag
     finally:
         del sys.path[:2]
     try:
+        measured_demo.square(2)  # before the first call: kept, as what an app computed first
+        kernel_probe.forget_new_caches()
+        assert measured_demo.square.cache_info().currsize == 1
         measured_demo.square(3)
         installed_demo.square(3)
-        assert kernel_probe.forget_caches() >= 1
+        assert kernel_probe.forget_new_caches() >= 1
         assert measured_demo.square.cache_info().currsize == 0
-        assert installed_demo.square.cache_info().currsize == 1
+        assert installed_demo.square.cache_info().currsize == 1  # an installed package's
+        assert kernel_probe.forget_new_caches() == 0  # nothing grew since
     finally:
         del sys.modules["measured_demo"], sys.modules["installed_demo"]
 
