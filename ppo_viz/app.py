@@ -45,11 +45,12 @@ import io
 import math
 import os
 import sys
+import time
 import unittest.mock
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import ipywidgets as widgets
 import matplotlib
@@ -126,6 +127,8 @@ class LiveFigure(StaticFallback, widgets.VBox):
     """
 
     description = "Interactive figure"
+    #: When any figure last drew (``time.monotonic()``): background work waits (``LookAhead``).
+    last_used: ClassVar[float] = 0.0
 
     def __init__(
         self,
@@ -189,6 +192,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
             return False
         self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
+        LiveFigure.last_used = time.monotonic()
         if not self._redraw_due:  # values set in the same message are drawn once, the last
             self._redraw_due = True
             self.after_this_message(self._redraw_due_values)
@@ -241,21 +245,21 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return Bbox([[x0, y0], [x1, y1]])
 
     @staticmethod
-    def after_this_message(callback: Callable[[], object], delay: float = 0.0) -> None:
+    def after_this_message(callback: Callable[[], object]) -> None:
         """Call ``callback`` once the kernel has answered the widget message it is handling
-        (ipykernel's ``Kernel.get_parent``) and ``delay`` seconds, after what was put off so
-        before (the redraw); at once in a cell (whose errors then show there), a script, a test."""
+        (ipykernel's ``Kernel.get_parent``); at once in a cell (whose errors then show there),
+        a script, a test."""
         kernel = getattr(sys.modules.get("ipykernel.kernelbase"), "Kernel", None)
         parent = kernel.instance().get_parent() if kernel and kernel.initialized() else {}
         if parent.get("header", {}).get("msg_type") == "comm_msg":  # a control moved in the page
-            loop = asyncio.get_running_loop()
-            loop.call_later(delay, callback) if delay else loop.call_soon(callback)
+            asyncio.get_running_loop().call_soon(callback)
         else:
             callback()
 
     def _redraw_due_values(self) -> None:
         self._redraw_due = False  # first: a failed redraw must not stop the next ones
         self._redraw()
+        LiveFigure.last_used = time.monotonic()
 
     def _redraw(self) -> None:
         limits = self._axes_limits()

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_drawn_in_place, assert_states, kernel_handling, markdown_of, plain
+from helpers import assert_drawn_in_place, assert_states, markdown_of, plain
 
 import ppo_clip
 from bandit import (
@@ -59,6 +58,7 @@ from experiments.networks import MLP, Adam, clip_by_global_norm
 from experiments.report import markdown
 from experiments.statistics import bootstrap_interval, paired_difference, stable_range
 from experiments.study import SEED_SETS
+from ppo_viz.app import LiveFigure
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.apps import (
     CHOICES,
@@ -775,9 +775,10 @@ def test_the_bandit_apps_button_adds_seeds():
 
 
 def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
-    import ppo_viz.why_clip.apps as apps
+    import ppo_viz.why_clip.methods as methods
 
     monkeypatch.setattr(BanditLoopExplorer, "run_ahead", lambda self, before, now: None)
+    methods.run_bandit_methods.cache_clear()  # another test's runs: not computed here
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
     dimmed_while_running = []
 
@@ -785,36 +786,13 @@ def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
         dimmed_while_running.append("ppo-busy" in app.canvas._dom_classes)
         return run_side_by_side(*arguments)
 
-    monkeypatch.setattr(apps, "run_side_by_side", watched)
+    monkeypatch.setattr(methods, "run_side_by_side", watched)
     app.controls["epochs"].value = 3
     assert dimmed_while_running == [True]
     assert "ppo-busy" not in app.canvas._dom_classes
     app.controls["epochs"].value = 4
     app.controls["epochs"].value = 3  # computed before: nothing runs
     assert dimmed_while_running == [True, True]
-
-
-def test_moved_in_the_page_the_bandit_runs_ahead_only_after_drawing(monkeypatch):
-    """The look-ahead's thread would slow the drawing and the frame's sending down: it starts
-    FRAME_OUT_S after the drawing."""
-    import ppo_viz.why_clip.apps as apps
-
-    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
-    kernel_handling(monkeypatch, "comm_msg")
-    order: list[object] = []
-    monkeypatch.setattr(app.canvas, "blit", lambda bbox=None: order.append("drawn"))
-    monkeypatch.setattr(app, "run_ahead", lambda before, now: order.append((before, now)))
-
-    async def a_message_from_the_page() -> None:
-        app.controls["epochs"].value = 15
-        assert order == []
-        await asyncio.sleep(apps.FRAME_OUT_S / 2)
-        assert order == ["drawn"]
-        await asyncio.sleep(apps.FRAME_OUT_S)
-
-    asyncio.run(a_message_from_the_page())
-    assert order == ["drawn", (BanditLoopSettings(iterations=10), app.settings)]
-    assert app.settings.epochs == 15
 
 
 def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(
@@ -824,12 +802,13 @@ def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(
     slider just moved first, nearest first; a slider then released anywhere only draws, the
     same numbers as a run of its own; runs no slider reaches any more are let go."""
     import ppo_viz.why_clip.apps as apps
+    import ppo_viz.why_clip.methods as methods
 
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
     start = len(look_ahead.submitted)
     app.controls["epochs"].value = 30
-    (shown, _), *plan = look_ahead.submitted[start:]
-    assert shown == ((app.settings, DEFAULT_SEEDS),)  # first the run the figure shows
+    plan = look_ahead.submitted[start:]
+    assert (app.settings, DEFAULT_SEEDS) in app._runs  # the run the figure shows: run at once
     ahead = [settings for ((settings, _),), _ in plan]
     assert [s.epochs for s in ahead[:9]] == [20, 40, 15, 10, 5, 4, 3, 2, 1]
     assert len(ahead) == len(set(ahead)) == sum(len(v) - 1 for v in CHOICES.values()) == 30
@@ -842,6 +821,7 @@ def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(
     for _, future in plan:
         future.result(timeout=120)
     computed = []
+    monkeypatch.setattr(methods, "run_side_by_side", lambda *a: computed.append(a))
     monkeypatch.setattr(apps, "run_side_by_side", lambda *a: computed.append(a))
     monkeypatch.setattr(app, "run_ahead", lambda before, now: None)
     app.controls["epochs"].value = 1  # a release far along the track
@@ -863,6 +843,34 @@ def test_after_the_look_ahead_gives_way_what_was_submitted_before_skips_or_stops
     wanted = look_ahead.submit(look_ahead.gave_way)
     gate.set()
     assert [f.result(timeout=10) for f in (under_way, queued, wanted)] == [True, True, False]
+
+
+def test_the_look_ahead_waits_while_a_figure_draws(look_ahead):
+    """Its thread would slow a drawing down and hold back the frame's sending."""
+    import ppo_viz.why_clip.apps as apps
+
+    def seconds_to_an_answer():
+        started = time.monotonic()
+        look_ahead.gave_way()
+        return time.monotonic() - started
+
+    LiveFigure.last_used = time.monotonic()  # a figure just drew
+    assert look_ahead.submit(seconds_to_an_answer).result(timeout=10) >= 0.8 * apps.FRAME_OUT_S
+    LiveFigure.last_used = time.monotonic() - apps.FRAME_OUT_S  # long enough ago
+    assert look_ahead.submit(seconds_to_an_answer).result(timeout=10) < apps.FRAME_OUT_S / 2
+
+
+def test_ticking_a_method_leaves_the_look_ahead_going(look_ahead):
+    """A tick only shows or hides curves: the settings run ahead stay the same."""
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    look_ahead.cancel_all()  # the runs planned when it was built: not this test's
+    gate = threading.Event()
+    under_way = look_ahead.submit(lambda: gate.wait(10) and look_ahead.gave_way())
+    planned = len(look_ahead.submitted)
+    app.controls["show_ppo"].value = False
+    gate.set()
+    assert under_way.result(timeout=10) is False
+    assert len(look_ahead.submitted) == planned
 
 
 def test_a_side_by_side_run_gives_up_when_told_to():

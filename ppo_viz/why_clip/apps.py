@@ -16,6 +16,7 @@ Checkboxes choose the methods drawn; the readout above each figure is a table of
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
@@ -61,7 +62,7 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
-#: The look-ahead starts this long after a drawing (its thread would delay the frame's sending).
+#: The look-ahead waits until this long after any figure drew (it slows the frame's sending).
 FRAME_OUT_S = 0.1
 #: The values each of the bandit app's sliders offers: few enough (30 settings one move
 #: away from any) that the app runs them all ahead (:class:`LookAhead`).
@@ -95,7 +96,10 @@ class LookAhead(Executor):
         self._generation += 1
 
     def gave_way(self) -> bool:
-        """Whether :meth:`cancel_all` came after the job under way was submitted."""
+        """Whether :meth:`cancel_all` came after the job under way was submitted.  Jobs ask
+        often; first they wait while figures draw (:attr:`LiveFigure.last_used`)."""
+        while time.monotonic() < LiveFigure.last_used + FRAME_OUT_S:
+            time.sleep(FRAME_OUT_S / 10)
         return self._running != self._generation
 
     def _work(self) -> None:
@@ -264,7 +268,7 @@ class BanditLoopExplorer(LiveFigure):
         self.arm_means = settings.arm_means
         self._runs: dict[tuple[BanditLoopSettings, int], dict[str, BanditLoopHistory]] = {}
         self._drawn: Any = None
-        self._shown_settings = settings
+        self._shown = (settings, 0)  # the settings and seeds drawn and run ahead of
         words = ("K (epochs per batch)", "step size α", "batch size (pulls)", "iterations")
         controls: dict[str, widgets.Widget] = {
             name: selection(text, values, getattr(settings, name))
@@ -296,7 +300,7 @@ class BanditLoopExplorer(LiveFigure):
         key = (settings, self.seed_count)
         if key not in self._runs:
             with self.busy():  # the six methods take a moment: the old figure dims meanwhile
-                LOOK_AHEAD.submit(self.run_one, key).result()
+                self._runs[key] = run_bandit_methods(settings, tuple(range(self.seed_count)))
         return self._runs[key]
 
     def update(self, **values: Any) -> Markup:
@@ -313,14 +317,15 @@ class BanditLoopExplorer(LiveFigure):
         return bandit_summary_html(runs)
 
     def refresh(self) -> bool:
-        """Draw the controls' settings, then run ahead of them.  The look-ahead gives way first,
-        to the run they need and to the drawing (which its thread would slow down)."""
-        LOOK_AHEAD.cancel_all()
+        """Draw the controls' settings; if they or the seeds changed, run ahead of them.  The
+        look-ahead gives way to the run they need and waits for the drawing (``gave_way``)."""
+        before, now = self._shown, (self.settings, self.seed_count)
+        if now != before:
+            LOOK_AHEAD.cancel_all()
         drawn = super().refresh()
-        if drawn:
-            before = self._shown_settings
-            self._shown_settings = now = self.settings
-            self.after_this_message(lambda: self.run_ahead(before, now), delay=FRAME_OUT_S)
+        if drawn and now != before:
+            self._shown = now
+            self.run_ahead(before[0], now[0])
         return drawn
 
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
