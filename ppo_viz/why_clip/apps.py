@@ -34,15 +34,7 @@ from ppo_viz.app import LiveFigure, checked_number, control_layout, selection
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.style import figure_style
-from ppo_viz.why_clip.figures import (
-    HEADLINE,
-    SpreadPanels,
-    bandit_axes,
-    cartpole_axes,
-    range_figure,
-    show_bandit_runs,
-    show_cartpole_curves,
-)
+from ppo_viz.why_clip import figures
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, run_bandit_methods
 from ppo_viz.why_clip.results import (
     cell_at,
@@ -96,8 +88,7 @@ class LookAhead(Executor):
         self._generation += 1
 
     def gave_way(self) -> bool:
-        """Whether :meth:`cancel_all` came after the job under way was submitted.  Jobs ask
-        often; first they wait while figures draw (:attr:`LiveFigure.last_used`)."""
+        """Whether :meth:`cancel_all` followed this job's submission; waits while figures draw."""
         while time.monotonic() < LiveFigure.last_used + FRAME_OUT_S:
             time.sleep(FRAME_OUT_S / 10)
         return self._running != self._generation
@@ -160,7 +151,7 @@ class RangeExplorer(LiveFigure):
     def __init__(
         self,
         results: Mapping[str, Any] | None = None,
-        panels: Sequence[tuple[str, Sequence[str]]] = HEADLINE,
+        panels: Sequence[tuple[str, Sequence[str]]] = figures.HEADLINE,
         prefix: str = "range_",
     ) -> None:
         self.results = load_results() if results is None else results
@@ -171,7 +162,7 @@ class RangeExplorer(LiveFigure):
         #: Per method, per step size: the final scores of the fresh seeds run so far.
         self.fresh: dict[str, np.ndarray] = {}
         self.next_seed = FRESH_OFFSET
-        figure = range_figure(self.results, panels)
+        figure = figures.range_figure(self.results, panels)
         found = figure.findobj(lambda artist: artist.get_gid() in self.methods)  # drawn per method
         self.artists = {key: [a for a in found if a.get_gid() == key] for key in self.methods}
         self.marks: dict[str, Any] = {}
@@ -278,7 +269,8 @@ class BanditLoopExplorer(LiveFigure):
         names = list(controls)
         with figure_style():
             figure = Figure(figsize=(9.0, 3.9), layout="constrained")
-            self.panels = SpreadPanels(figure, bandit_axes(figure, self.arm_means), MAIN_METHODS)
+            axes = figures.bandit_axes(figure, self.arm_means)
+            self.panels = figures.SpreadPanels(figure, axes, MAIN_METHODS)
         self.more = SeedsButton(f"run {MORE_BANDIT_SEEDS} more seeds", self.add_seeds)
         super().__init__(
             figure,
@@ -309,7 +301,7 @@ class BanditLoopExplorer(LiveFigure):
         runs = self.runs(settings)
         if runs is not self._drawn:
             iterations_before = self.panels.axes[0].get_xlim()
-            show_bandit_runs(self.panels, runs)
+            figures.show_bandit_runs(self.panels, runs)
             self._drawn = runs
             if self.panels.axes[0].get_xlim() != iterations_before:
                 self.redraw_axes(*self.panels.axes)  # not the legend
@@ -402,9 +394,7 @@ class CartPoleExplorer(LiveFigure):
         first = sweeps[0][1]
         scale = first["scale"]
         choice = widgets.Dropdown(options=list(self.cells), description="cell", **control_layout())
-        sets = widgets.Dropdown(
-            options=list(first["sets"]), description="seeds", **control_layout()
-        )
+        sets = widgets.Dropdown(options=[*first["sets"]], description="seeds", **control_layout())
         controls = {
             "cartpole_cell": choice,
             "cartpole_seeds": sets,
@@ -412,8 +402,8 @@ class CartPoleExplorer(LiveFigure):
         }
         with figure_style():
             figure = Figure(figsize=(9.0, 3.9), layout="constrained")
-            axes = cartpole_axes(figure, scale["random_return"], scale["episodes"])
-            self.panels = SpreadPanels(figure, axes, MAIN_METHODS)
+            axes = figures.cartpole_axes(figure, scale["random_return"], scale["episodes"])
+            self.panels = figures.SpreadPanels(figure, axes, MAIN_METHODS)
         self._drawn: Any = None
         boxes = list(controls)[2:]
         super().__init__(
@@ -432,7 +422,8 @@ class CartPoleExplorer(LiveFigure):
         cells = {key: cell_at(sweep, key, value) for key in sweep["methods"]}
         if self._drawn != (cartpole_cell, cartpole_seeds):
             steps = np.array(sweep["scale"]["curve_steps"], dtype=float)
-            show_cartpole_curves(self.panels, steps, {k: c["curves"] for k, c in cells.items()})
+            curves = {key: cell["curves"] for key, cell in cells.items()}
+            figures.show_cartpole_curves(self.panels, steps, curves)
             self._drawn = (cartpole_cell, cartpole_seeds)
         chosen = app.ticked(shown, MAIN_METHODS, "cartpole_")
         self.panels.show_only([k for k in chosen if k in cells])
