@@ -25,9 +25,10 @@ reader uses it:
   drag's frame rate varies by a frame or two a second from one drag to the next on a busy
   2-core machine, so a slider that draws while dragged is dragged :attr:`Settings.drags`
   times, back and forth, and judged by its median drag
-  (:attr:`benchmarks.feel.ControlFeel.drag`); before each drag the kernel's caches that the
-  drag before filled are emptied (:func:`forget_new_caches`), so that no drag passes values
-  computed by the one before.  A slider that acts on release is dragged once.
+  (:attr:`benchmarks.feel.ControlFeel.drag`); before each drag the kernel's caches that
+  computed a value since the call before are emptied (:func:`forget_new_caches`), so that a
+  drag back computes the values of the one before again.  A slider that acts on release is
+  dragged once.
 
 A probe in each kernel (:mod:`benchmarks.kernel_probe`) logs each widget message and each
 redraw, so a step's latency splits into: the key press to the kernel starting on the message,
@@ -320,13 +321,16 @@ def forget_new_caches(page: Any) -> None:
     """Empty the caches the code measured filled since the last call, in the notebook's kernel
     (the kernel probe's :func:`~benchmarks.kernel_probe.forget_new_caches`), through the
     page's JupyterLab."""
-    page.evaluate(
+    status = page.evaluate(
         """async (code) => {
           const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-          await kernel.requestExecute({code, silent: true, store_history: false}).done;
+          const done = kernel.requestExecute({code, silent: true, store_history: false}).done;
+          return (await done).content.status;
         }""",
         "import sys; sys.modules['benchmarks.kernel_probe'].forget_new_caches()",
     )
+    if status != "ok":  # else a drag back would pass the values the one before cached
+        raise RuntimeError(f"emptying the kernel's caches before a drag failed: {status}")
     page.wait_for_timeout(QUIET_S * 1000)
 
 

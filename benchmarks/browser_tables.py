@@ -186,11 +186,12 @@ def drags_table(runs: list[BrowserRun]) -> Table:
         "for every value). Kernel: the new values it received and the figures it rendered "
         "during the drag, and the share of the drag it was busy; page busy: the share the "
         "page's main thread worked (Chromium's TaskDuration). Settle: from the release to the "
-        "last frame. A slider that draws while dragged is dragged three times, back and forth, "
-        "the kernel's caches that grew since the drag before emptied before each (the kernel "
-        "probe's forget_new_caches): its row is the median drag by how much of the target "
-        "each reached, with the median settle; each drag's frames/s and settle follow in "
-        "brackets."
+        "last frame. A slider that draws while dragged is dragged three times in a full run, "
+        "back and forth, the kernel's caches that computed a value since the call before "
+        "emptied before each (the kernel probe's forget_new_caches): its row is the drag that "
+        "reached the median share of the target (frame rate over the target, or values passed "
+        "shown, whichever is more), with the median settle; each drag's frames/s and settle "
+        "follow in brackets."
     )
     return out
 
@@ -305,8 +306,8 @@ def settle_phase(result: ControlFeel, earlier: ControlFeel) -> float:
 
     While the kernel renders during a drag, the release lands somewhere in a render: the
     last frame then comes between 0 (the release's value was drawn already) and two renders
-    later (the render under way, then the release's value).  The median of three drags per
-    side does not tell apart less than two renders of the slower side.  A slider that sends
+    later (the render under way, then the release's value).  The median of a few drags per
+    side is not trusted to tell apart less than two renders of the slower side.  A slider that sends
     its value only on release has no such phase: 0.
     """
     renders = [

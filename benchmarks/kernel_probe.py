@@ -139,19 +139,21 @@ def _plain(state: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in state.items() if isinstance(value, (int, float, str))}
 
 
-#: Each cache of the code measured and its size at the last :func:`forget_new_caches`.
-_cache_sizes: dict[Any, int] = {}
+#: Each cache of the code measured and how many values it had computed at the last call.
+_cache_misses: dict[Any, int] = {}
 
 
 def forget_new_caches() -> int:
-    """Empty every ``functools`` cache of the code measured that grew since the last call, note
-    every such cache's size, and say how many were emptied (none at the first call).
+    """Empty every ``functools`` cache of the code measured that computed a value since the last
+    call (its misses grew, whether or not it is full), note every such cache's count, and say
+    how many were emptied (none at a kernel's first call, which only notes).
 
-    The code measured is every module outside Python's standard library and installed
-    packages (the side's ``ppo_viz``, ``ppo_clip``, the notebooks' folders).  Called before
-    each drag, a drag back over the values of the one before computes them again, as the first
-    did; what an app computed before (when it was built, or on its first steps) stays, as it is
-    in a notebook in use, and so do matplotlib's font and text caches.
+    The code measured is every module outside Python's standard library and installed packages
+    (``site-packages``, ``dist-packages``): the side's ``ppo_viz`` and ``ppo_clip``, the
+    notebooks' folders.  Called before each drag, a drag back over the values of the one before
+    computes them again, as the first did.  A cache that computed nothing since stays whole
+    (what an app computed when it was built and only reads since), as do the libraries' (such
+    as matplotlib's font and text caches); one that did is emptied whole.
     """
     library = {Path(sysconfig.get_paths()[name]).resolve() for name in ("stdlib", "platstdlib")}
     emptied = 0
@@ -160,14 +162,13 @@ def forget_new_caches() -> int:
             continue
         module = sys.modules.get(getattr(candidate, "__module__", None) or "")
         source = getattr(module, "__file__", None)
-        if source is None or "site-packages" in Path(source).parts:
+        if source is None or {"site-packages", "dist-packages"} & set(Path(source).parts):
             continue
         if any(Path(source).resolve().is_relative_to(folder) for folder in library):
             continue
-        if candidate.cache_info().currsize > _cache_sizes.get(
-            candidate, candidate.cache_info().currsize
-        ):
+        misses = candidate.cache_info().misses
+        if misses > _cache_misses.get(candidate, misses):
             candidate.cache_clear()
             emptied += 1
-        _cache_sizes[candidate] = candidate.cache_info().currsize
+        _cache_misses[candidate] = candidate.cache_info().misses
     return emptied

@@ -127,7 +127,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
     """
 
     description = "Interactive figure"
-    #: When any figure last drew (``time.monotonic()``): background work waits (``LookAhead``).
+    #: When a figure last took values or drew (``time.monotonic()``); ``LookAhead`` waits after.
     last_used: ClassVar[float] = 0.0
 
     def __init__(

@@ -505,6 +505,7 @@ def test_a_slider_is_judged_by_its_median_drag_and_median_settle():
 
 def test_the_caches_the_measured_code_filled_since_the_last_call_are_emptied(tmp_path):
     code = "import functools\n@functools.cache\ndef square(x):\n    return x * x\n"
+    code += "@functools.lru_cache(maxsize=1)\ndef one(x):\n    return x\n"
     installed = tmp_path / "site-packages"
     installed.mkdir()
     (tmp_path / "measured_demo.py").write_text(code)
@@ -524,7 +525,12 @@ def test_the_caches_the_measured_code_filled_since_the_last_call_are_emptied(tmp
         assert kernel_probe.forget_new_caches() >= 1
         assert measured_demo.square.cache_info().currsize == 0
         assert installed_demo.square.cache_info().currsize == 1  # an installed package's
-        assert kernel_probe.forget_new_caches() == 0  # nothing grew since
+        assert kernel_probe.forget_new_caches() == 0  # nothing computed since
+        measured_demo.one(1)
+        kernel_probe.forget_new_caches()
+        measured_demo.one(2)  # full: the cache swaps an entry and stays one long
+        assert kernel_probe.forget_new_caches() == 1
+        assert measured_demo.one.cache_info().currsize == 0
     finally:
         del sys.modules["measured_demo"], sys.modules["installed_demo"]
 

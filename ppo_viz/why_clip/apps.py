@@ -54,7 +54,7 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
-#: The look-ahead waits until this long after any figure drew (it slows the frame's sending).
+#: The look-ahead waits until this long after a figure took values or drew (it slows both).
 FRAME_OUT_S = 0.1
 #: The values each of the bandit app's sliders offers: few enough (30 settings one move
 #: away from any) that the app runs them all ahead (:class:`LookAhead`).
@@ -88,7 +88,7 @@ class LookAhead(Executor):
         self._generation += 1
 
     def gave_way(self) -> bool:
-        """Whether :meth:`cancel_all` followed this job's submission; waits while figures draw."""
+        """Whether :meth:`cancel_all` followed this job's submission; waits for figures first."""
         while time.monotonic() < LiveFigure.last_used + FRAME_OUT_S:
             time.sleep(FRAME_OUT_S / 10)
         return self._running != self._generation
