@@ -60,8 +60,8 @@ def drag_summary(drag: Drag) -> str:
     """A drag's rate (or, on release, its one frame), and why it missed its target."""
     if drag.on_release:
         return on_release(drag)
-    shown = f"{drag.fps:.1f} frames/s, {drag.frames + drag.frames_after} frames for {drag.values}"
-    return shown + " values" + ("" if drag.met else f"; {why_few_frames(drag)}")
+    shown = f"{drag.fps:.1f} frames/s, {drag.frames} frames (and {drag.frames_after} after release)"
+    return f"{shown} for {drag.values} values" + ("" if drag.met else f"; {why_few_frames(drag)}")
 
 
 def on_release(drag: Drag) -> str:
@@ -253,7 +253,7 @@ def _notebook_rows(notebook: str, results: list[ControlFeel]) -> list[tuple[str,
             (
                 f"{notebook}: median key press to new frame <= {STEP_TARGET_S * 1e3:.0f} ms, "
                 "every control",
-                f"worst {worst.control} {_ms(worst.median)} ms"
+                f"worst {worst.control} {worst.median * 1e3:.1f} ms"
                 + ("" if met else f"; {why_slow_step(worst)}"),
                 met,
             )
@@ -402,7 +402,7 @@ def comparison_rows(now: BrowserRun, before: BrowserRun) -> list[tuple[str, str,
         rows.append(
             (
                 f"{notebook}: the feel in the browser no worse than {before.label}, beyond noise",
-                "; ".join(worse) if worse else "every control as fast or faster",
+                "; ".join(worse) if worse else "no control slower beyond noise",
                 not worse,
             )
         )

@@ -339,7 +339,7 @@ def speedup_table(results: list[SizeResult]) -> Table:
         )
     table.notes.append(
         'A ratio above 1x means ppo_clip is faster. "3 calls" is what the contract\'s user '
-        "writes; each call validates its inputs and computes the shared breakdown again. "
+        "writes; each call checks its inputs and computes the log-ratio and its exp again. "
         "PyTorch: the faster of its two thread settings in this run."
     )
     return table
@@ -429,7 +429,7 @@ def where_the_time_goes(result: SizeResult) -> Table:
     )
     table.add("floor: np.exp(logp_new - logp_old)", microseconds(floor_time), ratio(1.0))
     table.add(
-        "clip_breakdown: input checks, log-ratio, exp, finiteness check, clip mask",
+        "clip_breakdown: input checks, log-ratio, exp, a copy of the advantages",
         microseconds(build),
         ratio(build / floor_time),
     )
@@ -444,8 +444,9 @@ def where_the_time_goes(result: SizeResult) -> Table:
             f"+ .{attribute} on that breakdown", microseconds(extra), ratio(extra / floor_time)
         )
     table.notes.append(
-        "Each contract function is clip_breakdown plus one of these; the three calls "
-        "repeat the breakdown three times. Differences of minima, so approximate."
+        "The contract functions do not use clip_breakdown: each checks its inputs and takes "
+        "the exp itself, so these rows split a breakdown's cost, not theirs. Differences of "
+        "minima, so approximate."
     )
     return table
 

@@ -582,7 +582,8 @@ def test_a_slider_acting_on_release_is_judged_by_its_one_frame_after_the_release
     )
     _, frames, settle = browser_tables.target_rows(run)
     assert frames[1:] == (
-        "slowest eps: 15.0 frames/s, 31 frames for 40 values; acting on release: epochs",
+        "slowest eps: 15.0 frames/s, 30 frames (and 1 after release) for 40 values; "
+        "acting on release: epochs",
         True,
     )
     assert settle[1:] == ("slowest epochs 200 ms", True)
