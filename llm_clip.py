@@ -96,13 +96,16 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, NamedTuple, get_args
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
 from llm_clip_inputs import Batch, checked_batch, checked_choice
+
+if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
+    from typing_extensions import Unpack
 
 __all__ = [
     "AGGREGATIONS",
@@ -112,6 +115,7 @@ __all__ = [
     "OBJECTIVES",
     "SPECS",
     "ObjectiveSpec",
+    "Options",
     "TokenBreakdown",
     "clip_fraction_cleanrl",
     "clip_fraction_verl",
@@ -137,68 +141,62 @@ DEFAULT_EPS = 0.2
 # --------------------------------------------------------------------------
 
 
+class Options(TypedDict, total=False):
+    """The keyword arguments of :func:`policy_loss`, :func:`policy_loss_grad` and
+    :func:`token_breakdown`; ``objective`` is required.
+
+    ``objective``: one of :data:`OBJECTIVES`.  The band is ``[1 - eps_low, 1 + eps_high]`` on
+    the ratio (GMPO: ``[-eps_low, eps_high]`` on ``log r``; SAPO has none and refuses them):
+    ``eps_low`` in [0, 1], ``eps_high`` any finite number >= 0 (defaults: the objective's
+    entry in :data:`SPECS`; 0.2, ``eps_high`` = ``eps_low``, DAPO 0.28, GMPO 0.4).
+    ``aggregation``: one of :data:`AGGREGATIONS` (default: the objective's own); ``max_len``, a
+    whole number >= 1, is required by ``seq-mean-token-sum-norm`` and ignored otherwise.
+    ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.  ``tau_pos``, ``tau_neg``: SAPO's
+    temperatures for ``A > 0`` and ``A <= 0`` (default 1.0 and 1.05; refused by the others).
+    """
+
+    objective: Objective
+    eps_low: float | None
+    eps_high: float | None
+    aggregation: Aggregation | None
+    max_len: int | None
+    logp_ref: ArrayLike | None
+    kl_coef: float
+    tau_pos: float | None
+    tau_neg: float | None
+
+
 def policy_loss(
-    logp_new: ArrayLike,
-    logp_old: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    objective: Objective,
-    eps_low: float | None = None,
-    eps_high: float | None = None,
-    aggregation: Aggregation | None = None,
-    max_len: int | None = None,
-    logp_ref: ArrayLike | None = None,
-    kl_coef: float = 0.0,
-    tau_pos: float | None = None,
-    tau_neg: float | None = None,
-) -> float:
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, mask: ArrayLike,
+    **options: Unpack[Options],
+) -> float:  # fmt: skip
     """The loss to minimize, ``-sum(w * term)`` over unmasked tokens (module docstring).
 
     ``+inf`` where a ratio overflows with ``A < 0`` or k3 overflows; never NaN.  Arguments
-    and errors as in :func:`token_breakdown`.
+    (:class:`Options`) and errors as in :func:`token_breakdown`.
     """
-    return token_breakdown(
-        logp_new, logp_old, advantages, mask, objective=objective, eps_low=eps_low,
-        eps_high=eps_high, aggregation=aggregation, max_len=max_len, logp_ref=logp_ref,
-        kl_coef=kl_coef, tau_pos=tau_pos, tau_neg=tau_neg,
-    ).loss  # fmt: skip
+    return token_breakdown(logp_new, logp_old, advantages, mask, **options).loss
 
 
 def policy_loss_grad(
-    logp_new: ArrayLike,
-    logp_old: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    objective: Objective,
-    eps_low: float | None = None,
-    eps_high: float | None = None,
-    aggregation: Aggregation | None = None,
-    max_len: int | None = None,
-    logp_ref: ArrayLike | None = None,
-    kl_coef: float = 0.0,
-    tau_pos: float | None = None,
-    tau_neg: float | None = None,
-) -> FloatArray:
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, mask: ArrayLike,
+    **options: Unpack[Options],
+) -> FloatArray:  # fmt: skip
     """``d loss / d logp_new`` as autograd computes it, shape (B, T), 0 on padding (CISPO: its
     weight ``clip(r)`` held constant, so not the derivative of the returned loss; see
     :attr:`TokenBreakdown.grad`)."""
-    return token_breakdown(
-        logp_new, logp_old, advantages, mask, objective=objective, eps_low=eps_low,
-        eps_high=eps_high, aggregation=aggregation, max_len=max_len, logp_ref=logp_ref,
-        kl_coef=kl_coef, tau_pos=tau_pos, tau_neg=tau_neg,
-    ).grad  # fmt: skip
+    return token_breakdown(logp_new, logp_old, advantages, mask, **options).grad
 
 
 @dataclass(frozen=True, eq=False)
 class TokenBreakdown:
     """Every per-token quantity of one objective on one batch: arrays (B, T), 0 on padding.
 
-    ``ratio`` is what the clip sees (GSPO: the response's ``s_i``); ``is_clipped`` where the
-    clip switches the policy gradient off (strict, as in :mod:`ppo_clip`; CISPO: where its
-    weight ``clip(r)`` differs from ``r``, the gradient kept); ``term`` the policy term
-    (CISPO: ``clip(r)*A*logp_new``); ``kl`` k3 (0 without ``logp_ref``); ``weight`` the
+    ``ratio`` is what the clip sees (GSPO: the response's ``s_i``; GMPO: the response's ratio,
+    from the clipped log-ratios); ``is_clipped`` where the clip switches the policy gradient
+    off (strict, as in :mod:`ppo_clip`; CISPO: where its weight ``clip(r)`` differs from ``r``,
+    the gradient kept; SAPO: nowhere); ``term`` the policy term (CISPO:
+    ``clip(r)*A*logp_new``; SAPO: ``f(r)*A``); ``kl`` k3 (0 without ``logp_ref``); ``weight`` the
     aggregation's ``w``; ``grad`` is ``d loss / d logp_new`` as autograd gives it (CISPO: with
     the detached weight ``clip(r)`` a constant, as in verl and TRL); ``loss`` is
     ``-sum(weight * (term - kl_coef * kl))`` summed as the libraries sum.
@@ -215,36 +213,17 @@ class TokenBreakdown:
 
 
 def token_breakdown(
-    logp_new: ArrayLike,
-    logp_old: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    objective: Objective,
-    eps_low: float | None = None,
-    eps_high: float | None = None,
-    aggregation: Aggregation | None = None,
-    max_len: int | None = None,
-    logp_ref: ArrayLike | None = None,
-    kl_coef: float = 0.0,
-    tau_pos: float | None = None,
-    tau_neg: float | None = None,
-) -> TokenBreakdown:
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, mask: ArrayLike,
+    **options: Unpack[Options],
+) -> TokenBreakdown:  # fmt: skip
     """Each token's ratio, clip decision, term, weight and gradient, and the loss.
 
     ``logp_new``, ``logp_old``, ``mask``, ``logp_ref``: (B, T), ``mask`` boolean (or 0/1),
     unmasked entries finite.  ``advantages``: (B,) or (B, T), used as given (never
-    normalized); GSPO needs the same value on each response's tokens.  ``objective``: one of
-    :data:`OBJECTIVES`.  The band is ``[1 - eps_low, 1 + eps_high]``: ``eps_low`` in [0, 1]
-    (default 0.2), ``eps_high`` any finite number >= 0 (default ``eps_low``, DAPO 0.28).
-    ``aggregation``: one of :data:`AGGREGATIONS` (default: the objective's own); ``max_len``, a
-    whole number >= 1, is required by ``seq-mean-token-sum-norm`` and ignored otherwise.
-    ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.
+    normalized); GSPO and GMPO need the same value on each response's tokens.  The keyword
+    arguments are :class:`Options`.
     """
-    b = _checked(
-        logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, aggregation,
-        max_len, logp_ref, kl_coef, tau_pos, tau_neg,
-    )  # fmt: skip
+    b = _checked(logp_new, logp_old, advantages, mask, **options)
     with _float64_limits_handled_below():
         parts = SPECS[b.objective].parts(b)
         term = _times_advantage(math.prod(parts.term_factors), b.advantages)
@@ -400,50 +379,31 @@ _TRL_116, _VERL_091 = "TRL 1.16.0 grpo_trainer.py", "verl 0.9.1 core_algos.py"
 
 #: The objectives, in the order of every menu and table.  Where verl and TRL differ, ``follows``
 #: names the one followed; the module docstring's part 2 says what the other does.
-SPECS: dict[str, ObjectiveSpec] = {
-    spec.name: spec
-    for spec in (
-        ObjectiveSpec(
-            "ppo", "PPO", _token_clip, "token-mean", _CLIPPED_TERM, "1707.06347",
-            f"{_VERL} L1216-1227 (compute_policy_loss_vanilla), L1055-1058 (token-mean)",
-        ),
-        ObjectiveSpec(
-            "grpo", "GRPO", _token_clip, "seq-mean-token-mean", _CLIPPED_TERM, "2402.03300",
-            f'{_TRL} L3084-3091, L3125 (loss_type="grpo")',
-        ),
-        ObjectiveSpec(
-            "dr_grpo", "Dr. GRPO", _token_clip, "seq-mean-token-sum-norm", _CLIPPED_TERM,
-            "2503.20783", f'{_TRL} L3135 (loss_type="dr_grpo", max_len = max_completion_length)',
-        ),
-        ObjectiveSpec(
-            "dapo", "DAPO", _token_clip, "token-mean", _CLIPPED_TERM, "2503.14476",
-            f'{_TRL} L3139-3141 (loss_type="dapo")', eps_high=0.28,
-        ),
-        ObjectiveSpec(
-            "gspo", "GSPO", _gspo, "seq-mean-token-mean",
-            "min(s·A, clip(s, 1 − ε_low, 1 + ε_high)·A), s = exp(mean log r) per answer",
-            "2507.18071", f'{_TRL} L3058 (importance_sampling_level="sequence"), loss_type="grpo"',
-            per_response=True,
-        ),
-        ObjectiveSpec(
-            "cispo", "CISPO", _cispo, "token-mean",
-            "sg[clip(r, 1 − ε_low, 1 + ε_high)]·A·log π_new", "2506.13585",
-            f"{_VERL} L1753-1758 (compute_policy_loss_cispo)",
-        ),
-        ObjectiveSpec(
-            "sapo", "SAPO", _sapo, "seq-mean-token-mean",
-            "f(r)·A, f(r) = σ(τ(r − 1))·4/τ, τ = τ_pos if A > 0 else τ_neg", "2511.20347",
-            f'{_TRL_116} L3121-3124, L3153-3154 (loss_type="sapo"); {_VERL_091} L1623-1703',
-            eps_low=None, band=None, tau=(1.0, 1.05),
-        ),
-        ObjectiveSpec(
-            "gmpo", "GMPO", _gmpo, "seq-mean-token-mean",
-            "exp(mean of clip(log r, −ε_low, ε_high), pessimistic side)·A per answer",
-            "2507.20673", f"{_VERL_091} L1929-2011 (compute_policy_loss_geo_mean)",
-            eps_low=0.4, band="log-ratio", per_response=True,
-        ),
-    )
-}  # fmt: skip
+SPECS: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
+    ObjectiveSpec("ppo", "PPO", _token_clip, "token-mean", _CLIPPED_TERM, "1707.06347",
+                  f"{_VERL} L1216-1227 (compute_policy_loss_vanilla), L1055-1058 (token-mean)"),
+    ObjectiveSpec("grpo", "GRPO", _token_clip, "seq-mean-token-mean", _CLIPPED_TERM, "2402.03300",
+                  f'{_TRL} L3084-3091, L3125 (loss_type="grpo")'),
+    ObjectiveSpec("dr_grpo", "Dr. GRPO", _token_clip, "seq-mean-token-sum-norm", _CLIPPED_TERM,
+                  "2503.20783", f'{_TRL} L3135 (loss_type="dr_grpo", max_completion_length)'),
+    ObjectiveSpec("dapo", "DAPO", _token_clip, "token-mean", _CLIPPED_TERM, "2503.14476",
+                  f'{_TRL} L3139-3141 (loss_type="dapo")', eps_high=0.28),
+    ObjectiveSpec("gspo", "GSPO", _gspo, "seq-mean-token-mean",
+                  "min(s·A, clip(s, 1 − ε_low, 1 + ε_high)·A), s = exp(mean log r) per answer",
+                  "2507.18071", f'{_TRL} L3058 (importance_sampling_level="sequence")',
+                  per_response=True),
+    ObjectiveSpec("cispo", "CISPO", _cispo, "token-mean",
+                  "sg[clip(r, 1 − ε_low, 1 + ε_high)]·A·log π_new", "2506.13585",
+                  f"{_VERL} L1753-1758 (compute_policy_loss_cispo)"),
+    ObjectiveSpec("sapo", "SAPO", _sapo, "seq-mean-token-mean",
+                  "f(r)·A, f(r) = σ(τ(r − 1))·4/τ, τ = τ_pos if A > 0 else τ_neg", "2511.20347",
+                  f'{_TRL_116} L3121-3124, L3153-3154 (loss_type="sapo"); {_VERL_091} L1623-1703',
+                  eps_low=None, band=None, tau=(1.0, 1.05)),
+    ObjectiveSpec("gmpo", "GMPO", _gmpo, "seq-mean-token-mean",
+                  "exp(mean of clip(log r, −ε_low, ε_high), pessimistic side)·A per answer",
+                  "2507.20673", f"{_VERL_091} L1929-2011 (compute_policy_loss_geo_mean)",
+                  eps_low=0.4, band="log-ratio", per_response=True),
+)}  # fmt: skip
 OBJECTIVES: tuple[str, ...] = tuple(SPECS)
 #: Each objective's own aggregation, used when ``aggregation`` is None.
 DEFAULT_AGGREGATION: dict[str, Aggregation] = {k: s.aggregation for k, s in SPECS.items()}
@@ -502,7 +462,7 @@ def clip_fraction_cleanrl(
     over the unmasked tokens as one minibatch.  Sign-blind: a token that moved the
     unfavourable way counts, although its gradient flows.
     """
-    b = _checked(logp_new, logp_old, None, mask, "ppo")
+    b = _checked(logp_new, logp_old, None, mask, objective="ppo")
     clip_coef = checks.checked_eps("eps", eps)
     with _float64_limits_handled_below():
         outside = np.abs(np.exp(b.log_ratio) - 1.0) > clip_coef
@@ -531,7 +491,8 @@ def clip_fraction_verl(
     SAPO logs 0 for both (``core_algos.py`` L1693-1694); GMPO counts ``log r`` outside
     ``[-eps_low, eps_high]``, either side, with ``A > 0`` and (lower) ``A < 0`` (L2003-2005).
     """
-    b = _checked(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, "token-mean")
+    options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
+    b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     cap = checks.checked_dual_clip(dual_clip)
     a, lower = b.advantages, 0.0
     if b.objective in ("sapo", "gmpo"):  # SAPO's band is empty: nothing lies outside it
@@ -584,7 +545,8 @@ def clip_ratio_trl(
     the cap ``1 + eps_high``).  TRL's GRPOTrainer has no PPO; ``"ppo"`` is read as token-level.
     It logs no clip metric for SAPO and has no GMPO: ``{}`` for both (TRL 1.16.0 L3276-3290).
     """
-    b = _checked(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, "token-mean")
+    options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
+    b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     if b.objective in ("sapo", "gmpo"):
         return {}
     with _float64_limits_handled_below():
@@ -688,20 +650,11 @@ def _rounded(value: Fraction) -> float:
 
 
 def _checked(
-    logp_new: object,
-    logp_old: object,
-    advantages: object,
-    mask: object,
-    objective: object,
-    eps_low: object = None,
-    eps_high: object = None,
-    aggregation: object = None,
-    max_len: object = None,
-    logp_ref: object = None,
-    kl_coef: object = 0.0,
-    tau_pos: object = None,
-    tau_neg: object = None,
-) -> Batch:
+    logp_new: object, logp_old: object, advantages: object, mask: object, *, objective: object,
+    eps_low: object = None, eps_high: object = None, aggregation: object = None,
+    max_len: object = None, logp_ref: object = None, kl_coef: object = 0.0,
+    tau_pos: object = None, tau_neg: object = None,
+) -> Batch:  # fmt: skip
     """The inputs checked (:mod:`llm_clip_inputs`), with the objective's defaults filled in.
 
     A band given to an objective without one (SAPO) and a temperature given to one without

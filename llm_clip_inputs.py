@@ -27,8 +27,6 @@ IntArray = NDArray[np.int64]
 
 #: The largest ``max_len``: a denominator B * max_len stays an exact float64.
 LARGEST_MAX_LEN = 10**12
-#: SAPO's temperatures must exceed this: its gate's height ``4 / tau`` is then a finite float64.
-SMALLEST_TAU = 4 / sys.float_info.max
 
 
 class Batch(NamedTuple):
@@ -41,23 +39,15 @@ class Batch(NamedTuple):
     logp_new: FloatArray
     advantages: FloatArray  # broadcast to (B, T)
     ref_gap: FloatArray  # d = logp_ref - logp_new (0 without logp_ref)
-    eps_low: float
+    eps_low: float  # GMPO's band on log r: [-eps_low, eps_high]
     eps_high: float
+    lower: float  # 1 - eps_low
+    upper: float  # 1 + eps_high
     aggregation: str
     denominator: IntArray  # (B,): each token of response i weighs 1 / denominator[i]
     kl_coef: float
     tau_pos: float  # SAPO's temperatures (unused by the others)
     tau_neg: float
-
-    @property
-    def lower(self) -> float:
-        """The band's lower edge on the ratio, ``1 - eps_low``."""
-        return 1.0 - self.eps_low
-
-    @property
-    def upper(self) -> float:
-        """The band's upper edge on the ratio, ``1 + eps_high``."""
-        return 1.0 + self.eps_high
 
 
 def checked_batch(
@@ -88,8 +78,8 @@ def checked_batch(
         raise ValueError(f"eps_high must be at least 0, got {high!r}")
     taus = [checked_real(name, t) for name, t in zip(("tau_pos", "tau_neg"), tau, strict=True)]
     for name, t in zip(("tau_pos", "tau_neg"), taus, strict=True):
-        if not t > SMALLEST_TAU:
-            raise ValueError(f"{name} must be positive (above {SMALLEST_TAU:.3g}), got {t!r}")
+        if not t > 4 / sys.float_info.max:  # the gate's height 4 / tau is then finite
+            raise ValueError(f"{name} must be positive (with 4/{name} finite), got {t!r}")
     coef = checked_real("kl_coef", kl_coef)
     if coef < 0:
         raise ValueError(f"kl_coef must be at least 0, got {coef!r}")
@@ -116,8 +106,8 @@ def checked_batch(
     else:
         denominator = np.full(count, count * checked_count("max_len", max_len, LARGEST_MAX_LEN))
     return Batch(
-        objective, boolean, lengths, new - old, new, a, gap, low, high, aggregation, denominator,
-        coef, *taus,
+        objective, boolean, lengths, new - old, new, a, gap, low, high, 1.0 - low, 1.0 + high,
+        aggregation, denominator, coef, *taus,
     )  # fmt: skip
 
 

@@ -76,7 +76,8 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
     """Every token's ratio, clip decision, weight and gradient at ``s``, from llm_clip
     (:class:`~ppo_viz.app.InputError` for a setting llm_clip refuses)."""
     in_loss = s.kl_place == "loss"
-    band = {"eps_low": s.eps_low, "eps_high": s.eps_high} if _spec(s).band else {}
+    spec = llm_clip.SPECS.get(s.objective)  # an unknown objective: llm_clip's message below
+    band = {"eps_low": s.eps_low, "eps_high": s.eps_high} if spec is None or spec.band else {}
     try:
         b = response_batch(s.group_size)
         return llm_clip.token_breakdown(
@@ -92,13 +93,6 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
         )
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
-
-
-def _spec(s: Setting) -> llm_clip.ObjectiveSpec:
-    """The registry's entry for the setting's objective (an unknown one: llm_clip's message)."""
-    if s.objective not in llm_clip.SPECS:
-        raise InputError(f"objective must be one of {llm_clip.OBJECTIVES}, got {s.objective!r}")
-    return llm_clip.SPECS[s.objective]
 
 
 @cache
@@ -269,7 +263,7 @@ class TokenPushExplorer(LiveFigure):
 def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
     """The update, the band, what the clip switched off and the loss, in one line.  GMPO's band
     is on ``log r``; SAPO has none."""
-    spec = _spec(s)
+    spec = llm_clip.SPECS[s.objective]
     off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens switched off"
     if s.objective == "cispo":
         off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens' weights capped; none switched off"
