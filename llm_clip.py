@@ -53,6 +53,9 @@ response.  The file reads top to bottom:
    * GMPO follows verl, but divides by ``n_i``, not ``n_i + 1e-8`` (L1984, L1987), and applies an
      ``aggregation`` given to it to its per-token loss, as for GSPO (verl always takes the mean
      over responses, L2000).  TRL 1.16.0 has no GMPO.
+   * Run on CPU on random masked batches (a scratch check, not a test): verl 0.9.1's own
+     SAPO and GMPO functions agree with this module's loss and autograd gradient to 7e-8
+     relative (its ``+ 1e-8`` denominators), TRL 1.16.0's SAPO lines to 3e-15.
 
 3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's) and the clip fraction
    as CleanRL, verl and TRL each log it (:func:`clip_fraction_cleanrl`,

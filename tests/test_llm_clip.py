@@ -350,8 +350,10 @@ def test_overflowed_ratios_never_make_nan(objective):
     expected = 0.0 if objective == "gspo" else -b.weight[2, 1] * b.ratio[2, 1]
     assert b.grad[2, 1] == pytest.approx(expected, rel=1e-15)
     if objective == "gmpo":  # eps_high beyond log(float max): A > 0's ratio overflows, -inf
-        assert policy_loss(logp_new, logp_old, [1.0, 0.0, 1.0], mask, objective=objective,
-                           eps_high=800.0) == -math.inf  # fmt: skip
+        args, wide = (logp_new, logp_old), {"objective": "gmpo", "eps_high": 800.0}
+        assert policy_loss(*args, [1.0, 0.0, 1.0], mask, **wide) == -math.inf
+        with pytest.raises(ValueError, match="undefined"):  # and A < 0's +inf beside it
+            policy_loss(*args, [-1.0, 1.0, 1.0], mask, **wide)
 
 
 def test_overflowed_k3_makes_the_loss_inf_and_its_gradient_minus_inf():
