@@ -357,12 +357,9 @@ def _gmpo(b: Batch) -> _Parts:
     ``-w * ratio_i * A_i`` (``d ratio_i / d logp_new_t = ratio_i / n_i``).
     """
     a, log_ratio = b.advantages, b.log_ratio
-    kept = np.where(
-        a > 0,
-        np.minimum(log_ratio, b.eps_high),
-        np.where(a < 0, np.maximum(log_ratio, -b.eps_low), 0.0),
-    )
-    clipped = ((a > 0) & (log_ratio > b.eps_high)) | ((a < 0) & (log_ratio < -b.eps_low))
+    low, high = np.where(a < 0, -b.eps_low, -np.inf), np.where(a > 0, b.eps_high, np.inf)
+    clipped = (log_ratio < low) | (log_ratio > high)  # the pessimistic side only
+    kept = np.where(a == 0, 0.0, np.clip(log_ratio, low, high))
     ratio = np.exp(kept.sum(axis=1) / b.lengths)[:, None] * np.ones_like(log_ratio)
     return _Parts(ratio, clipped, (ratio,), np.where(clipped, 0.0, ratio))
 

@@ -24,14 +24,7 @@ from helpers import log_landing_on
 
 import llm_clip
 import ppo_clip
-from llm_clip import (
-    AGGREGATIONS,
-    OBJECTIVES,
-    SPECS,
-    policy_loss,
-    policy_loss_grad,
-    token_breakdown,
-)
+from llm_clip import AGGREGATIONS, OBJECTIVES, policy_loss, policy_loss_grad, token_breakdown
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -81,7 +74,7 @@ def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef)
     with the ratio held fixed: ``logp_old`` moves with ``logp_new`` there.
     """
     batch = kink_free_batch()
-    band = {"eps_low": EPS_LOW, "eps_high": EPS_HIGH} if SPECS[objective].band else {}
+    band = {"eps_low": EPS_LOW, "eps_high": EPS_HIGH} if llm_clip.SPECS[objective].band else {}
     options = dict(objective=objective, aggregation=aggregation, max_len=MAX_LEN, kl_coef=kl_coef,
                    **band)  # fmt: skip
     grad = policy_loss_grad(**batch, **options)
