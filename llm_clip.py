@@ -1,8 +1,8 @@
-"""PPO's clip as LLM trainers apply it: per-token ratios, masks, aggregations, six objectives.
+"""PPO's clip as LLM trainers apply it: per-token ratios, masks, aggregations, eight objectives.
 
 :mod:`ppo_clip` clips N independent samples.  This module applies the same clip to a batch of
-B responses of up to T tokens, as GRPO-family trainers do (contract: ``shared/LLM_CLIP.md``),
-in float64 numpy.
+B responses of up to T tokens, as GRPO-family trainers do (contract: ``docs/contract.md``,
+section "llm_clip"), in float64 numpy.
 
 Inputs: ``logp_new`` and ``logp_old`` (B, T), each token's log-probability under the policy
 being trained and under the one that sampled it; ``advantages`` (B,), one per response and
@@ -11,7 +11,7 @@ False) is never read: it may hold ``-inf`` or NaN.  Every response has at least 
 Inputs are never modified.
 
 With ``r = exp(logp_new - logp_old)`` per token, the loss is ``-sum(w * term)`` over the
-unmasked tokens, where
+unmasked tokens, where (PPO, GRPO, Dr. GRPO, DAPO)
 
     term = min(r*A, clip(r, 1 - eps_low, 1 + eps_high)*A) - kl_coef*k3,
     k3   = exp(d) - d - 1  with  d = logp_ref - logp_new      (only with ``logp_ref``)
@@ -19,19 +19,44 @@ unmasked tokens, where
 and a token of response i (n_i tokens) has the weight w of the aggregation:
 
     token-mean                w = 1 / (unmasked tokens in the batch)   PPO, DAPO, CISPO
-    seq-mean-token-mean       w = 1 / (B * n_i)                        GRPO, GSPO
+    seq-mean-token-mean       w = 1 / (B * n_i)                        GRPO, GSPO, SAPO, GMPO
     seq-mean-token-sum-norm   w = 1 / (B * max_len)                    Dr. GRPO
 
 GSPO clips one ratio per response instead (the geometric mean of its tokens' ratios); CISPO
 multiplies ``logp_new`` by the clipped ratio held constant, so no token's gradient is
-switched off.  The file reads top to bottom:
+switched off; SAPO replaces the clip by a soft gate; GMPO clips each ``log r`` to
+``[-eps_low, eps_high]`` (eps bounds ``log r``, not ``r``) and takes the geometric mean per
+response.  The file reads top to bottom:
 
 1. **The textbook**: :func:`policy_loss`, :func:`policy_loss_grad` and :func:`token_breakdown`
    (each token's ratio, clip decision, term, weight and gradient, e.g. for a heat map).
-2. **The six objectives**, each with its formula, its paper and the line of TRL or verl it
-   follows.  Sources, read at these commits: TRL ``f2cd577`` (``trl/trainer/grpo_trainer.py``),
-   verl ``b178a3c`` (``verl/trainer/ppo/core_algos.py``), CleanRL ``fe8d8a0``
-   (``cleanrl/ppo.py``), the RLHF book ``a66b0bf`` (``book/chapters/06-policy-gradients.md``).
+2. **The objectives**: one :class:`ObjectiveSpec` each in :data:`SPECS` (its parts function,
+   default aggregation and band, label, formula, paper and the trainer lines it follows).
+   Sources, read at these commits: TRL ``f2cd577`` (``trl/trainer/grpo_trainer.py``), verl
+   ``b178a3c`` (``verl/trainer/ppo/core_algos.py``), CleanRL ``fe8d8a0`` (``cleanrl/ppo.py``),
+   the RLHF book ``a66b0bf`` (``book/chapters/06-policy-gradients.md``); SAPO and GMPO from
+   the packages TRL 1.16.0 and verl 0.9.1 (PyPI wheels).  Where the libraries differ:
+
+   * PPO follows verl's ``compute_policy_loss_vanilla`` without its log-ratio clamp to
+     [-20, 20] (L1212) and its dual clip ``clip_ratio_c = 3`` for ``A < 0`` (L1229-1235; see
+     ``ppo_clip.clip_breakdown``).  GRPO's A is usually :func:`group_advantages`.
+   * Dr. GRPO: advantages not divided by the group's std (``scale_by_std=False``); verl's
+     ``seq-mean-token-sum-norm`` divides by ``max_len`` only, not by B (L1076).
+   * DAPO: the normalizer is the batch's token count; its dynamic sampling and overlong
+     shaping are outside the loss.  GSPO's paper uses tiny ranges: ``eps_low=3e-4,
+     eps_high=4e-4``.
+   * CISPO: TRL clips one side only, at ``epsilon_high`` itself (``clamp(coef_1,
+     max=epsilon_high)``, L3081; recommended 5.0): here ``eps_low=1, eps_high=4``.
+   * SAPO follows TRL (no clamp of ``log r``); verl clamps ``log r`` to [-20, 20] first
+     (L1666), which zeroes the (already vanishing) gradient beyond, and divides by
+     ``n_i + 1e-8`` (``agg_loss`` L1196).  Both always aggregate seq-mean-token-mean.
+   * GMPO follows verl, but divides by ``n_i``, not ``n_i + 1e-8`` (L1984, L1987), and applies an
+     ``aggregation`` given to it to its per-token loss, as for GSPO (verl always takes the mean
+     over responses, L2000).  TRL 1.16.0 has no GMPO.
+   * Run on CPU on random masked batches (a scratch check, not a test): verl 0.9.1's own
+     SAPO and GMPO functions agree with this module's loss and autograd gradient to 7e-8
+     relative (its ``+ 1e-8`` denominators), TRL 1.16.0's SAPO lines to 3e-15.
+
 3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's) and the clip fraction
    as CleanRL, verl and TRL each log it (:func:`clip_fraction_cleanrl`,
    :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
@@ -39,12 +64,16 @@ switched off.  The file reads top to bottom:
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
    gradient entry that float64 overflowed on the way to is the exact value rounded once.
+   SAPO's gate is bounded (``4 / tau``) and its gradient vanishes as ``r`` overflows; GMPO's
+   ratio overflows only with ``A < 0`` (or ``eps_high`` above 709: the loss is then ``-inf``).
 
 Bad input raises a ``TypeError`` or ``ValueError`` naming the argument (:mod:`llm_clip_inputs`).
 Where the contract is silent this module does what TRL does: the KL term is added per token and
 aggregated with the objective's own aggregation, for GSPO and CISPO too
 (``grpo_trainer.py`` L3121); an aggregation given to GSPO is applied to its per-token loss
 (TRL L3124-3142; verl ignores it and always uses seq-mean-token-mean, ``core_algos.py`` L1312).
+SAPO's ``tau_pos``/``tau_neg`` are refused by the other objectives, and ``eps_low``/``eps_high``
+by SAPO, which has no band: a setting never silently does nothing.
 
 >>> import numpy as np
 >>> logp_old = np.log([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]])
@@ -70,7 +99,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, NamedTuple, get_args
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -78,12 +107,18 @@ from numpy.typing import ArrayLike, NDArray
 import ppo_clip_inputs as checks
 from llm_clip_inputs import Batch, checked_batch, checked_choice
 
+if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
+    from typing_extensions import Unpack
+
 __all__ = [
     "AGGREGATIONS",
     "DAPO_EPS_HIGH",
     "DEFAULT_AGGREGATION",
     "DEFAULT_EPS",
     "OBJECTIVES",
+    "SPECS",
+    "ObjectiveSpec",
+    "Options",
     "TokenBreakdown",
     "clip_fraction_cleanrl",
     "clip_fraction_verl",
@@ -96,24 +131,12 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
-Objective = Literal["ppo", "grpo", "dr_grpo", "dapo", "gspo", "cispo"]
+Objective = str  #: a key of :data:`SPECS`
 Aggregation = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
 
-OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 AGGREGATIONS: tuple[Aggregation, ...] = get_args(Aggregation)
-#: Each objective's own aggregation, used when ``aggregation`` is None.
-DEFAULT_AGGREGATION: dict[Objective, Aggregation] = {
-    "ppo": "token-mean",
-    "grpo": "seq-mean-token-mean",
-    "dr_grpo": "seq-mean-token-sum-norm",
-    "dapo": "token-mean",
-    "gspo": "seq-mean-token-mean",
-    "cispo": "token-mean",
-}
-#: ``eps_low``'s default; ``eps_high`` defaults to ``eps_low``, except DAPO's.
+#: ``eps_low``'s default, unless the objective's entry says otherwise.
 DEFAULT_EPS = 0.2
-#: DAPO's clip-higher (arXiv 2503.14476): ``eps_high`` defaults to 0.28.
-DAPO_EPS_HIGH = 0.28
 
 
 # --------------------------------------------------------------------------
@@ -121,64 +144,62 @@ DAPO_EPS_HIGH = 0.28
 # --------------------------------------------------------------------------
 
 
+class Options(TypedDict, total=False):
+    """The keyword arguments of :func:`policy_loss`, :func:`policy_loss_grad` and
+    :func:`token_breakdown`; ``objective`` is required.
+
+    ``objective``: one of :data:`OBJECTIVES`.  The band is ``[1 - eps_low, 1 + eps_high]`` on
+    the ratio (GMPO: ``[-eps_low, eps_high]`` on ``log r``; SAPO has none and refuses them):
+    ``eps_low`` in [0, 1], ``eps_high`` any finite number >= 0 (defaults: the objective's
+    entry in :data:`SPECS`; 0.2, ``eps_high`` = ``eps_low``, DAPO 0.28, GMPO 0.4).
+    ``aggregation``: one of :data:`AGGREGATIONS` (default: the objective's own); ``max_len``, a
+    whole number >= 1, is required by ``seq-mean-token-sum-norm`` and ignored otherwise.
+    ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.  ``tau_pos``, ``tau_neg``: SAPO's
+    temperatures for ``A > 0`` and ``A <= 0`` (default 1.0 and 1.05; refused by the others).
+    """
+
+    objective: Objective
+    eps_low: float | None
+    eps_high: float | None
+    aggregation: Aggregation | None
+    max_len: int | None
+    logp_ref: ArrayLike | None
+    kl_coef: float
+    tau_pos: float | None
+    tau_neg: float | None
+
+
 def policy_loss(
-    logp_new: ArrayLike,
-    logp_old: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    objective: Objective,
-    eps_low: float | None = None,
-    eps_high: float | None = None,
-    aggregation: Aggregation | None = None,
-    max_len: int | None = None,
-    logp_ref: ArrayLike | None = None,
-    kl_coef: float = 0.0,
-) -> float:
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, mask: ArrayLike,
+    **options: Unpack[Options],
+) -> float:  # fmt: skip
     """The loss to minimize, ``-sum(w * term)`` over unmasked tokens (module docstring).
 
     ``+inf`` where a ratio overflows with ``A < 0`` or k3 overflows; never NaN.  Arguments
-    and errors as in :func:`token_breakdown`.
+    (:class:`Options`) and errors as in :func:`token_breakdown`.
     """
-    return token_breakdown(
-        logp_new, logp_old, advantages, mask, objective=objective, eps_low=eps_low,
-        eps_high=eps_high, aggregation=aggregation, max_len=max_len, logp_ref=logp_ref,
-        kl_coef=kl_coef,
-    ).loss  # fmt: skip
+    return token_breakdown(logp_new, logp_old, advantages, mask, **options).loss
 
 
 def policy_loss_grad(
-    logp_new: ArrayLike,
-    logp_old: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    objective: Objective,
-    eps_low: float | None = None,
-    eps_high: float | None = None,
-    aggregation: Aggregation | None = None,
-    max_len: int | None = None,
-    logp_ref: ArrayLike | None = None,
-    kl_coef: float = 0.0,
-) -> FloatArray:
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, mask: ArrayLike,
+    **options: Unpack[Options],
+) -> FloatArray:  # fmt: skip
     """``d loss / d logp_new`` as autograd computes it, shape (B, T), 0 on padding (CISPO: its
     weight ``clip(r)`` held constant, so not the derivative of the returned loss; see
     :attr:`TokenBreakdown.grad`)."""
-    return token_breakdown(
-        logp_new, logp_old, advantages, mask, objective=objective, eps_low=eps_low,
-        eps_high=eps_high, aggregation=aggregation, max_len=max_len, logp_ref=logp_ref,
-        kl_coef=kl_coef,
-    ).grad  # fmt: skip
+    return token_breakdown(logp_new, logp_old, advantages, mask, **options).grad
 
 
 @dataclass(frozen=True, eq=False)
 class TokenBreakdown:
     """Every per-token quantity of one objective on one batch: arrays (B, T), 0 on padding.
 
-    ``ratio`` is what the clip sees (GSPO: the response's ``s_i``); ``is_clipped`` where the
-    clip switches the policy gradient off (strict, as in :mod:`ppo_clip`; CISPO: where its
-    weight ``clip(r)`` differs from ``r``, the gradient kept); ``term`` the policy term
-    (CISPO: ``clip(r)*A*logp_new``); ``kl`` k3 (0 without ``logp_ref``); ``weight`` the
+    ``ratio`` is what the clip sees (GSPO: the response's ``s_i``; GMPO: the response's ratio,
+    from the clipped log-ratios); ``is_clipped`` where the clip switches the policy gradient
+    off (strict, as in :mod:`ppo_clip`; CISPO: where its weight ``clip(r)`` differs from ``r``,
+    the gradient kept; SAPO: nowhere); ``term`` the policy term (CISPO:
+    ``clip(r)*A*logp_new``; SAPO: ``f(r)*A``); ``kl`` k3 (0 without ``logp_ref``); ``weight`` the
     aggregation's ``w``; ``grad`` is ``d loss / d logp_new`` as autograd gives it (CISPO: with
     the detached weight ``clip(r)`` a constant, as in verl and TRL); ``loss`` is
     ``-sum(weight * (term - kl_coef * kl))`` summed as the libraries sum.
@@ -195,36 +216,19 @@ class TokenBreakdown:
 
 
 def token_breakdown(
-    logp_new: ArrayLike,
-    logp_old: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    objective: Objective,
-    eps_low: float | None = None,
-    eps_high: float | None = None,
-    aggregation: Aggregation | None = None,
-    max_len: int | None = None,
-    logp_ref: ArrayLike | None = None,
-    kl_coef: float = 0.0,
-) -> TokenBreakdown:
+    logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, mask: ArrayLike,
+    **options: Unpack[Options],
+) -> TokenBreakdown:  # fmt: skip
     """Each token's ratio, clip decision, term, weight and gradient, and the loss.
 
     ``logp_new``, ``logp_old``, ``mask``, ``logp_ref``: (B, T), ``mask`` boolean (or 0/1),
     unmasked entries finite.  ``advantages``: (B,) or (B, T), used as given (never
-    normalized); GSPO needs the same value on each response's tokens.  ``objective``: one of
-    :data:`OBJECTIVES`.  The band is ``[1 - eps_low, 1 + eps_high]``: ``eps_low`` in [0, 1]
-    (default 0.2), ``eps_high`` any finite number >= 0 (default ``eps_low``, DAPO 0.28).
-    ``aggregation``: one of :data:`AGGREGATIONS` (default: the objective's own); ``max_len``, a
-    whole number >= 1, is required by ``seq-mean-token-sum-norm`` and ignored otherwise.
-    ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.
+    normalized); GSPO and GMPO need the same value on each response's tokens.  The keyword
+    arguments are :class:`Options`.
     """
-    b = _checked(
-        logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, aggregation,
-        max_len, logp_ref, kl_coef,
-    )  # fmt: skip
+    b = _checked(logp_new, logp_old, advantages, mask, **options)
     with _float64_limits_handled_below():
-        parts = _OBJECTIVE_PARTS[b.objective](b)
+        parts = SPECS[b.objective].parts(b)
         term = _times_advantage(math.prod(parts.term_factors), b.advantages)
         kl = np.expm1(b.ref_gap) - b.ref_gap  # k3 = exp(d) - d - 1 (0 on padding, where d = 0)
         slope = -_times_advantage(parts.grad_factor, b.advantages)  # -(d term / d logp_new)
@@ -237,7 +241,7 @@ def token_breakdown(
         _gradient_beyond_float64(grad, parts, b)
     loss = _aggregate(per_token, b)
     if not math.isfinite(loss):
-        loss = _loss_beyond_float64(parts, kl, b)
+        loss = _loss_beyond_float64(parts, term, kl, b)
     weight = np.where(b.mask, 1.0 / b.denominator[:, None], 0.0)
     ratio = np.where(b.mask, parts.ratio, 0.0)
     return TokenBreakdown(
@@ -259,13 +263,13 @@ def _aggregate(per_token: FloatArray, b: Batch) -> float:
 
 
 # --------------------------------------------------------------------------
-# 2. The six objectives: what each token's term and gradient are made of
+# 2. The objectives: one registry entry each, and what their terms are made of
 # --------------------------------------------------------------------------
 
 
 class _Parts(NamedTuple):
     """One objective's per-token pieces: ``term = product(term_factors) * A`` and
-    ``d term / d logp_new = grad_factor * A`` (GSPO's: what reaches each token)."""
+    ``d term / d logp_new = grad_factor * A`` (GSPO's, GMPO's: what reaches each token)."""
 
     ratio: FloatArray
     is_clipped: BoolArray
@@ -273,57 +277,45 @@ class _Parts(NamedTuple):
     grad_factor: FloatArray
 
 
-def _ppo(b: Batch) -> _Parts:
-    """PPO (Schulman et al. 2017, arXiv 1707.06347), per token, aggregated by token-mean.
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    """Everything about one objective, read by this module, its tests, the widgets and
+    notebook 7: adding an objective is adding one entry to :data:`SPECS`.
 
-    ``term = min(r*A, clip(r, 1 - eps_low, 1 + eps_high)*A)``, ``r = exp(logp_new - logp_old)``;
-    clipped where ``A > 0 and r > 1 + eps_high`` or ``A < 0 and r < 1 - eps_low``.  Follows
-    verl's ``compute_policy_loss_vanilla`` (``core_algos.py`` L1216-1227; token-mean, the
-    default, ``agg_loss`` L1055-1058) without its log-ratio clamp to [-20, 20] (L1212) and its
-    dual-clip ``clip_ratio_c = 3`` for ``A < 0`` (L1229-1235; see ``ppo_clip.clip_breakdown``).
+    ``parts`` computes each token's term and gradient (:class:`_Parts`); ``aggregation`` is its
+    default; ``eps_low``/``eps_high`` the default band (``eps_high`` None: ``eps_low``'s
+    value), on the ratio (``band="ratio"``: ``[1 - eps_low, 1 + eps_high]``), on ``log r``
+    (``"log-ratio"``: ``[-eps_low, eps_high]``) or none (``None``: ``eps_*`` refused);
+    ``tau`` SAPO's default ``(tau_pos, tau_neg)`` (None: ``tau_*`` refused); ``per_response``:
+    one advantage per response.  ``label``, ``formula``, ``paper`` (arXiv id) and ``follows``
+    (the trainer lines, version or commit first) are for tables.
     """
-    return _clipped(np.exp(b.log_ratio), b)
+
+    name: str
+    label: str
+    parts: Callable[[Batch], _Parts]
+    aggregation: Aggregation
+    formula: str
+    paper: str
+    follows: str
+    eps_low: float | None = DEFAULT_EPS
+    eps_high: float | None = None
+    band: Literal["ratio", "log-ratio"] | None = "ratio"
+    tau: tuple[float, float] | None = None
+    per_response: bool = False
 
 
-def _grpo(b: Batch) -> _Parts:
-    """GRPO (DeepSeekMath, arXiv 2402.03300): PPO's per-token term, seq-mean-token-mean.
-
-    ``loss = -(1/B) sum_i (1/n_i) sum_t min(r*A, clip(r)*A)``, A usually
-    :func:`group_advantages` of the response's reward.  Follows TRL ``loss_type="grpo"``
-    (``grpo_trainer.py`` L3084-3091 for the term, L3125 for the aggregation).
-    """
-    return _clipped(np.exp(b.log_ratio), b)
-
-
-def _dr_grpo(b: Batch) -> _Parts:
-    """Dr. GRPO (arXiv 2503.20783): PPO's term, seq-mean-token-sum-norm (no 1/n_i bias).
-
-    ``loss = -(1/(B * max_len)) sum_i sum_t min(r*A, clip(r)*A)``, with advantages not divided
-    by the group's std (``group_advantages(..., scale_by_std=False)``).  Follows TRL
-    ``loss_type="dr_grpo"`` (L3135, ``max_len`` = ``max_completion_length``); verl's
-    ``seq-mean-token-sum-norm`` divides by ``max_len`` only, not by B (``core_algos.py`` L1076).
-    """
-    return _clipped(np.exp(b.log_ratio), b)
-
-
-def _dapo(b: Batch) -> _Parts:
-    """DAPO (arXiv 2503.14476): PPO's term with clip-higher (``eps_high`` 0.28), token-mean.
-
-    ``loss = -(1 / sum_i n_i) sum_i sum_t min(r*A, clip(r, 1 - eps_low, 1 + eps_high)*A)``.
-    Follows TRL ``loss_type="dapo"`` (L3139-3141, the normalizer being the batch's token count);
-    DAPO's dynamic sampling and overlong shaping are outside the loss.
-    """
+def _token_clip(b: Batch) -> _Parts:
+    """PPO's clipped term on each token's ratio ``r = exp(logp_new - logp_old)``: PPO, GRPO,
+    Dr. GRPO, DAPO differ only in their aggregation and band (:data:`SPECS`)."""
     return _clipped(np.exp(b.log_ratio), b)
 
 
 def _gspo(b: Batch) -> _Parts:
-    """GSPO (arXiv 2507.18071): one ratio per response, seq-mean-token-mean.
+    """GSPO: PPO's clip on ``s_i = exp((1/n_i) sum_t (logp_new - logp_old))``, one per response.
 
-    ``s_i = exp((1/n_i) sum_t (logp_new - logp_old))``; ``loss = -(1/B) sum_i min(s_i*A_i,
-    clip(s_i)*A_i)``.  Since ``d s_i / d logp_new_t = s_i / n_i``, every token of an unclipped
-    response gets ``-w * s_i * A_i``: the gradient of verl's GSPO-token form too (L1297).
-    Follows TRL ``importance_sampling_level="sequence"`` (L3058) with ``loss_type="grpo"``.
-    The paper's ranges are tiny: ``eps_low=3e-4, eps_high=4e-4``.
+    Since ``d s_i / d logp_new_t = s_i / n_i``, every token of an unclipped response gets
+    ``-w * s_i * A_i``: the gradient of verl's GSPO-token form too (``core_algos.py`` L1297).
     """
     mean_log_ratio = b.log_ratio.sum(axis=1) / b.lengths  # (1/n_i) sum_t (new - old)
     sequence_ratio = np.exp(mean_log_ratio)[:, None] * np.ones_like(b.log_ratio)  # s_i per token
@@ -331,17 +323,45 @@ def _gspo(b: Batch) -> _Parts:
 
 
 def _cispo(b: Batch) -> _Parts:
-    """CISPO (MiniMax-M1, arXiv 2506.13585): the clipped ratio as a constant weight, token-mean.
-
-    ``term = sg[clip(r, 1 - eps_low, 1 + eps_high)] * A * logp_new``; the gradient per token
-    is ``-w * clip(r) * A``, never 0 unless A is.  Follows verl's
-    ``compute_policy_loss_cispo`` (L1753-1758).  TRL clips one side only, at
-    ``epsilon_high`` itself (``clamp(coef_1, max=epsilon_high)``, L3081; recommended 5.0):
-    here ``eps_low=1, eps_high=4``.
-    """
+    """CISPO: ``term = sg[clip(r)] * A * logp_new``; each token's gradient ``-w * clip(r) * A``
+    is never 0 unless A is (``is_clipped``: where the weight differs from ``r``)."""
     ratio = np.exp(b.log_ratio)
     weight = np.clip(ratio, b.lower, b.upper)  # sg[clip(r)]: a constant to the gradient
     return _Parts(ratio, weight != ratio, (weight, b.logp_new), weight)
+
+
+def _sapo(b: Batch) -> _Parts:
+    """SAPO's soft gate: ``term = f(r) * A``, ``f(r) = sigmoid(tau * (r - 1)) * 4 / tau``.
+
+    ``f(1) = 2 / tau`` and ``f'(1) = 1``: near ``r = 1`` it is the unclipped surrogate; far
+    from 1 the gradient ``r * f'(r) * A = 4 * r * s * (1 - s) * A`` (``s`` the sigmoid) fades
+    but is 0 only where float64 underflows.  Sigmoids as ``exp(-logaddexp(0, -x))``, so an
+    overflowed ratio gives ``f = 4 / tau`` and a gradient of 0, never NaN.  No token is clipped.
+    """
+    ratio = np.exp(b.log_ratio)
+    tau = np.where(b.advantages > 0, b.tau_pos, b.tau_neg)
+    x = tau * (ratio - 1.0)
+    gate = np.exp(-np.logaddexp(0.0, -x))  # sigmoid(x)
+    # r * sigmoid(x) * sigmoid(-x), the ratio taken inside the exp: 0, not inf * 0, at r = inf
+    slope = 4.0 * gate * np.exp(b.log_ratio - np.logaddexp(0.0, x))
+    return _Parts(ratio, np.zeros_like(b.mask), (gate * (4.0 / tau),), slope)
+
+
+def _gmpo(b: Batch) -> _Parts:
+    """GMPO: each token's ``log r`` clipped in log space on the pessimistic side, then
+    ``ratio_i = exp(mean of the clipped log-ratios)`` per response, ``term = ratio_i * A_i``.
+
+    ``sgn(A) * min(sgn(A) * log r, sgn(A) * clamp(log r, -eps_low, eps_high))`` is
+    ``min(log r, eps_high)`` for ``A > 0``, ``max(log r, -eps_low)`` for ``A < 0`` and 0 for
+    ``A == 0`` (its ratio is 1).  A token clipped there passes no gradient; the others get
+    ``-w * ratio_i * A_i`` (``d ratio_i / d logp_new_t = ratio_i / n_i``).
+    """
+    a, log_ratio = b.advantages, b.log_ratio
+    low, high = np.where(a < 0, -b.eps_low, -np.inf), np.where(a > 0, b.eps_high, np.inf)
+    clipped = (log_ratio < low) | (log_ratio > high)  # the pessimistic side only
+    kept = np.where(a == 0, 0.0, np.clip(log_ratio, low, high))
+    ratio = np.exp(kept.sum(axis=1) / b.lengths)[:, None] * np.ones_like(log_ratio)
+    return _Parts(ratio, clipped, (ratio,), np.where(clipped, 0.0, ratio))
 
 
 def _clipped(ratio: FloatArray, b: Batch) -> _Parts:
@@ -353,9 +373,42 @@ def _clipped(ratio: FloatArray, b: Batch) -> _Parts:
     return _Parts(ratio, clipped, (kept,), np.where(clipped, 0.0, ratio))
 
 
-_OBJECTIVE_PARTS: dict[str, Callable[[Batch], _Parts]] = dict(
-    zip(OBJECTIVES, (_ppo, _grpo, _dr_grpo, _dapo, _gspo, _cispo), strict=True)
-)
+_CLIPPED_TERM = "min(r·A, clip(r, 1 − ε_low, 1 + ε_high)·A)"
+_TRL, _VERL = "TRL f2cd577 grpo_trainer.py", "verl b178a3c core_algos.py"
+_TRL_116, _VERL_091 = "TRL 1.16.0 grpo_trainer.py", "verl 0.9.1 core_algos.py"
+
+#: The objectives, in the order of every menu and table.  Where verl and TRL differ, ``follows``
+#: names the one followed; the module docstring's part 2 says what the other does.
+SPECS: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
+    ObjectiveSpec("ppo", "PPO", _token_clip, "token-mean", _CLIPPED_TERM, "1707.06347",
+                  f"{_VERL} L1216-1227 (compute_policy_loss_vanilla), L1055-1058 (token-mean)"),
+    ObjectiveSpec("grpo", "GRPO", _token_clip, "seq-mean-token-mean", _CLIPPED_TERM, "2402.03300",
+                  f'{_TRL} L3084-3091, L3125 (loss_type="grpo")'),
+    ObjectiveSpec("dr_grpo", "Dr. GRPO", _token_clip, "seq-mean-token-sum-norm", _CLIPPED_TERM,
+                  "2503.20783", f'{_TRL} L3135 (loss_type="dr_grpo", max_completion_length)'),
+    ObjectiveSpec("dapo", "DAPO", _token_clip, "token-mean", _CLIPPED_TERM, "2503.14476",
+                  f'{_TRL} L3139-3141 (loss_type="dapo")', eps_high=0.28),
+    ObjectiveSpec("gspo", "GSPO", _gspo, "seq-mean-token-mean",
+                  "min(s·A, clip(s, 1 − ε_low, 1 + ε_high)·A), s = exp(mean log r) per answer",
+                  "2507.18071", f'{_TRL} L3058 (importance_sampling_level="sequence")',
+                  per_response=True),
+    ObjectiveSpec("cispo", "CISPO", _cispo, "token-mean",
+                  "sg[clip(r, 1 − ε_low, 1 + ε_high)]·A·log π_new", "2506.13585",
+                  f"{_VERL} L1753-1758 (compute_policy_loss_cispo)"),
+    ObjectiveSpec("sapo", "SAPO", _sapo, "seq-mean-token-mean",
+                  "f(r)·A, f(r) = σ(τ(r − 1))·4/τ, τ = τ_pos if A > 0 else τ_neg", "2511.20347",
+                  f'{_TRL_116} L3121-3124, L3153-3154 (loss_type="sapo"); {_VERL_091} L1623-1703',
+                  eps_low=None, band=None, tau=(1.0, 1.05)),
+    ObjectiveSpec("gmpo", "GMPO", _gmpo, "seq-mean-token-mean",
+                  "exp(mean of clip(log r, −ε_low, ε_high), pessimistic side)·A per answer",
+                  "2507.20673", f"{_VERL_091} L1929-2011 (compute_policy_loss_geo_mean)",
+                  eps_low=0.4, band="log-ratio", per_response=True),
+)}  # fmt: skip
+OBJECTIVES: tuple[str, ...] = tuple(SPECS)
+#: Each objective's own aggregation, used when ``aggregation`` is None.
+DEFAULT_AGGREGATION: dict[str, Aggregation] = {k: s.aggregation for k, s in SPECS.items()}
+#: DAPO's clip-higher (arXiv 2503.14476): its ``eps_high`` defaults to 0.28.
+DAPO_EPS_HIGH = SPECS["dapo"].eps_high
 
 
 # --------------------------------------------------------------------------
@@ -409,7 +462,7 @@ def clip_fraction_cleanrl(
     over the unmasked tokens as one minibatch.  Sign-blind: a token that moved the
     unfavourable way counts, although its gradient flows.
     """
-    b = _checked(logp_new, logp_old, None, mask, "ppo")
+    b = _checked(logp_new, logp_old, None, mask, objective="ppo")
     clip_coef = checks.checked_eps("eps", eps)
     with _float64_limits_handled_below():
         outside = np.abs(np.exp(b.log_ratio) - 1.0) > clip_coef
@@ -434,11 +487,22 @@ def clip_fraction_verl(
     lower fraction ``A < 0`` with ``max(pg_losses1, pg_losses2) > -A*dual_clip`` (L1231,
     ``clip_ratio_c``).  GSPO: the same comparison on each token's sequence ratio, its log
     clamped at 10 (L1298, L1317), so a clipped response counts once per token.  CISPO:
-    ``r != clip(r)``, sign-blind (L1761).  No lower fraction for GSPO and CISPO (0).
+    ``r != clip(r)``, sign-blind (L1761).  No lower fraction for GSPO and CISPO (0).  verl 0.9.1:
+    SAPO logs 0 for both (``core_algos.py`` L1693-1694); GMPO counts ``log r`` outside
+    ``[-eps_low, eps_high]``, either side, with ``A > 0`` and (lower) ``A < 0`` (L2003-2005).
     """
-    b = _checked(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, "token-mean")
+    options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
+    b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     cap = checks.checked_dual_clip(dual_clip)
     a, lower = b.advantages, 0.0
+    if b.objective in ("sapo", "gmpo"):  # SAPO's band is empty: nothing lies outside it
+        outside = (b.objective == "gmpo") & (
+            (b.log_ratio < -b.eps_low) | (b.log_ratio > b.eps_high)
+        )
+        return {
+            "actor/pg_clipfrac": _token_mean(outside & (a > 0), b),
+            "actor/pg_clipfrac_lower": _token_mean(outside & (a < 0), b),
+        }
     with _float64_limits_handled_below():
         if b.objective == "gspo":
             mean_log_ratio = b.log_ratio.sum(axis=1) / b.lengths
@@ -479,10 +543,14 @@ def clip_ratio_trl(
     one decision per response, means over responses (L3224-3233).  CISPO logs only
     ``cispo_clip_ratio``: ``r > 1 + eps_high and A > 0`` (L3255, TRL's ``epsilon_high`` being
     the cap ``1 + eps_high``).  TRL's GRPOTrainer has no PPO; ``"ppo"`` is read as token-level.
+    It logs no clip metric for SAPO and has no GMPO: ``{}`` for both (TRL 1.16.0 L3276-3290).
     """
-    b = _checked(logp_new, logp_old, advantages, mask, objective, eps_low, eps_high, "token-mean")
+    options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
+    b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
+    if b.objective in ("sapo", "gmpo"):
+        return {}
     with _float64_limits_handled_below():
-        a, ratio = b.advantages, _OBJECTIVE_PARTS[b.objective](b).ratio
+        a, ratio = b.advantages, SPECS[b.objective].parts(b).ratio
     if b.objective == "cispo":
         return {"cispo_clip_ratio": _token_mean((ratio > b.upper) & (a > 0), b)}
     low, high = (ratio < b.lower) & (a < 0), (ratio > b.upper) & (a > 0)
@@ -520,17 +588,23 @@ def _times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
     return np.where(advantages == 0, 0.0, values) * advantages
 
 
-def _loss_beyond_float64(parts: _Parts, kl: FloatArray, b: Batch) -> float:
-    """The loss where float64 overflowed: ``+inf`` for a true infinity, else exact.
+def _loss_beyond_float64(parts: _Parts, term: FloatArray, kl: FloatArray, b: Batch) -> float:
+    """The loss where float64 overflowed: an infinity for a true one, else exact.
 
-    Only an overflowed ratio with ``A < 0`` (kept as ``max(r, lower)``) or ``exp(d)`` in k3 is
-    infinite, and adds ``+inf``; else the exact sum is rounded once (``+-inf`` beyond float64).
+    A true infinity is an overflowed factor of a term (a ratio with ``A < 0``, kept as
+    ``max(r, lower)``: ``+inf``; GMPO's ratio with ``A > 0`` and ``eps_high`` above 709:
+    ``-inf``) or ``exp(d)`` in k3 (``+inf``); both signs at once is undefined (``ValueError``).
+    Else the exact sum is rounded once (``+-inf`` beyond float64).
     """
     tokens = b.mask & (b.advantages != 0)
-    if any(np.isinf(f[tokens]).any() for f in parts.term_factors) or (
-        b.kl_coef and np.isinf(kl[b.mask]).any()
-    ):
-        return math.inf
+    true_inf = tokens & np.logical_or.reduce([np.isinf(f) for f in parts.term_factors])
+    signs = set(-np.sign(term[true_inf])) | (
+        {1.0} if b.kl_coef and np.isinf(kl[b.mask]).any() else set()
+    )
+    if len(signs) == 2:
+        raise ValueError("the loss is undefined: an overflowed term of each sign (inf - inf)")
+    if signs:
+        return math.inf * signs.pop()
     total = Fraction(0)
     for i, t in zip(*np.nonzero(b.mask), strict=True):
         contribution = Fraction(b.kl_coef) * Fraction(kl[i, t]) if b.kl_coef else Fraction(0)
@@ -576,27 +650,33 @@ def _rounded(value: Fraction) -> float:
 
 
 def _checked(
-    logp_new: object,
-    logp_old: object,
-    advantages: object,
-    mask: object,
-    objective: object,
-    eps_low: object = None,
-    eps_high: object = None,
-    aggregation: object = None,
-    max_len: object = None,
-    logp_ref: object = None,
-    kl_coef: object = 0.0,
-) -> Batch:
-    """The inputs checked (:mod:`llm_clip_inputs`), with the contract's defaults filled in."""
-    objective = checked_choice("objective", objective, OBJECTIVES)
-    eps_low = DEFAULT_EPS if eps_low is None else eps_low
+    logp_new: object, logp_old: object, advantages: object, mask: object, *, objective: object,
+    eps_low: object = None, eps_high: object = None, aggregation: object = None,
+    max_len: object = None, logp_ref: object = None, kl_coef: object = 0.0,
+    tau_pos: object = None, tau_neg: object = None,
+) -> Batch:  # fmt: skip
+    """The inputs checked (:mod:`llm_clip_inputs`), with the objective's defaults filled in.
+
+    A band given to an objective without one (SAPO) and a temperature given to one without
+    (all but SAPO) are refused rather than ignored, so that no setting silently does nothing.
+    """
+    spec = SPECS[checked_choice("objective", objective, OBJECTIVES)]
+    for names, values, default in (
+        (("eps_low", "eps_high"), (eps_low, eps_high), spec.band),
+        (("tau_pos", "tau_neg"), (tau_pos, tau_neg), spec.tau),
+    ):
+        for name, value in zip(names, values, strict=True):
+            if value is not None and default is None:
+                raise ValueError(f"{name} does not apply to {spec.name}: leave it None")
+    if eps_low is None:  # no band (SAPO): the unused edges at 1
+        eps_low = 0.0 if spec.eps_low is None else spec.eps_low
     if eps_high is None:
-        eps_high = DAPO_EPS_HIGH if objective == "dapo" else eps_low
-    if aggregation is None:
-        aggregation = DEFAULT_AGGREGATION[objective]
+        eps_high = eps_low if spec.eps_high is None else spec.eps_high
+    tau = spec.tau or (1.0, 1.0)
     return checked_batch(
-        logp_new, logp_old, advantages, mask, objective=objective, eps_low=eps_low,
-        eps_high=eps_high, aggregation=checked_choice("aggregation", aggregation, AGGREGATIONS),
-        max_len=max_len, logp_ref=logp_ref, kl_coef=kl_coef,
+        logp_new, logp_old, advantages, mask, objective=spec.name, per_response=spec.per_response,
+        eps_low=eps_low, eps_high=eps_high, aggregation=checked_choice(
+            "aggregation", spec.aggregation if aggregation is None else aggregation, AGGREGATIONS
+        ), max_len=max_len, logp_ref=logp_ref, kl_coef=kl_coef,
+        tau=(tau[0] if tau_pos is None else tau_pos, tau[1] if tau_neg is None else tau_neg),
     )  # fmt: skip

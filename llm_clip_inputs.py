@@ -10,6 +10,7 @@ infinity among the unmasked entries).  Padding (mask False) is never read.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -38,11 +39,15 @@ class Batch(NamedTuple):
     logp_new: FloatArray
     advantages: FloatArray  # broadcast to (B, T)
     ref_gap: FloatArray  # d = logp_ref - logp_new (0 without logp_ref)
+    eps_low: float  # GMPO's band on log r: [-eps_low, eps_high]
+    eps_high: float
     lower: float  # 1 - eps_low
     upper: float  # 1 + eps_high
     aggregation: str
     denominator: IntArray  # (B,): each token of response i weighs 1 / denominator[i]
     kl_coef: float
+    tau_pos: float  # SAPO's temperatures (unused by the others)
+    tau_neg: float
 
 
 def checked_batch(
@@ -52,22 +57,29 @@ def checked_batch(
     mask: object,
     *,
     objective: str,
+    per_response: bool,
     eps_low: object,
     eps_high: object,
     aggregation: str,
     max_len: object,
     logp_ref: object,
     kl_coef: object,
+    tau: tuple[object, object] = (1.0, 1.0),
 ) -> Batch:
     """Check every input (``objective`` and ``aggregation`` are already valid names).
 
-    ``advantages=None`` means all 0 (for the clip fractions that ignore them).  GSPO needs one
-    advantage per response: a (B, T) array must be constant on each response's tokens.
+    ``advantages=None`` means all 0 (for the clip fractions that ignore them).  With
+    ``per_response`` (GSPO, GMPO) a (B, T) array must be constant on each response's tokens.
+    ``tau``: SAPO's ``(tau_pos, tau_neg)``, each positive with ``4 / tau`` finite.
     """
     low = checked_eps("eps_low", eps_low)
     high = checked_real("eps_high", eps_high)
     if high < 0:
         raise ValueError(f"eps_high must be at least 0, got {high!r}")
+    taus = [checked_real(name, t) for name, t in zip(("tau_pos", "tau_neg"), tau, strict=True)]
+    for name, t in zip(("tau_pos", "tau_neg"), taus, strict=True):
+        if not t > 4 / sys.float_info.max:  # the gate's height 4 / tau is then finite
+            raise ValueError(f"{name} must be positive (with 4/{name} finite), got {t!r}")
     coef = checked_real("kl_coef", kl_coef)
     if coef < 0:
         raise ValueError(f"kl_coef must be at least 0, got {coef!r}")
@@ -81,8 +93,8 @@ def checked_batch(
     if logp_ref is not None:
         gap = _unmasked_finite("logp_ref", _as_float_array("logp_ref", logp_ref, 2), boolean) - new
     a = np.zeros_like(new) if advantages is None else _checked_advantages(advantages, boolean)
-    if objective == "gspo":
-        _require_one_advantage_per_response(a, boolean)
+    if per_response:
+        _require_one_advantage_per_response(a, boolean, objective)
     lengths = boolean.sum(axis=1)
     count = len(lengths)
     if aggregation == "token-mean":
@@ -94,8 +106,8 @@ def checked_batch(
     else:
         denominator = np.full(count, count * checked_count("max_len", max_len, LARGEST_MAX_LEN))
     return Batch(
-        objective, boolean, lengths, new - old, new, a, gap, 1.0 - low, 1.0 + high, aggregation,
-        denominator, coef,
+        objective, boolean, lengths, new - old, new, a, gap, low, high, 1.0 - low, 1.0 + high,
+        aggregation, denominator, coef, *taus,
     )  # fmt: skip
 
 
@@ -172,11 +184,13 @@ def _checked_advantages(value: object, mask: BoolArray) -> FloatArray:
     return _unmasked_finite("advantages", array, mask)
 
 
-def _require_one_advantage_per_response(advantages: FloatArray, mask: BoolArray) -> None:
+def _require_one_advantage_per_response(
+    advantages: FloatArray, mask: BoolArray, objective: str
+) -> None:
     first = advantages[np.arange(len(mask)), np.argmax(mask, axis=1)]
     differs = (mask & (advantages != first[:, None])).any(axis=1)
     if differs.any():
         raise ValueError(
-            f"advantages[{int(np.argmax(differs))}] differs between tokens; gspo needs one "
+            f"advantages[{int(np.argmax(differs))}] differs between tokens; {objective} needs one "
             "advantage per response"
         )

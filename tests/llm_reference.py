@@ -1,8 +1,9 @@
-"""``shared/LLM_CLIP.md`` in plain Python, one response and one token at a time.
+"""``docs/contract.md`` ("llm_clip") in plain Python, one response and one token at a time.
 
 The independent implementation :mod:`llm_clip` is compared with: written from the contract's
 sentences, with the ``math`` and ``fractions`` modules only (no numpy, no code shared with the
-module).  Ratios are ``math.exp`` of the float64 log-ratio (``inf`` where it overflows); from
+module; only the defaults, aggregation and band, are read from its registry ``SPECS``).
+Ratios are ``math.exp`` of the float64 log-ratio (``inf`` where it overflows); from
 there every sum and product is exact (``Fraction``), so a test can bound the module's rounding.
 An infinite factor times a nonzero advantage is an infinity of the product's sign; times a
 zero advantage it is 0, as the contract says.
@@ -14,6 +15,11 @@ Each token's gradient is written out by the chain rule, not reused from the loss
 * GSPO: ``s_i = exp(mean_t(logp_new - logp_old))``, so ``d s_i / d logp_new_t = s_i / n_i``, and
   ``d loss / d logp_new_t = -sum_u w_u * [response i not clipped] * A_i * s_i / n_i``;
 * CISPO: the weight ``c_t = clip(r_t)`` is a constant: ``-w_t * c_t * A_t``;
+* SAPO: ``f(r) = sigmoid(tau * (r - 1)) * 4 / tau``, so ``d f(r) / d logp_new = r * f'(r) =
+  4 * r * sigmoid(x) * sigmoid(-x)`` with ``x = tau * (r - 1)``: ``-w_t * A_t`` times that;
+* GMPO: ``l'_t`` is ``min(l_t, eps_high)`` (A > 0) or ``max(l_t, -eps_low)`` (A < 0), ``l_t`` the
+  log-ratio; ``g_i = exp(mean_t l'_t)``; ``d g_i / d logp_new_t = g_i / n_i`` where ``l'_t = l_t``
+  and 0 where it was clipped, so ``-w * g_i * A_i`` or 0, as for GSPO;
 * KL: ``d (w * beta * k3) / d logp_new = w * beta * (1 - exp(d))``.
 """
 
@@ -22,6 +28,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from typing import NamedTuple
+
+from llm_clip import SPECS
 
 Number = Fraction | float  # a Fraction, or a float that is +-inf
 
@@ -59,6 +67,16 @@ def times(x: float | Fraction, a: float | Fraction) -> Number:
     return Fraction(x) * Fraction(a)
 
 
+def sigmoid(x: float) -> float:
+    return 1 / (1 + exp(-x)) if x >= 0 else exp(x) / (1 + exp(x))
+
+
+def r_times_sigmoid_of_minus(log_r: float, x: float) -> float:
+    """``r * sigmoid(-x)`` as ``exp(log r - log(1 + exp(x)))``: 0 where ``r`` overflows."""
+    softplus = x + math.log1p(exp(-x)) if x > 0 else math.log1p(exp(x))
+    return exp(log_r - softplus)
+
+
 def to_float(value: Number) -> float:
     if isinstance(value, float):
         return value
@@ -85,25 +103,23 @@ def loss_and_grad(
     mask: list[list[bool]],
     *,
     objective: str,
-    eps_low: float = 0.2,
+    eps_low: float | None = None,
     eps_high: float | None = None,
     aggregation: str | None = None,
     max_len: int | None = None,
     logp_ref: list[list[float]] | None = None,
     kl_coef: float = 0.0,
+    tau_pos: float | None = None,
+    tau_neg: float | None = None,
 ) -> Result:
     """The contract's loss and ``d loss / d logp_new`` for one batch (lists of lists)."""
+    spec = SPECS[objective]
+    eps_low = (spec.eps_low or 0.0) if eps_low is None else eps_low
     if eps_high is None:
-        eps_high = 0.28 if objective == "dapo" else eps_low
-    if aggregation is None:
-        aggregation = {
-            "ppo": "token-mean",
-            "grpo": "seq-mean-token-mean",
-            "dr_grpo": "seq-mean-token-sum-norm",
-            "dapo": "token-mean",
-            "gspo": "seq-mean-token-mean",
-            "cispo": "token-mean",
-        }[objective]
+        eps_high = eps_low if spec.eps_high is None else spec.eps_high
+    aggregation = aggregation or spec.aggregation
+    taus = spec.tau or (1.0, 1.0)
+    tau_pos, tau_neg = tau_pos or taus[0], tau_neg or taus[1]
     lower, upper = 1.0 - eps_low, 1.0 + eps_high
     batch = len(mask)
     tokens = [[t for t, kept in enumerate(row) if kept] for row in mask]
@@ -127,23 +143,44 @@ def loss_and_grad(
     near_edge = [[False] * len(row) for row in mask]
     for i, ts in enumerate(tokens):
         w = weight(i)
-        if objective == "gspo":
-            s = exp(math.fsum(logp_new[i][t] - logp_old[i][t] for t in ts) / len(ts))
+        if objective in ("gspo", "gmpo"):
             a = advantage(i, ts[0])
-            kept = min(max(s, lower), upper)
-            response_term = min(times(s, a), times(kept, a))  # on each of the response's tokens
-            clipped = (a > 0 and s > upper) or (a < 0 and s < lower)
+            log_ratios = [logp_new[i][t] - logp_old[i][t] for t in ts]
+            if objective == "gmpo":  # each log-ratio clipped on the pessimistic side
+                cut = {t: (a > 0 and lr > eps_high) or (a < 0 and lr < -eps_low)
+                       for t, lr in zip(ts, log_ratios, strict=True)}  # fmt: skip
+                log_ratios = [
+                    min(lr, eps_high) if a > 0 else max(lr, -eps_low) if a < 0 else 0.0
+                    for lr in log_ratios
+                ]
+            s = exp(math.fsum(log_ratios) / len(ts))
+            if objective == "gspo":
+                kept = min(max(s, lower), upper)
+                response_term = min(times(s, a), times(kept, a))  # on each of the response's tokens
+                clipped = (a > 0 and s > upper) or (a < 0 and s < lower)
+            else:
+                response_term, clipped = times(s, a), False
             # chain rule: d/d logp_new_t of sum_u w_u * term(s_i), with d s_i / d logp_new_t = s/n
             ds = Fraction(0) if clipped else times(s, a)  # d term / d s_i * s_i
             response_slope = ds if isinstance(ds, float) else sum(w for _ in ts) * ds / len(ts)
         for t in ts:
             a = advantage(i, t)
-            if objective == "gspo":
+            if objective in ("gspo", "gmpo"):
                 ratio, term, slope = s, response_term, response_slope
+                if objective == "gmpo" and cut[t]:
+                    slope = Fraction(0)
             else:
-                ratio = exp(logp_new[i][t] - logp_old[i][t])
+                log_ratio = logp_new[i][t] - logp_old[i][t]
+                ratio = exp(log_ratio)
                 kept = min(max(ratio, lower), upper)
-                if objective == "cispo":  # sg[clip(r)] * A * logp_new: slope sg[clip(r)] * A
+                if objective == "sapo":  # f(r) * A, slope r * f'(r) * A
+                    tau = tau_pos if a > 0 else tau_neg
+                    x = tau * (ratio - 1)
+                    gate = Fraction(sigmoid(x)) * 4 / Fraction(tau)
+                    term = times(gate, a)
+                    r_sig = Fraction(r_times_sigmoid_of_minus(log_ratio, x))
+                    slope = times(4 * Fraction(sigmoid(x)) * r_sig, a)
+                elif objective == "cispo":  # sg[clip(r)] * A * logp_new: slope sg[clip(r)] * A
                     term = times(kept, a) * Fraction(logp_new[i][t])
                     slope = times(kept, a)
                 else:
@@ -151,7 +188,10 @@ def loss_and_grad(
                     term = min(times(ratio, a), times(kept, a))
                     slope = Fraction(0) if clipped else times(ratio, a)
                 slope = slope if isinstance(slope, float) else w * slope
-            near_edge[i][t] = any(abs(ratio - edge) <= 1e-9 * edge for edge in (lower, upper))
+            has_edges = objective not in ("sapo", "gmpo")  # GMPO's are on l, computed as here
+            near_edge[i][t] = has_edges and any(
+                abs(ratio - edge) <= 1e-9 * edge for edge in (lower, upper)
+            )
             per_token = [-term if isinstance(term, float) else -w * term]
             scale += abs(to_float(per_token[0]))
             grad_parts = [-slope]

@@ -34,8 +34,9 @@ MAX_LEN = 8
 
 def kink_free_batch(seed: int = 0, batch: int = 4, length: int = 6) -> dict[str, np.ndarray]:
     """A masked batch, padding NaN, whose token and sequence ratios are at least 1e-3 (relative)
-    from the band's edges ``1 - EPS_LOW`` and ``1 + EPS_HIGH``: a finite-difference step of 1e-6
-    never crosses a kink.  Some tokens are clipped, some not, one advantage is 0."""
+    from the band's edges ``1 - EPS_LOW`` and ``1 + EPS_HIGH`` (GMPO's: ``exp(-EPS_LOW)`` and
+    ``exp(EPS_HIGH)``): a finite-difference step of 1e-6 never crosses a kink.  Some tokens are
+    clipped, some not, one advantage is 0."""
     for attempt in range(seed, seed + 1000):
         rng = np.random.default_rng(attempt)
         mask = rng.random((batch, length)) < 0.7
@@ -47,7 +48,8 @@ def kink_free_batch(seed: int = 0, batch: int = 4, length: int = 6) -> dict[str,
         log_ratio = np.where(mask, logp_new - logp_old, 0.0)
         sequence = np.exp(log_ratio.sum(axis=1) / mask.sum(axis=1))
         ratios = np.concatenate([np.exp(log_ratio[mask]), sequence])
-        gaps = np.abs(ratios[:, None] / [1 - EPS_LOW, 1 + EPS_HIGH] - 1)
+        edges = [1 - EPS_LOW, 1 + EPS_HIGH, np.exp(-EPS_LOW), np.exp(EPS_HIGH)]
+        gaps = np.abs(ratios[:, None] / edges - 1)
         if gaps.min() > 1e-3:
             break
     logp_ref = logp_new + rng.normal(0.0, 0.3, (batch, length))
@@ -72,8 +74,9 @@ def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef)
     with the ratio held fixed: ``logp_old`` moves with ``logp_new`` there.
     """
     batch = kink_free_batch()
-    options = dict(objective=objective, aggregation=aggregation, max_len=MAX_LEN,
-                   eps_low=EPS_LOW, eps_high=EPS_HIGH, kl_coef=kl_coef)  # fmt: skip
+    band = {"eps_low": EPS_LOW, "eps_high": EPS_HIGH} if llm_clip.SPECS[objective].band else {}
+    options = dict(objective=objective, aggregation=aggregation, max_len=MAX_LEN, kl_coef=kl_coef,
+                   **band)  # fmt: skip
     grad = policy_loss_grad(**batch, **options)
     step, old_moves = 1e-6, objective == "cispo"
     mask, logp_new, logp_old = batch["mask"], batch["logp_new"], batch["logp_old"]
@@ -132,8 +135,10 @@ def test_one_token_per_response_is_ppo_clip_bit_for_bit(objective, aggregation):
 # --------------------------------------------------------------------------
 
 
-def test_default_aggregations_and_dapo_clip_higher():
-    """Each objective's weights are its own aggregation's (contract table); DAPO clips at 1.28."""
+def test_default_aggregations_and_bands():
+    """Each objective's weights are its own aggregation's (contract table); r = 1.25 is clipped
+    by the default band [0.8, 1.2], not by DAPO's clip-higher 1.28, GMPO's exp(0.4) (its eps
+    bounds log r) nor SAPO, which has no band."""
     mask = np.array([[True, True, True], [True, False, False]])
     logp_old = np.zeros((2, 3))
     logp_new = np.where(mask, np.log(1.25), 0.0)  # r = 1.25: above 1.2, below 1.28
@@ -145,7 +150,7 @@ def test_default_aggregations_and_dapo_clip_higher():
     for objective in OBJECTIVES:
         b = token_breakdown(logp_new, logp_old, [1.0, 1.0], mask, objective=objective, max_len=5)
         np.testing.assert_allclose(b.weight, weights[llm_clip.DEFAULT_AGGREGATION[objective]])
-        clips = objective != "dapo"  # CISPO: its weight is clipped, its gradient kept
+        clips = objective not in ("dapo", "gmpo", "sapo")  # CISPO: its weight, its gradient kept
         assert (b.is_clipped == (mask & clips)).all(), objective
 
 
@@ -256,6 +261,15 @@ def test_clip_fractions_on_specs_batch_where_the_definitions_differ():
     # CISPO: verl counts r != clip(r) whatever A (all four); TRL only r > 1 + eps_high, A > 0
     assert llm_clip.clip_fraction_verl(*args, objective="cispo")["actor/pg_clipfrac"] == 1.0
     assert llm_clip.clip_ratio_trl(*args, objective="cispo") == {"cispo_clip_ratio": 0.25}
+    # GMPO (one token per response), |log r| = 0.41 and 0.69 above its eps 0.4: verl counts
+    # all four, split by A's sign, though the pessimistic clip switches off two; TRL has no GMPO
+    one_each = (logp_new.T, np.zeros((4, 1)), advantages[0], ONE_ROW.T)
+    assert llm_clip.clip_fraction_verl(*one_each, objective="gmpo") == {
+        "actor/pg_clipfrac": 0.5,
+        "actor/pg_clipfrac_lower": 0.5,
+    }
+    assert token_breakdown(*one_each, objective="gmpo").is_clipped.sum() == 2
+    assert llm_clip.clip_ratio_trl(*one_each, objective="gmpo") == {}
 
 
 def test_gspo_clip_fraction_counts_tokens_in_verl_and_responses_in_trl():
@@ -282,16 +296,20 @@ def test_verl_lower_fraction_counts_the_dual_clip():
 def test_at_the_first_update_nothing_is_clipped(objective):
     """Why TRL's clip_ratio is always 0 with one update per batch (TRL #3120): the policy is
     still the old one, r = 1 exactly, so no definition counts a token, and the gradient is the
-    plain policy gradient -w * A."""
+    plain policy gradient -w * A.  For SAPO, whatever its temperatures, that is f'(1) = 1, and
+    each term is f(1) * A = 2 / tau * A."""
     batch = kink_free_batch(seed=11)
-    logp = batch["logp_new"]
+    logp, a = batch["logp_new"], batch["advantages"][:, None]
     args = (logp, logp, batch["advantages"], batch["mask"])
     fractions = {**llm_clip.clip_fraction_cleanrl(logp, logp, batch["mask"]),
                  **llm_clip.clip_fraction_verl(*args, objective=objective),
                  **llm_clip.clip_ratio_trl(*args, objective=objective)}  # fmt: skip
     assert set(fractions.values()) == {0.0}
-    b = token_breakdown(*args, objective=objective, max_len=MAX_LEN)
-    np.testing.assert_allclose(b.grad, -b.weight * batch["advantages"][:, None], rtol=1e-14)
+    taus = {"tau_pos": 0.5, "tau_neg": 3.0} if objective == "sapo" else {}
+    b = token_breakdown(*args, objective=objective, max_len=MAX_LEN, **taus)
+    np.testing.assert_allclose(b.grad, -b.weight * a, rtol=1e-14)
+    if objective == "sapo":
+        np.testing.assert_allclose(b.term, 2 / np.where(a > 0, 0.5, 3.0) * a * b.mask, rtol=1e-15)
 
 
 # --------------------------------------------------------------------------
@@ -310,15 +328,25 @@ def test_overflowed_ratios_never_make_nan(objective):
     logp_old = np.array([[-900.0, np.nan], [-900.0, np.nan], [-900.0, -1.0]])
     b = token_breakdown(logp_new, logp_old, [-1.0, 0.0, 1.0], mask, objective=objective, max_len=2)
     assert not np.isnan(b.grad).any()
-    if objective == "cispo":
+    if objective in ("cispo", "sapo"):
         assert np.isfinite(b.grad).all()
         assert math.isfinite(b.loss)
+        if objective == "sapo":  # a bounded gate, whose slope vanished where r overflowed
+            assert b.grad[0, 0] == b.grad[2, 0] == 0.0
+            assert b.grad[2, 1] == -b.weight[2, 1]  # r = 1: f'(1) = 1
         return
     assert b.loss == math.inf
     assert b.grad[0, 0] == math.inf
     assert (b.grad[1] == 0).all()  # A == 0
     assert b.grad[2, 0] == 0.0  # A > 0, clipped
-    assert b.grad[2, 1] == (0.0 if objective == "gspo" else -b.weight[2, 1])  # r = 1, A = 1
+    # r = 1, A = 1; GSPO: clipped with its response; GMPO: its response's ratio exp(0.4 / 2)
+    expected = 0.0 if objective == "gspo" else -b.weight[2, 1] * b.ratio[2, 1]
+    assert b.grad[2, 1] == pytest.approx(expected, rel=1e-15)
+    if objective == "gmpo":  # eps_high beyond log(float max): A > 0's ratio overflows, -inf
+        args, wide = (logp_new, logp_old), {"objective": "gmpo", "eps_high": 800.0}
+        assert policy_loss(*args, [1.0, 0.0, 1.0], mask, **wide) == -math.inf
+        with pytest.raises(ValueError, match="undefined"):  # and A < 0's +inf beside it
+            policy_loss(*args, [-1.0, 1.0, 1.0], mask, **wide)
 
 
 def test_overflowed_k3_makes_the_loss_inf_and_its_gradient_minus_inf():
@@ -381,6 +409,10 @@ GOOD = dict(logp_new=[[-1.0, -2.0]], logp_old=[[-1.5, -2.0]], advantages=[1.0],
         ({"advantages": [1.0, 2.0]}, ValueError, "advantages has 2 entries for 1 responses"),
         ({"advantages": [True]}, TypeError, "advantages"),
         ({"advantages": [[1.0, 2.0]], "objective": "gspo"}, ValueError, "one advantage per"),
+        ({"advantages": [[1.0, 2.0]], "objective": "gmpo"}, ValueError, "gmpo needs one"),
+        ({"objective": "sapo", "eps_low": 0.1}, ValueError, "eps_low does not apply to sapo"),
+        ({"tau_pos": 1.0}, ValueError, "tau_pos does not apply to grpo"),
+        ({"objective": "sapo", "tau_neg": 0.0}, ValueError, "tau_neg must be positive"),
         ({"objective": "ppo2"}, ValueError, "objective must be one of"),
         ({"aggregation": "mean"}, ValueError, "aggregation must be one of"),
         ({"eps_low": 1.5}, ValueError, "eps_low must be between 0 and 1"),

@@ -1,7 +1,7 @@
 """Property tests: llm_clip against the independent reference, on random masked batches.
 
-The reference is :mod:`llm_reference`: ``shared/LLM_CLIP.md`` written one response and one
-token at a time in plain Python, exact from the float64 log-ratios on.  Batches mix nearby
+The reference is :mod:`llm_reference`: ``docs/contract.md`` ("llm_clip") written one response
+and one token at a time in plain Python, exact from the float64 log-ratios on.  Batches mix nearby
 log-probability pairs (ratios around the band), equal pairs (r = 1) and independent draws over
 [-1000, 0] (ratios that overflow or vanish), zero advantages, and now and then advantages so
 large that float64 overflows on the way; every objective, aggregation and KL setting; padding
@@ -25,7 +25,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import llm_clip
-from llm_clip import AGGREGATIONS, OBJECTIVES
+from llm_clip import AGGREGATIONS, OBJECTIVES, SPECS
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -65,12 +65,17 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
 
     logp_old = log_probabilities()
     logp_new = log_probabilities(logp_old)
-    per_token = objective != "gspo" and draw(st.booleans())
+    spec = SPECS[objective]
+    per_token = not spec.per_response and draw(st.booleans())
     count = size * length if per_token else size
     advantage = st.one_of(ADVANTAGE, HUGE_ADVANTAGE) if huge else ADVANTAGE
     advantages = np.array(draw(st.lists(advantage, min_size=count, max_size=count)))
     kl_coef = draw(st.sampled_from([0.0, 0.1, 1.0]))
+    band = {"eps_low": draw(st.floats(0.0, max_eps_low)), "eps_high": draw(st.floats(0.0, 2.0))}
+    tau = st.floats(0.05, 5.0)
     return {
+        **({"tau_pos": draw(tau), "tau_neg": draw(tau)} if spec.tau else {}),
+        **(band if spec.band else {"eps_low": None, "eps_high": None}),
         "logp_new": logp_new,
         "logp_old": logp_old,
         "advantages": advantages.reshape(size, length) if per_token else advantages,
@@ -78,8 +83,6 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
         "objective": objective,
         "aggregation": draw(st.sampled_from(AGGREGATIONS)),
         "max_len": draw(st.integers(1, 10)),
-        "eps_low": draw(st.floats(0.0, max_eps_low)),
-        "eps_high": draw(st.floats(0.0, 2.0)),
         "logp_ref": log_probabilities(logp_new) if kl_coef else None,
         "kl_coef": kl_coef,
     }
@@ -155,12 +158,13 @@ def test_padding_is_never_read_and_inputs_are_never_changed(batch, filler):
 
 
 @EXAMPLES
-@given(batches(objectives=("ppo", "grpo", "dr_grpo", "dapo"), huge=False, max_eps_low=0.99))
+@given(batches([k for k, s in SPECS.items() if s.parts is SPECS["ppo"].parts], False, 0.99))
 def test_verl_and_trl_count_the_same_tokens_where_the_ratio_is_per_token(batch):
-    """For the token-level objectives verl's ``pg_losses2 > pg_losses1`` is TRL's region (a
-    sign-aware count; verl's [-20, 20] clamp does not reach a band with eps_low <= 0.99), and
-    CleanRL's sign-blind count is at least as large.  Not where ``A * r`` overflows: both of
-    verl's products are then ``-inf`` and it counts no token, though the gradient is zeroed."""
+    """For the objectives of PPO's per-token clip verl's ``pg_losses2 > pg_losses1`` is TRL's
+    region (a sign-aware count; verl's [-20, 20] clamp does not reach a band with eps_low <=
+    0.99), and CleanRL's sign-blind count is at least as large.  Not where ``A * r`` overflows:
+    both of verl's products are then ``-inf`` and it counts no token, though the gradient is
+    zeroed."""
     assume(not np.array(as_reference_edges(batch)).any())
     arrays = (batch["logp_new"], batch["logp_old"], batch["advantages"], batch["mask"])
     options = {k: batch[k] for k in ("objective", "eps_low", "eps_high")}

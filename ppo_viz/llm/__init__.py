@@ -3,7 +3,7 @@
 * :mod:`.batch`: :mod:`tiny_lm`'s answers to "count from a to b" and the policy at each update;
 * :mod:`.tokens`: the heat map of each token's push under an objective (:class:`TokenPushExplorer`);
 * :mod:`.apps`: length bias under the three aggregations, and the three clip fractions;
-* :mod:`.text`: the batch's table and the KL figure.
+* :mod:`.text`: the batch's table, the objectives' table and the KL figure.
 
 Every ratio, weight, gradient and clip fraction comes from :mod:`llm_clip`.  The exercises'
 checks are in :mod:`ppo_viz.exercises.llm`.
@@ -11,7 +11,7 @@ checks are in :mod:`ppo_viz.exercises.llm`.
 
 from ppo_viz.llm.apps import ClipFractionExplorer, LengthBiasExplorer
 from ppo_viz.llm.batch import response_batch
-from ppo_viz.llm.text import batch_table, kl_gradient_bias
+from ppo_viz.llm.text import batch_table, kl_gradient_bias, objectives_table
 from ppo_viz.llm.tokens import Setting, TokenPushExplorer
 
 __all__ = [
@@ -21,5 +21,6 @@ __all__ = [
     "TokenPushExplorer",
     "batch_table",
     "kl_gradient_bias",
+    "objectives_table",
     "response_batch",
 ]

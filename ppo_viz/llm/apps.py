@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 import llm_clip
+from llm_clip import SPECS
 from ppo_viz.app import InputError, LiveFigure, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_LEN, MAX_MU, response_batch
@@ -23,12 +24,12 @@ from ppo_viz.llm.tokens import Setting, breakdown
 from ppo_viz.numbers import count, rounded
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
-#: The three aggregations, with the objectives that use each by default.
+#: The three aggregations, with the objectives that use each by default (from llm_clip.SPECS).
 AGGREGATIONS = {
-    "token-mean": "token-mean\n(PPO, DAPO, CISPO)",
-    "seq-mean-token-mean": "seq-mean-token-mean\n(GRPO, GSPO)",
-    "seq-mean-token-sum-norm": f"constant B·L, L = {MAX_LEN}\n(Dr. GRPO)",
-}
+    name: title + "\n(" + ", ".join(s.label for s in SPECS.values() if s.aggregation == name) + ")"
+    for name, title in zip(llm_clip.AGGREGATIONS, ("token-mean", "seq-mean-token-mean",
+                                                   f"constant B·L, L = {MAX_LEN}"), strict=True)
+}  # fmt: skip
 
 
 def two_answers(short: int, long: int, advantage: float) -> dict[str, np.ndarray]:

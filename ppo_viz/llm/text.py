@@ -1,6 +1,7 @@
 """Notebook 7's table of the batch and its KL figure, every number from :mod:`llm_clip`.
 
 * :func:`batch_table`: the answers, their rewards and advantages;
+* :func:`objectives_table`: each objective of ``llm_clip.SPECS``, its term, weight and band;
 * :func:`kl_gradient_bias`: k3 in the loss has a biased expected gradient (verl PR #2953).
 """
 
@@ -13,7 +14,8 @@ from matplotlib.figure import Figure
 
 import llm_clip
 from bandit import exact_kl, kl_penalty_grad, log_softmax
-from ppo_viz.llm.batch import policies, response_batch
+from ppo_viz.html import Markup, page, table
+from ppo_viz.llm.batch import MAX_LEN, policies, response_batch
 from ppo_viz.numbers import signed
 from ppo_viz.numerics.text import Demo
 from ppo_viz.style import COLORS, LINES, figure_style
@@ -32,6 +34,31 @@ def batch_table(group_size: int = 4) -> Demo:
         "A (Dr. GRPO)": [signed(a) for a in b.advantages(scale_by_std=False)],
     }
     return Demo(b, columns, [])
+
+
+#: The weight of a token of answer i under each aggregation.
+WEIGHTS = {
+    "token-mean": "1/(tokens in the batch)",
+    "seq-mean-token-mean": "1/(B·n_i), n_i the answer's tokens",
+    "seq-mean-token-sum-norm": f"1/(B·L), a constant L = {MAX_LEN}",
+}
+
+
+def objectives_table() -> Markup:
+    """Every objective of llm_clip's registry: its term, the weight of its default aggregation,
+    its default band (on r; GMPO's on log r; SAPO's temperatures), paper and trainer lines."""
+    rows = []
+    for spec in llm_clip.SPECS.values():
+        if spec.band is None:
+            band = "none; τ = {:g} if A > 0, else {:g}".format(*spec.tau)
+        else:
+            low, high = spec.eps_low, spec.eps_low if spec.eps_high is None else spec.eps_high
+            band = f"[{1 - low:g}, {1 + high:g}]" if spec.band == "ratio" else ""
+            band = band or f"[−{low:g}, {high:g}] on log r"
+        source = f"arXiv {spec.paper}; {spec.follows}"
+        rows.append((spec.label, spec.formula, WEIGHTS[spec.aggregation], band, source))
+    header = ["objective", "term", "weight w of a token", "default band", "paper; follows"]
+    return page(table(header, rows))
 
 
 #: The context of the KL figure: prompt 3→5 after "3 4 5" (previous token 6 is the digit 5).

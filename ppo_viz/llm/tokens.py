@@ -31,17 +31,10 @@ from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, 
 from ppo_viz.numbers import rounded, signed
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
-#: The choices of the two dropdowns, label to key: the objectives, and where the KL goes (k3 per
-#: token in the loss, as GRPO; each answer's k1 = log pi_old - log pi_ref summed over its tokens
-#: and taken off its reward, as PPO for RLHF).
-OBJECTIVES = {
-    "PPO": "ppo",
-    "GRPO": "grpo",
-    "Dr. GRPO": "dr_grpo",
-    "DAPO": "dapo",
-    "GSPO": "gspo",
-    "CISPO": "cispo",
-}
+#: The choices of the two dropdowns, label to key: the objectives (llm_clip's registry), and
+#: where the KL goes (k3 per token in the loss, as GRPO; each answer's k1 = log pi_old -
+#: log pi_ref summed over its tokens and taken off its reward, as PPO for RLHF).
+OBJECTIVES = {spec.label: key for key, spec in llm_clip.SPECS.items()}
 KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "reward"}
 #: Each slider's description and range (whole numbers for mu and the group size).
 SLIDERS = {
@@ -83,6 +76,8 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
     """Every token's ratio, clip decision, weight and gradient at ``s``, from llm_clip
     (:class:`~ppo_viz.app.InputError` for a setting llm_clip refuses)."""
     in_loss = s.kl_place == "loss"
+    spec = llm_clip.SPECS.get(s.objective)  # an unknown objective: llm_clip's message below
+    band = {"eps_low": s.eps_low, "eps_high": s.eps_high} if spec is None or spec.band else {}
     try:
         b = response_batch(s.group_size)
         return llm_clip.token_breakdown(
@@ -91,11 +86,10 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
             advantages(b, s),
             b.mask,
             objective=s.objective,
-            eps_low=s.eps_low,
-            eps_high=s.eps_high,
             max_len=MAX_LEN,
             logp_ref=b.logp_ref if in_loss else None,
             kl_coef=s.beta if in_loss else 0.0,
+            **band,
         )
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
@@ -267,8 +261,9 @@ class TokenPushExplorer(LiveFigure):
 
 
 def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
-    """The update, the band, what the clip switched off and the loss, in one line."""
-    name = next(label for label, key in OBJECTIVES.items() if key == s.objective)
+    """The update, the band, what the clip switched off and the loss, in one line.  GMPO's band
+    is on ``log r``; SAPO has none."""
+    spec = llm_clip.SPECS[s.objective]
     off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens switched off"
     if s.objective == "cispo":
         off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens' weights capped; none switched off"
@@ -276,6 +271,10 @@ def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
         off = f"{b.is_clipped.any(axis=1).sum()} of {len(b.mask)} answers switched off"
     steps = "no step yet: every ratio is exactly 1" if s.mu == 1 else f"after {s.mu - 1} step"
     steps += "s" if s.mu > 2 else ""
-    band = f"[{rounded(1 - s.eps_low, 3)}, {rounded(1 + s.eps_high, 3)}]"
-    details = f" at update μ = {s.mu} ({steps}) · band {band} · {off} · loss {rounded(b.loss, 4)}"
-    return tag("div", tag("b", name), details, classes="ppo")
+    band = f"band [{rounded(1 - s.eps_low, 3)}, {rounded(1 + s.eps_high, 3)}]"
+    if spec.band == "log-ratio":  # GMPO's eps bounds log r
+        band = f"band on log r [{rounded(-s.eps_low, 3)}, {rounded(s.eps_high, 3)}]"
+    elif spec.band is None:
+        band, off = "no band but a soft gate", "none switched off"
+    details = f" at update μ = {s.mu} ({steps}) · {band} · {off} · loss {rounded(b.loss, 4)}"
+    return tag("div", tag("b", spec.label), details, classes="ppo")
