@@ -44,12 +44,15 @@ from typing import Any
 
 import numpy as np
 
-from experiments.statistics import (
+from experiments import evidence
+from experiments.evidence import (
     HIGHER,
     LOWER,
     NOT_DISTINGUISHABLE,
+    SEED_SETS,
     STABLE_SHARE,
     bootstrap_interval,
+    paired,
     verdict_of,
 )
 
@@ -107,19 +110,12 @@ class Difference(Claim):
         return (self.a, self.b)
 
     def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
-        a, b = data
-        diff = np.asarray(a["scores"]) - np.asarray(b["scores"])
-        low, high = bootstrap_interval(diff)
-        return {"estimate": float(diff.mean()), "ci": [low, high], "verdict": verdict_of(low, high)}
+        found = paired(data[0]["scores"], data[1]["scores"])
+        return {"estimate": found["diff"], "ci": found["ci"], "verdict": verdict_of(found["ci"])}
 
     def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
-        diff = (np.asarray(pooled[0]["scores"]) - np.asarray(pooled[1]["scores"]))[draws]
-        mean, sd = diff.mean(axis=1), diff.std(axis=1, ddof=1)
-        half = 1.96 * sd / np.sqrt(draws.shape[1])
-        verdicts = np.full(len(draws), NOT_DISTINGUISHABLE, dtype=object)
-        verdicts[mean - half > 0] = HIGHER
-        verdicts[mean + half < 0] = LOWER
-        return verdicts
+        diff = np.asarray(pooled[0]["scores"]) - np.asarray(pooled[1]["scores"])
+        return evidence.fresh_verdicts(diff[draws])
 
 
 @dataclass(frozen=True)
@@ -549,7 +545,7 @@ def available(results: Mapping[str, Any], claim: Claim) -> bool:
 
 def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
     """One claim on each seed set the results hold, its flip chance and its status."""
-    sets = [s for s in ("discovery", "confirmation") if s in results["seed_sets"]]
+    sets = [s for s in SEED_SETS if s in results["seed_sets"]]
     data = {s: [arm_data(results, arm, s, claim) for arm in claim.arms()] for s in sets}
     entry: dict[str, Any] = {
         "key": claim.key,

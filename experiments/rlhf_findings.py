@@ -2,7 +2,7 @@
 
 Every number here comes from the per-seed values the study stores (4 significant digits), so
 anyone can recompute it from ``rlhf_study.json``.  Intervals are the percentile bootstrap 95%
-intervals of :mod:`experiments.statistics` (seeded, so the same values give the same
+intervals of :mod:`experiments.evidence` (seeded, so the same values give the same
 interval): of a mean, or of a mean paired difference over the seeds both methods ran on.  An
 interval that holds 0 reads "not distinguishable with N seeds", never "equal".
 
@@ -16,7 +16,8 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
   confirmation seeds.  A side is *confirmed* when both sets' intervals exclude 0 on that side
   (a claim confirmed on its side whose other side the discovery seeds found too is
   :data:`UNSETTLED`, not plainly reproduced);
-  :func:`replication_chance` says how often a third, fresh set would confirm it again;
+  :func:`experiments.evidence.replication_chance` says how often a third, fresh set would
+  confirm it again;
 * :func:`facts_at_one_update`: with mu = 1 the ratio is exactly 1 and nothing is clipped, so
   GRPO, GSPO and the unclipped surrogate are the same run, and so are DAPO with and without
   clip-higher and CISPO.
@@ -24,14 +25,13 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from experiments.statistics import bootstrap_interval
+from experiments.evidence import SEED_SETS, mean_interval, paired, replication_chance, sign_of
 from ppo_viz.rlhf.results import cell_of
 
 REFERENCE = "grpo"
@@ -164,31 +164,8 @@ FINDINGS = (
 
 
 # --------------------------------------------------------------------------
-# Statistics
+# Cells and best settings
 # --------------------------------------------------------------------------
-
-
-def mean_interval(values: Sequence[float]) -> dict[str, Any]:
-    """The mean of the finite values, its bootstrap interval and their number."""
-    finite = np.asarray(values, dtype=float)
-    finite = finite[np.isfinite(finite)]
-    if not finite.size:
-        return {"mean": None, "ci": None, "n": 0}
-    return {"mean": float(finite.mean()), "ci": list(bootstrap_interval(finite)), "n": finite.size}
-
-
-def paired(values: Sequence[float], reference: Sequence[float]) -> dict[str, Any]:
-    """``values - reference`` seed by seed (seeds where both are finite): the mean difference,
-    its bootstrap interval and the number of seeds."""
-    d = np.asarray(values, dtype=float) - np.asarray(reference, dtype=float)
-    d = d[np.isfinite(d)]
-    return {"diff": float(d.mean()), "ci": list(bootstrap_interval(d)), "n": d.size}
-
-
-def side(comparison: Mapping[str, Any]) -> int:
-    """+1 or -1 where the interval excludes 0 on that side, 0 where it holds 0."""
-    low, high = comparison["ci"]
-    return 1 if low > 0 else (-1 if high < 0 else 0)
 
 
 def strength(comparison: Mapping[str, Any]) -> float:
@@ -198,24 +175,6 @@ def strength(comparison: Mapping[str, Any]) -> float:
     if half > 0:
         return diff / half
     return 0.0 if diff == 0 else float(np.copysign(np.inf, diff))
-
-
-# --------------------------------------------------------------------------
-# Cells and best settings
-# --------------------------------------------------------------------------
-
-
-def replication_chance(comparison: Mapping[str, Any], sign: int) -> float:
-    """How often a fresh set of as many seeds would give an interval that excludes 0 on the
-    side ``sign``, were the true difference at the near end of this interval (a cautious
-    guess: the point estimate of a cell chosen for its strength tends to be lucky).  Normal
-    approximation: an interval is its mean plus or minus 1.96 standard errors."""
-    low, high = comparison["ci"]
-    error = (high - low) / (2 * 1.96)
-    near = low if sign > 0 else -high  # the end of the interval nearer to 0, signed
-    if error == 0:
-        return float(near > 0)
-    return 0.5 * (1 + math.erf((near / error - 1.96) / math.sqrt(2)))
 
 
 def cell_statistics(results: dict[str, Any]) -> None:
@@ -244,7 +203,7 @@ def best_settings(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for mu in results["updates"]:
             lr = best_lr(results, method, mu)
             entry = {"learning_rate": lr}
-            for seed_set in ("discovery", "confirmation"):
+            for seed_set in SEED_SETS:
                 scores = cell_of(results, seed_set, method, lr, mu)["per_seed"]["score"]
                 entry[seed_set] = mean_interval(scores)
             if method != REFERENCE and REFERENCE in results["methods"]:
@@ -300,14 +259,14 @@ def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:
     for name, sign in (("supports", finding.direction), ("against", -finding.direction)):
         i = max(range(len(places)), key=lambda k: sign * strength(found[k]))
         confirmation = compare(finding, results, places[i], "confirmation")
-        discovered = side(found[i]) == sign
+        discovered = sign_of(found[i]["ci"]) == sign
         sides[name] = {
             "where": places[i],
             "discovery": found[i],
             "confirmation": confirmation,
             "discovered": discovered,
-            "confirmed": discovered and side(confirmation) == sign,
-            "replication_chance": replication_chance(confirmation, sign),
+            "confirmed": discovered and sign_of(confirmation["ci"]) == sign,
+            "replication_chance": replication_chance(confirmation["ci"], sign),
         }
     verdicts = {
         (True, False): "reproduces",
@@ -322,8 +281,8 @@ def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:
         **asdict(finding),
         **sides,
         "discovery_sides": {
-            "supports": sum(side(f) == finding.direction for f in found),
-            "against": sum(side(f) == -finding.direction for f in found),
+            "supports": sum(sign_of(f["ci"]) == finding.direction for f in found),
+            "against": sum(sign_of(f["ci"]) == -finding.direction for f in found),
             "of": len(found),
         },
         "verdict": verdict,
@@ -343,7 +302,7 @@ def facts_at_one_update(results: Mapping[str, Any]) -> dict[str, Any]:
             identical[" = ".join(group)] = all(
                 cell_of(results, s, m, lr, 1)["per_seed"]
                 == cell_of(results, s, group[0], lr, 1)["per_seed"]
-                for s in ("discovery", "confirmation")
+                for s in SEED_SETS
                 for m in group
                 for lr in results["learning_rates"]
             )

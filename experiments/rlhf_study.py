@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+import tiny_lm
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
 from experiments.runner import (
@@ -268,11 +269,24 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "learning_rates": list(plan.learning_rates),
         "updates": list(plan.updates),
         "methods": {k: asdict(METHODS[k]) for k in plan.methods},
+        "model": model(),
         "reference_accuracy": float(right_answer_probability(reference_model()).mean()),
         "curve_iterations": list(range(CURVE_STRIDE, plan.base.iterations + 1, CURVE_STRIDE)),
         "cells": cells,
     }
     return with_statistics(results)
+
+
+def model() -> dict[str, int]:
+    """What the runs trained (:mod:`tiny_lm`): the model's hidden units, vocabulary and
+    parameters, the task's prompts and the longest response."""
+    return {
+        "hidden": tiny_lm.HIDDEN,
+        "vocabulary": tiny_lm.V,
+        "parameters": sum(p[0].size for p in reference_model().params),
+        "prompts": len(tiny_lm.PROMPTS),
+        "max_len": tiny_lm.MAX_LEN,
+    }
 
 
 def with_statistics(results: dict[str, Any]) -> dict[str, Any]:
@@ -296,7 +310,7 @@ def restated(results: Mapping[str, Any]) -> dict[str, Any]:
 #: What a run measures (everything else in the results is derived from it).
 MEASURED = (
     "command", "machine", "seconds", "cpu_seconds", "jobs", "seed_offset", "sets", "settings",
-    "learning_rates", "updates", "methods", "reference_accuracy", "curve_iterations",
+    "learning_rates", "updates", "methods", "model", "reference_accuracy", "curve_iterations",
     "resumed_cells",
 )  # fmt: skip
 CELL_MEASURED = ("set", "method", "learning_rate", "updates", "cpu_seconds", "per_seed", "curves")

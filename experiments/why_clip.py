@@ -15,7 +15,7 @@ From the repository root::
 
 What runs is :data:`FULL_PLAN`: four sweeps (:class:`experiments.study.Sweep`), each a grid
 of step sizes with everything else fixed, every method on the same seeds, each on two sets of
-seeds (:data:`experiments.study.SEED_SETS`): the claims of :mod:`experiments.claims` were
+seeds (:data:`experiments.evidence.SEED_SETS`): the claims of :mod:`experiments.claims` were
 chosen on the *discovery* set and are stated only where the *confirmation* set, as many
 seeds again that nobody had looked at, agrees.
 
@@ -71,14 +71,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bandit_loop import STEP_SIZES, BanditLoopSettings
 from experiments.cartpole_agent import CartPoleSettings
 from experiments.claims import evaluate_claims
-from experiments.report import results_markdown, write_results
+from experiments.evidence import SEED_SETS, STABLE_SHARE
 from experiments.runner import (
     ProgressBar,
     add_jobs_argument,
@@ -90,8 +90,8 @@ from experiments.runner import (
     seed_count,
     whole_number,
 )
-from experiments.statistics import STABLE_SHARE
-from experiments.study import SEED_SETS, Cell, Sweep, run_cell, summarize_sweep
+from experiments.study import Cell, Sweep, run_cell, summarize_sweep
+from experiments.why_clip_report import results_markdown, write_results
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR, RESULTS_JSON, load_results
@@ -218,7 +218,8 @@ def run_plan(
 
 
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
-    """The results as plain data (``why_clip.json``), with the claims evaluated on them."""
+    """The results as plain data (``why_clip.json``), with the claims evaluated on them: what
+    ran (the plan's sweeps with their settings, and each method as data) and what it gave."""
     sweeps = {}
     for sweep in plan.sweeps:
         by_set: dict[str, dict[str, dict[float, Any]]] = {}
@@ -237,6 +238,7 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "seed_sets": list(plan.seed_sets),
         "stable_share": STABLE_SHARE,
         "paper": PAPER_TABLE_1,
+        "methods": {k: asdict(METHODS[k]) for k in {k: 0 for s in plan.sweeps for k in s.methods}},
         "sweeps": sweeps,
     }
     return {**results, "claims": evaluate_claims(results)}
