@@ -10,12 +10,12 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
   GRPO's at the same learning rate and mu, seed by seed;
 * :func:`best_settings`: per method and mu, the learning rate with the best mean score on the
   discovery seeds, and that cell's score on the confirmation seeds, paired with GRPO's best;
-* :data:`FINDINGS`: published claims about these trainers, each a comparison of two methods
-  on one metric; :func:`evaluate` chooses, on the discovery seeds, the cell that supports the
-  claim most strongly and the one that goes most strongly against it, and checks each on the
-  confirmation seeds.  A side is *confirmed* when both sets' intervals exclude 0 on that side
-  (a claim confirmed on its side whose other side the discovery seeds found too is
-  :data:`UNSETTLED`, not plainly reproduced);
+* :data:`FINDINGS`: published claims about these trainers (a table, :data:`FINDINGS_TABLE`),
+  each a comparison of two methods on one metric; :func:`evaluate` chooses, on the discovery
+  seeds, the cell that supports the claim most strongly and the one that goes most strongly
+  against it, and checks each on the confirmation seeds.  A side is *confirmed* when both
+  sets' intervals exclude 0 on that side (a claim confirmed on its side whose other side the
+  discovery seeds found too is :data:`UNSETTLED`, not plainly reproduced);
   :func:`experiments.evidence.replication_chance` says how often a third, fresh set would
   confirm it again;
 * :func:`facts_at_one_update`: with mu = 1 the ratio is exactly 1 and nothing is clipped, so
@@ -25,8 +25,10 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,100 +69,23 @@ class Finding:
     best_vs_best: bool = False
 
 
-FINDINGS = (
-    Finding(
-        "clip_higher_entropy",
-        "DAPO (arXiv 2503.14476), section 3.1 and Figure 2b",
-        "clip-higher (ε_high 0.28) keeps the policy's entropy higher than ε_high 0.2",
-        "entropy",
-        "dapo",
-        "dapo_sym",
-    ),
-    Finding(
-        "clip_higher_accuracy",
-        "DAPO (arXiv 2503.14476), Figure 2a",
-        "clip-higher (ε_high 0.28) ends with a higher accuracy than ε_high 0.2",
-        "score",
-        "dapo",
-        "dapo_sym",
-    ),
-    Finding(
-        "length_bias",
-        "Dr. GRPO (arXiv 2503.20783), section 3.1 and Figure 5",
-        "wrong responses grow longer under GRPO than under Dr. GRPO, which drops both the "
-        "per-response 1/length weight and the division by the group's std",
-        "wrong_excess",
-        "grpo",
-        "dr_grpo",
-        updates=(1, 2, 4, 8),
-    ),
-    Finding(
-        "length_bias_is_the_aggregation",
-        "Dr. GRPO (arXiv 2503.20783), section 3.1",
-        "the bias is in the aggregation: with μ = 1, where GRPO and DAPO differ only in it, "
-        "GRPO's wrong responses are longer than DAPO's (token-mean)",
-        "wrong_excess",
-        "grpo",
-        "dapo",
-        updates=(1,),
-    ),
-    Finding(
-        "dr_grpo_accuracy",
-        "Dr. GRPO (arXiv 2503.20783), Figure 5",
-        "Dr. GRPO ends with a higher accuracy than GRPO, each at its best learning rate (the "
-        "paper claims it is kept)",
-        "score",
-        "dr_grpo",
-        "grpo",
-        updates=(1, 2, 4, 8),
-        best_vs_best=True,
-    ),
-    Finding(
-        "gspo_clips_more",
-        "GSPO (arXiv 2507.18071), section 5.3 and Figure 4",
-        "GSPO clips a far larger share of tokens than GRPO",
-        "clip_fraction",
-        "gspo",
-        "grpo",
-    ),
-    Finding(
-        "gspo_stability",
-        "GSPO (arXiv 2507.18071), sections 1 and 5",
-        "GSPO stays stable where GRPO's token-level ratios do not: a higher final accuracy",
-        "score",
-        "gspo",
-        "grpo",
-    ),
-    Finding(
-        "gspo_efficiency",
-        "GSPO (arXiv 2507.18071), Figure 1",
-        "GSPO trains more efficiently than GRPO: a higher reward over training, each at its "
-        "best learning rate",
-        "reward_mean",
-        "gspo",
-        "grpo",
-        best_vs_best=True,
-    ),
-    Finding(
-        "cispo_speed",
-        "MiniMax-M1 (arXiv 2506.13585), section 3.1 and Figure 2",
-        "CISPO learns faster than DAPO: a higher reward over training, each at its best "
-        "learning rate",
-        "reward_mean",
-        "cispo",
-        "dapo",
-        best_vs_best=True,
-    ),
-    Finding(
-        "clipping_needed",
-        "PPO (arXiv 1707.06347), section 6.1 and Table 1",
-        "with several updates per batch, the clipped objective (GRPO) ends better than the "
-        "unclipped surrogate",
-        "score",
-        "grpo",
-        "unclipped",
-    ),
-)
+#: The findings' table: one published claim per row, as :class:`Finding`'s fields (``updates``
+#: separated by spaces; ``best_vs_best`` "yes" or empty).
+FINDINGS_TABLE = Path(__file__).with_name("rlhf_findings.csv")
+
+
+def read_findings(path: Path = FINDINGS_TABLE) -> tuple[Finding, ...]:
+    """The findings of a table (:data:`FINDINGS_TABLE`), in its order."""
+    with path.open(encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    for row in rows:
+        row["direction"] = int(row["direction"])
+        row["updates"] = tuple(int(mu) for mu in row["updates"].split())
+        row["best_vs_best"] = row["best_vs_best"] == "yes"
+    return tuple(Finding(**row) for row in rows)
+
+
+FINDINGS = read_findings()
 
 
 # --------------------------------------------------------------------------

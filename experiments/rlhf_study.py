@@ -192,6 +192,14 @@ QUICK_PLAN = Plan(
 )
 
 
+def plan_of(results: Mapping[str, Any]) -> Plan:
+    """The plan that made ``results``, from the settings, grid, methods and seeds they store
+    (so a committed study is re-run as it ran, whatever today's defaults)."""
+    grid = (tuple(results["methods"]), tuple(results["learning_rates"]), tuple(results["updates"]))
+    seeds = results["sets"][SETS[0]]["seeds"]
+    return Plan(*grid, TrainSettings(**results["settings"]), seeds, results["seed_offset"])
+
+
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Train one cell; per seed what :data:`PER_SEED` names, the curves, the CPU seconds."""
     started = time.process_time()

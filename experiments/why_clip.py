@@ -70,7 +70,7 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,18 @@ QUICK_PLAN = Plan(
         Sweep("cartpole", "CartPole, quick", CartPoleSettings(2048), (2.5e-3,), ("ppo",), 2),
     )
 )
+
+
+def plan_of(results: Mapping[str, Any]) -> Plan:
+    """The plan that made ``results``, from the settings, grids, methods and seeds they store
+    (so a committed study is re-run as it ran, whatever today's defaults)."""
+    sweeps = []
+    for name, sweep in results["sweeps"].items():
+        kind = CartPoleSettings if sweep["task"] == "cartpole" else BanditLoopSettings
+        stored = {k: tuple(v) if isinstance(v, list) else v for k, v in sweep["settings"].items()}
+        values, methods = tuple(sweep["values"]), tuple(sweep["methods"])
+        sweeps.append(Sweep(name, sweep["title"], kind(**stored), values, methods, sweep["seeds"]))
+    return Plan(tuple(sweeps), results["seed_offset"], tuple(results["seed_sets"]))
 
 
 def run_plan(

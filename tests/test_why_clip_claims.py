@@ -1,6 +1,6 @@
-"""The why-clip study's claims (experiments/claims.py) judged on made-up seed sets whose truth
-is known: verdicts on each set, the winner's-curse-free best step size, upper ends of stable
-ranges, flip chances, and the wording each status allows."""
+"""The why-clip study's claims (experiments/claims.py) judged on made-up seed sets whose truth is
+known: verdicts on each set, the winner's-curse-free best step size, upper ends of stable ranges,
+flip chances, and the wording each status allows."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from experiments import claims
 from experiments.claims import Arm, Difference, Interaction, Stable, UpperEnd, evaluate
+from experiments.evidence import HIGHER, LOWER, NOT_DISTINGUISHABLE
 from ppo_viz.why_clip.results import claim_tier
 
 SEEDS = 40
@@ -51,7 +52,7 @@ def made_up(methods: dict[str, tuple[list[float], list[float]]], seed: int = 0) 
 
 def test_a_clear_difference_holds_on_both_sets_and_almost_never_flips():
     results = made_up({"a": ([0.5, 0.9, 0.5], [0, 1, 0]), "b": ([0.5, 0.8, 0.5], [0, 1, 0])})
-    claim = Difference("k", "a beats b at 1", Arm("s", "a", 1.0), claims.HIGHER, Arm("s", "b", 1.0))
+    claim = Difference("k", "a beats b at 1", Arm("s", "a", 1.0), HIGHER, Arm("s", "b", 1.0))
     found = evaluate(results, claim)
     for seed_set in ("discovery", "confirmation"):
         assert found[seed_set]["verdict"] == "higher"
@@ -65,9 +66,7 @@ def test_a_clear_difference_holds_on_both_sets_and_almost_never_flips():
 def test_a_difference_of_zero_is_not_distinguishable_and_would_sometimes_flip():
     """With no true difference, a fresh set finds one about as often as the 5% level allows."""
     results = made_up({"a": ([0.5, 0.9, 0.5], [0, 1, 0]), "b": ([0.5, 0.9, 0.5], [0, 1, 0])})
-    claim = Difference(
-        "k", "a and b", Arm("s", "a", 1.0), claims.NOT_DISTINGUISHABLE, Arm("s", "b", 1.0)
-    )
+    claim = Difference("k", "a and b", Arm("s", "a", 1.0), NOT_DISTINGUISHABLE, Arm("s", "b", 1.0))
     found = evaluate(results, claim)
     assert (
         found["discovery"]["verdict"] == found["confirmation"]["verdict"] == "not distinguishable"
@@ -78,7 +77,7 @@ def test_a_difference_of_zero_is_not_distinguishable_and_would_sometimes_flip():
 
 def test_a_claim_the_confirmation_set_contradicts_is_not_stated():
     results = made_up({"a": ([0.5, 0.9, 0.5], [0, 1, 0]), "b": ([0.5, 0.9, 0.5], [0, 1, 0])})
-    claim = Difference("k", "a beats b", Arm("s", "a", 1.0), claims.HIGHER, Arm("s", "b", 1.0))
+    claim = Difference("k", "a beats b", Arm("s", "a", 1.0), HIGHER, Arm("s", "b", 1.0))
     found = evaluate(results, claim)
     assert found["status"] == claims.NOT_DISCOVERED
     results["sweeps"]["s"]["sets"]["discovery"]["methods"]["a"]["cells"][1]["scores"] = [
@@ -95,7 +94,7 @@ def test_the_best_step_size_is_the_discovery_sets_on_both_sets():
     """No winner's curse: the confirmation set scores the step size chosen on the discovery set."""
     results = made_up({"a": ([0.5, 0.9, 0.89], [0, 1, 1]), "b": ([0.5, 0.8, 0.5], [0, 1, 0])})
     chosen = results["sweeps"]["s"]["sets"]["discovery"]["methods"]["a"]["best"]["value"]
-    claim = Difference("k", "a's best beats b's", Arm("s", "a"), claims.HIGHER, Arm("s", "b"))
+    claim = Difference("k", "a's best beats b's", Arm("s", "a"), HIGHER, Arm("s", "b"))
     found = evaluate(results, claim)
     assert found["arms"][0]["value"] == chosen
     cell = next(
@@ -158,7 +157,7 @@ def test_stable_and_interaction_claims():
     assert evaluate(results, not_stable)["confirmation"]["estimate"] == 0.0
     # (a - b) - (c - d) = 0.1 - 0.3 = -0.2
     arms = [Arm("s", key, 1.0) for key in "abcd"]
-    grows = Interaction("k", "the gap grows", arms[0], claims.LOWER, arms[1], arms[2], arms[3])
+    grows = Interaction("k", "the gap grows", arms[0], LOWER, arms[1], arms[2], arms[3])
     found = evaluate(results, grows)
     assert found["confirmation"]["estimate"] == pytest.approx(-0.2, abs=0.05)
     assert found["status"] == claims.STATED

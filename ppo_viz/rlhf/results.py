@@ -38,6 +38,23 @@ def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
     return shared.load_results(path)
 
 
+def settings_lines(results: Mapping[str, Any]) -> list[str]:
+    """What the study ran with, as stored: its methods (each llm_clip objective), grid,
+    training settings, model and seeds."""
+    sets = results["sets"]
+    first = {s: sets[s]["first_seed"] for s in SEED_SETS}
+    seeds = (f"{s} {first[s]}–{first[s] + sets[s]['seeds'] - 1}" for s in SEED_SETS)
+    methods = (f"{m['label']} ({m['objective']})" for m in results["methods"].values())
+    return [
+        f"{len(results['methods'])} methods: " + ", ".join(methods),
+        "learning rates " + ", ".join(f"{lr:g}" for lr in results["learning_rates"]),
+        "μ = " + ", ".join(str(mu) for mu in results["updates"]),
+        f"training: {shared.ran_with(results['settings'])}",
+        f"model: {shared.ran_with(results['model'])}",
+        "seeds: " + ", ".join(seeds),
+    ]
+
+
 def cell_of(results: Mapping[str, Any], seed_set: str, method: str, lr: float, mu: int) -> dict:
     """The stored cell of ``method`` at learning rate ``lr`` and ``mu`` on a seed set."""
     wanted = (seed_set, method, lr, mu)

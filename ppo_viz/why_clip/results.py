@@ -92,12 +92,13 @@ def seeds_text(sweep: Mapping[str, Any], seed_set: str) -> str:
 
 def settings_lines(results: Mapping[str, Any]) -> list[str]:
     """What each sweep ran with, as stored: its settings (the bandit's arm means, CartPole's
-    budget, the epochs K), the step sizes it swept and its methods."""
+    budget, the epochs K), the step sizes it swept and its methods (``results["methods"]``:
+    each as data)."""
     return [
         f"{sweep['title']}: {ran_with(sweep['settings'])}; {sweep['swept']} in "
         + ", ".join(f"{v:g}" for v in sweep["values"])
         + "; "
-        + ", ".join(METHODS[k].label for k in sweep["methods"])
+        + ", ".join(results["methods"][k]["label"] for k in sweep["methods"])
         for sweep in results["sweeps"].values()
     ]
 

@@ -1,0 +1,238 @@
+"""Both studies' committed results (experiments/why_clip.json, experiments/rlhf_study.json) and
+the evidence they rest on (experiments/evidence.py, ppo_viz/results.py), one table of cases.
+
+* The evidence: the bootstrap is seeded; a paired difference's verdict follows its interval; a
+  difference is written as a table and as a sentence writes it; a fresh set's chance to confirm.
+* Each committed study is bound to what it ran: the cells are the grid it stores, re-derived
+  from the per-seed values they keep they give the committed files back, and its report and
+  notebook state the settings it stores, not today's defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+
+import nbformat
+import numpy as np
+import pytest
+
+from experiments import rlhf_study, why_clip
+from experiments.evidence import (
+    bootstrap_interval,
+    mean_interval,
+    paired,
+    replication_chance,
+    stable_range,
+    verdict_of,
+)
+from ppo_viz.machine import fingerprint
+from ppo_viz.results import difference, markdown
+from ppo_viz.rlhf import results as rlhf_results
+from ppo_viz.why_clip import results as why_clip_results
+
+# --------------------------------------------------------------------------
+# The evidence
+# --------------------------------------------------------------------------
+
+
+def test_the_bootstrap_is_seeded_and_refuses_what_has_no_mean():
+    a = np.random.default_rng(5).normal(1.0, 0.1, 200)
+    assert bootstrap_interval(a) == bootstrap_interval(a.copy())
+    low, high = bootstrap_interval(a)
+    assert low < a.mean() < high
+    for bad in ([1.0, np.nan], [], [[1.0]]):
+        with pytest.raises(ValueError, match="finite"):
+            bootstrap_interval(bad)
+    assert mean_interval([None, np.nan]) == {"mean": None, "ci": None, "n": 0}
+    assert stable_range([1.0, 2.0], [0.89, 0.5]) is None
+
+
+NOISE = np.random.default_rng(6).normal(0.0, 1.0, 200)
+BASE = np.random.default_rng(5).normal(1.0, 0.1, 200)
+
+
+@pytest.mark.parametrize(
+    ("values", "verdict"),
+    [
+        (BASE + 0.05, "higher"),
+        (BASE - 0.05, "lower"),
+        (BASE + NOISE - NOISE.mean(), "not distinguishable"),
+        (BASE, "not distinguishable"),
+    ],
+)
+def test_a_paired_differences_verdict_follows_its_interval(values, verdict):
+    found = paired(values, BASE)
+    assert verdict_of(found["ci"]) == verdict
+    assert found["diff"] == pytest.approx(np.mean(values - BASE), abs=1e-15)
+    assert found["n"] == BASE.size
+
+
+def test_a_paired_difference_keeps_the_seeds_both_have_and_needs_the_same_seeds():
+    assert paired([1.0, None, 3.0], [0.0, 1.0, np.nan])["n"] == 1
+    with pytest.raises(ValueError, match="same seeds"):
+        paired([1.0, 2.0], [1.0])
+
+
+@pytest.mark.parametrize(
+    ("found", "seeds", "text"),
+    [
+        ({"diff": 0.05, "ci": [0.02, 0.08]}, 20, "+0.050 [+0.020, +0.080]"),
+        ({"diff": 0.05, "ci": [0.02, 0.08]}, None, "+0.050 [+0.020, +0.080]"),
+        (
+            {"diff": 0.01, "ci": [-0.02, 0.04]},
+            20,
+            "not distinguishable with 20 seeds (+0.010 [-0.020, +0.040])",
+        ),
+        ({"diff": 0.01, "ci": [-0.02, 0.04]}, None, "+0.010 [-0.020, +0.040] n.d."),
+        ({"diff": 0.0, "ci": [0.0, 0.0]}, 20, "the same run on all 20 seeds"),
+        ({"diff": 0.0, "ci": [0.0, 0.0]}, None, "identical on every seed"),
+    ],
+)
+def test_a_difference_is_written_as_a_table_or_a_sentence_writes_it(found, seeds, text):
+    assert difference(found, seeds) == text
+
+
+def test_a_fresh_sets_chance_to_confirm_a_side():
+    """Were the true difference at the interval's near end, 1.96 standard errors from 0, a
+    fresh interval would exclude 0 half the time; 3.92 from 0, 97.5% of the time."""
+    assert replication_chance([0.196, 0.588], 1) == pytest.approx(0.5)
+    assert replication_chance([-0.588, -0.196], -1) == pytest.approx(0.5)
+    assert replication_chance([0.392, 0.784], 1) == pytest.approx(0.975, abs=1e-4)
+    assert replication_chance([1.0, 1.0], 1) == 1.0
+    assert replication_chance([-0.1, 0.3], 1) < 0.05
+
+
+# --------------------------------------------------------------------------
+# The committed studies, one table
+# --------------------------------------------------------------------------
+
+
+def why_clip_tables(results: dict) -> list:
+    tables = [why_clip_results.range_table(results, name) for name in results["sweeps"]]
+    tables += [why_clip_results.table_1(why_clip_results.one_set(results, s)) for s in SETS]
+    return [*tables, why_clip_results.claims_table(results)]
+
+
+def rlhf_tables(results: dict) -> list:
+    tables = [rlhf_results.findings_table(results)]
+    return tables + [rlhf_results.best_table(results, mu) for mu in results["updates"]]
+
+
+SETS = ("discovery", "confirmation")
+NOTEBOOKS = why_clip_results.RESULTS_DIR.parent / "notebooks"
+#: Per study: its command module, the option that writes its report again from its JSON, its
+#: files, the tables its report shows, and the notebook that reads it.
+STUDIES = {
+    "why_clip": (why_clip, "--rewrite", why_clip_results, why_clip_tables, "04_why_clip"),
+    "rlhf": (rlhf_study, "--restate", rlhf_results, rlhf_tables, "07_clipping_in_llm_training"),
+}
+
+
+@cache
+def committed(study: str) -> dict:
+    return STUDIES[study][2].load_results()
+
+
+def stored_cells(study: str) -> set[tuple]:
+    """(seed set, method, step size, more, seeds) of every committed cell."""
+    results = committed(study)
+    if study == "rlhf":
+        seeds = {s: results["sets"][s]["seeds"] for s in SETS}
+        return {
+            (c["set"], c["method"], c["learning_rate"], c["updates"], len(c["per_seed"]["score"]))
+            for c in results["cells"]
+        } | {("seeds", s, seeds[s]) for s in SETS}
+    return {
+        (s, f"{name}/{key}", c["value"], None, len(c["scores"]))
+        for name, sweep in results["sweeps"].items()
+        for s, entry in sweep["sets"].items()
+        for key, method in entry["methods"].items()
+        for c in method["cells"]
+    }
+
+
+def planned_cells(study: str) -> set[tuple]:
+    """The same, for every cell of the plan the committed results store."""
+    plan = STUDIES[study][0].plan_of(committed(study))
+    if study == "rlhf":
+        return {
+            (c.seed_set, c.method, c.settings.learning_rate, c.settings.updates, c.seeds)
+            for c in plan.cells
+        } | {("seeds", s, plan.seeds) for s in SETS}
+    return {(c.seed_set, f"{c.sweep}/{c.method}", c.value, None, c.seeds) for c in plan.cells}
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_committed_cells_are_the_grid_the_study_stores(study):
+    """Every method at every step size (and mu) of the stored grid, on both sets of seeds from
+    seed 0, each with the stored number of seeds, and no other cell."""
+    results = committed(study)
+    assert results["seed_offset"] == 0
+    assert stored_cells(study) == planned_cells(study)
+    assert results["machine"].keys() == fingerprint().keys()
+    assert {s for s, *_ in planned_cells(study)} >= set(SETS)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_rederiving_the_statistics_from_the_json_gives_the_committed_files(study, tmp_path):
+    """``--rewrite`` (notebook 4's study) and ``--restate`` (notebook 7's) derive every interval,
+    claim, table and sentence again from the per-seed values the JSON keeps: on a copy of the
+    committed JSON they give it and its report back (but the CPU time the statistics took)."""
+    command, option, files, _, _ = STUDIES[study]
+    (tmp_path / files.RESULTS_JSON.name).write_bytes(files.RESULTS_JSON.read_bytes())
+    assert command.main([option, "--output-dir", str(tmp_path)]) == 0
+
+    def timeless(text: str) -> str:
+        text = re.sub(r'"summary_cpu_seconds": \d+', "", text)
+        return re.sub(r"and \d+ s for the statistics, so about \d+", "", text)
+
+    for path in (files.RESULTS_JSON, files.RESULTS_MARKDOWN):
+        written = (tmp_path / path.name).read_text(encoding="utf-8")
+        assert timeless(written) == timeless(path.read_text(encoding="utf-8")), path.name
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_report_shows_the_tables_of_the_committed_json(study):
+    _, _, files, tables, _ = STUDIES[study]
+    text = files.RESULTS_MARKDOWN.read_text(encoding="utf-8")
+    results = committed(study)
+    for table in tables(results):
+        for line in markdown(table):
+            assert line in text
+    for field in results["machine"].values():
+        assert field in text
+    assert f"{results['cpu_seconds']}" in text
+    assert not re.search(r"\btie[sd]?\b", text, re.IGNORECASE)  # "not distinguishable"
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_committed_json_is_valid_json_without_nan(study):
+    text = STUDIES[study][2].RESULTS_JSON.read_text(encoding="utf-8")
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+
+
+def stored_values(study: str) -> list[str]:
+    """Each setting, grid point and method label the committed results store."""
+    results = committed(study)
+    if study == "rlhf":
+        settings = [results["settings"], results["model"]]
+        grid = results["learning_rates"] + results["updates"]
+    else:
+        settings = [sweep["settings"] for sweep in results["sweeps"].values()]
+        grid = [v for sweep in results["sweeps"].values() for v in sweep["values"]]
+    values = [f"{k} = {v}" for s in settings for k, v in s.items()]
+    return values + [f"{v:g}" for v in grid] + [m["label"] for m in results["methods"].values()]
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_notebook_states_what_the_study_ran_with_as_its_results_record_it(study):
+    """The notebook prints :func:`settings_lines` of the committed results: every stored
+    setting (the bandit's arm means, CartPole's budget, the model), grid point and method."""
+    notebook = nbformat.read(NOTEBOOKS / f"{STUDIES[study][4]}.ipynb", as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    assert "*settings_lines(results)" in code
+    stated = "\n".join(STUDIES[study][2].settings_lines(committed(study)))
+    for value in stored_values(study):
+        assert value in stated, value
