@@ -68,7 +68,7 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         f"minutes on {results['jobs']} cores of its own."
         + (
             f" {results['resumed_cells']} cells were resumed from an earlier session's cache: "
-            "their CPU time is counted, their wall time is not."
+            "their CPU time is counted, and so is the wall time of every session."
             if results.get("resumed_cells")
             else ""
         ),

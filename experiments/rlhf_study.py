@@ -63,10 +63,11 @@ import tiny_lm
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
 from experiments.runner import (
-    ProgressBar,
     add_jobs_argument,
-    read_cache,
-    ready_folder,
+    check_names,
+    output_folder,
+    rederive_folder,
+    run_and_write,
     run_cells,
     seed_count,
     whole_number,
@@ -164,15 +165,11 @@ class Plan:
     ) -> Plan:
         """This plan limited to some methods, learning rates and mu (none named: all); a
         ``ValueError`` naming an unknown one and the valid ones."""
-        for kind, chosen, valid in (
+        check_names(
             ("method", methods, self.methods),
             ("learning rate", learning_rates, self.learning_rates),
             ("mu", updates, self.updates),
-        ):
-            unknown = [v for v in chosen if v not in valid]
-            if unknown:
-                listed = ", ".join(f"{v:g}" if kind != "method" else v for v in valid)
-                raise ValueError(f"no {kind} is {unknown[0]!r} in the plan; choose from {listed}")
+        )
         return replace(
             self,
             methods=tuple(k for k in self.methods if not methods or k in methods),
@@ -346,15 +343,9 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     add_jobs_argument(parser)
     args = parser.parse_args(argv)
     if args.restate:
-        chosen = [
-            a for a in ("quick", "method", "learning_rate", "updates", "seeds") if getattr(args, a)
-        ]
-        if chosen or args.seed_offset:
-            parser.error("--restate takes no option but --output-dir")
-        folder = args.output_dir or RESULTS_DIR
-        if not (folder / RESULTS_JSON.name).is_file():
-            parser.error(f"--restate needs results to restate: no {folder / RESULTS_JSON.name}")
-        return None, folder, 1
+        slicing = (args.quick, args.method, args.learning_rate, args.updates, args.seeds)
+        chosen = any(slicing) or bool(args.seed_offset)
+        return None, rederive_folder(parser, "--restate", chosen, args.output_dir, RESULTS_JSON), 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -362,14 +353,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
         )
     except ValueError as error:
         parser.error(str(error))
-    if args.output_dir is not None:
-        output = args.output_dir
-    elif args.quick:
-        return plan, None, args.jobs
-    else:
-        output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
-    ready_folder(parser, output, SCRATCH_DIR)
-    return plan, output, args.jobs
+    return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,32 +362,20 @@ def main(argv: list[str] | None = None) -> int:
         write_results(restated(load_results(output / RESULTS_JSON.name)), output)
         print(f"restated the results in {output}", file=sys.stderr)
         return 0
-    cache = None if output is None else output / CACHE_NAME
-    progress = ProgressBar(plan.cells, lambda cell: cell.label())
-    started = time.perf_counter()
-    resumed = len(set(read_cache(cache)) & {cell.key for cell in plan.cells})
-    try:
-        raw = run_plan(plan, cache, jobs, run_cell, progress)
-    except KeyboardInterrupt:
-        progress.close()
-        if cache is not None:
-            print(
-                f"interrupted: the finished cells are kept in {cache}; the same command "
-                "resumes from them",
-                file=sys.stderr,
-            )
-        return 130
-    progress.close()
-    results = results_of(plan, raw, time.perf_counter() - started, jobs)
-    results["resumed_cells"] = resumed
-    if output is None:
-        print(results_markdown(results))
-        return 0
-    write_results(results, output)
-    if cache is not None:
-        cache.unlink(missing_ok=True)
-    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
-    return 0
+
+    def finish(raw: dict[str, Any], seconds: float, resumed: int) -> dict[str, Any]:
+        return {**results_of(plan, raw, seconds, jobs), "resumed_cells": resumed}
+
+    return run_and_write(
+        plan.cells,
+        output,
+        CACHE_NAME,
+        lambda cache, progress: run_plan(plan, cache, jobs, run_cell, progress),
+        lambda cell: cell.label(),
+        finish,
+        write_results,
+        results_markdown,
+    )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ estimated CPU seconds) and is run by a function of the cell that returns its raw
 plain data.  :func:`run_cells` runs the cells a cache does not hold yet, in worker processes
 that Ctrl-C stops at once, and appends each finished cell to the cache, so that the same command
 resumes where an interrupted one stopped; :class:`ProgressBar` shows how far it got.  The
-command lines share their ``--jobs``, their seed counts and how they ready the output folder.
+command lines share their ``--jobs``, their seed counts, how a slice's names are checked
+(:func:`check_names`), where they write (:func:`output_folder`, :func:`rederive_folder`) and
+how a run is run, interrupted, resumed and written (:func:`run_and_write`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 Runner = Callable[[Any], dict[str, Any]]
+Results = dict[str, Any]
 
 
 def cache_entries(path: Path | None) -> list[dict[str, Any]]:
@@ -182,3 +185,93 @@ class ProgressBar:
 
     def close(self) -> None:
         sys.stderr.write("\n")
+
+
+def check_names(*checks: tuple[str, Sequence[Any], Sequence[Any]]) -> None:
+    """Each ``(kind, chosen, valid)``: a ``ValueError`` naming the first chosen name that is
+    not valid, and the valid ones."""
+    for kind, chosen, valid in checks:
+        unknown = [name for name in chosen if name not in valid]
+        if unknown:
+            listed = ", ".join(v if isinstance(v, str) else f"{v:g}" for v in valid)
+            raise ValueError(f"no {kind} is named {unknown[0]!r}; choose from {listed}")
+
+
+def rederive_folder(
+    parser: argparse.ArgumentParser, flag: str, chosen: bool, folder: Path | None, results: Path
+) -> Path:
+    """The folder whose results ``flag`` (``--rewrite``, ``--restate``) derives again: the
+    committed ``results``' unless ``--output-dir`` names one (``folder``); the parser's error
+    if another option was ``chosen`` or the folder holds no results."""
+    if chosen:
+        parser.error(f"{flag} takes no option but --output-dir")
+    folder = folder or results.parent
+    if not (folder / results.name).is_file():
+        parser.error(f"{flag} needs results to derive again: no {folder / results.name}")
+    return folder
+
+
+def output_folder(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, full: bool, home: Path, scratch: Path
+) -> Path | None:
+    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); ``home`` for the
+    full plan; else ``scratch``.  The folder is made before any work (:func:`ready_folder`)."""
+    if args.output_dir is not None:
+        output = args.output_dir
+    elif args.quick:
+        return None
+    else:
+        output = home if full else scratch
+    return ready_folder(parser, output, scratch)
+
+
+def run_and_write(
+    cells: Sequence[Any],
+    output: Path | None,
+    cache_name: str,
+    run: Callable[[Path | None, Callable[[Any], None]], dict[str, Any]],
+    describe: Callable[[Any], str],
+    finish: Callable[[dict[str, Any], float, int], Results],
+    write: Callable[[Results, Path], None],
+    markdown: Callable[[Results], str],
+) -> int:
+    """A study's run: ``run(cache, progress)`` the cells behind a progress bar, ``finish(raw,
+    seconds, resumed)`` the results (the wall seconds of every session that ran them, the
+    cells an earlier one finished), and ``write`` them into ``output`` (``markdown`` printed
+    when there is none); 130 on Ctrl-C, the finished cells kept in the cache (``cache_name``
+    in ``output``) for the same command to resume from."""
+    cache = None if output is None else output / cache_name
+    earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
+    progress = ProgressBar(cells, describe)
+    started = time.perf_counter()
+    try:
+        raw = run(cache, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        note_wall_seconds(cache, time.perf_counter() - started)
+        print(interrupted_message(cache), file=sys.stderr)
+        return 130
+    progress.close()
+    seconds = time.perf_counter() - started
+    results = finish(raw, earlier + seconds, resumed)
+    note_wall_seconds(cache, seconds)  # kept if writing the results fails
+    if output is None:
+        print(markdown(results))
+        return 0
+    write(results, output)
+    if cache is not None:
+        cache.unlink(missing_ok=True)
+    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
+    return 0
+
+
+def interrupted_message(cache: Path | None) -> str:
+    """What an interrupted run says it kept: only a cache that exists is named."""
+    kept = len(read_cache(cache))
+    if kept:
+        cells = "1 cell" if kept == 1 else f"{kept} cells"
+        return (
+            f"interrupted: {cells} finished so far kept in {cache}; "
+            "the same command resumes from them"
+        )
+    return "interrupted before any cell finished: nothing was kept"

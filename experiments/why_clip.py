@@ -69,7 +69,6 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import argparse
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -80,12 +79,11 @@ from experiments.cartpole_agent import CartPoleSettings
 from experiments.claims import evaluate_claims
 from experiments.evidence import SEED_SETS, STABLE_SHARE
 from experiments.runner import (
-    ProgressBar,
     add_jobs_argument,
-    earlier_wall_seconds,
-    note_wall_seconds,
-    read_cache,
-    ready_folder,
+    check_names,
+    output_folder,
+    rederive_folder,
+    run_and_write,
     run_cells,
     seed_count,
     whole_number,
@@ -134,16 +132,12 @@ class Plan:
         ``ValueError`` listing the valid names for an unknown one, or when nothing is left."""
         names = tuple(sweep.name for sweep in self.sweeps)
         grid = sorted({v for sweep in self.sweeps for v in sweep.values})
-        for kind, chosen, valid in (
+        check_names(
             ("setting", settings, names),
             ("method", methods, tuple(METHODS)),
             ("value", values, grid),
             ("seed set", seed_sets, SEED_SETS),
-        ):
-            unknown = [name for name in chosen if name not in valid]
-            if unknown:
-                listed = ", ".join(f"{v:g}" if kind == "value" else str(v) for v in valid)
-                raise ValueError(f"no {kind} is named {unknown[0]!r}; choose from {listed}")
+        )
         sweeps = []
         for sweep in self.sweeps:
             kept = replace(
@@ -256,19 +250,9 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
     return {**results, "claims": evaluate_claims(results)}
 
 
-@dataclass(frozen=True)
-class Request:
-    """What the command line asks for: a plan to run (or the results to rewrite), the folder
-    to write to (None: print only) and the number of processes."""
-
-    plan: Plan
-    output: Path | None
-    jobs: int
-    rewrite: bool = False
-
-
-def parse(argv: list[str] | None) -> Request:
-    """What the arguments ask for; every mistake is refused here, before any work."""
+def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
+    """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
+    of processes the arguments ask for; every mistake is refused here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
     parser.add_argument(
@@ -295,21 +279,12 @@ def parse(argv: list[str] | None) -> Request:
     )
     add_jobs_argument(parser)
     args = parser.parse_args(argv)
+    seeds = {task: getattr(args, f"{task}_seeds") for task in ("bandit", "cartpole")}
+    seeds = {task: n for task, n in seeds.items() if n}
     if args.rewrite:
-        chosen = [
-            a for a in ("quick", "setting", "method", "value", "seed_set") if getattr(args, a)
-        ]
-        if chosen or args.bandit_seeds or args.cartpole_seeds or args.seed_offset:
-            parser.error("--rewrite runs nothing: it takes only --output-dir")
-        output = args.output_dir or RESULTS_DIR
-        if not (output / RESULTS_JSON.name).is_file():
-            parser.error(f"--rewrite: there is no {RESULTS_JSON.name} in {output}")
-        return Request(FULL_PLAN, output, args.jobs, rewrite=True)
-    seeds = {
-        task: getattr(args, f"{task}_seeds")
-        for task in ("bandit", "cartpole")
-        if getattr(args, f"{task}_seeds")
-    }
+        slicing = (args.quick, args.setting, args.method, args.value, args.seed_set, seeds)
+        chosen = any(slicing) or bool(args.seed_offset)
+        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, RESULTS_JSON), 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -317,14 +292,7 @@ def parse(argv: list[str] | None) -> Request:
         )
     except ValueError as error:
         parser.error(str(error))
-    if args.output_dir is not None:
-        output = args.output_dir
-    elif args.quick:
-        return Request(plan, None, args.jobs)
-    else:
-        output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
-    ready_folder(parser, output, SCRATCH_DIR)
-    return Request(plan, output, args.jobs)
+    return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
 
 
 def rewrite(output: Path) -> int:
@@ -337,46 +305,20 @@ def rewrite(output: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    request = parse(argv)
-    if request.rewrite:
-        return rewrite(request.output)
-    plan, output, jobs = request.plan, request.output, request.jobs
-    cache = None if output is None else output / CACHE_NAME
-    earlier = earlier_wall_seconds(cache)
+    plan, output, jobs = parse(argv)
+    if plan is None:
+        return rewrite(output)
     swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
-    progress = ProgressBar(plan.cells, lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}")
-    started = time.perf_counter()
-    try:
-        raw = run_plan(plan, cache, jobs, progress)
-    except KeyboardInterrupt:
-        progress.close()
-        note_wall_seconds(cache, time.perf_counter() - started)
-        print(interrupted_message(cache), file=sys.stderr)
-        return 130
-    progress.close()
-    seconds = time.perf_counter() - started
-    results = results_of(plan, raw, earlier + seconds, jobs)
-    note_wall_seconds(cache, seconds)  # kept if writing the results fails
-    if output is None:
-        print(results_markdown(results))
-        return 0
-    write_results(results, output)
-    if cache is not None:
-        cache.unlink(missing_ok=True)
-    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
-    return 0
-
-
-def interrupted_message(cache: Path | None) -> str:
-    """What an interrupted run says it kept: only a cache that exists is named."""
-    kept = len(read_cache(cache))
-    if kept:
-        cells = "1 cell" if kept == 1 else f"{kept} cells"
-        return (
-            f"interrupted: {cells} finished so far kept in {cache}; "
-            "the same command resumes from them"
-        )
-    return "interrupted before any cell finished: nothing was kept"
+    return run_and_write(
+        plan.cells,
+        output,
+        CACHE_NAME,
+        lambda cache, progress: run_plan(plan, cache, jobs, progress),
+        lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}",
+        lambda raw, seconds, _: results_of(plan, raw, seconds, jobs),
+        write_results,
+        results_markdown,
+    )
 
 
 if __name__ == "__main__":

@@ -86,44 +86,6 @@ def scratch(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-@pytest.mark.parametrize(
-    ("arguments", "said"),
-    [
-        (["--method", "GRPO"], "invalid choice: 'GRPO' (choose from"),
-        (["--learning-rate", "0.5"], "no learning rate is 0.5 in the plan; choose from 0.001,"),
-        (["--updates", "3"], "no mu is 3 in the plan; choose from 1, 2, 4, 8"),
-        (["--learning-rate", "fast"], "invalid float value: 'fast'"),
-        (["--seeds", "0"], "must be a whole number of at least 1, got '0'"),
-        (["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'"),
-        (["--quick", "--learning-rate", "0.03"], "no learning rate is 0.03 in the plan"),
-    ],
-)
-def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
-    arguments, said, scratch, monkeypatch, capsys
-):
-    ran = []
-    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
-    before = committed_files()
-    with pytest.raises(SystemExit) as exit_:
-        command.main(arguments)
-    assert exit_.value.code == 2
-    shown = " ".join(capsys.readouterr().err.split())
-    assert said in shown
-    if "invalid choice" in said:
-        assert all(key in shown for key in METHODS)
-    assert ran == []
-    assert not scratch.exists()
-    assert committed_files() == before
-
-
-def test_an_output_folder_that_is_a_file_is_refused(tmp_path, capsys):
-    (tmp_path / "file").write_text("mine")
-    with pytest.raises(SystemExit):
-        command.main(["--method", "grpo", "--output-dir", str(tmp_path / "file")])
-    assert "is a file, not a folder" in capsys.readouterr().err
-    assert (tmp_path / "file").read_text() == "mine"
-
-
 SLICE = ["--method", "grpo", "--method", "dr_grpo", "--learning-rate", "0.01"]
 SLICE += ["--updates", "1", "--updates", "2", "--seeds", "2", "--jobs", "1"]
 
@@ -142,30 +104,6 @@ def test_a_partial_run_writes_to_the_scratch_folder_and_the_committed_results_st
         "rlhf_study.png",
     }
     assert [f["key"] for f in written["findings"]] == ["length_bias", "dr_grpo_accuracy"]
-
-
-def test_an_interrupted_run_resumes_from_the_cells_it_finished(tmp_path, monkeypatch):
-    calls = []
-    real = command.run_cell
-
-    def interrupted(cell):
-        calls.append(cell.key)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(cell)
-
-    monkeypatch.setattr(command, "run_cell", interrupted)
-    folder = tmp_path / "resumed"
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 130
-    cache_file = folder / command.CACHE_NAME
-    assert len(cache_file.read_text().splitlines()) == 2
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 0
-    assert len(calls) == 3 + 6  # the six cells left of eight, not all eight
-    assert not cache_file.exists()
-    monkeypatch.setattr(command, "run_cell", real)
-    command.main([*SLICE, "--output-dir", str(tmp_path / "whole")])
-    resumed, whole = (load_results(p / "rlhf_study.json") for p in (folder, tmp_path / "whole"))
-    assert [c["per_seed"] for c in resumed["cells"]] == [c["per_seed"] for c in whole["cells"]]
 
 
 @pytest.mark.slow
@@ -400,17 +338,3 @@ def test_a_fresh_seed_rerun_keeps_every_firmly_confirmed_finding():
             assert sign_of(comparison["ci"]) == sign, (finding["key"], side, comparison)
             checked += 1
     assert checked >= 3
-
-
-@pytest.mark.parametrize(
-    "arguments",
-    [
-        ["--restate", "--quick"],
-        ["--restate", "--method", "grpo"],
-        ["--restate", "--seed-offset", "40"],
-    ],
-)
-def test_restate_takes_no_option_but_the_folder(arguments, capsys):
-    with pytest.raises(SystemExit):
-        command.main(arguments)
-    assert "--restate takes no option but --output-dir" in capsys.readouterr().err

@@ -27,8 +27,9 @@ from experiments.evidence import (
     stable_range,
     verdict_of,
 )
+from experiments.runner import earlier_wall_seconds, read_cache
 from ppo_viz.machine import fingerprint
-from ppo_viz.results import difference, markdown
+from ppo_viz.results import difference, load_results, markdown
 from ppo_viz.rlhf import results as rlhf_results
 from ppo_viz.why_clip import results as why_clip_results
 
@@ -236,3 +237,112 @@ def test_the_notebook_states_what_the_study_ran_with_as_its_results_record_it(st
     stated = "\n".join(STUDIES[study][2].settings_lines(committed(study)))
     for value in stored_values(study):
         assert value in stated, value
+
+
+# --------------------------------------------------------------------------
+# The commands: a slice is checked before any work, runs, resumes, never overwrites
+# --------------------------------------------------------------------------
+
+#: Per study, a slice of 8 cells (2 methods, 2 step sizes or mu, 2 seed sets) on one process.
+SLICES = {
+    "why_clip": "--setting bandit --method ppo --method unclipped --value 0.5 --value 5 "
+    "--bandit-seeds 3 --jobs 1",
+    "rlhf": "--method grpo --method dr_grpo --learning-rate 0.01 --updates 1 --updates 2 "
+    "--seeds 2 --jobs 1",
+}
+WHY_CLIP_SETTINGS = ["bandit", "cartpole", "cartpole_k1", "cartpole_k10"]
+RLHF_METHODS = ["grpo", "unclipped", "ppo", "dr_grpo", "dapo", "dapo_sym", "gspo", "cispo"]
+
+
+def committed_files() -> dict[str, bytes]:
+    folder = why_clip_results.RESULTS_DIR
+    return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("study", "arguments", "said", "listed"),
+    [
+        ("why_clip", ["--method", "PPO"], "invalid choice: 'PPO' (choose from", ["ppo_eps_0.1"]),
+        ("why_clip", ["--method", "ppo_eps_0.2"], "invalid choice: 'ppo_eps_0.2'", ["early_stop"]),
+        ("why_clip", ["--setting", "default"], "no setting is named 'default'", WHY_CLIP_SETTINGS),
+        ("why_clip", ["--value", "0.3"], "no value is named 0.3; choose from", ["0.05", "0.00025"]),
+        ("why_clip", ["--value", "fast"], "invalid float value: 'fast'", []),
+        ("why_clip", ["--seed-set", "fresh"], "no seed set is named 'fresh'", list(SETS)),
+        ("why_clip", ["--setting", "cartpole_k10", "--method", "kl_fixed_1"], "nothing to run", []),
+        ("why_clip", ["--bandit-seeds", "0"], "must be a whole number of at least 1, got '0'", []),
+        ("why_clip", ["--cartpole-seeds", "2.5"], "at least 1, got '2.5'", []),
+        ("why_clip", ["--quick", "--setting", "cartpole_k10"], "no setting is named", ["bandit"]),
+        ("why_clip", ["--rewrite", "--setting", "bandit"], "--rewrite takes no option but", []),
+        ("why_clip", ["--rewrite", "--seed-offset", "800"], "--rewrite takes no option but", []),
+        ("rlhf", ["--method", "GRPO"], "invalid choice: 'GRPO' (choose from", RLHF_METHODS),
+        ("rlhf", ["--learning-rate", "0.5"], "no learning rate is named 0.5", ["0.001", "0.05"]),
+        ("rlhf", ["--updates", "3"], "no mu is named 3; choose from 1, 2, 4, 8", []),
+        ("rlhf", ["--learning-rate", "fast"], "invalid float value: 'fast'", []),
+        ("rlhf", ["--seeds", "0"], "must be a whole number of at least 1, got '0'", []),
+        ("rlhf", ["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'", []),
+        ("rlhf", ["--quick", "--learning-rate", "0.03"], "no learning rate is named 0.03", []),
+        ("rlhf", ["--restate", "--quick"], "--restate takes no option but --output-dir", []),
+        ("rlhf", ["--restate", "--method", "grpo"], "--restate takes no option but", []),
+        ("rlhf", ["--restate", "--seed-offset", "40"], "--restate takes no option but", []),
+    ],
+)
+def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
+    study, arguments, said, listed, tmp_path, monkeypatch, capsys
+):
+    command, ran = STUDIES[study][0], []
+    monkeypatch.setattr(command, "SCRATCH_DIR", tmp_path / "scratch")
+    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
+    before = committed_files()
+    with pytest.raises(SystemExit) as exit_:
+        command.main(arguments)
+    assert exit_.value.code == 2
+    shown = " ".join(capsys.readouterr().err.split())
+    assert said in shown
+    assert all(name in shown for name in listed)  # the valid names
+    assert ran == []
+    assert not (tmp_path / "scratch").exists()
+    assert committed_files() == before
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_an_output_folder_that_is_a_file_is_refused_before_any_work(study, tmp_path, capsys):
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(SystemExit):
+        STUDIES[study][0].main([*SLICES[study].split(), "--output-dir", str(tmp_path / "file")])
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+def measured(data: object) -> object:
+    """What a run measures, but the CPU time each cell took."""
+    if isinstance(data, dict):
+        return {k: measured(v) for k, v in data.items() if k not in ("cpu_seconds", "seconds")}
+    return [measured(v) for v in data] if isinstance(data, list) else data
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_an_interrupted_run_resumes_from_the_cells_it_finished(study, tmp_path, monkeypatch):
+    command, calls = STUDIES[study][0], []
+    real = command.run_cell
+
+    def interrupted(cell):
+        calls.append(cell.key)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cell)
+
+    monkeypatch.setattr(command, "run_cell", interrupted)
+    folder, json_name = tmp_path / "resumed", STUDIES[study][2].RESULTS_JSON.name
+    assert command.main([*SLICES[study].split(), "--output-dir", str(folder)]) == 130
+    cache = folder / command.CACHE_NAME
+    assert len(read_cache(cache)) == 2
+    assert earlier_wall_seconds(cache) > 0  # the interrupted run's time counts
+    assert not (folder / json_name).exists()
+    assert command.main([*SLICES[study].split(), "--output-dir", str(folder)]) == 0
+    assert len(calls) == 3 + 6  # the six cells left of eight, not all eight
+    assert not cache.exists()
+    monkeypatch.setattr(command, "run_cell", real)
+    command.main([*SLICES[study].split(), "--output-dir", str(tmp_path / "whole")])
+    resumed, whole = (load_results(path / json_name) for path in (folder, tmp_path / "whole"))
+    for name in ("sweeps", "cells", "claims", "findings"):
+        assert measured(resumed.get(name)) == measured(whole.get(name)), name

@@ -494,58 +494,6 @@ def committed_files() -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
 
 
-@pytest.mark.parametrize(
-    ("arguments", "said"),
-    [
-        (["--method", "PPO"], "invalid choice: 'PPO' (choose from"),
-        (["--method", "ppo_eps_0.2"], "invalid choice: 'ppo_eps_0.2' (choose from"),
-        (["--setting", "default"], "no setting is named 'default'; choose from"),
-        (["--value", "0.3"], "no value is named 0.3; choose from"),
-        (["--value", "fast"], "invalid float value: 'fast'"),
-        (["--seed-set", "fresh"], "no seed set is named 'fresh'; choose from"),
-        (["--setting", "cartpole_k10", "--method", "kl_fixed_1"], "nothing to run"),
-        (["--bandit-seeds", "0"], "must be a whole number of at least 1, got '0'"),
-        (["--cartpole-seeds", "2.5"], "must be a whole number of at least 1, got '2.5'"),
-        (["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'"),
-        (["--quick", "--setting", "cartpole_k10"], "no setting is named 'cartpole_k10'"),
-        (["--rewrite", "--setting", "bandit"], "--rewrite runs nothing: it takes only"),
-    ],
-)
-def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
-    arguments, said, scratch, monkeypatch, capsys
-):
-    ran = []
-    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
-    before = committed_files()
-    with pytest.raises(SystemExit) as exit_:
-        command.main(arguments)
-    assert exit_.value.code == 2
-    shown = " ".join(capsys.readouterr().err.split())
-    assert said in shown
-    valid = {
-        "method": list(METHODS),
-        "setting": ["bandit", "cartpole", "cartpole_k1", "cartpole_k10"],
-        "value": ["0.05", "50", "0.00025"],
-        "seed set": list(SEED_SETS),
-    }
-    for kind, names in valid.items():
-        if "choose from" in said and (
-            f"no {kind} is" in said or ("invalid choice" in said and kind == "method")
-        ):
-            assert all(name in shown for name in names), kind  # the list of valid names
-    assert ran == []
-    assert not scratch.exists()
-    assert committed_files() == before
-
-
-def test_an_output_folder_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
-    (tmp_path / "file").write_text("mine")
-    with pytest.raises(SystemExit):
-        command.main(["--setting", "bandit", "--output-dir", str(tmp_path / "file")])
-    assert "is a file, not a folder" in capsys.readouterr().err
-    assert (tmp_path / "file").read_text() == "mine"
-
-
 SLICE = ["--setting", "bandit", "--method", "ppo", "--method", "unclipped", "--value", "0.5"]
 SLICE += ["--value", "5", "--bandit-seeds", "3", "--jobs", "1"]
 
@@ -589,38 +537,6 @@ def test_a_partial_run_leaves_no_stale_figure_beside_its_results(tmp_path, scrat
     assert (tmp_path / "out" / "why_clip.png").read_bytes() != first
     assert "plain PG" in (tmp_path / "out" / "RESULTS.md").read_text()
     assert not scratch.exists()
-
-
-def test_an_interrupted_run_resumes_from_the_cells_it_finished(tmp_path, monkeypatch):
-    calls = []
-    real = study.run_cell
-
-    def interrupted(cell):
-        calls.append(cell.key)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(cell)
-
-    monkeypatch.setattr(command, "run_cell", interrupted)
-    folder = tmp_path / "resumed"
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 130
-    cache = folder / command.CACHE_NAME
-    assert len(command.read_cache(cache)) == 2
-    assert command.earlier_wall_seconds(cache) > 0  # the interrupted run's time counts
-    assert not (folder / "why_clip.json").exists()
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 0
-    assert len(calls) == 3 + 6  # the six cells left (2 methods x 2 values x 2 sets), not eight
-    assert not cache.exists()
-    monkeypatch.setattr(command, "run_cell", real)
-    command.main([*SLICE, "--output-dir", str(tmp_path / "whole")])
-    resumed, whole = (load_results(path / "why_clip.json") for path in (folder, tmp_path / "whole"))
-    for results in (resumed, whole):  # each cell's CPU time is measured as it runs
-        for sweep in results["sweeps"].values():
-            for seed_set in sweep["sets"].values():
-                for entry in seed_set["methods"].values():
-                    for cell in entry["cells"]:
-                        cell.pop("cpu_seconds")
-    assert resumed["sweeps"] == whole["sweeps"]
 
 
 def test_a_computation_two_cells_share_runs_once(tmp_path, monkeypatch):
