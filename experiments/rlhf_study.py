@@ -25,18 +25,12 @@ mu = 1 and 0.12 s at mu = 8 (the committed run's cells), so a cell of 20 seeds t
 and the 384 cells about 9 minutes of CPU, under 5 minutes on two cores of its own: the whole
 grid fits the 20-minute budget, so no factor is cut.
 
-The cells run in ``--jobs`` worker processes with one BLAS thread each, behind a progress
-bar on stderr; each finished cell is appended to a cache next to the results
-(``rlhf_study.cells.jsonl``), so an interrupted run resumes where it stopped, and the cache is
-removed once the results are written.  Each cell records the CPU seconds it took.  The
-results record the machine (:func:`ppo_viz.machine.fingerprint`): a run is chaotic, so it
-reproduces exactly only on a machine with the same fingerprint, elsewhere as aggregates.
-
-``--seed-offset N`` runs on seeds ``N, N + 1, ...``: fresh ones once ``N`` is at least 40 (the
-committed study's two sets).  Every name and value is checked before any work: an unknown
-``--method``, ``--learning-rate`` or ``--updates`` is refused with the valid ones.  Only the
-full plan on seeds from 0 writes to ``experiments/``; any other run writes to
-:data:`SCRATCH_DIR` unless ``--output-dir`` names a folder.
+It runs as every study does (:mod:`experiments.runner`; its cache ``rlhf_study.cells.jsonl``,
+an unknown ``--method``, ``--learning-rate`` or ``--updates`` refused before any work, a
+partial run written to :data:`SCRATCH_DIR`).  A run is chaotic, so it reproduces exactly only
+on a machine with the recorded fingerprint, elsewhere as aggregates.  ``--seed-offset N`` runs
+on seeds ``N, N + 1, ...``: fresh ones once ``N`` is at least 40 (the committed study's two
+sets).
 """
 
 from __future__ import annotations
@@ -47,7 +41,6 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import argparse
 import json
 import sys
 import tempfile
@@ -63,14 +56,14 @@ import tiny_lm
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
 from experiments.runner import (
-    add_jobs_argument,
     check_names,
+    digits,
     output_folder,
     rederive_folder,
     run_and_write,
     run_cells,
     seed_count,
-    whole_number,
+    study_parser,
 )
 from ppo_viz.machine import fingerprint
 from ppo_viz.rlhf.results import RESULTS_DIR, RESULTS_JSON, load_results
@@ -210,11 +203,6 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     return {"per_seed": per_seed, "curves": curves, "cpu_seconds": time.process_time() - started}
 
 
-def digits(values: np.ndarray, significant: int) -> list[float | None]:
-    """Each value to ``significant`` digits, None for NaN (JSON has no NaN)."""
-    return [float(f"{v:.{significant}g}") if np.isfinite(v) else None for v in values]
-
-
 def seed_values(history: History) -> dict[str, np.ndarray]:
     """Per seed (:data:`PER_SEED`): the final exact accuracy; the mean reward over all
     iterations; over the last quarter of the iterations, the mean excess length, the wrong
@@ -303,44 +291,22 @@ def with_statistics(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def restated(results: Mapping[str, Any]) -> dict[str, Any]:
-    """Stored results with their statistics derived again from the per-seed values they keep
-    (after a change to the findings or the report; nothing is trained)."""
-    measured = {k: v for k, v in results.items() if k in MEASURED}
-    cells = [{k: v for k, v in cell.items() if k in CELL_MEASURED} for cell in results["cells"]]
-    for cell in cells:
-        cell["curves"] = {k: v for k, v in cell["curves"].items() if k in CURVE_NAMES}
-    return with_statistics({**measured, "cells": cells})
-
-
-#: What a run measures (everything else in the results is derived from it).
-MEASURED = (
-    "command", "machine", "seconds", "cpu_seconds", "jobs", "seed_offset", "sets", "settings",
-    "learning_rates", "updates", "methods", "model", "reference_accuracy", "curve_iterations",
-    "resumed_cells",
-)  # fmt: skip
-CELL_MEASURED = ("set", "method", "learning_rate", "updates", "cpu_seconds", "per_seed", "curves")
+    """Stored results with their statistics derived again, in place of the stored ones, from
+    the per-seed values they keep (after a change to the findings or the report; nothing is
+    trained)."""
+    return with_statistics({**results, "cells": [dict(cell) for cell in results["cells"]]})
 
 
 def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     """The plan (None for ``--restate``), the output folder (None: print only) and the number
     of processes the arguments ask for; every mistake is refused here, before any work."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="seconds; writes nothing")
-    parser.add_argument(
-        "--restate",
-        action="store_true",
-        help="derive the statistics, tables and figures again from the per-seed values of the "
-        "results in --output-dir (default: the committed ones); trains nothing",
-    )
-    parser.add_argument("--output-dir", type=Path, help="where to write the results")
+    restate = "derive the statistics, tables and figures again from the per-seed values of the "
+    restate += "results in --output-dir (default: the committed ones); trains nothing"
+    parser = study_parser(__doc__, "--restate", restate, 40)
     parser.add_argument("--method", action="append", default=[], choices=tuple(METHODS))
     parser.add_argument("--learning-rate", action="append", type=float, default=[])
     parser.add_argument("--updates", action="append", type=int, default=[], help="mu")
     parser.add_argument("--seeds", type=seed_count, help="seeds per set (default 20)")
-    parser.add_argument(
-        "--seed-offset", type=whole_number, default=0, help="first seed (40 or more: all fresh)"
-    )
-    add_jobs_argument(parser)
     args = parser.parse_args(argv)
     if args.restate:
         slicing = (args.quick, args.method, args.learning_rate, args.updates, args.seeds)

@@ -1,11 +1,21 @@
 """Running a study's cells, for :mod:`experiments.why_clip` and :mod:`experiments.rlhf_study`.
 
+Every study command runs the same way.  Its cells run in ``--jobs`` worker processes (default:
+every CPU this process may use) with one BLAS thread each, behind a progress bar on stderr,
+each recording the CPU seconds it took.  Each finished cell is appended to a cache next to the
+results, so an interrupted run resumes where it stopped; Ctrl-C stops the workers at once (a
+running cell is lost, the finished ones are kept), and the cache is removed once the results
+are written.  Every name and folder is checked before any work, an unknown name refused with
+the valid ones.  Only the full plan on seeds from 0 writes to ``experiments/``; any other run
+writes to the study's scratch folder unless ``--output-dir`` names one.  The results record
+the machine (:func:`ppo_viz.machine.fingerprint`).
+
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
 plain data.  :func:`run_cells` runs the cells a cache does not hold yet, in worker processes
 that Ctrl-C stops at once, and appends each finished cell to the cache, so that the same command
 resumes where an interrupted one stopped; :class:`ProgressBar` shows how far it got.  The
-command lines share their ``--jobs``, their seed counts, how a slice's names are checked
+command lines share their common options (:func:`study_parser`), how a slice's names are checked
 (:func:`check_names`), where they write (:func:`output_folder`, :func:`rederive_folder`) and
 how a run is run, interrupted, resumed and written (:func:`run_and_write`).
 """
@@ -14,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,10 +129,20 @@ def _run_in_worker(cell: Any) -> tuple[Any, dict[str, Any]]:
     return cell, _runner(cell)
 
 
-def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
-    """``--jobs``: worker processes, by default as many as this process may use CPUs."""
+def study_parser(doc: str, flag: str, flag_help: str, fresh_from: int) -> argparse.ArgumentParser:
+    """A study command's parser with what every study takes: ``--quick``, ``flag`` (derive the
+    statistics and the report again from the results), ``--output-dir``, ``--seed-offset``
+    (``fresh_from`` or more: seeds the committed study never used) and ``--jobs`` (worker
+    processes, by default as many as this process may use CPUs)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
+    parser.add_argument(flag, action="store_true", help=flag_help)
+    parser.add_argument("--output-dir", type=Path, help="where to write the results")
+    first = f"first seed ({fresh_from} or more: all fresh)"
+    parser.add_argument("--seed-offset", type=whole_number, default=0, help=first)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
+    return parser
 
 
 def ready_folder(parser: argparse.ArgumentParser, output: Path, scratch: Path) -> Path:
@@ -185,6 +206,11 @@ class ProgressBar:
 
     def close(self) -> None:
         sys.stderr.write("\n")
+
+
+def digits(values: Iterable[float], significant: int) -> list[float | None]:
+    """Each value to ``significant`` digits, None for NaN (JSON has no NaN)."""
+    return [float(f"{v:.{significant}g}") if math.isfinite(v) else None for v in values]
 
 
 def check_names(*checks: tuple[str, Sequence[Any], Sequence[Any]]) -> None:

@@ -45,6 +45,7 @@ from experiments.cartpole_agent import (
     score_of,
 )
 from experiments.evidence import SEED_SETS, bootstrap_interval, paired, stable_range, verdict_of
+from experiments.runner import digits
 from ppo_viz.why_clip.methods import METHODS, spread
 
 #: Success: a bandit score of at least this (0.95 of the way from uniform to the best arm),
@@ -176,9 +177,9 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         returns = spread(runs.return_curve[:, CURVE_STRIDE - 1 :: CURVE_STRIDE])
         every = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
         curves = {
-            "return_curve": [_digits(row) for row in (returns.mean, returns.low, returns.high)],
+            "return_curve": [digits(row, 3) for row in (returns.mean, returns.low, returns.high)],
             **{
-                name: [_digits(getattr(runs, name)[:, every].mean(axis=0))]
+                name: [digits(getattr(runs, name)[:, every].mean(axis=0), 3)]
                 for name in ("clip_fraction", "approx_kl")
             },
         }
@@ -302,8 +303,3 @@ def summarize_sweep(
 
 def _rounded(scores: np.ndarray) -> list[float]:
     return [round(float(s), SCORE_DECIMALS) for s in scores]
-
-
-def _digits(values: np.ndarray) -> list[float | None]:
-    """Three significant digits each (a curve for a figure), None for NaN."""
-    return [float(f"{v:.3g}") if np.isfinite(v) else None for v in values]

@@ -38,23 +38,14 @@ meaning on each set (18 of 20); the bandit is cheap, so every method runs on 400
 all: about 80 CPU minutes, 40 minutes on 2 free cores (``cpu_seconds`` in the results adds up
 what each cell took as it ran; on a machine shared with other work the wall time is longer).
 
-The cells run in ``--jobs`` worker processes (default: every CPU this process may use), with
-one BLAS thread each, behind a progress bar on stderr; the discovery set first.  Each finished
-cell is appended to a cache next to the results (``why_clip.cells.jsonl``), so an interrupted
-run resumes where it stopped; Ctrl-C stops the workers at once (a running cell is lost, the
-finished ones are kept), and the cache is removed once the results are written.  The results
-record the machine (:func:`ppo_viz.machine.fingerprint`): the bandit reproduces anywhere to
-1e-6 (its scores are kept to six decimals), CartPole exactly only on a machine with the same
-fingerprint.
-
-``--seed-offset N`` runs both sets from seed ``N`` on: seeds the committed study never used
-once ``N`` is at least its two sets together (800 on the bandit, 40 on CartPole).
-
-Every name and folder is checked before any work: an unknown ``--setting``, ``--method``,
-``--value`` or ``--seed-set`` is refused with the valid ones.  Only the full plan on seeds
-from 0 writes to ``experiments/``; any other run writes to :data:`SCRATCH_DIR` unless
-``--output-dir`` names a folder.  The three files are written together, the figure showing
-what the tables show.
+It runs as every study does (:mod:`experiments.runner`; the discovery set first, its cache
+``why_clip.cells.jsonl``, an unknown ``--setting``, ``--method``, ``--value`` or
+``--seed-set`` refused before any work, a partial run written to :data:`SCRATCH_DIR`).  The
+bandit reproduces anywhere to 1e-6 (its scores are kept to six decimals), CartPole exactly
+only on a machine with the recorded fingerprint.  ``--seed-offset N`` runs both sets from seed
+``N`` on: seeds the committed study never used once ``N`` is at least its two sets together
+(800 on the bandit, 40 on CartPole).  The three files are written together, the figure
+showing what the tables show.
 """
 
 from __future__ import annotations
@@ -66,7 +57,6 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import argparse
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -79,14 +69,13 @@ from experiments.cartpole_agent import CartPoleSettings
 from experiments.claims import evaluate_claims
 from experiments.evidence import SEED_SETS, STABLE_SHARE
 from experiments.runner import (
-    add_jobs_argument,
     check_names,
     output_folder,
     rederive_folder,
     run_and_write,
     run_cells,
     seed_count,
-    whole_number,
+    study_parser,
 )
 from experiments.study import Cell, Sweep, run_cell, summarize_sweep
 from experiments.why_clip_report import results_markdown, write_results
@@ -253,14 +242,8 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
 def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
     of processes the arguments ask for; every mistake is refused here, before any work."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
-    parser.add_argument(
-        "--rewrite",
-        action="store_true",
-        help="write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing",
-    )
-    parser.add_argument("--output-dir", type=Path, help="where to write the three files")
+    rewrite = "write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing"
+    parser = study_parser(__doc__, "--rewrite", rewrite, 800)
     names = ", ".join(sweep.name for sweep in FULL_PLAN.sweeps)
     parser.add_argument("--setting", action="append", default=[], help=f"only this: {names}")
     parser.add_argument(
@@ -274,10 +257,6 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     )
     parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell and set")
     parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell and set")
-    parser.add_argument(
-        "--seed-offset", type=whole_number, default=0, help="first seed (800 or more: all fresh)"
-    )
-    add_jobs_argument(parser)
     args = parser.parse_args(argv)
     seeds = {task: getattr(args, f"{task}_seeds") for task in ("bandit", "cartpole")}
     seeds = {task: n for task, n in seeds.items() if n}

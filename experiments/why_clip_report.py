@@ -43,27 +43,21 @@ from ppo_viz.why_clip.results import (
 )
 
 
-def sweep_table(results: Mapping[str, Any], name: str) -> Table:
+def sweep_table(results: Mapping[str, Any], name: str, paired: bool = False) -> Table:
     """Per method and step size (one seed set, :func:`one_set`): the mean score, and how many
-    seeds succeeded and collapsed."""
+    seeds succeeded and collapsed; ``paired``: the score minus PPO's (ε = 0.2), seed by seed."""
     sweep = results["sweeps"][name]
     header = ["method", *(step_text(v) for v in sweep["values"])]
     rows = [
         [METHODS[key].label]
-        + [f"{c['mean']:.3f} ({c['solved']}, {c['collapsed']})" for c in entry["cells"]]
+        + [
+            difference(c["vs_ppo"])
+            if paired
+            else f"{c['mean']:.3f} ({c['solved']}, {c['collapsed']})"
+            for c in entry["cells"]
+        ]
         for key, entry in sweep["methods"].items()
-    ]
-    return header, rows
-
-
-def paired_table(results: Mapping[str, Any], name: str) -> Table:
-    """Per method and step size (one seed set): its score minus PPO's (ε = 0.2), seed by seed."""
-    sweep = results["sweeps"][name]
-    header = ["method", *(step_text(v) for v in sweep["values"])]
-    rows = [
-        [METHODS[key].label, *(difference(c["vs_ppo"]) for c in entry["cells"])]
-        for key, entry in sweep["methods"].items()
-        if key != "ppo"
+        if not (paired and key == "ppo")
     ]
     return header, rows
 
@@ -146,6 +140,10 @@ DESIGN = [
 ]
 
 
+#: Each tier of claims (:func:`ppo_viz.why_clip.results.claim_tier`) under its heading.
+TIER_TITLES = {"Stated": "stated", "Held on both sets, not robust": "hedged", "Not stated": "other"}
+
+
 def claims_lines(results: Mapping[str, Any]) -> list[str]:
     """The claims: each with both sets' estimates, intervals and verdicts, its flip chance and
     whether it is stated."""
@@ -166,18 +164,11 @@ def claims_lines(results: Mapping[str, Any]) -> list[str]:
         "fresh sets: tendencies, given with their flip chance, not findings. The rest are not "
         "stated.",
         "",
-        "### Stated",
-        "",
-        *markdown(claims_table(results, tier="stated")),
-        "",
-        "### Held on both sets, not robust",
-        "",
-        *markdown(claims_table(results, tier="hedged")),
-        "",
-        "### Not stated",
-        "",
-        *markdown(claims_table(results, tier="other")),
-        "",
+        *(
+            line
+            for title, tier in TIER_TITLES.items()
+            for line in (f"### {title}", "", *markdown(claims_table(results, tier=tier)), "")
+        ),
     ]
 
 
@@ -199,7 +190,7 @@ def sweep_lines(results: Mapping[str, Any], name: str) -> list[str]:
         lines += [*markdown(sweep_table(view, name)), ""]
         if "ppo" in sweep["methods"] and len(sweep["methods"]) > 1:
             lines += [f"Score minus PPO's (ε = 0.2) at the same step size, {where}:", ""]
-            lines += [*markdown(paired_table(view, name)), ""]
+            lines += [*markdown(sweep_table(view, name, paired=True)), ""]
     return lines
 
 
