@@ -1,18 +1,14 @@
 """What both studies' claims rest on: two sets of seeds, seeded bootstrap intervals, paired
 differences and their verdicts, and how often a fresh set of seeds would repeat a verdict.
 
-Every study runs each cell on two sets of seeds (:data:`SEED_SETS`): a *discovery* set, on
-which its claims and best settings are chosen, and a *confirmation* set of as many fresh seeds,
-on which they are checked (so the confirmation set's numbers are free of the winner's curse:
-choosing on the seeds one scores).  Every method of a set runs on the same seeds, and a seed's
-random numbers are the same for every method (common random numbers), so two methods compare
-seed by seed (:func:`paired`): the mean of the per-seed differences, with a bootstrap 95%
-interval.  An interval that holds 0 says the two are *not distinguishable with these seeds*,
-not that they are equal.  The bootstrap draws its resamples from a fixed seed, so the same
-values always give the same interval (on any machine: the resampling uses integers only).
-
-Which comparisons a study makes is its own (:mod:`experiments.claims`,
-:mod:`experiments.rlhf_findings`); the text of these numbers is :mod:`ppo_viz.results`'s.
+Every study runs each cell on two sets of seeds (:data:`SEED_SETS`): claims and best settings
+are chosen on the *discovery* set and checked on the *confirmation* set, free of the winner's
+curse.  Every method of a set runs on the same seeds with the same random numbers, so two
+methods compare seed by seed (:func:`paired`): the mean of the per-seed differences, with a
+bootstrap 95% interval; one that holds 0 says *not distinguishable with these seeds*, not
+"equal".  The bootstrap's resamples come from a fixed seed (integers only: the same values
+give the same interval on any machine).  Which comparisons a study makes is its own
+(:mod:`experiments.claims`, :mod:`experiments.rlhf_findings`).
 """
 
 from __future__ import annotations
@@ -56,11 +52,7 @@ def bootstrap_interval(values: ArrayLike) -> tuple[float, float]:
 
 def mean_interval(values: Sequence[float | None]) -> dict[str, Any]:
     """The mean of the finite values (None: a seed without one), its bootstrap interval and
-    their number ``n``; ``mean`` and ``ci`` are None when no value is finite.
-
-    >>> mean_interval([2.0, None, 2.0])
-    {'mean': 2.0, 'ci': [2.0, 2.0], 'n': 2}
-    """
+    their number ``n``; ``mean`` and ``ci`` are None when no value is finite."""
     finite = np.asarray(values, dtype=float)
     finite = finite[np.isfinite(finite)]
     if not finite.size:
@@ -70,11 +62,7 @@ def mean_interval(values: Sequence[float | None]) -> dict[str, Any]:
 
 def paired(values: ArrayLike, reference: ArrayLike) -> dict[str, Any]:
     """``values - reference`` seed by seed, over the seeds where both are finite: the mean
-    difference ``diff``, its bootstrap interval ``ci`` and the number of seeds ``n``.
-
-    >>> paired([1.0, 2.0, None], [0.5, 1.5, 3.0])
-    {'diff': 0.5, 'ci': [0.5, 0.5], 'n': 2}
-    """
+    difference ``diff``, its bootstrap interval ``ci`` and the number of seeds ``n``."""
     a, b = np.asarray(values, dtype=np.float64), np.asarray(reference, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"paired values need the same seeds: shapes {a.shape} and {b.shape}")
@@ -91,11 +79,7 @@ def sign_of(ci: Sequence[float]) -> int:
 
 def verdict_of(ci: Sequence[float]) -> str:
     """The verdict of a difference whose 95% interval is ``ci``: :data:`HIGHER`,
-    :data:`LOWER` or :data:`NOT_DISTINGUISHABLE`.
-
-    >>> verdict_of([0.1, 0.3]), verdict_of([-0.1, 0.3])
-    ('higher', 'not distinguishable')
-    """
+    :data:`LOWER` or :data:`NOT_DISTINGUISHABLE`."""
     return (NOT_DISTINGUISHABLE, HIGHER, LOWER)[sign_of(ci)]
 
 
@@ -114,11 +98,7 @@ def replication_chance(ci: Sequence[float], sign: int) -> float:
     """How often a fresh set of as many seeds would give an interval that excludes 0 on the
     side ``sign``, were the true difference at the near end of ``ci`` (a cautious guess: the
     point estimate of a cell chosen for its strength tends to be lucky).  Normal
-    approximation: an interval is its mean plus or minus 1.96 standard errors.
-
-    >>> round(replication_chance([0.0, 0.392], 1), 3)
-    0.025
-    """
+    approximation: an interval is its mean plus or minus 1.96 standard errors."""
     low, high = ci
     error = (high - low) / (2 * Z95)
     near = low if sign > 0 else -high  # the end of the interval nearer to 0, signed

@@ -1,10 +1,9 @@
 """What the RLHF study concludes, chosen on one set of seeds and checked on another.
 
 Every number here comes from the per-seed values the study stores (4 significant digits), so
-anyone can recompute it from ``rlhf_study.json``.  Intervals are the percentile bootstrap 95%
-intervals of :mod:`experiments.evidence` (seeded, so the same values give the same
-interval): of a mean, or of a mean paired difference over the seeds both methods ran on.  An
-interval that holds 0 reads "not distinguishable with N seeds", never "equal".
+anyone can recompute it from ``rlhf_study.json``, with the intervals of
+:mod:`experiments.evidence` (of a mean, or of a mean paired difference over the seeds both
+methods ran on).
 
 * :func:`cell_statistics`: per cell, each metric's mean and interval, and the score minus
   GRPO's at the same learning rate and mu, seed by seed;

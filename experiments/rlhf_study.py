@@ -45,7 +45,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -53,11 +53,13 @@ from typing import Any
 import numpy as np
 
 import tiny_lm
+from experiments.evidence import SEED_SETS
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
 from experiments.runner import (
     check_names,
     digits,
+    kept,
     output_folder,
     rederive_folder,
     run_and_write,
@@ -76,8 +78,7 @@ CACHE_NAME = "rlhf_study.cells.jsonl"
 #: The grid: Adam's learning rate over 1.7 decades, and mu, the updates per batch.
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)
-#: The two sets of seeds, in order: each starts where the one before ends.
-SETS = ("discovery", "confirmation")
+#: Seeds per set (:data:`experiments.evidence.SEED_SETS`; each starts where the one before ends).
 SEEDS_PER_SET = 20
 #: CPU seconds of one run of 40 iterations: a fixed part and a part per update (measured).
 RUN_SECONDS, UPDATE_SECONDS = 0.027, 0.011
@@ -130,7 +131,7 @@ class Plan:
     seed_offset: int = 0
 
     def first_seed(self, seed_set: str) -> int:
-        return self.seed_offset + SETS.index(seed_set) * self.seeds
+        return self.seed_offset + SEED_SETS.index(seed_set) * self.seeds
 
     @property
     def cells(self) -> list[Cell]:
@@ -142,7 +143,7 @@ class Plan:
                 self.first_seed(seed_set),
                 self.seeds,
             )
-            for seed_set in SETS
+            for seed_set in SEED_SETS
             for method in self.methods
             for mu in self.updates
             for lr in self.learning_rates
@@ -165,11 +166,9 @@ class Plan:
         )
         return replace(
             self,
-            methods=tuple(k for k in self.methods if not methods or k in methods),
-            learning_rates=tuple(
-                v for v in self.learning_rates if not learning_rates or v in learning_rates
-            ),
-            updates=tuple(v for v in self.updates if not updates or v in updates),
+            methods=kept(self.methods, methods),
+            learning_rates=kept(self.learning_rates, learning_rates),
+            updates=kept(self.updates, updates),
             seeds=self.seeds if seeds is None else seeds,
             seed_offset=seed_offset,
         )
@@ -186,7 +185,7 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
     """The plan that made ``results``, from the settings, grid, methods and seeds they store
     (so a committed study is re-run as it ran, whatever today's defaults)."""
     grid = (tuple(results["methods"]), tuple(results["learning_rates"]), tuple(results["updates"]))
-    seeds = results["sets"][SETS[0]]["seeds"]
+    seeds = results["sets"][SEED_SETS[0]]["seeds"]
     return Plan(*grid, TrainSettings(**results["settings"]), seeds, results["seed_offset"])
 
 
@@ -220,19 +219,6 @@ def seed_values(history: History) -> dict[str, np.ndarray]:
     }
 
 
-def run_plan(
-    plan: Plan,
-    cache: Path | None,
-    jobs: int,
-    runner: Callable[[Cell], dict[str, Any]] = run_cell,
-    progress: Callable[[Cell], None] = lambda _: None,
-) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`, the
-    costliest first); return each cell's raw numbers by key."""
-    cells = sorted(plan.cells, key=lambda c: -c.cost)
-    return run_cells(cells, cache, jobs, runner, progress)
-
-
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
     """The results as plain data (``rlhf_study.json``), findings included."""
     cells = []
@@ -257,29 +243,23 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "cpu_seconds": round(sum(c["cpu_seconds"] for c in cells)),
         "jobs": jobs,
         "seed_offset": plan.seed_offset,
-        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SETS},
+        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SEED_SETS},
         "settings": base,
         "learning_rates": list(plan.learning_rates),
         "updates": list(plan.updates),
         "methods": {k: asdict(METHODS[k]) for k in plan.methods},
-        "model": model(),
+        "model": {  # what the runs trained (tiny_lm)
+            "hidden": tiny_lm.HIDDEN,
+            "vocabulary": tiny_lm.V,
+            "parameters": sum(p[0].size for p in reference_model().params),
+            "prompts": len(tiny_lm.PROMPTS),
+            "max_len": tiny_lm.MAX_LEN,
+        },
         "reference_accuracy": float(right_answer_probability(reference_model()).mean()),
         "curve_iterations": list(range(CURVE_STRIDE, plan.base.iterations + 1, CURVE_STRIDE)),
         "cells": cells,
     }
     return with_statistics(results)
-
-
-def model() -> dict[str, int]:
-    """What the runs trained (:mod:`tiny_lm`): the model's hidden units, vocabulary and
-    parameters, the task's prompts and the longest response."""
-    return {
-        "hidden": tiny_lm.HIDDEN,
-        "vocabulary": tiny_lm.V,
-        "parameters": sum(p[0].size for p in reference_model().params),
-        "prompts": len(tiny_lm.PROMPTS),
-        "max_len": tiny_lm.MAX_LEN,
-    }
 
 
 def with_statistics(results: dict[str, Any]) -> dict[str, Any]:
@@ -336,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.cells,
         output,
         CACHE_NAME,
-        lambda cache, progress: run_plan(plan, cache, jobs, run_cell, progress),
+        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
         lambda cell: cell.label(),
         finish,
         write_results,

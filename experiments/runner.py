@@ -12,12 +12,9 @@ the machine (:func:`ppo_viz.machine.fingerprint`).
 
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
-plain data.  :func:`run_cells` runs the cells a cache does not hold yet, in worker processes
-that Ctrl-C stops at once, and appends each finished cell to the cache, so that the same command
-resumes where an interrupted one stopped; :class:`ProgressBar` shows how far it got.  The
-command lines share their common options (:func:`study_parser`), how a slice's names are checked
-(:func:`check_names`), where they write (:func:`output_folder`, :func:`rederive_folder`) and
-how a run is run, interrupted, resumed and written (:func:`run_and_write`).
+plain data (:func:`run_cells`; :class:`ProgressBar`).  The commands share their options
+(:func:`study_parser`), how a slice's names are checked (:func:`check_names`), where they
+write (:func:`output_folder`, :func:`rederive_folder`) and a run (:func:`run_and_write`).
 """
 
 from __future__ import annotations
@@ -33,6 +30,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from experiments.evidence import SEED_SETS
 
 Runner = Callable[[Any], dict[str, Any]]
 Results = dict[str, Any]
@@ -77,9 +76,11 @@ def run_cells(
     runner: Runner,
     progress: Callable[[Any], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Run every cell not in ``cache`` with ``runner`` (in ``jobs`` processes, started in the
-    order given), appending each to ``cache`` as it finishes; return each key's raw numbers.
+    """Run every cell not in ``cache`` with ``runner`` (in ``jobs`` processes, started set by
+    set in the order of :data:`~experiments.evidence.SEED_SETS`, the costliest first within a
+    set), appending each to ``cache`` as it finishes; return each key's raw numbers.
     ``progress`` hears of every cell once it is done (a cached one at once)."""
+    cells = sorted(cells, key=lambda c: (SEED_SETS.index(c.seed_set), -c.cost))
     done = read_cache(cache)
     todo: dict[str, Any] = {}
     for cell in cells:
@@ -145,9 +146,16 @@ def study_parser(doc: str, flag: str, flag_help: str, fresh_from: int) -> argpar
     return parser
 
 
-def ready_folder(parser: argparse.ArgumentParser, output: Path, scratch: Path) -> Path:
-    """``output``, made if need be; a file there or a folder that cannot be made is the
-    parser's one-line error, before any work.  A run into ``scratch`` says so."""
+def output_folder(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, full: bool, home: Path, scratch: Path
+) -> Path | None:
+    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); ``home`` for the
+    full plan; else ``scratch``.  The folder is made before any work: a file there or a
+    folder that cannot be made is the parser's one-line error.  A run into ``scratch`` says
+    so."""
+    if args.output_dir is None and args.quick:
+        return None
+    output = args.output_dir or (home if full else scratch)
     if output.exists() and not output.is_dir():
         parser.error(f"--output-dir {output} is a file, not a folder")
     try:
@@ -159,18 +167,16 @@ def ready_folder(parser: argparse.ArgumentParser, output: Path, scratch: Path) -
     return output
 
 
+def whole_number(text: str, least: int = 0) -> int:
+    """A whole number, at least ``least`` (for argparse; :func:`seed_count`: at least 1)."""
+    if not text.isdigit() or int(text) < least:
+        wanted = f"a whole number of at least {least}"
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+    return int(text)
+
+
 def seed_count(text: str) -> int:
-    """A whole number of seeds, at least 1 (for argparse)."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-def whole_number(text: str) -> int:
-    """A whole number, at least 0 (for argparse)."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
-    return int(text)
+    return whole_number(text, 1)
 
 
 BAR_WIDTH = 30
@@ -213,6 +219,11 @@ def digits(values: Iterable[float], significant: int) -> list[float | None]:
     return [float(f"{v:.{significant}g}") if math.isfinite(v) else None for v in values]
 
 
+def kept(values: Sequence[Any], chosen: Sequence[Any]) -> tuple[Any, ...]:
+    """Those of ``values`` that are ``chosen`` (none chosen: all), in their order."""
+    return tuple(v for v in values if not chosen or v in chosen)
+
+
 def check_names(*checks: tuple[str, Sequence[Any], Sequence[Any]]) -> None:
     """Each ``(kind, chosen, valid)``: a ``ValueError`` naming the first chosen name that is
     not valid, and the valid ones."""
@@ -235,20 +246,6 @@ def rederive_folder(
     if not (folder / results.name).is_file():
         parser.error(f"{flag} needs results to derive again: no {folder / results.name}")
     return folder
-
-
-def output_folder(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, full: bool, home: Path, scratch: Path
-) -> Path | None:
-    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); ``home`` for the
-    full plan; else ``scratch``.  The folder is made before any work (:func:`ready_folder`)."""
-    if args.output_dir is not None:
-        output = args.output_dir
-    elif args.quick:
-        return None
-    else:
-        output = home if full else scratch
-    return ready_folder(parser, output, scratch)
 
 
 def run_and_write(
@@ -294,10 +291,9 @@ def run_and_write(
 def interrupted_message(cache: Path | None) -> str:
     """What an interrupted run says it kept: only a cache that exists is named."""
     kept = len(read_cache(cache))
-    if kept:
-        cells = "1 cell" if kept == 1 else f"{kept} cells"
-        return (
-            f"interrupted: {cells} finished so far kept in {cache}; "
-            "the same command resumes from them"
-        )
-    return "interrupted before any cell finished: nothing was kept"
+    if not kept:
+        return "interrupted before any cell finished: nothing was kept"
+    cells = "1 cell" if kept == 1 else f"{kept} cells"
+    return (
+        f"interrupted: {cells} finished so far kept in {cache}; the same command resumes from them"
+    )

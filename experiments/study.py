@@ -5,10 +5,9 @@ A :class:`Sweep` varies one step size (the bandit's ``step_size``, CartPole's
 seeds.  Each (method, step size, seed set) is a :class:`Cell`: the unit that runs in a worker,
 is cached, and is summarized (:func:`summarize_sweep`) into what ``why_clip.json`` keeps.
 
-Every sweep runs on two sets of seeds (:data:`SEED_SETS`): a *discovery* set, on which the
-claims were chosen, and a *confirmation* set of as many fresh seeds, on which a claim must hold
-again before it is stated (:mod:`experiments.claims`).  With ``n`` seeds per set and a seed
-offset ``k``, discovery uses seeds ``k .. k + n - 1`` and confirmation ``k + n .. k + 2n - 1``.
+Every sweep runs on the two sets of seeds of :mod:`experiments.evidence`: with ``n`` seeds per
+set and a seed offset ``k``, discovery uses seeds ``k .. k + n - 1`` and confirmation
+``k + n .. k + 2n - 1``.
 
 Kept per cell and set: every seed's score (to six decimals; every statistic is computed from
 these), which seeds succeeded, the mean score, the 10th and 90th percentiles over seeds, a

@@ -70,6 +70,7 @@ from experiments.claims import evaluate_claims
 from experiments.evidence import SEED_SETS, STABLE_SHARE
 from experiments.runner import (
     check_names,
+    kept,
     output_folder,
     rederive_folder,
     run_and_write,
@@ -129,18 +130,18 @@ class Plan:
         )
         sweeps = []
         for sweep in self.sweeps:
-            kept = replace(
+            n = (seeds or {}).get(sweep.task, sweep.seeds)
+            part = replace(
                 sweep,
-                methods=tuple(k for k in sweep.methods if not methods or k in methods),
-                values=tuple(v for v in sweep.values if not values or v in values),
-                seeds=(seeds or {}).get(sweep.task, sweep.seeds),
+                methods=kept(sweep.methods, methods),
+                values=kept(sweep.values, values),
+                seeds=n,
             )
-            if (not settings or sweep.name in settings) and kept.methods and kept.values:
-                sweeps.append(kept)
+            if (not settings or sweep.name in settings) and part.methods and part.values:
+                sweeps.append(part)
         if not sweeps:
             raise ValueError("nothing to run: no setting has those methods at those values")
-        kept_sets = tuple(s for s in SEED_SETS if not seed_sets or s in seed_sets)
-        return Plan(tuple(sweeps), seed_offset, kept_sets)
+        return Plan(tuple(sweeps), seed_offset, kept(SEED_SETS, seed_sets))
 
 
 #: Step sizes: the bandit's over three decades (the app's), CartPole's over 2.3 decades from
@@ -148,39 +149,27 @@ class Plan:
 LEARNING_RATES = (2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2)
 #: The methods whose epochs are swept: with and without the clip.
 EPOCH_METHODS = ("ppo", "unclipped")
+
+
+def epochs_sweep(k: int, values: tuple[float, ...]) -> Sweep:
+    """PPO and the unclipped surrogate on CartPole at ``k`` epochs per rollout, 20 + 20 seeds."""
+    settings = CartPoleSettings(epochs=k)
+    return Sweep(f"cartpole_k{k}", f"CartPole, K = {k}", settings, values, EPOCH_METHODS, 20)
+
+
 FULL_PLAN = Plan(
     (
         Sweep("bandit", "bandit, K = 20", BanditLoopSettings(), STEP_SIZES, tuple(METHODS), 400),
         Sweep("cartpole", "CartPole, K = 4", CartPoleSettings(), LEARNING_RATES, MAIN_METHODS, 20),
-        Sweep(
-            "cartpole_k1",
-            "CartPole, K = 1",
-            CartPoleSettings(epochs=1),
-            LEARNING_RATES,
-            EPOCH_METHODS,
-            20,
-        ),
-        Sweep(
-            "cartpole_k10",
-            "CartPole, K = 10",
-            CartPoleSettings(epochs=10),
-            LEARNING_RATES[:-1],
-            EPOCH_METHODS,
-            20,
-        ),
+        epochs_sweep(1, LEARNING_RATES),
+        epochs_sweep(10, LEARNING_RATES[:-1]),
     )
 )
 #: A smoke test of the command: a few seconds.
+QUICK_BANDIT = BanditLoopSettings(iterations=10)
 QUICK_PLAN = Plan(
     (
-        Sweep(
-            "bandit",
-            "bandit, quick",
-            BanditLoopSettings(iterations=10),
-            (0.5, 5.0),
-            ("ppo", "unclipped"),
-            8,
-        ),
+        Sweep("bandit", "bandit, quick", QUICK_BANDIT, (0.5, 5.0), ("ppo", "unclipped"), 8),
         Sweep("cartpole", "CartPole, quick", CartPoleSettings(2048), (2.5e-3,), ("ppo",), 2),
     )
 )
@@ -204,12 +193,10 @@ def run_plan(
     jobs: int,
     progress: Callable[[Cell], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`: the
-    discovery set first, the costliest first within a set); return each cell's raw numbers by
-    key.  A cell that computes what another does (the same key) runs once."""
-    order = {seed_set: i for i, seed_set in enumerate(plan.seed_sets)}
-    cells = sorted(plan.cells, key=lambda c: (order[c.seed_set], -c.cost))
-    return run_cells(cells, cache, jobs, run_cell, progress)
+    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`);
+    return each cell's raw numbers by key.  A cell that computes what another does (the same
+    key) runs once."""
+    return run_cells(plan.cells, cache, jobs, run_cell, progress)
 
 
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
@@ -274,19 +261,13 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
 
 
-def rewrite(output: Path) -> int:
-    """RESULTS.md, the figure and the claims again from the results in ``output``."""
-    results = load_results(output / RESULTS_JSON.name)
-    results["claims"] = evaluate_claims(results)
-    write_results(results, output)
-    print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     plan, output, jobs = parse(argv)
-    if plan is None:
-        return rewrite(output)
+    if plan is None:  # --rewrite: RESULTS.md, the figure and the claims again from the JSON
+        results = load_results(output / RESULTS_JSON.name)
+        write_results({**results, "claims": evaluate_claims(results)}, output)
+        print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
+        return 0
     swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
     return run_and_write(
         plan.cells,
