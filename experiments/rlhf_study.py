@@ -41,6 +41,7 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+import itertools
 import json
 import sys
 import tempfile
@@ -135,18 +136,16 @@ class Plan:
 
     @property
     def cells(self) -> list[Cell]:
+        grid = itertools.product(SEED_SETS, self.methods, self.updates, self.learning_rates)
         return [
             Cell(
-                seed_set,
-                method,
+                s,
+                m,
                 replace(self.base, learning_rate=lr, updates=mu),
-                self.first_seed(seed_set),
+                self.first_seed(s),
                 self.seeds,
             )
-            for seed_set in SEED_SETS
-            for method in self.methods
-            for mu in self.updates
-            for lr in self.learning_rates
+            for s, m, mu, lr in grid
         ]
 
     def sliced(

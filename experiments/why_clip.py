@@ -100,13 +100,8 @@ class Plan:
 
     @property
     def cells(self) -> list[Cell]:
-        """Every cell, the discovery set's first."""
-        return [
-            cell
-            for seed_set in self.seed_sets
-            for sweep in self.sweeps
-            for cell in sweep.cells(self.seed_offset, (seed_set,))
-        ]
+        """Every cell of every sweep and seed set."""
+        return [c for sweep in self.sweeps for c in sweep.cells(self.seed_offset, self.seed_sets)]
 
     def sliced(
         self,
@@ -131,12 +126,8 @@ class Plan:
         sweeps = []
         for sweep in self.sweeps:
             n = (seeds or {}).get(sweep.task, sweep.seeds)
-            part = replace(
-                sweep,
-                methods=kept(sweep.methods, methods),
-                values=kept(sweep.values, values),
-                seeds=n,
-            )
+            chosen = {"methods": kept(sweep.methods, methods), "values": kept(sweep.values, values)}
+            part = replace(sweep, seeds=n, **chosen)
             if (not settings or sweep.name in settings) and part.methods and part.values:
                 sweeps.append(part)
         if not sweeps:

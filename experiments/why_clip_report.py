@@ -244,8 +244,7 @@ def figure_panels(results: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
 def write_results(results: Mapping[str, Any], output: Path) -> None:
     """The three files, into ``output``: the figure first, the table last.  The full plan's
     figure is :func:`results_figure`; a partial run's shows what it ran."""
-    full = all(name in results["sweeps"] for name in ("bandit", "cartpole", "cartpole_k1"))
-    full = full and "cartpole_k10" in results["sweeps"]
+    full = {"bandit", "cartpole", "cartpole_k1", "cartpole_k10"} <= set(results["sweeps"])
     figure = results_figure(results) if full else range_figure(results, figure_panels(results))
     files = (RESULTS_JSON, RESULTS_MARKDOWN)
     text = results_markdown(results)
