@@ -1,23 +1,21 @@
-"""Both studies' committed results (experiments/why_clip.json, experiments/rlhf_study.json) and
-the evidence they rest on (experiments/evidence.py, ppo_viz/results.py), one table of cases.
-
-* The evidence: the bootstrap is seeded; a paired difference's verdict follows its interval; a
-  difference is written as a table and as a sentence writes it; a fresh set's chance to confirm.
-* Each committed study is bound to what it ran: the cells are the grid it stores, re-derived
-  from the per-seed values they keep they give the committed files back, and its report and
-  notebook state the settings it stores, not today's defaults.
-"""
+"""Both studies, one table of cases: the evidence they rest on (experiments/evidence.py,
+ppo_viz/results.py); each committed study bound to what it ran (its cells are the grid it
+stores, re-derived they give the committed files back, its notebook states what it stores, not
+today's defaults); their commands (a slice checked before any work, runs, resumes, never
+overwrites the committed files)."""
 
 from __future__ import annotations
 
 import json
 import re
 from functools import cache
+from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 
+from bandit_loop import BanditLoopSettings, run_bandit_loop
 from experiments import rlhf_study, why_clip
 from experiments.evidence import (
     bootstrap_interval,
@@ -32,13 +30,14 @@ from ppo_viz.machine import fingerprint
 from ppo_viz.results import difference, load_results, markdown
 from ppo_viz.rlhf import results as rlhf_results
 from ppo_viz.why_clip import results as why_clip_results
+from ppo_viz.why_clip.methods import METHODS
 
 # --------------------------------------------------------------------------
 # The evidence
 # --------------------------------------------------------------------------
 
 
-def test_the_bootstrap_is_seeded_and_refuses_what_has_no_mean():
+def test_the_bootstrap_is_seeded_and_pairs_only_the_seeds_both_have():
     a = np.random.default_rng(5).normal(1.0, 0.1, 200)
     assert bootstrap_interval(a) == bootstrap_interval(a.copy())
     low, high = bootstrap_interval(a)
@@ -48,6 +47,9 @@ def test_the_bootstrap_is_seeded_and_refuses_what_has_no_mean():
             bootstrap_interval(bad)
     assert mean_interval([None, np.nan]) == {"mean": None, "ci": None, "n": 0}
     assert stable_range([1.0, 2.0], [0.89, 0.5]) is None
+    assert paired([1.0, None, 3.0], [0.0, 1.0, np.nan]) == {"diff": 1.0, "ci": [1.0, 1.0], "n": 1}
+    with pytest.raises(ValueError, match="same seeds"):
+        paired([1.0, 2.0], [1.0])
 
 
 NOISE = np.random.default_rng(6).normal(0.0, 1.0, 200)
@@ -68,12 +70,6 @@ def test_a_paired_differences_verdict_follows_its_interval(values, verdict):
     assert verdict_of(found["ci"]) == verdict
     assert found["diff"] == pytest.approx(np.mean(values - BASE), abs=1e-15)
     assert found["n"] == BASE.size
-
-
-def test_a_paired_difference_keeps_the_seeds_both_have_and_needs_the_same_seeds():
-    assert paired([1.0, None, 3.0], [0.0, 1.0, np.nan])["n"] == 1
-    with pytest.raises(ValueError, match="same seeds"):
-        paired([1.0, 2.0], [1.0])
 
 
 @pytest.mark.parametrize(
@@ -140,11 +136,10 @@ def stored_cells(study: str) -> set[tuple]:
     """(seed set, method, step size, more, seeds) of every committed cell."""
     results = committed(study)
     if study == "rlhf":
-        seeds = {s: results["sets"][s]["seeds"] for s in SETS}
         return {
             (c["set"], c["method"], c["learning_rate"], c["updates"], len(c["per_seed"]["score"]))
             for c in results["cells"]
-        } | {("seeds", s, seeds[s]) for s in SETS}
+        }
     return {
         (s, f"{name}/{key}", c["value"], None, len(c["scores"]))
         for name, sweep in results["sweeps"].items()
@@ -158,10 +153,8 @@ def planned_cells(study: str) -> set[tuple]:
     """The same, for every cell of the plan the committed results store."""
     plan = STUDIES[study][0].plan_of(committed(study))
     if study == "rlhf":
-        return {
-            (c.seed_set, c.method, c.settings.learning_rate, c.settings.updates, c.seeds)
-            for c in plan.cells
-        } | {("seeds", s, plan.seeds) for s in SETS}
+        cells = ((c, c.settings) for c in plan.cells)
+        return {(c.seed_set, c.method, s.learning_rate, s.updates, c.seeds) for c, s in cells}
     return {(c.seed_set, f"{c.sweep}/{c.method}", c.value, None, c.seeds) for c in plan.cells}
 
 
@@ -195,7 +188,7 @@ def test_rederiving_the_statistics_from_the_json_gives_the_committed_files(study
 
 
 @pytest.mark.parametrize("study", STUDIES)
-def test_the_report_shows_the_tables_of_the_committed_json(study):
+def test_the_report_shows_the_tables_of_the_committed_json_which_has_no_nan(study):
     _, _, files, tables, _ = STUDIES[study]
     text = files.RESULTS_MARKDOWN.read_text(encoding="utf-8")
     results = committed(study)
@@ -206,12 +199,8 @@ def test_the_report_shows_the_tables_of_the_committed_json(study):
         assert field in text
     assert f"{results['cpu_seconds']}" in text
     assert not re.search(r"\btie[sd]?\b", text, re.IGNORECASE)  # "not distinguishable"
-
-
-@pytest.mark.parametrize("study", STUDIES)
-def test_the_committed_json_is_valid_json_without_nan(study):
-    text = STUDIES[study][2].RESULTS_JSON.read_text(encoding="utf-8")
-    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+    stored = files.RESULTS_JSON.read_text(encoding="utf-8")  # valid JSON: no NaN
+    json.loads(stored, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
 
 
 def stored_values(study: str) -> list[str]:
@@ -346,3 +335,61 @@ def test_an_interrupted_run_resumes_from_the_cells_it_finished(study, tmp_path, 
     resumed, whole = (load_results(path / json_name) for path in (folder, tmp_path / "whole"))
     for name in ("sweeps", "cells", "claims", "findings"):
         assert measured(resumed.get(name)) == measured(whole.get(name)), name
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch) -> Path:
+    """Both commands' scratch folder for partial runs, here a temporary one."""
+    for command, *_ in STUDIES.values():
+        monkeypatch.setattr(command, "SCRATCH_DIR", tmp_path / "scratch")
+    return tmp_path / "scratch"
+
+
+@pytest.mark.parametrize("study", STUDIES)
+@pytest.mark.parametrize("offset", [0, 100])
+def test_a_partial_run_writes_its_slice_to_the_scratch_folder_and_the_committed_files_stay(
+    study, offset, scratch
+):
+    command, _, files, *_ = STUDIES[study]
+    before = committed_files()
+    arguments = [*SLICES[study].split(), "--seed-offset", str(offset)]
+    assert command.main(arguments) == 0
+    assert committed_files() == before
+    written = load_results(scratch / files.RESULTS_JSON.name)
+    assert command.plan_of(written) == command.parse(arguments)[0]  # what ran, as asked
+    figures = {"why_clip.png"} if study == "why_clip" else {"rlhf_study.png"}  # no curves cell
+    names = {files.RESULTS_JSON.name, files.RESULTS_MARKDOWN.name, *figures}
+    assert {path.name for path in scratch.iterdir()} == names
+    if study == "rlhf":  # the findings whose two methods ran
+        assert [f["key"] for f in written["findings"]] == ["length_bias", "dr_grpo_accuracy"]
+        return
+    for seed_set, first in zip(SETS, (offset, offset + 3), strict=True):  # the seeds it says
+        run = run_bandit_loop(
+            METHODS["unclipped"], BanditLoopSettings(step_size=5.0), tuple(range(first, first + 3))
+        )
+        sweep = why_clip_results.one_set(written, seed_set)["sweeps"]["bandit"]
+        cell = why_clip_results.cell_at(sweep, "unclipped", 5.0)
+        assert cell["mean"] == pytest.approx(run.score.mean(), abs=1e-6)
+
+
+def test_a_partial_run_leaves_no_stale_figure_beside_its_results(tmp_path, scratch):
+    """Each run writes the figure of what it ran, next to the table of what it ran."""
+    output, first_slice = ["--output-dir", str(tmp_path / "out")], SLICES["why_clip"].split()
+    why_clip.main([*first_slice, *output])
+    first = (tmp_path / "out" / "why_clip.png").read_bytes()
+    second = [*first_slice[:-4], "--method", "plain_pg", "--bandit-seeds", "2", "--jobs", "1"]
+    why_clip.main([*second, *output])
+    assert (tmp_path / "out" / "why_clip.png").read_bytes() != first
+    assert "plain PG" in (tmp_path / "out" / "RESULTS.md").read_text()
+    assert not scratch.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_quick_run_prints_its_report_and_writes_nothing(study, scratch, capsys):
+    before = committed_files()
+    assert STUDIES[study][0].main(["--quick"]) == 0
+    shown = capsys.readouterr().out
+    assert "## Findings" in shown or "## Claims" in shown
+    assert committed_files() == before
+    assert not scratch.exists()

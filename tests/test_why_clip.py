@@ -22,7 +22,6 @@ import time
 from concurrent.futures import CancelledError, Future
 from dataclasses import replace
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -480,63 +479,6 @@ def test_rerunning_a_cartpole_slice_of_the_command_reproduces_its_committed_cell
         assert fresh["final_return"][0] == stored[0]
     else:  # chaotic: one last-bit difference changes the run; it is one draw of the same spread
         assert abs(fresh["final_return"][0] - stored.mean()) <= 3 * stored.std() + 1.0
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch) -> Path:
-    """The command's scratch folder for partial runs, here a temporary one."""
-    folder = tmp_path / "scratch"
-    monkeypatch.setattr(command, "SCRATCH_DIR", folder)
-    return folder
-
-
-def committed_files() -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
-
-
-SLICE = ["--setting", "bandit", "--method", "ppo", "--method", "unclipped", "--value", "0.5"]
-SLICE += ["--value", "5", "--bandit-seeds", "3", "--jobs", "1"]
-
-
-@pytest.mark.parametrize("more", [[], ["--seed-offset", "100"]])
-def test_a_partial_run_writes_to_the_scratch_folder_and_the_committed_results_stay(more, scratch):
-    before = committed_files()
-    assert command.main([*SLICE, *more]) == 0
-    assert committed_files() == before
-    written = load_results(scratch / "why_clip.json")
-    assert list(written["sweeps"]) == ["bandit"]
-    sweep = written["sweeps"]["bandit"]
-    assert (sweep["values"], sweep["seeds"], sweep["methods"]) == (
-        [0.5, 5.0],
-        3,
-        ["ppo", "unclipped"],
-    )
-    offset = int(more[1]) if more else 0
-    assert written["seed_offset"] == offset
-    for seed_set, first in zip(SEED_SETS, (offset, offset + 3), strict=True):
-        run = run_bandit_loop(
-            METHODS["unclipped"], BanditLoopSettings(step_size=5.0), tuple(range(first, first + 3))
-        )
-        cell = cell_at(one_set(written, seed_set)["sweeps"]["bandit"], "unclipped", 5.0)
-        assert cell["mean"] == pytest.approx(run.score.mean(), abs=1e-6)
-    assert {path.name for path in scratch.iterdir()} == {
-        "why_clip.json",
-        "RESULTS.md",
-        "why_clip.png",
-    }
-
-
-def test_a_partial_run_leaves_no_stale_figure_beside_its_results(tmp_path, scratch):
-    """Each run writes the figure of what it ran, next to the table of what it ran."""
-    output = ["--output-dir", str(tmp_path / "out")]
-    command.main([*SLICE, *output])
-    first = (tmp_path / "out" / "why_clip.png").read_bytes()
-    command.main(
-        [*SLICE[:-4], "--method", "plain_pg", "--bandit-seeds", "2", "--jobs", "1", *output]
-    )
-    assert (tmp_path / "out" / "why_clip.png").read_bytes() != first
-    assert "plain PG" in (tmp_path / "out" / "RESULTS.md").read_text()
-    assert not scratch.exists()
 
 
 def test_a_computation_two_cells_share_runs_once(tmp_path, monkeypatch):
