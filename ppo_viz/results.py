@@ -1,14 +1,9 @@
-"""The studies' committed results, read back, and the text both studies write numbers in.
-
-``python -m experiments.why_clip`` and ``python -m experiments.rlhf_study`` write their
-results as JSON into ``experiments/`` (:data:`RESULTS_DIR`); :func:`load_results` reads them.
-A study's results record what it ran (its settings, grids, methods and seeds), and
-:func:`ran_with` states them, so a notebook describes the study that ran, not today's defaults.
-A table is data (:data:`Table`: a header and rows of text) that a notebook shows
-(``ppo_viz.epochs.text.html_table``) and a study's command writes as markdown
-(:func:`markdown`).  Means carry their bootstrap 95% interval, to two significant figures of
-its width (:func:`estimate`); a paired difference whose interval holds 0 is *not
-distinguishable* with those seeds (:func:`difference`), never "equal".
+"""Both studies' committed results (JSON in :data:`RESULTS_DIR`), read back, and the text
+their numbers are written in.  Results record what the study ran (:func:`ran_with` states it,
+not today's defaults); a :data:`Table` is data a notebook shows and a command writes as
+:func:`markdown`; a mean carries its 95% interval to two significant figures of its width
+(:func:`estimate`); a paired difference whose interval holds 0 is *not distinguishable* with
+those seeds (:func:`difference`), never "equal".
 """
 
 from __future__ import annotations
@@ -20,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
-#: The two sets of seeds every study runs, in order: its claims are chosen on the first and
-#: checked on the second (:mod:`experiments.evidence`).
+#: Every study's two sets of seeds, in order: claims chosen on the first, checked on the second.
 SEED_SETS = ("discovery", "confirmation")
 
 Table = tuple[list[str], list[list[str]]]
@@ -72,17 +66,10 @@ def estimate(mean: float, ci: Sequence[float], sign: str = "") -> str:
 
 
 def difference(paired: Mapping[str, Any], seeds: int | None = None) -> str:
-    """A paired difference (``diff`` and ``ci``) as a table writes it, ``+0.0010 [-0.0020,
-    +0.0040] n.d.`` (the table's note says what n.d. means), or with the number of ``seeds``
-    as a sentence writes it, ``not distinguishable with 20 seeds (+0.0010 [-0.0020,
-    +0.0040])``; where every seed's difference is 0, the two are one run.
-
-    >>> paired = {"diff": 0.001, "ci": [-0.002, 0.004]}
-    >>> difference(paired), difference(paired, 20)
-    ('+0.0010 [-0.0020, +0.0040] n.d.', 'not distinguishable with 20 seeds (+0.0010 [-0.0020, +0.0040])')
-    >>> difference({"diff": 0.0, "ci": [0.0, 0.0]}, 20)
-    'the same run on all 20 seeds'
-    """  # noqa: E501
+    """A paired difference (``diff`` and ``ci``) as a table writes it (``+0.0010 [-0.0020,
+    +0.0040] n.d.``, its note saying what n.d. means) or, given the number of ``seeds``, as a
+    sentence does (``not distinguishable with 20 seeds (...)``); where every seed's
+    difference is 0, the two are one run (tests/test_study_results.py has every form)."""
     low, high = paired["ci"]
     if low == high == paired["diff"] == 0.0:
         return "identical on every seed" if seeds is None else f"the same run on all {seeds} seeds"
