@@ -38,18 +38,20 @@ flip chance" to "not robust" because together its claims would flip about once p
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from experiments.statistics import (
-    HIGHER,
-    LOWER,
-    NOT_DISTINGUISHABLE,
+from experiments import evidence
+from experiments.evidence import (
+    SEED_SETS,
     STABLE_SHARE,
     bootstrap_interval,
+    paired,
     verdict_of,
 )
 
@@ -107,19 +109,12 @@ class Difference(Claim):
         return (self.a, self.b)
 
     def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
-        a, b = data
-        diff = np.asarray(a["scores"]) - np.asarray(b["scores"])
-        low, high = bootstrap_interval(diff)
-        return {"estimate": float(diff.mean()), "ci": [low, high], "verdict": verdict_of(low, high)}
+        found = paired(data[0]["scores"], data[1]["scores"])
+        return {"estimate": found["diff"], "ci": found["ci"], "verdict": verdict_of(found["ci"])}
 
     def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
-        diff = (np.asarray(pooled[0]["scores"]) - np.asarray(pooled[1]["scores"]))[draws]
-        mean, sd = diff.mean(axis=1), diff.std(axis=1, ddof=1)
-        half = 1.96 * sd / np.sqrt(draws.shape[1])
-        verdicts = np.full(len(draws), NOT_DISTINGUISHABLE, dtype=object)
-        verdicts[mean - half > 0] = HIGHER
-        verdicts[mean + half < 0] = LOWER
-        return verdicts
+        diff = np.asarray(pooled[0]["scores"]) - np.asarray(pooled[1]["scores"])
+        return evidence.fresh_verdicts(diff[draws])
 
 
 @dataclass(frozen=True)
@@ -227,279 +222,32 @@ def resamples(seeds: int, size: int | None = None) -> np.ndarray:
 
 # -- the claims ----------------------------------------------------------------------------
 
-#: Where each group of claims holds: its K, budget and grid.
-BANDIT = "Bandit (K = 20, 50 batches of 16 pulls, α from 0.05 to 50)"
-CARTPOLE = "CartPole (K = 4, 50,000 steps, lr from 0.00025 to 0.05)"
-EPOCHS = "CartPole (50,000 steps, lr from 0.00025 to 0.05)"
+#: The claims' table: per claim its key, kind, expected verdict, arms (``sweep:method``, or
+#: ``sweep:method@value`` at a step size) and what it says, starting with where it holds.
+CLAIMS_TABLE = Path(__file__).with_name("why_clip_claims.csv")
+KINDS = {kind.kind: kind for kind in (Difference, Interaction, UpperEnd, Stable)}
 
 
-def _bandit(method: str, value: float | None = None) -> Arm:
-    return Arm("bandit", method, value)
-
-
-def _cartpole(method: str, value: float | None = None, sweep: str = "cartpole") -> Arm:
-    return Arm(sweep, method, value)
+def read_claims(path: Path = CLAIMS_TABLE) -> tuple[Claim, ...]:
+    """The claims of a table (:data:`CLAIMS_TABLE`), in its order."""
+    with path.open(encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    claims = []
+    for row in rows:
+        arms = []
+        for text in row["arms"].split():
+            sweep, _, rest = text.partition(":")
+            method, _, value = rest.partition("@")
+            arms.append(Arm(sweep, method, float(value) if value else None))
+        a, *others = arms
+        claims.append(KINDS[row["kind"]](row["key"], row["says"], a, row["expect"], *others))
+    return tuple(claims)
 
 
 #: Every claim of the study (its text in notebook 4 and RESULTS.md), chosen on the discovery
 #: set: written down once the discovery set had run, before the confirmation set had.  Some are
 #: the claims of the study's first version (one set of seeds), kept to show which replicate.
-CLAIMS: tuple[Claim, ...] = (
-    # -- the bandit: how far each method's step size can go --------------------------------
-    *(
-        UpperEnd(
-            f"bandit_top_{key}_above_unclipped",
-            f"{BANDIT}: the stable range of {label} reaches a larger step size than that of the "
-            "unclipped surrogate",
-            _bandit(key),
-            ABOVE,
-            _bandit("unclipped"),
-        )
-        for key, label in (
-            ("ppo", "PPO (ε = 0.2)"),
-            ("clip_only", "clip-only"),
-            ("early_stop", "early stopping"),
-            ("plain_pg", "plain PG"),
-        )
-    ),
-    *(
-        UpperEnd(
-            f"bandit_top_ppo_above_{key}",
-            f"{BANDIT}: the stable range of PPO reaches a larger step size than that of {label}",
-            _bandit("ppo"),
-            ABOVE,
-            _bandit(key),
-        )
-        for key, label in (
-            ("kl_adaptive_0.01", "the adaptive KL penalty (d = 0.01)"),
-            ("kl_fixed_1", "the fixed KL penalty (β = 1)"),
-        )
-    ),
-    UpperEnd(
-        "bandit_top_adaptive_above_unclipped",
-        f"{BANDIT}: the stable range of the adaptive KL penalty (d = 0.01) reaches a larger step "
-        "size than that of the unclipped surrogate",
-        _bandit("kl_adaptive_0.01"),
-        ABOVE,
-        _bandit("unclipped"),
-    ),
-    UpperEnd(
-        "bandit_top_clip_only_above_ppo",
-        f"{BANDIT}: the stable range of clip-only reaches a larger step size than PPO's",
-        _bandit("clip_only"),
-        ABOVE,
-        _bandit("ppo"),
-    ),
-    Difference(
-        "bandit_unclipped_below_ppo_at_1",
-        f"{BANDIT}: at α = 1 the unclipped surrogate scores lower than PPO",
-        _bandit("unclipped", 1.0),
-        LOWER,
-        _bandit("ppo", 1.0),
-    ),
-    Difference(
-        "bandit_adaptive_below_unclipped_at_1",
-        f"{BANDIT}: at α = 1 the adaptive KL penalty (d = 0.01) scores lower than the unclipped "
-        "surrogate",
-        _bandit("kl_adaptive_0.01", 1.0),
-        LOWER,
-        _bandit("unclipped", 1.0),
-    ),
-    Difference(
-        "bandit_unclipped_above_ppo_at_0.2",
-        f"{BANDIT}: at α = 0.2 the unclipped surrogate scores higher than PPO (the clip slows "
-        "small steps)",
-        _bandit("unclipped", 0.2),
-        HIGHER,
-        _bandit("ppo", 0.2),
-    ),
-    Difference(
-        "bandit_plain_pg_best_vs_ppo_best",
-        f"{BANDIT}: plain PG at its best α and PPO at its best α (both chosen on the discovery "
-        "set) are not distinguishable",
-        _bandit("plain_pg"),
-        NOT_DISTINGUISHABLE,
-        _bandit("ppo"),
-    ),
-    *(
-        Difference(
-            f"bandit_{key}_best_above_ppo_best",
-            f"{BANDIT}: {label} at its best α scores higher than PPO at its best α (both chosen "
-            "on the discovery set)",
-            _bandit(key),
-            HIGHER,
-            _bandit("ppo"),
-        )
-        for key, label in (("clip_only", "clip-only"), ("early_stop", "early stopping"))
-    ),
-    Difference(
-        "bandit_plain_pg_below_ppo_at_0.5",
-        f"{BANDIT}: at α = 0.5 plain PG (one step per batch) scores lower than PPO",
-        _bandit("plain_pg", 0.5),
-        LOWER,
-        _bandit("ppo", 0.5),
-    ),
-    Difference(
-        "bandit_eps_0.3_vs_0.2_at_1",
-        f"{BANDIT}: at α = 1 PPO with ε = 0.3 and with ε = 0.2 are not distinguishable",
-        _bandit("ppo_eps_0.3", 1.0),
-        NOT_DISTINGUISHABLE,
-        _bandit("ppo", 1.0),
-    ),
-    Difference(
-        "bandit_eps_0.3_vs_0.2_best",
-        f"{BANDIT}: PPO with ε = 0.3 and with ε = 0.2, each at its best α, are not distinguishable",
-        _bandit("ppo_eps_0.3"),
-        NOT_DISTINGUISHABLE,
-        _bandit("ppo"),
-    ),
-    # -- CartPole at CleanRL's K = 4 -------------------------------------------------------
-    *(
-        UpperEnd(
-            f"cartpole_top_ppo_above_{key}",
-            f"{CARTPOLE}: the stable range of PPO reaches a larger learning rate than that of "
-            f"{label} (no stable rate counts as below every rate)",
-            _cartpole("ppo"),
-            ABOVE,
-            _cartpole(key),
-        )
-        for key, label in (
-            ("unclipped", "the unclipped surrogate"),
-            ("clip_only", "clip-only"),
-            ("plain_pg", "plain PG"),
-            ("kl_adaptive_0.01", "the adaptive KL penalty"),
-            ("early_stop", "early stopping"),
-        )
-    ),
-    Stable(
-        "cartpole_ppo_not_stable_at_cleanrl_lr",
-        f"{CARTPOLE}: at CleanRL's learning rate, 0.00025, fewer than 90% of PPO's seeds solve "
-        "CartPole in 50,000 steps (the budget, not the method, sets the lower ends)",
-        _cartpole("ppo", 2.5e-4),
-        NOT_STABLE,
-    ),
-    Difference(
-        "cartpole_unclipped_best_below_ppo_best",
-        f"{CARTPOLE}: the unclipped surrogate at its best learning rate scores lower than PPO "
-        "at its best (both chosen on the discovery set)",
-        _cartpole("unclipped"),
-        LOWER,
-        _cartpole("ppo"),
-    ),
-    Difference(
-        "cartpole_adaptive_best_vs_ppo_best",
-        f"{CARTPOLE}: the adaptive KL penalty at its best learning rate and PPO at its best are "
-        "not distinguishable",
-        _cartpole("kl_adaptive_0.01"),
-        NOT_DISTINGUISHABLE,
-        _cartpole("ppo"),
-    ),
-    Difference(
-        "cartpole_adaptive_best_vs_unclipped_best",
-        f"{CARTPOLE}: the adaptive KL penalty at its best learning rate and the unclipped "
-        "surrogate at its best are not distinguishable",
-        _cartpole("kl_adaptive_0.01"),
-        NOT_DISTINGUISHABLE,
-        _cartpole("unclipped"),
-    ),
-    Difference(
-        "cartpole_unclipped_below_ppo_at_0.01",
-        f"{CARTPOLE}: at learning rate 0.01 the unclipped surrogate scores lower than PPO",
-        _cartpole("unclipped", 0.01),
-        LOWER,
-        _cartpole("ppo", 0.01),
-    ),
-    Difference(
-        "cartpole_adaptive_above_unclipped_at_0.01",
-        f"{CARTPOLE}: at learning rate 0.01 the adaptive KL penalty scores higher than the "
-        "unclipped surrogate",
-        _cartpole("kl_adaptive_0.01", 0.01),
-        HIGHER,
-        _cartpole("unclipped", 0.01),
-    ),
-    Difference(
-        "cartpole_adaptive_below_ppo_at_0.01",
-        f"{CARTPOLE}: at learning rate 0.01 the adaptive KL penalty scores lower than PPO",
-        _cartpole("kl_adaptive_0.01", 0.01),
-        LOWER,
-        _cartpole("ppo", 0.01),
-    ),
-    # -- CartPole: the epochs per rollout as a factor ----------------------------------------
-    UpperEnd(
-        "epochs_top_ppo_above_unclipped_k10",
-        f"{EPOCHS}, K = 10: the stable range of PPO reaches a larger learning rate than that of "
-        "the unclipped surrogate (no stable rate counts as below every rate)",
-        _cartpole("ppo", sweep="cartpole_k10"),
-        ABOVE,
-        _cartpole("unclipped", sweep="cartpole_k10"),
-    ),
-    Interaction(
-        "epochs_help_ppo_more_than_unclipped_at_0.005",
-        f"{EPOCHS}: at learning rate 0.005, going from K = 1 to K = 10 raises PPO's score more "
-        "than the unclipped surrogate's",
-        _cartpole("ppo", 5e-3, "cartpole_k10"),
-        HIGHER,
-        _cartpole("ppo", 5e-3, "cartpole_k1"),
-        _cartpole("unclipped", 5e-3, "cartpole_k10"),
-        _cartpole("unclipped", 5e-3, "cartpole_k1"),
-    ),
-    Difference(
-        "epochs_ppo_k10_above_k1_at_0.005",
-        f"{EPOCHS}: at learning rate 0.005 PPO scores higher with K = 10 than with K = 1",
-        _cartpole("ppo", 5e-3, "cartpole_k10"),
-        HIGHER,
-        _cartpole("ppo", 5e-3, "cartpole_k1"),
-    ),
-    Difference(
-        "epochs_unclipped_k10_below_k1_at_0.005",
-        f"{EPOCHS}: at learning rate 0.005 the unclipped surrogate scores lower with K = 10 than "
-        "with K = 1",
-        _cartpole("unclipped", 5e-3, "cartpole_k10"),
-        LOWER,
-        _cartpole("unclipped", 5e-3, "cartpole_k1"),
-    ),
-    Difference(
-        "epochs_unclipped_k10_above_k1_at_0.0005",
-        f"{EPOCHS}: at learning rate 0.0005 the unclipped surrogate scores higher with K = 10 "
-        "than with K = 1 (at a small rate, more epochs are more learning within the budget)",
-        _cartpole("unclipped", 5e-4, "cartpole_k10"),
-        HIGHER,
-        _cartpole("unclipped", 5e-4, "cartpole_k1"),
-    ),
-    Difference(
-        "epochs_k1_ppo_above_unclipped_at_0.025",
-        f"{EPOCHS}, K = 1: at learning rate 0.025 PPO scores higher than the unclipped surrogate "
-        "(one epoch is still four minibatch steps per rollout)",
-        _cartpole("ppo", 2.5e-2, "cartpole_k1"),
-        HIGHER,
-        _cartpole("unclipped", 2.5e-2, "cartpole_k1"),
-    ),
-    Difference(
-        "epochs_k1_ppo_vs_unclipped_at_0.0025",
-        f"{EPOCHS}, K = 1: at learning rate 0.0025 PPO and the unclipped surrogate are not "
-        "distinguishable",
-        _cartpole("ppo", 2.5e-3, "cartpole_k1"),
-        NOT_DISTINGUISHABLE,
-        _cartpole("unclipped", 2.5e-3, "cartpole_k1"),
-    ),
-    Difference(
-        "epochs_unclipped_below_ppo_at_k10",
-        f"{EPOCHS}, K = 10: at learning rate 0.0025 the unclipped surrogate scores lower than PPO",
-        _cartpole("unclipped", 2.5e-3, "cartpole_k10"),
-        LOWER,
-        _cartpole("ppo", 2.5e-3, "cartpole_k10"),
-    ),
-    Interaction(
-        "epochs_k10_widens_the_gap_at_0.0025",
-        f"{EPOCHS}: at learning rate 0.0025 the unclipped surrogate's loss against PPO is larger "
-        "with K = 10 than with K = 4",
-        _cartpole("unclipped", 2.5e-3, "cartpole_k10"),
-        LOWER,
-        _cartpole("ppo", 2.5e-3, "cartpole_k10"),
-        _cartpole("unclipped", 2.5e-3),
-        _cartpole("ppo", 2.5e-3),
-    ),
-)
+CLAIMS = read_claims()
 
 
 # -- evaluation ----------------------------------------------------------------------------
@@ -549,7 +297,7 @@ def available(results: Mapping[str, Any], claim: Claim) -> bool:
 
 def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
     """One claim on each seed set the results hold, its flip chance and its status."""
-    sets = [s for s in ("discovery", "confirmation") if s in results["seed_sets"]]
+    sets = [s for s in SEED_SETS if s in results["seed_sets"]]
     data = {s: [arm_data(results, arm, s, claim) for arm in claim.arms()] for s in sets}
     entry: dict[str, Any] = {
         "key": claim.key,

@@ -1,22 +1,22 @@
 """What the RLHF study concludes, chosen on one set of seeds and checked on another.
 
 Every number here comes from the per-seed values the study stores (4 significant digits), so
-anyone can recompute it from ``rlhf_study.json``.  Intervals are the percentile bootstrap 95%
-intervals of :mod:`experiments.statistics` (seeded, so the same values give the same
-interval): of a mean, or of a mean paired difference over the seeds both methods ran on.  An
-interval that holds 0 reads "not distinguishable with N seeds", never "equal".
+anyone can recompute it from ``rlhf_study.json``, with the intervals of
+:mod:`experiments.evidence` (of a mean, or of a mean paired difference over the seeds both
+methods ran on).
 
 * :func:`cell_statistics`: per cell, each metric's mean and interval, and the score minus
   GRPO's at the same learning rate and mu, seed by seed;
 * :func:`best_settings`: per method and mu, the learning rate with the best mean score on the
   discovery seeds, and that cell's score on the confirmation seeds, paired with GRPO's best;
-* :data:`FINDINGS`: published claims about these trainers, each a comparison of two methods
-  on one metric; :func:`evaluate` chooses, on the discovery seeds, the cell that supports the
-  claim most strongly and the one that goes most strongly against it, and checks each on the
-  confirmation seeds.  A side is *confirmed* when both sets' intervals exclude 0 on that side
-  (a claim confirmed on its side whose other side the discovery seeds found too is
-  :data:`UNSETTLED`, not plainly reproduced);
-  :func:`replication_chance` says how often a third, fresh set would confirm it again;
+* :data:`FINDINGS`: published claims about these trainers (a table, :data:`FINDINGS_TABLE`),
+  each a comparison of two methods on one metric; :func:`evaluate` chooses, on the discovery
+  seeds, the cell that supports the claim most strongly and the one that goes most strongly
+  against it, and checks each on the confirmation seeds.  A side is *confirmed* when both
+  sets' intervals exclude 0 on that side (a claim confirmed on its side whose other side the
+  discovery seeds found too is :data:`UNSETTLED`, not plainly reproduced);
+  :func:`experiments.evidence.replication_chance` says how often a third, fresh set would
+  confirm it again;
 * :func:`facts_at_one_update`: with mu = 1 the ratio is exactly 1 and nothing is clipped, so
   GRPO, GSPO and the unclipped surrogate are the same run, and so are DAPO with and without
   clip-higher and CISPO.
@@ -24,14 +24,15 @@ interval that holds 0 reads "not distinguishable with N seeds", never "equal".
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+import csv
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from experiments.statistics import bootstrap_interval
+from experiments.evidence import SEED_SETS, mean_interval, paired, replication_chance, sign_of
 from ppo_viz.rlhf.results import cell_of
 
 REFERENCE = "grpo"
@@ -67,128 +68,28 @@ class Finding:
     best_vs_best: bool = False
 
 
-FINDINGS = (
-    Finding(
-        "clip_higher_entropy",
-        "DAPO (arXiv 2503.14476), section 3.1 and Figure 2b",
-        "clip-higher (ε_high 0.28) keeps the policy's entropy higher than ε_high 0.2",
-        "entropy",
-        "dapo",
-        "dapo_sym",
-    ),
-    Finding(
-        "clip_higher_accuracy",
-        "DAPO (arXiv 2503.14476), Figure 2a",
-        "clip-higher (ε_high 0.28) ends with a higher accuracy than ε_high 0.2",
-        "score",
-        "dapo",
-        "dapo_sym",
-    ),
-    Finding(
-        "length_bias",
-        "Dr. GRPO (arXiv 2503.20783), section 3.1 and Figure 5",
-        "wrong responses grow longer under GRPO than under Dr. GRPO, which drops both the "
-        "per-response 1/length weight and the division by the group's std",
-        "wrong_excess",
-        "grpo",
-        "dr_grpo",
-        updates=(1, 2, 4, 8),
-    ),
-    Finding(
-        "length_bias_is_the_aggregation",
-        "Dr. GRPO (arXiv 2503.20783), section 3.1",
-        "the bias is in the aggregation: with μ = 1, where GRPO and DAPO differ only in it, "
-        "GRPO's wrong responses are longer than DAPO's (token-mean)",
-        "wrong_excess",
-        "grpo",
-        "dapo",
-        updates=(1,),
-    ),
-    Finding(
-        "dr_grpo_accuracy",
-        "Dr. GRPO (arXiv 2503.20783), Figure 5",
-        "Dr. GRPO ends with a higher accuracy than GRPO, each at its best learning rate (the "
-        "paper claims it is kept)",
-        "score",
-        "dr_grpo",
-        "grpo",
-        updates=(1, 2, 4, 8),
-        best_vs_best=True,
-    ),
-    Finding(
-        "gspo_clips_more",
-        "GSPO (arXiv 2507.18071), section 5.3 and Figure 4",
-        "GSPO clips a far larger share of tokens than GRPO",
-        "clip_fraction",
-        "gspo",
-        "grpo",
-    ),
-    Finding(
-        "gspo_stability",
-        "GSPO (arXiv 2507.18071), sections 1 and 5",
-        "GSPO stays stable where GRPO's token-level ratios do not: a higher final accuracy",
-        "score",
-        "gspo",
-        "grpo",
-    ),
-    Finding(
-        "gspo_efficiency",
-        "GSPO (arXiv 2507.18071), Figure 1",
-        "GSPO trains more efficiently than GRPO: a higher reward over training, each at its "
-        "best learning rate",
-        "reward_mean",
-        "gspo",
-        "grpo",
-        best_vs_best=True,
-    ),
-    Finding(
-        "cispo_speed",
-        "MiniMax-M1 (arXiv 2506.13585), section 3.1 and Figure 2",
-        "CISPO learns faster than DAPO: a higher reward over training, each at its best "
-        "learning rate",
-        "reward_mean",
-        "cispo",
-        "dapo",
-        best_vs_best=True,
-    ),
-    Finding(
-        "clipping_needed",
-        "PPO (arXiv 1707.06347), section 6.1 and Table 1",
-        "with several updates per batch, the clipped objective (GRPO) ends better than the "
-        "unclipped surrogate",
-        "score",
-        "grpo",
-        "unclipped",
-    ),
-)
+#: The findings' table: one published claim per row, as :class:`Finding`'s fields (``updates``
+#: separated by spaces; ``best_vs_best`` "yes" or empty).
+FINDINGS_TABLE = Path(__file__).with_name("rlhf_findings.csv")
+
+
+def read_findings(path: Path = FINDINGS_TABLE) -> tuple[Finding, ...]:
+    """The findings of a table (:data:`FINDINGS_TABLE`), in its order."""
+    with path.open(encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    for row in rows:
+        row["direction"] = int(row["direction"])
+        row["updates"] = tuple(int(mu) for mu in row["updates"].split())
+        row["best_vs_best"] = row["best_vs_best"] == "yes"
+    return tuple(Finding(**row) for row in rows)
+
+
+FINDINGS = read_findings()
 
 
 # --------------------------------------------------------------------------
-# Statistics
+# Cells and best settings
 # --------------------------------------------------------------------------
-
-
-def mean_interval(values: Sequence[float]) -> dict[str, Any]:
-    """The mean of the finite values, its bootstrap interval and their number."""
-    finite = np.asarray(values, dtype=float)
-    finite = finite[np.isfinite(finite)]
-    if not finite.size:
-        return {"mean": None, "ci": None, "n": 0}
-    return {"mean": float(finite.mean()), "ci": list(bootstrap_interval(finite)), "n": finite.size}
-
-
-def paired(values: Sequence[float], reference: Sequence[float]) -> dict[str, Any]:
-    """``values - reference`` seed by seed (seeds where both are finite): the mean difference,
-    its bootstrap interval and the number of seeds."""
-    d = np.asarray(values, dtype=float) - np.asarray(reference, dtype=float)
-    d = d[np.isfinite(d)]
-    return {"diff": float(d.mean()), "ci": list(bootstrap_interval(d)), "n": d.size}
-
-
-def side(comparison: Mapping[str, Any]) -> int:
-    """+1 or -1 where the interval excludes 0 on that side, 0 where it holds 0."""
-    low, high = comparison["ci"]
-    return 1 if low > 0 else (-1 if high < 0 else 0)
 
 
 def strength(comparison: Mapping[str, Any]) -> float:
@@ -198,24 +99,6 @@ def strength(comparison: Mapping[str, Any]) -> float:
     if half > 0:
         return diff / half
     return 0.0 if diff == 0 else float(np.copysign(np.inf, diff))
-
-
-# --------------------------------------------------------------------------
-# Cells and best settings
-# --------------------------------------------------------------------------
-
-
-def replication_chance(comparison: Mapping[str, Any], sign: int) -> float:
-    """How often a fresh set of as many seeds would give an interval that excludes 0 on the
-    side ``sign``, were the true difference at the near end of this interval (a cautious
-    guess: the point estimate of a cell chosen for its strength tends to be lucky).  Normal
-    approximation: an interval is its mean plus or minus 1.96 standard errors."""
-    low, high = comparison["ci"]
-    error = (high - low) / (2 * 1.96)
-    near = low if sign > 0 else -high  # the end of the interval nearer to 0, signed
-    if error == 0:
-        return float(near > 0)
-    return 0.5 * (1 + math.erf((near / error - 1.96) / math.sqrt(2)))
 
 
 def cell_statistics(results: dict[str, Any]) -> None:
@@ -244,7 +127,7 @@ def best_settings(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for mu in results["updates"]:
             lr = best_lr(results, method, mu)
             entry = {"learning_rate": lr}
-            for seed_set in ("discovery", "confirmation"):
+            for seed_set in SEED_SETS:
                 scores = cell_of(results, seed_set, method, lr, mu)["per_seed"]["score"]
                 entry[seed_set] = mean_interval(scores)
             if method != REFERENCE and REFERENCE in results["methods"]:
@@ -300,14 +183,14 @@ def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:
     for name, sign in (("supports", finding.direction), ("against", -finding.direction)):
         i = max(range(len(places)), key=lambda k: sign * strength(found[k]))
         confirmation = compare(finding, results, places[i], "confirmation")
-        discovered = side(found[i]) == sign
+        discovered = sign_of(found[i]["ci"]) == sign
         sides[name] = {
             "where": places[i],
             "discovery": found[i],
             "confirmation": confirmation,
             "discovered": discovered,
-            "confirmed": discovered and side(confirmation) == sign,
-            "replication_chance": replication_chance(confirmation, sign),
+            "confirmed": discovered and sign_of(confirmation["ci"]) == sign,
+            "replication_chance": replication_chance(confirmation["ci"], sign),
         }
     verdicts = {
         (True, False): "reproduces",
@@ -322,8 +205,8 @@ def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:
         **asdict(finding),
         **sides,
         "discovery_sides": {
-            "supports": sum(side(f) == finding.direction for f in found),
-            "against": sum(side(f) == -finding.direction for f in found),
+            "supports": sum(sign_of(f["ci"]) == finding.direction for f in found),
+            "against": sum(sign_of(f["ci"]) == -finding.direction for f in found),
             "of": len(found),
         },
         "verdict": verdict,
@@ -343,7 +226,7 @@ def facts_at_one_update(results: Mapping[str, Any]) -> dict[str, Any]:
             identical[" = ".join(group)] = all(
                 cell_of(results, s, m, lr, 1)["per_seed"]
                 == cell_of(results, s, group[0], lr, 1)["per_seed"]
-                for s in ("discovery", "confirmation")
+                for s in SEED_SETS
                 for m in group
                 for lr in results["learning_rates"]
             )

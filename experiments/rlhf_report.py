@@ -1,4 +1,5 @@
-"""What the RLHF study writes: ``rlhf_study.json``, ``RESULTS_LLM.md`` and two figures.
+"""What the RLHF study writes: ``rlhf_study.json``, ``RESULTS_LLM.md`` and two figures
+(:func:`experiments.report.write_report`).
 
 The markdown's tables and sentences are the notebook's (:mod:`ppo_viz.rlhf.results`), the
 figures too (:mod:`ppo_viz.rlhf.figures`), so the files and the notebook show the same numbers.
@@ -10,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.report import json_text, markdown
-from experiments.statistics import LEVEL, RESAMPLES
+from experiments.report import INTERVALS, machine_line, write_report
+from ppo_viz.results import Table, markdown
 from ppo_viz.rlhf.figures import curves_figure, score_figure
 from ppo_viz.rlhf.results import (
     CURVES_FIGURE,
@@ -30,7 +31,7 @@ from ppo_viz.rlhf.results import (
 CURVES_CELL = (0.02, 8)
 
 
-def methods_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+def methods_table(results: Mapping[str, Any]) -> Table:
     """Each method as llm_clip runs it: objective, clip range, advantages."""
     header = ["method", "llm_clip objective", "ε_low, ε_high", "advantages"]
     advantages = {
@@ -52,7 +53,7 @@ def methods_table(results: Mapping[str, Any]) -> tuple[list[str], list[list[str]
 
 def results_markdown(results: Mapping[str, Any]) -> str:
     """RESULTS_LLM.md: how and where it was made, the design, the findings and every table."""
-    machine, sets, s = results["machine"], results["sets"], results["settings"]
+    machine, sets, s, m = results["machine"], results["sets"], results["settings"], results["model"]
     seeds = sets["discovery"]["seeds"]
     first = sets["discovery"]["first_seed"]
     fresh = sets["confirmation"]["first_seed"]
@@ -67,28 +68,31 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         f"minutes on {results['jobs']} cores of its own."
         + (
             f" {results['resumed_cells']} cells were resumed from an earlier session's cache: "
-            "their CPU time is counted, their wall time is not."
+            "their CPU time is counted, and so is the wall time of every session."
             if results.get("resumed_cells")
             else ""
         ),
         "",
-        f"Machine: {machine['cpu']} ({machine['machine']}), numpy {machine['numpy']} with SIMD "
-        f"{machine['simd']}. A training run is chaotic: one last-bit difference in numpy's exp "
-        "or tanh changes it from then on, so these numbers reproduce exactly only on a machine "
-        "with this fingerprint, and elsewhere as aggregates over seeds.",
+        machine_line(
+            machine,
+            "A training run is chaotic: one last-bit difference in numpy's exp or tanh changes "
+            "it from then on, so these numbers reproduce exactly only on a machine with this "
+            "fingerprint, and elsewhere as aggregates over seeds.",
+        ),
         "",
         "## Design",
         "",
         "**Task** (`tiny_lm.py`): count from a to b. The prompt is two digits a < b (b − a from "
-        "1 to 5, 35 prompts); the right response is a, a+1, …, b and then `<eos>`. Reward 1 "
-        "for the right response, 0 for a well-formed wrong one (digits, then `<eos>`), −0.5 "
-        "for a malformed one (a non-digit token, an empty answer, or no `<eos>` within 12 "
-        "tokens). Length and correctness pull apart: a wrong response can be short (it "
-        "stopped early) or long (it overshot, or ran on).",
+        f"1 to 5, {m['prompts']} prompts); the right response is a, a+1, …, b and then `<eos>`. "
+        "Reward 1 for the right response, 0 for a well-formed wrong one (digits, then "
+        "`<eos>`), −0.5 for a malformed one (a non-digit token, an empty answer, or no `<eos>` "
+        f"within {m['max_len']} tokens). Length and correctness pull apart: a wrong response "
+        "can be short (it stopped early) or long (it overshot, or ran on).",
         "",
-        "**Model**: one tanh layer of 32 units over one-hot features of the prompt's digits, "
-        "the position and the previous token (16-token vocabulary; 2,128 parameters), with "
-        "hand-written backpropagation. Every run starts from the same reference, distilled "
+        f"**Model**: one tanh layer of {m['hidden']} units over one-hot features of the "
+        f"prompt's digits, the position and the previous token ({m['vocabulary']}-token "
+        f"vocabulary; {m['parameters']:,} parameters), with hand-written backpropagation. "
+        "Every run starts from the same reference, distilled "
         "from a noisy teacher, which answers "
         f"{results['reference_accuracy']:.1%} of the prompts right (exact probability, "
         "averaged over prompts); its longer counts are harder.",
@@ -120,8 +124,7 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "strongest against it; each is checked at the same cell on the confirmation seeds. A "
         "side is confirmed when both sets' 95% intervals exclude 0 on that side. Best learning "
         "rates are chosen on the discovery seeds and scored on the confirmation seeds. "
-        f"Intervals are percentile bootstrap {LEVEL:.0%} intervals ({RESAMPLES:,} resamples "
-        "from a fixed seed) of a mean, or of a mean paired difference over seeds; one that "
+        f"Intervals are {INTERVALS} of a mean, or of a mean paired difference over seeds; one that "
         f'holds 0 reads "not distinguishable with {seeds} seeds".',
         "",
         f"![Final accuracy against the learning rate, per μ]({SCORE_FIGURE.name})",
@@ -167,9 +170,9 @@ def results_markdown(results: Mapping[str, Any]) -> str:
 
 def write_results(results: Mapping[str, Any], output: Path) -> None:
     """The four files, into ``output``: the figures first, the markdown last."""
-    score_figure(results).savefig(output / SCORE_FIGURE.name, dpi=110)
+    figures = {SCORE_FIGURE: (score_figure(results), 110)}
     lr, mu = CURVES_CELL
     if lr in results["learning_rates"] and mu in results["updates"]:
-        curves_figure(results, lr, mu).savefig(output / CURVES_FIGURE.name, dpi=110)
-    (output / RESULTS_JSON.name).write_text(json_text(results), encoding="utf-8")
-    (output / RESULTS_MARKDOWN.name).write_text(results_markdown(results), encoding="utf-8")
+        figures[CURVES_FIGURE] = (curves_figure(results, lr, mu), 110)
+    files = (RESULTS_JSON, RESULTS_MARKDOWN)
+    write_report(output, results, files, results_markdown(results), figures)

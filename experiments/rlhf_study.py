@@ -25,18 +25,12 @@ mu = 1 and 0.12 s at mu = 8 (the committed run's cells), so a cell of 20 seeds t
 and the 384 cells about 9 minutes of CPU, under 5 minutes on two cores of its own: the whole
 grid fits the 20-minute budget, so no factor is cut.
 
-The cells run in ``--jobs`` worker processes with one BLAS thread each, behind a progress
-bar on stderr; each finished cell is appended to a cache next to the results
-(``rlhf_study.cells.jsonl``), so an interrupted run resumes where it stopped, and the cache is
-removed once the results are written.  Each cell records the CPU seconds it took.  The
-results record the machine (:func:`ppo_viz.machine.fingerprint`): a run is chaotic, so it
-reproduces exactly only on a machine with the same fingerprint, elsewhere as aggregates.
-
-``--seed-offset N`` runs on seeds ``N, N + 1, ...``: fresh ones once ``N`` is at least 40 (the
-committed study's two sets).  Every name and value is checked before any work: an unknown
-``--method``, ``--learning-rate`` or ``--updates`` is refused with the valid ones.  Only the
-full plan on seeds from 0 writes to ``experiments/``; any other run writes to
-:data:`SCRATCH_DIR` unless ``--output-dir`` names a folder.
+It runs as every study does (:mod:`experiments.runner`; its cache ``rlhf_study.cells.jsonl``,
+an unknown ``--method``, ``--learning-rate`` or ``--updates`` refused before any work, a
+partial run written to :data:`SCRATCH_DIR`).  A run is chaotic, so it reproduces exactly only
+on a machine with the recorded fingerprint, elsewhere as aggregates.  ``--seed-offset N`` runs
+on seeds ``N, N + 1, ...``: fresh ones once ``N`` is at least 40 (the committed study's two
+sets).
 """
 
 from __future__ import annotations
@@ -47,28 +41,32 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import argparse
+import itertools
 import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import tiny_lm
+from experiments.evidence import SEED_SETS
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
 from experiments.runner import (
-    ProgressBar,
-    add_jobs_argument,
-    read_cache,
-    ready_folder,
+    check_names,
+    digits,
+    kept,
+    output_folder,
+    rederive_folder,
+    run_and_write,
     run_cells,
     seed_count,
-    whole_number,
+    study_parser,
 )
 from ppo_viz.machine import fingerprint
 from ppo_viz.rlhf.results import RESULTS_DIR, RESULTS_JSON, load_results
@@ -81,8 +79,7 @@ CACHE_NAME = "rlhf_study.cells.jsonl"
 #: The grid: Adam's learning rate over 1.7 decades, and mu, the updates per batch.
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)
-#: The two sets of seeds, in order: each starts where the one before ends.
-SETS = ("discovery", "confirmation")
+#: Seeds per set (:data:`experiments.evidence.SEED_SETS`; each starts where the one before ends).
 SEEDS_PER_SET = 20
 #: CPU seconds of one run of 40 iterations: a fixed part and a part per update (measured).
 RUN_SECONDS, UPDATE_SECONDS = 0.027, 0.011
@@ -135,22 +132,20 @@ class Plan:
     seed_offset: int = 0
 
     def first_seed(self, seed_set: str) -> int:
-        return self.seed_offset + SETS.index(seed_set) * self.seeds
+        return self.seed_offset + SEED_SETS.index(seed_set) * self.seeds
 
     @property
     def cells(self) -> list[Cell]:
+        grid = itertools.product(SEED_SETS, self.methods, self.updates, self.learning_rates)
         return [
             Cell(
-                seed_set,
-                method,
+                s,
+                m,
                 replace(self.base, learning_rate=lr, updates=mu),
-                self.first_seed(seed_set),
+                self.first_seed(s),
                 self.seeds,
             )
-            for seed_set in SETS
-            for method in self.methods
-            for mu in self.updates
-            for lr in self.learning_rates
+            for s, m, mu, lr in grid
         ]
 
     def sliced(
@@ -163,22 +158,16 @@ class Plan:
     ) -> Plan:
         """This plan limited to some methods, learning rates and mu (none named: all); a
         ``ValueError`` naming an unknown one and the valid ones."""
-        for kind, chosen, valid in (
+        check_names(
             ("method", methods, self.methods),
             ("learning rate", learning_rates, self.learning_rates),
             ("mu", updates, self.updates),
-        ):
-            unknown = [v for v in chosen if v not in valid]
-            if unknown:
-                listed = ", ".join(f"{v:g}" if kind != "method" else v for v in valid)
-                raise ValueError(f"no {kind} is {unknown[0]!r} in the plan; choose from {listed}")
+        )
         return replace(
             self,
-            methods=tuple(k for k in self.methods if not methods or k in methods),
-            learning_rates=tuple(
-                v for v in self.learning_rates if not learning_rates or v in learning_rates
-            ),
-            updates=tuple(v for v in self.updates if not updates or v in updates),
+            methods=kept(self.methods, methods),
+            learning_rates=kept(self.learning_rates, learning_rates),
+            updates=kept(self.updates, updates),
             seeds=self.seeds if seeds is None else seeds,
             seed_offset=seed_offset,
         )
@@ -189,6 +178,14 @@ FULL_PLAN = Plan(tuple(METHODS), LEARNING_RATES, UPDATES)
 QUICK_PLAN = Plan(
     ("grpo", "unclipped", "dr_grpo"), (1e-2,), (1, 4), TrainSettings(iterations=20), seeds=4
 )
+
+
+def plan_of(results: Mapping[str, Any]) -> Plan:
+    """The plan that made ``results``, from the settings, grid, methods and seeds they store
+    (so a committed study is re-run as it ran, whatever today's defaults)."""
+    grid = (tuple(results["methods"]), tuple(results["learning_rates"]), tuple(results["updates"]))
+    seeds = results["sets"][SEED_SETS[0]]["seeds"]
+    return Plan(*grid, TrainSettings(**results["settings"]), seeds, results["seed_offset"])
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
@@ -202,11 +199,6 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     if cell.seed_set != "confirmation":
         curves = {}
     return {"per_seed": per_seed, "curves": curves, "cpu_seconds": time.process_time() - started}
-
-
-def digits(values: np.ndarray, significant: int) -> list[float | None]:
-    """Each value to ``significant`` digits, None for NaN (JSON has no NaN)."""
-    return [float(f"{v:.{significant}g}") if np.isfinite(v) else None for v in values]
 
 
 def seed_values(history: History) -> dict[str, np.ndarray]:
@@ -224,19 +216,6 @@ def seed_values(history: History) -> dict[str, np.ndarray]:
         "entropy": history.entropy[:, late].mean(axis=1),
         "clip_fraction": history.clip_fraction.mean(axis=1),
     }
-
-
-def run_plan(
-    plan: Plan,
-    cache: Path | None,
-    jobs: int,
-    runner: Callable[[Cell], dict[str, Any]] = run_cell,
-    progress: Callable[[Cell], None] = lambda _: None,
-) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`, the
-    costliest first); return each cell's raw numbers by key."""
-    cells = sorted(plan.cells, key=lambda c: -c.cost)
-    return run_cells(cells, cache, jobs, runner, progress)
 
 
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
@@ -263,11 +242,18 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "cpu_seconds": round(sum(c["cpu_seconds"] for c in cells)),
         "jobs": jobs,
         "seed_offset": plan.seed_offset,
-        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SETS},
+        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SEED_SETS},
         "settings": base,
         "learning_rates": list(plan.learning_rates),
         "updates": list(plan.updates),
         "methods": {k: asdict(METHODS[k]) for k in plan.methods},
+        "model": {  # what the runs trained (tiny_lm)
+            "hidden": tiny_lm.HIDDEN,
+            "vocabulary": tiny_lm.V,
+            "parameters": sum(p[0].size for p in reference_model().params),
+            "prompts": len(tiny_lm.PROMPTS),
+            "max_len": tiny_lm.MAX_LEN,
+        },
         "reference_accuracy": float(right_answer_probability(reference_model()).mean()),
         "curve_iterations": list(range(CURVE_STRIDE, plan.base.iterations + 1, CURVE_STRIDE)),
         "cells": cells,
@@ -284,55 +270,27 @@ def with_statistics(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def restated(results: Mapping[str, Any]) -> dict[str, Any]:
-    """Stored results with their statistics derived again from the per-seed values they keep
-    (after a change to the findings or the report; nothing is trained)."""
-    measured = {k: v for k, v in results.items() if k in MEASURED}
-    cells = [{k: v for k, v in cell.items() if k in CELL_MEASURED} for cell in results["cells"]]
-    for cell in cells:
-        cell["curves"] = {k: v for k, v in cell["curves"].items() if k in CURVE_NAMES}
-    return with_statistics({**measured, "cells": cells})
-
-
-#: What a run measures (everything else in the results is derived from it).
-MEASURED = (
-    "command", "machine", "seconds", "cpu_seconds", "jobs", "seed_offset", "sets", "settings",
-    "learning_rates", "updates", "methods", "reference_accuracy", "curve_iterations",
-    "resumed_cells",
-)  # fmt: skip
-CELL_MEASURED = ("set", "method", "learning_rate", "updates", "cpu_seconds", "per_seed", "curves")
+    """Stored results with their statistics derived again, in place of the stored ones, from
+    the per-seed values they keep (after a change to the findings or the report; nothing is
+    trained)."""
+    return with_statistics({**results, "cells": [dict(cell) for cell in results["cells"]]})
 
 
 def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     """The plan (None for ``--restate``), the output folder (None: print only) and the number
     of processes the arguments ask for; every mistake is refused here, before any work."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="seconds; writes nothing")
-    parser.add_argument(
-        "--restate",
-        action="store_true",
-        help="derive the statistics, tables and figures again from the per-seed values of the "
-        "results in --output-dir (default: the committed ones); trains nothing",
-    )
-    parser.add_argument("--output-dir", type=Path, help="where to write the results")
+    restate = "derive the statistics, tables and figures again from the per-seed values of the "
+    restate += "results in --output-dir (default: the committed ones); trains nothing"
+    parser = study_parser(__doc__, "--restate", restate, 40)
     parser.add_argument("--method", action="append", default=[], choices=tuple(METHODS))
     parser.add_argument("--learning-rate", action="append", type=float, default=[])
     parser.add_argument("--updates", action="append", type=int, default=[], help="mu")
     parser.add_argument("--seeds", type=seed_count, help="seeds per set (default 20)")
-    parser.add_argument(
-        "--seed-offset", type=whole_number, default=0, help="first seed (40 or more: all fresh)"
-    )
-    add_jobs_argument(parser)
     args = parser.parse_args(argv)
     if args.restate:
-        chosen = [
-            a for a in ("quick", "method", "learning_rate", "updates", "seeds") if getattr(args, a)
-        ]
-        if chosen or args.seed_offset:
-            parser.error("--restate takes no option but --output-dir")
-        folder = args.output_dir or RESULTS_DIR
-        if not (folder / RESULTS_JSON.name).is_file():
-            parser.error(f"--restate needs results to restate: no {folder / RESULTS_JSON.name}")
-        return None, folder, 1
+        slicing = (args.quick, args.method, args.learning_rate, args.updates, args.seeds)
+        chosen = any(slicing) or bool(args.seed_offset)
+        return None, rederive_folder(parser, "--restate", chosen, args.output_dir, RESULTS_JSON), 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -340,14 +298,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
         )
     except ValueError as error:
         parser.error(str(error))
-    if args.output_dir is not None:
-        output = args.output_dir
-    elif args.quick:
-        return plan, None, args.jobs
-    else:
-        output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
-    ready_folder(parser, output, SCRATCH_DIR)
-    return plan, output, args.jobs
+    return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -356,32 +307,20 @@ def main(argv: list[str] | None = None) -> int:
         write_results(restated(load_results(output / RESULTS_JSON.name)), output)
         print(f"restated the results in {output}", file=sys.stderr)
         return 0
-    cache = None if output is None else output / CACHE_NAME
-    progress = ProgressBar(plan.cells, lambda cell: cell.label())
-    started = time.perf_counter()
-    resumed = len(set(read_cache(cache)) & {cell.key for cell in plan.cells})
-    try:
-        raw = run_plan(plan, cache, jobs, run_cell, progress)
-    except KeyboardInterrupt:
-        progress.close()
-        if cache is not None:
-            print(
-                f"interrupted: the finished cells are kept in {cache}; the same command "
-                "resumes from them",
-                file=sys.stderr,
-            )
-        return 130
-    progress.close()
-    results = results_of(plan, raw, time.perf_counter() - started, jobs)
-    results["resumed_cells"] = resumed
-    if output is None:
-        print(results_markdown(results))
-        return 0
-    write_results(results, output)
-    if cache is not None:
-        cache.unlink(missing_ok=True)
-    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
-    return 0
+
+    def finish(raw: dict[str, Any], seconds: float, resumed: int) -> dict[str, Any]:
+        return {**results_of(plan, raw, seconds, jobs), "resumed_cells": resumed}
+
+    return run_and_write(
+        plan.cells,
+        output,
+        CACHE_NAME,
+        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
+        lambda cell: cell.label(),
+        finish,
+        write_results,
+        results_markdown,
+    )
 
 
 if __name__ == "__main__":

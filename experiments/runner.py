@@ -1,27 +1,40 @@
 """Running a study's cells, for :mod:`experiments.why_clip` and :mod:`experiments.rlhf_study`.
 
+Every study command runs the same way.  Its cells run in ``--jobs`` worker processes (default:
+every CPU this process may use) with one BLAS thread each, behind a progress bar on stderr,
+each recording the CPU seconds it took.  Each finished cell is appended to a cache next to the
+results, so an interrupted run resumes where it stopped; Ctrl-C stops the workers at once (a
+running cell is lost, the finished ones are kept), and the cache is removed once the results
+are written.  Every name and folder is checked before any work, an unknown name refused with
+the valid ones.  Only the full plan on seeds from 0 writes to ``experiments/``; any other run
+writes to the study's scratch folder unless ``--output-dir`` names one.  The results record
+the machine (:func:`ppo_viz.machine.fingerprint`).
+
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
-plain data.  :func:`run_cells` runs the cells a cache does not hold yet, in worker processes
-that Ctrl-C stops at once, and appends each finished cell to the cache, so that the same command
-resumes where an interrupted one stopped; :class:`ProgressBar` shows how far it got.  The
-command lines share their ``--jobs``, their seed counts and how they ready the output folder.
+plain data (:func:`run_cells`; :class:`ProgressBar`).  The commands share their options
+(:func:`study_parser`), how a slice's names are checked (:func:`check_names`), where they
+write (:func:`output_folder`, :func:`rederive_folder`) and a run (:func:`run_and_write`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.evidence import SEED_SETS
+
 Runner = Callable[[Any], dict[str, Any]]
+Results = dict[str, Any]
 
 
 def cache_entries(path: Path | None) -> list[dict[str, Any]]:
@@ -63,9 +76,11 @@ def run_cells(
     runner: Runner,
     progress: Callable[[Any], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Run every cell not in ``cache`` with ``runner`` (in ``jobs`` processes, started in the
-    order given), appending each to ``cache`` as it finishes; return each key's raw numbers.
+    """Run every cell not in ``cache`` with ``runner`` (in ``jobs`` processes, started set by
+    set in the order of :data:`~experiments.evidence.SEED_SETS`, the costliest first within a
+    set), appending each to ``cache`` as it finishes; return each key's raw numbers.
     ``progress`` hears of every cell once it is done (a cached one at once)."""
+    cells = sorted(cells, key=lambda c: (SEED_SETS.index(c.seed_set), -c.cost))
     done = read_cache(cache)
     todo: dict[str, Any] = {}
     for cell in cells:
@@ -115,15 +130,32 @@ def _run_in_worker(cell: Any) -> tuple[Any, dict[str, Any]]:
     return cell, _runner(cell)
 
 
-def add_jobs_argument(parser: argparse.ArgumentParser) -> None:
-    """``--jobs``: worker processes, by default as many as this process may use CPUs."""
+def study_parser(doc: str, flag: str, flag_help: str, fresh_from: int) -> argparse.ArgumentParser:
+    """A study command's parser with what every study takes: ``--quick``, ``flag`` (derive the
+    statistics and the report again from the results), ``--output-dir``, ``--seed-offset``
+    (``fresh_from`` or more: seeds the committed study never used) and ``--jobs`` (worker
+    processes, by default as many as this process may use CPUs)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
+    parser.add_argument(flag, action="store_true", help=flag_help)
+    parser.add_argument("--output-dir", type=Path, help="where to write the results")
+    first = f"first seed ({fresh_from} or more: all fresh)"
+    parser.add_argument("--seed-offset", type=whole_number, default=0, help=first)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
+    return parser
 
 
-def ready_folder(parser: argparse.ArgumentParser, output: Path, scratch: Path) -> Path:
-    """``output``, made if need be; a file there or a folder that cannot be made is the
-    parser's one-line error, before any work.  A run into ``scratch`` says so."""
+def output_folder(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, full: bool, home: Path, scratch: Path
+) -> Path | None:
+    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); ``home`` for the
+    full plan; else ``scratch``.  The folder is made before any work: a file there or a
+    folder that cannot be made is the parser's one-line error.  A run into ``scratch`` says
+    so."""
+    if args.output_dir is None and args.quick:
+        return None
+    output = args.output_dir or (home if full else scratch)
     if output.exists() and not output.is_dir():
         parser.error(f"--output-dir {output} is a file, not a folder")
     try:
@@ -135,18 +167,16 @@ def ready_folder(parser: argparse.ArgumentParser, output: Path, scratch: Path) -
     return output
 
 
+def whole_number(text: str, least: int = 0) -> int:
+    """A whole number, at least ``least`` (for argparse; :func:`seed_count`: at least 1)."""
+    if not text.isdigit() or int(text) < least:
+        wanted = f"a whole number of at least {least}"
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}")
+    return int(text)
+
+
 def seed_count(text: str) -> int:
-    """A whole number of seeds, at least 1 (for argparse)."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-def whole_number(text: str) -> int:
-    """A whole number, at least 0 (for argparse)."""
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 0, got {text!r}")
-    return int(text)
+    return whole_number(text, 1)
 
 
 BAR_WIDTH = 30
@@ -182,3 +212,88 @@ class ProgressBar:
 
     def close(self) -> None:
         sys.stderr.write("\n")
+
+
+def digits(values: Iterable[float], significant: int) -> list[float | None]:
+    """Each value to ``significant`` digits, None for NaN (JSON has no NaN)."""
+    return [float(f"{v:.{significant}g}") if math.isfinite(v) else None for v in values]
+
+
+def kept(values: Sequence[Any], chosen: Sequence[Any]) -> tuple[Any, ...]:
+    """Those of ``values`` that are ``chosen`` (none chosen: all), in their order."""
+    return tuple(v for v in values if not chosen or v in chosen)
+
+
+def check_names(*checks: tuple[str, Sequence[Any], Sequence[Any]]) -> None:
+    """Each ``(kind, chosen, valid)``: a ``ValueError`` naming the first chosen name that is
+    not valid, and the valid ones."""
+    for kind, chosen, valid in checks:
+        unknown = [name for name in chosen if name not in valid]
+        if unknown:
+            listed = ", ".join(v if isinstance(v, str) else f"{v:g}" for v in valid)
+            raise ValueError(f"no {kind} is named {unknown[0]!r}; choose from {listed}")
+
+
+def rederive_folder(
+    parser: argparse.ArgumentParser, flag: str, chosen: bool, folder: Path | None, results: Path
+) -> Path:
+    """The folder whose results ``flag`` (``--rewrite``, ``--restate``) derives again: the
+    committed ``results``' unless ``--output-dir`` names one (``folder``); the parser's error
+    if another option was ``chosen`` or the folder holds no results."""
+    if chosen:
+        parser.error(f"{flag} takes no option but --output-dir")
+    folder = folder or results.parent
+    if not (folder / results.name).is_file():
+        parser.error(f"{flag} needs results to derive again: no {folder / results.name}")
+    return folder
+
+
+def run_and_write(
+    cells: Sequence[Any],
+    output: Path | None,
+    cache_name: str,
+    run: Callable[[Path | None, Callable[[Any], None]], dict[str, Any]],
+    describe: Callable[[Any], str],
+    finish: Callable[[dict[str, Any], float, int], Results],
+    write: Callable[[Results, Path], None],
+    markdown: Callable[[Results], str],
+) -> int:
+    """A study's run: ``run(cache, progress)`` the cells behind a progress bar, ``finish(raw,
+    seconds, resumed)`` the results (the wall seconds of every session that ran them, the
+    cells an earlier one finished), and ``write`` them into ``output`` (``markdown`` printed
+    when there is none); 130 on Ctrl-C, the finished cells kept in the cache (``cache_name``
+    in ``output``) for the same command to resume from."""
+    cache = None if output is None else output / cache_name
+    earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
+    progress = ProgressBar(cells, describe)
+    started = time.perf_counter()
+    try:
+        raw = run(cache, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        note_wall_seconds(cache, time.perf_counter() - started)
+        print(interrupted_message(cache), file=sys.stderr)
+        return 130
+    progress.close()
+    seconds = time.perf_counter() - started
+    results = finish(raw, earlier + seconds, resumed)
+    note_wall_seconds(cache, seconds)  # kept if writing the results fails
+    if output is None:
+        print(markdown(results))
+        return 0
+    write(results, output)
+    if cache is not None:
+        cache.unlink(missing_ok=True)
+    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
+    return 0
+
+
+def interrupted_message(cache: Path | None) -> str:
+    """What an interrupted run says it kept: only a cache that exists is named."""
+    kept = len(read_cache(cache))
+    if not kept:
+        return "interrupted before any cell finished: nothing was kept"
+    cells = "1 cell" if kept == 1 else f"{kept} cells"
+    return (
+        f"interrupted: {cells} finished so far kept in {cache}; the same command resumes from them"
+    )

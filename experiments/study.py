@@ -5,17 +5,16 @@ A :class:`Sweep` varies one step size (the bandit's ``step_size``, CartPole's
 seeds.  Each (method, step size, seed set) is a :class:`Cell`: the unit that runs in a worker,
 is cached, and is summarized (:func:`summarize_sweep`) into what ``why_clip.json`` keeps.
 
-Every sweep runs on two sets of seeds (:data:`SEED_SETS`): a *discovery* set, on which the
-claims were chosen, and a *confirmation* set of as many fresh seeds, on which a claim must hold
-again before it is stated (:mod:`experiments.claims`).  With ``n`` seeds per set and a seed
-offset ``k``, discovery uses seeds ``k .. k + n - 1`` and confirmation ``k + n .. k + 2n - 1``.
+Every sweep runs on the two sets of seeds of :mod:`experiments.evidence`: with ``n`` seeds per
+set and a seed offset ``k``, discovery uses seeds ``k .. k + n - 1`` and confirmation
+``k + n .. k + 2n - 1``.
 
 Kept per cell and set: every seed's score (to six decimals; every statistic is computed from
 these), which seeds succeeded, the mean score, the 10th and 90th percentiles over seeds, a
 bootstrap 95% interval of the mean, how many seeds succeeded and collapsed, the mean clip
 fraction and KL, the paired difference from PPO (ε = 0.2) at the same step size, and the CPU
 seconds the cell took.  Per method and set: its stable range
-(:func:`experiments.statistics.stable_range`) and its best step size, *chosen on the discovery
+(:func:`experiments.evidence.stable_range`) and its best step size, *chosen on the discovery
 set* and scored on each set, so the confirmation set's score at the best is free of the
 winner's curse (choosing on the seeds one scores).
 
@@ -44,7 +43,8 @@ from experiments.cartpole_agent import (
     run_cartpole,
     score_of,
 )
-from experiments.statistics import bootstrap_interval, paired_difference, stable_range
+from experiments.evidence import SEED_SETS, bootstrap_interval, paired, stable_range, verdict_of
+from experiments.runner import digits
 from ppo_viz.why_clip.methods import METHODS, spread
 
 #: Success: a bandit score of at least this (0.95 of the way from uniform to the best arm),
@@ -53,8 +53,6 @@ BANDIT_SUCCESS = 0.95
 CARTPOLE_SOLVED = 475.0
 #: The method every other one is compared with, seed by seed.
 REFERENCE = "ppo"
-#: The two sets of seeds: the claims are chosen on the first and confirmed on the second.
-SEED_SETS = ("discovery", "confirmation")
 #: Per-seed scores are kept to this many decimals; every statistic is computed from them.
 SCORE_DECIMALS = 6
 #: The stored curves keep every this many iterations (the return's mean and middle half; the
@@ -178,9 +176,9 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         returns = spread(runs.return_curve[:, CURVE_STRIDE - 1 :: CURVE_STRIDE])
         every = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
         curves = {
-            "return_curve": [_digits(row) for row in (returns.mean, returns.low, returns.high)],
+            "return_curve": [digits(row, 3) for row in (returns.mean, returns.low, returns.high)],
             **{
-                name: [_digits(getattr(runs, name)[:, every].mean(axis=0))]
+                name: [digits(getattr(runs, name)[:, every].mean(axis=0), 3)]
                 for name in ("clip_fraction", "approx_kl")
             },
         }
@@ -214,11 +212,18 @@ def cell_summary(raw: Mapping[str, Any], reference: Mapping[str, Any] | None) ->
         "cpu_seconds": raw.get("cpu_seconds", 0.0),
     }
     if reference is not None:
-        summary["vs_ppo"] = paired_difference(score, reference["score"])
+        summary["vs_ppo"] = versus(score, reference["score"])
     if "final_return" in raw:
         summary["final_return"] = list(raw["final_return"])
         summary["curves"] = raw["curves"]
     return summary
+
+
+def versus(scores: Any, reference: Any) -> dict[str, Any]:
+    """``scores - reference`` seed by seed as the results keep it: the mean difference, its
+    bootstrap interval and its verdict (:mod:`experiments.evidence`)."""
+    found = paired(scores, reference)
+    return {"diff": found["diff"], "ci": found["ci"], "verdict": verdict_of(found["ci"])}
 
 
 def method_summary(
@@ -244,7 +249,7 @@ def method_summary(
         }
         if reference and key != REFERENCE:
             ppo_best = reference[best_values[REFERENCE]]["score"]
-            entry["best"]["vs_ppo_best"] = paired_difference(raw[key][best]["score"], ppo_best)
+            entry["best"]["vs_ppo_best"] = versus(raw[key][best]["score"], ppo_best)
         methods[key] = entry
     return methods
 
@@ -297,8 +302,3 @@ def summarize_sweep(
 
 def _rounded(scores: np.ndarray) -> list[float]:
     return [round(float(s), SCORE_DECIMALS) for s in scores]
-
-
-def _digits(values: np.ndarray) -> list[float | None]:
-    """Three significant digits each (a curve for a figure), None for NaN."""
-    return [float(f"{v:.3g}") if np.isfinite(v) else None for v in values]

@@ -15,7 +15,7 @@ From the repository root::
 
 What runs is :data:`FULL_PLAN`: four sweeps (:class:`experiments.study.Sweep`), each a grid
 of step sizes with everything else fixed, every method on the same seeds, each on two sets of
-seeds (:data:`experiments.study.SEED_SETS`): the claims of :mod:`experiments.claims` were
+seeds (:data:`experiments.evidence.SEED_SETS`): the claims of :mod:`experiments.claims` were
 chosen on the *discovery* set and are stated only where the *confirmation* set, as many
 seeds again that nobody had looked at, agrees.
 
@@ -38,23 +38,14 @@ meaning on each set (18 of 20); the bandit is cheap, so every method runs on 400
 all: about 80 CPU minutes, 40 minutes on 2 free cores (``cpu_seconds`` in the results adds up
 what each cell took as it ran; on a machine shared with other work the wall time is longer).
 
-The cells run in ``--jobs`` worker processes (default: every CPU this process may use), with
-one BLAS thread each, behind a progress bar on stderr; the discovery set first.  Each finished
-cell is appended to a cache next to the results (``why_clip.cells.jsonl``), so an interrupted
-run resumes where it stopped; Ctrl-C stops the workers at once (a running cell is lost, the
-finished ones are kept), and the cache is removed once the results are written.  The results
-record the machine (:func:`ppo_viz.machine.fingerprint`): the bandit reproduces anywhere to
-1e-6 (its scores are kept to six decimals), CartPole exactly only on a machine with the same
-fingerprint.
-
-``--seed-offset N`` runs both sets from seed ``N`` on: seeds the committed study never used
-once ``N`` is at least its two sets together (800 on the bandit, 40 on CartPole).
-
-Every name and folder is checked before any work: an unknown ``--setting``, ``--method``,
-``--value`` or ``--seed-set`` is refused with the valid ones.  Only the full plan on seeds
-from 0 writes to ``experiments/``; any other run writes to :data:`SCRATCH_DIR` unless
-``--output-dir`` names a folder.  The three files are written together, the figure showing
-what the tables show.
+It runs as every study does (:mod:`experiments.runner`; the discovery set first, its cache
+``why_clip.cells.jsonl``, an unknown ``--setting``, ``--method``, ``--value`` or
+``--seed-set`` refused before any work, a partial run written to :data:`SCRATCH_DIR`).  The
+bandit reproduces anywhere to 1e-6 (its scores are kept to six decimals), CartPole exactly
+only on a machine with the recorded fingerprint.  ``--seed-offset N`` runs both sets from seed
+``N`` on: seeds the committed study never used once ``N`` is at least its two sets together
+(800 on the bandit, 40 on CartPole).  The three files are written together, the figure
+showing what the tables show.
 """
 
 from __future__ import annotations
@@ -66,32 +57,29 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import argparse
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bandit_loop import STEP_SIZES, BanditLoopSettings
 from experiments.cartpole_agent import CartPoleSettings
 from experiments.claims import evaluate_claims
-from experiments.report import results_markdown, write_results
+from experiments.evidence import SEED_SETS, STABLE_SHARE
 from experiments.runner import (
-    ProgressBar,
-    add_jobs_argument,
-    earlier_wall_seconds,
-    note_wall_seconds,
-    read_cache,
-    ready_folder,
+    check_names,
+    kept,
+    output_folder,
+    rederive_folder,
+    run_and_write,
     run_cells,
     seed_count,
-    whole_number,
+    study_parser,
 )
-from experiments.statistics import STABLE_SHARE
-from experiments.study import SEED_SETS, Cell, Sweep, run_cell, summarize_sweep
+from experiments.study import Cell, Sweep, run_cell, summarize_sweep
+from experiments.why_clip_report import results_markdown, write_results
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR, RESULTS_JSON, load_results
@@ -112,13 +100,8 @@ class Plan:
 
     @property
     def cells(self) -> list[Cell]:
-        """Every cell, the discovery set's first."""
-        return [
-            cell
-            for seed_set in self.seed_sets
-            for sweep in self.sweeps
-            for cell in sweep.cells(self.seed_offset, (seed_set,))
-        ]
+        """Every cell of every sweep and seed set."""
+        return [c for sweep in self.sweeps for c in sweep.cells(self.seed_offset, self.seed_sets)]
 
     def sliced(
         self,
@@ -134,30 +117,22 @@ class Plan:
         ``ValueError`` listing the valid names for an unknown one, or when nothing is left."""
         names = tuple(sweep.name for sweep in self.sweeps)
         grid = sorted({v for sweep in self.sweeps for v in sweep.values})
-        for kind, chosen, valid in (
+        check_names(
             ("setting", settings, names),
             ("method", methods, tuple(METHODS)),
             ("value", values, grid),
             ("seed set", seed_sets, SEED_SETS),
-        ):
-            unknown = [name for name in chosen if name not in valid]
-            if unknown:
-                listed = ", ".join(f"{v:g}" if kind == "value" else str(v) for v in valid)
-                raise ValueError(f"no {kind} is named {unknown[0]!r}; choose from {listed}")
+        )
         sweeps = []
         for sweep in self.sweeps:
-            kept = replace(
-                sweep,
-                methods=tuple(k for k in sweep.methods if not methods or k in methods),
-                values=tuple(v for v in sweep.values if not values or v in values),
-                seeds=(seeds or {}).get(sweep.task, sweep.seeds),
-            )
-            if (not settings or sweep.name in settings) and kept.methods and kept.values:
-                sweeps.append(kept)
+            n = (seeds or {}).get(sweep.task, sweep.seeds)
+            chosen = {"methods": kept(sweep.methods, methods), "values": kept(sweep.values, values)}
+            part = replace(sweep, seeds=n, **chosen)
+            if (not settings or sweep.name in settings) and part.methods and part.values:
+                sweeps.append(part)
         if not sweeps:
             raise ValueError("nothing to run: no setting has those methods at those values")
-        kept_sets = tuple(s for s in SEED_SETS if not seed_sets or s in seed_sets)
-        return Plan(tuple(sweeps), seed_offset, kept_sets)
+        return Plan(tuple(sweeps), seed_offset, kept(SEED_SETS, seed_sets))
 
 
 #: Step sizes: the bandit's over three decades (the app's), CartPole's over 2.3 decades from
@@ -165,42 +140,42 @@ class Plan:
 LEARNING_RATES = (2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2)
 #: The methods whose epochs are swept: with and without the clip.
 EPOCH_METHODS = ("ppo", "unclipped")
+
+
+def epochs_sweep(k: int, values: tuple[float, ...]) -> Sweep:
+    """PPO and the unclipped surrogate on CartPole at ``k`` epochs per rollout, 20 + 20 seeds."""
+    settings = CartPoleSettings(epochs=k)
+    return Sweep(f"cartpole_k{k}", f"CartPole, K = {k}", settings, values, EPOCH_METHODS, 20)
+
+
 FULL_PLAN = Plan(
     (
         Sweep("bandit", "bandit, K = 20", BanditLoopSettings(), STEP_SIZES, tuple(METHODS), 400),
         Sweep("cartpole", "CartPole, K = 4", CartPoleSettings(), LEARNING_RATES, MAIN_METHODS, 20),
-        Sweep(
-            "cartpole_k1",
-            "CartPole, K = 1",
-            CartPoleSettings(epochs=1),
-            LEARNING_RATES,
-            EPOCH_METHODS,
-            20,
-        ),
-        Sweep(
-            "cartpole_k10",
-            "CartPole, K = 10",
-            CartPoleSettings(epochs=10),
-            LEARNING_RATES[:-1],
-            EPOCH_METHODS,
-            20,
-        ),
+        epochs_sweep(1, LEARNING_RATES),
+        epochs_sweep(10, LEARNING_RATES[:-1]),
     )
 )
 #: A smoke test of the command: a few seconds.
+QUICK_BANDIT = BanditLoopSettings(iterations=10)
 QUICK_PLAN = Plan(
     (
-        Sweep(
-            "bandit",
-            "bandit, quick",
-            BanditLoopSettings(iterations=10),
-            (0.5, 5.0),
-            ("ppo", "unclipped"),
-            8,
-        ),
+        Sweep("bandit", "bandit, quick", QUICK_BANDIT, (0.5, 5.0), ("ppo", "unclipped"), 8),
         Sweep("cartpole", "CartPole, quick", CartPoleSettings(2048), (2.5e-3,), ("ppo",), 2),
     )
 )
+
+
+def plan_of(results: Mapping[str, Any]) -> Plan:
+    """The plan that made ``results``, from the settings, grids, methods and seeds they store
+    (so a committed study is re-run as it ran, whatever today's defaults)."""
+    sweeps = []
+    for name, sweep in results["sweeps"].items():
+        kind = CartPoleSettings if sweep["task"] == "cartpole" else BanditLoopSettings
+        stored = {k: tuple(v) if isinstance(v, list) else v for k, v in sweep["settings"].items()}
+        values, methods = tuple(sweep["values"]), tuple(sweep["methods"])
+        sweeps.append(Sweep(name, sweep["title"], kind(**stored), values, methods, sweep["seeds"]))
+    return Plan(tuple(sweeps), results["seed_offset"], tuple(results["seed_sets"]))
 
 
 def run_plan(
@@ -209,16 +184,15 @@ def run_plan(
     jobs: int,
     progress: Callable[[Cell], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`: the
-    discovery set first, the costliest first within a set); return each cell's raw numbers by
-    key.  A cell that computes what another does (the same key) runs once."""
-    order = {seed_set: i for i, seed_set in enumerate(plan.seed_sets)}
-    cells = sorted(plan.cells, key=lambda c: (order[c.seed_set], -c.cost))
-    return run_cells(cells, cache, jobs, run_cell, progress)
+    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`);
+    return each cell's raw numbers by key.  A cell that computes what another does (the same
+    key) runs once."""
+    return run_cells(plan.cells, cache, jobs, run_cell, progress)
 
 
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
-    """The results as plain data (``why_clip.json``), with the claims evaluated on them."""
+    """The results as plain data (``why_clip.json``), with the claims evaluated on them: what
+    ran (the plan's sweeps with their settings, and each method as data) and what it gave."""
     sweeps = {}
     for sweep in plan.sweeps:
         by_set: dict[str, dict[str, dict[float, Any]]] = {}
@@ -237,32 +211,17 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "seed_sets": list(plan.seed_sets),
         "stable_share": STABLE_SHARE,
         "paper": PAPER_TABLE_1,
+        "methods": {k: asdict(METHODS[k]) for k in {k: 0 for s in plan.sweeps for k in s.methods}},
         "sweeps": sweeps,
     }
     return {**results, "claims": evaluate_claims(results)}
 
 
-@dataclass(frozen=True)
-class Request:
-    """What the command line asks for: a plan to run (or the results to rewrite), the folder
-    to write to (None: print only) and the number of processes."""
-
-    plan: Plan
-    output: Path | None
-    jobs: int
-    rewrite: bool = False
-
-
-def parse(argv: list[str] | None) -> Request:
-    """What the arguments ask for; every mistake is refused here, before any work."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
-    parser.add_argument(
-        "--rewrite",
-        action="store_true",
-        help="write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing",
-    )
-    parser.add_argument("--output-dir", type=Path, help="where to write the three files")
+def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
+    """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
+    of processes the arguments ask for; every mistake is refused here, before any work."""
+    rewrite = "write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing"
+    parser = study_parser(__doc__, "--rewrite", rewrite, 800)
     names = ", ".join(sweep.name for sweep in FULL_PLAN.sweeps)
     parser.add_argument("--setting", action="append", default=[], help=f"only this: {names}")
     parser.add_argument(
@@ -276,26 +235,13 @@ def parse(argv: list[str] | None) -> Request:
     )
     parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell and set")
     parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell and set")
-    parser.add_argument(
-        "--seed-offset", type=whole_number, default=0, help="first seed (800 or more: all fresh)"
-    )
-    add_jobs_argument(parser)
     args = parser.parse_args(argv)
+    seeds = {task: getattr(args, f"{task}_seeds") for task in ("bandit", "cartpole")}
+    seeds = {task: n for task, n in seeds.items() if n}
     if args.rewrite:
-        chosen = [
-            a for a in ("quick", "setting", "method", "value", "seed_set") if getattr(args, a)
-        ]
-        if chosen or args.bandit_seeds or args.cartpole_seeds or args.seed_offset:
-            parser.error("--rewrite runs nothing: it takes only --output-dir")
-        output = args.output_dir or RESULTS_DIR
-        if not (output / RESULTS_JSON.name).is_file():
-            parser.error(f"--rewrite: there is no {RESULTS_JSON.name} in {output}")
-        return Request(FULL_PLAN, output, args.jobs, rewrite=True)
-    seeds = {
-        task: getattr(args, f"{task}_seeds")
-        for task in ("bandit", "cartpole")
-        if getattr(args, f"{task}_seeds")
-    }
+        slicing = (args.quick, args.setting, args.method, args.value, args.seed_set, seeds)
+        chosen = any(slicing) or bool(args.seed_offset)
+        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, RESULTS_JSON), 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -303,66 +249,27 @@ def parse(argv: list[str] | None) -> Request:
         )
     except ValueError as error:
         parser.error(str(error))
-    if args.output_dir is not None:
-        output = args.output_dir
-    elif args.quick:
-        return Request(plan, None, args.jobs)
-    else:
-        output = RESULTS_DIR if plan == FULL_PLAN else SCRATCH_DIR
-    ready_folder(parser, output, SCRATCH_DIR)
-    return Request(plan, output, args.jobs)
-
-
-def rewrite(output: Path) -> int:
-    """RESULTS.md, the figure and the claims again from the results in ``output``."""
-    results = load_results(output / RESULTS_JSON.name)
-    results["claims"] = evaluate_claims(results)
-    write_results(results, output)
-    print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
-    return 0
+    return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
 
 
 def main(argv: list[str] | None = None) -> int:
-    request = parse(argv)
-    if request.rewrite:
-        return rewrite(request.output)
-    plan, output, jobs = request.plan, request.output, request.jobs
-    cache = None if output is None else output / CACHE_NAME
-    earlier = earlier_wall_seconds(cache)
-    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
-    progress = ProgressBar(plan.cells, lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}")
-    started = time.perf_counter()
-    try:
-        raw = run_plan(plan, cache, jobs, progress)
-    except KeyboardInterrupt:
-        progress.close()
-        note_wall_seconds(cache, time.perf_counter() - started)
-        print(interrupted_message(cache), file=sys.stderr)
-        return 130
-    progress.close()
-    seconds = time.perf_counter() - started
-    results = results_of(plan, raw, earlier + seconds, jobs)
-    note_wall_seconds(cache, seconds)  # kept if writing the results fails
-    if output is None:
-        print(results_markdown(results))
+    plan, output, jobs = parse(argv)
+    if plan is None:  # --rewrite: RESULTS.md, the figure and the claims again from the JSON
+        results = load_results(output / RESULTS_JSON.name)
+        write_results({**results, "claims": evaluate_claims(results)}, output)
+        print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
         return 0
-    write_results(results, output)
-    if cache is not None:
-        cache.unlink(missing_ok=True)
-    print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)
-    return 0
-
-
-def interrupted_message(cache: Path | None) -> str:
-    """What an interrupted run says it kept: only a cache that exists is named."""
-    kept = len(read_cache(cache))
-    if kept:
-        cells = "1 cell" if kept == 1 else f"{kept} cells"
-        return (
-            f"interrupted: {cells} finished so far kept in {cache}; "
-            "the same command resumes from them"
-        )
-    return "interrupted before any cell finished: nothing was kept"
+    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
+    return run_and_write(
+        plan.cells,
+        output,
+        CACHE_NAME,
+        lambda cache, progress: run_plan(plan, cache, jobs, progress),
+        lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}",
+        lambda raw, seconds, _: results_of(plan, raw, seconds, jobs),
+        write_results,
+        results_markdown,
+    )
 
 
 if __name__ == "__main__":

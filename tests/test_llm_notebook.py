@@ -38,10 +38,6 @@ from ppo_viz.llm.tokens import KL_PLACES, OBJECTIVES
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
 from ppo_viz.rlhf.results import cell_of, chance_text, difference, load_results
-from tiny_lm import HIDDEN
-from tiny_lm import MAX_LEN as TINY_MAX_LEN
-from tiny_lm import PROMPTS as TINY_PROMPTS
-from tiny_rlhf import METHODS
 
 NOTEBOOK = (
     Path(__file__).resolve().parent.parent / "notebooks" / "07_clipping_in_llm_training.ipynb"
@@ -614,13 +610,13 @@ def test_part_b_files_each_finding_under_its_committed_verdict():
 
 
 def test_part_b_states_the_studys_design():
-    results, s = committed(), committed()["settings"]
-    lrs, mus, sets = results["learning_rates"], results["updates"], results["sets"]
+    results, s, m = committed(), committed()["settings"], committed()["model"]
+    lrs, mus, sets, ran = (results[k] for k in ("learning_rates", "updates", "sets", "methods"))
     mu_list = ", ".join(map(str, mus[:-1])) + f" and {mus[-1]}"
     assert_states(
         _part_b(),
-        f"{len(TINY_PROMPTS)} prompts and answers of up to {TINY_MAX_LEN} tokens",
-        f"one tanh layer of {HIDDEN} units",
+        f"{m['prompts']} prompts and answers of up to {m['max_len']} tokens",
+        f"one tanh layer of {m['hidden']} units",
         f"which answers {results['reference_accuracy']:.1%} of the prompts right",
         f"{s['iterations']} iterations; each samples {s['group_size']} answers to each of "
         f"{s['prompts_per_batch']} prompts",
@@ -630,22 +626,21 @@ def test_part_b_states_the_studys_design():
         f"on {sets['discovery']['seeds']} *discovery* seeds and "
         f"{sets['confirmation']['seeds']} *confirmation* seeds",
         f"{s['iterations']} iterations and this tiny task",
-        f"averaged over the {len(TINY_PROMPTS)} prompts and the "
+        f"averaged over the {m['prompts']} prompts and the "
         f"{sets['confirmation']['seeds']} confirmation seeds",
         "$\\epsilon_\\text{high} = 0.2$",
-        f"CISPO capping its weight above only, at {1 + METHODS['cispo'].eps_high:g}, where section "
+        f"CISPO capping its weight above only, at {1 + ran['cispo']['eps_high']:g}, where section "
         f"2's also caps it below, at {1 - Setting().eps_low:g}",
     )
-    assert METHODS["cispo"].eps_low == 1.0  # its band [0, 1.2]: no positive ratio is capped below
-    assert Setting().eps_high == METHODS["cispo"].eps_high
+    assert ran["cispo"]["eps_low"] == 1.0  # its band [0, 1.2]: no positive ratio is capped below
+    assert Setting().eps_high == ran["cispo"]["eps_high"]
     assert s["kl_coef"] == 0.0
-    assert METHODS["ppo"].advantages == "gae"
-    assert METHODS["dapo_sym"].eps_high == 0.2
-    assert set(results["methods"]) == set(METHODS)
-    assert "unclipped" in results["methods"]
-    recorded = {m["objective"] for m in results["methods"].values()}  # what the study ran
-    assert recorded == {m.objective for m in METHODS.values()}
-    assert recorded == set(llm_clip.OBJECTIVES[:6])  # the opening: "with the first six"
+    assert ran["ppo"]["advantages"] == "gae"
+    assert ran["dapo_sym"]["eps_high"] == 0.2
+    assert "unclipped" in ran
+    objectives = {method["objective"] for method in ran.values()}  # the methods the study ran
+    assert len(objectives) == 6  # "the six objectives of section 2"
+    assert objectives == set(llm_clip.OBJECTIVES[:6])  # the opening: "with the first six"
 
 
 def test_part_b_states_what_mu_1_and_the_curves_cell_are():
@@ -708,8 +703,9 @@ def test_part_b_states_each_findings_confirmation_numbers():
         f"less {at_best('cispo_speed', 'against')} ({confirmed('cispo_speed', 'against')};",
     )
     assert clip_share("grpo", *slow_at).max() == 0.0  # "GRPO's clip none"
-    assert (METHODS["gspo"].eps_low, METHODS["gspo"].eps_high) == (3e-4, 4e-4)
-    assert METHODS["dapo"].eps_high is None
+    ran = committed()["methods"]  # as the study ran them
+    assert (ran["gspo"]["eps_low"], ran["gspo"]["eps_high"]) == (3e-4, 4e-4)
+    assert ran["dapo"]["eps_high"] is None
     assert llm_clip.DAPO_EPS_HIGH == 0.28
     for key in ("clip_higher_entropy", "clip_higher_accuracy"):
         assert side(key)["where"]["updates"] == 8  # "both at mu = 8"

@@ -1,10 +1,11 @@
 """The RLHF study (experiments/rlhf_study.py): command, committed results, findings, figures, app.
 
-* The command: the committed files are the full plan's output; re-running a cell gives the
+* The command: re-running the reference and a cell of the plan the results store gives the
   committed numbers (exactly on the machine that made them); unknown names are refused before
   any work; a partial run never writes over the committed results; an interrupted run
   resumes from its cache; ``--quick`` writes nothing.
-* The findings: every number stated is recomputed from the stored per-seed values; each
+* The findings (their files and tables: test_study_results.py): every number stated is
+  recomputed from the stored per-seed values; each
   stated finding holds on both sets of seeds in its direction; the cells were chosen on the
   discovery seeds; with mu = 1 nothing is clipped and the clip-only variants are one run.
 * The figures draw the committed means; the explorer trains what its controls say, keeps
@@ -13,10 +14,7 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,20 +22,14 @@ from helpers import assert_states, plain, simulating_another_cpu
 
 from experiments import rlhf_findings as findings
 from experiments import rlhf_study as command
-from experiments.report import markdown
-from experiments.statistics import bootstrap_interval
+from experiments.evidence import bootstrap_interval, paired, sign_of
 from ppo_viz.machine import fingerprint
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
 from ppo_viz.rlhf.apps import TrainingExplorer, smoothed
 from ppo_viz.rlhf.figures import CURVE_PANELS, curves_figure, score_figure
 from ppo_viz.rlhf.results import (
-    RESULTS_DIR,
-    RESULTS_MARKDOWN,
-    best_table,
     cell_of,
-    difference,
-    findings_table,
     load_results,
 )
 from tiny_lm import reference_model, right_answer_probability
@@ -54,42 +46,20 @@ def same_machine() -> bool:
     return committed()["machine"] == fingerprint() and not simulating_another_cpu()
 
 
-def committed_files() -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
-
-
 # --------------------------------------------------------------------------
 # The command
 # --------------------------------------------------------------------------
 
 
-def test_the_committed_results_are_the_full_plans():
-    results, plan = committed(), command.FULL_PLAN
-    assert results["seed_offset"] == 0
-    assert list(results["methods"]) == list(METHODS)
-    assert results["learning_rates"] == list(plan.learning_rates)
-    assert results["updates"] == list(plan.updates)
-    assert results["sets"] == {
-        "discovery": {"first_seed": 0, "seeds": 20},
-        "confirmation": {"first_seed": 20, "seeds": 20},
-    }
-    assert len(results["cells"]) == 2 * len(METHODS) * 6 * 4
-    assert all(len(c["per_seed"]["score"]) == 20 for c in results["cells"])
-    defaults = asdict(TrainSettings())
-    assert results["settings"] == {
-        k: v for k, v in defaults.items() if k not in ("learning_rate", "updates")
-    }
-    assert results["machine"].keys() == fingerprint().keys()
+def test_rerunning_the_reference_and_a_cell_reproduces_the_committed_numbers():
+    """The reference model, and the cell of GRPO at lr 0.01 and mu = 2 on the confirmation
+    seeds of the plan the results store."""
     accuracy = right_answer_probability(reference_model()).mean()
     tolerance = 1e-12 if same_machine() else 0.02  # another CPU distils another reference
-    assert results["reference_accuracy"] == pytest.approx(accuracy, abs=tolerance)
-
-
-def test_rerunning_a_cell_reproduces_its_committed_numbers():
-    """The cell of GRPO at lr 0.01 and mu = 2 on the confirmation seeds."""
+    assert committed()["reference_accuracy"] == pytest.approx(accuracy, abs=tolerance)
     cell = next(
         c
-        for c in command.FULL_PLAN.cells
+        for c in command.plan_of(committed()).cells
         if (c.seed_set, c.method, c.settings.learning_rate, c.settings.updates)
         == ("confirmation", "grpo", 0.01, 2)
     )
@@ -101,117 +71,6 @@ def test_rerunning_a_cell_reproduces_its_committed_numbers():
         for name in ("score", "excess", "entropy"):
             low, high = bootstrap_interval(stored[name])
             assert abs(np.mean(fresh[name]) - np.mean(stored[name])) < 3 * (high - low), name
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "scratch"
-    monkeypatch.setattr(command, "SCRATCH_DIR", folder)
-    return folder
-
-
-@pytest.mark.parametrize(
-    ("arguments", "said"),
-    [
-        (["--method", "GRPO"], "invalid choice: 'GRPO' (choose from"),
-        (["--learning-rate", "0.5"], "no learning rate is 0.5 in the plan; choose from 0.001,"),
-        (["--updates", "3"], "no mu is 3 in the plan; choose from 1, 2, 4, 8"),
-        (["--learning-rate", "fast"], "invalid float value: 'fast'"),
-        (["--seeds", "0"], "must be a whole number of at least 1, got '0'"),
-        (["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'"),
-        (["--quick", "--learning-rate", "0.03"], "no learning rate is 0.03 in the plan"),
-    ],
-)
-def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
-    arguments, said, scratch, monkeypatch, capsys
-):
-    ran = []
-    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
-    before = committed_files()
-    with pytest.raises(SystemExit) as exit_:
-        command.main(arguments)
-    assert exit_.value.code == 2
-    shown = " ".join(capsys.readouterr().err.split())
-    assert said in shown
-    if "invalid choice" in said:
-        assert all(key in shown for key in METHODS)
-    assert ran == []
-    assert not scratch.exists()
-    assert committed_files() == before
-
-
-def test_an_output_folder_that_is_a_file_is_refused(tmp_path, capsys):
-    (tmp_path / "file").write_text("mine")
-    with pytest.raises(SystemExit):
-        command.main(["--method", "grpo", "--output-dir", str(tmp_path / "file")])
-    assert "is a file, not a folder" in capsys.readouterr().err
-    assert (tmp_path / "file").read_text() == "mine"
-
-
-SLICE = ["--method", "grpo", "--method", "dr_grpo", "--learning-rate", "0.01"]
-SLICE += ["--updates", "1", "--updates", "2", "--seeds", "2", "--jobs", "1"]
-
-
-def test_a_partial_run_writes_to_the_scratch_folder_and_the_committed_results_stay(scratch):
-    before = committed_files()
-    assert command.main([*SLICE, "--seed-offset", "100"]) == 0
-    assert committed_files() == before
-    written = load_results(scratch / "rlhf_study.json")
-    assert written["sets"]["confirmation"] == {"first_seed": 102, "seeds": 2}
-    assert list(written["methods"]) == ["grpo", "dr_grpo"]
-    # no curves figure: its cell (lr 0.01, mu 4) is not in this slice
-    assert {p.name for p in scratch.iterdir()} == {
-        "rlhf_study.json",
-        "RESULTS_LLM.md",
-        "rlhf_study.png",
-    }
-    assert [f["key"] for f in written["findings"]] == ["length_bias", "dr_grpo_accuracy"]
-
-
-def test_an_interrupted_run_resumes_from_the_cells_it_finished(tmp_path, monkeypatch):
-    calls = []
-    real = command.run_cell
-
-    def interrupted(cell):
-        calls.append(cell.key)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(cell)
-
-    monkeypatch.setattr(command, "run_cell", interrupted)
-    folder = tmp_path / "resumed"
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 130
-    cache_file = folder / command.CACHE_NAME
-    assert len(cache_file.read_text().splitlines()) == 2
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 0
-    assert len(calls) == 3 + 6  # the six cells left of eight, not all eight
-    assert not cache_file.exists()
-    monkeypatch.setattr(command, "run_cell", real)
-    command.main([*SLICE, "--output-dir", str(tmp_path / "whole")])
-    resumed, whole = (load_results(p / "rlhf_study.json") for p in (folder, tmp_path / "whole"))
-    assert [c["per_seed"] for c in resumed["cells"]] == [c["per_seed"] for c in whole["cells"]]
-
-
-@pytest.mark.slow
-def test_the_quick_run_prints_its_tables_and_writes_nothing(scratch, capsys):
-    before = committed_files()
-    assert command.main(["--quick"]) == 0
-    shown = capsys.readouterr().out
-    assert "## Findings" in shown
-    assert "not distinguishable with 4 seeds" in shown or "[" in shown
-    assert committed_files() == before
-    assert not scratch.exists()
-
-
-def test_results_md_shows_the_tables_and_sentences_of_the_committed_json():
-    text = RESULTS_MARKDOWN.read_text(encoding="utf-8")
-    results = committed()
-    for table in (findings_table(results), *(best_table(results, mu) for mu in (1, 2, 4, 8))):
-        for line in markdown(table):
-            assert line in text
-    for field in results["machine"].values():
-        assert field in text
-    assert f"{results['cpu_seconds']} s of CPU" in text
 
 
 # --------------------------------------------------------------------------
@@ -301,14 +160,6 @@ def test_the_best_learning_rates_are_chosen_on_the_discovery_seeds():
                 for lr in results["learning_rates"]
             }
             assert entry["learning_rate"] == max(means, key=means.get)
-
-
-def test_a_difference_whose_interval_holds_zero_is_not_distinguishable():
-    assert difference({"diff": 0.01, "ci": [-0.02, 0.04], "n": 20}) == (
-        "not distinguishable with 20 seeds (+0.010 [-0.020, +0.040])"
-    )
-    assert difference({"diff": 0.05, "ci": [0.02, 0.08], "n": 20}) == "+0.050 [+0.020, +0.080]"
-    assert "tie" not in RESULTS_MARKDOWN.read_text(encoding="utf-8")
 
 
 # --------------------------------------------------------------------------
@@ -416,11 +267,6 @@ def test_smoothing_is_a_trailing_mean():
     assert smoothed(np.array([1.0, 3.0, 5.0, 7.0]), window=2).tolist() == [1.0, 2.0, 4.0, 6.0]
 
 
-def test_the_committed_json_is_valid_json_without_nan():
-    text = (RESULTS_DIR / "rlhf_study.json").read_text(encoding="utf-8")
-    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
-
-
 FRESH_OFFSET = 5000
 
 
@@ -444,34 +290,7 @@ def test_a_fresh_seed_rerun_keeps_every_firmly_confirmed_finding():
                 settings = TrainSettings(learning_rate=lr, updates=where["updates"])
                 cell = command.Cell("fresh", method, settings, FRESH_OFFSET, 20)
                 per_seed.append(command.run_cell(cell)["per_seed"][finding["metric"]])
-            comparison = findings.paired(*per_seed)
-            assert findings.side(comparison) == sign, (finding["key"], side, comparison)
+            comparison = paired(*per_seed)
+            assert sign_of(comparison["ci"]) == sign, (finding["key"], side, comparison)
             checked += 1
     assert checked >= 3
-
-
-def test_the_committed_statistics_are_what_the_code_derives_from_the_per_seed_values(tmp_path):
-    """``--restate`` on a copy of the committed results rewrites them unchanged: every
-    interval, finding, table and sentence comes from the stored per-seed values."""
-    (tmp_path / "rlhf_study.json").write_bytes((RESULTS_DIR / "rlhf_study.json").read_bytes())
-    assert command.main(["--restate", "--output-dir", str(tmp_path)]) == 0
-    restated, stored = load_results(tmp_path / "rlhf_study.json"), committed()
-    stored = {k: v for k, v in stored.items() if k != "summary_cpu_seconds"}
-    assert {k: v for k, v in restated.items() if k != "summary_cpu_seconds"} == stored
-    text = (tmp_path / "RESULTS_LLM.md").read_text(encoding="utf-8")
-    committed_text = RESULTS_MARKDOWN.read_text(encoding="utf-8")
-    assert text.split("## Design")[1] == committed_text.split("## Design")[1]
-
-
-@pytest.mark.parametrize(
-    "arguments",
-    [
-        ["--restate", "--quick"],
-        ["--restate", "--method", "grpo"],
-        ["--restate", "--seed-offset", "40"],
-    ],
-)
-def test_restate_takes_no_option_but_the_folder(arguments, capsys):
-    with pytest.raises(SystemExit):
-        command.main(arguments)
-    assert "--restate takes no option but --output-dir" in capsys.readouterr().err

@@ -2,11 +2,12 @@
 
 * The gradients: ppo_clip's per-run gradients exactly; the softmax chain, the KL penalty, the
   networks' backpropagation and the whole CartPole loss against finite differences.
-* The study: the statistics (seeded bootstrap, paired differences, stable ranges), a seed's runs
-  independent of the seeds beside it, early stopping and the adaptive penalty as specified.
-* The results command: the committed files are the full plan's output; re-running a bandit
-  slice gives the committed numbers; unknown names are refused before any work; a partial
-  run never writes over the committed results; an interrupted run resumes from its cache.
+* The study: a seed's runs independent of the seeds beside it, early stopping and the adaptive
+  penalty as specified (its statistics and committed files: test_study_results.py).
+* The results command: the committed study has the design the notebook describes; re-running
+  a bandit slice of the plan it stores gives the committed numbers; unknown names are refused
+  before any work; a partial run never writes over the committed results; an interrupted run
+  resumes from its cache.
 * The apps draw what the results and runs say; the notebook states the committed numbers.
 """
 
@@ -21,7 +22,6 @@ import time
 from concurrent.futures import CancelledError, Future
 from dataclasses import replace
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -53,11 +53,9 @@ from experiments.cartpole_agent import (
     run_cartpole,
     taken,
 )
-from experiments.claims import CLAIMS, FLIP_PLAIN, HEDGED, evaluate_claims
+from experiments.claims import FLIP_PLAIN, HEDGED
+from experiments.evidence import SEED_SETS
 from experiments.networks import MLP, Adam, clip_by_global_norm
-from experiments.report import markdown
-from experiments.statistics import bootstrap_interval, paired_difference, stable_range
-from experiments.study import SEED_SETS
 from ppo_viz.app import LiveFigure
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.apps import (
@@ -70,26 +68,18 @@ from ppo_viz.why_clip.apps import (
     RangeExplorer,
 )
 from ppo_viz.why_clip.methods import (
-    EARLY_STOP_KL,
-    FIRST_KL_COEF,
     MAIN_METHODS,
     METHODS,
     run_bandit_methods,
     spread,
 )
 from ppo_viz.why_clip.results import (
-    PAPER_TABLE_1,
     RESULTS_DIR,
-    RESULTS_JSON,
-    RESULTS_MARKDOWN,
     cell_at,
-    claims_table,
     difference,
     flip_text,
     load_results,
     one_set,
-    range_table,
-    table_1,
 )
 
 REPOSITORY = RESULTS_DIR.parent
@@ -349,27 +339,6 @@ def test_the_adaptive_penalty_follows_the_papers_rule_on_the_bandit():
     assert not np.array_equal(fixed.probs, run.probs)
 
 
-def test_the_bootstrap_is_seeded_and_an_interval_holding_zero_is_not_distinguishable():
-    rng = np.random.default_rng(5)
-    a = rng.normal(1.0, 0.1, 200)
-    assert bootstrap_interval(a) == bootstrap_interval(a.copy())
-    low, high = bootstrap_interval(a)
-    assert low < a.mean() < high
-    assert paired_difference(a + 0.05, a)["verdict"] == "higher"
-    assert paired_difference(a - 0.05, a)["verdict"] == "lower"
-    noise = rng.normal(0.0, 1.0, 200)
-    assert paired_difference(a + noise - noise.mean(), a)["verdict"] == "not distinguishable"
-    assert paired_difference(a, a) == {
-        "diff": 0.0,
-        "ci": [0.0, 0.0],
-        "verdict": "not distinguishable",
-    }
-    assert difference(paired_difference(a, a)) == "identical on every seed"
-    assert stable_range([1.0, 2.0], [0.89, 0.5]) is None
-    with pytest.raises(ValueError, match="finite"):
-        bootstrap_interval([1.0, np.nan])
-
-
 # --------------------------------------------------------------------------
 # Runs: seeds, determinism, the random policy, settings
 # --------------------------------------------------------------------------
@@ -434,25 +403,14 @@ def test_settings_out_of_range_are_refused_by_name():
 # --------------------------------------------------------------------------
 
 
-def test_the_committed_results_are_the_full_plans():
+def test_the_committed_study_has_the_design_the_notebook_describes():
+    """Its cells are the grid it stores (test_study_results.py); that grid is issue 22's and
+    27's design: every method on the bandit, 400 + 400 and 20 + 20 seeds, K as a factor."""
     results = committed()
-    assert results["seed_offset"] == 0
     assert results["seed_sets"] == list(SEED_SETS)
-    assert list(results["sweeps"]) == [sweep.name for sweep in command.FULL_PLAN.sweeps]
-    for sweep in command.FULL_PLAN.sweeps:
-        stored = results["sweeps"][sweep.name]
-        settings = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in stored["settings"].items()
-        }
-        assert type(sweep.base)(**settings) == sweep.base
-        assert stored["values"] == list(sweep.values)
-        assert stored["seeds"] == sweep.seeds
-        assert stored["methods"] == list(sweep.methods)
-        first = [stored["sets"][s]["first_seed"] for s in SEED_SETS]
-        assert first == [0, sweep.seeds]  # the confirmation set: the next seeds, all fresh
-        for seed_set in SEED_SETS:
-            for entry in stored["sets"][seed_set]["methods"].values():
-                assert all(len(c["scores"]) == sweep.seeds for c in entry["cells"])
+    for sweep in results["sweeps"].values():
+        first = [sweep["sets"][s]["first_seed"] for s in SEED_SETS]
+        assert first == [0, sweep["seeds"]]  # the confirmation set: the next seeds, all fresh
     bandit, cartpole = results["sweeps"]["bandit"], results["sweeps"]["cartpole"]
     assert set(bandit["methods"]) == set(METHODS)  # every method on the bandit
     assert bandit["seeds"] >= 400  # 400 + 400, and 20 + 20 on CartPole (issue 27)
@@ -465,7 +423,6 @@ def test_the_committed_results_are_the_full_plans():
         assert {"ppo", "unclipped"} <= set(sweep["methods"])
         assert len(sweep["values"]) >= 4
     assert np.log10(max(cartpole["values"]) / min(cartpole["values"])) >= 1.5
-    assert results["machine"].keys() == fingerprint().keys()
 
 
 def test_the_whole_study_fits_an_hour_on_two_cores():
@@ -474,7 +431,8 @@ def test_the_whole_study_fits_an_hour_on_two_cores():
     the progress bar is within a factor of 2 of it."""
     cpu = committed()["cpu_seconds"]
     assert cpu <= 2 * 3600
-    estimated = sum(c.cost for c in {c.key: c for c in command.FULL_PLAN.cells}.values())
+    cells = command.plan_of(committed()).cells  # the plan the results store
+    estimated = sum(c.cost for c in {c.key: c for c in cells}.values())
     assert 0.5 < cpu / estimated < 2.0
     said = f"about {cpu / 60:.0f} CPU minutes"
     for text in (command.__doc__, (REPOSITORY / "README.md").read_text(encoding="utf-8")):
@@ -486,7 +444,7 @@ def test_the_whole_study_fits_an_hour_on_two_cores():
 def test_rerunning_a_bandit_slice_reproduces_the_committed_numbers(seed_set):
     """Two cells at α = 1, every seed: the bandit reproduces anywhere (the CPU's last bits only
     move it by rounding; the stored scores have six decimals)."""
-    sweep = next(s for s in command.FULL_PLAN.sweeps if s.name == "bandit")
+    sweep = next(s for s in command.plan_of(committed()).sweeps if s.name == "bandit")
     stored = one_set(committed(), seed_set)["sweeps"]["bandit"]
     cells = {
         c.method: c
@@ -521,170 +479,6 @@ def test_rerunning_a_cartpole_slice_of_the_command_reproduces_its_committed_cell
         assert fresh["final_return"][0] == stored[0]
     else:  # chaotic: one last-bit difference changes the run; it is one draw of the same spread
         assert abs(fresh["final_return"][0] - stored.mean()) <= 3 * stored.std() + 1.0
-
-
-def test_results_md_shows_the_tables_and_claims_of_the_committed_json():
-    text = RESULTS_MARKDOWN.read_text(encoding="utf-8")
-    results = committed()
-    tables = [range_table(results, name) for name in results["sweeps"]]
-    tables += [table_1(one_set(results, s)) for s in SEED_SETS]
-    tables.append(claims_table(results))
-    for table in tables:
-        for line in markdown(table):
-            assert line in text
-    for field in results["machine"].values():
-        assert field in text
-    assert not re.search(r"\btie[sd]?\b", text, re.IGNORECASE)  # "not distinguishable"
-
-
-def test_rewriting_from_the_json_gives_the_committed_files(tmp_path):
-    """``--rewrite`` evaluates the claims and writes the report from the JSON alone: on a
-    copy of the committed JSON it gives the committed JSON and RESULTS.md back."""
-    (tmp_path / "why_clip.json").write_bytes(RESULTS_JSON.read_bytes())
-    assert command.main(["--rewrite", "--output-dir", str(tmp_path)]) == 0
-    assert (tmp_path / "why_clip.json").read_text() == RESULTS_JSON.read_text()
-    assert (tmp_path / "RESULTS.md").read_text() == RESULTS_MARKDOWN.read_text()
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch) -> Path:
-    """The command's scratch folder for partial runs, here a temporary one."""
-    folder = tmp_path / "scratch"
-    monkeypatch.setattr(command, "SCRATCH_DIR", folder)
-    return folder
-
-
-def committed_files() -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in RESULTS_DIR.iterdir() if path.is_file()}
-
-
-@pytest.mark.parametrize(
-    ("arguments", "said"),
-    [
-        (["--method", "PPO"], "invalid choice: 'PPO' (choose from"),
-        (["--method", "ppo_eps_0.2"], "invalid choice: 'ppo_eps_0.2' (choose from"),
-        (["--setting", "default"], "no setting is named 'default'; choose from"),
-        (["--value", "0.3"], "no value is named 0.3; choose from"),
-        (["--value", "fast"], "invalid float value: 'fast'"),
-        (["--seed-set", "fresh"], "no seed set is named 'fresh'; choose from"),
-        (["--setting", "cartpole_k10", "--method", "kl_fixed_1"], "nothing to run"),
-        (["--bandit-seeds", "0"], "must be a whole number of at least 1, got '0'"),
-        (["--cartpole-seeds", "2.5"], "must be a whole number of at least 1, got '2.5'"),
-        (["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'"),
-        (["--quick", "--setting", "cartpole_k10"], "no setting is named 'cartpole_k10'"),
-        (["--rewrite", "--setting", "bandit"], "--rewrite runs nothing: it takes only"),
-    ],
-)
-def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
-    arguments, said, scratch, monkeypatch, capsys
-):
-    ran = []
-    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
-    before = committed_files()
-    with pytest.raises(SystemExit) as exit_:
-        command.main(arguments)
-    assert exit_.value.code == 2
-    shown = " ".join(capsys.readouterr().err.split())
-    assert said in shown
-    valid = {
-        "method": list(METHODS),
-        "setting": ["bandit", "cartpole", "cartpole_k1", "cartpole_k10"],
-        "value": ["0.05", "50", "0.00025"],
-        "seed set": list(SEED_SETS),
-    }
-    for kind, names in valid.items():
-        if "choose from" in said and (
-            f"no {kind} is" in said or ("invalid choice" in said and kind == "method")
-        ):
-            assert all(name in shown for name in names), kind  # the list of valid names
-    assert ran == []
-    assert not scratch.exists()
-    assert committed_files() == before
-
-
-def test_an_output_folder_that_is_a_file_is_refused_before_any_work(tmp_path, capsys):
-    (tmp_path / "file").write_text("mine")
-    with pytest.raises(SystemExit):
-        command.main(["--setting", "bandit", "--output-dir", str(tmp_path / "file")])
-    assert "is a file, not a folder" in capsys.readouterr().err
-    assert (tmp_path / "file").read_text() == "mine"
-
-
-SLICE = ["--setting", "bandit", "--method", "ppo", "--method", "unclipped", "--value", "0.5"]
-SLICE += ["--value", "5", "--bandit-seeds", "3", "--jobs", "1"]
-
-
-@pytest.mark.parametrize("more", [[], ["--seed-offset", "100"]])
-def test_a_partial_run_writes_to_the_scratch_folder_and_the_committed_results_stay(more, scratch):
-    before = committed_files()
-    assert command.main([*SLICE, *more]) == 0
-    assert committed_files() == before
-    written = load_results(scratch / "why_clip.json")
-    assert list(written["sweeps"]) == ["bandit"]
-    sweep = written["sweeps"]["bandit"]
-    assert (sweep["values"], sweep["seeds"], sweep["methods"]) == (
-        [0.5, 5.0],
-        3,
-        ["ppo", "unclipped"],
-    )
-    offset = int(more[1]) if more else 0
-    assert written["seed_offset"] == offset
-    for seed_set, first in zip(SEED_SETS, (offset, offset + 3), strict=True):
-        run = run_bandit_loop(
-            METHODS["unclipped"], BanditLoopSettings(step_size=5.0), tuple(range(first, first + 3))
-        )
-        cell = cell_at(one_set(written, seed_set)["sweeps"]["bandit"], "unclipped", 5.0)
-        assert cell["mean"] == pytest.approx(run.score.mean(), abs=1e-6)
-    assert {path.name for path in scratch.iterdir()} == {
-        "why_clip.json",
-        "RESULTS.md",
-        "why_clip.png",
-    }
-
-
-def test_a_partial_run_leaves_no_stale_figure_beside_its_results(tmp_path, scratch):
-    """Each run writes the figure of what it ran, next to the table of what it ran."""
-    output = ["--output-dir", str(tmp_path / "out")]
-    command.main([*SLICE, *output])
-    first = (tmp_path / "out" / "why_clip.png").read_bytes()
-    command.main(
-        [*SLICE[:-4], "--method", "plain_pg", "--bandit-seeds", "2", "--jobs", "1", *output]
-    )
-    assert (tmp_path / "out" / "why_clip.png").read_bytes() != first
-    assert "plain PG" in (tmp_path / "out" / "RESULTS.md").read_text()
-    assert not scratch.exists()
-
-
-def test_an_interrupted_run_resumes_from_the_cells_it_finished(tmp_path, monkeypatch):
-    calls = []
-    real = study.run_cell
-
-    def interrupted(cell):
-        calls.append(cell.key)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(cell)
-
-    monkeypatch.setattr(command, "run_cell", interrupted)
-    folder = tmp_path / "resumed"
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 130
-    cache = folder / command.CACHE_NAME
-    assert len(command.read_cache(cache)) == 2
-    assert command.earlier_wall_seconds(cache) > 0  # the interrupted run's time counts
-    assert not (folder / "why_clip.json").exists()
-    assert command.main([*SLICE, "--output-dir", str(folder)]) == 0
-    assert len(calls) == 3 + 6  # the six cells left (2 methods x 2 values x 2 sets), not eight
-    assert not cache.exists()
-    monkeypatch.setattr(command, "run_cell", real)
-    command.main([*SLICE, "--output-dir", str(tmp_path / "whole")])
-    resumed, whole = (load_results(path / "why_clip.json") for path in (folder, tmp_path / "whole"))
-    for results in (resumed, whole):  # each cell's CPU time is measured as it runs
-        for sweep in results["sweeps"].values():
-            for seed_set in sweep["sets"].values():
-                for entry in seed_set["methods"].values():
-                    for cell in entry["cells"]:
-                        cell.pop("cpu_seconds")
-    assert resumed["sweeps"] == whole["sweeps"]
 
 
 def test_a_computation_two_cells_share_runs_once(tmp_path, monkeypatch):
@@ -984,13 +778,6 @@ def tops(key: str, seed_set: str = "confirmation") -> list[float | None]:
     return claim(key)[seed_set]["estimate"]
 
 
-def test_every_committed_claim_is_what_its_seeds_give():
-    """The claims in the JSON are exactly what the claims' code computes from the committed
-    seeds' scores (so the tests below assert the data, not a copy)."""
-    assert evaluate_claims(committed()) == committed()["claims"]
-    assert {c["key"] for c in committed()["claims"]} == {c.key for c in CLAIMS}
-
-
 def test_every_stated_claim_holds_on_both_sets_and_rarely_flips():
     stated = [c for c in committed()["claims"] if c["stated"]]
     assert len(stated) >= 10
@@ -1153,13 +940,15 @@ def test_the_notebook_states_cartpoles_counts(prose):
 
 
 def test_the_notebook_states_the_studys_design(prose):
-    plan = {sweep.name: sweep for sweep in command.FULL_PLAN.sweeps}
+    plan = {sweep.name: sweep for sweep in command.plan_of(committed()).sweeps}
     bandit, cartpole = plan["bandit"], plan["cartpole"]
-    kl_rows = [v for k, v in PAPER_TABLE_1.items() if k.startswith("kl_")]
+    paper, methods = committed()["paper"], committed()["methods"]  # as the study ran them
+    kl_rows = [v for k, v in paper.items() if k.startswith("kl_")]
+    early_stop_kl = methods["early_stop"]["target_kl"]
     assert_states(
         prose,
-        f"**{PAPER_TABLE_1['unclipped']:.2f}**",
-        f"**{PAPER_TABLE_1['ppo']:.2f}**",
+        f"**{paper['unclipped']:.2f}**",
+        f"**{paper['ppo']:.2f}**",
         f"from **{min(kl_rows):.2f}** to **{max(kl_rows):.2f}**",
         f"$K = {bandit.base.epochs}$ epochs of full-batch gradient steps",
         f"per batch of {bandit.base.batch_size} pulls, {bandit.base.iterations} batches per run",
@@ -1171,17 +960,16 @@ def test_the_notebook_states_the_studys_design(prose):
         f"{cartpole.seeds} + {cartpole.seeds} seeds × {cartpole.base.total_steps:,} steps per",
         f"last {SCORE_EPISODES} episodes is at least {study.CARTPOLE_SOLVED:g}",
         f"$K = {plan['cartpole_k1'].base.epochs}$ and $K = {plan['cartpole_k10'].base.epochs}$",
-        f"$d_\\text{{targ}} = {METHODS['kl_adaptive_0.01'].kl_target:g}$",
-        f"$\\beta$ starts at {FIRST_KL_COEF:g}",
-        f"exceeds {EARLY_STOP_KL:g}",
-        f"`target_kl = {EARLY_STOP_KL / 1.5:g}`",
+        f"$d_\\text{{targ}} = {methods['kl_adaptive_0.01']['kl_target']:g}$",
+        f"$\\beta$ starts at {methods['kl_adaptive_0.01']['kl_coef']:g}",
+        f"exceeds {early_stop_kl:g}",
+        f"`target_kl = {early_stop_kl / 1.5:g}`",
         f"at least {committed()['stable_share']:.0%} of the seeds succeed *on each set*",
         f"(seeds 0–{bandit.seeds - 1} on the bandit, 0–{cartpole.seeds - 1} on CartPole)",
         f"(the next {bandit.seeds} and {cartpole.seeds} seeds)",
     )
     assert set(plan["cartpole_k1"].methods) == set(plan["cartpole_k10"].methods)
     assert set(plan["cartpole_k1"].methods) == {"ppo", "unclipped"}  # "PPO and the unclipped"
-    assert bandit.base == BanditLoopSettings()  # "notebook 3's bandit", the explorer's defaults
     assert not re.search(r"\btie[sd]?\b", prose, re.IGNORECASE)  # "not distinguishable"
 
 
@@ -1215,7 +1003,7 @@ def test_the_notebook_states_its_live_numbers(prose):
 def test_the_notebook_states_the_commands_numbers(prose):
     import ppo_viz.why_clip.apps as apps
 
-    plan = command.FULL_PLAN
+    plan = command.plan_of(committed())
     sweeps = {sweep.name: sweep for sweep in plan.sweeps}
     fresh = 2 * max(sweep.seeds for sweep in plan.sweeps)
     assert_states(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from experiments import why_clip as command
+from experiments.runner import interrupted_message
 from experiments.study import Cell
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -107,11 +108,11 @@ def test_an_interrupted_run_keeps_its_finished_cells_and_stops_its_workers(tmp_p
     kept = [json.loads(line) for line in cache.read_text().splitlines()]
     assert [json.loads(entry["key"])["method"]["objective"] for entry in kept] == ["clipped"]
     assert multiprocessing.active_children() == []
-    message = command.interrupted_message(cache)
+    message = interrupted_message(cache)
     assert "1 cell finished so far kept in" in message
     assert str(cache) in message
 
 
 def test_an_interruption_before_any_cell_names_no_cache(tmp_path):
-    assert "nothing was kept" in command.interrupted_message(tmp_path / command.CACHE_NAME)
-    assert str(tmp_path) not in command.interrupted_message(tmp_path / command.CACHE_NAME)
+    assert "nothing was kept" in interrupted_message(tmp_path / command.CACHE_NAME)
+    assert str(tmp_path) not in interrupted_message(tmp_path / command.CACHE_NAME)

@@ -13,10 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ppo_viz.why_clip import results as why_clip_results
-from ppo_viz.why_clip.results import Table, estimate
+from ppo_viz import results as shared
+from ppo_viz.results import RESULTS_DIR, SEED_SETS, Table, estimate
 
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 RESULTS_JSON = RESULTS_DIR / "rlhf_study.json"
 RESULTS_MARKDOWN = RESULTS_DIR / "RESULTS_LLM.md"
 SCORE_FIGURE = RESULTS_DIR / "rlhf_study.png"
@@ -35,8 +34,25 @@ SIDES = {"supports": "where it holds most", "against": "where it goes most again
 
 
 def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
-    """The committed results (written by the study command), read as why_clip's are."""
-    return why_clip_results.load_results(path)
+    """The committed results (written by the study command)."""
+    return shared.load_results(path)
+
+
+def settings_lines(results: Mapping[str, Any]) -> list[str]:
+    """What the study ran with, as stored: its methods (each llm_clip objective), grid,
+    training settings, model and seeds."""
+    sets = results["sets"]
+    first = {s: sets[s]["first_seed"] for s in SEED_SETS}
+    seeds = (f"{s} {first[s]}–{first[s] + sets[s]['seeds'] - 1}" for s in SEED_SETS)
+    methods = (f"{m['label']} ({m['objective']})" for m in results["methods"].values())
+    return [
+        f"{len(results['methods'])} methods: " + ", ".join(methods),
+        "learning rates " + ", ".join(f"{lr:g}" for lr in results["learning_rates"]),
+        "μ = " + ", ".join(str(mu) for mu in results["updates"]),
+        f"training: {shared.ran_with(results['settings'])}",
+        f"model: {shared.ran_with(results['model'])}",
+        "seeds: " + ", ".join(seeds),
+    ]
 
 
 def cell_of(results: Mapping[str, Any], seed_set: str, method: str, lr: float, mu: int) -> dict:
@@ -53,15 +69,9 @@ def label(results: Mapping[str, Any], method: str) -> str:
 
 
 def difference(paired: Mapping[str, Any]) -> str:
-    """``+0.032 [+0.018, +0.047]``; where the interval holds 0, ``not distinguishable with 20
-    seeds (+0.004 [-0.010, +0.018])``; where every seed's difference is 0, ``the same run``."""
-    low, high = paired["ci"]
-    if low == high == paired["diff"] == 0.0:
-        return f"the same run on all {paired['n']} seeds"
-    text = estimate(paired["diff"], paired["ci"], sign="+")
-    if low <= 0.0 <= high:
-        return f"not distinguishable with {paired['n']} seeds ({text})"
-    return text
+    """A paired difference as a sentence writes it, with its number of seeds ``n``
+    (:func:`ppo_viz.results.difference`)."""
+    return shared.difference(paired, paired["n"])
 
 
 def where_text(where: Mapping[str, Any], best_vs_best: bool = False) -> str:
@@ -152,7 +162,7 @@ def best_table(results: Mapping[str, Any], mu: int) -> Table:
     for method, per_mu in results["best"].items():
         entry = per_mu[str(mu)]
         row = [label(results, method), f"{entry['learning_rate']:g}"]
-        for seed_set in ("discovery", "confirmation"):
+        for seed_set in SEED_SETS:
             row.append(estimate(entry[seed_set]["mean"], entry[seed_set]["ci"]))
         row.append(difference(entry["vs_grpo_best"]) if "vs_grpo_best" in entry else "–")
         rows.append(row)

@@ -4,25 +4,31 @@
 (:func:`load_results` reads them back).  Every sweep ran on two sets of seeds, *discovery* and
 *confirmation*; :func:`one_set` gives the results of one set in the shape of a single run
 (``results["sweeps"][name]["methods"][key]``), which is what most tables take.  Each table here
-is data, a header and rows of text, that the notebook shows (``ppo_viz.epochs.text.html_table``)
-and the command writes as markdown.  Means carry their bootstrap 95% interval, to two
-significant figures of its width (:func:`estimate`); a paired difference whose interval holds 0
-is marked ``n.d.``: not distinguishable with that set's seeds.
+is data (:data:`ppo_viz.results.Table`) that the notebook shows and the command writes as
+markdown, its numbers written as :mod:`ppo_viz.results` writes them: a paired difference whose
+interval holds 0 is marked ``n.d.``, not distinguishable with that set's seeds.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ppo_viz import results as shared
+from ppo_viz.results import (
+    RESULTS_DIR,
+    SEED_SETS,
+    Table,
+    decimals,
+    difference,
+    estimate,
+    ran_with,
+)
 from ppo_viz.why_clip.methods import METHODS
 
-RESULTS_DIR = Path(__file__).resolve().parents[2] / "experiments"
 RESULTS_JSON = RESULTS_DIR / "why_clip.json"
 RESULTS_MARKDOWN = RESULTS_DIR / "RESULTS.md"
 RESULTS_FIGURE = RESULTS_DIR / "why_clip.png"
@@ -54,16 +60,11 @@ TABLE_1_COLUMNS = (
 )
 #: How each sweep's step size is written.
 SYMBOLS = {"step_size": "α", "learning_rate": "lr"}
-#: The two seed sets, in order, and how a table names them.
-SEED_SETS = ("discovery", "confirmation")
-NOT_DISTINGUISHABLE = "not distinguishable"
-
-Table = tuple[list[str], list[list[str]]]
 
 
 def load_results(path: Path = RESULTS_JSON) -> dict[str, Any]:
     """The committed results (written by the results command)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return shared.load_results(path)
 
 
 def one_set(results: Mapping[str, Any], seed_set: str) -> dict[str, Any]:
@@ -89,6 +90,19 @@ def seeds_text(sweep: Mapping[str, Any], seed_set: str) -> str:
     return f"seeds {first}–{first + sweep['seeds'] - 1}"
 
 
+def settings_lines(results: Mapping[str, Any]) -> list[str]:
+    """What each sweep ran with, as stored: its settings (the bandit's arm means, CartPole's
+    budget, the epochs K), the step sizes it swept and its methods (``results["methods"]``:
+    each as data)."""
+    return [
+        f"{sweep['title']}: {ran_with(sweep['settings'])}; {sweep['swept']} in "
+        + ", ".join(f"{v:g}" for v in sweep["values"])
+        + "; "
+        + ", ".join(results["methods"][k]["label"] for k in sweep["methods"])
+        for sweep in results["sweeps"].values()
+    ]
+
+
 def pooled_cells(sweep: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
     """Per step size, a method's seeds of every set together: the mean score, its 10th and 90th
     percentiles, and on each set the share of the seeds that succeed (``shares``)."""
@@ -103,39 +117,6 @@ def pooled_cells(sweep: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 # -- numbers as text -------------------------------------------------------------------------
-
-
-def decimals(width: float) -> int:
-    """Decimals that show ``width`` to two significant figures (3 for a width of 0).
-
-    >>> decimals(0.0022), decimals(0.08), decimals(0.0)
-    (4, 3, 3)
-    """
-    return 3 if not width > 0 else max(0, 1 - math.floor(math.log10(width)))
-
-
-def estimate(mean: float, ci: Sequence[float], sign: str = "") -> str:
-    """``mean [low, high]`` to two significant figures of the interval's width (``sign="+"``:
-    each number with its sign, as a difference is written).
-
-    >>> estimate(0.98781, [0.98711, 0.98849]), estimate(0.001, [-0.002, 0.004], "+")
-    ('0.9878 [0.9871, 0.9885]', '+0.0010 [-0.0020, +0.0040]')
-    """
-    d = decimals(ci[1] - ci[0])
-    return f"{mean:{sign}.{d}f} [{ci[0]:{sign}.{d}f}, {ci[1]:{sign}.{d}f}]"
-
-
-def difference(paired: Mapping[str, Any]) -> str:
-    """A paired difference: ``+0.0032 [+0.0030, +0.0034]``, followed by ``n.d.`` when its
-    interval holds 0 (not distinguishable with these seeds), or ``identical on every seed``.
-
-    >>> difference({"diff": 0.001, "ci": [-0.002, 0.004], "verdict": "not distinguishable"})
-    '+0.0010 [-0.0020, +0.0040] n.d.'
-    """
-    if paired["ci"][0] == paired["ci"][1] == paired["diff"] == 0.0:
-        return "identical on every seed"
-    text = estimate(paired["diff"], paired["ci"], sign="+")
-    return f"{text} n.d." if paired["verdict"] == NOT_DISTINGUISHABLE else text
 
 
 def step_text(value: float) -> str:
@@ -227,10 +208,9 @@ def claim_estimate(claim: Mapping[str, Any], seed_set: str) -> str:
     found = claim[seed_set]
     verdict = found["verdict"]
     if claim["kind"] in ("difference", "interaction"):
-        paired = {"diff": found["estimate"], "ci": found["ci"], "verdict": verdict}
-        text = difference(paired).removesuffix(" n.d.")
-        if verdict == NOT_DISTINGUISHABLE:
-            verdict = f"not distinguishable with {found['seeds']} seeds"
+        text = difference({"diff": found["estimate"], "ci": found["ci"]}).removesuffix(" n.d.")
+        if verdict == "not distinguishable":
+            verdict += f" with {found['seeds']} seeds"
         return f"{text}: {verdict}"
     if claim["kind"] == "stable":
         return f"{estimate(found['estimate'], found['ci'])} succeed: {verdict}"

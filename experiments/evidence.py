@@ -1,0 +1,118 @@
+"""What both studies' claims rest on: two sets of seeds, seeded bootstrap intervals, paired
+differences and their verdicts, and how often a fresh set of seeds would repeat a verdict.
+
+Every study runs each cell on two sets of seeds (:data:`SEED_SETS`): claims and best settings
+are chosen on the *discovery* set and checked on the *confirmation* set, free of the winner's
+curse.  Every method of a set runs on the same seeds with the same random numbers, so two
+methods compare seed by seed (:func:`paired`): the mean of the per-seed differences, with a
+bootstrap 95% interval; one that holds 0 says *not distinguishable with these seeds*, not
+"equal".  The bootstrap's resamples come from a fixed seed (integers only: the same values
+give the same interval on any machine).  Which comparisons a study makes is its own
+(:mod:`experiments.claims`, :mod:`experiments.rlhf_findings`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ppo_viz.results import SEED_SETS as SEED_SETS  # the two sets of seeds, in order
+
+#: The bootstrap's own seed, its number of resamples and the interval's coverage.
+BOOTSTRAP_SEED = 1707_06347
+RESAMPLES = 10_000
+LEVEL = 0.95
+#: The normal quantile of a two-sided 95% interval (a quick stand-in for the bootstrap's).
+Z95 = 1.96
+#: A method is stable at a step size when at least this share of its seeds succeed.
+STABLE_SHARE = 0.9
+#: The verdicts of a paired difference: its interval above 0, below 0, or holding 0.
+HIGHER, LOWER, NOT_DISTINGUISHABLE = "higher", "lower", "not distinguishable"
+
+
+def bootstrap_interval(values: ArrayLike) -> tuple[float, float]:
+    """The percentile bootstrap :data:`LEVEL` interval of the mean of ``values``.
+
+    >>> bootstrap_interval([1.0, 1.0, 1.0])
+    (1.0, 1.0)
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0 or not np.isfinite(values).all():
+        raise ValueError(f"values must be a non-empty 1-D array of finite numbers, got {values!r}")
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    means = values[rng.integers(0, values.size, (RESAMPLES, values.size))].mean(axis=1)
+    tail = 50.0 * (1.0 - LEVEL)
+    low, high = np.percentile(means, (tail, 100.0 - tail))
+    return float(low), float(high)
+
+
+def mean_interval(values: Sequence[float | None]) -> dict[str, Any]:
+    """The mean of the finite values (None: a seed without one), its bootstrap interval and
+    their number ``n``; ``mean`` and ``ci`` are None when no value is finite."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size:
+        return {"mean": None, "ci": None, "n": 0}
+    return {"mean": float(finite.mean()), "ci": list(bootstrap_interval(finite)), "n": finite.size}
+
+
+def paired(values: ArrayLike, reference: ArrayLike) -> dict[str, Any]:
+    """``values - reference`` seed by seed, over the seeds where both are finite: the mean
+    difference ``diff``, its bootstrap interval ``ci`` and the number of seeds ``n``."""
+    a, b = np.asarray(values, dtype=np.float64), np.asarray(reference, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values need the same seeds: shapes {a.shape} and {b.shape}")
+    d = a - b
+    d = d[np.isfinite(d)]
+    return {"diff": float(d.mean()), "ci": list(bootstrap_interval(d)), "n": d.size}
+
+
+def sign_of(ci: Sequence[float]) -> int:
+    """+1 or -1 where the interval ``ci`` excludes 0 on that side, 0 where it holds 0."""
+    low, high = ci
+    return 1 if low > 0 else (-1 if high < 0 else 0)
+
+
+def verdict_of(ci: Sequence[float]) -> str:
+    """The verdict of a difference whose 95% interval is ``ci``: :data:`HIGHER`,
+    :data:`LOWER` or :data:`NOT_DISTINGUISHABLE`."""
+    return (NOT_DISTINGUISHABLE, HIGHER, LOWER)[sign_of(ci)]
+
+
+def fresh_verdicts(differences: np.ndarray) -> np.ndarray:
+    """Per row of per-seed differences (a fresh set drawn from the seeds there are), its
+    verdict by the normal-approximation 95% interval ``mean +- 1.96 sd / sqrt(n)``."""
+    mean, sd = differences.mean(axis=1), differences.std(axis=1, ddof=1)
+    half = Z95 * sd / np.sqrt(differences.shape[1])
+    verdicts = np.full(len(differences), NOT_DISTINGUISHABLE, dtype=object)
+    verdicts[mean - half > 0] = HIGHER
+    verdicts[mean + half < 0] = LOWER
+    return verdicts
+
+
+def replication_chance(ci: Sequence[float], sign: int) -> float:
+    """How often a fresh set of as many seeds would give an interval that excludes 0 on the
+    side ``sign``, were the true difference at the near end of ``ci`` (a cautious guess: the
+    point estimate of a cell chosen for its strength tends to be lucky).  Normal
+    approximation: an interval is its mean plus or minus 1.96 standard errors."""
+    low, high = ci
+    error = (high - low) / (2 * Z95)
+    near = low if sign > 0 else -high  # the end of the interval nearer to 0, signed
+    if error == 0:
+        return float(near > 0)
+    return 0.5 * (1 + math.erf((near / error - Z95) / math.sqrt(2)))
+
+
+def stable_range(values: Sequence[float], success_shares: Sequence[float]) -> list[float] | None:
+    """The smallest and the largest of ``values`` at which at least :data:`STABLE_SHARE` of
+    the seeds succeed (None if there is none).  Steps in between may fail: see the cells.
+
+    >>> stable_range([0.1, 1.0, 10.0], [0.5, 0.95, 0.9])
+    [1.0, 10.0]
+    """
+    stable = [v for v, share in zip(values, success_shares, strict=True) if share >= STABLE_SHARE]
+    return [min(stable), max(stable)] if stable else None

@@ -1,0 +1,395 @@
+"""Both studies, one table of cases: the evidence they rest on (experiments/evidence.py,
+ppo_viz/results.py); each committed study bound to what it ran (its cells are the grid it
+stores, re-derived they give the committed files back, its notebook states what it stores, not
+today's defaults); their commands (a slice checked before any work, runs, resumes, never
+overwrites the committed files)."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from bandit_loop import BanditLoopSettings, run_bandit_loop
+from experiments import rlhf_study, why_clip
+from experiments.evidence import (
+    bootstrap_interval,
+    mean_interval,
+    paired,
+    replication_chance,
+    stable_range,
+    verdict_of,
+)
+from experiments.runner import earlier_wall_seconds, read_cache
+from ppo_viz.machine import fingerprint
+from ppo_viz.results import difference, load_results, markdown
+from ppo_viz.rlhf import results as rlhf_results
+from ppo_viz.why_clip import results as why_clip_results
+from ppo_viz.why_clip.methods import METHODS
+
+# --------------------------------------------------------------------------
+# The evidence
+# --------------------------------------------------------------------------
+
+
+def test_the_bootstrap_is_seeded_and_pairs_only_the_seeds_both_have():
+    a = np.random.default_rng(5).normal(1.0, 0.1, 200)
+    assert bootstrap_interval(a) == bootstrap_interval(a.copy())
+    low, high = bootstrap_interval(a)
+    assert low < a.mean() < high
+    for bad in ([1.0, np.nan], [], [[1.0]]):
+        with pytest.raises(ValueError, match="finite"):
+            bootstrap_interval(bad)
+    assert mean_interval([None, np.nan]) == {"mean": None, "ci": None, "n": 0}
+    assert stable_range([1.0, 2.0], [0.89, 0.5]) is None
+    assert paired([1.0, None, 3.0], [0.0, 1.0, np.nan]) == {"diff": 1.0, "ci": [1.0, 1.0], "n": 1}
+    with pytest.raises(ValueError, match="same seeds"):
+        paired([1.0, 2.0], [1.0])
+
+
+NOISE = np.random.default_rng(6).normal(0.0, 1.0, 200)
+BASE = np.random.default_rng(5).normal(1.0, 0.1, 200)
+
+
+@pytest.mark.parametrize(
+    ("values", "verdict"),
+    [
+        (BASE + 0.05, "higher"),
+        (BASE - 0.05, "lower"),
+        (BASE + NOISE - NOISE.mean(), "not distinguishable"),
+        (BASE, "not distinguishable"),
+    ],
+)
+def test_a_paired_differences_verdict_follows_its_interval(values, verdict):
+    found = paired(values, BASE)
+    assert verdict_of(found["ci"]) == verdict
+    assert found["diff"] == pytest.approx(np.mean(values - BASE), abs=1e-15)
+    assert found["n"] == BASE.size
+
+
+@pytest.mark.parametrize(
+    ("found", "seeds", "text"),
+    [
+        ({"diff": 0.05, "ci": [0.02, 0.08]}, 20, "+0.050 [+0.020, +0.080]"),
+        ({"diff": 0.05, "ci": [0.02, 0.08]}, None, "+0.050 [+0.020, +0.080]"),
+        (
+            {"diff": 0.01, "ci": [-0.02, 0.04]},
+            20,
+            "not distinguishable with 20 seeds (+0.010 [-0.020, +0.040])",
+        ),
+        ({"diff": 0.01, "ci": [-0.02, 0.04]}, None, "+0.010 [-0.020, +0.040] n.d."),
+        ({"diff": 0.0, "ci": [0.0, 0.0]}, 20, "the same run on all 20 seeds"),
+        ({"diff": 0.0, "ci": [0.0, 0.0]}, None, "identical on every seed"),
+    ],
+)
+def test_a_difference_is_written_as_a_table_or_a_sentence_writes_it(found, seeds, text):
+    assert difference(found, seeds) == text
+
+
+def test_a_fresh_sets_chance_to_confirm_a_side():
+    """Were the true difference at the interval's near end, 1.96 standard errors from 0, a
+    fresh interval would exclude 0 half the time; 3.92 from 0, 97.5% of the time."""
+    assert replication_chance([0.196, 0.588], 1) == pytest.approx(0.5)
+    assert replication_chance([-0.588, -0.196], -1) == pytest.approx(0.5)
+    assert replication_chance([0.392, 0.784], 1) == pytest.approx(0.975, abs=1e-4)
+    assert replication_chance([1.0, 1.0], 1) == 1.0
+    assert replication_chance([-0.1, 0.3], 1) < 0.05
+
+
+# --------------------------------------------------------------------------
+# The committed studies, one table
+# --------------------------------------------------------------------------
+
+
+def why_clip_tables(results: dict) -> list:
+    tables = [why_clip_results.range_table(results, name) for name in results["sweeps"]]
+    tables += [why_clip_results.table_1(why_clip_results.one_set(results, s)) for s in SETS]
+    return [*tables, why_clip_results.claims_table(results)]
+
+
+def rlhf_tables(results: dict) -> list:
+    tables = [rlhf_results.findings_table(results)]
+    return tables + [rlhf_results.best_table(results, mu) for mu in results["updates"]]
+
+
+SETS = ("discovery", "confirmation")
+NOTEBOOKS = why_clip_results.RESULTS_DIR.parent / "notebooks"
+#: Per study: its command module, the option that writes its report again from its JSON, its
+#: files, the tables its report shows, and the notebook that reads it.
+STUDIES = {
+    "why_clip": (why_clip, "--rewrite", why_clip_results, why_clip_tables, "04_why_clip"),
+    "rlhf": (rlhf_study, "--restate", rlhf_results, rlhf_tables, "07_clipping_in_llm_training"),
+}
+
+
+@cache
+def committed(study: str) -> dict:
+    return STUDIES[study][2].load_results()
+
+
+def stored_cells(study: str) -> set[tuple]:
+    """(seed set, method, step size, more, seeds) of every committed cell."""
+    results = committed(study)
+    if study == "rlhf":
+        return {
+            (c["set"], c["method"], c["learning_rate"], c["updates"], len(c["per_seed"]["score"]))
+            for c in results["cells"]
+        }
+    return {
+        (s, f"{name}/{key}", c["value"], None, len(c["scores"]))
+        for name, sweep in results["sweeps"].items()
+        for s, entry in sweep["sets"].items()
+        for key, method in entry["methods"].items()
+        for c in method["cells"]
+    }
+
+
+def planned_cells(study: str) -> set[tuple]:
+    """The same, for every cell of the plan the committed results store."""
+    plan = STUDIES[study][0].plan_of(committed(study))
+    if study == "rlhf":
+        cells = ((c, c.settings) for c in plan.cells)
+        return {(c.seed_set, c.method, s.learning_rate, s.updates, c.seeds) for c, s in cells}
+    return {(c.seed_set, f"{c.sweep}/{c.method}", c.value, None, c.seeds) for c in plan.cells}
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_committed_cells_are_the_grid_the_study_stores(study):
+    """Every method at every step size (and mu) of the stored grid, on both sets of seeds from
+    seed 0, each with the stored number of seeds, and no other cell."""
+    results = committed(study)
+    assert results["seed_offset"] == 0
+    assert stored_cells(study) == planned_cells(study)
+    assert results["machine"].keys() == fingerprint().keys()
+    assert {s for s, *_ in planned_cells(study)} >= set(SETS)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_rederiving_the_statistics_from_the_json_gives_the_committed_files(study, tmp_path):
+    """``--rewrite`` (notebook 4's study) and ``--restate`` (notebook 7's) derive every interval,
+    claim, table and sentence again from the per-seed values the JSON keeps: on a copy of the
+    committed JSON they give it and its report back (but the CPU time the statistics took)."""
+    command, option, files, _, _ = STUDIES[study]
+    (tmp_path / files.RESULTS_JSON.name).write_bytes(files.RESULTS_JSON.read_bytes())
+    assert command.main([option, "--output-dir", str(tmp_path)]) == 0
+
+    def timeless(text: str) -> str:
+        text = re.sub(r'"summary_cpu_seconds": \d+', "", text)
+        return re.sub(r"and \d+ s for the statistics, so about \d+", "", text)
+
+    for path in (files.RESULTS_JSON, files.RESULTS_MARKDOWN):
+        written = (tmp_path / path.name).read_text(encoding="utf-8")
+        assert timeless(written) == timeless(path.read_text(encoding="utf-8")), path.name
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_report_shows_the_tables_of_the_committed_json_which_has_no_nan(study):
+    _, _, files, tables, _ = STUDIES[study]
+    text = files.RESULTS_MARKDOWN.read_text(encoding="utf-8")
+    results = committed(study)
+    for table in tables(results):
+        for line in markdown(table):
+            assert line in text
+    for field in results["machine"].values():
+        assert field in text
+    assert f"{results['cpu_seconds']}" in text
+    assert not re.search(r"\btie[sd]?\b", text, re.IGNORECASE)  # "not distinguishable"
+    stored = files.RESULTS_JSON.read_text(encoding="utf-8")  # valid JSON: no NaN
+    json.loads(stored, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+
+
+def stored_values(study: str) -> list[str]:
+    """Each setting, grid point and method label the committed results store."""
+    results = committed(study)
+    if study == "rlhf":
+        settings = [results["settings"], results["model"]]
+        grid = results["learning_rates"] + results["updates"]
+    else:
+        settings = [sweep["settings"] for sweep in results["sweeps"].values()]
+        grid = [v for sweep in results["sweeps"].values() for v in sweep["values"]]
+    values = [f"{k} = {v}" for s in settings for k, v in s.items()]
+    return values + [f"{v:g}" for v in grid] + [m["label"] for m in results["methods"].values()]
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_notebook_states_what_the_study_ran_with_as_its_results_record_it(study):
+    """The notebook prints :func:`settings_lines` of the committed results: every stored
+    setting (the bandit's arm means, CartPole's budget, the model), grid point and method."""
+    notebook = nbformat.read(NOTEBOOKS / f"{STUDIES[study][4]}.ipynb", as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    assert "*settings_lines(results)" in code
+    stated = "\n".join(STUDIES[study][2].settings_lines(committed(study)))
+    for value in stored_values(study):
+        assert value in stated, value
+
+
+# --------------------------------------------------------------------------
+# The commands: a slice is checked before any work, runs, resumes, never overwrites
+# --------------------------------------------------------------------------
+
+#: Per study, a slice of 8 cells (2 methods, 2 step sizes or mu, 2 seed sets) on one process.
+SLICES = {
+    "why_clip": "--setting bandit --method ppo --method unclipped --value 0.5 --value 5 "
+    "--bandit-seeds 3 --jobs 1",
+    "rlhf": "--method grpo --method dr_grpo --learning-rate 0.01 --updates 1 --updates 2 "
+    "--seeds 2 --jobs 1",
+}
+WHY_CLIP_SETTINGS = ["bandit", "cartpole", "cartpole_k1", "cartpole_k10"]
+RLHF_METHODS = ["grpo", "unclipped", "ppo", "dr_grpo", "dapo", "dapo_sym", "gspo", "cispo"]
+
+
+def committed_files() -> dict[str, bytes]:
+    folder = why_clip_results.RESULTS_DIR
+    return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("study", "arguments", "said", "listed"),
+    [
+        ("why_clip", ["--method", "PPO"], "invalid choice: 'PPO' (choose from", ["ppo_eps_0.1"]),
+        ("why_clip", ["--method", "ppo_eps_0.2"], "invalid choice: 'ppo_eps_0.2'", ["early_stop"]),
+        ("why_clip", ["--setting", "default"], "no setting is named 'default'", WHY_CLIP_SETTINGS),
+        ("why_clip", ["--value", "0.3"], "no value is named 0.3; choose from", ["0.05", "0.00025"]),
+        ("why_clip", ["--value", "fast"], "invalid float value: 'fast'", []),
+        ("why_clip", ["--seed-set", "fresh"], "no seed set is named 'fresh'", list(SETS)),
+        ("why_clip", ["--setting", "cartpole_k10", "--method", "kl_fixed_1"], "nothing to run", []),
+        ("why_clip", ["--bandit-seeds", "0"], "must be a whole number of at least 1, got '0'", []),
+        ("why_clip", ["--cartpole-seeds", "2.5"], "at least 1, got '2.5'", []),
+        ("why_clip", ["--quick", "--setting", "cartpole_k10"], "no setting is named", ["bandit"]),
+        ("why_clip", ["--rewrite", "--setting", "bandit"], "--rewrite takes no option but", []),
+        ("why_clip", ["--rewrite", "--seed-offset", "800"], "--rewrite takes no option but", []),
+        ("rlhf", ["--method", "GRPO"], "invalid choice: 'GRPO' (choose from", RLHF_METHODS),
+        ("rlhf", ["--learning-rate", "0.5"], "no learning rate is named 0.5", ["0.001", "0.05"]),
+        ("rlhf", ["--updates", "3"], "no mu is named 3; choose from 1, 2, 4, 8", []),
+        ("rlhf", ["--learning-rate", "fast"], "invalid float value: 'fast'", []),
+        ("rlhf", ["--seeds", "0"], "must be a whole number of at least 1, got '0'", []),
+        ("rlhf", ["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'", []),
+        ("rlhf", ["--quick", "--learning-rate", "0.03"], "no learning rate is named 0.03", []),
+        ("rlhf", ["--restate", "--quick"], "--restate takes no option but --output-dir", []),
+        ("rlhf", ["--restate", "--method", "grpo"], "--restate takes no option but", []),
+        ("rlhf", ["--restate", "--seed-offset", "40"], "--restate takes no option but", []),
+    ],
+)
+def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
+    study, arguments, said, listed, tmp_path, monkeypatch, capsys
+):
+    command, ran = STUDIES[study][0], []
+    monkeypatch.setattr(command, "SCRATCH_DIR", tmp_path / "scratch")
+    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
+    before = committed_files()
+    with pytest.raises(SystemExit) as exit_:
+        command.main(arguments)
+    assert exit_.value.code == 2
+    shown = " ".join(capsys.readouterr().err.split())
+    assert said in shown
+    assert all(name in shown for name in listed)  # the valid names
+    assert ran == []
+    assert not (tmp_path / "scratch").exists()
+    assert committed_files() == before
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_an_output_folder_that_is_a_file_is_refused_before_any_work(study, tmp_path, capsys):
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(SystemExit):
+        STUDIES[study][0].main([*SLICES[study].split(), "--output-dir", str(tmp_path / "file")])
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert (tmp_path / "file").read_text() == "mine"
+
+
+def measured(data: object) -> object:
+    """What a run measures, but the CPU time each cell took."""
+    if isinstance(data, dict):
+        return {k: measured(v) for k, v in data.items() if k not in ("cpu_seconds", "seconds")}
+    return [measured(v) for v in data] if isinstance(data, list) else data
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_an_interrupted_run_resumes_from_the_cells_it_finished(study, tmp_path, monkeypatch):
+    command, calls = STUDIES[study][0], []
+    real = command.run_cell
+
+    def interrupted(cell):
+        calls.append(cell.key)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cell)
+
+    monkeypatch.setattr(command, "run_cell", interrupted)
+    folder, json_name = tmp_path / "resumed", STUDIES[study][2].RESULTS_JSON.name
+    assert command.main([*SLICES[study].split(), "--output-dir", str(folder)]) == 130
+    cache = folder / command.CACHE_NAME
+    assert len(read_cache(cache)) == 2
+    assert earlier_wall_seconds(cache) > 0  # the interrupted run's time counts
+    assert not (folder / json_name).exists()
+    assert command.main([*SLICES[study].split(), "--output-dir", str(folder)]) == 0
+    assert len(calls) == 3 + 6  # the six cells left of eight, not all eight
+    assert not cache.exists()
+    monkeypatch.setattr(command, "run_cell", real)
+    command.main([*SLICES[study].split(), "--output-dir", str(tmp_path / "whole")])
+    resumed, whole = (load_results(path / json_name) for path in (folder, tmp_path / "whole"))
+    for name in ("sweeps", "cells", "claims", "findings"):
+        assert measured(resumed.get(name)) == measured(whole.get(name)), name
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch) -> Path:
+    """Both commands' scratch folder for partial runs, here a temporary one."""
+    for command, *_ in STUDIES.values():
+        monkeypatch.setattr(command, "SCRATCH_DIR", tmp_path / "scratch")
+    return tmp_path / "scratch"
+
+
+@pytest.mark.parametrize("study", STUDIES)
+@pytest.mark.parametrize("offset", [0, 100])
+def test_a_partial_run_writes_its_slice_to_the_scratch_folder_and_the_committed_files_stay(
+    study, offset, scratch
+):
+    command, _, files, *_ = STUDIES[study]
+    before = committed_files()
+    arguments = [*SLICES[study].split(), "--seed-offset", str(offset)]
+    assert command.main(arguments) == 0
+    assert committed_files() == before
+    written = load_results(scratch / files.RESULTS_JSON.name)
+    assert command.plan_of(written) == command.parse(arguments)[0]  # what ran, as asked
+    figures = {"why_clip.png"} if study == "why_clip" else {"rlhf_study.png"}  # no curves cell
+    names = {files.RESULTS_JSON.name, files.RESULTS_MARKDOWN.name, *figures}
+    assert {path.name for path in scratch.iterdir()} == names
+    if study == "rlhf":  # the findings whose two methods ran
+        assert [f["key"] for f in written["findings"]] == ["length_bias", "dr_grpo_accuracy"]
+        return
+    for seed_set, first in zip(SETS, (offset, offset + 3), strict=True):  # the seeds it says
+        run = run_bandit_loop(
+            METHODS["unclipped"], BanditLoopSettings(step_size=5.0), tuple(range(first, first + 3))
+        )
+        sweep = why_clip_results.one_set(written, seed_set)["sweeps"]["bandit"]
+        cell = why_clip_results.cell_at(sweep, "unclipped", 5.0)
+        assert cell["mean"] == pytest.approx(run.score.mean(), abs=1e-6)
+
+
+def test_a_partial_run_leaves_no_stale_figure_beside_its_results(tmp_path, scratch):
+    """Each run writes the figure of what it ran, next to the table of what it ran."""
+    output, first_slice = ["--output-dir", str(tmp_path / "out")], SLICES["why_clip"].split()
+    why_clip.main([*first_slice, *output])
+    first = (tmp_path / "out" / "why_clip.png").read_bytes()
+    second = [*first_slice[:-4], "--method", "plain_pg", "--bandit-seeds", "2", "--jobs", "1"]
+    why_clip.main([*second, *output])
+    assert (tmp_path / "out" / "why_clip.png").read_bytes() != first
+    assert "plain PG" in (tmp_path / "out" / "RESULTS.md").read_text()
+    assert not scratch.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_quick_run_prints_its_report_and_writes_nothing(study, scratch, capsys):
+    before = committed_files()
+    assert STUDIES[study][0].main(["--quick"]) == 0
+    shown = capsys.readouterr().out
+    assert "## Findings" in shown or "## Claims" in shown
+    assert committed_files() == before
+    assert not scratch.exists()
