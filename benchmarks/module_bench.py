@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="N = 64 only, 3 repeats")
     quick = parser.parse_args(argv).quick
-    print(json.dumps(measure((64,), 3) if quick else measure((64, 4096), 40)))
+    print(json.dumps(measure((64,), 3) if quick else measure((64, 4096), 200)))
 
 
 if __name__ == "__main__":

@@ -237,7 +237,7 @@ def browser_tables(feels: dict[str, list[browser.Feel]], base: str) -> str:
 
 def header(mode: str, base: str, load: str, seconds: float) -> str:
     revision = git("rev-parse", "--short", "HEAD").stdout.decode().strip()
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain").stdout.strip() else ""
+    dirty = ", with uncommitted changes" if git("status", "--porcelain").stdout.strip() else ""
     import numpy as np
 
     return (
