@@ -169,7 +169,8 @@ def module_table(now: list[dict], before: list[dict], base: str) -> str:
 def notebook_table(names: list[str], now: list[dict], before: list[dict], base: str) -> str:
     rows = []
     for name, mine, old in zip(names, now, before, strict=True):
-        problems = "; ".join(mine["problems"] + [f"at {base}: {p}" for p in old["problems"]])
+        theirs = [f"at {base}: {p}" for p in old["problems"] if p not in mine["problems"]]
+        problems = "; ".join(mine["problems"] + theirs)
         seconds = [
             f"{s:.1f}" if math.isfinite(s) else "n/a" for s in (mine["seconds"], old["seconds"])
         ]
@@ -224,9 +225,10 @@ def browser_tables(feels: dict[str, list[browser.Feel]], base: str) -> str:
                 header,
                 rows,
                 "Key press: the median, from the key down to the first new frame painted on the "
-                "slider's figure. Drag: the handle carried over half its track in 2 s at 60 "
-                "moves/s, the median of the drags (each drag's frames/s in brackets), frames "
-                "painted while it moved + after the release, for the values its readout showed; "
+                "slider's figure. Drag: the handle carried over half its track in 2 s (--quick: "
+                "0.5 s) at 60 moves/s, the median of the drags (each drag's frames/s in "
+                "brackets), frames painted while it moved + after the release, for the values its "
+                "readout showed; "
                 "settle: the release to the last frame. Notebook 4's slider acts on release "
                 "(each setting trains): it is judged by its figure after a key press and after "
                 "the release.",
