@@ -1,441 +1,326 @@
-"""How the apps feel in a real JupyterLab: step latency, frames during a drag, settle time.
+"""How a notebook feels in a real JupyterLab, in headless Chromium: one slider per notebook.
 
-Each notebook is opened in JupyterLab in headless Chromium and run (Run All from the menu),
-started the way the browser tests start them (``tests/lab_server.py``,
-``tests/browser_support.py``) but with JupyterLab's own windowing mode, as a reader has it:
-``contentVisibility`` in JupyterLab 4.6.6 (the default in its
-``schemas/@jupyterlab/notebook-extension/tracker.json``), where the page skips laying out and
-painting the cells out of view.  The tests lay every cell out (``none``) so that their
-selectors see them all; on every frame of a drag that costs the page work a reader's
-JupyterLab does not do.  Then every main control (class ``ppo-main-control``; per notebook,
-the first visible, enabled one of each ``ppo-control-<name>``) is used the way a
-reader uses it:
+Each notebook is opened and run (Run All) in a JupyterLab of the code measured (this checkout,
+or a baseline revision's tree: its kernels import that tree's ``ppo_viz``, ``ppo_clip``, ...),
+with JupyterLab's default notebook settings.  Then its probed slider (:data:`PROBES`):
 
-* **steps**: focus the control and press a key (a slider's handle: ArrowRight, ArrowLeft once
-  it reached the end; a number field: ArrowUp then Enter; a checkbox: Space).  The latency runs
-  from the key press to the moment that cell's figure shows a new frame: today the picture
-  ipympl's front end draws on the figure's ``<canvas>``, at earlier revisions a new
-  ``.ppo-figure img`` decoded.  Both ends are taken inside the page
-  (``benchmarks/page_probe.js``: ``performance.now()``, hooks on ``drawImage`` and
-  ``img.decode()``), so the harness' own round trips do not count.  One warm-up step first,
-  and the kernel is left idle between steps (a checkbox warms up once each way).
-* **drag** (sliders): mouse down on the handle, a move every 1/60 s carrying it over half its
-  track in :attr:`Settings.drag_seconds`, release.  Frames are the distinct pictures painted
-  between press and release; settle is the time from the release to the last one.  The same
-  drag's frame rate varies by a frame or two a second from one drag to the next on a busy
-  2-core machine, so a slider that draws while dragged is dragged :attr:`Settings.drags`
-  times, back and forth, and judged by its median drag
-  (:attr:`benchmarks.feel.ControlFeel.drag`); before each drag the kernel's caches that
-  computed a value since the call before are emptied (:func:`forget_new_caches`), so that a
-  drag back computes the values of the one before again.  A slider that acts on release is
-  dragged once.
+* **steps**: the handle focused, one arrow key pressed (right to the end of the track, then
+  left); each step's latency runs from the key down to the first new picture the page painted
+  on a figure of the slider's cell (``page_probe.js``);
+* **drags**: the handle pressed, carried over half the track towards its farther end at 60
+  moves a second, released; the frames painted meanwhile, the values the slider's readout
+  showed meanwhile, and the time from the release to the last frame (the settle).  The median
+  drag stands for them (a frame or two a second varies from one drag to the next).
 
-A probe in each kernel (:mod:`benchmarks.kernel_probe`) logs each widget message and each
-redraw, so a step's latency splits into: the key press to the kernel starting on the message,
-the app's own work, drawing, encoding the PNG, from the PNG to the picture arriving in the page,
-and decoding and drawing it there.  During a drag Chromium's own counters (DevTools
-``Performance.getMetrics``) tell how busy the page's main thread was.
-
-The same notebooks can be measured as they were at an earlier revision in the same run
-(:class:`Side`: the revision's tree with its own JupyterLab rooted there, its kernels importing
-that tree's ``ppo_viz``), one notebook at a time, now then before, so a change of load hits
-both alike.  The tables are in :mod:`benchmarks.browser_tables`.
+Before each press and drag, the kernel's ``functools`` caches of the measured tree that
+computed a value since the call before are emptied (:data:`FORGET_CACHES`), so a drag back
+over the values the one before passed computes them again, as the first did, while what an
+app computed when it was built stays.  Notebook by notebook, each side in turn, so the sides
+share the machine's load.  JupyterLab and Chromium are started as the browser tests start
+them (``tests/lab_server.py``, ``tests/browser_support.py``) and stopped after.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
+import re
+import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.feel import (
-    BrowserRun,
-    ControlFeel,
-    drag_from_records,
-    kernel_records,
-    step_from_records,
-)
-
 REPO = Path(__file__).resolve().parent.parent
-TESTS = REPO / "tests"
-PAGE_PROBE = Path(__file__).with_name("page_probe.js")
+sys.path.insert(0, str(REPO / "tests"))
+import browser_support  # noqa: E402
+import lab_server  # noqa: E402
 
-#: Mouse moves per second while dragging, like a mouse read at a display's 60 Hz.
-MOVES_PER_SECOND = 60
-#: A step is over when no new frame has come for this long; a drag, for SETTLE_QUIET_S.
-QUIET_S = 0.4
-SETTLE_QUIET_S = 1.0
-STEP_TIMEOUT_S = 15.0
-RUN_ALL_TIMEOUT_S = 120.0
-OPEN_TIMEOUT_S = 60.0
+PAGE_PROBE = (Path(__file__).parent / "page_probe.js").read_text(encoding="utf-8")
+
+#: The slider probed in each notebook (its name without the number); the first slider else.
+PROBES = {
+    "clipped_surrogate": "eps",
+    "worked_example": "sample",
+    "epochs_on_one_batch": "step-size",
+    "why_clip": "iterations",
+    "numerics_and_rlhf": "cap",
+    "clipping_in_llm_training": "eps-high",
+}
+#: Notebooks whose probed slider acts on release (``continuous_update=False``: each setting
+#: trains, as in notebook 4's explorer): judged by the figure after the release, not a rate.
+ON_RELEASE = {"why_clip"}
+#: The feel targets (issue 30): a step; a setting of a slider that trains; a drag.
+STEP_TARGET_S = 0.150
+SETTING_TARGET_S = 0.250
+DRAG_FPS_TARGET = 12.0
+#: A step or drag is over when no new frame came for this long (s).
+QUIET_S, SETTLE_QUIET_S = 0.4, 1.0
+TIMEOUT_S = 15.0
+
+FORGET_CACHES = """
+def _forget(root):
+    import gc, sys
+    seen = vars(sys).setdefault("_benchmark_cache_misses", {})
+    for f in gc.get_objects():
+        if not (callable(f) and hasattr(f, "cache_info") and hasattr(f, "cache_clear")):
+            continue
+        module = sys.modules.get(getattr(f, "__module__", None) or "")
+        source = getattr(module, "__file__", None) or ""
+        if source.startswith(root) and "-packages" not in source:
+            misses = f.cache_info().misses
+            if misses > seen.get(f, misses):
+                f.cache_clear()
+            seen[f] = f.cache_info().misses
+_forget(%r)
+del _forget
+"""
 
 
 @dataclass(frozen=True)
 class Settings:
-    """How much to measure: key presses per control, how long each drag lasts, and how many
-    drags per slider (see :attr:`benchmarks.feel.ControlFeel.drag`)."""
+    """Key presses counted (after one warm-up), drags, and how long each drag lasts (s)."""
 
-    steps: int
-    drag_seconds: float
-    drags: int
-
-    @classmethod
-    def full(cls) -> Settings:
-        return cls(steps=9, drag_seconds=2.0, drags=3)
-
-    @classmethod
-    def quick(cls) -> Settings:
-        return cls(steps=2, drag_seconds=0.5, drags=2)
+    steps: int = 5
+    drags: int = 3
+    drag_seconds: float = 2.0
 
 
 @dataclass(frozen=True)
-class Side:
-    """Code to measure: a JupyterLab rooted at ``root`` whose kernels import ``ppo_viz`` there.
+class Drag:
+    seconds: float
+    frames: int  # painted while the handle moved
+    after: int  # painted after the release
+    values: int  # distinct values the readout showed while the handle moved
+    settle: float  # from the release to the last frame (s)
 
-    ``label``: "now", or "at <revision>" for a revision's tree (``tree`` set: the notebooks
-    are found at the same place inside it).
-    """
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds
 
-    label: str = "now"
-    tree: Path | None = None
-
-    def notebook(self, path: Path) -> Path:
-        """Where ``path`` (a notebook of this checkout) is on this side."""
-        if self.tree is None:
-            return path
-        return self.tree / path.resolve().relative_to(REPO)
-
-    def root(self, notebooks: list[Path]) -> Path:
-        return self.tree if self.tree is not None else server_root(notebooks)
-
-    def environment(self) -> dict[str, str]:
-        """A revision's kernels import its ``ppo_viz`` and ``ppo_clip``, not this checkout's."""
-        return {"PYTHONPATH": str(self.tree)} if self.tree is not None else {}
+    @property
+    def every_value_shown(self) -> bool:
+        return self.frames + self.after >= self.values
 
 
-# -- JupyterLab and Chromium, started as the browser tests start them ---------------------------
+@dataclass
+class Feel:
+    """One notebook's probed slider on one side."""
+
+    notebook: str
+    control: str = ""
+    steps: list[float] = field(default_factory=list)
+    drags: list[Drag] = field(default_factory=list)
+    problem: str = ""
+
+    @property
+    def on_release(self) -> bool:
+        return re.sub(r"^\d+_", "", Path(self.notebook).stem) in ON_RELEASE
+
+    @property
+    def step(self) -> float:
+        """The median step (s)."""
+        return statistics.median(self.steps)
+
+    @property
+    def drag(self) -> Drag:
+        """The median drag by frame rate (by settle for a slider that acts on release); of two,
+        the worse."""
+        key = (lambda d: -d.settle) if self.on_release else (lambda d: d.fps)
+        return sorted(self.drags, key=key)[(len(self.drags) - 1) // 2]
+
+    def verdicts(self) -> dict[str, bool]:
+        """``{target: met}`` for this slider's targets."""
+        if self.problem or not self.steps or not self.drags:
+            return {}
+        if self.on_release:
+            return {
+                f"a setting's figure <= {SETTING_TARGET_S * 1e3:.0f} ms, by key or on release": (
+                    max(self.step, self.drag.settle) <= SETTING_TARGET_S and self.drag.after > 0
+                )
+            }
+        return {
+            f"a step <= {STEP_TARGET_S * 1e3:.0f} ms": self.step <= STEP_TARGET_S,
+            f"a drag >= {DRAG_FPS_TARGET:.0f} frames/s or every value passed shown": (
+                self.drag.fps >= DRAG_FPS_TARGET or self.drag.every_value_shown
+            ),
+        }
 
 
-def _test_helpers() -> tuple[Any, Any]:
-    """``(browser_support, lab_server)`` from ``tests/``."""
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
-    import browser_support
-    import lab_server
-
-    return browser_support, lab_server
-
-
-def missing_browser(chromium: Path | None = None) -> str:
-    """Why the browser benchmark cannot run here (empty when it can)."""
-    support, _ = _test_helpers()
-    return str(support.browser_problem(chromium))
-
-
-@contextmanager
-def probed_lab(
-    root: Path, log: Path, environment: dict[str, str], folders: list[Path]
-) -> Iterator[Any]:
-    """A JupyterLab server rooted at ``root`` whose kernels log to ``log`` (the kernel probe).
-
-    Its kernels start in a scratch folder of the server's, so that what a notebook writes
-    (notebook 1's slide) never lands beside it; the notebooks' ``folders`` are on their path.
-    The notebook plugin keeps JupyterLab's default settings (the tests' ``windowingMode`` is
-    ``none``).
-    """
-    _, lab_server = _test_helpers()
-    paths = [environment.get("PYTHONPATH", ""), *map(str, folders)]
-    environment = {**environment, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
-    with lab_server.JupyterServer(
-        "lab",
-        root,
-        environment=environment,
-        kernels_beside_notebooks=False,
-        settings={lab_server.NOTEBOOK_SETTINGS: {}},  # JupyterLab's default windowing
-    ) as server:
-        startup = server.ipython_dir / "profile_default" / "startup"
-        startup.mkdir(parents=True, exist_ok=True)
-        (startup / "00-ppo-kernel-probe.py").write_text(
-            "import sys\n"
-            f"sys.path.insert(0, {str(REPO)!r})\n"
-            "from benchmarks.kernel_probe import install\n"
-            f"install({str(log)!r})\n"
-            f"sys.path.remove({str(REPO)!r})\n",
-            encoding="utf-8",
-        )
-        yield server
-
-
-def server_root(notebooks: list[Path]) -> Path:
-    """The repository if every notebook is inside it, else the notebooks' common folder."""
-    folders = {path.resolve().parent for path in notebooks}
-    if all(folder.is_relative_to(REPO) for folder in folders):
-        return REPO
-    if len(folders) != 1:
-        raise ValueError("notebooks outside the repository must share one folder")
-    return folders.pop()
-
-
-# -- measuring ----------------------------------------------------------------------------------
+def problem() -> str:
+    """Why the browser part cannot run here (empty when it can)."""
+    return str(browser_support.browser_problem())
 
 
 def measure(
-    notebooks: list[Path],
-    settings: Settings,
-    *,
-    sides: tuple[Side, ...] = (Side(),),
-    chromium: Path | None = None,
-    say: Callable[[str], None] | None = None,
-) -> list[BrowserRun]:
-    """Open each notebook in JupyterLab on each side, run it, and measure its main controls.
-
-    One :class:`BrowserRun` per side, in the order given.  Notebook by notebook, each side in
-    turn, so the sides share whatever load the machine had meanwhile.
-    """
-    runs = [BrowserRun(label=side.label) for side in sides]
-    problem = missing_browser(chromium)
-    if problem or not notebooks:
-        for run in runs:
-            run.skipped = f"not run: {problem or 'no notebook'}"
-        return runs
-    support, _ = _test_helpers()
-    logs = Path(tempfile.mkdtemp(prefix="ppo-browser-bench-"))
-    try:
-        with support.chromium_context(chromium) as browser, ExitStack() as labs:
-            servers = []
-            for index, side in enumerate(sides):
-                log = logs / f"kernel-{index}.jsonl"
-                folders = sorted({side.notebook(path).parent for path in notebooks})
-                lab = labs.enter_context(
-                    probed_lab(side.root(notebooks), log, side.environment(), folders)
-                )
-                servers.append((lab, log))
-            for path in notebooks:
-                for side, run, (lab, log) in zip(sides, runs, servers, strict=True):
-                    if say is not None:
-                        say(f"browser: {path.name} ({side.label}) ...")
-                    run.notebooks.append(path.name)
-                    run.controls += measure_side(browser, lab, side.notebook(path), settings, log)
-    finally:
-        shutil.rmtree(logs, ignore_errors=True)
-    return runs
+    notebooks: list[Path], sides: dict[str, Path], settings: Settings, say: Any = print
+) -> dict[str, list[Feel]]:
+    """``{side: [Feel per notebook]}``; ``sides`` maps a label to the tree measured, whose
+    notebooks are found at the same place as ``notebooks`` in this checkout."""
+    feels: dict[str, list[Feel]] = {label: [] for label in sides}
+    say("browser: starting JupyterLab and Chromium ...")
+    with browser_support.chromium_context() as browser, ExitStack() as stack:
+        labs = {label: stack.enter_context(_lab(root)) for label, root in sides.items()}
+        for path in notebooks:
+            for label, root in sides.items():
+                say(f"browser: {path.name} ({label}) ...")
+                notebook = root / path.relative_to(REPO)
+                feel = Feel(path.name)
+                if not notebook.exists():
+                    feel.problem = "no such notebook"
+                else:
+                    page = browser.new_page()
+                    try:
+                        _measure_notebook(page, labs[label], notebook, feel, settings)
+                    except Exception as error:  # one notebook's failure must not lose the rest
+                        feel.problem = f"{type(error).__name__}: {str(error)[:200]}"
+                    finally:
+                        page.close()
+                        labs[label].shutdown_all_kernels()
+                feels[label].append(feel)
+    return feels
 
 
-def measure_side(browser: Any, lab: Any, path: Path, settings: Settings, log: Path) -> list:
-    """One notebook in one side's JupyterLab, in a page of its own."""
-    support, _ = _test_helpers()
-    if not path.exists():
-        return [ControlFeel(path.name, "—", "—", problem="no such notebook on this side")]
-    page = browser.new_page()
-    try:
-        relative = path.resolve().relative_to(lab.root_dir).as_posix()
-        notebook = support.NotebookPage(page, lab, relative, f"bench-{path.stem}")
-        return measure_notebook(notebook, path.name, settings, log)
-    except Exception as error:  # a notebook that cannot be run: say so, go on
-        return [ControlFeel(path.name, "—", "—", problem=_short(error))]
-    finally:
-        page.close()
-        lab.shutdown_all_kernels()
+def _lab(root: Path) -> lab_server.JupyterServer:
+    """A JupyterLab rooted at ``root``, its kernels importing ``root``'s code, with JupyterLab's
+    default notebook settings; kernels start in a scratch folder (what a notebook writes
+    never lands beside it), the notebooks' folder on their path."""
+    return lab_server.JupyterServer(
+        "lab",
+        root,
+        environment={"PYTHONPATH": os.pathsep.join([str(root), str(root / "notebooks")])},
+        kernels_beside_notebooks=False,
+        settings={lab_server.NOTEBOOK_SETTINGS: {}},
+    )
 
 
-def measure_notebook(notebook: Any, name: str, settings: Settings, log: Path) -> list[ControlFeel]:
-    """Open and run one notebook (a ``NotebookPage``), then measure each main control."""
-    support, _ = _test_helpers()
-    notebook.open(OPEN_TIMEOUT_S)
+def _measure_notebook(page: Any, lab: Any, path: Path, feel: Feel, settings: Settings) -> None:
+    relative = path.relative_to(lab.root_dir).as_posix()
+    notebook = browser_support.NotebookPage(page, lab, relative, f"bench-{path.stem}")
+    notebook.open(60)
     notebook.run_all_from_menu()
-    notebook.wait_until_all_executed(RUN_ALL_TIMEOUT_S)
-    problems = notebook.problems()
-    if problems:
-        return [ControlFeel(name, "—", "—", problem=f"after Run All: {problems[0][:200]}")]
-    results = []
-    for control_name, control in controls_to_measure(notebook, support):
-        result = ControlFeel(name, control_name, notebook.control_kind(control))
-        try:
-            measure_control(notebook, control, result, settings, log)
-        except Exception as error:  # one control's failure must not lose the others
-            result.problem = _short(error)
-        results.append(result)
-    return results
-
-
-def _short(error: Exception) -> str:
-    lines = str(error).splitlines() or [""]
-    return f"{type(error).__name__}: {lines[0][:200]}"
-
-
-def controls_to_measure(notebook: Any, support: Any) -> list[tuple[str, Any]]:
-    """The first visible, enabled main control of each name, in page order."""
-    controls = notebook.main_controls()
-    chosen: dict[str, Any] = {}
-    for index in range(controls.count()):
-        control = controls.nth(index)
-        name = support.control_name(control, index)
-        if name in chosen or not control.is_visible() or control.locator("[disabled]").count():
-            continue
-        chosen[name] = control
-    return list(chosen.items())
-
-
-def measure_control(
-    notebook: Any, control: Any, result: ControlFeel, settings: Settings, log: Path
-) -> None:
-    """Warm up, then the steps, then (a slider) the drag, into ``result``."""
-    if result.kind == "other":
-        result.problem = "neither a slider, a number field nor a checkbox"
+    _wait_for_run_all(notebook)
+    if problems := notebook.problems():
+        feel.problem = f"after Run All: {problems[0][:200]}"
         return
-    page = notebook.page
+    name = PROBES.get(re.sub(r"^\d+_", "", path.stem))
+    sliders = page.locator(".ppo-main-control").filter(has=page.locator(".noUi-handle"))
+    if name:
+        sliders = sliders.and_(page.locator(f".ppo-control-{name}"))
+    if not sliders.count():
+        feel.problem = f"no slider {name or ''} found".replace("  ", " ")
+        return
+    control = sliders.first
+    feel.control = name or browser_support.control_name(control, 0)
     control.evaluate("(element) => element.scrollIntoView({block: 'start'})")
-    notebook.cell_of(control).first.evaluate(PAGE_PROBE.read_text(encoding="utf-8"))
-    sweep: dict[str, str] = {}
-    warm_up = 2 if result.kind == "checkbox" else 1  # a checkbox: once each way
-    for step in range(warm_up + settings.steps):
-        page.evaluate("() => window.__ppoFeel.forget()")
-        press(notebook, control, result.kind, sweep)
-        if not wait_for_frame(page):
-            result.problem = f"no new frame of the figure within {STEP_TIMEOUT_S:.0f} s of a key"
-            return
-        wait_until_quiet(page, QUIET_S)
-        if step >= warm_up:
-            feel = page.evaluate("() => window.__ppoFeel")
-            result.steps.append(step_from_records(feel, kernel_records(log, feel)))
-    for _ in range(settings.drags if result.kind == "slider" else 0):
-        forget_new_caches(page)  # a drag back over the last one's values computes them again
-        page.evaluate("() => window.__ppoFeel.forget()")
-        page_busy = drag(page, control, settings.drag_seconds)
-        wait_for_frame(page)  # a slider that acts on release may compute for a while first
-        wait_until_quiet(page, SETTLE_QUIET_S)
-        feel = page.evaluate("() => window.__ppoFeel")
-        result.drags.append(drag_from_records(feel, kernel_records(log, feel), page_busy))
-        if result.drags[-1].on_release:
-            break  # its one frame comes after the release: no frame rate to vary between drags
+    cell = notebook.cell_of(control).first.element_handle()
+    page.evaluate(PAGE_PROBE, {"cell": cell, "control": control.element_handle()})
+    handle = control.locator(".noUi-handle").first
+    forget_caches(page, lab.root_dir)  # the first call only notes what the caches hold
+    direction = ["ArrowRight"]
+    for step in range(1 + settings.steps):
+        forget_caches(page, lab.root_dir)
+        latency = _step(page, handle, direction)
+        if step:  # the first is a warm-up
+            feel.steps.append(latency)
+    for _ in range(settings.drags):
+        forget_caches(page, lab.root_dir)
+        feel.drags.append(_drag(page, control, settings.drag_seconds))
 
 
-def forget_new_caches(page: Any) -> None:
-    """Empty the caches the code measured filled since the last call, in the notebook's kernel
-    (the kernel probe's :func:`~benchmarks.kernel_probe.forget_new_caches`), through the
-    page's JupyterLab."""
+def _wait_for_run_all(notebook: Any, timeout_s: float = 120) -> None:
+    """Until every prompt shown has its number and the kernel is idle, twice 0.5 s apart.
+
+    (With JupyterLab's default windowing, cells out of view show no prompt at all.)
+    """
+    done, deadline = 0, time.monotonic() + timeout_s
+    while done < 2 and time.monotonic() < deadline and not notebook.problems():
+        prompts = [prompt for prompt in notebook.prompts() if prompt]
+        numbered = prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts)
+        done = done + 1 if numbered and notebook.kernel_state() == "idle" else 0
+        notebook.page.wait_for_timeout(500)
+
+
+def forget_caches(page: Any, root: Path) -> None:
+    """Run :data:`FORGET_CACHES` in the notebook's kernel, through the page's JupyterLab."""
     status = page.evaluate(
         """async (code) => {
           const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-          const done = kernel.requestExecute({code, silent: true, store_history: false}).done;
-          return (await done).content.status;
+          return (await kernel.requestExecute({code, silent: true, store_history: false}).done)
+            .content.status;
         }""",
-        "import sys; sys.modules['benchmarks.kernel_probe'].forget_new_caches()",
+        FORGET_CACHES % str(root),
     )
-    if status != "ok":  # else a drag back would pass the values the one before cached
-        raise RuntimeError(f"emptying the kernel's caches before a drag failed: {status}")
+    if status != "ok":
+        raise RuntimeError(f"emptying the kernel's caches failed: {status}")
     page.wait_for_timeout(QUIET_S * 1000)
 
 
-def press(notebook: Any, control: Any, kind: str, sweep: dict[str, str]) -> None:
-    """One key press that changes the control's value.
-
-    A slider goes right until the end of its track, then left until the start
-    (``sweep`` remembers the direction); a number field goes up; a checkbox toggles.
-    """
-    keys: tuple[str, ...]
-    if kind == "slider":
-        handle = control.locator(".noUi-handle").first
-        now, low, high = (float(handle.get_attribute(f"aria-value{p}") or 0) for p in PARTS)
-        if now >= high:
-            sweep["key"] = "ArrowLeft"
-        elif now <= low:
-            sweep["key"] = "ArrowRight"
-        keys = (sweep.setdefault("key", "ArrowRight"),)
-    elif kind == "number":
-        keys = ("ArrowUp", "Enter")
-    else:
-        keys = ("Space",)
-    notebook.press_on_control(control, keys)
+def _records(page: Any) -> dict[str, list[dict]]:
+    return page.evaluate(
+        "() => ({inputs: __feel.inputs, frames: __feel.frames, values: __feel.values})"
+    )
 
 
-#: The slider handle's ``aria-value*`` attributes: where it is, and its ends.
-PARTS = ("now", "min", "max")
-
-
-def wait_for_frame(page: Any) -> bool:
-    """Whether a new frame was shown within :data:`STEP_TIMEOUT_S`."""
-    try:
+def _wait_until_quiet(page: Any, quiet_s: float) -> dict[str, list[dict]]:
+    """The records once a frame was painted (or :data:`TIMEOUT_S` passed) and none came for
+    ``quiet_s``."""
+    with contextlib.suppress(Exception):  # Playwright's TimeoutError: the caller sees no frame
         page.wait_for_function(
-            "() => window.__ppoFeel.shown() > 0", polling=50, timeout=STEP_TIMEOUT_S * 1000
+            "() => __feel.frames.some((f) => f.shown)", polling=50, timeout=TIMEOUT_S * 1000
         )
-    except Exception:  # Playwright's TimeoutError
-        return False
-    return True
-
-
-def wait_until_quiet(page: Any, seconds: float, limit_s: float = 20.0) -> None:
-    """Wait until no new frame has come for ``seconds`` and every frame is settled."""
-    deadline = time.monotonic() + limit_s
-    count = -1
+    count, deadline = -1, time.monotonic() + 2 * TIMEOUT_S
     while time.monotonic() < deadline:
-        frames, settled = page.evaluate(
-            "() => [window.__ppoFeel.frames.length, window.__ppoFeel.settled()]"
-        )
-        if frames == count and settled:
-            return
-        count = frames
-        page.wait_for_timeout(seconds * 1000)
+        records = _records(page)
+        if len(records["frames"]) == count:
+            return records
+        count = len(records["frames"])
+        page.wait_for_timeout(quiet_s * 1000)
+    return records
 
 
-def drag(page: Any, control: Any, seconds: float) -> float | None:
-    """Press the handle, carry it over half the track at 60 moves a second, release.
+def _step(page: Any, handle: Any, direction: list[str]) -> float:
+    """One key press moving the slider: seconds to its first new frame on the page."""
+    now, low, high = (float(handle.get_attribute(f"aria-value{p}")) for p in ("now", "min", "max"))
+    if now >= high or now <= low:
+        direction[0] = "ArrowLeft" if now >= high else "ArrowRight"
+    page.evaluate("() => window.__feel.reset()")
+    handle.focus()
+    page.keyboard.press(direction[0])
+    records = _wait_until_quiet(page, QUIET_S)
+    shown = [f["t"] for f in records["frames"] if f["shown"]]
+    if not shown:
+        raise RuntimeError(f"no new frame within {TIMEOUT_S:.0f} s of a key press")
+    pressed = min(e["t"] for e in records["inputs"] if e["type"] == "keydown")
+    return (min(shown) - pressed) / 1000
 
-    It goes towards the farther end.  Returns the share of the drag the page's
-    main thread was busy (Chromium's ``TaskDuration``), or None if unknown.
-    """
+
+def _drag(page: Any, control: Any, seconds: float) -> Drag:
+    """Carry the handle over half the track at 60 moves a second, towards its farther end."""
     handle = control.locator(".noUi-handle").first.bounding_box()
     track = control.locator(".noUi-target").first.bounding_box()
-    x0 = handle["x"] + handle["width"] / 2
-    y = handle["y"] + handle["height"] / 2
-    towards_right = x0 < track["x"] + track["width"] / 2
-    distance = (1 if towards_right else -1) * track["width"] / 2
-    busy = _MainThreadClock(page)
+    x0, y = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+    distance = track["width"] / 2 * (1 if x0 < track["x"] + track["width"] / 2 else -1)
+    page.evaluate("() => window.__feel.reset()")
     page.mouse.move(x0, y)
     page.mouse.down()
-    busy.start()
-    started = time.perf_counter()
-    moves = 0
+    started, moves = time.perf_counter(), 0
     while (elapsed := time.perf_counter() - started) < seconds:
         page.mouse.move(x0 + distance * elapsed / seconds, y)
         moves += 1
-        pause = moves / MOVES_PER_SECOND - (time.perf_counter() - started)
-        if pause > 0:
-            time.sleep(pause)
+        time.sleep(max(0.0, moves / 60 - (time.perf_counter() - started)))
     page.mouse.move(x0 + distance, y)
     page.mouse.up()
-    return busy.share(time.perf_counter() - started)
-
-
-class _MainThreadClock:
-    """How long the page's main thread worked, from Chromium's DevTools counters."""
-
-    def __init__(self, page: Any) -> None:
-        try:
-            self.session = page.context.new_cdp_session(page)
-            self.session.send("Performance.enable")
-        except Exception:  # not Chromium, or no DevTools protocol: unknown
-            self.session = None
-        self.began = 0.0
-
-    def _task_seconds(self) -> float:
-        metrics = self.session.send("Performance.getMetrics")["metrics"]
-        return next(m["value"] for m in metrics if m["name"] == "TaskDuration")
-
-    def start(self) -> None:
-        if self.session is not None:
-            self.began = self._task_seconds()
-
-    def share(self, seconds: float) -> float | None:
-        if self.session is None:
-            return None
-        worked = self._task_seconds() - self.began
-        self.session.detach()
-        return worked / seconds
+    records = _wait_until_quiet(page, SETTLE_QUIET_S)
+    down = min(e["t"] for e in records["inputs"] if e["type"] == "mousedown")
+    up = max(e["t"] for e in records["inputs"] if e["type"] == "mouseup")
+    shown = [f["t"] for f in records["frames"] if f["shown"]]
+    return Drag(
+        seconds=(up - down) / 1000,
+        frames=sum(down < t <= up for t in shown),
+        after=sum(t > up for t in shown),
+        values=len({v["value"] for v in records["values"] if down <= v["t"] <= up}),
+        settle=max(0.0, max(shown, default=up) - up) / 1000,
+    )

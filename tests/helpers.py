@@ -18,8 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import other_cpu
-
-from benchmarks import reference
+import reference
 
 CONTRACT_LOSS = -0.5375000000000001
 CONTRACT_CLIP_FRACTION = 0.5

@@ -294,7 +294,7 @@ def test_importing_the_apps_leaves_matplotlibs_backend_alone():
     filters, numpy's error state and print options and matplotlib's settings stay as they were.
     """
     tests = Path(__file__).parent
-    paths = os.pathsep.join([str(tests), str(tests.parent)])  # helpers, and benchmarks for them
+    paths = os.pathsep.join([str(tests), str(tests.parent)])  # helpers, and the code they import
     shown = subprocess.run(
         [sys.executable, "-c", IMPORT_EVERY_MODULE],
         env={**os.environ, "MPLBACKEND": "agg", "PYTHONPATH": paths},

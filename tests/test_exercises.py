@@ -38,6 +38,7 @@ from typing import Any
 import nbformat
 import numpy as np
 import pytest
+import reference
 from helpers import assert_states
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,7 +46,6 @@ from markupsafe import escape
 from notebook_runner import execute_notebook, output_problems, printed_text, run_committed
 
 import ppo_clip
-from benchmarks import reference
 from ppo_viz.exercises import (
     TIME_LIMIT_S,
     ConceptQuestion,

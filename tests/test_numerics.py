@@ -1,7 +1,7 @@
 """Notebook 5 (numerics and the RLHF setting): variant math, demos, apps, and the prose's numbers.
 
 The variant math is checked against the plain-Python reference of the contract
-(:mod:`benchmarks.reference`); every drawn value against :mod:`ppo_clip`; every number the
+(:mod:`reference`); every drawn value against :mod:`ppo_clip`; every number the
 notebook's prose states is computed here, in the same run, and looked for in the markdown.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+import reference
 from helpers import (
     CONTRACT_LOSS,
     assert_contract_loss,
@@ -28,7 +29,6 @@ from hypothesis import strategies as st
 from matplotlib.colors import to_hex
 
 import ppo_clip
-from benchmarks import reference
 from ppo_viz.app import MAIN_CONTROL
 from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, rounded

@@ -2,7 +2,7 @@
 
 The contract is ../shared/SPEC.md (section "The module contract").  Where a test needs
 values computed independently of the module it takes them from the project's plain-Python
-reference, :mod:`benchmarks.reference`.  Every test here runs with warnings turned into
+reference, :mod:`reference`.  Every test here runs with warnings turned into
 errors: a RuntimeWarning printed under a notebook cell is a visible defect, so "no NaN"
 also means "no overflow warning on the way".
 """
@@ -16,10 +16,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import reference
 from helpers import assert_contract_loss, log_landing_on
 
 import ppo_clip
-from benchmarks import reference
 from ppo_clip import (
     clip_breakdown,
     clip_fraction,

@@ -23,9 +23,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import reference
 
 import ppo_clip
-from benchmarks import reference
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -1,6 +1,6 @@
 """Property tests: ppo_clip against the project's plain-Python reference of the contract.
 
-The reference is :mod:`benchmarks.reference`: the ``math`` module only (no numpy), written
+The reference is :mod:`reference` (``tests/``): the ``math`` module only (no numpy), written
 from the contract in ../shared/SPEC.md sentence by sentence (ratio, clipped ratio, the two
 candidate terms, the kept term, whether the sample is clipped, its gradient), plus an
 exactly rounded sum for the loss.
@@ -27,12 +27,12 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+import reference
 from helpers import assert_loss_as_promised
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 import ppo_clip
-from benchmarks import reference
 
 pytestmark = pytest.mark.filterwarnings("error")
 

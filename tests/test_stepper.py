@@ -3,7 +3,7 @@
 The stepper is driven as a reader drives it (buttons, the slider, typing into the fields, the
 mode toggle, the presets).  Every number on screen is checked against a fresh call of
 :mod:`ppo_clip`, computed in the same run (so the tests hold on any CPU), and each verdict
-against the plain-Python reference in ``benchmarks/reference.py``.
+against the plain-Python reference in ``tests/reference.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+import reference
 from helpers import (
     CONTRACT_LOSS,
     assert_contract_loss,
@@ -32,7 +33,6 @@ from notebook_runner import output_problems, run_committed
 from PIL import Image
 
 import ppo_clip
-from benchmarks import reference
 from ppo_viz.app import MAIN_CONTROL
 from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, exact_or_approx, rounded, vector

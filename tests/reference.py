@@ -1,7 +1,7 @@
-"""The contract in plain Python, one sample at a time: the reference tests and benchmarks share.
+"""The contract in plain Python, one sample at a time: the reference the tests check against.
 
-Written straight from ``shared/SPEC.md`` with the ``math`` module only, so it
-shares no code (and no numpy rounding) with :mod:`ppo_clip`.  It covers the
+Written straight from ``docs/contract.md`` ("ppo_clip" section) with the ``math`` module
+only, so it shares no code (and no numpy rounding) with :mod:`ppo_clip`.  It covers the
 variants too: asymmetric bounds ``eps_low``/``eps_high`` and the dual-clip cap.
 
 * :func:`ratio` is ``exp(logp_new - logp_old)``, ``inf`` where that overflows.
@@ -9,7 +9,7 @@ variants too: asymmetric bounds ``eps_low``/``eps_high`` and the dual-clip cap.
 * :func:`batch` gives every sample's, and :func:`loss` sums the kept terms
   exactly (``math.fsum``), so a test can bound numpy's rounding.
 * :func:`contract` returns ``(loss, clip fraction, gradient)`` as the three
-  contract functions do; the benchmarks time it as the plain loop.
+  contract functions do.
 
 >>> import math
 >>> logp_old = [math.log(0.5)] * 4
