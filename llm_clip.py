@@ -312,6 +312,13 @@ class ObjectiveSpec:
     tau: tuple[float, float] | None = None
     per_response: bool = False
 
+    @property
+    def default_band(self) -> tuple[float, float] | None:
+        """``(eps_low, eps_high)`` when neither is given; None for an objective without a band."""
+        if self.band is None:
+            return None
+        return self.eps_low, self.eps_low if self.eps_high is None else self.eps_high
+
 
 def _token_clip(b: Batch) -> _Parts:
     """PPO's clipped term on each token's ratio ``r = exp(logp_new - logp_old)``: PPO, GRPO,
