@@ -155,7 +155,8 @@ class Options(TypedDict, total=False):
     ``eps_low`` in [0, 1], ``eps_high`` any finite number >= 0 (defaults: the objective's
     entry in :data:`SPECS`; 0.2, ``eps_high`` = ``eps_low``, DAPO 0.28, GMPO 0.4).
     ``aggregation``: one of :data:`AGGREGATIONS` (default: the objective's own); ``max_len``, a
-    whole number >= 1, is required by ``seq-mean-token-sum-norm`` and ignored otherwise.
+    whole number no less than the longest response, is required by ``seq-mean-token-sum-norm``
+    and ignored otherwise.
     ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.  ``tau_pos``, ``tau_neg``: SAPO's
     temperatures for ``A > 0`` and ``A <= 0`` (default 1.0 and 1.05; refused by the others).
     """
