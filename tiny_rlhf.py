@@ -226,13 +226,15 @@ def train(
 
 def _check_train_inputs(methods: object, settings: object, seeds: object) -> None:
     """Refuse what would fail deep inside, train twice or lose a result, naming the argument."""
-    if isinstance(methods, (str, Method)) or not all(isinstance(m, Method) for m in methods):
+    listed = isinstance(methods, Sequence) and not isinstance(methods, str)  # not an iterator
+    if not listed or not all(isinstance(m, Method) for m in methods):
         raise TypeError(
             f"methods must be a list of Method, e.g. methods_named(['grpo']), got {methods!r}"
         )
     if not isinstance(settings, TrainSettings):
         raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
-    if isinstance(seeds, (str, bytes)) or not all(
+    listed = isinstance(seeds, (Sequence, np.ndarray)) and not isinstance(seeds, (str, bytes))
+    if not listed or not all(
         isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_))
         for seed in seeds
     ):

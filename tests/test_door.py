@@ -87,6 +87,10 @@ CASES: dict[str, tuple[Callable[[], object], object]] = {
         lambda: tiny_rlhf.train([GRPO, GRPO], settings(), [0]),
         refused(ValueError, "methods", "'grpo' twice"),
     ),
+    "train given a generator of methods (was: trained, then returned {})": (
+        lambda: tiny_rlhf.train((m for m in [GRPO]), settings(), [0]),
+        refused(TypeError, "methods", "list of Method"),
+    ),
     "train given a negative seed (was: numpy's 'expected non-negative integer')": (
         lambda: tiny_rlhf.train([GRPO], settings(), [-1]),
         refused(ValueError, "seeds", "at least 0"),
