@@ -64,6 +64,8 @@ response.  The file reads top to bottom:
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
    gradient entry that float64 overflowed on the way to is the exact value rounded once.
+   Finite log-probabilities further apart than float64 reaches give ``log r = +-inf`` (as in
+   :mod:`ppo_clip`), and ``d = +-inf`` makes k3 ``+inf``.
    SAPO's gate is bounded (``4 / tau``) and its gradient vanishes as ``r`` overflows; GMPO's
    ratio overflows only with ``A < 0`` (or ``eps_high`` above 709: the loss is then ``-inf``).
 
@@ -153,7 +155,8 @@ class Options(TypedDict, total=False):
     ``eps_low`` in [0, 1], ``eps_high`` any finite number >= 0 (defaults: the objective's
     entry in :data:`SPECS`; 0.2, ``eps_high`` = ``eps_low``, DAPO 0.28, GMPO 0.4).
     ``aggregation``: one of :data:`AGGREGATIONS` (default: the objective's own); ``max_len``, a
-    whole number >= 1, is required by ``seq-mean-token-sum-norm`` and ignored otherwise.
+    whole number no less than the longest response, is required by ``seq-mean-token-sum-norm``
+    and ignored otherwise.
     ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.  ``tau_pos``, ``tau_neg``: SAPO's
     temperatures for ``A > 0`` and ``A <= 0`` (default 1.0 and 1.05; refused by the others).
     """
@@ -230,7 +233,7 @@ def token_breakdown(
     with _float64_limits_handled_below():
         parts = SPECS[b.objective].parts(b)
         term = _times_advantage(math.prod(parts.term_factors), b.advantages)
-        kl = np.expm1(b.ref_gap) - b.ref_gap  # k3 = exp(d) - d - 1 (0 on padding, where d = 0)
+        kl = _k3(b.ref_gap)
         slope = -_times_advantage(parts.grad_factor, b.advantages)  # -(d term / d logp_new)
         per_token = -term  # the loss is sum(w * per_token)
         if b.kl_coef:  # skipped at 0: 0 * inf would be NaN
@@ -247,6 +250,12 @@ def token_breakdown(
     return TokenBreakdown(
         b.mask, ratio, parts.is_clipped & b.mask, term, kl, weight, grad + 0.0, loss + 0.0
     )
+
+
+def _k3(d: FloatArray) -> FloatArray:
+    """``exp(d) - d - 1`` (0 on padding, where d = 0): ``+inf`` where ``d`` itself overflowed,
+    either way (``inf - inf`` is never formed)."""
+    return np.where(np.isposinf(d), np.inf, np.expm1(d) - d)
 
 
 def _aggregate(per_token: FloatArray, b: Batch) -> float:
@@ -304,6 +313,13 @@ class ObjectiveSpec:
     tau: tuple[float, float] | None = None
     per_response: bool = False
 
+    @property
+    def default_band(self) -> tuple[float, float] | None:
+        """``(eps_low, eps_high)`` when neither is given; None for an objective without a band."""
+        if self.band is None:
+            return None
+        return self.eps_low, self.eps_low if self.eps_high is None else self.eps_high
+
 
 def _token_clip(b: Batch) -> _Parts:
     """PPO's clipped term on each token's ratio ``r = exp(logp_new - logp_old)``: PPO, GRPO,
@@ -317,8 +333,7 @@ def _gspo(b: Batch) -> _Parts:
     Since ``d s_i / d logp_new_t = s_i / n_i``, every token of an unclipped response gets
     ``-w * s_i * A_i``: the gradient of verl's GSPO-token form too (``core_algos.py`` L1297).
     """
-    mean_log_ratio = b.log_ratio.sum(axis=1) / b.lengths  # (1/n_i) sum_t (new - old)
-    sequence_ratio = np.exp(mean_log_ratio)[:, None] * np.ones_like(b.log_ratio)  # s_i per token
+    sequence_ratio = np.exp(_mean_log_ratio(b))[:, None] * np.ones_like(b.log_ratio)  # s_i
     return _clipped(sequence_ratio, b)
 
 
@@ -344,6 +359,7 @@ def _sapo(b: Batch) -> _Parts:
     gate = np.exp(-np.logaddexp(0.0, -x))  # sigmoid(x)
     # r * sigmoid(x) * sigmoid(-x), the ratio taken inside the exp: 0, not inf * 0, at r = inf
     slope = 4.0 * gate * np.exp(b.log_ratio - np.logaddexp(0.0, x))
+    slope[np.isposinf(b.log_ratio)] = 0.0  # log r itself overflowed: inf - inf above
     return _Parts(ratio, np.zeros_like(b.mask), (gate * (4.0 / tau),), slope)
 
 
@@ -443,6 +459,8 @@ def group_advantages(
         raise ValueError(
             f"group_size must be at least 2 and divide the {len(values)} rewards, got {size}"
         )
+    if not isinstance(scale_by_std, (bool, np.bool_)):  # "False" or None would read as a truth
+        raise TypeError(f"scale_by_std must be True or False, got {scale_by_std!r}")
     small = checks.checked_real("std_eps", std_eps)
     if small <= 0:
         raise ValueError(f"std_eps must be positive, got {small!r}")
@@ -505,8 +523,7 @@ def clip_fraction_verl(
         }
     with _float64_limits_handled_below():
         if b.objective == "gspo":
-            mean_log_ratio = b.log_ratio.sum(axis=1) / b.lengths
-            ratio = np.exp(np.minimum(mean_log_ratio, 10.0))[:, None] * np.ones_like(a)
+            ratio = np.exp(np.minimum(_mean_log_ratio(b), 10.0))[:, None] * np.ones_like(a)
         else:
             ratio = np.exp(np.clip(b.log_ratio, -20.0, 20.0))
         if b.objective == "cispo":
@@ -639,6 +656,17 @@ def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
             continue
         exact = Fraction(b.kl_coef) * Fraction(exp_d) + (Fraction(g) * Fraction(a) if a else 0)
         grad[i, t] = _rounded(-exact / int(b.denominator[i]))
+
+
+def _mean_log_ratio(b: Batch) -> FloatArray:
+    """``(1/n_i) sum_t (logp_new - logp_old)`` per response (GSPO's ``log s_i``); where float64
+    overflowed on the way (a sum past 1.8e308, or ``inf - inf``), the exact mean rounded once."""
+    with _float64_limits_handled_below():
+        mean = b.log_ratio.sum(axis=1) / b.lengths
+    for i in np.flatnonzero(~np.isfinite(mean)):
+        new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))
+        mean[i] = _rounded((new - old) / int(b.lengths[i]))
+    return mean
 
 
 def _rounded(value: Fraction) -> float:

@@ -5,7 +5,8 @@ Kept apart from the math so that ``llm_clip.py`` reads like the formulas, as
 are reused here).  :func:`checked_batch` returns the inputs as the math needs them, a
 :class:`Batch` of (B, T) float64 arrays with 0 on padding, or raises ``TypeError`` (not an
 array of real numbers) or ``ValueError`` (a wrong shape, a value out of range, a NaN or
-infinity among the unmasked entries).  Padding (mask False) is never read.
+infinity among the unmasked entries).  Padding (mask False) is never read.  Finite inputs
+further apart than float64 reaches give a difference of ``+-inf``, as in :mod:`ppo_clip`.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ class Batch(NamedTuple):
     objective: str
     mask: BoolArray
     lengths: IntArray  # n_i, the tokens of each response
-    log_ratio: FloatArray  # logp_new - logp_old
+    log_ratio: FloatArray  # logp_new - logp_old (+-inf beyond float64)
     logp_new: FloatArray
+    logp_old: FloatArray
     advantages: FloatArray  # broadcast to (B, T)
     ref_gap: FloatArray  # d = logp_ref - logp_new (0 without logp_ref)
     eps_low: float  # GMPO's band on log r: [-eps_low, eps_high]
@@ -89,9 +91,11 @@ def checked_batch(
     boolean = _checked_mask(mask, new.shape)
     new = _unmasked_finite("logp_new", new, boolean)
     old = _unmasked_finite("logp_old", _as_float_array("logp_old", logp_old, 2), boolean)
-    gap = np.zeros_like(new)
+    ref = new
     if logp_ref is not None:
-        gap = _unmasked_finite("logp_ref", _as_float_array("logp_ref", logp_ref, 2), boolean) - new
+        ref = _unmasked_finite("logp_ref", _as_float_array("logp_ref", logp_ref, 2), boolean)
+    with np.errstate(over="ignore"):  # finite inputs further apart than float64 reaches: +-inf
+        log_ratio, gap = new - old, ref - new
     a = np.zeros_like(new) if advantages is None else _checked_advantages(advantages, boolean)
     if per_response:
         _require_one_advantage_per_response(a, boolean, objective)
@@ -104,9 +108,10 @@ def checked_batch(
     elif max_len is None:
         raise ValueError(f"max_len is required by the {aggregation} aggregation")
     else:
-        denominator = np.full(count, count * checked_count("max_len", max_len, LARGEST_MAX_LEN))
+        longest = _checked_max_len(max_len, lengths)
+        denominator = np.full(count, count * longest)
     return Batch(
-        objective, boolean, lengths, new - old, new, a, gap, low, high, 1.0 - low, 1.0 + high,
+        objective, boolean, lengths, log_ratio, new, old, a, gap, low, high, 1.0 - low, 1.0 + high,
         aggregation, denominator, coef, *taus,
     )  # fmt: skip
 
@@ -128,14 +133,33 @@ def _as_array(name: str, value: object) -> np.ndarray:
         raise TypeError(f"{name} must be an array of numbers; its rows differ in length") from None
 
 
-def _as_float_array(name: str, value: object, ndim: int, shape: str = "(B, T)") -> FloatArray:
-    """``value`` as a non-empty float64 array of ``ndim`` dimensions (a copy; finiteness later)."""
+def _as_float_array(name: str, value: object, ndim: int, shape: str = "(B, T)") -> np.ndarray:
+    """``value`` as a non-empty array of real numbers of ``ndim`` dimensions, booleans refused
+    (:func:`_unmasked_finite` makes it float64)."""
     array = _as_array(name, value)
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
     if array.ndim != ndim or array.size == 0:
         raise ValueError(f"{name} must be a non-empty {shape} array, got shape {array.shape}")
-    return array.astype(np.float64)
+    at = _first_boolean(value)
+    if at is not None:  # numpy reads [[True, -0.5]] as [[1.0, -0.5]] without a word
+        raise TypeError(f"{name} must contain only numbers: {name}{at} is a boolean")
+    return array
+
+
+def _first_boolean(value: object, at: str = "") -> str | None:
+    """Where the first boolean sits in nested lists (``"[0][1]"``), or None; an array of numbers
+    holds none."""
+    if isinstance(value, (bool, np.bool_)) or (
+        isinstance(value, np.ndarray) and value.dtype == bool
+    ):
+        return at
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _first_boolean(item, f"{at}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _checked_mask(value: object, shape: tuple[int, ...]) -> BoolArray:
@@ -156,15 +180,22 @@ def _checked_mask(value: object, shape: tuple[int, ...]) -> BoolArray:
     return mask
 
 
-def _unmasked_finite(name: str, array: FloatArray, mask: BoolArray) -> FloatArray:
-    """``array`` with its padding set to 0, after checking its unmasked entries."""
+def _unmasked_finite(name: str, array: np.ndarray, mask: BoolArray) -> FloatArray:
+    """``array`` as float64 with its padding set to 0, after checking its unmasked entries."""
     if array.shape != mask.shape:
         raise ValueError(f"{name} has shape {array.shape}; it must match logp_new's {mask.shape}")
-    bad = mask & ~np.isfinite(array)
+    with np.errstate(over="ignore"):  # a long double beyond float64 turns inf: named below
+        converted = array.astype(np.float64)
+    bad = mask & ~np.isfinite(converted)
     if bad.any():
         i, t = np.argwhere(bad)[0]
-        raise ValueError(f"{name}[{i}, {t}] is {array[i, t]}; unmasked values must be finite")
-    return np.where(mask, array, 0.0)
+        why = (
+            "too large for float64"
+            if np.isfinite(array[i, t])
+            else "unmasked values must be finite"
+        )
+        raise ValueError(f"{name}[{i}, {t}] is {array[i, t]!s}; {why}")
+    return np.where(mask, converted, 0.0)
 
 
 def _checked_advantages(value: object, mask: BoolArray) -> FloatArray:
@@ -182,6 +213,19 @@ def _checked_advantages(value: object, mask: BoolArray) -> FloatArray:
         return np.where(mask, per_response[:, None], 0.0)
     array = _as_float_array("advantages", value, 2, shape="(B,) or (B, T)")
     return _unmasked_finite("advantages", array, mask)
+
+
+def _checked_max_len(value: object, lengths: IntArray) -> int:
+    """Dr. GRPO's ``max_len``, a whole number no response is longer than (a shorter one would
+    inflate its responses' weight ``n_i / max_len`` past 1)."""
+    max_len = checked_count("max_len", value, LARGEST_MAX_LEN)
+    if max_len < lengths.max():
+        i = int(np.argmax(lengths))
+        raise ValueError(
+            f"max_len is {max_len} but response {i} has {lengths[i]} tokens; max_len must be at "
+            "least the longest response"
+        )
+    return max_len
 
 
 def _require_one_advantage_per_response(

@@ -32,6 +32,7 @@ the longer the count.  RL improves on it; the runs' KL is measured against it.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from functools import cache
 
@@ -75,6 +76,10 @@ def log_softmax(logits: FloatArray) -> FloatArray:
 
 def right_response(prompt: int) -> list[int]:
     """The tokens of the right response to prompt number ``prompt``, ``<eos>`` included."""
+    if isinstance(prompt, (bool, np.bool_)) or not isinstance(prompt, numbers.Integral):
+        raise TypeError(f"prompt must be a whole number, got {type(prompt).__name__}")
+    if not 0 <= prompt < len(PROMPTS):  # PROMPTS[-1] would answer the last prompt
+        raise ValueError(f"prompt must be from 0 to {len(PROMPTS) - 1}, got {prompt}")
     a, b = PROMPTS[prompt]
     return [*(DIGIT_TOKENS[a : b + 1].tolist()), EOS]
 

@@ -34,6 +34,7 @@ dynamic sampling, overlong shaping or an entropy bonus; gradients are not norm-c
 
 from __future__ import annotations
 
+import numbers
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -197,9 +198,13 @@ CURVES = tuple(f.name for f in fields(History))[3:-1]
 def train(
     methods: Sequence[Method], settings: TrainSettings, seeds: Sequence[int]
 ) -> dict[str, History]:
-    """Train every method on every seed, side by side: each method's :class:`History`."""
-    if not methods or not seeds:
-        raise ValueError("train needs at least one method and one seed")
+    """Train every method on every seed, side by side: each method's :class:`History`.
+
+    ``methods``: distinct :class:`Method` objects (e.g. ``methods_named(["grpo"])``);
+    ``seeds``: distinct whole numbers >= 0.  Anything else is a ``TypeError`` or ``ValueError``
+    naming the argument.
+    """
+    _check_train_inputs(methods, settings, seeds)
     trainer = Trainer(methods, settings, seeds)
     curves = {name: np.zeros((trainer.runs, settings.iterations)) for name in CURVES}
     for iteration in range(settings.iterations):
@@ -217,6 +222,31 @@ def train(
         )
         for i, method in enumerate(methods)
     }
+
+
+def _check_train_inputs(methods: object, settings: object, seeds: object) -> None:
+    """Refuse what would fail deep inside, train twice or lose a result, naming the argument."""
+    listed = isinstance(methods, Sequence) and not isinstance(methods, str)  # not an iterator
+    if not listed or not all(isinstance(m, Method) for m in methods):
+        raise TypeError(
+            f"methods must be a list of Method, e.g. methods_named(['grpo']), got {methods!r}"
+        )
+    if not isinstance(settings, TrainSettings):
+        raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
+    listed = isinstance(seeds, (Sequence, np.ndarray)) and not isinstance(seeds, (str, bytes))
+    if not listed or not all(
+        isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_))
+        for seed in seeds
+    ):
+        raise TypeError(f"seeds must be a list of whole numbers, got {seeds!r}")
+    for name, values in (("methods", [m.key for m in methods]), ("seeds", list(seeds))):
+        if not values:
+            raise ValueError(f"{name} is empty: train needs at least one method and one seed")
+        twice = [v for i, v in enumerate(values) if v in values[:i]]
+        if twice:
+            raise ValueError(f"{name} lists {twice[0]!r} twice; each must be distinct")
+    if min(seeds) < 0:
+        raise ValueError(f"seeds must be at least 0 (numpy's seeds), got {min(seeds)}")
 
 
 class Trainer:
@@ -392,6 +422,8 @@ def responses_of(responses: Responses, runs: BoolArray) -> Responses:
 
 def methods_named(keys: Sequence[str]) -> list[Method]:
     """The methods named ``keys``; a ``ValueError`` naming an unknown one and the valid ones."""
+    if isinstance(keys, str):  # its letters are not method names
+        raise TypeError(f"keys must be a list of method names, e.g. [{keys!r}], got a str")
     unknown = [key for key in keys if key not in METHODS]
     if unknown:
         raise ValueError(f"no method is named {unknown[0]!r}; choose from {', '.join(METHODS)}")

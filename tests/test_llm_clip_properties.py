@@ -82,7 +82,7 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
         "mask": mask,
         "objective": objective,
         "aggregation": draw(st.sampled_from(AGGREGATIONS)),
-        "max_len": draw(st.integers(1, 10)),
+        "max_len": draw(st.integers(int(mask.sum(axis=1).max()), 10)),  # no response longer
         "logp_ref": log_probabilities(logp_new) if kl_coef else None,
         "kl_coef": kl_coef,
     }

@@ -34,7 +34,7 @@ from ppo_viz.llm import (
 )
 from ppo_viz.llm.apps import AGGREGATIONS
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, PROMPTS, VOCAB
-from ppo_viz.llm.tokens import KL_PLACES, OBJECTIVES
+from ppo_viz.llm.tokens import KL_PLACES, OBJECTIVES, band_of
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
 from ppo_viz.rlhf.results import cell_of, chance_text, difference, load_results
@@ -177,10 +177,48 @@ def test_one_colour_scale_and_one_push_axis_hold_every_group_size(token_app):
     assert token_app.image.norm.vmin == -scale
     for group_size in range(2, MAX_GROUP + 1):
         for objective, mu in itertools.product(OBJECTIVES.values(), range(1, MAX_MU + 1)):
-            expected, _ = push_expected(Setting(objective, mu, group_size=group_size))
+            setting = Setting(objective, mu, group_size=group_size, **band_of(objective))
+            expected, _ = push_expected(setting)
             push = -expected.grad
             assert np.abs(push).max() <= scale
             assert np.abs(push.sum(axis=1)).max() < reach
+
+
+def test_an_objective_brings_its_own_band_to_the_sliders_and_the_map(token_app):
+    """Choosing an objective moves the ε sliders to its registry band (DAPO 0.2/0.28, GMPO 0.4 on
+    log r, contract "llm_clip") and the map and readout show that band; SAPO's sliders are
+    greyed out and keep their values; a value set after the choice stays; Reset restores all."""
+    start = token_app.values()
+    sliders = [token_app.controls[name] for name in ("eps_low", "eps_high")]
+    try:
+        for objective, spec in llm_clip.SPECS.items():
+            before = tuple(slider.value for slider in sliders)
+            token_app.controls["objective"].value = objective
+            band = tuple(slider.value for slider in sliders)
+            assert band == (spec.default_band or before), objective
+            assert all(slider.disabled == (spec.band is None) for slider in sliders)
+            expected, _ = push_expected(token_app.setting())
+            shown = token_app.image.get_array()
+            assert np.array_equal(shown.data[expected.mask], -expected.grad[expected.mask])
+            low, high = band
+            readout = {
+                "ratio": f"band [{rounded(1 - low, 3)}, {rounded(1 + high, 3)}]",
+                "log-ratio": f"band on log r [{rounded(-low, 3)}, {rounded(high, 3)}]",
+                None: "no band but a soft gate",
+            }[spec.band]
+            assert_states(plain(token_app.readout.value), readout)
+        assert llm_clip.SPECS["dapo"].default_band == (0.2, 0.28)
+        assert llm_clip.SPECS["gmpo"].default_band == (0.4, 0.4)
+        token_app.controls["eps_high"].value = 0.5  # the user's own band, after the choice
+        expected, _ = push_expected(token_app.setting())
+        assert token_app.setting().eps_high == 0.5
+        assert np.array_equal(
+            token_app.image.get_array().data[expected.mask], -expected.grad[expected.mask]
+        )
+    finally:
+        token_app.reset()
+    assert token_app.values() == start
+    assert not any(slider.disabled for slider in sliders)
 
 
 def test_every_objective_on_the_map_is_one_of_llm_clips():
@@ -439,6 +477,51 @@ def test_numbers_stated_by_sections_1_to_4_are_the_computed_ones():
         f"all 4 samples ({llm_clip.clip_fraction_cleanrl(*spec[:2], spec[3])['losses/clipfrac']})",
         f"samples 0 and 3 ({llm_clip.clip_fraction_verl(*spec)['actor/pg_clipfrac']})",
     )
+
+
+def test_numbers_stated_about_sapo_and_gmpo_are_the_computed_ones():
+    """Section 2's SAPO and GMPO numbers, from llm_clip's registry and its loss: f(1) = 2/τ and
+    f'(1) = 1 (a one-token answer at r = 1), τ's defaults, GMPO's 0.4 and its band on r, e^±0.4;
+    the map's DAPO move from 0.2 to 0.28."""
+    tau_pos, tau_neg = llm_clip.SPECS["sapo"].tau
+    one = ([[0.0]], [[0.0]], [1.0], [[True]])  # r = 1, A = 1, w = 1
+    at_one = llm_clip.token_breakdown(*one, objective="sapo")
+    assert at_one.term[0, 0] == pytest.approx(2 / tau_pos, rel=1e-15)  # f(1) = 2 / tau
+    assert at_one.grad[0, 0] == pytest.approx(-1.0, rel=1e-15)  # -w r f'(r) A: f'(1) = 1
+    low, high = llm_clip.SPECS["gmpo"].default_band
+    assert low == high
+    far = llm_clip.token_breakdown([[1.0]], [[0.0]], [1.0], [[True]], objective="gmpo")
+    assert far.ratio[0, 0] == pytest.approx(math.exp(high), rel=1e-15)  # log r clipped at 0.4
+    dapo = llm_clip.SPECS["dapo"].default_band
+    assert_states(
+        _prose(),
+        f"$\\tau = {rounded(tau_pos)}$ for $A > 0$, {rounded(tau_neg)} otherwise",
+        "Since $f(1) = 2/\\tau$ and $f'(1) = 1$",
+        f"Its paper's $\\epsilon = {rounded(high)}$ bounds $\\log r$",
+        f"$[e^{{-{rounded(low)}}}, e^{{{rounded(high)}}}] \\approx "
+        f"[{math.exp(-low):.2f}, {math.exp(high):.2f}]$",
+        f"its paper's {rounded(high)}, which bounds $\\log r$",
+        f"$\\epsilon_\\text{{high}}$ moves from {rounded(dapo[0])} to {rounded(dapo[1])}",
+    )
+
+
+def test_things_to_try_8_and_9_sapo_keeps_most_of_a_push_and_gmpo_at_0_2():
+    """Things to try 8: at mu = 4, SAPO leaves every token GRPO switches off most of its unclipped
+    push w*r*A (over 90 %, never 0).  9: GMPO at GRPO's 0.2 bounds r to [e^-0.2, e^0.2], and
+    switches off at least as many tokens as at its own 0.4."""
+    grpo = push_expected(Setting(objective="grpo", mu=4))[0]
+    sapo, advantages = push_expected(Setting(objective="sapo", mu=4))
+    off = grpo.is_clipped
+    unclipped = -(grpo.weight * grpo.ratio * advantages[:, None])
+    assert off.sum() > 0
+    share = sapo.grad[off] / unclipped[off]
+    assert (share > 0.9).all()
+    assert (share < 1).all()
+    gmpo = push_expected(Setting(objective="gmpo", mu=3, eps_low=0.2, eps_high=0.2))[0]
+    own = push_expected(Setting(objective="gmpo", mu=3, **band_of("gmpo")))[0]
+    assert own.is_clipped.sum() < gmpo.is_clipped.sum()
+    kept = gmpo.mask & ~gmpo.is_clipped & (advantages[:, None] != 0)
+    assert kept.any()
 
 
 def test_numbers_stated_by_sections_5_and_6_are_the_computed_ones():

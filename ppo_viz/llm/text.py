@@ -52,7 +52,7 @@ def objectives_table() -> Markup:
         if spec.band is None:
             band = "none; τ = {:g} if A > 0, else {:g}".format(*spec.tau)
         else:
-            low, high = spec.eps_low, spec.eps_low if spec.eps_high is None else spec.eps_high
+            low, high = spec.default_band
             band = f"[{1 - low:g}, {1 + high:g}]" if spec.band == "ratio" else ""
             band = band or f"[−{low:g}, {high:g}] on log r"
         source = f"arXiv {spec.paper}; {spec.follows}"

@@ -6,7 +6,9 @@ log-probability, vermillion lowers it), with a purple frame where the clip switc
 gradient off (dashed: CISPO's weight capped, its gradient kept).  Beside it, each answer's
 advantage and the sum of its tokens' pushes.  Controls: the objective, the update ``mu``, the
 band, ``beta`` with the KL in the loss (k3, GRPO) or in the reward (k1, PPO for RLHF), and the
-group size.
+group size.  Choosing an objective moves the band's sliders to its own default band (DAPO's
+clip-higher, GMPO's band on ``log r``), and greys them out for SAPO, which has none: the same
+0.2 means another band on ``log r`` than on ``r``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,13 @@ class Setting(NamedTuple):
     group_size: int = 4
 
 
+def band_of(objective: str) -> dict[str, float]:
+    """The objective's default band as slider values (its entry in ``llm_clip.SPECS``); ``{}``
+    for an objective without one (SAPO)."""
+    band = llm_clip.SPECS[objective].default_band
+    return {} if band is None else dict(zip(("eps_low", "eps_high"), band, strict=True))
+
+
 def advantages(batch: ResponseBatch, s: Setting) -> np.ndarray:
     """GRPO's group advantages (Dr. GRPO's without the std) of the rewards, less ``beta`` times
     each answer's k1 sum when the KL is in the reward (verl's ``compute_rewards``)."""
@@ -97,11 +106,11 @@ def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
 
 @cache
 def push_scales() -> tuple[float, float]:
-    """The largest push on a token and (with room) on an answer, over every objective, update
-    and group size without KL: one colour scale and one axis, so that a change of the group
-    size compares."""
+    """The largest push on a token and (with room) on an answer, over every objective (at its
+    default band), update and group size without KL: one colour scale and one axis, so that a
+    change of the group size compares."""
     pushes = [
-        -breakdown(Setting(objective=o, mu=mu, group_size=g)).grad
+        -breakdown(Setting(objective=o, mu=mu, group_size=g, **band_of(o))).grad
         for o in OBJECTIVES.values()
         for mu in range(1, MAX_MU + 1)
         for g in range(SLIDERS["group_size"][1][0], MAX_GROUP + 1)
@@ -169,6 +178,21 @@ class TokenPushExplorer(LiveFigure):
                 ["group_size"],
             ],
         )
+        self.controls["objective"].observe(self._default_band, names="value")
+        self._grey_out_an_unused_band(setting.objective)
+
+    def _default_band(self, change: dict) -> None:
+        """A new objective brings its own band to the sliders (the map is drawn once, with it)."""
+        if change["new"] not in llm_clip.SPECS:  # None, set from code: the refresh refuses it
+            return
+        for name, value in band_of(change["new"]).items():
+            self.controls[name].value = value
+        self._grey_out_an_unused_band(change["new"])
+
+    def _grey_out_an_unused_band(self, objective: str) -> None:
+        """SAPO has no band: its sliders would do nothing."""
+        for name in ("eps_low", "eps_high"):
+            self.controls[name].disabled = llm_clip.SPECS[objective].band is None
 
     def _draw_axes(self) -> None:
         with figure_style():

@@ -1,0 +1,147 @@
+"""Errors at the door, never NaN, never a silent wrong number (issue 43, class B).
+
+One table of hostile calls to the public functions of :mod:`llm_clip`, :mod:`tiny_lm` and
+:mod:`tiny_rlhf`: each is refused with a ``TypeError`` or ``ValueError`` whose message names the
+argument, or answers the right number without a warning (RuntimeWarnings are errors under
+pytest, ``pyproject.toml``).  Each row failed before (the row's id says how).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import llm_clip
+import tiny_lm
+import tiny_rlhf
+from llm_clip import DEFAULT_EPS, policy_loss, policy_loss_grad
+
+GRPO = tiny_rlhf.METHODS["grpo"]
+ONE = {"mask": [[True]], "advantages": [1.0]}
+FAR = {"logp_new": [[1e308]], "logp_old": [[-1e308]]}  # log r = 2e308: beyond float64
+#: GSPO's sum of log-ratios overflows on the way to a mean of -3.5e307: s = 0, no clip.
+SUM_PAST_FLOAT64 = ([[1e308, 1e308, -1.7e308, -1.7e308]], np.zeros((1, 4)), [1.0], [[True] * 4])
+
+
+class Refused(NamedTuple):
+    """The exception a call must raise and words its message must contain."""
+
+    kind: type[Exception]
+    words: tuple[str, ...]
+
+
+def refused(kind: type[Exception], *words: str) -> Refused:
+    return Refused(kind, words)
+
+
+def three_tokens(**options: object) -> float:
+    return llm_clip.token_breakdown(np.full((1, 3), -1.0), np.full((1, 3), -1.0), [1.0],
+                                    [[True] * 3], **options).loss  # fmt: skip
+
+
+def settings() -> tiny_rlhf.TrainSettings:
+    return tiny_rlhf.TrainSettings(iterations=1)
+
+
+CASES: dict[str, tuple[Callable[[], object], object]] = {
+    # the issue's examples
+    "k3 overflowing is +inf (was: ValueError cannot convert NaN to integer ratio)": (
+        lambda: policy_loss(
+            [[-1e308]],
+            [[-1e308]],
+            [1.0],
+            [[True]],
+            objective="grpo",
+            logp_ref=[[1e308]],
+            kl_coef=0.1,
+        ),
+        math.inf,
+    ),
+    "log r beyond float64 is +inf, the clip's edge kept (was: overflow warning)": (
+        lambda: policy_loss(**FAR, **ONE, objective="ppo"),
+        -(1 + DEFAULT_EPS),
+    ),
+    "max_len below the longest response (was: the loss tripled)": (
+        lambda: three_tokens(objective="dr_grpo", max_len=1),
+        refused(ValueError, "max_len", "longest response"),
+    ),
+    "a boolean among logp_new's numbers (was: read as 1.0)": (
+        lambda: policy_loss([[True, -0.5]], [[-0.5, -0.5]], [1.0], [[True, True]], objective="ppo"),
+        refused(TypeError, "logp_new[0][0]", "boolean"),
+    ),
+    "a boolean among (B, T) advantages (was: read as 1.0)": (
+        lambda: policy_loss(
+            [[-0.5, -0.5]], [[-0.5, -0.5]], [[1.0, False]], [[True, True]], objective="ppo"
+        ),
+        refused(TypeError, "advantages[0][1]", "boolean"),
+    ),
+    "train given a name (was: AttributeError 'str' has no 'advantages')": (
+        lambda: tiny_rlhf.train("grpo", settings(), [0]),
+        refused(TypeError, "methods", "methods_named"),
+    ),
+    "train given a method twice (was: trained twice, one result)": (
+        lambda: tiny_rlhf.train([GRPO, GRPO], settings(), [0]),
+        refused(ValueError, "methods", "'grpo' twice"),
+    ),
+    "train given a generator of methods (was: trained, then returned {})": (
+        lambda: tiny_rlhf.train((m for m in [GRPO]), settings(), [0]),
+        refused(TypeError, "methods", "list of Method"),
+    ),
+    "train given a negative seed (was: numpy's 'expected non-negative integer')": (
+        lambda: tiny_rlhf.train([GRPO], settings(), [-1]),
+        refused(ValueError, "seeds", "at least 0"),
+    ),
+    # further cases
+    "GSPO's sum of log-ratios past float64 (was: -1.2, s read as inf)": (
+        lambda: policy_loss(*SUM_PAST_FLOAT64, objective="gspo"),
+        0.0,
+    ),
+    "verl's GSPO clip fraction, the same batch (was: 1.0)": (
+        lambda: llm_clip.clip_fraction_verl(*SUM_PAST_FLOAT64, objective="gspo"),
+        {"actor/pg_clipfrac": 0.0, "actor/pg_clipfrac_lower": 0.0},
+    ),
+    "GSPO with log r = +inf and -inf in one response (was: NaN, then ValueError)": (
+        lambda: policy_loss(
+            [[1e308, -1e308]], [[-1e308, 1e308]], [1.0], [[True, True]], objective="gspo"
+        ),
+        -1.0,  # the exact mean log r is 0: s = 1, term = A
+    ),
+    "SAPO's gradient where log r overflowed (was: inf - inf = NaN, then ValueError)": (
+        lambda: policy_loss_grad(**FAR, **ONE, objective="sapo").tolist(),
+        [[0.0]],  # the gate is flat there: r * sigmoid'(x) -> 0
+    ),
+    "a long double beyond float64 (was: overflow warning, then 'is inf')": (
+        lambda: policy_loss(
+            np.array([[np.longdouble("1e400")]]), [[0.0]], [1.0], [[True]], objective="ppo"
+        ),
+        refused(ValueError, "logp_new[0, 0]", "too large for float64"),
+    ),
+    "group_advantages' scale_by_std='False' (was: scaled, a string being true)": (
+        lambda: llm_clip.group_advantages([1.0, 0.0], 2, scale_by_std="False"),
+        refused(TypeError, "scale_by_std"),
+    ),
+    "methods_named given one name (was: 'no method is named g')": (
+        lambda: tiny_rlhf.methods_named("grpo"),
+        refused(TypeError, "keys", "['grpo']"),
+    ),
+    "right_response(-1) (was: the last prompt's answer)": (
+        lambda: tiny_lm.right_response(-1),
+        refused(ValueError, "prompt", str(len(tiny_lm.PROMPTS) - 1)),
+    ),
+}
+
+
+@pytest.mark.parametrize(("call", "expected"), CASES.values(), ids=CASES.keys())
+def test_hostile_input_is_refused_by_name_or_answered_right(call, expected):
+    """Refused naming the argument, or the right value (no NaN, no warning)."""
+    if isinstance(expected, Refused):
+        with pytest.raises(expected.kind) as error:
+            call()
+        for word in expected.words:
+            assert word in str(error.value)
+    else:
+        assert call() == expected
