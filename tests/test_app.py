@@ -8,7 +8,6 @@ list as moving would show stale there.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import math
@@ -20,7 +19,7 @@ from pathlib import Path
 import ipywidgets as widgets
 import numpy as np
 import pytest
-from helpers import kernel_handling, live_figure_classes, plain, ppo_viz_modules
+from helpers import live_figure_classes, plain, ppo_viz_modules
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
@@ -105,60 +104,31 @@ def test_a_control_moves_the_figure_by_blitting_and_shows_the_readout():
     assert_shows_the_full_figure(app)
 
 
-def test_a_widget_message_is_answered_before_the_redraw_which_outlives_a_failed_one(
-    monkeypatch,
-):
-    """A control moved in the page (a widget message): the kernel answers before the figure
-    is drawn, so the browser can send a dragged slider's next value meanwhile; values set in
-    that one message (Reset sets several) are drawn once, the last; a redraw that fails does
-    not stop the next ones."""
-    app = slope_app()
-    kernel_handling(monkeypatch, "comm_msg")
-    blits: list[float] = []
-    app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
-
-    async def two_values_in_one_message() -> None:
-        app.controls["slope"].value = -1.5
-        app.controls["slope"].value = 0.7
-        assert app.readout.value == "<b>slope 0.7</b>"  # the readout is not put off
-        assert blits == []
-        await asyncio.sleep(0)
-        assert blits == [0.7]
-
-    asyncio.run(two_values_in_one_message())
-    (line,) = app.figure.axes[0].get_lines()
-    assert list(line.get_ydata()) == [0, 0.7]
-
-    def failing_blit(bbox=None):
-        app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
-        raise RuntimeError("a redraw that fails")
-
-    async def a_failed_redraw_then_another_value() -> None:
-        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
-        app.canvas.blit = failing_blit
-        app.controls["slope"].value = 1.2
-        await asyncio.sleep(0)
-        app.controls["slope"].value = -0.4
-        await asyncio.sleep(0)
-
-    asyncio.run(a_failed_redraw_then_another_value())
-    assert blits == [0.7, -0.4]
-
-
-def test_a_value_set_in_a_cell_is_drawn_at_once_and_its_error_shows_there(monkeypatch):
-    kernel_handling(monkeypatch, "execute_request")
+def test_a_change_is_drawn_in_its_callback_and_a_failed_redraw_stops_no_later_one():
+    """Drawn before the control's ``observe`` callback returns, so an error in it shows where
+    the value was set (a cell's traceback, which stops nbclient and the export)."""
     app = slope_app()
     blits: list[float] = []
     app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
+    app.controls["slope"].value = -1.5
+    assert blits == [-1.5]
+    app.canvas.blit = lambda bbox=None: 1 / 0
+    with pytest.raises(ZeroDivisionError):
+        app.controls["slope"].value = 0.5
+    app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
+    app.controls["slope"].value = 0.7
+    assert blits == [-1.5, 0.7]
 
-    async def a_cell() -> None:
-        app.controls["slope"].value = -1.5
-        assert blits == [-1.5]
-        app.canvas.blit = lambda bbox=None: 1 / 0
-        with pytest.raises(ZeroDivisionError):
-            app.controls["slope"].value = 0.5
 
-    asyncio.run(a_cell())
+def test_reset_sets_every_control_then_draws_once():
+    """Notebook 4's bandit app would otherwise run every setting in between (seconds)."""
+    calls: list[tuple[float, float]] = []
+    controls = {name: slider(name, 0.0, (0.0, 1.0), 0.1) for name in "ab"}
+    app = LiveFigure(Figure(), lambda a, b: calls.append((a, b)), controls, moving=[])
+    app.controls["a"].value = app.controls["b"].value = 0.5
+    calls.clear()
+    app.reset()
+    assert calls == [(0.0, 0.0)]
 
 
 def test_a_refused_value_is_a_message_in_place_and_the_last_figure_stays():

@@ -58,7 +58,6 @@ from experiments.networks import MLP, Adam, clip_by_global_norm
 from experiments.report import markdown
 from experiments.statistics import bootstrap_interval, paired_difference, stable_range
 from experiments.study import SEED_SETS
-from ppo_viz.app import LiveFigure
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.apps import (
     CHOICES,
@@ -843,21 +842,6 @@ def test_after_the_look_ahead_gives_way_what_was_submitted_before_skips_or_stops
     wanted = look_ahead.submit(look_ahead.gave_way)
     gate.set()
     assert [f.result(timeout=10) for f in (under_way, queued, wanted)] == [True, True, False]
-
-
-def test_the_look_ahead_waits_while_a_figure_draws(look_ahead):
-    """Its thread would slow a drawing down and hold back the frame's sending."""
-    import ppo_viz.why_clip.apps as apps
-
-    def seconds_to_an_answer():
-        started = time.monotonic()
-        look_ahead.gave_way()
-        return time.monotonic() - started
-
-    LiveFigure.last_used = time.monotonic()  # a figure just drew
-    assert look_ahead.submit(seconds_to_an_answer).result(timeout=10) >= 0.8 * apps.FRAME_OUT_S
-    LiveFigure.last_used = time.monotonic() - apps.FRAME_OUT_S  # long enough ago
-    assert look_ahead.submit(seconds_to_an_answer).result(timeout=10) < apps.FRAME_OUT_S / 2
 
 
 def test_ticking_a_method_leaves_the_look_ahead_going(look_ahead):

@@ -16,7 +16,6 @@ Checkboxes choose the methods drawn; the readout above each figure is a table of
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
@@ -54,8 +53,6 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
-#: The look-ahead waits until this long after a figure took values or drew (it slows both).
-FRAME_OUT_S = 0.1
 #: The values each of the bandit app's sliders offers: few enough (30 settings one move
 #: away from any) that the app runs them all ahead (:class:`LookAhead`).
 CHOICES = {
@@ -88,9 +85,7 @@ class LookAhead(Executor):
         self._generation += 1
 
     def gave_way(self) -> bool:
-        """Whether :meth:`cancel_all` followed this job's submission; waits for figures first."""
-        while time.monotonic() < LiveFigure.last_used + FRAME_OUT_S:
-            time.sleep(FRAME_OUT_S / 10)
+        """Whether :meth:`cancel_all` followed this job's submission."""
         return self._running != self._generation
 
     def _work(self) -> None:
@@ -310,7 +305,7 @@ class BanditLoopExplorer(LiveFigure):
 
     def refresh(self) -> bool:
         """Draw the controls' settings; if they or the seeds changed, run ahead of them.  The
-        look-ahead gives way to the run they need and waits for the drawing (``gave_way``)."""
+        look-ahead gives way to the run they need (``gave_way``)."""
         before, now = self._shown, (self.settings, self.seed_count)
         if now != before:
             LOOK_AHEAD.cancel_all()
