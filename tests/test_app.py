@@ -8,6 +8,7 @@ list as moving would show stale there.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import math
@@ -104,9 +105,38 @@ def test_a_control_moves_the_figure_by_blitting_and_shows_the_readout():
     assert_shows_the_full_figure(app)
 
 
-def test_a_change_is_drawn_in_its_callback_and_a_failed_redraw_stops_no_later_one():
-    """Drawn before the control's ``observe`` callback returns, so an error in it shows where
-    the value was set (a cell's traceback, which stops nbclient and the export)."""
+def test_in_an_event_loop_values_set_together_are_drawn_once_at_its_next_turn():
+    """As in a kernel: the kernel goes idle first, so the page sends a dragged slider's next
+    value while this one is drawn; a drawing that fails says so in place and stops no later
+    one."""
+    app = slope_app()
+    blits: list[float] = []
+    app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
+
+    async def two_values_then_a_failed_drawing_then_another() -> None:
+        app.controls["slope"].value = -1.5
+        app.controls["slope"].value = 0.7
+        assert app.readout.value == "<b>slope 0.7</b>"  # the readout is not put off
+        assert blits == []
+        await asyncio.sleep(0)
+        assert blits == [0.7]
+        app.canvas.blit = lambda bbox=None: 1 / 0
+        app.controls["slope"].value = 1.2
+        await asyncio.sleep(0)
+        assert "Could not draw the figure (ZeroDivisionError: division by zero)" in plain(
+            app.message.value
+        )
+        app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
+        app.controls["slope"].value = -0.4
+        await asyncio.sleep(0)
+        assert app.message.value == ""
+
+    asyncio.run(two_values_then_a_failed_drawing_then_another())
+    assert blits == [0.7, -0.4]
+
+
+def test_without_an_event_loop_a_change_is_drawn_at_once_and_an_error_raises():
+    """A script or a test sees the figure drawn when the value is set, and its errors."""
     app = slope_app()
     blits: list[float] = []
     app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)

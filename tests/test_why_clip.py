@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -842,6 +843,25 @@ def test_after_the_look_ahead_gives_way_what_was_submitted_before_skips_or_stops
     wanted = look_ahead.submit(look_ahead.gave_way)
     gate.set()
     assert [f.result(timeout=10) for f in (under_way, queued, wanted)] == [True, True, False]
+
+
+def test_in_a_kernel_the_look_ahead_starts_after_the_drawing(monkeypatch, look_ahead):
+    """Its thread would slow the drawing down (the drawing waits for the event loop's turn)."""
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    events: list[str] = []
+    monkeypatch.setattr(app, "_redraw", lambda: events.append("drawn"))
+    submit = look_ahead.submit
+    monkeypatch.setattr(look_ahead, "submit", lambda *a: events.append("ahead") or submit(*a))
+
+    async def a_move() -> None:
+        app.controls["epochs"].value = 30
+        assert events == []
+        await asyncio.sleep(0)
+
+    asyncio.run(a_move())
+    assert events[0] == "drawn"
+    assert len(events) > 1
+    assert set(events[1:]) == {"ahead"}
 
 
 def test_ticking_a_method_leaves_the_look_ahead_going(look_ahead):

@@ -15,6 +15,7 @@ Checkboxes choose the methods drawn; the readout above each figure is a table of
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
@@ -304,7 +305,8 @@ class BanditLoopExplorer(LiveFigure):
         return bandit_summary_html(runs)
 
     def refresh(self) -> bool:
-        """Draw the controls' settings; if they or the seeds changed, run ahead of them.  The
+        """Draw the controls' settings; if they or the seeds changed, run ahead of them once
+        the figure drew (in a kernel, the drawing waits for the event loop's next turn).  The
         look-ahead gives way to the run they need (``gave_way``)."""
         before, now = self._shown, (self.settings, self.seed_count)
         if now != before:
@@ -312,7 +314,10 @@ class BanditLoopExplorer(LiveFigure):
         drawn = super().refresh()
         if drawn and now != before:
             self._shown = now
-            self.run_ahead(before[0], now[0])
+            try:
+                asyncio.get_running_loop().call_soon(self.run_ahead, before[0], now[0])
+            except RuntimeError:  # a script, a test: the figure drew already
+                self.run_ahead(before[0], now[0])
         return drawn
 
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
