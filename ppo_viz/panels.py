@@ -5,9 +5,9 @@ PPO keeps (``min(r*A, clip(r)*A)``, thick) with its two candidates (thin,
 dashed), and below it the gradient of the loss with respect to
 ``log pi_new``; the clip band is shaded, the clipped (zero-gradient) region
 hatched, ``r = 1`` marked.  Every y value is read from
-:func:`ppo_clip.ratio_sweep`.  :meth:`PanelArtists.update` moves a panel
-to new settings; :func:`objective_figure` sets a column of panels for each sign
-of A side by side, as notebooks 1, 2 and 5 do.
+:func:`ppo_clip.ratio_sweep`.  :meth:`PanelArtists.show` draws a sweep on a panel
+(:meth:`PanelArtists.update` makes the sweep for new settings); :func:`objective_figure`
+sets a column of panels for each sign of A side by side, as notebooks 1, 2 and 5 do.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def ratio_grid(
 class PanelArtists:
     """The artists of one objective panel and the gradient panel below it.
 
-    :meth:`update` moves them to new settings; :attr:`moving` lists every artist it changes.
+    :meth:`show` moves them to a sweep; :attr:`moving` lists every artist it changes.
     """
 
     objective_ax: Axes
@@ -79,7 +79,7 @@ class PanelArtists:
 
     @property
     def moving(self) -> list[Artist]:
-        """Every artist :meth:`update` changes: the fields after the axes and ``r_axis``."""
+        """Every artist :meth:`show` changes: the fields after the axes and ``r_axis``."""
         found = [getattr(self, f.name) for f in fields(self)[3:]]
         return [a for item in found for a in (item if isinstance(item, tuple) else (item,))]
 
@@ -87,24 +87,32 @@ class PanelArtists:
         self,
         advantage: float,
         eps: float,
-        sample_ratios: Sequence[float] = (),
-        sample_advantages: Sequence[float] | None = None,
+        samples: ppo_clip.ClipBreakdown | None = None,
+        at: Sequence[int] | np.ndarray = (),
         **variant: float | None,
     ) -> ppo_clip.ClipBreakdown:
-        """Move the panel to new settings; every y value comes from ``ppo_clip``.
+        """:meth:`show` :func:`ppo_clip.ratio_sweep` of ``advantage`` over :func:`ratio_grid`;
+        ``variant`` takes its keywords (``eps_low``, ``eps_high``, ``dual_clip``).  Returns
+        the sweep."""
+        grid = ratio_grid(eps, r_axis=self.r_axis, **variant)
+        sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
+        self.show(sweep, samples, at)
+        return sweep
 
-        ``sample_ratios`` are drawn as points: at the term and gradient of a one-sample batch
-        with their own ``sample_advantages`` if given (off the curve when that differs from
-        ``advantage``), else on the curves.  ``variant`` takes
-        :func:`ppo_clip.ratio_sweep`'s keywords (``eps_low``, ``eps_high``, ``dual_clip``).
-        Returns the sweep the curves were drawn from.
+    def show(
+        self,
+        sweep: ppo_clip.ClipBreakdown,
+        samples: ppo_clip.ClipBreakdown | None = None,
+        at: Sequence[int] | np.ndarray = (),
+    ) -> None:
+        """Draw ``sweep`` (a :func:`ppo_clip.ratio_sweep`, one advantage), and entries ``at`` of
+        ``samples`` (a breakdown with ``batch_size`` 1) as points at their own term and gradient.
 
         The zero-gradient shading has two spans: ``zero_grad`` on the favourable side of
         r = 1 (where the band clips) and ``zero_grad_other_side``, which is empty unless a
         dual-clip cap clips ``A < 0`` samples above ``c``.
         """
-        grid = ratio_grid(eps, r_axis=self.r_axis, **variant)
-        sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
+        grid = sweep.ratio
         unclipped, unclipped_grad = ppo_clip.objective_terms(sweep, "unclipped")
         clip_only, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
         self.objective.set_data(grid, sweep.objective_term)
@@ -118,20 +126,16 @@ class PanelArtists:
         kept, other_side = jumps(grid, sweep.grad, sweep.is_clipped)
         self.jump_kept.set_data(*kept)
         self.jump_other_side.set_data(*other_side)
-        favourable, other_side = clipped_spans(sweep, advantage)
+        favourable, other_side = clipped_spans(sweep)
         for band, zero, other in zip(
             self.bands, self.zero_grad, self.zero_grad_other_side, strict=True
         ):
             _set_span(band, sweep.lower, sweep.upper)
             _set_span(zero, *favourable)
             _set_span(other, *other_side)
-        ratios = np.asarray(sample_ratios, dtype=float)
-        own = np.full_like(ratios, advantage) if sample_advantages is None else sample_advantages
-        pairs = zip(ratios, own, strict=True)
-        points = [ppo_clip.ratio_sweep([r], a, eps, **variant) for r, a in pairs]
-        self.samples[0].set_data(ratios, [p.objective_term[0] for p in points])
-        self.samples[1].set_data(ratios, [p.grad[0] for p in points])
-        return sweep
+        points, at = (sweep, []) if samples is None else (samples, np.asarray(at, dtype=int))
+        self.samples[0].set_data(points.ratio[at], points.objective_term[at])
+        self.samples[1].set_data(points.ratio[at], points.grad[at])
 
 
 def draw_objective_panel(
@@ -266,16 +270,17 @@ def jumps(
 
 
 def clipped_spans(
-    sweep: ppo_clip.ClipBreakdown, advantage: float
+    sweep: ppo_clip.ClipBreakdown,
 ) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Where the sweep is clipped on the favourable side of r = 1, and on the other side.
+    """Where a sweep (one advantage) is clipped on the favourable side of r = 1, and on the
+    other side.
 
     The favourable side is ``r > 1`` for ``A > 0`` and ``r < 1`` for ``A < 0``; the other
     side is only ever clipped by a dual-clip cap.  A span that reaches an end of the grid is
     drawn past that end of the axis; an empty span is ``(0, 0)``.
     """
     grid = sweep.ratio
-    favourable = grid > 1.0 if advantage > 0 else grid < 1.0
+    favourable = grid > 1.0 if sweep.advantages[0] > 0 else grid < 1.0
     return _span(sweep.is_clipped & favourable, grid), _span(sweep.is_clipped & ~favourable, grid)
 
 

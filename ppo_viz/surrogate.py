@@ -8,6 +8,8 @@ slider, an advantage slider and a switch for the worked example's points.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from matplotlib.text import Annotation
 
@@ -15,7 +17,7 @@ import ppo_clip
 from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.panels import flat_where, legend_entries, objective_figure
+from ppo_viz.panels import flat_where, legend_entries, objective_figure, ratio_grid
 from ppo_viz.style import COLORS, SCREEN_SIZE, figure_style, legend_below, presenting
 
 #: The ratio axis of notebook 1's figure: change it here and the figure, the sliders' story and
@@ -65,7 +67,14 @@ class SurrogateExplorer(LiveFigure):
         checked_number("advantage", advantage, ADVANTAGE_RANGE)
         checked_number("eps", eps, (0.0, 1.0))
         checked_flag("show_worked_example", show_worked_example)
-        self.example = ppo_clip.clip_breakdown(*ppo_clip.worked_example())
+        #: The worked example's four samples, each a batch of one (as every point of a sweep).
+        self.example = replace(ppo_clip.clip_breakdown(*ppo_clip.worked_example()), batch_size=1)
+        signs = np.sign(self.example.advantages)
+        #: Per column, the worked example's samples of its sign, by ratio.
+        self.indices = {
+            s: np.flatnonzero(signs == s)[np.argsort(self.example.ratio[signs == s])]
+            for s in (+1, -1)
+        }
         self.sweeps: dict[int, ppo_clip.ClipBreakdown] = {}
         self.sample_labels: dict[int, list[Annotation]] = {}
         with figure_style():
@@ -91,32 +100,26 @@ class SurrogateExplorer(LiveFigure):
         super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 
     def update(self, eps: float, advantage: float, worked_example: bool = True) -> Markup:
-        """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout."""
+        """Redraw both columns for ``eps`` and the advantage's magnitude; return the readout.
+
+        One sweep of ``ppo_clip`` gives the A > 0 column; the A < 0 column is the same
+        breakdown with the advantages' sign flipped; the worked example's points are the
+        example's four samples, each a batch of one, in the sweep's band.
+        """
+        grid = ratio_grid(eps, r_axis=RATIO_AXIS)  # the band's edges and 1 on the grid
+        sweep = ppo_clip.ratio_sweep(grid, advantage, eps)
+        self.sweeps = {+1: sweep, -1: replace(sweep, advantages=-sweep.advantages)}
+        samples = replace(self.example, lower=sweep.lower, upper=sweep.upper)
         for sign, panel in self.columns.items():
-            indices = self._sample_indices(sign, worked_example)
-            samples = self.example.ratio[indices], self.example.advantages[indices]
-            self.sweeps[sign] = sweep = panel.update(sign * advantage, eps, *samples)
-            flat = flat_where(sweep, sign, "{:.2f}".format)
+            panel.show(self.sweeps[sign], samples, self.indices[sign] if worked_example else [])
+            flat = flat_where(self.sweeps[sign], sign, "{:.2f}".format)
             panel.objective_ax.title.set_text(f"A = {sign * advantage:+.2f}: {flat}")
-            self._place_sample_labels(sign, indices)
-        return readout_html(self.sweeps[+1])
-
-    def _sample_indices(self, sign: int, shown: bool) -> np.ndarray:
-        """The worked example's samples of this sign, by ratio (none when hidden)."""
-        if not shown:
-            return np.array([], dtype=int)
-        chosen = np.flatnonzero(np.sign(self.example.advantages) == sign)
-        return chosen[np.argsort(self.example.ratio[chosen])]
-
-    def _place_sample_labels(self, sign: int, indices: np.ndarray) -> None:
-        xs, ys = self.columns[sign].samples[0].get_data()
-        for position, label in enumerate(self.sample_labels[sign]):
-            shown = position < len(indices)
-            t = indices[position] if shown else 0
-            gap = LABEL_PLACES[sign][position][3]
-            text = f"sample {t}{gap}(A = {self.example.advantages[t]:+g})"
-            label.set_text(text if shown else "")
-            label.xy = (xs[position], ys[position]) if shown else (0.0, 0.0)
+            labels = self.sample_labels[sign], LABEL_PLACES[sign]
+            for t, label, (*_, gap) in zip(self.indices[sign], *labels, strict=True):
+                text = f"sample {t}{gap}(A = {samples.advantages[t]:+g})"
+                label.set_text(text if worked_example else "")
+                label.xy = (samples.ratio[t], samples.objective_term[t])
+        return readout_html(sweep)
 
 
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:

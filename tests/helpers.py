@@ -12,9 +12,7 @@ loss and the gradient.  The checks below widen to :data:`SIMULATED_ULPS` there.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
-from types import SimpleNamespace
 
 import numpy as np
 import other_cpu
@@ -204,12 +202,3 @@ def assert_drawn_in_place(app, name: str, values: Sequence[object]) -> None:
             draws.clear()
     finally:
         app.controls[name].value = start
-
-
-def kernel_handling(monkeypatch, msg_type: str) -> None:
-    """Pretend ipykernel's kernel runs here and is handling a message of ``msg_type``
-    (``"comm_msg"``: a control moved in the page; ``"execute_request"``: a cell)."""
-    parent = {"header": {"msg_type": msg_type}}
-    kernel = SimpleNamespace(get_parent=lambda: parent)
-    fake = SimpleNamespace(initialized=lambda: True, instance=lambda: kernel)
-    monkeypatch.setitem(sys.modules, "ipykernel.kernelbase", SimpleNamespace(Kernel=fake))

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import ipywidgets as widgets
@@ -106,13 +107,14 @@ class StepperFigure:
                 axes, reach = (panel.objective_ax, panel.gradient_ax), reaches[sign]
                 set_fixed_limits(*axes, sign, reach=reach, r_axis=panel.r_axis, margin=LIMIT_MARGIN)
         b = batch.breakdown
+        alone = replace(b, batch_size=1)  # each sample a batch of one, as the curves' points
         for sign, panel in self.columns.items():
             of_sign = np.flatnonzero(np.sign(b.advantages) == sign)
             earlier = of_sign[of_sign <= step]
             owner = int(earlier[-1]) if earlier.size else int(of_sign[0]) if of_sign.size else None
             advantage = float(sign if owner is None else b.advantages[owner])
             drawn = of_sign[np.isfinite(b.ratio[of_sign])]
-            panel.update(advantage, batch.eps, b.ratio[drawn], b.advantages[drawn])
+            panel.update(advantage, batch.eps, alone, drawn)
             edge = f"r > {exact(b.upper)}" if sign > 0 else f"r < {exact(b.lower)}"
             flat = "never clipped: 1 − ε = 0" if sign < 0 and b.lower <= 0 else f"flat where {edge}"
             whose = "this sample" if owner == step else f"sample {owner}"
@@ -120,7 +122,7 @@ class StepperFigure:
                 whose = "no sample has this sign"
             title = f"A {exact_or_approx(advantage)} ({whose}): {flat}"
             panel.objective_ax.title.set_text(title)
-            self._mark(sign, step if owner == step else None)
+            self._mark(sign, alone, step if owner == step else None)
         state = "clipped" if b.is_clipped[step] else "not clipped"
         a, r = exact_or_approx(b.advantages[step]), exact_or_approx(b.ratio[step])
         if b.ratio[step] > self.columns[+1].r_axis[1]:
@@ -130,7 +132,7 @@ class StepperFigure:
             headline = f"Sample {step}: A = 0, so it adds 0 to loss and gradient (on neither curve)"
         self.headline.set_text(headline)
 
-    def _mark(self, sign: int, step: int | None) -> None:
+    def _mark(self, sign: int, alone: ppo_clip.ClipBreakdown, step: int | None) -> None:
         """Yellow points at (r, kept term) and (r, N = 1 gradient), diamonds at the candidates.
 
         A value beyond an axis is pinned to its edge with a marker pointing out (^, v, >).
@@ -140,17 +142,13 @@ class StepperFigure:
             for line in marks.values():
                 line.set_data([], [])
             return
-        b, r_end = self.batch.breakdown, panel.r_axis[1]
-        r = float(b.ratio[step])
-        gradient = b.grad[step]  # an overflowed ratio: pinned, with the N = 1 gradient's sign
-        if math.isfinite(r):
-            gradient = ppo_clip.ratio_sweep([r], b.advantages[step], self.batch.eps).grad[0]
+        r, r_end = float(alone.ratio[step]), panel.r_axis[1]
         x = min(r, r_end)
         for name, value, ax, shape in (
-            ("point", b.objective_term[step], panel.objective_ax, "o"),
-            ("gradient", gradient, panel.gradient_ax, "o"),
-            ("unclipped", b.unclipped_term[step], panel.objective_ax, "D"),
-            ("clip_only", b.clipped_term[step], panel.objective_ax, "D"),
+            ("point", alone.objective_term[step], panel.objective_ax, "o"),
+            ("gradient", alone.grad[step], panel.gradient_ax, "o"),  # N = 1, as the curve's
+            ("unclipped", alone.unclipped_term[step], panel.objective_ax, "D"),
+            ("clip_only", alone.clipped_term[step], panel.objective_ax, "D"),
         ):
             low, high = ax.get_ylim()
             marker = "^" if value > high else "v" if value < low else shape

@@ -15,8 +15,8 @@ Checkboxes choose the methods drawn; the readout above each figure is a table of
 
 from __future__ import annotations
 
+import asyncio
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
@@ -54,8 +54,6 @@ MORE_BANDIT_SEEDS = 20
 FRESH_SEEDS = 20
 FRESH_OFFSET = 10_000
 FRESH_MARK = {"ls": "none", "marker": "D", "ms": 6, "mfc": "white", "mew": 1.6, "zorder": 5}
-#: The look-ahead waits until this long after a figure took values or drew (it slows both).
-FRAME_OUT_S = 0.1
 #: The values each of the bandit app's sliders offers: few enough (30 settings one move
 #: away from any) that the app runs them all ahead (:class:`LookAhead`).
 CHOICES = {
@@ -88,9 +86,7 @@ class LookAhead(Executor):
         self._generation += 1
 
     def gave_way(self) -> bool:
-        """Whether :meth:`cancel_all` followed this job's submission; waits for figures first."""
-        while time.monotonic() < LiveFigure.last_used + FRAME_OUT_S:
-            time.sleep(FRAME_OUT_S / 10)
+        """Whether :meth:`cancel_all` followed this job's submission."""
         return self._running != self._generation
 
     def _work(self) -> None:
@@ -309,15 +305,19 @@ class BanditLoopExplorer(LiveFigure):
         return bandit_summary_html(runs)
 
     def refresh(self) -> bool:
-        """Draw the controls' settings; if they or the seeds changed, run ahead of them.  The
-        look-ahead gives way to the run they need and waits for the drawing (``gave_way``)."""
+        """Draw the controls' settings; if they or the seeds changed, run ahead of them once
+        the figure drew (in a kernel, the drawing waits for the event loop's next turn).  The
+        look-ahead gives way to the run they need (``gave_way``)."""
         before, now = self._shown, (self.settings, self.seed_count)
         if now != before:
             LOOK_AHEAD.cancel_all()
         drawn = super().refresh()
         if drawn and now != before:
             self._shown = now
-            self.run_ahead(before[0], now[0])
+            try:
+                asyncio.get_running_loop().call_soon(self.run_ahead, before[0], now[0])
+            except RuntimeError:  # a script, a test: the figure drew already
+                self.run_ahead(before[0], now[0])
         return drawn
 
     def run_ahead(self, before: BanditLoopSettings, now: BanditLoopSettings) -> None:
