@@ -1,9 +1,9 @@
 """Property tests: ppo_clip against the project's plain-Python reference of the contract.
 
 The reference is :mod:`benchmarks.reference`: the ``math`` module only (no numpy), written
-from the contract in ../shared/SPEC.md sentence by sentence (ratio, clipped ratio, the two
-candidate terms, the kept term, whether the sample is clipped, its gradient), plus an
-exactly rounded sum for the loss.
+from the contract in docs/contract.md ("ppo_clip") sentence by sentence (ratio, clipped
+ratio, the two candidate terms, the kept term, whether the sample is clipped, its gradient),
+plus an exactly rounded sum for the loss.
 
 numpy's ``exp`` and ``math.exp`` may differ in the last bit, so each batch is checked twice:
 the module's ratios must be within 2 units in the last place of ``math.exp``, and then every
@@ -349,6 +349,11 @@ def overflowing_batches(draw) -> tuple[DrawnBatch, dict]:
 @example(
     case=(DrawnBatch([0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308], 0.2), {})
 )
+# Issue 16's case: +A clipped at 1.2 * 1.7e308 (inf in float64), -A keeps r * -1.7e308
+# (-inf); exactly, the loss is 0.5 * 1.7e308 * (e^0.5 - 1.2), finite.
+@example(case=(DrawnBatch([0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308], 0.2), {}))
+# Two terms of about -1.35e308: their float64 sum overflows although the mean does not.
+@example(case=(DrawnBatch([0.0, 0.0], [-709.5, -709.5], [-1.0, -1.0], 0.2), {}))
 # Found in CI (tests/test_numerics.py): r = e^709.5 with A = -2 and a band of width 0.
 @example(
     case=(
