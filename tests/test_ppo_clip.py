@@ -510,11 +510,6 @@ def test_the_two_clip_fraction_definitions_differ_on_the_contract_example():
 
 
 # --------------------------------------------------------------------------
-# Inputs: array-likes, dtypes, read-only arrays, never modified, large N
-# --------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------
 # Array-likes: lists, tuples, integers, float32, read-only arrays; never modified
 # --------------------------------------------------------------------------
 
@@ -597,7 +592,8 @@ def test_returned_arrays_do_not_share_memory_with_the_inputs():
 
 
 # --------------------------------------------------------------------------
-# Variants in clip_breakdown: asymmetric bounds and dual clip
+# Variants in clip_breakdown: asymmetric bounds and dual clip (strict at each bound and at
+# the cap, one float step either side, against the reference: a property test)
 # --------------------------------------------------------------------------
 
 
@@ -621,14 +617,6 @@ def test_asymmetric_bounds_move_each_edge_separately():
     assert both.loss == symmetric.loss
 
 
-def test_asymmetric_bounds_are_strict_at_their_edges():
-    sweep = ratio_sweep([1.0 + 0.28, np.nextafter(1.0 + 0.28, 2.0)], 1.0, eps_high=0.28)
-    assert sweep.is_clipped.tolist() == [False, True]
-    assert sweep.grad[0] == -(1.0 + 0.28)
-    sweep = ratio_sweep([1.0 - 0.1, np.nextafter(1.0 - 0.1, 0.0)], -1.0, eps_low=0.1)
-    assert sweep.is_clipped.tolist() == [False, True]
-
-
 def test_dual_clip_caps_negative_advantages_far_above_the_band():
     ratios = [5.0, 3.0, 2.0, 5.0, 0.5]
     advantages = np.array([-1.0, -1.0, -1.0, 1.0, -1.0])
@@ -650,11 +638,7 @@ def test_dual_clip_caps_negative_advantages_far_above_the_band():
     assert dual.loss < plain.loss
 
 
-def test_dual_clip_cap_is_strict_and_tames_an_overflowed_ratio():
-    sweep = ratio_sweep([3.0, np.nextafter(3.0, 4.0)], -2.0, dual_clip=3.0)
-    assert sweep.is_clipped.tolist() == [False, True]
-    assert sweep.grad[0] == -3.0 * -2.0
-    assert sweep.objective_term.tolist() == [-6.0, -6.0]
+def test_dual_clip_cap_tames_an_overflowed_ratio():
     breakdown = clip_breakdown([0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], dual_clip=3.0)
     assert breakdown.ratio[0] == math.inf
     assert breakdown.objective_term.tolist() == [-6.0, 0.0]
