@@ -26,8 +26,6 @@ from matplotlib.colors import to_hex
 
 import ppo_clip
 from benchmarks import reference
-from ppo_viz.app import MAIN_CONTROL
-from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, rounded
 from ppo_viz.numerics import model, text
 from ppo_viz.numerics.figures import (
@@ -556,25 +554,14 @@ def test_a_refused_setting_shows_a_message_and_keeps_the_figure(variants_app):
     assert variants_app.message.value == ""
 
 
-def test_variants_app_rejects_settings_it_cannot_show():
+def test_variants_app_fits_the_output_area_and_rejects_settings_it_cannot_show(variants_app):
+    assert variants_app.figure.get_figwidth() <= MAX_FIGURE_WIDTH
     with pytest.raises(ValueError, match="eps_high"):
         VariantsExplorer(eps_high=1.5)
     with pytest.raises(ValueError, match="dual_clip"):
         VariantsExplorer(dual_clip=0.9)
     with pytest.raises(TypeError, match="eps_low"):
         VariantsExplorer(eps_low=None)
-
-
-@pytest.mark.parametrize("app_fixture", ["tokens_app", "variants_app"])
-def test_apps_display_with_a_picture_and_named_controls(app_fixture, request):
-    app = request.getfixturevalue(app_fixture)
-    assert app.figure.get_figwidth() <= MAX_FIGURE_WIDTH
-    bundle = app._repr_mimebundle_()
-    assert WIDGET_VIEW_MIME in bundle
-    assert "image/png" in bundle
-    assert "<img" in bundle["text/html"]
-    for name, control in app.controls.items():
-        assert {MAIN_CONTROL, f"ppo-control-{name.replace('_', '-')}"} <= set(control._dom_classes)
 
 
 # -- the notebook's prose --------------------------------------------------------------------
