@@ -24,7 +24,7 @@ from helpers import plain
 
 from ppo_viz.numbers import exact, rounded
 from ppo_viz.stepper import BatchStepper, compare_with_module, preset_batch
-from ppo_viz.stepper.batch import EntryError, StepperBatch, converted_field, parse_batch, read_field
+from ppo_viz.stepper.batch import EntryError, StepperBatch, parse_batch, read_field
 
 #: Far longer than any message about an entry needs to be.
 SHORT_MESSAGE = 600
@@ -113,14 +113,6 @@ def test_probabilities_to_log_probabilities_is_faithful_down_to_the_smallest_flo
     np.testing.assert_array_equal(stepper.batch.logp_old, as_probabilities.logp_old)
     stepper.mode.value = "probabilities"  # the fields were not edited: they read as typed
     assert stepper.new_field.value == typed
-
-
-def test_a_field_of_junk_is_left_as_typed_by_either_conversion():
-    for to_log in (True, False):
-        assert converted_field("0.5, x", to_log) is None
-        assert converted_field("", to_log) is None
-    assert converted_field("0.5, 2", to_log=True) is None  # 2 is no probability
-    assert converted_field("-0.5, 2", to_log=False) is None  # 2 is no log-probability
 
 
 # --------------------------------------------------------------------------

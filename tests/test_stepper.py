@@ -268,12 +268,24 @@ def test_the_toggle_rewrites_the_fields_exactly_and_back(stepper):
     assert stepper.new_field.value == "0.75, 0.75, 0.25, 0.25"
 
 
-def test_a_field_that_cannot_be_converted_is_left_as_typed(stepper):
-    type_in(stepper, new="0.7, 1.5, 0.3, 0.45")
-    stepper.mode.value = "log-probabilities"
-    assert stepper.new_field.value == "0.7, 1.5, 0.3, 0.45"
-    assert "π_new could not be converted: left as typed" in plain(stepper.entry_message.value)
-    assert stepper.old_field.value.startswith(exact(np.log(0.5)))
+@pytest.mark.parametrize(
+    ("to", "typed"),
+    [
+        *[("log-probabilities", typed) for typed in ("0.7, 1.5, 0.3, 0.45", "0.5, x", "")],
+        *[("probabilities", typed) for typed in ("-0.5, 2", "0.5, x", "")],
+    ],
+)
+def test_a_field_that_cannot_be_converted_is_left_as_typed(stepper, to, typed):
+    """1.5 is no probability, 2 no log-probability; junk and nothing are neither."""
+    if to == "probabilities":
+        stepper.mode.value = "log-probabilities"
+    type_in(stepper, new=typed)
+    stepper.mode.value = to
+    assert stepper.new_field.value == typed
+    name = "π_new" if to == "log-probabilities" else "log π_new"
+    assert f"{name} could not be converted: left as typed" in plain(stepper.entry_message.value)
+    old = exact(np.log(0.5)) if to == "log-probabilities" else "0.5"
+    assert stepper.old_field.value.startswith(old)
 
 
 def test_an_overflowing_ratio_shows_inf_and_never_nan(stepper):
