@@ -1,8 +1,9 @@
-"""Helpers shared by the test files: the contract's numbers as ``shared/SPEC.md`` states them.
+"""Helpers shared by the test files: the contract's numbers as ``docs/contract.md`` states them.
 
-The contract's worked example gives the loss ``-0.5375000000000001`` and the clip fraction
-``0.5`` on every machine tried; each gradient entry is ``[0, -0.55, 0, 0.1125]`` to within one
-unit in the last place (ulp), because numpy's ``exp`` differs in the last bit between CPUs.
+The contract's worked example (sections "ppo_clip" and "What may differ between machines")
+gives the loss ``-0.5375000000000001`` and the clip fraction ``0.5`` on every machine tried;
+each gradient entry is ``[0, -0.55, 0, 0.1125]`` to within one unit in the last place (ulp),
+because numpy's ``exp`` differs in the last bit between CPUs.
 
 Under the simulated other CPU (:mod:`other_cpu`) every ``exp`` *and* ``log`` result moves by one
 ulp, which no machine tried does: the ratios then move by up to three ulps, and so may the

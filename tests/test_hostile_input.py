@@ -24,10 +24,11 @@ from helpers import plain
 
 from ppo_viz.numbers import exact, rounded
 from ppo_viz.stepper import BatchStepper, compare_with_module, preset_batch
-from ppo_viz.stepper.batch import converted_field, parse_batch, read_field
+from ppo_viz.stepper.batch import EntryError, StepperBatch, parse_batch, read_field
 
 #: Far longer than any message about an entry needs to be.
 SHORT_MESSAGE = 600
+HALF = np.log([0.5])
 
 
 @pytest.fixture(scope="module")
@@ -112,14 +113,6 @@ def test_probabilities_to_log_probabilities_is_faithful_down_to_the_smallest_flo
     np.testing.assert_array_equal(stepper.batch.logp_old, as_probabilities.logp_old)
     stepper.mode.value = "probabilities"  # the fields were not edited: they read as typed
     assert stepper.new_field.value == typed
-
-
-def test_a_field_of_junk_is_left_as_typed_by_either_conversion():
-    for to_log in (True, False):
-        assert converted_field("0.5, x", to_log) is None
-        assert converted_field("", to_log) is None
-    assert converted_field("0.5, 2", to_log=True) is None  # 2 is no probability
-    assert converted_field("-0.5, 2", to_log=False) is None  # 2 is no log-probability
 
 
 # --------------------------------------------------------------------------
@@ -207,6 +200,22 @@ def test_4096_bad_entries_are_counted_not_listed(stepper):
         ),
         (lambda: compare_with_module([]), TypeError, "^batch must be a StepperBatch, a Worked"),
         (lambda: compare_with_module(3.5), TypeError, "got float$"),
+        (
+            lambda: StepperBatch.from_probabilities([0.5, 0.5], [0.5, 1.5], [1, 1]),
+            EntryError,
+            r"^prob_old, sample 1: “1.5” is not a probability",
+        ),
+        (lambda: StepperBatch(HALF, np.log([0.5, 0.5]), np.ones(1), 0.2), ValueError, "same len"),
+        (
+            lambda: StepperBatch.from_probabilities([0.5], [0.5], [1.0], eps=2.0),
+            ValueError,
+            "eps must be between 0 and 1",
+        ),
+        (
+            lambda: StepperBatch(HALF, HALF, np.ones(1), 0.2, name=3),
+            TypeError,
+            "name must be a str, got int",
+        ),
     ],
 )
 def test_the_steppers_public_functions_name_a_bad_argument(call, error, match):

@@ -1,8 +1,9 @@
-"""Notebook 5 (numerics and the RLHF setting): variant math, demos, apps, and the prose's numbers.
+"""Notebook 5 (numerics and the RLHF setting): demos, apps, and the prose's numbers.
 
-The variant math is checked against the plain-Python reference of the contract
-(:mod:`reference`); every drawn value against :mod:`ppo_clip`; every number the
-notebook's prose states is computed here, in the same run, and looked for in the markdown.
+Every drawn value is checked against :mod:`ppo_clip` (whose variants, asymmetric bounds and
+dual clip, test_ppo_clip_properties.py checks against the plain-Python reference); every
+number the notebook's prose states is computed here, in the same run, and looked for in the
+markdown.
 """
 
 from __future__ import annotations
@@ -18,19 +19,13 @@ import reference
 from helpers import (
     CONTRACT_LOSS,
     assert_contract_loss,
-    assert_contract_numbers,
-    assert_loss_as_promised,
     assert_states,
     markdown_of,
     plain,
 )
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
 from matplotlib.colors import to_hex
 
 import ppo_clip
-from ppo_viz.app import MAIN_CONTROL
-from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, rounded
 from ppo_viz.numerics import model, text
 from ppo_viz.numerics.figures import (
@@ -52,104 +47,8 @@ from ppo_viz.style import COLORS
 from tiny_lm import log_softmax
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_numerics_and_rlhf.ipynb"
-EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: The widest figure that fits JupyterLab's output area, in inches.
 MAX_FIGURE_WIDTH = 9.0
-
-
-# -- the variants against the plain-Python reference ----------------------------------------
-
-epsilons = st.floats(0.0, 1.0)
-caps = st.one_of(st.none(), st.floats(1.0, 10.0, exclude_min=True))
-advantages = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, -2.0]), st.floats(-10.0, 10.0))
-logps = st.floats(-1000.0, 0.0)
-
-
-@st.composite
-def sweep_cases(draw):
-    """A ratio (often exactly on a bound or the cap), an advantage and a variant."""
-    eps_low, eps_high, cap = draw(epsilons), draw(epsilons), draw(caps)
-    special = [0.0, 1.0, 1.0 - eps_low, 1.0 + eps_high] + ([cap] if cap is not None else [])
-    ratio = draw(st.one_of(st.sampled_from(special), st.floats(0.0, 1e6)))
-    return ratio, draw(advantages), {"eps_low": eps_low, "eps_high": eps_high, "dual_clip": cap}
-
-
-@EXAMPLES
-@given(sweep_cases())
-def test_variant_sweep_matches_the_reference(case):
-    ratio, advantage, variant = case
-    sweep = ppo_clip.ratio_sweep([ratio], advantage, **variant)
-    expected = reference.sample(ratio, advantage, 1, **variant)
-    assert sweep.objective_term[0] == expected.objective_term
-    assert bool(sweep.is_clipped[0]) is expected.is_clipped
-    assert sweep.grad[0] == expected.grad
-    assert (sweep.lower, sweep.upper) == (1.0 - variant["eps_low"], 1.0 + variant["eps_high"])
-
-
-@st.composite
-def batches(draw):
-    n = draw(st.integers(1, 12))
-    rows = draw(st.lists(st.tuples(logps, logps, advantages), min_size=n, max_size=n))
-    new, old, adv = (list(column) for column in zip(*rows, strict=True))
-    variant = {"eps_low": draw(epsilons), "eps_high": draw(epsilons), "dual_clip": draw(caps)}
-    return new, old, adv, variant
-
-
-@EXAMPLES
-@given(batches())
-# Found by CI under PPO_SIMULATED_CPU=ulp-down: r = e^709 times A = -3 overflows as a float
-# product, the loss r * 3 / 2 does not.
-@example(
-    (
-        [0.0, -145.0],
-        [0.0, -854.0],
-        [0.0, -3.0],
-        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None},
-    )
-)
-def test_variant_batch_matches_the_reference(batch):
-    """Per sample exactly the reference's; the loss as ppo_clip promises it on its own ratios.
-
-    (A ratio near float64's largest times an advantage overflows in a float product while the
-    mean does not: the loss is then the exact one, rounded once.)
-    """
-    new, old, adv, variant = batch
-    result = ppo_clip.clip_breakdown(new, old, adv, **variant)
-    n = len(adv)
-    expected = []
-    for i in range(n):
-        # numpy's exp and the C library's may differ in the last bit; the rest is exact.
-        assert result.ratio[i] == pytest.approx(
-            reference.ratio(new[i], old[i]), rel=1e-15, abs=1e-300
-        )
-        sample = reference.sample(float(result.ratio[i]), adv[i], n, **variant)
-        assert result.objective_term[i] == sample.objective_term
-        assert bool(result.is_clipped[i]) is sample.is_clipped
-        assert result.grad[i] == sample.grad
-        expected.append(sample)
-    assert not math.isnan(result.loss)
-    assert_loss_as_promised(result.loss, (new, old, adv, ppo_clip.DEFAULT_EPS), expected, **variant)
-    assert result.clip_fraction == sum(s.is_clipped for s in expected) / n
-
-
-@EXAMPLES
-@given(batches())
-def test_symmetric_bounds_and_no_cap_leave_the_contract_unchanged(batch):
-    new, old, adv, variant = batch
-    eps = variant["eps_low"]
-    base = ppo_clip.clip_breakdown(new, old, adv, eps)
-    same = ppo_clip.clip_breakdown(new, old, adv, eps, eps_low=eps, eps_high=eps, dual_clip=None)
-    for name in ("ratio", "objective_term", "is_clipped", "grad"):
-        assert getattr(same, name).tobytes() == getattr(base, name).tobytes(), name
-    assert same.loss == ppo_clip.ppo_clip_loss(new, old, adv, eps)
-    assert same.clip_fraction == ppo_clip.clip_fraction(new, old, adv, eps)
-    assert same.grad.tobytes() == ppo_clip.ppo_clip_grad(new, old, adv, eps).tobytes()
-
-
-def test_symmetric_variant_reproduces_the_worked_example():
-    example = ppo_clip.worked_example()
-    variant = ppo_clip.clip_breakdown(*example, eps_low=0.2, eps_high=0.2, dual_clip=None)
-    assert_contract_numbers(variant.loss, variant.clip_fraction, variant.grad)
 
 
 # -- the synthetic response ------------------------------------------------------------------
@@ -655,25 +554,14 @@ def test_a_refused_setting_shows_a_message_and_keeps_the_figure(variants_app):
     assert variants_app.message.value == ""
 
 
-def test_variants_app_rejects_settings_it_cannot_show():
+def test_variants_app_fits_the_output_area_and_rejects_settings_it_cannot_show(variants_app):
+    assert variants_app.figure.get_figwidth() <= MAX_FIGURE_WIDTH
     with pytest.raises(ValueError, match="eps_high"):
         VariantsExplorer(eps_high=1.5)
     with pytest.raises(ValueError, match="dual_clip"):
         VariantsExplorer(dual_clip=0.9)
     with pytest.raises(TypeError, match="eps_low"):
         VariantsExplorer(eps_low=None)
-
-
-@pytest.mark.parametrize("app_fixture", ["tokens_app", "variants_app"])
-def test_apps_display_with_a_picture_and_named_controls(app_fixture, request):
-    app = request.getfixturevalue(app_fixture)
-    assert app.figure.get_figwidth() <= MAX_FIGURE_WIDTH
-    bundle = app._repr_mimebundle_()
-    assert WIDGET_VIEW_MIME in bundle
-    assert "image/png" in bundle
-    assert "<img" in bundle["text/html"]
-    for name, control in app.controls.items():
-        assert {MAIN_CONTROL, f"ppo-control-{name.replace('_', '-')}"} <= set(control._dom_classes)
 
 
 # -- the notebook's prose --------------------------------------------------------------------

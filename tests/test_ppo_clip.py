@@ -1,8 +1,8 @@
-"""Unit tests for ppo_clip: the worked example, every edge of the contract, input handling.
+"""Unit tests for ppo_clip: the worked example, every edge of the contract, array-likes.
 
-The contract is ../shared/SPEC.md (section "The module contract").  Where a test needs
-values computed independently of the module it takes them from the project's plain-Python
-reference, :mod:`reference`.  Every test here runs with warnings turned into
+The contract is docs/contract.md (section "ppo_clip").  Random batches against the project's
+plain-Python reference (:mod:`reference` (``tests/``)) are in test_ppo_clip_properties.py, and
+every bad input is in test_ppo_clip_inputs.py.  Every test here runs with warnings turned into
 errors: a RuntimeWarning printed under a notebook cell is a visible defect, so "no NaN"
 also means "no overflow warning on the way".
 """
@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 from fractions import Fraction
 
 import numpy as np
 import pytest
-import reference
 from helpers import assert_contract_loss, log_landing_on
 
 import ppo_clip
@@ -30,7 +28,6 @@ from ppo_clip import (
     surrogate_grad,
     surrogate_loss,
 )
-from ppo_clip_inputs import checked_eps, checked_log_ratio
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -57,11 +54,43 @@ NUMPY_DEFAULT_PRINT = {"precision": 8, "floatmode": "maxprec", "suppress": False
 LOG_1_2 = log_landing_on(1.2)
 LOG_0_8 = log_landing_on(0.8)
 
+BREAKDOWN_ATTRIBUTES = (
+    "ratio",
+    "clipped_ratio",
+    "advantages",
+    "unclipped_term",
+    "clipped_term",
+    "objective_term",
+    "is_clipped",
+    "grad",
+    "lower",
+    "upper",
+    "batch_size",
+    "dual_clip",
+    "n",
+    "loss",
+    "clip_fraction",
+    "outside_band",
+    "band_fraction",
+)
 
-def one_sample(logp_new: float, logp_old: float, advantage: float, eps: float = 0.2):
-    """The breakdown, loss and gradient of a batch of one sample."""
-    args = ([logp_new], [logp_old], [advantage], eps)
-    return clip_breakdown(*args), ppo_clip_loss(*args), ppo_clip_grad(*args)
+
+def assert_results_equal(result_a, result_b):
+    if isinstance(result_a, ppo_clip.ClipBreakdown):
+        for name in BREAKDOWN_ATTRIBUTES:
+            np.testing.assert_equal(getattr(result_a, name), getattr(result_b, name))
+    else:
+        np.testing.assert_equal(result_a, result_b)
+
+
+def check_return_types(args, n):
+    loss, fraction, grad = (function(*args) for function in CONTRACT_FUNCTIONS)
+    assert type(loss) is float
+    assert type(fraction) is float
+    assert 0.0 <= fraction <= 1.0
+    assert isinstance(grad, np.ndarray)
+    assert grad.dtype == np.float64
+    assert grad.shape == (n,)
 
 
 # --------------------------------------------------------------------------
@@ -69,10 +98,19 @@ def one_sample(logp_new: float, logp_old: float, advantage: float, eps: float = 
 # --------------------------------------------------------------------------
 
 
-def test_worked_example_loss_prints_exactly_as_the_contract():
-    loss = ppo_clip_loss(*EXAMPLE_ARGS)
-    assert type(loss) is float
-    assert_contract_loss(loss)
+def test_worked_example_gives_the_contracts_numbers_with_the_default_eps_of_0_2():
+    assert ppo_clip.DEFAULT_EPS == 0.2
+    check_return_types(EXAMPLE_ARGS, 4)
+    assert_contract_loss(ppo_clip_loss(*EXAMPLE_ARGS))
+    assert clip_fraction(*EXAMPLE_ARGS) == 0.5
+    grad = ppo_clip_grad(*EXAMPLE_ARGS)
+    with np.printoptions(**NUMPY_DEFAULT_PRINT):
+        assert str(grad) == "[ 0.     -0.55    0.      0.1125]"
+        assert repr(grad) == "array([ 0.    , -0.55  ,  0.    ,  0.1125])"
+    assert grad[0] == grad[2] == 0.0
+    np.testing.assert_allclose(grad[[1, 3]], [-0.55, 0.1125], rtol=1e-15)
+    for function in CONTRACT_FUNCTIONS:
+        np.testing.assert_array_equal(function(*EXAMPLE_ARGS), function(*EXAMPLE_ARGS, 0.2))
 
 
 def test_one_ulp_on_a_ratio_can_change_the_losss_last_digit():
@@ -88,25 +126,6 @@ def test_one_ulp_on_a_ratio_can_change_the_losss_last_digit():
     assert losses[1] == pytest.approx(losses[0], rel=1e-15)
 
 
-def test_worked_example_clip_fraction_is_one_half():
-    fraction = clip_fraction(*EXAMPLE_ARGS)
-    assert type(fraction) is float
-    assert fraction == 0.5
-
-
-def test_worked_example_gradient_prints_exactly_as_the_contract():
-    grad = ppo_clip_grad(*EXAMPLE_ARGS)
-    assert isinstance(grad, np.ndarray)
-    assert grad.dtype == np.float64
-    assert grad.shape == (4,)
-    with np.printoptions(**NUMPY_DEFAULT_PRINT):
-        assert str(grad) == "[ 0.     -0.55    0.      0.1125]"
-        assert repr(grad) == "array([ 0.    , -0.55  ,  0.    ,  0.1125])"
-    assert grad[0] == 0.0
-    assert grad[2] == 0.0
-    np.testing.assert_allclose(grad[[1, 3]], [-0.55, 0.1125], rtol=1e-15)
-
-
 def test_worked_example_breakdown_shows_ratios_and_which_samples_clip():
     breakdown = clip_breakdown(*EXAMPLE_ARGS)
     with np.printoptions(**NUMPY_DEFAULT_PRINT):
@@ -116,8 +135,7 @@ def test_worked_example_breakdown_shows_ratios_and_which_samples_clip():
     assert breakdown.is_clipped.tolist() == [True, False, True, False]
     np.testing.assert_allclose(breakdown.unclipped_term, [1.4, 2.2, -0.6, -0.45], rtol=1e-15)
     np.testing.assert_allclose(breakdown.clipped_term, [1.2, 2.2, -0.8, -0.45], rtol=1e-15)
-    assert breakdown.n == 4
-    assert breakdown.batch_size == 4
+    assert breakdown.n == breakdown.batch_size == 4
     assert (breakdown.lower, breakdown.upper) == (0.8, 1.2)
     assert breakdown.dual_clip is None
     assert breakdown.loss == ppo_clip_loss(*EXAMPLE_ARGS)
@@ -127,107 +145,70 @@ def test_worked_example_breakdown_shows_ratios_and_which_samples_clip():
 
 def test_module_worked_example_is_the_contracts_and_fresh_each_time():
     example = ppo_clip.worked_example()
-    np.testing.assert_array_equal(example.logp_new, EXAMPLE_LOGP_NEW)
-    np.testing.assert_array_equal(example.logp_old, EXAMPLE_LOGP_OLD)
-    np.testing.assert_array_equal(example.advantages, EXAMPLE_ADVANTAGES)
-    assert example.eps == 0.2
-    assert_contract_loss(ppo_clip_loss(*example))
+    for got, expected in zip(example, (*EXAMPLE_ARGS, 0.2), strict=True):
+        np.testing.assert_array_equal(got, expected)
     example.advantages[:] = 0.0
     assert ppo_clip.worked_example().advantages.tolist() == EXAMPLE_ADVANTAGES
 
 
-def test_worked_example_as_plain_lists_gives_the_same_numbers():
-    args = (EXAMPLE_LOGP_NEW.tolist(), EXAMPLE_LOGP_OLD.tolist(), EXAMPLE_ADVANTAGES)
-    assert_contract_loss(ppo_clip_loss(*args))
-    assert clip_fraction(*args) == 0.5
-    np.testing.assert_array_equal(ppo_clip_grad(*args), ppo_clip_grad(*EXAMPLE_ARGS))
-
-
-def test_default_eps_is_0_2():
-    assert ppo_clip.DEFAULT_EPS == 0.2
-    for function in CONTRACT_FUNCTIONS:
-        np.testing.assert_array_equal(function(*EXAMPLE_ARGS), function(*EXAMPLE_ARGS, 0.2))
-
-
 # --------------------------------------------------------------------------
-# Edges: overflow of the ratio
+# Edges: overflow and underflow of the ratio
 # --------------------------------------------------------------------------
 
-
-def test_overflowing_ratio_with_zero_advantage_contributes_exactly_zero():
-    breakdown, loss, grad = one_sample(0.0, -1000.0, 0.0)
-    assert breakdown.ratio[0] == math.inf
-    assert loss == 0.0
-    assert grad.tolist() == [0.0]
-    assert not breakdown.is_clipped[0]
-    # next to an ordinary sample it changes nothing but the 1/N
-    ordinary = ppo_clip_loss([math.log(1.1)], [0.0], [2.0])
-    mixed = ppo_clip_loss([0.0, math.log(1.1)], [-1000.0, 0.0], [0.0, 2.0])
-    assert mixed == ordinary / 2
-    mixed_grad = ppo_clip_grad([0.0, math.log(1.1)], [-1000.0, 0.0], [0.0, 2.0])
-    assert mixed_grad[0] == 0.0
-    assert mixed_grad[1] == ppo_clip_grad([math.log(1.1)], [0.0], [2.0])[0] / 2
+#: One sample: (logp_new, logp_old, A), then what the contract says: ratio, clipped, loss, grad.
+ONE_SAMPLE_EDGES = {
+    "overflowed ratio, A = 0": ((0.0, -1000.0, 0.0), math.inf, False, 0.0, 0.0),
+    "overflowed ratio, A > 0": ((0.0, -1000.0, 3.0), math.inf, True, -(1.2 * 3.0), 0.0),
+    "overflowed ratio, A < 0": ((0.0, -1000.0, -0.5), math.inf, False, math.inf, math.inf),
+    # r = exp(709) is finite, but r * A overflows: +-inf silently, as for exp itself
+    "r * A overflows, A < 0": ((0.0, -709.0, -10.0), "finite", False, math.inf, math.inf),
+    "r * A overflows, A > 0": ((0.0, -709.0, 10.0), "finite", True, -(1.2 * 10.0), 0.0),
+    "underflowed ratio, A < 0": ((-1000.0, 0.0, -2.0), 0.0, True, -(0.8 * -2.0), 0.0),
+    "underflowed ratio, A > 0": ((-1000.0, 0.0, 2.0), 0.0, False, 0.0, 0.0),
+}
 
 
-def test_overflowing_ratio_with_positive_advantage_is_clipped_and_finite():
-    breakdown, loss, grad = one_sample(0.0, -1000.0, 3.0)
-    assert breakdown.ratio[0] == math.inf
-    assert breakdown.is_clipped[0]
-    assert loss == -(1.2 * 3.0)
-    assert grad.tolist() == [0.0]
+@pytest.mark.parametrize(
+    ("sample", "ratio", "clipped", "loss", "grad"),
+    ONE_SAMPLE_EDGES.values(),
+    ids=ONE_SAMPLE_EDGES,
+)
+def test_a_ratio_beyond_float64_gives_the_contracts_numbers_never_nan(
+    sample, ratio, clipped, loss, grad
+):
+    args = [[value] for value in sample]
+    breakdown = clip_breakdown(*args)
+    if ratio == "finite":
+        assert math.isfinite(breakdown.ratio[0])
+    else:
+        assert breakdown.ratio[0] == ratio
+    assert breakdown.is_clipped[0] == clipped
+    assert clip_fraction(*args) == float(clipped)
+    assert ppo_clip_loss(*args) == loss
+    assert ppo_clip_grad(*args).tolist() == [grad]
 
 
-def test_overflowing_ratio_with_negative_advantage_gives_plus_inf_loss_not_nan():
-    breakdown, loss, grad = one_sample(0.0, -1000.0, -0.5)
-    assert not breakdown.is_clipped[0]
-    assert loss == math.inf
-    assert grad.tolist() == [math.inf]
-    assert clip_fraction([0.0], [-1000.0], [-0.5]) == 0.0
-
-
-def test_batch_with_every_kind_of_overflow_has_no_nan():
+def test_batch_with_every_kind_of_overflow_has_no_nan_and_a_zero_advantage_changes_only_1_n():
     logp_new = [0.0, 0.0, 0.0, math.log(0.9)]
     logp_old = [-1000.0, -1000.0, -1000.0, 0.0]
     advantages = [-1.0, 0.0, 2.0, 1.0]
     breakdown = clip_breakdown(logp_new, logp_old, advantages)
-    for values in (
-        breakdown.unclipped_term,
-        breakdown.clipped_term,
-        breakdown.objective_term,
-        breakdown.grad,
-    ):
-        assert not np.isnan(values).any()
+    for name in ("unclipped_term", "clipped_term", "objective_term", "grad"):
+        assert not np.isnan(getattr(breakdown, name)).any()
     assert ppo_clip_loss(logp_new, logp_old, advantages) == math.inf
     assert breakdown.is_clipped.tolist() == [False, False, True, False]
     grad = ppo_clip_grad(logp_new, logp_old, advantages)
     assert grad[:3].tolist() == [math.inf, 0.0, 0.0]
     assert grad[3] == pytest.approx(-0.9 / 4, rel=1e-15)
+    ordinary = ([math.log(1.1)], [0.0], [2.0])
+    mixed = ([0.0, math.log(1.1)], [-1000.0, 0.0], [0.0, 2.0])
+    assert ppo_clip_loss(*mixed) == ppo_clip_loss(*ordinary) / 2
+    assert ppo_clip_grad(*mixed).tolist() == [0.0, ppo_clip_grad(*ordinary)[0] / 2]
 
 
-@pytest.mark.parametrize("advantage", [-10.0, 10.0])
-def test_finite_ratio_times_advantage_overflowing_is_inf_without_a_warning(advantage):
-    # r = exp(709) ~ 8.2e307 is finite, but r * A overflows float64.  Like the overflow of
-    # exp itself, that must give the float64 value (+-inf) silently, not a RuntimeWarning.
-    breakdown, loss, grad = one_sample(0.0, -709.0, advantage)
-    assert math.isfinite(breakdown.ratio[0])
-    if advantage < 0:
-        assert loss == math.inf
-        assert grad.tolist() == [math.inf]
-    else:
-        assert loss == -(1.2 * advantage)
-        assert grad.tolist() == [0.0]
-
-
-def test_sum_of_huge_finite_terms_overflowing_still_gives_the_finite_mean():
-    # Two terms of about -1.35e308: their float64 sum overflows although the mean does not.
-    args = ([0.0, 0.0], [-709.5, -709.5], [-1.0, -1.0])
-    loss = ppo_clip_loss(*args)
-    assert loss == pytest.approx(reference.exact_loss(*args), rel=1e-15)
-    assert loss == pytest.approx(math.exp(709.5), rel=1e-15)
-
-
-# Issue 24: exact where float64 can represent the answer.  Each expectation is computed from
-# this machine's ratio (its exp may differ from another CPU's in the last bit).
+# Issue 24: exact where float64 can represent the answer (random batches near float64's limit
+# are a property test).  Each expectation is computed from this machine's ratio (its exp may
+# differ from another CPU's in the last bit).
 
 
 def test_a_gradient_whose_product_overflows_is_the_exact_finite_value():
@@ -256,41 +237,13 @@ def test_one_overflowing_term_in_a_huge_batch_gives_the_finite_loss():
     assert breakdown.partial_loss(1) == exact
 
 
-def test_huge_advantages_that_cancel_give_the_exact_loss():
+def test_huge_advantages_that_cancel_give_the_exact_loss_in_every_objective_and_variant():
     # r = 1, so each term is its advantage: they sum to exactly 1, but float64's running sum
     # overflows on the way.  Every objective and variant keeps these terms.
     args = ([0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308])
-    assert ppo_clip_loss(*args) == -0.2
     assert clip_breakdown(*args, eps_low=0.1, eps_high=0.3, dual_clip=3.0).loss == -0.2
     for objective in ppo_clip.OBJECTIVES:
         assert surrogate_loss(*args, objective=objective) == -0.2
-
-
-def test_a_variants_loss_whose_term_overflows_is_the_exact_finite_value():
-    # Found in CI by tests/test_numerics.py: r = e^709.5 ~ 1.35e308 with A = -2 and a band of
-    # width 0.  The term r*A overflows; the loss -(1/2)(r * -2) is r itself.
-    args = ([0.0, 0.0], [0.0, -709.5], [0.0, -2.0])
-    breakdown = clip_breakdown(*args, eps_low=0, eps_high=0)
-    ratio = float(breakdown.ratio[1])
-    assert math.isfinite(ratio)
-    assert breakdown.loss == ratio
-    assert breakdown.partial_loss(2) == ratio
-    assert breakdown.partial_loss(1) == 0.0
-    assert breakdown.grad.tolist() == [0.0, ratio]
-    assert clip_breakdown(*args, eps=0).loss == ppo_clip_loss(*args, eps=0) == ratio
-
-
-def test_ratio_underflow_to_zero_is_handled():
-    # r = exp(-1000) is 0 in float64: far below the band.
-    breakdown, loss, grad = one_sample(-1000.0, 0.0, -2.0)
-    assert breakdown.ratio[0] == 0.0
-    assert breakdown.is_clipped[0]
-    assert loss == -(0.8 * -2.0)
-    assert grad.tolist() == [0.0]
-    breakdown, loss, grad = one_sample(-1000.0, 0.0, 2.0)
-    assert not breakdown.is_clipped[0]
-    assert loss == 0.0
-    assert grad.tolist() == [0.0]
 
 
 # --------------------------------------------------------------------------
@@ -380,55 +333,32 @@ def test_log_probabilities_too_far_apart_for_float64_give_an_infinite_ratio_with
 
 # --------------------------------------------------------------------------
 # Edges: the band's boundary, strict comparisons, A == 0, eps = 0 and eps = 1
+# (ratios one float step either side of an edge, against the reference, are a property test)
 # --------------------------------------------------------------------------
 
 
 def test_exp_of_log_is_exact_on_the_boundaries_used_below():
     """A ratio exactly on an edge is a real case: some log-ratio lands there on any machine."""
     assert abs(LOG_1_2 - math.log(1.2)) <= 8 * math.ulp(math.log(1.2))
-    assert clip_breakdown([LOG_1_2], [0.0], [1.0]).ratio[0] == 1.2
-    assert clip_breakdown([0.0], [-LOG_1_2], [1.0]).ratio[0] == 1.2
-    assert clip_breakdown([LOG_0_8], [0.0], [1.0]).ratio[0] == 0.8
 
 
-@pytest.mark.parametrize(
-    ("logp_new", "logp_old"), [(LOG_1_2, 0.0), (0.0, -LOG_1_2)], ids=["positive-logp", "in-range"]
-)
-def test_ratio_exactly_on_upper_boundary_is_not_clipped(logp_new, logp_old):
-    breakdown, loss, grad = one_sample(logp_new, logp_old, 2.0)
-    assert breakdown.ratio[0] == 1.2
-    assert not breakdown.is_clipped[0]
-    assert grad.tolist() == [-1.2 * 2.0]
-    assert loss == -(1.2 * 2.0)
-    assert clip_fraction([logp_new], [logp_old], [2.0]) == 0.0
-
-
-def test_ratio_exactly_on_lower_boundary_is_not_clipped():
-    breakdown, loss, grad = one_sample(LOG_0_8, 0.0, -3.0)
-    assert breakdown.ratio[0] == 0.8
-    assert not breakdown.is_clipped[0]
-    assert grad.tolist() == [-0.8 * -3.0]
-    assert loss == -(0.8 * -3.0)
-
-
-def test_boundary_gradient_is_divided_by_n():
-    logp_new = [LOG_1_2, LOG_0_8, 0.0]
-    advantages = [2.0, -3.0, 0.5]
-    grad = ppo_clip_grad(logp_new, [0.0, 0.0, 0.0], advantages)
-    assert grad.tolist() == [-1.2 * 2.0 / 3, -0.8 * -3.0 / 3, -1.0 * 0.5 / 3]
-
-
-def test_one_float_step_past_the_boundary_is_clipped():
-    ratios = [np.nextafter(1.2, 2.0), np.nextafter(0.8, 0.0)]
-    sweep_up = ratio_sweep(ratios, 1.0)
-    sweep_down = ratio_sweep(ratios, -1.0)
-    assert sweep_up.is_clipped.tolist() == [True, False]
-    assert sweep_down.is_clipped.tolist() == [False, True]
-    # and through log-probabilities, for the contract functions
-    breakdown, _, grad = one_sample(LOG_1_2 + 1e-15, 0.0, 1.0)
-    assert breakdown.ratio[0] > 1.2
-    assert breakdown.is_clipped[0]
-    assert grad.tolist() == [0.0]
+def test_a_ratio_exactly_on_an_edge_is_not_clipped_and_its_gradient_is_divided_by_n():
+    # 1.2 from a positive log-probability and from one in range; 0.8 with A < 0; then r = 1
+    logp_new, logp_old = [LOG_1_2, 0.0, LOG_0_8, 0.0], [0.0, -LOG_1_2, 0.0, 0.0]
+    advantages = [2.0, 2.0, -3.0, 0.5]
+    breakdown = clip_breakdown(logp_new, logp_old, advantages)
+    assert breakdown.ratio.tolist() == [1.2, 1.2, 0.8, 1.0]
+    assert not breakdown.is_clipped.any()
+    assert clip_fraction(logp_new, logp_old, advantages) == 0.0
+    expected = [-1.2 * 2.0 / 4, -1.2 * 2.0 / 4, -0.8 * -3.0 / 4, -1.0 * 0.5 / 4]
+    assert ppo_clip_grad(logp_new, logp_old, advantages).tolist() == expected
+    assert ppo_clip_loss([LOG_1_2], [0.0], [2.0]) == -(1.2 * 2.0)
+    assert ppo_clip_loss([LOG_0_8], [0.0], [-3.0]) == -(0.8 * -3.0)
+    # one step past the edge, through log-probabilities: clipped
+    past = clip_breakdown([LOG_1_2 + 1e-15], [0.0], [1.0])
+    assert past.ratio[0] > 1.2
+    assert past.is_clipped[0]
+    assert past.grad.tolist() == [0.0]
 
 
 def test_moves_that_make_the_objective_worse_are_never_clipped():
@@ -580,71 +510,8 @@ def test_the_two_clip_fraction_definitions_differ_on_the_contract_example():
 
 
 # --------------------------------------------------------------------------
-# Inputs: array-likes, dtypes, read-only arrays, never modified, large N
+# Array-likes: lists, tuples, integers, float32, read-only arrays; never modified
 # --------------------------------------------------------------------------
-
-
-def assert_same_results(args_a, args_b, eps=0.2):
-    assert ppo_clip_loss(*args_a, eps) == ppo_clip_loss(*args_b, eps)
-    assert clip_fraction(*args_a, eps) == clip_fraction(*args_b, eps)
-    np.testing.assert_array_equal(ppo_clip_grad(*args_a, eps), ppo_clip_grad(*args_b, eps))
-
-
-def check_return_types(args, n):
-    loss, fraction, grad = (function(*args) for function in CONTRACT_FUNCTIONS)
-    assert type(loss) is float
-    assert type(fraction) is float
-    assert 0.0 <= fraction <= 1.0
-    assert isinstance(grad, np.ndarray)
-    assert grad.dtype == np.float64
-    assert grad.shape == (n,)
-
-
-def test_lists_and_tuples_are_accepted():
-    as_lists = (EXAMPLE_LOGP_NEW.tolist(), EXAMPLE_LOGP_OLD.tolist(), list(EXAMPLE_ADVANTAGES))
-    as_tuples = tuple(tuple(values) for values in as_lists)
-    check_return_types(as_lists, 4)
-    check_return_types(as_tuples, 4)
-    assert_same_results(as_lists, EXAMPLE_ARGS)
-    assert_same_results(as_tuples, EXAMPLE_ARGS)
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, int])
-def test_integer_inputs_are_accepted(dtype):
-    # non-negative integers are valid log-densities too (continuous actions)
-    signed = np.dtype(dtype).kind == "i"
-    args = (
-        np.array([3, 2, 1, 2], dtype=dtype),
-        np.array([2, 2, 2, 2], dtype=dtype),
-        np.array([1, 2, -1, 0] if signed else [1, 2, 3, 0], dtype=dtype),
-    )
-    floats = tuple(values.astype(np.float64) for values in args)
-    check_return_types(args, 4)
-    assert_same_results(args, floats)
-    assert_same_results([values.tolist() for values in args], floats)
-
-
-def test_float32_inputs_are_computed_in_float64():
-    args32 = tuple(
-        np.asarray(values, dtype=np.float32)
-        for values in (EXAMPLE_LOGP_NEW, EXAMPLE_LOGP_OLD, EXAMPLE_ADVANTAGES)
-    )
-    widened = tuple(values.astype(np.float64) for values in args32)
-    check_return_types(args32, 4)
-    assert_same_results(args32, widened)
-    # float64 arithmetic on the float32 values, to float64 precision (float32 arithmetic
-    # would be off by about 1e-7)
-    loss, fraction, grad = reference.contract(*(values.tolist() for values in widened))
-    assert ppo_clip_loss(*args32) == pytest.approx(loss, rel=1e-15)
-    assert clip_fraction(*args32) == fraction == 0.5
-    np.testing.assert_allclose(ppo_clip_grad(*args32), grad, rtol=1e-15)
-
-
-def test_python_int_and_float32_eps_are_accepted():
-    assert ppo_clip_loss(*EXAMPLE_ARGS, 0) == ppo_clip_loss(*EXAMPLE_ARGS, 0.0)
-    assert ppo_clip_loss(*EXAMPLE_ARGS, 1) == ppo_clip_loss(*EXAMPLE_ARGS, 1.0)
-    assert ppo_clip_loss(*EXAMPLE_ARGS, np.float64(0.2)) == ppo_clip_loss(*EXAMPLE_ARGS, 0.2)
-    assert clip_fraction(*EXAMPLE_ARGS, np.float32(0.2)) == 0.5
 
 
 def read_only(values) -> np.ndarray:
@@ -653,60 +520,60 @@ def read_only(values) -> np.ndarray:
     return array
 
 
-BREAKDOWN_ATTRIBUTES = (
-    "ratio",
-    "clipped_ratio",
-    "advantages",
-    "unclipped_term",
-    "clipped_term",
-    "objective_term",
-    "is_clipped",
-    "grad",
-    "lower",
-    "upper",
-    "batch_size",
-    "dual_clip",
-    "n",
-    "loss",
-    "clip_fraction",
-    "outside_band",
-    "band_fraction",
-)
+def integer_batch(dtype) -> tuple[np.ndarray, ...]:
+    # non-negative integers are valid log-densities too (continuous actions)
+    signed = np.dtype(dtype).kind == "i"
+    advantages = [1, 2, -1, 0] if signed else [1, 2, 3, 0]
+    return tuple(np.array(v, dtype=dtype) for v in ([3, 2, 1, 2], [2, 2, 2, 2], advantages))
 
 
-def assert_results_equal(result_a, result_b):
-    if isinstance(result_a, ppo_clip.ClipBreakdown):
-        for name in BREAKDOWN_ATTRIBUTES:
-            np.testing.assert_equal(getattr(result_a, name), getattr(result_b, name))
+def float64_arrays(args) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(values).astype(np.float64) for values in args)
+
+
+AS_LISTS = tuple(np.asarray(values).tolist() for values in EXAMPLE_ARGS)
+#: name: (the batch in some form, the same numbers as float64 arrays)
+ARRAY_LIKES = {
+    "lists": (AS_LISTS, EXAMPLE_ARGS),
+    "tuples": (tuple(map(tuple, AS_LISTS)), EXAMPLE_ARGS),
+    # computed in float64: float32 arithmetic would be off by about 1e-7
+    "float32": (tuple(np.float32(v) for v in AS_LISTS), float64_arrays(map(np.float32, AS_LISTS))),
+    **{
+        np.dtype(dtype).name: (integer_batch(dtype), float64_arrays(integer_batch(dtype)))
+        for dtype in (np.int8, np.int32, np.int64, np.uint8)
+    },
+    "int lists": (
+        tuple(v.tolist() for v in integer_batch(int)),
+        float64_arrays(integer_batch(int)),
+    ),
+}
+
+
+@pytest.mark.parametrize(("given", "same"), ARRAY_LIKES.values(), ids=ARRAY_LIKES)
+def test_array_likes_give_the_numbers_of_their_float64_arrays(given, same):
+    check_return_types(given, 4)
+    for function in ALL_BATCH_FUNCTIONS:
+        assert_results_equal(function(*given), function(*same))
+
+
+def test_python_int_and_numpy_eps_are_accepted():
+    assert ppo_clip_loss(*EXAMPLE_ARGS, 0) == ppo_clip_loss(*EXAMPLE_ARGS, 0.0)
+    assert ppo_clip_loss(*EXAMPLE_ARGS, 1) == ppo_clip_loss(*EXAMPLE_ARGS, 1.0)
+    assert ppo_clip_loss(*EXAMPLE_ARGS, np.float64(0.2)) == ppo_clip_loss(*EXAMPLE_ARGS, 0.2)
+    assert clip_fraction(*EXAMPLE_ARGS, np.float32(0.2)) == 0.5
+
+
+@pytest.mark.parametrize("function", [*ALL_BATCH_FUNCTIONS, ratio_sweep], ids=lambda f: f.__name__)
+def test_read_only_inputs_work_so_no_function_writes_into_its_inputs(function):
+    # the worked example with an overflowing ratio whose A == 0 as its first sample
+    args = ([0.0, *EXAMPLE_LOGP_NEW[1:]], [-1000.0, *EXAMPLE_LOGP_OLD[1:]], [0.0, 2.0, -1.0, -0.5])
+    if function is ratio_sweep:
+        args = ([0.0, 0.5, 1.0, 1.2, 3.0], 1.0)
+    locked = tuple(read_only(values) if isinstance(values, list) else values for values in args)
+    if function is ratio_sweep:
+        assert_results_equal(function(*locked, dual_clip=2.0), function(*args, dual_clip=2.0))
     else:
-        np.testing.assert_equal(result_a, result_b)
-
-
-@pytest.mark.parametrize("function", ALL_BATCH_FUNCTIONS)
-def test_read_only_inputs_work(function):
-    args = tuple(read_only(values) for values in EXAMPLE_ARGS)
-    assert_results_equal(function(*args), function(*EXAMPLE_ARGS))
-
-
-@pytest.mark.parametrize("function", ALL_BATCH_FUNCTIONS)
-def test_inputs_are_never_changed(function):
-    args = tuple(np.array(values, dtype=np.float64) for values in EXAMPLE_ARGS)
-    args = (args[0], args[1], np.array([0.0, 2.0, -1.0, -0.5]))
-    args[0][0] = 0.0
-    args[1][0] = -1000.0  # an overflowing ratio with A == 0 too
-    before = tuple(values.copy() for values in args)
-    function(*args)
-    for after, original in zip(args, before, strict=True):
-        np.testing.assert_array_equal(after, original)
-
-
-def test_sweep_inputs_are_never_changed():
-    grid = np.array([0.0, 0.5, 1.0, 1.2, 3.0])
-    before = grid.copy()
-    for advantage in (-1.0, 0.0, 1.0):
-        ratio_sweep(grid, advantage)
-        np.testing.assert_array_equal(grid, before)
-    ratio_sweep(read_only(grid), 1.0, dual_clip=2.0)
+        assert_results_equal(function(*locked), function(*args))
 
 
 def test_returned_arrays_do_not_share_memory_with_the_inputs():
@@ -724,197 +591,9 @@ def test_returned_arrays_do_not_share_memory_with_the_inputs():
             assert not np.shares_memory(output, given)
 
 
-def test_more_than_4096_samples_work():
-    n = 10_000
-    logp_new, logp_old, advantages = varied_batch(seed=3, n=n, eps=0.2)
-    check_return_types((logp_new, logp_old, advantages), n)
-    breakdown = clip_breakdown(logp_new, logp_old, advantages)
-    common = common_form_terms(breakdown.ratio, advantages, 0.2)
-    loss = ppo_clip_loss(logp_new, logp_old, advantages)
-    assert abs(loss - common.mean()) <= 1e-14 * np.abs(common).mean()
-    # Decided on the module's ratios: a sixteenth of them lie exactly on an edge, where the
-    # last bit of exp decides, and math.exp's may differ from numpy's.
-    samples = [reference.sample(r, a, n) for r, a in zip(breakdown.ratio, advantages, strict=True)]
-    expected_fraction = sum(sample.is_clipped for sample in samples) / n
-    assert clip_fraction(logp_new, logp_old, advantages) == expected_fraction
-    assert 0.05 < expected_fraction < 0.95
-
-
-def test_positive_log_densities_work():
-    # continuous actions: densities above 1 have positive logs
-    logp_new = [3.5, 2.0, 0.7, 12.0]
-    logp_old = [3.0, 2.5, 0.7, 11.9]
-    advantages = [1.0, -1.0, 4.0, -2.0]
-    breakdown = clip_breakdown(logp_new, logp_old, advantages)
-    np.testing.assert_allclose(breakdown.ratio, np.exp([0.5, -0.5, 0.0, 12.0 - 11.9]), rtol=1e-15)
-    assert breakdown.is_clipped.tolist() == [True, True, False, False]
-    grad = ppo_clip_grad(logp_new, logp_old, advantages)
-    assert grad[2] == -4.0 / 4
-    assert grad[3] == pytest.approx(-breakdown.ratio[3] * -2.0 / 4, rel=1e-15)
-
-
 # --------------------------------------------------------------------------
-# Bad input: the right exception, naming the argument and the problem
-#
-# Each case of the input checks (ppo_clip_inputs) is tested once, on the check itself, and
-# each public function's use of the checks once (issue 31, section 5: the same 17 cases went
-# through 3 arguments of 6 functions, 306 tests of one checker).
-# --------------------------------------------------------------------------
-
-ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
-GOOD_ARGS = ([-0.1, -0.2, -0.3], [-0.2, -0.2, -0.2], [1.0, -1.0, 0.5])
-
-
-def with_argument(position: int, value) -> list:
-    args = [list(values) for values in GOOD_ARGS]
-    args[position] = value
-    return args
-
-
-BAD_VALUE_CASES = [
-    # (bad value, exception, message with {name} for the argument's name)
-    ([], ValueError, "{name} is empty; it needs at least one sample"),
-    (np.array([]), ValueError, "{name} is empty; it needs at least one sample"),
-    ([[0.1, 0.2], [0.3, 0.4]], ValueError, "{name} must be 1-D, got shape (2, 2)"),
-    (np.zeros((3, 1)), ValueError, "{name} must be 1-D, got shape (3, 1)"),
-    (0.5, ValueError, "{name} must be 1-D, got a scalar"),
-    ([-0.1, -0.2, math.nan], ValueError, "{name}[2] is nan; every value must be finite"),
-    ([math.inf, -0.2, -0.3], ValueError, "{name}[0] is inf; every value must be finite"),
-    ([-0.1, -math.inf, -0.3], ValueError, "{name}[1] is -inf; every value must be finite"),
-    (np.array([-0.1, np.nan, np.inf]), ValueError, "{name}[1] is nan;"),
-    (["a", "b", "c"], TypeError, "{name} must contain real numbers, got dtype <U1 (text)"),
-    ([-0.1, "x", -0.3], TypeError, "{name} must contain real numbers"),
-    ([-0.1, object(), -0.3], TypeError, "{name} must contain only numbers"),
-    # numpy casts None to NaN: "is nan" would send the user looking for a NaN never written
-    ([-0.1, None, -0.3], TypeError, "{name} must contain only numbers"),
-    ([1j, 2j, 3j], TypeError, "{name} must contain real numbers, got dtype complex128"),
-    ([True, False, True], TypeError, "{name} must contain real numbers, got dtype bool"),
-    ("abc", TypeError, "{name} must be a 1-D array of numbers, got str"),
-    (None, TypeError, "{name} must be a 1-D array of numbers, got NoneType"),
-]
-
-
-@pytest.mark.parametrize(
-    ("case", "bad", "error", "message"),
-    [(i, *case) for i, case in enumerate(BAD_VALUE_CASES)],
-    ids=[str(i) for i in range(len(BAD_VALUE_CASES))],
-)
-def test_the_input_check_refuses_a_bad_array_naming_it_and_the_problem(case, bad, error, message):
-    position = case % 3  # each argument's name in turn
-    expected = message.format(name=ARGUMENT_NAMES[position])
-    with pytest.raises(error, match=re.escape(expected)):
-        checked_log_ratio(*with_argument(position, bad))
-
-
-@pytest.mark.parametrize(
-    ("args", "described"),
-    [
-        (([-0.1, -0.2], [-0.2] * 3, [1.0] * 3), "logp_new has 2, logp_old has 3, advantages has 3"),
-        (([-0.1] * 3, [-0.2] * 4, [1.0] * 3), "logp_new has 3, logp_old has 4, advantages has 3"),
-        (([-0.1] * 3, [-0.2] * 3, [1.0]), "logp_new has 3, logp_old has 3, advantages has 1"),
-    ],
-)
-def test_the_input_check_refuses_lengths_that_differ_with_every_length(args, described):
-    with pytest.raises(
-        ValueError, match=re.escape(f"inputs must have the same length: {described}")
-    ):
-        checked_log_ratio(*args)
-
-
-def test_ragged_input_is_rejected_naming_the_argument():
-    with pytest.raises((TypeError, ValueError), match=r"^advantages"):
-        checked_log_ratio([-0.1, -0.2], [-0.2, -0.2], [[1.0, 2.0], [3.0]])
-
-
-BAD_EPS_CASES = [
-    (-0.1, ValueError, "eps must be between 0 and 1, got -0.1"),
-    (1.5, ValueError, "eps must be between 0 and 1, got 1.5"),
-    (-1e-300, ValueError, "eps must be between 0 and 1, got -1e-300"),
-    (np.nextafter(1.0, 2.0), ValueError, "eps must be between 0 and 1, got 1.0000000000000002"),
-    (math.nan, ValueError, "eps must be a finite number, got nan"),
-    (math.inf, ValueError, "eps must be a finite number, got inf"),
-    (-math.inf, ValueError, "eps must be a finite number, got -inf"),
-    (np.float64("nan"), ValueError, "eps must be a finite number, got nan"),
-    ("0.2", TypeError, "eps must be a real number, got str"),
-    (None, TypeError, "eps must be a real number, got NoneType"),
-    ([0.2], TypeError, "eps must be a real number, got list"),
-    (True, TypeError, "eps must be a real number, got bool"),
-    (0.2j, TypeError, "eps must be a real number, got complex"),
-]
-
-
-@pytest.mark.parametrize(
-    ("eps", "error", "message"), BAD_EPS_CASES, ids=[str(i) for i in range(len(BAD_EPS_CASES))]
-)
-def test_the_clip_size_check_refuses_a_bad_eps_with_its_value(eps, error, message):
-    with pytest.raises(error, match=re.escape(message)):
-        checked_eps("eps", eps)
-
-
-@pytest.mark.parametrize("function", ALL_BATCH_FUNCTIONS, ids=lambda f: f.__name__)
-def test_each_function_checks_its_inputs(function):
-    """Its arrays, their lengths and its eps, each refused naming the argument."""
-    with pytest.raises(ValueError, match=re.escape("advantages[1] is nan")):
-        function(*with_argument(2, [1.0, math.nan, 0.5]))
-    with pytest.raises(TypeError, match=re.escape("logp_old must be a 1-D array")):
-        function(*with_argument(1, None))
-    with pytest.raises(ValueError, match=re.escape("logp_new has 2, logp_old has 3")):
-        function(*with_argument(0, [-0.1, -0.2]))
-    with pytest.raises(ValueError, match=re.escape("eps must be between 0 and 1, got 1.5")):
-        function(*GOOD_ARGS, 1.5)
-
-
-@pytest.mark.parametrize(
-    ("function", "name"),
-    [(f, name) for f in (clip_breakdown, ratio_sweep) for name in ("eps_low", "eps_high")],
-    ids=lambda value: getattr(value, "__name__", value),
-)
-def test_bad_asymmetric_bound_is_rejected_naming_it(function, name):
-    args = GOOD_ARGS if function is clip_breakdown else ([1.0], 1.0)
-    with pytest.raises(ValueError, match=re.escape(f"{name} must be between 0 and 1, got 1.01")):
-        function(*args, **{name: 1.01})
-
-
-@pytest.mark.parametrize(
-    ("value", "error", "message"),
-    [
-        (1.0, ValueError, "dual_clip must be greater than 1, got 1.0"),
-        (0.5, ValueError, "dual_clip must be greater than 1, got 0.5"),
-        (math.inf, ValueError, "dual_clip must be a finite number, got inf"),
-        ("3", TypeError, "dual_clip must be a real number, got str"),
-    ],
-)
-def test_bad_dual_clip_is_rejected(value, error, message):
-    with pytest.raises(error, match=re.escape(message)):
-        clip_breakdown(*GOOD_ARGS, dual_clip=value)
-
-
-@pytest.mark.parametrize(
-    ("args", "error", "message"),
-    [
-        (([0.5, -0.5], 1.0), ValueError, "ratios[1] is -0.5; ratios cannot be negative"),
-        (([0.5, math.inf], 1.0), ValueError, "ratios[1] is inf"),
-        (([1.0], math.nan), ValueError, "advantage must be a finite number, got nan"),
-        (([1.0], [1.0]), TypeError, "advantage must be a real number, got list"),
-        (([1.0], 1.0, 1.2), ValueError, "eps must be between 0 and 1, got 1.2"),
-    ],
-)
-def test_bad_sweep_input_is_rejected(args, error, message):
-    with pytest.raises(error, match=re.escape(message)):
-        ratio_sweep(*args)
-
-
-@pytest.mark.parametrize("function", [surrogate_loss, surrogate_grad])
-def test_unknown_objective_is_rejected_listing_the_choices(function):
-    message = "objective must be one of ('clipped', 'unclipped', 'clip_only'), got 'ppo'"
-    with pytest.raises(ValueError, match=re.escape(message)):
-        function(*GOOD_ARGS, objective="ppo")
-    with pytest.raises(ValueError, match="objective must be one of"):
-        objective_terms(clip_breakdown(*GOOD_ARGS), "min")
-
-
-# --------------------------------------------------------------------------
-# Variants in clip_breakdown: asymmetric bounds and dual clip
+# Variants in clip_breakdown: asymmetric bounds and dual clip (strict at each bound and at
+# the cap, one float step either side, against the reference: a property test)
 # --------------------------------------------------------------------------
 
 
@@ -938,14 +617,6 @@ def test_asymmetric_bounds_move_each_edge_separately():
     assert both.loss == symmetric.loss
 
 
-def test_asymmetric_bounds_are_strict_at_their_edges():
-    sweep = ratio_sweep([1.0 + 0.28, np.nextafter(1.0 + 0.28, 2.0)], 1.0, eps_high=0.28)
-    assert sweep.is_clipped.tolist() == [False, True]
-    assert sweep.grad[0] == -(1.0 + 0.28)
-    sweep = ratio_sweep([1.0 - 0.1, np.nextafter(1.0 - 0.1, 0.0)], -1.0, eps_low=0.1)
-    assert sweep.is_clipped.tolist() == [False, True]
-
-
 def test_dual_clip_caps_negative_advantages_far_above_the_band():
     ratios = [5.0, 3.0, 2.0, 5.0, 0.5]
     advantages = np.array([-1.0, -1.0, -1.0, 1.0, -1.0])
@@ -967,11 +638,7 @@ def test_dual_clip_caps_negative_advantages_far_above_the_band():
     assert dual.loss < plain.loss
 
 
-def test_dual_clip_cap_is_strict_and_tames_an_overflowed_ratio():
-    sweep = ratio_sweep([3.0, np.nextafter(3.0, 4.0)], -2.0, dual_clip=3.0)
-    assert sweep.is_clipped.tolist() == [False, True]
-    assert sweep.grad[0] == -3.0 * -2.0
-    assert sweep.objective_term.tolist() == [-6.0, -6.0]
+def test_dual_clip_cap_tames_an_overflowed_ratio():
     breakdown = clip_breakdown([0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], dual_clip=3.0)
     assert breakdown.ratio[0] == math.inf
     assert breakdown.objective_term.tolist() == [-6.0, 0.0]
@@ -1026,14 +693,36 @@ def test_clip_only_gradient_passes_at_the_band_edges():
     assert surrogate_grad(*args, objective="clip_only").tolist() == [-1.2 / 2, -0.8 / 2]
 
 
-@pytest.mark.parametrize("objective", ["clipped", "unclipped", "clip_only"])
-def test_every_objective_keeps_zero_advantage_at_zero_after_overflow(objective):
+def test_every_objective_keeps_zero_advantage_at_zero_after_overflow_and_never_gives_nan():
     args = ([0.0, 0.0, -1.0], [-1000.0, -1000.0, -1.0], [0.0, 1.0, 1.0])
-    loss = surrogate_loss(*args, objective=objective)
-    grad = surrogate_grad(*args, objective=objective)
-    assert not math.isnan(loss)
-    assert not np.isnan(grad).any()
-    assert grad[0] == 0.0
+    huge = ([0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308])  # r*A and r*(-A) beyond float64
+    for objective in ppo_clip.OBJECTIVES:
+        loss = surrogate_loss(*args, objective=objective)
+        grad = surrogate_grad(*args, objective=objective)
+        assert not math.isnan(loss)
+        assert not np.isnan(grad).any()
+        assert grad[0] == 0.0
+        assert not math.isnan(surrogate_loss(*huge, objective=objective))
+    assert surrogate_loss(*huge, objective="unclipped") == 0.0
+    assert surrogate_loss(*huge, objective="clip_only") == 0.0
+
+
+@pytest.mark.parametrize("tiny", [-5e-324, -1e-320])
+def test_an_overflowed_ratio_times_the_tiniest_advantage_is_still_infinite(tiny):
+    # Found by hypothesis in CI: scaling the advantages down to recompute an
+    # overflowed loss rounded -5e-324 to 0, and the loss came out 0.0.
+    args = ([0.0], [-710.0], [tiny])
+    assert ppo_clip_loss(*args, eps=0.0) == math.inf
+    assert surrogate_loss(*args, objective="unclipped") == math.inf
+    assert surrogate_loss([0.0], [-710.0], [-tiny], objective="unclipped") == -math.inf
+
+
+def test_a_zero_loss_is_positive_zero_like_the_gradient():
+    for advantages in ([0.0, 0.0], [-0.0, 0.0]):
+        loss = ppo_clip_loss([-0.5, -0.5], [-0.5, -0.5], advantages)
+        assert math.copysign(1.0, loss) == 1.0
+        grad = ppo_clip_grad([-0.5, -0.5], [-0.5, -0.5], advantages)
+        assert all(math.copysign(1.0, g) == 1.0 for g in grad)
 
 
 def test_objective_terms_on_a_sweep_are_per_sample():

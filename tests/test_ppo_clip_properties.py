@@ -1,9 +1,9 @@
 """Property tests: ppo_clip against the project's plain-Python reference of the contract.
 
 The reference is :mod:`reference` (``tests/``): the ``math`` module only (no numpy), written
-from the contract in ../shared/SPEC.md sentence by sentence (ratio, clipped ratio, the two
-candidate terms, the kept term, whether the sample is clipped, its gradient), plus an
-exactly rounded sum for the loss.
+from the contract in docs/contract.md ("ppo_clip") sentence by sentence (ratio, clipped
+ratio, the two candidate terms, the kept term, whether the sample is clipped, its gradient),
+plus an exactly rounded sum for the loss.
 
 numpy's ``exp`` and ``math.exp`` may differ in the last bit, so each batch is checked twice:
 the module's ratios must be within 2 units in the last place of ``math.exp``, and then every
@@ -15,7 +15,9 @@ Batches are drawn from a mix of sample kinds over the whole contract range: inde
 log-probabilities in [-1000, 0] (ratios that overflow or underflow), nearby pairs (ratios
 near the band), equal pairs (r == 1), pairs built to land on ``1 +- eps``, and pairs whose
 ratio is huge but finite, times advantages that include 0.  N is biased to small sizes but
-reaches 4096; one test goes beyond it with positive log-densities.
+reaches 4096; one test goes beyond it with positive log-densities.  Half the batches and sweeps
+also take clip_breakdown's variant (asymmetric bounds, a dual-clip cap), checked against the
+reference's variant.
 """
 
 from __future__ import annotations
@@ -137,6 +139,11 @@ class DrawnBatch(NamedTuple):
 
 
 EPS = st.one_of(st.sampled_from([0.0, 1.0, 0.2, 0.1, 0.3]), st.floats(0.0, 1.0))
+CAPS = st.one_of(st.none(), st.floats(1.0, 10.0, exclude_min=True))
+#: None (the contract's symmetric band) or clip_breakdown's variant: bounds and a cap.
+VARIANTS = st.one_of(
+    st.just({}), st.fixed_dictionaries({"eps_low": EPS, "eps_high": EPS, "dual_clip": CAPS})
+)
 
 
 @st.composite
@@ -205,10 +212,20 @@ def assert_ratio_close_to_math_exp(got: float, expected: float, log_ratio: float
     assert abs(got - expected) <= 2 * math.ulp(expected), (got, expected)
 
 
-def check_batch_against_reference(batch: DrawnBatch) -> None:
+def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None) -> None:
+    """Per sample the reference's, on the module's ratios; the loss as promised; with a
+    variant (bounds and a cap), the breakdown; without, the contract functions too."""
     arrays = batch.arrays()
     before = tuple(values.copy() for values in arrays)
     eps, n = batch.eps, batch.n
+    if variant:
+        breakdown = ppo_clip.clip_breakdown(*arrays, eps, **variant)
+        samples = reference_samples(breakdown.ratio.tolist(), batch.advantages, eps, n, **variant)
+        for name, column in per_sample(samples).items():
+            assert getattr(breakdown, name).tolist() == column, name
+        assert breakdown.clip_fraction == sum(sample.is_clipped for sample in samples) / n
+        event(f"variant: {assert_loss_as_promised(breakdown.loss, batch, samples, **variant)}")
+        return
 
     breakdown = ppo_clip.clip_breakdown(*arrays, eps)
     loss = ppo_clip.ppo_clip_loss(*arrays, eps)
@@ -266,9 +283,11 @@ def check_batch_against_reference(batch: DrawnBatch) -> None:
 
 
 @EXAMPLES
-@given(batch=batches())
+@given(batch=batches(), variant=VARIANTS)
 # Found in CI: an overflowed ratio times the tiniest negative advantage is +inf.
-@example(batch=DrawnBatch(logp_new=[0.0], logp_old=[-710.0], advantages=[-5e-324], eps=0.0))
+@example(
+    batch=DrawnBatch(logp_new=[0.0], logp_old=[-710.0], advantages=[-5e-324], eps=0.0), variant={}
+)
 # Found in CI: the test's own mean of subnormal terms underflows (under the caller's "raise").
 @example(
     batch=DrawnBatch(
@@ -276,11 +295,18 @@ def check_batch_against_reference(batch: DrawnBatch) -> None:
         logp_old=[0.0, 0.0],
         advantages=[0.0, 1.1125369292536007e-308],
         eps=0.0,
-    )
+    ),
+    variant={},
 )
-def test_matches_the_plain_python_reference(batch):
+# Found by CI under PPO_SIMULATED_CPU=ulp-down: r = e^709 times A = -3 overflows as a float
+# product, the loss r * 3 / 2 does not.
+@example(
+    batch=DrawnBatch([0.0, -145.0], [0.0, -854.0], [0.0, -3.0], 0.2),
+    variant={"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None},
+)
+def test_matches_the_plain_python_reference(batch, variant):
     with np.errstate(all="raise"):  # the module never depends on the caller's error state
-        check_batch_against_reference(batch)
+        check_batch_against_reference(batch, variant)
 
 
 # Every sample is checked in plain Python, so the sizes stay just above 4096 but for one
@@ -321,7 +347,6 @@ NEAR_THE_LIMIT = st.one_of(
     st.tuples(st.sampled_from([0.0, 709.0, 709.5, 709.7, 709.78]), HUGE_ADVANTAGES),
 )
 OVERFLOWED = st.tuples(st.floats(MAX_EXP_ARGUMENT, 1000.0), HUGE_ADVANTAGES)
-CAPS = st.one_of(st.none(), st.floats(1.0, 10.0, exclude_min=True))
 
 
 @st.composite
@@ -334,12 +359,7 @@ def overflowing_batches(draw) -> tuple[DrawnBatch, dict]:
     logp_old = [draw(st.floats(max(-1000.0, -1000.0 - x), min(0.0, -x))) for x in log_ratios]
     logp_new = [old + x for old, x in zip(logp_old, log_ratios, strict=True)]
     eps = draw(EPS)
-    variant = draw(
-        st.one_of(
-            st.just({}),
-            st.fixed_dictionaries({"eps_low": EPS, "eps_high": EPS, "dual_clip": CAPS}),
-        )
-    )
+    variant = draw(VARIANTS)
     return DrawnBatch(logp_new, logp_old, advantages, eps), variant
 
 
@@ -349,6 +369,11 @@ def overflowing_batches(draw) -> tuple[DrawnBatch, dict]:
 @example(
     case=(DrawnBatch([0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308], 0.2), {})
 )
+# Issue 16's case: +A clipped at 1.2 * 1.7e308 (inf in float64), -A keeps r * -1.7e308
+# (-inf); exactly, the loss is 0.5 * 1.7e308 * (e^0.5 - 1.2), finite.
+@example(case=(DrawnBatch([0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308], 0.2), {}))
+# Two terms of about -1.35e308: their float64 sum overflows although the mean does not.
+@example(case=(DrawnBatch([0.0, 0.0], [-709.5, -709.5], [-1.0, -1.0], 0.2), {}))
 # Found in CI (tests/test_numerics.py): r = e^709.5 with A = -2 and a band of width 0.
 @example(
     case=(
@@ -373,9 +398,9 @@ def test_the_loss_is_the_exact_loss_rounded_once_where_float64_overflows(case):
         assert ppo_clip.ppo_clip_grad(*batch).tolist() == breakdown.grad.tolist()
 
 
-def boundary_ratios(eps: float) -> list[float]:
-    """Ratios exactly on the band's edges and one float step either side of them."""
-    edges = [1.0 - eps, 1.0 + eps, 1.0]
+def boundary_ratios(low: float, high: float, cap: float | None) -> list[float]:
+    """Ratios exactly on the band's edges (and the cap) and one float step either side."""
+    edges = [low, high, 1.0] + ([cap] if cap is not None else [])
     nearby = [math.nextafter(edge, direction) for edge in edges for direction in (0.0, 3.0)]
     return [ratio for ratio in edges + nearby if ratio >= 0.0]
 
@@ -383,19 +408,23 @@ def boundary_ratios(eps: float) -> list[float]:
 @EXAMPLES
 @given(
     eps=EPS,
-    advantage=st.one_of(st.just(0.0), st.floats(-10.0, 10.0)),
+    variant=VARIANTS,
+    advantage=st.one_of(st.sampled_from([0.0, 1.0, -1.0]), st.floats(-10.0, 10.0)),
     more_ratios=st.lists(st.floats(0.0, 1e300), max_size=20),
 )
-def test_sweep_decides_boundary_ratios_like_the_reference(eps, advantage, more_ratios):
-    ratios = boundary_ratios(eps) + more_ratios
-    sweep = ppo_clip.ratio_sweep(ratios, advantage, eps)
-    expected = per_sample(reference_samples(ratios, [advantage] * len(ratios), eps, 1))
-    for name, column in expected.items():
+def test_sweep_decides_boundary_ratios_like_the_reference(eps, variant, advantage, more_ratios):
+    low = 1.0 - variant.get("eps_low", eps)
+    high = 1.0 + variant.get("eps_high", eps)
+    ratios = boundary_ratios(low, high, variant.get("dual_clip")) + more_ratios
+    sweep = ppo_clip.ratio_sweep(ratios, advantage, eps, **variant)
+    assert (sweep.lower, sweep.upper) == (low, high)
+    samples = reference_samples(ratios, [advantage] * len(ratios), eps, 1, **variant)
+    for name, column in per_sample(samples).items():
         assert getattr(sweep, name).tolist() == column, name
     if advantage != 0:
         # on the edge (1 + eps for A > 0, 1 - eps for A < 0): not clipped, full gradient
-        edge = 1.0 + eps if advantage > 0 else 1.0 - eps
-        at_edge = ppo_clip.ratio_sweep([edge], advantage, eps)
+        edge = high if advantage > 0 else low
+        at_edge = ppo_clip.ratio_sweep([edge], advantage, eps, **variant)
         assert not at_edge.is_clipped[0]
         assert at_edge.grad[0] == -edge * advantage
 
