@@ -94,7 +94,7 @@ def test_notebook_is_a_document(path):
 
 
 #: The one full-precision number the prose may state: the contract's loss, which every machine
-#: tried gives (shared/SPEC.md, "What may differ between machines").
+#: tried gives (docs/contract.md, "What may differ between machines").
 MACHINE_INDEPENDENT_DIGITS = {"-0.5375000000000001"}
 #: A decimal number in prose, with its sign and exponent.
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?")
