@@ -44,6 +44,7 @@ from ppo_viz.epochs.training import (
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
     DEFAULT_STEP_SIZE,
+    FAR,
     HARD_MARGIN,
     TINY_STEP,
     TOTAL_MOVEMENT,
@@ -232,10 +233,10 @@ def test_tiny_steps_make_the_band_hard_for_ppo_and_not_for_clip_only(study, pros
     assert min(run.largest_excursion for run in study["clip_only"]) > 5 * HARD_MARGIN
     big = study["clipped"][1]
     assert big.step_size == 2.0
-    assert big.largest_excursion > 0.1  # "well past the edge"
-    peaks = outside_band(big.arm_ratios[1:]).max(axis=1) > 0.1
+    assert big.largest_excursion > FAR  # "well past the edge"
+    peaks = outside_band(big.arm_ratios[1:]).max(axis=1) > FAR
     assert peaks.sum() >= 2  # "again and again"
-    assert outside_band(big.arm_ratios[-1]).max() > 0.1  # "ends with it still far outside"
+    assert outside_band(big.arm_ratios[-1]).max() > FAR  # "ends with it still far outside"
 
 
 def test_the_small_step_figure_shows_every_ratio_of_its_runs():
@@ -255,18 +256,20 @@ def test_the_small_step_figure_shows_every_ratio_of_its_runs():
 
 
 def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
-    """Notebook 3: on the batch drifting_seed picks, one arm's samples all have one sign, and
-    PPO's excursion does not shrink with the step size: nothing pulls that arm back."""
+    """Notebook 3: on the batch drifting_seed picks, the arm that ends farthest out has samples
+    all of one sign, and PPO's excursion does not shrink with the step size: nothing pulls that
+    arm back."""
     seed = drifting_seed()
     batch = batch_of(seed)
     assert np.bincount(batch.actions, minlength=K).min() >= 2
-    (arm,) = one_signed_arms(batch)
     assert one_signed_arms(batch_of(Settings().seed)) == []  # notebook 3's batch has none
     runs = small_step_study(("clipped",), batch=batch)["clipped"]
     excursions = np.array([run.largest_excursion for run in runs])
     assert excursions[-1] >= excursions[STEP_SIZES.index(1.0)] / 2  # the rule
     assert excursions[-1] > 20 * HARD_MARGIN  # far from hard, at the smallest step
     tiny = runs[-1]
+    arm = tiny.farthest_arm
+    assert arm in one_signed_arms(batch)
     assert outside_band(tiny.arm_ratios[-1])[arm] == pytest.approx(excursions[-1], rel=0.05)
     # No sample of that arm has a gradient at the end: the drift is the other arms' doing.
     lower, upper = ppo_clip.clip_band(EPS)
@@ -275,11 +278,9 @@ def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
     for earlier in range(seed):  # the first seed the rule picks
         other = batch_of(earlier)
         if np.bincount(other.actions, minlength=K).min() >= 2 and one_signed_arms(other):
-            ends = [
-                run_with_step_size("clipped", s, batch=other).largest_excursion
-                for s in (1.0, TINY_STEP)
-            ]
-            assert ends[1] < ends[0] / 2
+            step_1, tiny = (run_with_step_size("clipped", s, batch=other) for s in (1.0, TINY_STEP))
+            soft = tiny.largest_excursion >= step_1.largest_excursion / 2
+            assert not soft or tiny.farthest_arm not in one_signed_arms(other)
 
 
 def test_the_hard_constraint_optimum_beats_every_other_ratio_vector_in_the_band():
