@@ -45,6 +45,7 @@ from ppo_viz.epochs.training import (
     DEFAULT_EPS,
     DEFAULT_STEP_SIZE,
     FAR,
+    HALVING_FROM,
     HARD_MARGIN,
     TINY_STEP,
     TOTAL_MOVEMENT,
@@ -220,8 +221,8 @@ def test_the_study_keeps_the_total_movement(study, prose):
 def test_tiny_steps_make_the_band_hard_for_ppo_and_not_for_clip_only(study, prose):
     excursions = np.array([run.largest_excursion for run in study["clipped"]])
     halvings = excursions[1:] / excursions[:-1]
-    assert ((halvings > 0.35) & (halvings < 0.75)).all()  # roughly halves with the step size
-    assert excursions[-1] / excursions[0] < 2 * STEP_SIZES[-1] / STEP_SIZES[0]
+    from_there = STEP_SIZES.index(HALVING_FROM)
+    assert ((halvings[from_there:] > 0.35) & (halvings[from_there:] < 0.75)).all()  # halves
     tiny = study["clipped"][-1]
     assert tiny.largest_excursion <= HARD_MARGIN
     assert_states(
@@ -229,6 +230,7 @@ def test_tiny_steps_make_the_band_hard_for_ppo_and_not_for_clip_only(study, pros
         f"never more than {HARD_MARGIN:g} outside the band",
         f"At step size {Fraction(tiny.step_size)}",
         f"At step size {Fraction(study['clipped'][1].step_size)}",
+        f"from step size {HALVING_FROM:g} down, PPO's largest excursion roughly halves",
     )
     assert min(run.largest_excursion for run in study["clip_only"]) > 5 * HARD_MARGIN
     big = study["clipped"][1]
@@ -236,7 +238,6 @@ def test_tiny_steps_make_the_band_hard_for_ppo_and_not_for_clip_only(study, pros
     assert big.largest_excursion > FAR  # "well past the edge"
     peaks = outside_band(big.arm_ratios[1:]).max(axis=1) > FAR
     assert peaks.sum() >= 2  # "again and again"
-    assert outside_band(big.arm_ratios[-1]).max() > FAR  # "ends with it still far outside"
 
 
 def test_the_small_step_figure_shows_every_ratio_of_its_runs():
