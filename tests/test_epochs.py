@@ -49,6 +49,7 @@ from ppo_viz.epochs.training import (
     arm_sums,
     batch_of,
     draw_batches,
+    first_seed,
     misleading_seed,
     n_samples,
     outside_band,
@@ -248,6 +249,19 @@ def test_the_starting_batch_meets_the_documented_rule(runs, favoured):
     assert final["unclipped"] < start_reward() < final["clipped"]
     assert final["clip_only"] < final["clipped"]
     assert Settings().seed == EpochsExplorer().settings.seed == misleading_seed()
+
+
+def test_first_seed_is_the_first_batch_that_meets_every_rule():
+    """The search behind misleading_seed and drifting_seed, on rules cheap enough to check by
+    hand, seed by seed (the search checks 2,000 seeds at a time, each rule on the survivors)."""
+    rules = {
+        "arm 0 drawn": lambda b: (b.actions == 0).any(-1),
+        "A_0 > 0": lambda b: b.advantages[..., 0] > 0,
+    }
+    by_hand = next(s for s in range(5000) if all(rule(batch_of(s)) for rule in rules.values()))
+    assert first_seed(rules) == by_hand
+    with pytest.raises(ValueError, match=r"^no batch seed below 3 meets \['never'\]"):
+        first_seed({"never": lambda b: np.zeros(len(b.actions), dtype=bool)}, search=3)
 
 
 def test_runs_side_by_side_are_the_single_runs():

@@ -267,7 +267,7 @@ def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
     runs = small_step_study(("clipped",), batch=batch)["clipped"]
     excursions = np.array([run.largest_excursion for run in runs])
     assert excursions[-1] >= excursions[STEP_SIZES.index(1.0)] / 2  # the rule
-    assert excursions[-1] > 20 * HARD_MARGIN  # far from hard, at the smallest step
+    assert excursions[-1] > 5 * HARD_MARGIN  # not hard, as clip-only's is not
     tiny = runs[-1]
     arm = tiny.farthest_arm
     assert arm in one_signed_arms(batch)
@@ -280,7 +280,7 @@ def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
         other = batch_of(earlier)
         if np.bincount(other.actions, minlength=K).min() >= 2 and one_signed_arms(other):
             step_1, tiny = (run_with_step_size("clipped", s, batch=other) for s in (1.0, TINY_STEP))
-            soft = tiny.largest_excursion >= step_1.largest_excursion / 2
+            soft = tiny.largest_excursion >= max(step_1.largest_excursion / 2, 5 * HARD_MARGIN)
             assert not soft or tiny.farthest_arm not in one_signed_arms(other)
 
 

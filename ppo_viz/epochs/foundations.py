@@ -23,14 +23,19 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from bandit import ARM_MEANS, KL_TERMS, Batch, FloatArray, exact_kl, softmax
+from bandit import ARM_MEANS, KL_TERMS, Batch, BoolArray, FloatArray, exact_kl, softmax
 from ppo_viz.epochs.training import (
     DEFAULT_EPS,
+    HARD_MARGIN,
     STEP_SIZES,
+    TINY_STEP,
     TOTAL_MOVEMENT,
     Settings,
+    arm_signs,
     batch_of,
     draw_batches,
+    farthest_out,
+    first_seed,
     outside_band,
     policies_per_epoch,
     run_all,
@@ -163,32 +168,40 @@ def small_step_study(
 
 def one_signed_arms(batch: Batch) -> list[int]:
     """The arms the batch drew whose samples' advantages all have the same sign."""
-    arms = range(len(ARM_MEANS))
-    signs = [set(np.sign(batch.advantages[batch.actions == arm])) - {0.0} for arm in arms]
-    return [arm for arm in arms if len(signs[arm]) == 1]
+    _, up, down = arm_signs(batch)
+    return np.flatnonzero(up ^ down).tolist()
+
+
+def _drifts_with_tiny_steps(batch: Batch) -> BoolArray:
+    step_1 = np.maximum(farthest_out(batch, "clipped", 1.0, round(TOTAL_MOVEMENT)).max(0), 0.0)
+    probs = policies_per_epoch(batch, "clipped", TINY_STEP, round(TOTAL_MOVEMENT / TINY_STEP))
+    beyond = outside_band(probs * len(ARM_MEANS))  # (epochs + 1, seeds, K); pi_old is 1/K
+    tiny = beyond.max(axis=(0, -1))
+    _, up, down = arm_signs(batch)
+    farthest = np.argmax(beyond[-1], axis=-1)[:, None]
+    one_signed = np.take_along_axis(up ^ down, farthest, -1)[:, 0]
+    return (tiny >= step_1 / 2) & (tiny > 5 * HARD_MARGIN) & one_signed
+
+
+#: The rule of :func:`drifting_seed`, for :func:`~ppo_viz.epochs.training.first_seed`.
+DRIFTING_RULES = {
+    "draws every arm at least twice": lambda batch: (arm_signs(batch)[0] >= 2).all(axis=-1),
+    "PPO's band stays soft with tiny steps, outside it an arm of one sign": _drifts_with_tiny_steps,
+}
 
 
 @functools.cache
 def drifting_seed(search: int = 1000) -> int:
-    """The first batch seed on which PPO's band stays soft however small the steps.
+    """The first batch seed on which PPO's band stays soft however small the steps
+    (:data:`DRIFTING_RULES`).
 
     Its batch (1) draws every arm at least twice; in :func:`small_step_study`, (2) PPO's largest
     excursion outside the band at the smallest step size is at least half its excursion at step
-    size 1, and (3) the arm that ends farthest from the band has samples all of one sign
-    (:func:`one_signed_arms`), so none of them pulls its ratio back once they are all clipped.
+    size 1, and more than five times :data:`HARD_MARGIN` (clip-only's "not hard"), and (3) the
+    arm that ends farthest from the band has samples all of one sign (:func:`one_signed_arms`),
+    so none of them pulls its ratio back once they are all clipped.
     """
-    for seed in range(search):
-        batch = batch_of(seed)
-        drawn = np.bincount(batch.actions, minlength=len(ARM_MEANS))
-        if drawn.min() < 2 or not one_signed_arms(batch):
-            continue
-        step_1, tiny = (
-            run_with_step_size("clipped", s, batch=batch) for s in (1.0, STEP_SIZES[-1])
-        )
-        soft = tiny.largest_excursion >= step_1.largest_excursion / 2
-        if soft and tiny.farthest_arm in one_signed_arms(batch):
-            return seed
-    raise ValueError(f"no batch seed below {search} keeps PPO's band soft with tiny steps")
+    return first_seed(DRIFTING_RULES, search)
 
 
 # -- the KL estimators -------------------------------------------------------------------

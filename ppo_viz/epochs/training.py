@@ -12,7 +12,7 @@ same :class:`Settings`.  The batch the notebook starts from is chosen by a rule,
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -319,11 +319,21 @@ def farthest_out(batch: Batch, objective: str, step_size: float, n_epochs: int) 
     return outside_band(probs * len(ARM_MEANS)).max(axis=-1)  # pi_old is 1/K
 
 
-def _draws_both_signs_of_every_arm(batch: Batch) -> BoolArray:
+def arm_signs(batch: Batch) -> tuple[IntArray, BoolArray, BoolArray]:
+    """``(..., K)`` each: how many samples of each arm the batch (or each of many) drew, and
+    whether one of them has ``A > 0``, and whether one has ``A < 0``."""
     of_arm = batch.actions[..., None] == np.arange(len(ARM_MEANS))
     sign = np.sign(batch.advantages)[..., None]
-    both = ((sign > 0) & of_arm).any(axis=-2) & ((sign < 0) & of_arm).any(axis=-2)
-    return ((of_arm.sum(axis=-2) >= 2) & both).all(axis=-1)
+    return (
+        of_arm.sum(axis=-2),
+        ((sign > 0) & of_arm).any(axis=-2),
+        ((sign < 0) & of_arm).any(axis=-2),
+    )
+
+
+def _draws_both_signs_of_every_arm(batch: Batch) -> BoolArray:
+    drawn, up, down = arm_signs(batch)
+    return ((drawn >= 2) & up & down).all(axis=-1)
 
 
 def _favours_a_bad_arm(batch: Batch) -> BoolArray:
@@ -372,9 +382,7 @@ def _small_steps_make_the_band_hard(batch: Batch) -> BoolArray:
     )
 
 
-#: What notebook 3 says of its batch, rule by rule: each takes batches ``(seeds, N)`` and says
-#: which meet it.  The cheap rules come first: a rule sees only the batches that met those
-#: before it.
+#: What notebook 3 says of its batch, rule by rule, for :func:`first_seed`.
 MISLEADING_RULES = {
     "draws every arm at least twice, with samples of both signs": _draws_both_signs_of_every_arm,
     "favours an arm worse than the old policy": _favours_a_bad_arm,
@@ -382,6 +390,19 @@ MISLEADING_RULES = {
     "big steps carry a ratio far outside the band again and again": _big_steps_overshoot,
     "tiny steps make PPO's band hard, not clip-only's": _small_steps_make_the_band_hard,
 }
+
+
+def first_seed(rules: Mapping[str, Callable[[Batch], BoolArray]], search: int = SEED_SEARCH) -> int:
+    """The first batch seed below ``search`` whose batch meets every rule of ``rules`` (each
+    takes batches ``(seeds, N)`` and says which meet it; a rule sees only the batches that met
+    the rules before it, so the cheap ones come first)."""
+    for first in range(0, search, 2000):
+        seeds = np.arange(first, min(first + 2000, search))
+        for rule in rules.values():
+            seeds = seeds[rule(draw_batches(seeds))] if seeds.size else seeds
+        if seeds.size:
+            return int(seeds[0])
+    raise ValueError(f"no batch seed below {search} meets {list(rules)} with arm means {ARM_MEANS}")
 
 
 @functools.cache
@@ -402,10 +423,4 @@ def misleading_seed() -> int:
     :data:`HALVING_FROM` on, to at most
     :data:`HARD_MARGIN` at the smallest, while clip-only's stays above five times that.
     """
-    for first in range(0, SEED_SEARCH, 2000):
-        seeds = np.arange(first, first + 2000)
-        for rule in MISLEADING_RULES.values():
-            seeds = seeds[rule(draw_batches(seeds))] if seeds.size else seeds
-        if seeds.size:
-            return int(seeds[0])
-    raise ValueError(f"no batch seed below {SEED_SEARCH} misleads with arm means {ARM_MEANS}")
+    return first_seed(MISLEADING_RULES)
