@@ -193,9 +193,13 @@ def test_the_early_stop_comes_before_the_step_once_k3_exceeds_the_target(target)
 
 
 def test_the_columns_trained_together_are_each_what_it_is_trained_alone():
-    """The explorer trains its columns in one call; early stops end them at different epochs."""
-    settings = Settings(step_size=1.0, target_kl=0.02)
-    together = train(batch_of(settings.seed), list(COLUMNS), settings)
+    """The explorer trains its columns in one call; early stops end them at different epochs
+    (at the first target where they do, for any bandit)."""
+    for target in (0.02, 0.01, 0.005, 0.05, 0.1):
+        settings = Settings(step_size=1.0, target_kl=target)
+        together = train(batch_of(settings.seed), list(COLUMNS), settings)
+        if len({run.epochs_run for run in together.values()}) > 1:
+            break
     assert len({run.epochs_run for run in together.values()}) > 1
     for key, run in together.items():
         alone = train(batch_of(settings.seed), [key], settings)[key]

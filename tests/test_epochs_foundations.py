@@ -355,7 +355,7 @@ def test_what_the_notebook_says_about_the_estimators(studies, prose):
         assert abs(study.bias_in_standard_errors("k3")) < 3
         assert (study.estimates["k3"] >= 0).all()
         assert (study.estimates["k2"] >= 0).all()
-        assert study.estimates["k3"].std() < study.estimates["k1"].std() / 2
+        assert study.estimates["k3"].std() < study.estimates["k1"].std()  # k3 steadier
     ppo = studies[0]
     assert ppo.estimates["k1"].std(ddof=1) > ppo.exact  # spreads by more than the KL itself
     assert np.count_nonzero(ppo.estimates["k1"] < 0) > STUDY_BATCHES / 20  # "many batches"

@@ -194,8 +194,8 @@ class EpochsExplorer(LiveFigure):
 
     @staticmethod
     def _legends(styles: list[dict]) -> tuple[tuple[list[Any], ...], tuple[list[Any], ...]]:
-        """Two legends of two rows each: the arms, and the marks of the top row; the map's
-        colours, and the objectives' lines of the bottom row."""
+        """Two legends of two rows each: the arms (four to a row), and the marks of the top
+        row; the map's colours, and the objectives' lines of the bottom row."""
         arms = [
             Line2D([], [], **look, **ARM_LINE, label=f"arm {arm} (μ = {signed(mu, 2)})")
             for arm, (look, mu) in enumerate(zip(styles, ARM_MEANS, strict=True))
@@ -209,7 +209,7 @@ class EpochsExplorer(LiveFigure):
             Line2D([], [], color=COLORS["guide"], **DOTS, label="exact KL (k3: line)"),
         ]
         lines = [Line2D([], [], **c.line, label=c.name) for c in COLUMNS.values()]
-        return (arms, [band, hollow]), (pushes, lines)
+        return (arms[:4], [*arms[4:], band, hollow]), (pushes, lines)  # 4 arms to a row
 
     @property
     def moving_artists(self) -> list[Any]:

@@ -344,11 +344,9 @@ def _default_runs_end_as_told(batch: Batch) -> BoolArray:
     probs = {o: policies_per_epoch(batch, o) for o in ppo_clip.OBJECTIVES}
     final = {o: p[-1] @ ARM_MEANS for o, p in probs.items()}
     favoured = np.argmax(arm_sums(batch), axis=-1)
-    out = np.take_along_axis(probs["clip_only"], favoured[None, :, None], -1)[..., 0] * len(
-        ARM_MEANS
-    )
-    out = outside_band(out) > 0  # (epochs + 1, seeds): the favoured arm is outside the band
-    stays_out = (out | ~np.maximum.accumulate(out, axis=0)).all(axis=0) & out.any(axis=0)
+    ratio = probs["clip_only"][:, np.arange(favoured.size), favoured] * len(ARM_MEANS)
+    out = outside_band(ratio) > 0  # (epochs + 1, seeds): the favoured arm outside the band
+    stays_out = (out | (np.cumsum(out, axis=0) == 0)).all(axis=0) & out.any(axis=0)
     start = start_reward()
     return (
         (final["unclipped"] < start)
@@ -418,9 +416,8 @@ def misleading_seed() -> int:
     returns; (4) at step size :data:`BIG_STEP` PPO's first step carries a ratio more than
     :data:`FAR` outside the band, a later step pulls it back and another throws it out by
     more than :data:`FAR` again, and at step size 2 a ratio is more than :data:`FAR` outside
-    in two epochs or more; (5) in the small-step study PPO's largest
-    excursion shrinks by a factor 0.35 to 0.75 with each halving of the step size from
-    :data:`HALVING_FROM` on, to at most
-    :data:`HARD_MARGIN` at the smallest, while clip-only's stays above five times that.
+    in two epochs or more; (5) in the small-step study PPO's largest excursion shrinks by a
+    factor 0.35 to 0.75 with each halving of the step size from :data:`HALVING_FROM` on, to at
+    most :data:`HARD_MARGIN` at the smallest, while clip-only's stays above five times that.
     """
     return first_seed(MISLEADING_RULES)
