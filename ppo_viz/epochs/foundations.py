@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -94,6 +95,18 @@ def ppo_update_line(settings: Settings | None = None) -> UpdateLine:
     run = run_all(settings or Settings())["clipped"]
     label = f"after PPO's {run.epochs_run} epochs"
     return UpdateLine(run.batch, run.logits[0], run.logits[-1], label)
+
+
+def line_as_told(line: UpdateLine, eps: float = DEFAULT_EPS) -> bool:
+    """What notebook 3 says of the line through PPO's update: PPO's objective peaks within 0.2
+    of t = 1, at a KL below 0.05, and falls past its peak; the unclipped surrogate climbs for
+    every t >= 0; and the peak moves out with ε (from t = 0 at ε = 0) on a grid of 11 ε."""
+    factor, _, kl = line.peak(eps)
+    falls = np.diff(line.objective("clipped", eps)[line.factors >= factor]) <= 0
+    climbs = np.diff(line.objective("unclipped", eps)[line.factors >= 0]) > 0
+    peaks = [line.peak(e) for e in np.linspace(0, 0.5, 11)]
+    moves = all(a[0] < b[0] and a[2] < b[2] for a, b in itertools.pairwise(peaks))
+    return abs(factor - 1) <= 0.2 and kl < 0.05 and falls.all() and climbs.all() and moves
 
 
 # -- the small-step limit ----------------------------------------------------------------

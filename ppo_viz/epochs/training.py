@@ -363,6 +363,19 @@ def _big_steps_overshoot(batch: Batch) -> BoolArray:
     return (big[0] > FAR) & (moves < 0).any(axis=0) & (moves > FAR).any(axis=0) & two_far
 
 
+def _figure_2_as_told(batch: Batch) -> BoolArray:
+    from ppo_viz.epochs.foundations import UpdateLine, line_as_told  # it imports this module
+
+    start = np.zeros((len(batch.actions), len(ARM_MEANS)))
+    method = Settings(seed=0).method("clipped")
+    *_, end = epochs_on_batch(start, batch, method, DEFAULT_STEP_SIZE, DEFAULT_EPOCHS)
+    lines = [
+        UpdateLine(Batch(*(getattr(batch, f.name)[i] for f in fields(Batch))), start[i], logits, "")
+        for i, logits in enumerate(end.logits)
+    ]
+    return np.array([line_as_told(line) for line in lines], dtype=bool)
+
+
 def excursions(batch: Batch, objective: str) -> FloatArray:
     """``(len(STEP_SIZES), ...)``: the small-step study's largest distance outside the band at
     each step size (0 if none), on ``batch`` or on many."""
@@ -387,6 +400,7 @@ MISLEADING_RULES = {
     "the default runs end as the notebook says": _default_runs_end_as_told,
     "big steps carry a ratio far outside the band again and again": _big_steps_overshoot,
     "tiny steps make PPO's band hard, not clip-only's": _small_steps_make_the_band_hard,
+    "the line through PPO's update looks as the notebook says": _figure_2_as_told,
 }
 
 
@@ -418,6 +432,8 @@ def misleading_seed() -> int:
     more than :data:`FAR` again, and at step size 2 a ratio is more than :data:`FAR` outside
     in two epochs or more; (5) in the small-step study PPO's largest excursion shrinks by a
     factor 0.35 to 0.75 with each halving of the step size from :data:`HALVING_FROM` on, to at
-    most :data:`HARD_MARGIN` at the smallest, while clip-only's stays above five times that.
+    most :data:`HARD_MARGIN` at the smallest, while clip-only's stays above five times that;
+    (6) along the line through PPO's default update (the PPO paper's Figure 2) the objectives
+    behave as the notebook says (:func:`~ppo_viz.epochs.foundations.line_as_told`).
     """
     return first_seed(MISLEADING_RULES)
