@@ -35,7 +35,7 @@ IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
 #: The bandit, declared once: the true mean reward of each arm (the learner never sees
-#: these).  Their number is the number of arms K.
+#: these).  Their number is the number of arms K (notebook 3's figures draw up to six).
 ARM_MEANS: tuple[float, ...] = (1.0, 0.5, 0.0, -0.5)
 #: Standard deviation of the Gaussian noise on every reward.
 REWARD_NOISE = 1.0

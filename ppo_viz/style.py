@@ -8,7 +8,8 @@ and exported page follows:
   colour means everywhere in the bundle.
 * :data:`NAMES` holds the names of the three objectives and of the parts of
   the figures, as legends, titles and tables print them.
-* :data:`LINES` says how each objective's curve is drawn (colour *and* line style).
+* :data:`LINES` says how each objective's curve is drawn (colour *and* line style), and
+  :func:`arm_styles` how each arm of the bandit is (colour *and* marker).
 * :func:`figure_style` applies the matplotlib defaults (white backgrounds,
   so figures stay readable in JupyterLab's dark theme), and :func:`use` makes
   them a notebook's defaults; in presentation mode (``PPO_PRESENT=1``, set by
@@ -32,7 +33,8 @@ if TYPE_CHECKING:  # matplotlib.figure takes 0.2 s to import; the palette alone 
     from matplotlib.figure import Figure, SubFigure
     from matplotlib.legend import Legend
 
-#: Okabe and Ito's colours (plus a grey), by name.
+#: Okabe and Ito's colours (plus a grey, and three of Paul Tol's "muted" colours that serve
+#: the bandit's arms past the third), by name.
 PALETTE = {
     "black": "#000000",
     "orange": "#E69F00",
@@ -43,6 +45,9 @@ PALETTE = {
     "vermillion": "#D55E00",
     "purple": "#CC79A7",
     "grey": "#7F7F7F",
+    "wine": "#882255",
+    "indigo": "#332288",
+    "olive": "#999933",
 }
 
 #: What each colour means, everywhere in the bundle.
@@ -59,6 +64,9 @@ COLORS = {
     "current": PALETTE["yellow"],
     "guide": PALETTE["grey"],
     "zero_line": "#555555",
+    # Notebook 3's gradient map: a sample pushes its arm's probability up, or down.
+    "push_up": PALETTE["sky_blue"],
+    "push_down": PALETTE["yellow"],
     # Thresholds that are not objectives (overflow limits, caps): black and grey.
     "threshold": PALETTE["black"],
     "threshold_alt": PALETTE["grey"],
@@ -91,12 +99,23 @@ LINES = {
 }
 
 
-def arm_colors(k: int) -> list[str]:
-    """K colours for the arms, from the palette, none of them an objective's colour."""
-    names = ("green", "purple", "black", "grey", "sky_blue", "yellow")
-    if k > len(names):
-        raise ValueError(f"the palette has colours for {len(names)} arms, not {k}")
-    return [PALETTE[name] for name in names[:k]]
+#: The arms' colours and markers, arm 0 first: none an objective's, the band's or a push's
+#: colour, and every arm with a marker of its own, so the arms read apart without colour too.
+ARM_COLORS = tuple(
+    PALETTE[name] for name in ("green", "purple", "black", "wine", "indigo", "olive")
+)
+ARM_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def arm_styles(k: int) -> list[dict[str, str]]:
+    """How each of K arms is drawn: matplotlib's ``color`` and ``marker`` (at most six arms).
+
+    >>> arm_styles(2)
+    [{'color': '#009E73', 'marker': 'o'}, {'color': '#CC79A7', 'marker': 's'}]
+    """
+    if not 1 <= k <= len(ARM_COLORS):
+        raise ValueError(f"k must be between 1 and {len(ARM_COLORS)} arms, got {k}")
+    return [{"color": c, "marker": m} for c, m in zip(ARM_COLORS[:k], ARM_MARKERS, strict=False)]
 
 
 #: The colours matplotlib cycles through when a cell does not name one: the palette, in the

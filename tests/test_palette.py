@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-from ppo_viz.style import COLOR_CYCLE, COLORS, LINES
+from ppo_viz.style import ARM_COLORS, COLOR_CYCLE, COLORS, LINES, arm_styles
 
 MACHADO_2009 = {
     "protanopia": [
@@ -39,6 +39,8 @@ MACHADO_2009 = {
 }
 #: The colours a reader must tell apart in one figure: the objectives and the panel's marks.
 MEANINGS = ("clipped", "unclipped", "clip_only", "band", "zero_grad", "sample")
+#: What notebook 3 draws beside the arms' ratios: the objectives, the band, the pushes.
+BESIDE_ARMS = ("clipped", "unclipped", "clip_only", "band", "push_up", "push_down")
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -63,13 +65,30 @@ def seen(colour: str, deficiency: str | None) -> np.ndarray:
     return lab(rgb)
 
 
+def distance(first: str, second: str, deficiency: str | None) -> float:
+    return float(np.linalg.norm(seen(first, deficiency) - seen(second, deficiency)))
+
+
 @pytest.mark.parametrize("deficiency", [None, *MACHADO_2009])
 def test_the_colours_that_mean_different_things_stay_apart(deficiency):
     for first, second in itertools.combinations(MEANINGS, 2):
-        distance = np.linalg.norm(
-            seen(COLORS[first], deficiency) - seen(COLORS[second], deficiency)
-        )
-        assert distance >= 10, f"{first} and {second}: {distance:.1f} apart ({deficiency})"
+        apart = distance(COLORS[first], COLORS[second], deficiency)
+        assert apart >= 10, f"{first} and {second}: {apart:.1f} apart ({deficiency})"
+
+
+@pytest.mark.parametrize("deficiency", [None, *MACHADO_2009])
+def test_every_arm_stays_apart_from_the_others_and_from_what_is_drawn_beside_it(deficiency):
+    """Up to six arms: each has its own colour, none close to an objective's, the band's or a
+    push's, and its own marker besides."""
+    beside = [COLORS[meaning] for meaning in BESIDE_ARMS]
+    pairs = [*itertools.combinations(ARM_COLORS, 2), *itertools.product(ARM_COLORS, beside)]
+    for first, second in pairs:
+        apart = distance(first, second, deficiency)
+        assert apart >= 10, f"{first} and {second}: {apart:.1f} apart ({deficiency})"
+    styles = arm_styles(len(ARM_COLORS))
+    assert len({s["marker"] for s in styles}) == len(styles) == 6
+    with pytest.raises(ValueError, match=r"^k must be between 1 and 6 arms, got 7$"):
+        arm_styles(7)
 
 
 def test_the_objectives_also_differ_in_line_style():

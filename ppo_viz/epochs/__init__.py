@@ -3,7 +3,8 @@
 The bandit and the training step are :mod:`bandit`'s (shared with notebook 4).
 
 * :mod:`.training`: the batch (:func:`batch_of`, and the rule that picks the misleading one,
-  :func:`misleading_seed`), :class:`Settings`, :class:`Run`, :func:`train`, :func:`run_all`;
+  :func:`misleading_seed` by :data:`MISLEADING_RULES`), :class:`Settings`, :class:`Run`,
+  :func:`train`, :func:`run_all`;
 * :mod:`.app`: :class:`EpochsExplorer`, the three runs under their controls;
 * :mod:`.foundations`: the line through PPO's update (the PPO paper's Figure 2), the
   small-step limit and its hard-constraint optimum, the KL estimators k1, k2, k3;
@@ -22,7 +23,9 @@ from ppo_viz.epochs.foundations import (
 from ppo_viz.epochs.interpolation import InterpolationExplorer
 from ppo_viz.epochs.text import bandit_table, batch_table, kl_estimator_table
 from ppo_viz.epochs.training import (
+    BIG_STEP,
     COLUMNS,
+    MISLEADING_RULES,
     Column,
     Settings,
     batch_of,
@@ -33,7 +36,9 @@ from ppo_viz.epochs.training import (
 )
 
 __all__ = [
+    "BIG_STEP",
     "COLUMNS",
+    "MISLEADING_RULES",
     "Column",
     "EpochsExplorer",
     "InterpolationExplorer",

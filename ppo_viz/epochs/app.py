@@ -41,11 +41,11 @@ from ppo_viz.epochs.training import (
     run_all,
 )
 from ppo_viz.numbers import signed
-from ppo_viz.style import COLORS, PALETTE, arm_colors, figure_style
+from ppo_viz.style import COLORS, arm_styles, figure_style
 
 #: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
 #: (none is an objective's or an arm's colour); grey cells are epochs the run did not take.
-PUSH_MAP = ListedColormap([PALETTE["yellow"], "white", PALETTE["sky_blue"]]).with_extremes(
+PUSH_MAP = ListedColormap([COLORS["push_down"], "white", COLORS["push_up"]]).with_extremes(
     bad=(*to_rgb(COLORS["guide"]), 0.3)
 )
 #: Every epoch axis ends here (the epochs slider's maximum).
@@ -53,7 +53,7 @@ EPOCH_AXIS_MAX = SETTING_RANGES["n_epochs"][1]
 KL_LIMITS = (1e-4, 5.0)
 TARGET_KL_RANGE = SETTING_RANGES["target_kl"][:2]
 #: How the figure draws an arm's ratios, an arm with no gradient, a sample's label.
-ARM_LINE = {"lw": 1.8, "marker": "o", "ms": 2.5}
+ARM_LINE = {"lw": 1.8, "ms": 3.5}
 HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
 #: The exact KL in the KL panel, beside each objective's k3 line.
 DOTS = {"ls": "none", "marker": "o", "ms": 2.5}
@@ -113,7 +113,7 @@ class EpochsExplorer(LiveFigure):
     # -- the figure ---------------------------------------------------------------------------
 
     def _build_figure(self, k: int, n: int) -> None:
-        colors = arm_colors(k)
+        arms = arm_styles(k)
         presenting = style.presenting()
         with figure_style():
             size = style.figure_size((9.0, 7.4), present=style.PRESENT_MAX_SIZE)
@@ -126,7 +126,7 @@ class EpochsExplorer(LiveFigure):
             for ax in metrics:
                 ax.sharex(top[0])
             self.columns = {
-                key: self._column(COLUMNS[key], ratio_ax, map_ax, colors, n)
+                key: self._column(COLUMNS[key], ratio_ax, map_ax, arms, n)
                 for key, ratio_ax, map_ax in zip(COLUMNS, top, maps, strict=True)
             }
             if presenting:  # the metrics' epoch axis serves the maps too
@@ -142,7 +142,7 @@ class EpochsExplorer(LiveFigure):
             ]
             self._build_metrics(metrics)
             top[0].set_xlim(-0.5, EPOCH_AXIS_MAX + 0.5)
-            for rows, where in zip(self._legends(colors), ("upper", "lower"), strict=True):
+            for rows, where in zip(self._legends(arms), ("upper", "lower"), strict=True):
                 self.figure.legend(
                     handles=in_columns(*rows),
                     loc=f"outside {where} center",
@@ -151,7 +151,7 @@ class EpochsExplorer(LiveFigure):
                 )
         self._labelled_seed: int | None = None
 
-    def _column(self, column: Any, ratio_ax: Any, map_ax: Any, colors: list[str], n: int):
+    def _column(self, column: Any, ratio_ax: Any, map_ax: Any, arms: list[dict], n: int):
         """One objective's ratio panel and gradient map, and the artists that move in them."""
         name = column.name.removesuffix(" (clipped)")  # PPO's title carries its formula
         joint = ": " if len(COLUMNS) <= 3 else "\n"  # four titles fit only on two lines
@@ -163,11 +163,11 @@ class EpochsExplorer(LiveFigure):
         edges = np.arange(EPOCH_AXIS_MAX + 2) - 0.5, np.arange(n + 1) - 0.5
         return {
             "band": ratio_ax.axhspan(0.8, 1.2, color=COLORS["band"], alpha=0.3, lw=0),
-            "arms": [ratio_ax.plot([], [], color=c, **ARM_LINE)[0] for c in colors],
-            "hollow": [ratio_ax.plot([], [], mec=c, **HOLLOW)[0] for c in colors],
+            "arms": [ratio_ax.plot([], [], **arm, **ARM_LINE)[0] for arm in arms],
+            "hollow": [ratio_ax.plot([], [], mec=arm["color"], **HOLLOW)[0] for arm in arms],
             "stop": ratio_ax.axvline(0.0, color=COLORS["start"], lw=1.2, ls="--"),
             "cells": map_ax.pcolormesh(*edges, blank_cells(n), **CELLS),
-            "separators": [map_ax.axhline(0, color=COLORS["threshold"]) for _ in colors[1:]],
+            "separators": [map_ax.axhline(0, color=COLORS["threshold"]) for _ in arms[1:]],
         }
 
     def _build_metrics(self, axes: list[Any]) -> None:
@@ -193,12 +193,12 @@ class EpochsExplorer(LiveFigure):
         self.target = kl.axhline(DEFAULT_TARGET_KL, color=COLORS["threshold"], ls=(0, (4, 2)))
 
     @staticmethod
-    def _legends(colors: list[str]) -> tuple[tuple[list[Any], ...], tuple[list[Any], ...]]:
-        """Two legends of two rows each: the arms, and the marks of the top row; the map's
-        colours, and the objectives' lines of the bottom row."""
+    def _legends(styles: list[dict]) -> tuple[tuple[list[Any], ...], tuple[list[Any], ...]]:
+        """Two legends of two rows each: the arms (four to a row), and the marks of the top
+        row; the map's colours, and the objectives' lines of the bottom row."""
         arms = [
-            Line2D([], [], color=c, **ARM_LINE, label=f"arm {arm} (μ = {signed(mu, 2)})")
-            for arm, (c, mu) in enumerate(zip(colors, ARM_MEANS, strict=True))
+            Line2D([], [], **look, **ARM_LINE, label=f"arm {arm} (μ = {signed(mu, 2)})")
+            for arm, (look, mu) in enumerate(zip(styles, ARM_MEANS, strict=True))
         ]
         band = Patch(color=COLORS["band"], alpha=0.45, label="clip band [1−ε, 1+ε]")
         hollow = Line2D([], [], mec=COLORS["guide"], **HOLLOW, label="arm with no gradient")
@@ -209,7 +209,7 @@ class EpochsExplorer(LiveFigure):
             Line2D([], [], color=COLORS["guide"], **DOTS, label="exact KL (k3: line)"),
         ]
         lines = [Line2D([], [], **c.line, label=c.name) for c in COLUMNS.values()]
-        return (arms, [band, hollow]), (pushes, lines)
+        return (arms[:4], [*arms[4:], band, hollow]), (pushes, lines)  # 4 arms to a row
 
     @property
     def moving_artists(self) -> list[Any]:
@@ -260,7 +260,8 @@ class EpochsExplorer(LiveFigure):
         them into the kept background once."""
         if seed == self._labelled_seed:
             return
-        self._labelled_seed, colors = seed, arm_colors(len(ARM_MEANS))
+        self._labelled_seed = seed
+        colors = [arm["color"] for arm in arm_styles(len(ARM_MEANS))]
         rows = [
             (t, sample_label(t, arm, batch.advantages[t]), colors[arm])
             for t, arm in enumerate(batch.actions)

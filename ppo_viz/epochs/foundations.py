@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -23,13 +24,19 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from bandit import ARM_MEANS, KL_TERMS, Batch, FloatArray, exact_kl, softmax
+from bandit import ARM_MEANS, KL_TERMS, Batch, BoolArray, FloatArray, exact_kl, softmax
 from ppo_viz.epochs.training import (
     DEFAULT_EPS,
+    HARD_MARGIN,
+    STEP_SIZES,
+    TINY_STEP,
     TOTAL_MOVEMENT,
     Settings,
+    arm_signs,
     batch_of,
     draw_batches,
+    farthest_out,
+    first_seed,
     outside_band,
     policies_per_epoch,
     run_all,
@@ -37,8 +44,6 @@ from ppo_viz.epochs.training import (
 
 #: The interpolation factors: -1 to 3 in steps of 0.02 (0 and 1 exactly on the grid).
 FACTORS = np.arange(-50, 151) / 50.0
-#: The step sizes of the small-step study: 4, 2, 1, ..., 1/32 (each half the one before).
-STEP_SIZES: tuple[float, ...] = tuple(4.0 / 2.0**k for k in range(8))
 #: How many fresh batches :func:`estimator_studies` draws by default.
 STUDY_BATCHES = 1000
 
@@ -92,6 +97,18 @@ def ppo_update_line(settings: Settings | None = None) -> UpdateLine:
     return UpdateLine(run.batch, run.logits[0], run.logits[-1], label)
 
 
+def line_as_told(line: UpdateLine, eps: float = DEFAULT_EPS) -> bool:
+    """What notebook 3 says of the line through PPO's update: PPO's objective peaks within 0.2
+    of t = 1, at a KL below 0.05, and falls past its peak; the unclipped surrogate climbs for
+    every t >= 0; and the peak moves out with ε (from t = 0 at ε = 0) on a grid of 11 ε."""
+    factor, _, kl = line.peak(eps)
+    falls = np.diff(line.objective("clipped", eps)[line.factors >= factor]) <= 0
+    climbs = np.diff(line.objective("unclipped", eps)[line.factors >= 0]) > 0
+    peaks = [line.peak(e) for e in np.linspace(0, 0.5, 11)]
+    moves = all(a[0] < b[0] and a[2] < b[2] for a, b in itertools.pairwise(peaks))
+    return abs(factor - 1) <= 0.2 and kl < 0.05 and falls.all() and climbs.all() and moves
+
+
 # -- the small-step limit ----------------------------------------------------------------
 
 
@@ -117,8 +134,16 @@ class StepSizeRun:
     @property
     def largest_excursion(self) -> float:
         """How far any arm's ratio ever got outside the band (0 if never)."""
-        beyond = outside_band(self.arm_ratios, ppo_clip.clip_band(self.eps))
-        return float(max(beyond.max(), 0.0))
+        return float(max(self._beyond.max(), 0.0))
+
+    @property
+    def farthest_arm(self) -> int:
+        """The arm whose ratio ends farthest from the band."""
+        return int(np.argmax(self._beyond[-1]))
+
+    @property
+    def _beyond(self) -> FloatArray:
+        return outside_band(self.arm_ratios, ppo_clip.clip_band(self.eps))
 
 
 def run_with_step_size(
@@ -156,32 +181,40 @@ def small_step_study(
 
 def one_signed_arms(batch: Batch) -> list[int]:
     """The arms the batch drew whose samples' advantages all have the same sign."""
-    arms = range(len(ARM_MEANS))
-    signs = [set(np.sign(batch.advantages[batch.actions == arm])) - {0.0} for arm in arms]
-    return [arm for arm in arms if len(signs[arm]) == 1]
+    _, up, down = arm_signs(batch)
+    return np.flatnonzero(up ^ down).tolist()
+
+
+def _drifts_with_tiny_steps(batch: Batch) -> BoolArray:
+    step_1 = np.maximum(farthest_out(batch, "clipped", 1.0, round(TOTAL_MOVEMENT)).max(0), 0.0)
+    probs = policies_per_epoch(batch, "clipped", TINY_STEP, round(TOTAL_MOVEMENT / TINY_STEP))
+    beyond = outside_band(probs * len(ARM_MEANS))  # (epochs + 1, seeds, K); pi_old is 1/K
+    tiny = beyond.max(axis=(0, -1))
+    _, up, down = arm_signs(batch)
+    farthest = np.argmax(beyond[-1], axis=-1)[:, None]
+    one_signed = np.take_along_axis(up ^ down, farthest, -1)[:, 0]
+    return (tiny >= step_1 / 2) & (tiny > 5 * HARD_MARGIN) & one_signed
+
+
+#: The rule of :func:`drifting_seed`, for :func:`~ppo_viz.epochs.training.first_seed`.
+DRIFTING_RULES = {
+    "draws every arm at least twice": lambda batch: (arm_signs(batch)[0] >= 2).all(axis=-1),
+    "PPO's band stays soft with tiny steps, outside it an arm of one sign": _drifts_with_tiny_steps,
+}
 
 
 @functools.cache
 def drifting_seed(search: int = 1000) -> int:
-    """The first batch seed on which PPO's band stays soft however small the steps.
+    """The first batch seed on which PPO's band stays soft however small the steps
+    (:data:`DRIFTING_RULES`).
 
-    Its batch (1) draws every arm at least twice, (2) has an arm whose samples all have one sign
-    (:func:`one_signed_arms`), so no sample of that arm pulls its ratio back once they are all
-    clipped, and (3) in :func:`small_step_study`, PPO's largest excursion outside the band at
-    the smallest step size is at least half its excursion at step size 1.
+    Its batch (1) draws every arm at least twice; in :func:`small_step_study`, (2) PPO's largest
+    excursion outside the band at the smallest step size is at least half its excursion at step
+    size 1, and more than five times :data:`HARD_MARGIN` (clip-only's "not hard"), and (3) the
+    arm that ends farthest from the band has samples all of one sign (:func:`one_signed_arms`),
+    so none of them pulls its ratio back once they are all clipped.
     """
-    for seed in range(search):
-        batch = batch_of(seed)
-        drawn = np.bincount(batch.actions, minlength=len(ARM_MEANS))
-        if drawn.min() < 2 or not one_signed_arms(batch):
-            continue
-        ends = [
-            run_with_step_size("clipped", step, batch=batch).largest_excursion
-            for step in (1.0, STEP_SIZES[-1])
-        ]
-        if ends[1] >= ends[0] / 2:
-            return seed
-    raise ValueError(f"no batch seed below {search} keeps PPO's band soft with tiny steps")
+    return first_seed(DRIFTING_RULES, search)
 
 
 # -- the KL estimators -------------------------------------------------------------------
