@@ -57,9 +57,9 @@ response.  The file reads top to bottom:
      SAPO and GMPO functions agree with this module's loss and autograd gradient to 7e-8
      relative (its ``+ 1e-8`` denominators), TRL 1.16.0's SAPO lines to 3e-15.
 
-3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's) and the clip fraction
-   as CleanRL, verl and TRL each log it (:func:`clip_fraction_cleanrl`,
-   :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
+3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's), :func:`gae` (PPO's,
+   from a value model) and the clip fraction as CleanRL, verl and TRL each log it
+   (:func:`clip_fraction_cleanrl`, :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
 4. **Float64's limits**, decided by :mod:`ppo_clip`'s rules: never NaN; a token with
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
@@ -123,6 +123,7 @@ __all__ = [
     "clip_fraction_cleanrl",
     "clip_fraction_verl",
     "clip_ratio_trl",
+    "gae",
     "group_advantages",
     "policy_loss",
     "policy_loss_grad",
@@ -412,7 +413,7 @@ DAPO_EPS_HIGH = SPECS["dapo"].eps_high
 
 
 # --------------------------------------------------------------------------
-# 3. Around the loss: group advantages and the three clip fractions
+# 3. Around the loss: group advantages, GAE and the three clip fractions
 # --------------------------------------------------------------------------
 
 MAX_REWARD = 1e150  #: the largest |reward|: the squares in the std fit float64
@@ -451,6 +452,103 @@ def group_advantages(
     if scale_by_std:
         centered = centered / (groups.std(axis=1, ddof=1, keepdims=True) + small)
     return centered.reshape(-1) + 0.0
+
+
+def gae(
+    rewards: ArrayLike,
+    values: ArrayLike,
+    dones: ArrayLike,
+    last_value: ArrayLike,
+    last_done: ArrayLike,
+    *,
+    gamma: float,
+    lam: float,
+) -> tuple[FloatArray, FloatArray]:
+    """PPO's advantages, GAE(lambda) (arXiv 1506.02438), and the value targets: ``(A, A + V)``.
+
+    Time runs along the first axis: ``rewards``, ``values`` (V of each observation) and
+    ``dones`` are (T,), or (T, N) for N environments side by side; ``last_value`` and
+    ``last_done`` (of the observation after the rollout) are numbers or (N,).  ``dones[t]``
+    says observation t *starts* an episode (CleanRL's ``next_done``, returned with it), so
+    ``dones[t + 1]`` says the episode ended at step t: nothing is bootstrapped across it.
+    With ``next_nonterminal`` 1 - ``dones[t + 1]`` (1 - ``last_done`` at the last step) and
+    ``next_value`` ``values[t + 1]`` (``last_value``), from the last step back::
+
+        delta = rewards[t] + gamma * next_value * next_nonterminal - values[t]
+        A[t]  = delta + gamma * lam * next_nonterminal * A[t + 1]        (A[T] = 0)
+
+    CleanRL's ``ppo.py`` loop (``fe8d8a0``, L217-231) operation for operation, so the floats
+    are the same.  ``lam = 0`` gives the one-step TD error, ``lam = 1`` the discounted return
+    (bootstrapped at the rollout's end) minus V.
+
+    A *termination* (the pole fell; EOS) has no future: its step is ``r - V(s)``.  A
+    *truncation* (a time limit: CartPole's 500 steps) cuts a state that has one, which should be
+    bootstrapped from V of the truncated observation; but the environment has already reset,
+    so ``values[t + 1]`` belongs to the next episode.  Both mark the next observation as a
+    start here; the bootstrap of a truncation goes into its reward: the CartPole agent
+    (``experiments/cartpole_agent.py``) adds ``gamma * V(final observation)`` to it.  CleanRL
+    does not (``next_done`` is ``terminations or truncations``, L206): a time limit is a failure
+    there.  ``tiny_rlhf`` calls this with ``gamma`` 1 on
+    each response's tokens (``last_value`` 0, V and r 0 on padding): a response ends by
+    termination.
+
+    >>> advantages, returns = gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
+    ...                           last_value=2.0, last_done=False, gamma=0.5, lam=1.0)
+    >>> advantages  # step 1 ends an episode; step 3 is bootstrapped from last_value
+    array([1. , 0.5, 1.5, 1.5])
+    >>> returns  # lam = 1: the discounted returns, 1 + 0.5 * 1 and 1 + 0.5 * 2
+    array([1.5, 1. , 2. , 2. ])
+    >>> gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
+    ...     last_value=2.0, last_done=True, gamma=0.5, lam=1.0)[1]  # terminated at the end
+    array([1.5, 1. , 1.5, 1. ])
+
+    Bad input (a shape, a NaN, ``dones`` not 0/1, ``gamma`` or ``lam`` outside [0, 1]) raises a
+    ``TypeError`` or ``ValueError`` naming the argument.
+    """
+    r = _rollout_array("rewards", rewards)
+    shapes = [(), r.shape[1:]]  # last_value and last_done: a number, or one per environment
+    v = _rollout_array("values", values, [r.shape])
+    starts = _rollout_array("dones", dones, [r.shape], flags=True)
+    next_value = _rollout_array("last_value", last_value, shapes)
+    next_nonterminal = 1.0 - _rollout_array("last_done", last_done, shapes, flags=True)
+    gamma, lam = checks.checked_eps("gamma", gamma), checks.checked_eps("lam", lam)
+    advantages = np.zeros_like(r)
+    following = 0.0
+    for t in reversed(range(len(r))):
+        delta = r[t] + gamma * next_value * next_nonterminal - v[t]
+        advantages[t] = following = delta + gamma * lam * next_nonterminal * following
+        next_value, next_nonterminal = v[t], 1.0 - starts[t]
+    return advantages, advantages + v
+
+
+def _rollout_array(
+    name: str, value: object, shapes: list[tuple[int, ...]] | None = None, *, flags: bool = False
+) -> FloatArray:
+    """``value`` as float64, checked by :mod:`ppo_clip_inputs`'s rules (row by row if 2-D): of
+    one of ``shapes`` (``None``: any (T,) or (T, N)); ``flags``: booleans, or 0 and 1 only."""
+    try:
+        ndim = np.ndim(value)
+        if flags and np.asarray(value).dtype == bool:
+            value = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged: named by checked_finite_vector
+        ndim = 1
+    if ndim == 0 and shapes is not None and () in shapes:
+        array = np.array(checks.checked_real(name, value))
+    elif ndim == 2:
+        rows = [checks.checked_finite_vector(f"{name}[{t}]", row) for t, row in enumerate(value)]
+        array = np.array(rows) if rows else np.zeros((0, 0))
+    elif ndim > 2:
+        raise ValueError(f"{name} must be (T,) or (T, N), got {ndim} dimensions")
+    else:
+        array = checks.checked_finite_vector(name, value)
+    if shapes is None and not array.size:
+        raise ValueError(f"{name} is empty; it needs at least one step")
+    if shapes is not None and array.shape not in shapes:
+        wanted = " or ".join(str(shape) for shape in shapes)
+        raise ValueError(f"{name} has shape {array.shape}; with these rewards it must be {wanted}")
+    if flags and not np.isin(array, (0.0, 1.0)).all():
+        raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
+    return array
 
 
 def clip_fraction_cleanrl(
