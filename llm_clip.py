@@ -544,7 +544,7 @@ def _rollout_array(
     if shapes is None and not array.size:
         raise ValueError(f"{name} is empty; it needs at least one step")
     if shapes is not None and array.shape not in shapes:
-        wanted = " or ".join(str(shape) for shape in shapes)
+        wanted = " or ".join("a number" if not s else str(s) for s in dict.fromkeys(shapes))
         raise ValueError(f"{name} has shape {array.shape}; with these rewards it must be {wanted}")
     if flags and not np.isin(array, (0.0, 1.0)).all():
         raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
