@@ -464,33 +464,29 @@ def gae(
     gamma: float,
     lam: float,
 ) -> tuple[FloatArray, FloatArray]:
-    """PPO's advantages, GAE(lambda) (arXiv 1506.02438), and the value targets: ``(A, A + V)``.
+    """PPO's advantages by GAE(lambda) (arXiv 1506.02438) and value targets: ``(A, A + V)``.
 
-    Time runs along the first axis: ``rewards``, ``values`` (V of each observation) and
-    ``dones`` are (T,), or (T, N) for N environments side by side; ``last_value`` and
-    ``last_done`` (of the observation after the rollout) are numbers or (N,).  ``dones[t]``
-    says observation t *starts* an episode (CleanRL's ``next_done``, returned with it), so
-    ``dones[t + 1]`` says the episode ended at step t: nothing is bootstrapped across it.
-    With ``next_nonterminal`` 1 - ``dones[t + 1]`` (1 - ``last_done`` at the last step) and
-    ``next_value`` ``values[t + 1]`` (``last_value``), from the last step back::
+    Time is the first axis: ``rewards``, ``values`` (V of each observation) and ``dones`` are
+    (T,), or (T, N) for N environments; ``last_value`` and ``last_done``, of the observation
+    after the rollout, are numbers or (N,).  ``dones[t]`` says observation t *starts* an
+    episode (CleanRL's ``next_done``): the episode ended at step t - 1.  From the last step
+    back, with ``next_value, next_done = values[t + 1], dones[t + 1]`` (``last_value,
+    last_done`` at the last step)::
 
-        delta = rewards[t] + gamma * next_value * next_nonterminal - values[t]
-        A[t]  = delta + gamma * lam * next_nonterminal * A[t + 1]        (A[T] = 0)
+        delta = rewards[t] + gamma * next_value * (1 - next_done) - values[t]
+        A[t]  = delta + gamma * lam * (1 - next_done) * A[t + 1]        (A[T] = 0)
 
-    CleanRL's ``ppo.py`` loop (``fe8d8a0``, L217-231) operation for operation, so the floats
-    are the same.  ``lam = 0`` gives the one-step TD error, ``lam = 1`` the discounted return
-    (bootstrapped at the rollout's end) minus V.
+    as CleanRL's ``ppo.py`` (``fe8d8a0``, L217-231), operation for operation: the same floats.
+    ``lam = 0`` gives the one-step TD error, ``lam = 1`` the discounted return minus V.
 
-    A *termination* (the pole fell; EOS) has no future: its step is ``r - V(s)``.  A
-    *truncation* (a time limit: CartPole's 500 steps) cuts a state that has one, which should be
-    bootstrapped from V of the truncated observation; but the environment has already reset,
-    so ``values[t + 1]`` belongs to the next episode.  Both mark the next observation as a
-    start here; the bootstrap of a truncation goes into its reward: the CartPole agent
-    (``experiments/cartpole_agent.py``) adds ``gamma * V(final observation)`` to it.  CleanRL
-    does not (``next_done`` is ``terminations or truncations``, L206): a time limit is a failure
-    there.  ``tiny_rlhf`` calls this with ``gamma`` 1 on
-    each response's tokens (``last_value`` 0, V and r 0 on padding): a response ends by
-    termination.
+    A *termination* (the pole fell, EOS) has no future: its step is ``r - V(s)``.  A
+    *truncation* (a time limit, CartPole's 500 steps) cuts a state that has one, so it should
+    be bootstrapped from V of the truncated observation, which is not in ``values`` (the
+    environment has reset).  Both mark the next observation as a start; the CartPole agent
+    (``experiments/cartpole_agent.py``) puts a truncation's bootstrap in its reward, adding
+    ``gamma * V(final observation)``.  CleanRL does not (L206): a time limit counts as a
+    failure there.  :mod:`tiny_rlhf` calls this with ``gamma`` 1 on each response's tokens,
+    ``last_value`` 0 and V and r 0 on padding: a response ends by termination.
 
     >>> advantages, returns = gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
     ...                           last_value=2.0, last_done=False, gamma=0.5, lam=1.0)
@@ -541,7 +537,7 @@ def _rollout_array(
         raise ValueError(f"{name} must be (T,) or (T, N), got {ndim} dimensions")
     else:
         array = checks.checked_finite_vector(name, value)
-    if shapes is None and not array.size:
+    if not array.size:  # a (0, N) array: a 1-D one or an empty row is named above
         raise ValueError(f"{name} is empty; it needs at least one step")
     if shapes is not None and array.shape not in shapes:
         wanted = " or ".join("a number" if not s else str(s) for s in dict.fromkeys(shapes))

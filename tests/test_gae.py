@@ -142,7 +142,7 @@ TWO_ENVS = {**GOOD, "rewards": [[1.0, 2.0]], "values": [[0.0, 0.5]], "dones": [[
     [
         ({"rewards": None}, TypeError, "rewards must be a 1-D array of numbers"),
         ({"rewards": [True, False]}, TypeError, "rewards must contain real numbers"),
-        ({"rewards": []}, ValueError, "rewards is empty"),
+        ({"rewards": np.zeros((0, 2))}, ValueError, "rewards is empty"),
         ({"rewards": [[[1.0]]]}, ValueError, r"rewards must be \(T,\) or \(T, N\)"),
         ({"rewards": [1.0, math.nan]}, ValueError, r"rewards\[1\] is nan"),
         ({**TWO_ENVS, "values": [[0.0, math.inf]]}, ValueError, r"values\[0\]\[1\] is inf"),
