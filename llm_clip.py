@@ -57,9 +57,9 @@ response.  The file reads top to bottom:
      SAPO and GMPO functions agree with this module's loss and autograd gradient to 7e-8
      relative (its ``+ 1e-8`` denominators), TRL 1.16.0's SAPO lines to 3e-15.
 
-3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's) and the clip fraction
-   as CleanRL, verl and TRL each log it (:func:`clip_fraction_cleanrl`,
-   :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
+3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's), :func:`gae` (PPO's,
+   from a value model) and the clip fraction as CleanRL, verl and TRL each log it
+   (:func:`clip_fraction_cleanrl`, :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
 4. **Float64's limits**, decided by :mod:`ppo_clip`'s rules: never NaN; a token with
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
@@ -125,6 +125,7 @@ __all__ = [
     "clip_fraction_cleanrl",
     "clip_fraction_verl",
     "clip_ratio_trl",
+    "gae",
     "group_advantages",
     "policy_loss",
     "policy_loss_grad",
@@ -428,7 +429,7 @@ DAPO_EPS_HIGH = SPECS["dapo"].eps_high
 
 
 # --------------------------------------------------------------------------
-# 3. Around the loss: group advantages and the three clip fractions
+# 3. Around the loss: group advantages, GAE and the three clip fractions
 # --------------------------------------------------------------------------
 
 MAX_REWARD = 1e150  #: the largest |reward|: the squares in the std fit float64
@@ -469,6 +470,99 @@ def group_advantages(
     if scale_by_std:
         centered = centered / (groups.std(axis=1, ddof=1, keepdims=True) + small)
     return centered.reshape(-1) + 0.0
+
+
+def gae(
+    rewards: ArrayLike,
+    values: ArrayLike,
+    dones: ArrayLike,
+    last_value: ArrayLike,
+    last_done: ArrayLike,
+    *,
+    gamma: float,
+    lam: float,
+) -> tuple[FloatArray, FloatArray]:
+    """PPO's advantages by GAE(lambda) (arXiv 1506.02438) and value targets: ``(A, A + V)``.
+
+    Time is the first axis: ``rewards``, ``values`` (V of each observation) and ``dones`` are
+    (T,), or (T, N) for N environments; ``last_value`` and ``last_done``, of the observation
+    after the rollout, are numbers or (N,).  ``dones[t]`` says observation t *starts* an
+    episode (CleanRL's ``next_done``): the episode ended at step t - 1.  From the last step
+    back, with ``next_value, next_done = values[t + 1], dones[t + 1]`` (``last_value,
+    last_done`` at the last step)::
+
+        delta = rewards[t] + gamma * next_value * (1 - next_done) - values[t]
+        A[t]  = delta + gamma * lam * (1 - next_done) * A[t + 1]        (A[T] = 0)
+
+    as CleanRL's ``ppo.py`` (``fe8d8a0``, L217-231), operation for operation: the same floats.
+    ``lam = 0`` gives the one-step TD error, ``lam = 1`` the discounted return minus V.
+
+    A *termination* (the pole fell, EOS) has no future: its step is ``r - V(s)``.  A
+    *truncation* (a time limit, CartPole's 500 steps) cuts a state that has one, so it should
+    be bootstrapped from V of the truncated observation, which is not in ``values`` (the
+    environment has reset).  Both mark the next observation as a start; the CartPole agent
+    (``experiments/cartpole_agent.py``) puts a truncation's bootstrap in its reward, adding
+    ``gamma * V(final observation)``.  CleanRL does not (L206): a time limit counts as a
+    failure there.  :mod:`tiny_rlhf` calls this with ``gamma`` 1 on each response's tokens,
+    ``last_value`` 0 and V and r 0 on padding: a response ends by termination.
+
+    >>> advantages, returns = gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
+    ...                           last_value=2.0, last_done=False, gamma=0.5, lam=1.0)
+    >>> advantages  # step 1 ends an episode; step 3 is bootstrapped from last_value
+    array([1. , 0.5, 1.5, 1.5])
+    >>> returns  # lam = 1: the discounted returns, 1 + 0.5 * 1 and 1 + 0.5 * 2
+    array([1.5, 1. , 2. , 2. ])
+    >>> gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
+    ...     last_value=2.0, last_done=True, gamma=0.5, lam=1.0)[1]  # terminated at the end
+    array([1.5, 1. , 1.5, 1. ])
+
+    Bad input (a shape, a NaN, ``dones`` not 0/1, ``gamma`` or ``lam`` outside [0, 1]) raises a
+    ``TypeError`` or ``ValueError`` naming the argument.
+    """
+    r = _rollout_array("rewards", rewards)
+    shapes = [(), r.shape[1:]]  # last_value and last_done: a number, or one per environment
+    v = _rollout_array("values", values, [r.shape])
+    starts = _rollout_array("dones", dones, [r.shape], flags=True)
+    next_value = _rollout_array("last_value", last_value, shapes)
+    next_nonterminal = 1.0 - _rollout_array("last_done", last_done, shapes, flags=True)
+    gamma, lam = checks.checked_eps("gamma", gamma), checks.checked_eps("lam", lam)
+    advantages = np.zeros_like(r)
+    following = 0.0
+    for t in reversed(range(len(r))):
+        delta = r[t] + gamma * next_value * next_nonterminal - v[t]
+        advantages[t] = following = delta + gamma * lam * next_nonterminal * following
+        next_value, next_nonterminal = v[t], 1.0 - starts[t]
+    return advantages, advantages + v
+
+
+def _rollout_array(
+    name: str, value: object, shapes: list[tuple[int, ...]] | None = None, *, flags: bool = False
+) -> FloatArray:
+    """``value`` as float64, checked by :mod:`ppo_clip_inputs`'s rules (row by row if 2-D): of
+    one of ``shapes`` (``None``: any (T,) or (T, N)); ``flags``: booleans, or 0 and 1 only."""
+    try:
+        ndim = np.ndim(value)
+        if flags and np.asarray(value).dtype == bool:
+            value = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged: named by checked_finite_vector
+        ndim = 1
+    if ndim == 0 and shapes is not None and () in shapes:
+        array = np.array(checks.checked_real(name, value))
+    elif ndim == 2:
+        rows = [checks.checked_finite_vector(f"{name}[{t}]", row) for t, row in enumerate(value)]
+        array = np.array(rows) if rows else np.zeros((0, 0))
+    elif ndim > 2:
+        raise ValueError(f"{name} must be (T,) or (T, N), got {ndim} dimensions")
+    else:
+        array = checks.checked_finite_vector(name, value)
+    if not array.size:  # a (0, N) array: a 1-D one or an empty row is named above
+        raise ValueError(f"{name} is empty; it needs at least one step")
+    if shapes is not None and array.shape not in shapes:
+        wanted = " or ".join("a number" if not s else str(s) for s in dict.fromkeys(shapes))
+        raise ValueError(f"{name} has shape {array.shape}; with these rewards it must be {wanted}")
+    if flags and not np.isin(array, (0.0, 1.0)).all():
+        raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
+    return array
 
 
 def clip_fraction_cleanrl(

@@ -379,8 +379,15 @@ class Trainer:
         token_reward = np.where(mask, -PPO_KL_COEF * kl, 0.0) + np.where(last, reward[..., None], 0)
         batch = pack(responses)
         values, _ = self.critic_values(batch)
-        raw = token_gae(token_reward, values, PPO_LAMBDA)
-        self.fit_critic(batch, raw + values)
+        # GAE with gamma 1 over each response's tokens (TRL L787-795), time first for gae: V and
+        # r are 0 on padding, so nothing is carried past a response's end
+        tokens = [a.reshape(-1, MAX_LEN).T for a in (token_reward, values)]
+        no_starts = np.zeros_like(tokens[0])
+        raw, returns = (
+            a.T.reshape(values.shape)
+            for a in llm_clip.gae(*tokens, no_starts, 0.0, False, gamma=1.0, lam=PPO_LAMBDA)
+        )
+        self.fit_critic(batch, returns)
         n = mask.sum(axis=(1, 2), keepdims=True)
         mean = np.where(mask, raw, 0.0).sum(axis=(1, 2), keepdims=True) / n
         var = np.where(mask, (raw - mean) ** 2, 0.0).sum(axis=(1, 2), keepdims=True) / (n - 1)
@@ -400,19 +407,6 @@ class Trainer:
             d_rows = np.where(batch.valid, batch.gathered(values - returns), 0.0) / n
             grads = self.critic.backward(cache, d_rows[..., None])
             self.critic_optimizer.step(grads, self.settings.learning_rate)
-
-
-def token_gae(token_reward: FloatArray, values: FloatArray, lam: float) -> FloatArray:
-    """GAE(lambda) with gamma 1 over each response's tokens (the last axis), as TRL's
-    ``PPOTrainer`` (L787-795): ``delta_t = r_t + V_{t+1} - V_t``, ``A_t = delta_t + lam *
-    A_{t+1}``, with ``V`` and ``r`` 0 on padding, so nothing is carried past the end."""
-    advantages = np.zeros_like(values)
-    following = np.zeros(values.shape[:-1])
-    for t in reversed(range(values.shape[-1])):
-        after = values[..., t + 1] if t + 1 < values.shape[-1] else 0.0
-        following = token_reward[..., t] + after - values[..., t] + lam * following
-        advantages[..., t] = following
-    return advantages
 
 
 def responses_of(responses: Responses, runs: BoolArray) -> Responses:

@@ -6,7 +6,7 @@ The agent is CleanRL's ``ppo.py`` for CartPole, written out by hand:
   width 64 (:class:`experiments.networks.MLP`);
 * each iteration collects ``rollout_steps`` steps from ``num_envs``
   environments (:class:`cartpole.CartPoleVector`) with the current policy;
-* GAE(lambda) advantages and returns (:func:`gae`);
+* GAE(lambda) advantages and returns (:func:`llm_clip.gae`);
 * ``epochs`` passes over the rollout in ``minibatches`` shuffled minibatches,
   each an Adam step on ``policy loss - ent_coef * entropy + vf_coef * value
   loss``, with advantages normalized per minibatch and gradients clipped to
@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import bandit
+import llm_clip
 from bandit import FloatArray, Method, checked_fields, sample_gradients
 from cartpole import MAX_EPISODE_STEPS, CartPoleVector
 from experiments.networks import MLP, Adam, clip_by_global_norm
@@ -163,33 +164,6 @@ def curve_of_returns(
     return np.array(
         [returns[max(0, count - window) : count].mean() if count else np.nan for count in finished]
     )
-
-
-def gae(
-    rewards: FloatArray,
-    values: FloatArray,
-    next_values: FloatArray,
-    ends: NDArray[np.bool_],
-    gamma: float,
-    lam: float,
-) -> tuple[FloatArray, FloatArray]:
-    """GAE(lambda) advantages and the value targets (returns), shape ``(..., steps)``.
-
-    ``values[..., t]`` is V(s_t); ``next_values`` V of the observation after the
-    last step; ``ends[..., t]`` says the episode ended at step t (the next
-    observation starts a new one, so nothing is bootstrapped across it).
-    ``delta_t = r_t + gamma * V(s_{t+1}) * (1 - end_t) - V(s_t)`` and
-    ``A_t = delta_t + gamma * lam * (1 - end_t) * A_{t+1}``.
-    """
-    advantages = np.zeros_like(rewards)
-    following = np.zeros(rewards.shape[:-1])
-    for t in reversed(range(rewards.shape[-1])):
-        keep = 1.0 - ends[..., t]
-        after = next_values if t == rewards.shape[-1] - 1 else values[..., t + 1]
-        delta = rewards[..., t] + gamma * after * keep - values[..., t]
-        following = delta + gamma * lam * keep * following
-        advantages[..., t] = following
-    return advantages, advantages + values
 
 
 def policy_terms(logits: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -334,13 +308,15 @@ def run_cartpole(
     env = CartPoleVector(runs * envs)
     observations = env.reset(seed=[envs * seed + j for seed in seeds for j in range(envs)])[0]
     running_return = np.zeros(runs * envs)
+    starts = np.zeros(runs * envs, dtype=bool)  # CleanRL's next_done: a new episode begins
     episodes: list[list[tuple[int, float]]] = [[] for _ in seeds]
     clip_fraction, approx_kl = [], []
     for iteration in range(s.iterations):
         uniforms = np.stack([rng.random((steps, envs)) for rng in agent.rngs])
-        obs_t, act_t, logp_t, val_t, rew_t, end_t = [], [], [], [], [], []
+        obs_t, act_t, logp_t, val_t, rew_t, start_t = [], [], [], [], [], []
         for t in range(steps):
             obs = observations.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
+            start_t.append(starts)
             actions, log_probs = agent.act(obs, uniforms[:, t])
             observations, rewards, terminated, truncated, info = env.step(actions.ravel())
             running_return += rewards
@@ -356,16 +332,20 @@ def run_cartpole(
             act_t.append(actions)
             logp_t.append(log_probs)
             val_t.append(agent.values(obs))
-            rew_t.append(rewards.reshape(runs, envs))
-            end_t.append((terminated | truncated).reshape(runs, envs))
+            rew_t.append(rewards)
+            starts = terminated | truncated
         last = observations.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
-        advantages, returns = gae(
-            np.stack(rew_t, axis=-1),
-            np.stack(val_t, axis=-1),
-            agent.values(last),
-            np.stack(end_t, axis=-1),
-            s.gamma,
-            s.gae_lambda,
+        advantages, returns = (  # (steps, runs * envs), then (runs, envs * steps) below
+            a.T
+            for a in llm_clip.gae(
+                np.stack(rew_t),
+                np.stack(val_t).reshape(steps, -1),
+                np.stack(start_t),
+                agent.values(last).ravel(),
+                starts,
+                gamma=s.gamma,
+                lam=s.gae_lambda,
+            )
         )
         rollout = Rollout(
             observations=np.stack(obs_t, axis=2).reshape(runs, -1, OBSERVATION_SIZE),

@@ -32,12 +32,10 @@ from tiny_lm import (
 from tiny_rlhf import (
     CURVES,
     METHODS,
-    PPO_LAMBDA,
     History,
     Trainer,
     TrainSettings,
     methods_named,
-    token_gae,
     train,
 )
 
@@ -106,24 +104,6 @@ def test_an_update_follows_llm_clips_gradient_through_the_model():
     for old, new, g in zip(before, trainer.policy.params, grads, strict=True):
         step = settings.learning_rate * g / (np.abs(g) + 1e-8)
         assert np.allclose(old - new, step, rtol=1e-9, atol=1e-15)
-
-
-def test_ppos_gae_follows_its_definition():
-    rng = np.random.default_rng(7)
-    reward, values = rng.normal(size=(2, 5)), rng.normal(size=(2, 5))
-    reward[:, 3:], values[:, 3:] = 0.0, 0.0  # padding after three tokens
-    gae = token_gae(reward, values, PPO_LAMBDA)
-    for t in range(3):
-        expected = sum(
-            PPO_LAMBDA ** (k - t) * (reward[:, k] + values[:, k + 1] - values[:, k])
-            for k in range(t, 3)
-        )
-        assert gae[:, t] == pytest.approx(expected, rel=1e-12)
-    assert (gae[:, 3:] == 0).all()
-    # lambda = 1: the return to go minus the value
-    assert token_gae(reward, values, 1.0)[:, 0] == pytest.approx(
-        reward[:, :3].sum(axis=1) - values[:, 0], rel=1e-12
-    )
 
 
 @pytest.mark.parametrize("key", ["grpo", "ppo", "gspo"])

@@ -47,7 +47,6 @@ from experiments.cartpole_agent import (
     CartPoleAgent,
     CartPoleSettings,
     Rollout,
-    gae,
     normalized,
     policy_terms,
     random_policy_return,
@@ -254,26 +253,6 @@ def test_the_whole_cartpole_loss_gradient_agrees_with_finite_differences(key):
         for entry in list(np.ndindex(param.shape))[:: max(1, param.size // 25)]:
             numeric = finite_difference(loss, params, (i, entry))
             assert grads[i][entry] == pytest.approx(numeric, rel=1e-5, abs=1e-8), (i, entry)
-
-
-def test_gae_follows_its_definition():
-    rng = np.random.default_rng(4)
-    steps, gamma, lam = 30, 0.9, 0.8
-    rewards, values = rng.normal(size=steps), rng.normal(size=steps)
-    ends = rng.random(steps) < 0.15
-    next_value = 0.7
-    advantages, returns = gae(rewards, values, np.float64(next_value), ends, gamma, lam)
-    following = [*values[1:], next_value]
-    deltas = [rewards[t] + gamma * following[t] * (not ends[t]) - values[t] for t in range(steps)]
-    for t in range(steps):
-        expected, discount = 0.0, 1.0
-        for k in range(t, steps):
-            expected += discount * deltas[k]
-            if ends[k]:
-                break
-            discount *= gamma * lam
-        assert advantages[t] == pytest.approx(expected, abs=1e-12)
-    assert np.allclose(returns, advantages + values)
 
 
 def test_adams_first_step_moves_each_parameter_by_the_learning_rate():
