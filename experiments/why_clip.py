@@ -172,9 +172,8 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
     sweeps = []
     for name, sweep in results["sweeps"].items():
         kind = CartPoleSettings if sweep["task"] == "cartpole" else BanditLoopSettings
-        stored = {k: tuple(v) if isinstance(v, list) else v for k, v in sweep["settings"].items()}
-        values, methods = tuple(sweep["values"]), tuple(sweep["methods"])
-        sweeps.append(Sweep(name, sweep["title"], kind(**stored), values, methods, sweep["seeds"]))
+        values, methods, base = tuple(sweep["values"]), tuple(sweep["methods"]), sweep["settings"]
+        sweeps.append(Sweep(name, sweep["title"], kind(**base), values, methods, sweep["seeds"]))
     return Plan(tuple(sweeps), results["seed_offset"], tuple(results["seed_sets"]))
 
 

@@ -37,6 +37,7 @@ from ppo_viz.style import figure_style
 from ppo_viz.why_clip import figures
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, run_bandit_methods
 from ppo_viz.why_clip.results import (
+    bandit_note,
     cell_at,
     difference,
     load_results,
@@ -183,8 +184,8 @@ class RangeExplorer(LiveFigure):
         )
 
     def update(self, **values: bool) -> Markup:
-        """Show the ticked methods; the readout gives each panel's stable ranges on each seed
-        set, and on the fresh seeds once the button ran."""
+        """Show the ticked methods; the readout: each panel's stable ranges on each seed set, on
+        the fresh seeds (the study's bandit) once the button ran, and if today's bandit differs."""
         shown = app.ticked(values, self.methods, self.prefix)
         for key in self.methods:
             marks = [self.marks[key]] if key in self.marks else []
@@ -204,6 +205,8 @@ class RangeExplorer(LiveFigure):
             fresh = f"fresh seeds {FRESH_OFFSET}–{self.next_seed - 1}"
             columns[f"bandit: {fresh}"] = lambda key: stable_text(self.stable(key, "bandit"))
             caption += f"; diamonds: the mean score on {fresh}"
+        if self.sweep is not None and (note := bandit_note(self.results)):  # never mixed silently
+            caption += f"; {note}: fresh seeds run the study's bandit, the apps below today's"
         return summary_html({key: key for key in shown}, columns, caption)
 
     def stable(self, key: str, name: str, seed_set: str = "fresh") -> list[float] | None:
@@ -220,8 +223,7 @@ class RangeExplorer(LiveFigure):
         """Run the bandit's sweep for every main method on the next :data:`FRESH_SEEDS` seeds
         (joined to the fresh seeds run before), then mark their mean scores."""
         seeds = tuple(range(self.next_seed, self.next_seed + FRESH_SEEDS))
-        stored = self.sweep["settings"]
-        base = BanditLoopSettings(**{**stored, "arm_means": tuple(stored["arm_means"])})
+        base = BanditLoopSettings(**self.sweep["settings"])  # the study's bandit, not today's
         scores: dict[str, list[np.ndarray]] = {key: [] for key in self.methods}
         with self.more.running(len(self.sweep["values"])):
             for value in self.sweep["values"]:

@@ -1,10 +1,10 @@
 """The methods notebook 4 compares, how each is drawn, and statistics over seeds.
 
-A :class:`bandit.Method` is data: an objective of :mod:`ppo_clip`, a clip size,
-plain policy gradient's single step, an early stop at a target KL, the PPO paper's KL penalty
-(fixed, or adapted to a target).  :data:`METHODS` holds every method of the study: the PPO
-paper's Table 1 rows (no clipping, three clip sizes, adaptive and fixed KL penalties with the
-paper's settings) and three more (clip-only, plain PG, early stopping).
+A :class:`bandit.Method` is data: an objective of :mod:`ppo_clip`, a clip size, plain PG's one
+epoch (on CartPole: 4 minibatch steps of r·A), an early stop at a target KL, the PPO paper's KL
+penalty (fixed, or adapted to a target).  :data:`METHODS` holds every method of the study: the
+PPO paper's Table 1 rows (no clipping, three clip sizes, adaptive and fixed KL penalties with
+the paper's settings) and three more (clip-only, plain PG, early stopping).
 """
 
 from __future__ import annotations

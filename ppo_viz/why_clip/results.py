@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from bandit_loop import BanditLoopSettings
 from ppo_viz import results as shared
 from ppo_viz.results import (
     RESULTS_DIR,
@@ -101,6 +102,14 @@ def settings_lines(results: Mapping[str, Any]) -> list[str]:
         + ", ".join(results["methods"][k]["label"] for k in sweep["methods"])
         for sweep in results["sweeps"].values()
     ]
+
+
+def bandit_note(results: Mapping[str, Any]) -> str:
+    """Empty when today's bandit (``bandit.ARM_MEANS``: the live runs') is the study's; else
+    ``the study ran with 4 arms (1, 0.5, 0, -0.5); today's bandit has 5 arms (...)``."""
+    both = (results["sweeps"]["bandit"]["settings"]["arm_means"], BanditLoopSettings().arm_means)
+    ran, today = (f"{len(m)} arms ({', '.join(f'{v:g}' for v in m)})" for m in both)
+    return "" if ran == today else f"the study ran with {ran}; today's bandit has {today}"
 
 
 def pooled_cells(sweep: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
