@@ -214,10 +214,11 @@ class Method:
 
     ``objective``, ``eps`` and ``eps_high`` (the band's upper edge is ``1 + eps_high``, as in
     DAPO's clip-higher; None: ``1 + eps``) go to :mod:`ppo_clip`; ``one_step`` makes it plain policy
-    gradient (one update per batch, whatever the number of epochs: at the first update every
-    ratio is 1, so all objectives give the ordinary policy gradient); ``target_kl`` stops a
-    run's epochs once the k3 estimate on the batch exceeds it.  For objectives without a clip,
-    ``eps`` only sets the band the clip fraction is measured with.
+    gradient (one epoch per batch, whatever the number asked: on the bandit that is one update,
+    whose ratios are all 1, so every objective gives the ordinary policy gradient; the CartPole
+    agent splits its epoch into minibatch steps, so there it is one epoch of those steps);
+    ``target_kl`` stops a run's epochs once the k3 estimate on the batch exceeds it.  For
+    objectives without a clip, ``eps`` only sets the band the clip fraction is measured with.
 
     ``kl_coef`` adds the PPO paper's penalty (section 4): the loss becomes the objective's plus
     ``beta * KL(old || new)``, with ``beta = kl_coef``.  With ``kl_target`` (the paper's
