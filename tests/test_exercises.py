@@ -56,6 +56,7 @@ from ppo_viz.exercises import (
     check_loss,
     concept_questions,
     exercise_summary,
+    llm,
     sandbox,
 )
 from ppo_viz.exercises.battery import (
@@ -733,14 +734,15 @@ def test_a_tiny_difference_is_close_but_not_float64_and_shown_with_every_digit()
     assert f"expected {exact(expected)}, got {exact(expected * (1 + 1e-8))}." in evidence
 
 
+@pytest.mark.parametrize("check_function", [check_grad, llm.check_grpo_loss])
 @pytest.mark.parametrize("limit", [0, -1.0, math.nan, math.inf, 1e7, True, "3"], ids=repr)
 def test_a_time_limit_that_is_not_a_positive_number_up_to_a_day_is_refused_before_any_call(
-    limit,
+    limit, check_function
 ):
     """1e7 s passed the check and then overflowed the wait for the first call."""
     calls = []
     with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
-        check_grad(lambda *args: calls.append(args), time_limit_s=limit)
+        check_function(lambda *args: calls.append(args), time_limit_s=limit)
     assert not calls
 
 
@@ -1206,22 +1208,22 @@ def test_the_variant_with_no_mistake_is_the_module(kind):
         np.testing.assert_array_equal(batch.answers[kind], expected)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [*KINDS, *llm.EXCLUSIVE])
 def test_the_battery_tells_every_single_mistake_apart(kind):
-    variants = ("", *VALUE_MISTAKES[kind])
-    for first, second in itertools.combinations(variants, 2):
+    """Notebook 6's and notebook 7's: no two single mistakes answer alike (else one hides)."""
+    singles = [m for group in llm.EXCLUSIVE.get(kind, ()) for m in group]
+    batches = llm.battery(kind) if kind in llm.EXCLUSIVE else battery()
+    for first, second in itertools.combinations(("", *VALUE_MISTAKES.get(kind, singles)), 2):
         if {first, second} == {"unclipped", "grad_on_clipped"}:
             continue  # the latter claims nothing on clipped samples; the checker tries -r*A/N first
-        distinct = False
-        for batch in battery():
-            a = predict(batch, kind, frozenset({first} - {""}))
-            b = predict(batch, kind, frozenset({second} - {""}))
-            if a is None or b is None:
-                continue
-            if not np.allclose(a.values[0], b.values[0], rtol=1e-6, equal_nan=True):
-                distinct = True
-                break
-        assert distinct, f"{kind}: {first or 'correct'} and {second} look the same"
+        variants = [
+            [predict(b, kind, frozenset({m} - {""})) for m in (first, second)] for b in batches
+        ]
+        assert any(
+            not np.allclose(a.values[0], b.values[0], rtol=1e-6, equal_nan=True)
+            for a, b in variants
+            if a is not None and b is not None
+        ), f"{kind}: {first or 'correct'} and {second} look the same"
 
 
 @settings(max_examples=60, deadline=None)
