@@ -491,7 +491,10 @@ for form in (textbook_loss, pytorch_style_loss, log_space_clip_loss):
     case("loss", "", "nan_overflow", f"{PASSED}.", "Going further", OVERFLOW_NOTE)(form)
 
 
-@case("loss", "no_mean", "nan_overflow", f"on 1 of {CORE} core batches).")  # N = 1: sum is mean
+NAIVE = f"ppo_clip_loss: 1 problem found (it matches the reference on 1 of {CORE} core batches)."
+
+
+@case("loss", "no_mean", "nan_overflow", NAIVE)  # the batch of N = 1 matches: its sum is its mean
 def naive_sum(logp_new, logp_old, advantages, eps=0.2):
     r = np.exp(logp_new - logp_old)
     return -np.sum(np.minimum(r * advantages, np.clip(r, 1 - eps, 1 + eps) * advantages))
@@ -592,9 +595,13 @@ def test_each_function_gets_its_diagnosis(row, request):
     text, card = str(result), html.unescape(result._repr_html_())
     assert (result.mistakes, result.note_keys) == (row.mistakes, row.notes), text
     assert result.passed == (not row.mistakes)
+    colour = {"passed": "ok", "needs work": "error", "not implemented yet": "info"}[result.status]
     assert f"ppo-check-{result.status.replace(' ', '-')}" in card
+    assert f"ppo-message-{colour}" in card
     assert result.headline() in card
+    assert text == result.headline() or result.findings or result.notes
     for found in result.findings + result.notes:
+        assert found.further in card
         assert found.title == TITLES[found.key]
         assert found.key in OWN_WORDS or found.message == EXPLANATIONS[found.key]
         assert found.evidence or found.key in {"error", "timeout", "not_implemented"}
