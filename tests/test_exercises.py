@@ -466,9 +466,9 @@ def case(kind: str, mistakes: str = "", notes: str = "", *texts: Any, fork: bool
 PASSED = f"passed. It matches the reference on all {CORE} core batches"
 OVERFLOW_NOTE = f"See {OVERFLOW_LESSON}."
 for kind in KINDS:
-    for name, right in {"module": REFERENCE[kind], "careful learner": LEARNERS[kind]()}.items():
+    rights = {"module": REFERENCE[kind], "learner": LEARNERS[kind](), "python": plain_python(kind)}
+    for name, right in rights.items():
         case(kind, "", "", f"{PASSED}, and on the {ROBUST} robustness")(right, f"{kind}-{name}")
-    case(kind, "", "", f"{PASSED}, and on the {ROBUST} robustness")(plain_python(kind))
     for body in ("raise", "ellipsis", "pass", "return_ellipsis"):
         shown = f"{FUNCTION_NAMES[kind]}: not implemented yet."
         case(kind, "not_implemented", "", shown)(_empty(body), f"{kind}-empty-{body}")
@@ -559,7 +559,9 @@ _placeholder("grad", lambda logp_new, *_: np.zeros_like(logp_new), 0.0)
 _placeholder("grad", lambda logp_new, *_: np.full(len(logp_new), np.nan), np.nan)
 for kind, functions in ECHOES.items():
     for i, function in enumerate(functions):
-        case(kind, "mismatch", "", "match none of the common mistakes")(function, f"echo {i}")
+        case(kind, "mismatch", "", "match none of the common mistakes")(
+            function, f"{kind}-echo {i}"
+        )
 for kind, functions in WRONG_FORMS.items():
     for i, function in enumerate(functions):
         case(kind, "wrong_type")(function, f"{kind}-wrong form {i}")
