@@ -514,6 +514,12 @@ def leaves_eps_0_for_later(logp_new, logp_old, advantages, eps=0.2):
     return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
 
 
+@case("loss")  # silenced: pytest's configuration makes a RuntimeWarning that reaches it an error
+def warns(logp_new, logp_old, advantages, eps=0.2):
+    warnings.warn("noisy", RuntimeWarning, stacklevel=1)
+    return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
+
+
 @case("loss", "wrong_type", "", "None (is a return statement missing?)")
 def forgets_a_return(logp_new, logp_old, advantages, eps=0.2):
     if len(advantages) > 1:
@@ -721,16 +727,6 @@ def test_a_time_limit_that_is_not_a_positive_number_up_to_a_day_is_refused_befor
     with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
         check_function(lambda *args: calls.append(args), time_limit_s=limit)
     assert not calls
-
-
-def test_learner_warnings_are_silenced_and_never_raise():
-    def warns(logp_new, logp_old, advantages, eps=0.2):
-        warnings.warn("noisy", RuntimeWarning, stacklevel=1)
-        return ppo_clip.ppo_clip_loss(logp_new, logp_old, advantages, eps)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert check_loss(warns).passed
 
 
 def test_html_is_escaped():
