@@ -6,7 +6,8 @@ where a placeholder (``return 0.0``) only happens to equal a combination of them
 (the module itself, a careful learner's, the plain-Python reference with ``math.exp``) passes
 with no note, on this CPU and under the simulated other ones; the textbook numpy loss, the
 PyTorch-style form and a log-space clip pass the core batches and get one "going further"
-note.  A learner's function that loops, sleeps, swallows every exception, raises anything,
+note.  One table (:data:`CASES`) holds every function handed to a check with the diagnosis it
+must get, run through one test.  A learner's function that loops, sleeps, swallows every exception, raises anything,
 prints a flood or changes the process gets a finding within its time limit, never an exception
 or a frozen kernel, and leaves the process as it was; a real Ctrl-C stops the check.  The
 concept questions are decided by ppo_clip, and the notebook runs headless with its exercise
