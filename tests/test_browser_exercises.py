@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
-from browser_support import REPO_ROOT, chromium_context, output_dir, require_browser
-from lab_server import JupyterServer
-from test_browser import open_and_run_all
+from browser_support import REPO_ROOT, output_dir
+from test_browser import browser, lab_server, open_and_run_all  # noqa: F401 - fixtures
 
 from ppo_viz.exercises.mistakes import TITLES
 from ppo_viz.numbers import exact
@@ -68,15 +66,6 @@ def endless_notebook() -> Iterator[Path]:
     shutil.rmtree(path.parent, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[tuple[Any, JupyterServer]]:
-    """Headless Chromium and a JupyterLab rooted at the repository; both stopped after."""
-    require_browser()
-    server = JupyterServer("lab", REPO_ROOT, kernels_beside_notebooks=False)
-    with chromium_context() as browser, server:
-        yield browser, server
-
-
 def cell_index(cells: Any, css: str) -> int:
     """The index in ``cells`` of the first cell that contains an element of class ``css``."""
     for index in range(cells.count()):
@@ -90,23 +79,13 @@ def prompt_of(cell: Any) -> str:
     return cell.locator(".jp-InputArea-prompt").first.inner_text().strip()
 
 
-def wait_for_new_count(nb: Any, cell: Any, before: str, timeout_s: float) -> str:
-    """Poll the cell's prompt until it shows an execution count other than ``before``."""
-    deadline = time.monotonic() + timeout_s
-    prompt = prompt_of(cell)
-    while time.monotonic() < deadline and (prompt == before or "*" in prompt):
-        nb.page.wait_for_timeout(100)
-        prompt = prompt_of(cell)
-    return prompt
-
-
 @pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_an_endless_loop_in_an_exercise_is_stopped_in_jupyterlab(
-    endless_notebook: Path, lab: tuple[Any, JupyterServer]
+    endless_notebook: Path, request: pytest.FixtureRequest
 ) -> None:
-    browser, lab_server = lab
+    chromium, server = map(request.getfixturevalue, ("browser", "lab_server"))
     shots = output_dir("lab-exercise-time-limit")
-    nb = open_and_run_all(browser, lab_server, endless_notebook, shots)
+    nb = open_and_run_all(chromium, server, endless_notebook, shots)
     try:
         prompts = nb.prompts()
         cells = nb.page.locator(".jp-Notebook .jp-CodeCell")
@@ -131,11 +110,12 @@ def test_an_endless_loop_in_an_exercise_is_stopped_in_jupyterlab(
             before = prompt_of(following)
             following.locator(".jp-InputArea-prompt").first.click()
             nb.page.keyboard.press("Shift+Enter")
-            after = wait_for_new_count(nb, following, before, 10)
+            counted = lambda: prompt_of(following).replace("[*]:", before)  # noqa: E731
+            after = nb.wait_for_change(counted, before, 10)
         nb.screenshot(shots / "02_next_cell_rerun.png")
         assert re.fullmatch(r"\[\d+\]:", after), f"the cell did not run again: {after!r}"
         assert int(after[1:-2]) > max(counts), "the kernel did not run the cell again"
         nb.save_timings(shots / "timings.txt")
     finally:
         nb.page.close()
-        lab_server.shutdown_all_kernels()
+        server.shutdown_all_kernels()

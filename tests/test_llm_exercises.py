@@ -138,20 +138,83 @@ def with_mistakes(function, *mistakes):
 CHECKS = {"grpo": (check_grpo_loss, grpo_numpy), "gspo": (check_gspo_loss, gspo_numpy)}
 
 
-# -- tests ---------------------------------------------------------------------------------------
+def raises(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    return np.min(logp_new, logp_old)  # np.min's second argument is the axis
+
+
+def an_array(logp_new, logp_old, advantages, mask, eps_low, eps_high):
+    return np.zeros(len(advantages))
+
+
+def changes_rewards(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    rewards -= rewards.mean()  # in place: the caller's rewards change
+    return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
+
+
+def writes_mask(logp_new, logp_old, advantages, mask, eps_low, eps_high):
+    mask[:, 0] = True
+    return 0.0
+
+
+def empty(*args):
+    raise NotImplementedError
+
+
+FIRST = battery("gspo")[0]  # the smallest batch, where llm_clip's answer differs from 0.25
+#: (exercise, a learner's function, the keys the checker names, texts its result shows)
+CASES = [
+    *[("grpo", f, ()) for f in (grpo_numpy, grpo_loops, grpo_masked)],
+    *[("gspo", f, ()) for f in (gspo_numpy, gspo_loops, gspo_masked)],
+    *[  # each mistake alone, and pairs
+        (exercise, with_mistakes(CHECKS[exercise][1], *keys.split()), tuple(sorted(keys.split())))
+        for exercise, keys in [(e, m) for e, groups in EXCLUSIVE.items() for g in groups for m in g]
+        + [("grpo", "kl_sign no_std"), ("grpo", "population_std token_mean")]
+        + [("grpo", "no_mask sign"), ("gspo", "no_mask product"), ("gspo", "sign token_clip")]
+    ],
+    ("grpo", empty, ("not_implemented",), "grpo_loss: not implemented yet."),
+    ("grpo", raises, ("error",), "in raises", "np.minimum"),
+    ("gspo", an_array, ("wrong_type",)),
+    ("grpo", changes_rewards, ("mutated",), "rewards was"),
+    ("gspo", writes_mask, ("error",), "read-only"),
+    ("gspo", "gspo_loss", ("error",), "expects your function"),
+    (
+        "gspo",
+        lambda *args: 0.25,
+        ("mismatch",),
+        "returns 0.25 on every batch",
+        f"On {FIRST.label}: expected {rounded(gspo_answer(FIRST))}, got 0.25.",
+    ),
+    (
+        "gspo",
+        lambda *args: float(np.float32(gspo_masked(*args))),
+        ("precision",),
+        re.compile(r"agree with the exact ones to about [78] significant digits"),
+    ),
+]
 
 
 @pytest.mark.parametrize(
-    ("check", "function"),
-    [(check_grpo_loss, f) for f in (grpo_numpy, grpo_loops, grpo_masked)]
-    + [(check_gspo_loss, f) for f in (gspo_numpy, gspo_loops, gspo_masked)],
-    ids=lambda x: getattr(x, "__name__", ""),
+    ("exercise", "function", "mistakes", "texts"),
+    [(exercise, function, mistakes, texts) for exercise, function, mistakes, *texts in CASES],
+    ids=[f"{c[0]}-{getattr(c[1], '__name__', c[1])}-{'+'.join(c[2])}" for c in CASES],
 )
-def test_a_correct_implementation_passes_in_each_style(check, function):
-    result = check(function)
-    assert result.passed, str(result)
-    assert result.matching_core == result.core_batches == len(battery(function.__name__[:4]))
-    assert "passed" in result.headline()
+def test_each_function_gets_its_diagnosis(exercise, function, mistakes, texts):
+    """A correct function passes in each style (numpy, loops, masked arrays); each mistake is
+    named alone and in pairs, with its title on the card and the batch where it shows."""
+    result = CHECKS[exercise][0](function)
+    text, card = str(result), result._repr_html_()
+    assert result.mistakes == mistakes, text
+    assert f"ppo-check-{result.status.replace(' ', '-')}" in card
+    if not mistakes:
+        assert result.matching_core == result.core_batches == len(battery(exercise))
+        assert "passed" in result.headline()
+    for finding in result.findings:
+        if finding.key in MISTAKES:
+            assert finding.title == MISTAKES[finding.key][0]
+            assert finding.evidence.startswith("On batch")
+            assert finding.title in card
+    for shown in texts:
+        assert shown.search(text) if isinstance(shown, re.Pattern) else shown in text, shown
 
 
 def test_the_reference_answers_are_llm_clips():
@@ -180,83 +243,6 @@ def test_the_reference_answers_are_llm_clips():
         )
 
 
-def _single_mistakes(exercise: str) -> list[tuple[str, str]]:
-    return [(exercise, m) for group in EXCLUSIVE[exercise] for m in group]
-
-
-@pytest.mark.parametrize(
-    ("exercise", "mistake"), _single_mistakes("grpo") + _single_mistakes("gspo")
-)
-def test_each_mistake_is_named_alone(exercise, mistake):
-    check, function = CHECKS[exercise]
-    result = check(with_mistakes(function, mistake))
-    assert result.mistakes == (mistake,), str(result)
-    (finding,) = result.findings
-    assert finding.title == MISTAKES[mistake][0]
-    assert finding.evidence.startswith("On batch")
-
-
-@pytest.mark.parametrize(
-    ("exercise", "mistakes"),
-    [
-        ("grpo", ("kl_sign", "no_std")),
-        ("grpo", ("population_std", "token_mean")),
-        ("grpo", ("no_mask", "sign")),
-        ("gspo", ("no_mask", "product")),
-        ("gspo", ("sign", "token_clip")),
-    ],
-)
-def test_two_mistakes_are_named_together(exercise, mistakes):
-    check, function = CHECKS[exercise]
-    assert check(with_mistakes(function, *mistakes)).mistakes == tuple(sorted(mistakes))
-
-
-def test_every_battery_tells_each_single_mistake_apart():
-    """No two single mistakes give the same answers on a whole battery (else one hides)."""
-    for exercise, answer in (("grpo", grpo_answer), ("gspo", gspo_answer)):
-        seen = {}
-        for mistake in ["", *(m for group in EXCLUSIVE[exercise] for m in group)]:
-            key = frozenset({mistake} - {""})
-            answers = tuple(round(answer(b, key), 12) for b in battery(exercise))
-            assert answers not in seen, (mistake, seen.get(answers))
-            seen[answers] = mistake
-
-
-def test_an_empty_body_an_error_a_wrong_type_and_a_changed_input_are_reported():
-    def empty(*args):
-        raise NotImplementedError
-
-    assert not check_grpo_loss(empty).implemented
-
-    def raises(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
-        return np.min(logp_new, logp_old)  # np.min's second argument is the axis
-
-    result = check_grpo_loss(raises)
-    assert result.mistakes[0] == "error"
-    assert "raises" in str(result)
-    assert "np.minimum" in str(result)
-
-    def an_array(logp_new, logp_old, advantages, mask, eps_low, eps_high):
-        return np.zeros(len(advantages))
-
-    assert check_gspo_loss(an_array).mistakes[0] == "wrong_type"
-
-    def changes_rewards(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
-        rewards -= rewards.mean()  # in place: the caller's rewards change
-        return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
-
-    result = check_grpo_loss(changes_rewards)
-    assert "mutated" in result.mistakes
-    assert "rewards" in str(result)
-
-    def writes_mask(logp_new, logp_old, advantages, mask, eps_low, eps_high):
-        mask[:, 0] = True
-        return 0.0
-
-    assert "read-only" in str(check_gspo_loss(writes_mask))
-    assert check_gspo_loss("gspo_loss").mistakes == ("error",)
-
-
 def test_a_function_that_never_returns_is_stopped_at_the_time_limit():
     def sleeps(*args):
         time.sleep(30)
@@ -265,31 +251,6 @@ def test_a_function_that_never_returns_is_stopped_at_the_time_limit():
     result = check_gspo_loss(sleeps, time_limit_s=0.3)
     assert result.mistakes == ("timeout",)
     assert time.perf_counter() - started < 10
-
-
-def test_a_placeholder_is_a_mismatch_with_the_batch_it_fails_on():
-    result = check_gspo_loss(lambda *args: 0.25)
-    assert result.mistakes == ("mismatch",)
-    assert "returns 0.25 on every batch" in str(result)
-    first = battery("gspo")[0]  # the smallest batch, where llm_clip's answer differs
-    assert f"On {first.label}: expected {rounded(gspo_answer(first))}, got 0.25." in str(result)
-
-
-def test_the_card_shows_the_mistakes_as_html():
-    html = check_grpo_loss(with_mistakes(grpo_numpy, "token_mean"))._repr_html_()
-    assert "ppo-check-needs-work" in html
-    assert MISTAKES["token_mean"][0] in html
-
-
-def test_a_float32_answer_is_close_but_not_to_float64_precision():
-    result = check_gspo_loss(lambda *args: float(np.float32(gspo_masked(*args))))
-    assert result.mistakes == ("precision",), str(result)
-    assert re.search(r"agree with the exact ones to about [78] significant digits", str(result))
-
-
-def test_a_time_limit_that_is_not_a_positive_number_is_refused():
-    with pytest.raises(ValueError, match=r"^time_limit_s must be a positive number"):
-        check_grpo_loss(grpo_numpy, time_limit_s=0)
 
 
 def test_an_unknown_exercise_has_no_battery_and_the_error_names_it():
