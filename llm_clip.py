@@ -63,7 +63,8 @@ response.  The file reads top to bottom:
 4. **Float64's limits**, decided by :mod:`ppo_clip`'s rules: never NaN; a token with
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
-   gradient entry that float64 overflowed on the way to is the exact value rounded once.
+   gradient entry that float64 overflowed on the way to is the exact value rounded once
+   (:mod:`ppo_clip_exact`'s arithmetic, as :mod:`ppo_clip`'s).
    Finite log-probabilities further apart than float64 reaches give ``log r = +-inf`` (as in
    :mod:`ppo_clip`), and ``d = +-inf`` makes k3 ``+inf``.
    SAPO's gate is bounded (``4 / tau``) and its gradient vanishes as ``r`` overflows; GMPO's
@@ -108,6 +109,7 @@ from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
 from llm_clip_inputs import Batch, checked_batch, checked_choice
+from ppo_clip_exact import exact, rounded, true_infinity
 
 if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
     from typing_extensions import Unpack
@@ -615,23 +617,19 @@ def _loss_beyond_float64(parts: _Parts, term: FloatArray, kl: FloatArray, b: Bat
     """
     tokens = b.mask & (b.advantages != 0)
     true_inf = tokens & np.logical_or.reduce([np.isinf(f) for f in parts.term_factors])
-    signs = set(-np.sign(term[true_inf])) | (
-        {1.0} if b.kl_coef and np.isinf(kl[b.mask]).any() else set()
+    infinity = true_infinity(
+        [*(-np.sign(term[true_inf])), *([1.0] if b.kl_coef and np.isinf(kl[b.mask]).any() else [])],
+        "the loss is undefined: an overflowed term of each sign (inf - inf)",
     )
-    if len(signs) == 2:
-        raise ValueError("the loss is undefined: an overflowed term of each sign (inf - inf)")
-    if signs:
-        return math.inf * signs.pop()
+    if infinity is not None:
+        return infinity
     total = Fraction(0)
     for i, t in zip(*np.nonzero(b.mask), strict=True):
-        contribution = Fraction(b.kl_coef) * Fraction(kl[i, t]) if b.kl_coef else Fraction(0)
+        contribution = exact(b.kl_coef, kl[i, t]) if b.kl_coef else Fraction(0)
         if b.advantages[i, t] != 0:
-            term = Fraction(b.advantages[i, t])
-            for factor in parts.term_factors:
-                term *= Fraction(factor[i, t])
-            contribution -= term
+            contribution -= exact(b.advantages[i, t], *(f[i, t] for f in parts.term_factors))
         total += contribution / int(b.denominator[i])
-    return _rounded(total)
+    return rounded(total)
 
 
 def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
@@ -654,8 +652,8 @@ def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
         if policy_inf or kl_inf:
             grad[i, t] = -math.copysign(math.inf, a) if policy_inf else -math.inf
             continue
-        exact = Fraction(b.kl_coef) * Fraction(exp_d) + (Fraction(g) * Fraction(a) if a else 0)
-        grad[i, t] = _rounded(-exact / int(b.denominator[i]))
+        value = exact(b.kl_coef, exp_d) + (exact(g, a) if a else 0)
+        grad[i, t] = rounded(-value / int(b.denominator[i]))
 
 
 def _mean_log_ratio(b: Batch) -> FloatArray:
@@ -665,16 +663,8 @@ def _mean_log_ratio(b: Batch) -> FloatArray:
         mean = b.log_ratio.sum(axis=1) / b.lengths
     for i in np.flatnonzero(~np.isfinite(mean)):
         new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))
-        mean[i] = _rounded((new - old) / int(b.lengths[i]))
+        mean[i] = rounded((new - old) / int(b.lengths[i]))
     return mean
-
-
-def _rounded(value: Fraction) -> float:
-    """``value`` rounded once to float64 (Python's int division rounds so); ``+-inf`` beyond."""
-    try:
-        return value.numerator / value.denominator + 0.0
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
 
 
 def _checked(

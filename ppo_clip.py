@@ -46,8 +46,8 @@ The file reads top to bottom:
    units in the last place of the terms' total magnitude, over N).
 
 Bad input raises a ``TypeError`` or ``ValueError`` that names the argument;
-those checks live in :mod:`ppo_clip_inputs`, and part 4's exact integer arithmetic
-in :mod:`ppo_clip_exact`.
+those checks live in :mod:`ppo_clip_inputs`, and part 4's exact arithmetic
+(shared with :mod:`llm_clip`) in :mod:`ppo_clip_exact`.
 
 Worked example (from the project's contract):
 

@@ -1,17 +1,17 @@
-"""Exact arithmetic for ``ppo_clip``'s part 4, where float64 overflowed on the way to an answer.
+"""Exact arithmetic for part 4 of :mod:`ppo_clip` and :mod:`llm_clip`, where float64 overflowed.
 
-Every float64 value is a whole number of units of 2**-1074, so a product of two is a whole
-number of units of 2**-2148 and a sum of products is an exact Python integer; dividing it by
-``N`` rounds once to float64.  :mod:`ppo_clip` calls these only where its textbook lines left a
-term, a sum or a gradient entry not finite (``inf * 0``, an overflowed ratio, a product ``r*A``
-or a sum beyond float64's range although the answer is not).  numpy and the standard library
-only.
+Every finite float64 value is a fraction, so :class:`fractions.Fraction` holds products and sums
+of them exactly; :func:`rounded` rounds the exact answer once to float64.  Both modules call
+these only where their textbook lines left a term, a sum or a gradient entry not finite
+(``inf * 0``, an overflowed ratio, a product ``r*A`` or a sum beyond float64's range although
+the answer is not).  The standard library and numpy only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,16 +31,14 @@ def exact_loss(factor: FloatArray, advantages: FloatArray, n: int, name: str = "
     """
     nonzero = advantages != 0
     factor, advantages = factor[nonzero], advantages[nonzero]
-    infinite_signs = set(np.sign(advantages[np.isinf(factor)]).tolist())
-    if len(infinite_signs) == 2:
-        raise ValueError(
-            f"{name} is undefined: infinite ratios (log-ratios above about 709.78) with "
-            "advantages of both signs make it inf - inf"
-        )
-    if infinite_signs:  # -(1/n) * inf * A
-        return -math.copysign(math.inf, infinite_signs.pop())
-    exact_sum = exact_sum_of_products(factor.tolist(), advantages.tolist())
-    return rounded(-exact_sum, PRODUCT_UNITS * n)
+    infinity = true_infinity(
+        -np.sign(advantages[np.isinf(factor)]),  # -(1/n) * inf * A
+        f"{name} is undefined: infinite ratios (log-ratios above about 709.78) with "
+        "advantages of both signs make it inf - inf",
+    )
+    if infinity is not None:
+        return infinity
+    return rounded(-sum(map(exact, factor.tolist(), advantages.tolist()), Fraction(0)) / n)
 
 
 def gradient_beyond_float64(
@@ -66,31 +64,32 @@ def gradient_beyond_float64(
         elif math.isinf(r):
             grad[index] = -math.copysign(math.inf, a)
         else:
-            grad[index] = rounded(-exact_sum_of_products([r], [a]), PRODUCT_UNITS * n)
+            grad[index] = rounded(-exact(r, a) / n)
 
 
-#: Every float64 value is a whole number of units of 2**-1074 (the smallest subnormal), so a
-#: product of two is a whole number of units of 2**-2148.
-PRODUCT_EXPONENT = 2 * 1074
-PRODUCT_UNITS = 2**PRODUCT_EXPONENT
+def true_infinity(signs: Iterable[float], undefined: str) -> float | None:
+    """The answer when terms are truly infinite: ``signs`` are theirs (1.0 or -1.0).
+
+    None where there is none, ``+-inf`` where all have one sign, ``ValueError(undefined)``
+    where both signs meet (``inf - inf``).
+    """
+    distinct = set(signs)
+    if len(distinct) == 2:
+        raise ValueError(undefined)
+    return math.inf * float(distinct.pop()) if distinct else None
 
 
-def exact_sum_of_products(x: Iterable[float], y: Iterable[float]) -> int:
-    """``sum(x * y)`` exactly, as a whole number of units of ``1 / PRODUCT_UNITS``."""
-    total = 0
-    for a, b in zip(x, y, strict=True):
-        (a_top, a_bottom), (b_top, b_bottom) = a.as_integer_ratio(), b.as_integer_ratio()
-        # a_bottom * b_bottom is a power of two, 2**k with k <= PRODUCT_EXPONENT
-        total += (a_top * b_top) << (PRODUCT_EXPONENT + 1 - (a_bottom * b_bottom).bit_length())
-    return total
+def exact(*factors: float) -> Fraction:
+    """The product of finite float64 values, exactly."""
+    return math.prod(map(Fraction, factors), start=Fraction(1))
 
 
-def rounded(numerator: int, denominator: int) -> float:
-    """``numerator / denominator`` rounded once to float64 (Python rounds int division so).
+def rounded(value: Fraction) -> float:
+    """``value`` rounded once to float64 (Python's int division rounds so).
 
-    ``+-inf`` where the quotient lies beyond float64's range; never ``-0.0``.
+    ``+-inf`` where it lies beyond float64's range; never ``-0.0``.
     """
     try:
-        return numerator / denominator + 0.0
+        return value.numerator / value.denominator + 0.0
     except OverflowError:
-        return math.inf if numerator > 0 else -math.inf
+        return math.inf if value > 0 else -math.inf
