@@ -141,7 +141,7 @@ def ppo_clip_loss(
         terms = np.minimum(unclipped, clipped)  # min(r_t * A_t, clip(r_t, 1-eps, 1+eps) * A_t)
         loss = -terms.sum() / len(terms)  # -(1/N) * sum_t
     if not math.isfinite(loss):  # float64 overflowed on the way: part 4 decides
-        return _clipped_loss_beyond_float64(terms, ratio, advantages, 1 - eps, 1 + eps)
+        return ClipBreakdown(log_ratio, ratio, advantages, 1 - eps, 1 + eps, len(terms)).loss
     return _positive_zero(float(loss))
 
 
@@ -619,21 +619,6 @@ def _kept_ratio(
     """
     top = np.inf if dual_clip is None else dual_clip
     return np.where(advantages > 0, np.minimum(ratio, upper), np.clip(ratio, lower, top))
-
-
-def _clipped_loss_beyond_float64(
-    terms: FloatArray, ratio: FloatArray, advantages: FloatArray, lower: float, upper: float
-) -> float:
-    """The clipped loss where float64 overflowed in the textbook lines of :func:`ppo_clip_loss`.
-
-    ``terms`` are those lines' ``min(r*A, clip(r)*A)`` (changed here): NaN where
-    ``inf * 0`` was formed, so first each term with ``A == 0`` becomes 0.
-    """
-    terms[advantages == 0] = 0.0
-    loss = _summed_loss(terms, len(terms))
-    if math.isfinite(loss):  # only inf * 0 was in the way
-        return loss
-    return exact_loss(_kept_ratio(ratio, advantages, lower, upper), advantages, len(terms))
 
 
 def _summed_loss(terms: FloatArray, n: int) -> float:
