@@ -109,7 +109,13 @@ from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
 from llm_clip_inputs import Batch, checked_batch, checked_choice
-from ppo_clip_exact import exact, rounded, true_infinity
+from ppo_clip_exact import (
+    exact,
+    float64_limits_handled_below,
+    rounded,
+    times_advantage,
+    true_infinity,
+)
 
 if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
     from typing_extensions import Unpack
@@ -232,11 +238,11 @@ def token_breakdown(
     arguments are :class:`Options`.
     """
     b = _checked(logp_new, logp_old, advantages, mask, **options)
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         parts = SPECS[b.objective].parts(b)
-        term = _times_advantage(math.prod(parts.term_factors), b.advantages)
+        term = times_advantage(math.prod(parts.term_factors), b.advantages)
         kl = _k3(b.ref_gap)
-        slope = -_times_advantage(parts.grad_factor, b.advantages)  # -(d term / d logp_new)
+        slope = -times_advantage(parts.grad_factor, b.advantages)  # -(d term / d logp_new)
         per_token = -term  # the loss is sum(w * per_token)
         if b.kl_coef:  # skipped at 0: 0 * inf would be NaN
             per_token = per_token + b.kl_coef * kl
@@ -267,7 +273,7 @@ def _aggregate(per_token: FloatArray, b: Batch) -> float:
     others: the sum over unmasked tokens over one number.  With one token per response each
     is ``ppo_clip_loss``'s ``-sum(terms) / N`` bit for bit (sum-norm with ``max_len=1``).
     """
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         if b.aggregation == "seq-mean-token-mean":
             return float((per_token.sum(axis=1) / b.lengths).mean())
         return float(per_token[b.mask].sum() / b.denominator[0])
@@ -484,7 +490,7 @@ def clip_fraction_cleanrl(
     """
     b = _checked(logp_new, logp_old, None, mask, objective="ppo")
     clip_coef = checks.checked_eps("eps", eps)
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         outside = np.abs(np.exp(b.log_ratio) - 1.0) > clip_coef
     return {"losses/clipfrac": _token_mean(outside, b)}
 
@@ -523,7 +529,7 @@ def clip_fraction_verl(
             "actor/pg_clipfrac": _token_mean(outside & (a > 0), b),
             "actor/pg_clipfrac_lower": _token_mean(outside & (a < 0), b),
         }
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         if b.objective == "gspo":
             ratio = np.exp(np.minimum(_mean_log_ratio(b), 10.0))[:, None] * np.ones_like(a)
         else:
@@ -568,7 +574,7 @@ def clip_ratio_trl(
     b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     if b.objective in ("sapo", "gmpo"):
         return {}
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         a, ratio = b.advantages, SPECS[b.objective].parts(b).ratio
     if b.objective == "cispo":
         return {"cispo_clip_ratio": _token_mean((ratio > b.upper) & (a > 0), b)}
@@ -595,16 +601,6 @@ def _token_mean(flags: BoolArray, b: Batch) -> float:
 # --------------------------------------------------------------------------
 # 4. Float64's limits: ppo_clip's rules, where the textbook lines overflowed
 # --------------------------------------------------------------------------
-
-
-def _float64_limits_handled_below() -> np.errstate:
-    """No warning for ``inf`` on the way: results are checked, and decided in this part."""
-    return np.errstate(over="ignore", invalid="ignore")
-
-
-def _times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
-    """``values * A`` with an exact 0 wherever ``A == 0`` (``inf * 0`` is never formed)."""
-    return np.where(advantages == 0, 0.0, values) * advantages
 
 
 def _loss_beyond_float64(parts: _Parts, term: FloatArray, kl: FloatArray, b: Batch) -> float:
@@ -641,7 +637,7 @@ def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
     """
     for i, t in zip(*np.nonzero(~np.isfinite(grad)), strict=True):
         g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
-        with _float64_limits_handled_below():
+        with float64_limits_handled_below():
             exp_d = float(np.expm1(b.ref_gap[i, t])) if b.kl_coef else 0.0  # exp(d) - 1
         policy_inf, kl_inf = a != 0 and math.isinf(g), math.isinf(exp_d)
         if policy_inf and kl_inf:
@@ -659,7 +655,7 @@ def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
 def _mean_log_ratio(b: Batch) -> FloatArray:
     """``(1/n_i) sum_t (logp_new - logp_old)`` per response (GSPO's ``log s_i``); where float64
     overflowed on the way (a sum past 1.8e308, or ``inf - inf``), the exact mean rounded once."""
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         mean = b.log_ratio.sum(axis=1) / b.lengths
     for i in np.flatnonzero(~np.isfinite(mean)):
         new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))

@@ -93,3 +93,21 @@ def rounded(value: Fraction) -> float:
         return value.numerator / value.denominator + 0.0
     except OverflowError:
         return math.inf if value > 0 else -math.inf
+
+
+def float64_limits_handled_below() -> np.errstate:
+    """No warning or error on the way, whatever the caller's numpy error state (``np.seterr``).
+
+    float64 is meant to overflow to ``inf`` (then NaN from ``inf * 0``) and to underflow to 0
+    or a subnormal number in the textbook lines: the results are checked, and decided here.
+    """
+    return np.errstate(over="ignore", under="ignore", invalid="ignore")
+
+
+def times_advantage(values: FloatArray | float, advantages: FloatArray) -> FloatArray:
+    """``values * A``, with an exact 0 wherever ``A == 0`` (``inf * 0`` is never formed).
+
+    A product too large for float64 is ``+-inf``, its float64 value.
+    """
+    with float64_limits_handled_below():
+        return np.where(advantages == 0, 0.0, values) * advantages
