@@ -110,11 +110,11 @@ from numpy.typing import ArrayLike, NDArray
 import ppo_clip_inputs as checks
 from llm_clip_inputs import Batch, checked_batch, checked_choice
 from ppo_clip_exact import (
-    exact,
+    exact_loss,
     float64_limits_handled_below,
+    gradient_entry,
     rounded,
     times_advantage,
-    true_infinity,
 )
 
 if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
@@ -251,8 +251,11 @@ def token_breakdown(
     if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
         _gradient_beyond_float64(grad, parts, b)
     loss = _aggregate(per_token, b)
-    if not math.isfinite(loss):
-        loss = _loss_beyond_float64(parts, term, kl, b)
+    if not math.isfinite(loss):  # part 4: a true infinity, else the exact sum rounded once
+        m = b.mask
+        divisors = np.broadcast_to(b.denominator[:, None], m.shape)[m]
+        factors = [f[m] for f in parts.term_factors]
+        loss = exact_loss(factors, b.advantages[m], divisors, kl=kl[m], kl_coef=b.kl_coef)
     weight = np.where(b.mask, 1.0 / b.denominator[:, None], 0.0)
     ratio = np.where(b.mask, parts.ratio, 0.0)
     return TokenBreakdown(
@@ -603,53 +606,15 @@ def _token_mean(flags: BoolArray, b: Batch) -> float:
 # --------------------------------------------------------------------------
 
 
-def _loss_beyond_float64(parts: _Parts, term: FloatArray, kl: FloatArray, b: Batch) -> float:
-    """The loss where float64 overflowed: an infinity for a true one, else exact.
-
-    A true infinity is an overflowed factor of a term (a ratio with ``A < 0``, kept as
-    ``max(r, lower)``: ``+inf``; GMPO's ratio with ``A > 0`` and ``eps_high`` above 709:
-    ``-inf``) or ``exp(d)`` in k3 (``+inf``); both signs at once is undefined (``ValueError``).
-    Else the exact sum is rounded once (``+-inf`` beyond float64).
-    """
-    tokens = b.mask & (b.advantages != 0)
-    true_inf = tokens & np.logical_or.reduce([np.isinf(f) for f in parts.term_factors])
-    infinity = true_infinity(
-        [*(-np.sign(term[true_inf])), *([1.0] if b.kl_coef and np.isinf(kl[b.mask]).any() else [])],
-        "the loss is undefined: an overflowed term of each sign (inf - inf)",
-    )
-    if infinity is not None:
-        return infinity
-    total = Fraction(0)
-    for i, t in zip(*np.nonzero(b.mask), strict=True):
-        contribution = exact(b.kl_coef, kl[i, t]) if b.kl_coef else Fraction(0)
-        if b.advantages[i, t] != 0:
-            contribution -= exact(b.advantages[i, t], *(f[i, t] for f in parts.term_factors))
-        total += contribution / int(b.denominator[i])
-    return rounded(total)
-
-
 def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
-    """Decide, in place, the gradient entries float64 left not finite.
-
-    ``-(g*A + kl_coef*expm1(d)) / D``: an infinite ``g`` (an overflowed ratio, A < 0) gives
-    ``+inf``, an overflowed ``exp(d)`` gives ``-inf``; both at once is undefined
-    (``ValueError``); otherwise the exact value rounded once.
-    """
+    """Decide, in place, the gradient entries float64 left not finite
+    (:func:`ppo_clip_exact.gradient_entry`: ``-(g*A + kl_coef*expm1(d)) / D``)."""
     for i, t in zip(*np.nonzero(~np.isfinite(grad)), strict=True):
-        g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
         with float64_limits_handled_below():
             exp_d = float(np.expm1(b.ref_gap[i, t])) if b.kl_coef else 0.0  # exp(d) - 1
-        policy_inf, kl_inf = a != 0 and math.isinf(g), math.isinf(exp_d)
-        if policy_inf and kl_inf:
-            raise ValueError(
-                f"the gradient at logp_new[{i}, {t}] is undefined: its ratio and "
-                "exp(logp_ref - logp_new) both overflow (inf - inf)"
-            )
-        if policy_inf or kl_inf:
-            grad[i, t] = -math.copysign(math.inf, a) if policy_inf else -math.inf
-            continue
-        value = exact(b.kl_coef, exp_d) + (exact(g, a) if a else 0)
-        grad[i, t] = rounded(-value / int(b.denominator[i]))
+        g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
+        at = f"logp_new[{i}, {t}]"
+        grad[i, t] = gradient_entry(g, a, int(b.denominator[i]), b.kl_coef, exp_d, at)
 
 
 def _mean_log_ratio(b: Batch) -> FloatArray:

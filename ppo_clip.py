@@ -475,7 +475,7 @@ def _loss_of(
     loss = _summed_loss(times_advantage(factor, advantages), b.batch_size)
     if math.isfinite(loss):
         return loss
-    return exact_loss(factor, advantages, b.batch_size, f"the {objective} loss")
+    return exact_loss([factor], advantages, b.batch_size, f"the {objective} loss")
 
 
 def surrogate_loss(

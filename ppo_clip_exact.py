@@ -10,7 +10,7 @@ the answer is not).  The standard library and numpy only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -18,27 +18,46 @@ from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.int64]
 
 
-def exact_loss(factor: FloatArray, advantages: FloatArray, n: int, name: str = "the loss") -> float:
-    """The exact ``-(1/n) * sum(factor * A)`` rounded once to float64; ``0`` where ``A == 0``.
+def exact_loss(
+    factors: Sequence[FloatArray],
+    advantages: FloatArray,
+    n: int | IntArray,
+    name: str = "the loss",
+    kl: FloatArray | None = None,
+    kl_coef: float = 0.0,
+) -> float:
+    """The exact ``sum((kl_coef * kl - A * product(factors)) / n)`` rounded once to float64.
 
-    ``factor`` multiplies each advantage: the ratio for the unclipped objective,
-    ``clip(r)`` for the clip-only one, ``ppo_clip._kept_ratio`` for the clipped one.
-    An infinite factor (an overflowed ratio) with a nonzero advantage makes the
-    loss infinite; two of opposite signs make it undefined (``ValueError``,
-    naming ``name``).  Beyond float64's range the loss is ``+-inf``.
+    One entry per term (1-D arrays); ``n`` divides every term, or is one divisor per term; a
+    term with ``A == 0`` has no policy part.  :mod:`ppo_clip`'s ``-(1/n) * sum(factor * A)``
+    has one factor: the ratio for the unclipped objective, ``clip(r)`` for the clip-only one,
+    ``ppo_clip._kept_ratio`` for the clipped one; :mod:`llm_clip` adds k3 (``kl``).
+    An infinite factor (an overflowed ratio) with a nonzero advantage, or an infinite ``kl``,
+    makes the loss infinite; two of opposite signs make it undefined (``ValueError``, naming
+    ``name``).  Beyond float64's range the loss is ``+-inf``.
     """
-    nonzero = advantages != 0
-    factor, advantages = factor[nonzero], advantages[nonzero]
-    infinity = true_infinity(
-        -np.sign(advantages[np.isinf(factor)]),  # -(1/n) * inf * A
-        f"{name} is undefined: infinite ratios (log-ratios above about 709.78) with "
-        "advantages of both signs make it inf - inf",
-    )
-    if infinity is not None:
-        return infinity
-    return rounded(-sum(map(exact, factor.tolist(), advantages.tolist()), Fraction(0)) / n)
+    policy_inf = (advantages != 0) & np.logical_or.reduce([np.isinf(f) for f in factors])
+    terms = times_advantage(math.prod(factors), advantages)
+    signs = set((-np.sign(terms[policy_inf])).tolist())
+    if kl_coef and np.isinf(kl).any():  # type: ignore[arg-type]
+        signs.add(1.0)
+    if len(signs) == 2:
+        raise ValueError(
+            f"{name} is undefined: infinite terms of both signs (ratios or k3 past float64's "
+            "range, e.g. log-ratios above about 709.78) make it inf - inf"
+        )
+    if signs:
+        return math.inf * signs.pop()
+    divisors, total = np.broadcast_to(n, advantages.shape), Fraction(0)
+    for k, a in enumerate(advantages.tolist()):
+        term = exact(kl_coef, kl[k]) if kl_coef else Fraction(0)  # type: ignore[index]
+        if a:
+            term -= exact(a, *(f[k] for f in factors))
+        total += term / int(divisors[k])
+    return rounded(total)
 
 
 def gradient_beyond_float64(
@@ -50,33 +69,35 @@ def gradient_beyond_float64(
 ) -> None:
     """Decide, in place, the entries of ``grad = -r*A/N`` that float64 left not finite.
 
-    ``undecided`` marks them; ``n`` defaults to the number of entries.
-    ``A == 0``: 0 (``inf * 0`` was NaN).  ``r = inf``: ``inf`` with the sign of
-    ``-A`` (for the clipped objective only ``A < 0`` gets here: ``+inf``).
-    Finite ``r`` with ``r*A`` beyond float64: the exact ``-r*A/N`` rounded
-    once, finite wherever float64 holds it.
+    ``undecided`` marks them; ``n`` defaults to the number of entries.  Each is
+    :func:`gradient_entry`'s: ``A == 0``: 0 (``inf * 0`` was NaN); ``r = inf``: ``inf`` with
+    the sign of ``-A`` (for the clipped objective only ``A < 0`` gets here: ``+inf``); finite
+    ``r`` with ``r*A`` beyond float64: the exact ``-r*A/N`` rounded once, finite wherever
+    float64 holds it.
     """
     n = len(grad) if n is None else n
     for index in np.flatnonzero(undecided).tolist():
-        r, a = float(ratio[index]), float(advantages[index])
-        if a == 0:
-            grad[index] = 0.0
-        elif math.isinf(r):
-            grad[index] = -math.copysign(math.inf, a)
-        else:
-            grad[index] = rounded(-exact(r, a) / n)
+        grad[index] = gradient_entry(float(ratio[index]), float(advantages[index]), n)
 
 
-def true_infinity(signs: Iterable[float], undefined: str) -> float | None:
-    """The answer when terms are truly infinite: ``signs`` are theirs (1.0 or -1.0).
+def gradient_entry(
+    g: float, a: float, n: int, kl_coef: float = 0.0, exp_d: float = 0.0, at: str = ""
+) -> float:
+    """``-(g*A + kl_coef*(exp(d) - 1)) / n`` for an entry float64 left not finite.
 
-    None where there is none, ``+-inf`` where all have one sign, ``ValueError(undefined)``
-    where both signs meet (``inf - inf``).
+    ``A == 0`` has no policy part.  An infinite ``g`` (an overflowed ratio) gives ``inf`` with
+    the sign of ``-A``, an overflowed ``exp(d) - 1`` gives ``-inf``; both at once is undefined
+    (``ValueError``, naming the entry ``at``); otherwise the exact value rounded once.
     """
-    distinct = set(signs)
-    if len(distinct) == 2:
-        raise ValueError(undefined)
-    return math.inf * float(distinct.pop()) if distinct else None
+    policy_inf, kl_inf = a != 0 and math.isinf(g), math.isinf(exp_d)
+    if policy_inf and kl_inf:
+        raise ValueError(
+            f"the gradient at {at} is undefined: its ratio and exp(logp_ref - logp_new) both "
+            "overflow (inf - inf)"
+        )
+    if policy_inf or kl_inf:
+        return -math.copysign(math.inf, a) if policy_inf else -math.inf
+    return rounded(-(exact(kl_coef, exp_d) + (exact(g, a) if a else 0)) / n)
 
 
 def exact(*factors: float) -> Fraction:
