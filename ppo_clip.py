@@ -76,7 +76,7 @@ from numpy.typing import ArrayLike, NDArray
 from ppo_clip_exact import (
     exact_loss,
     float64_limits_handled_below,
-    gradient_beyond_float64,
+    gradient_entry,
     times_advantage,
 )
 from ppo_clip_inputs import (
@@ -195,9 +195,8 @@ def ppo_clip_grad(
         grad = ratio * advantages / -len(ratio)  # -r_t * A_t / N
     clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
     grad[clipped | (advantages == 0)] = 0.0  # a constant term (clipped, or A_t = 0): slope 0
-    finite = np.isfinite(grad)
-    if not finite.all():  # float64 overflowed on the way: part 4 decides
-        gradient_beyond_float64(grad, ~finite, ratio, advantages)
+    if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
+        return ClipBreakdown(log_ratio, ratio, advantages, 1 - eps, 1 + eps, len(ratio)).grad
     return _positive_zero(grad)
 
 
@@ -622,6 +621,7 @@ def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: 
         grad /= -n
         # an infinite entry makes the sum infinite (a sum of finite entries that overflows
         # only costs the search: nothing is undecided)
-        if not math.isfinite(np.add.reduce(grad)):
-            gradient_beyond_float64(grad, ~np.isfinite(grad), ratio, advantages, n)
+        if not math.isfinite(np.add.reduce(grad)):  # each entry as gradient_entry decides
+            for i in np.flatnonzero(~np.isfinite(grad)).tolist():
+                grad[i] = gradient_entry(float(ratio[i]), float(advantages[i]), n)
     return _positive_zero(grad)

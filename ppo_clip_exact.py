@@ -17,7 +17,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
 
 
@@ -60,34 +59,16 @@ def exact_loss(
     return rounded(total)
 
 
-def gradient_beyond_float64(
-    grad: FloatArray,
-    undecided: BoolArray,
-    ratio: FloatArray,
-    advantages: FloatArray,
-    n: int | None = None,
-) -> None:
-    """Decide, in place, the entries of ``grad = -r*A/N`` that float64 left not finite.
-
-    ``undecided`` marks them; ``n`` defaults to the number of entries.  Each is
-    :func:`gradient_entry`'s: ``A == 0``: 0 (``inf * 0`` was NaN); ``r = inf``: ``inf`` with
-    the sign of ``-A`` (for the clipped objective only ``A < 0`` gets here: ``+inf``); finite
-    ``r`` with ``r*A`` beyond float64: the exact ``-r*A/N`` rounded once, finite wherever
-    float64 holds it.
-    """
-    n = len(grad) if n is None else n
-    for index in np.flatnonzero(undecided).tolist():
-        grad[index] = gradient_entry(float(ratio[index]), float(advantages[index]), n)
-
-
 def gradient_entry(
     g: float, a: float, n: int, kl_coef: float = 0.0, exp_d: float = 0.0, at: str = ""
 ) -> float:
     """``-(g*A + kl_coef*(exp(d) - 1)) / n`` for an entry float64 left not finite.
 
-    ``A == 0`` has no policy part.  An infinite ``g`` (an overflowed ratio) gives ``inf`` with
-    the sign of ``-A``, an overflowed ``exp(d) - 1`` gives ``-inf``; both at once is undefined
-    (``ValueError``, naming the entry ``at``); otherwise the exact value rounded once.
+    ``g`` is ``r`` for :mod:`ppo_clip`'s ``-r*A/N`` (and no KL term).  ``A == 0``: no policy
+    part (``inf * 0`` was NaN).  An infinite ``g`` (an overflowed ratio) gives ``inf`` with the
+    sign of ``-A`` (for PPO's clipped objective only ``A < 0`` gets here: ``+inf``), an
+    overflowed ``exp(d) - 1`` gives ``-inf``; both at once is undefined (``ValueError``, naming
+    the entry ``at``); otherwise the exact value rounded once, finite wherever float64 holds it.
     """
     policy_inf, kl_inf = a != 0 and math.isinf(g), math.isinf(exp_d)
     if policy_inf and kl_inf:
