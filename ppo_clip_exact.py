@@ -10,7 +10,7 @@ the answer is not).  The standard library and numpy only.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -50,13 +50,15 @@ def exact_loss(
         )
     if signs:
         return math.inf * signs.pop()
-    divisors, total = np.broadcast_to(n, advantages.shape), Fraction(0)
+    scale = UNIT * (len(factors) + 1)  # each term, in units of 2**-scale, is a whole number
+    divisors, sums = np.broadcast_to(n, advantages.shape).tolist(), {}
+    columns = [f.tolist() for f in factors]
     for k, a in enumerate(advantages.tolist()):
-        term = exact(kl_coef, kl[k]) if kl_coef else Fraction(0)  # type: ignore[index]
+        units = _units((kl_coef, float(kl[k])), scale) if kl_coef else 0  # type: ignore[index]
         if a:
-            term -= exact(a, *(f[k] for f in factors))
-        total += term / int(divisors[k])
-    return rounded(total)
+            units -= _units((a, *(column[k] for column in columns)), scale)
+        sums[divisors[k]] = sums.get(divisors[k], 0) + units
+    return rounded(sum(Fraction(total, int(d) << scale) for d, total in sums.items()))
 
 
 def gradient_entry(
@@ -81,9 +83,24 @@ def gradient_entry(
     return rounded(-(exact(kl_coef, exp_d) + (exact(g, a) if a else 0)) / n)
 
 
+#: Every finite float64 value is a whole number of units of 2**-UNIT (the smallest subnormal).
+UNIT = 1074
+
+
 def exact(*factors: float) -> Fraction:
     """The product of finite float64 values, exactly."""
-    return math.prod(map(Fraction, factors), start=Fraction(1))
+    scale = UNIT * len(factors)
+    return Fraction(_units(factors, scale), 1 << scale)
+
+
+def _units(factors: Iterable[float], scale: int) -> int:
+    """The product of finite float64 values as a whole number of units of ``2**-scale``
+    (``scale`` at least ``UNIT`` per factor): integer arithmetic, fast on long sums."""
+    top, bits = 1, 0
+    for value in factors:
+        numerator, denominator = float(value).as_integer_ratio()  # a power of two below
+        top, bits = top * numerator, bits + denominator.bit_length() - 1
+    return top << (scale - bits)
 
 
 def rounded(value: Fraction) -> float:
