@@ -1,8 +1,9 @@
 """Exact arithmetic for part 4 of :mod:`ppo_clip` and :mod:`llm_clip`, where float64 overflowed.
 
-Every finite float64 value is a fraction, so :class:`fractions.Fraction` holds products and sums
-of them exactly; :func:`rounded` rounds the exact answer once to float64.  Both modules call
-these only where their textbook lines left a term, a sum or a gradient entry not finite
+Every finite float64 value is a whole number of units of ``2**-1074``, so a product of ``k`` of
+them is a whole number of units of ``2**-(1074*k)`` and a sum of such products an exact Python
+integer; :func:`rounded` rounds the exact quotient once to float64.  Both modules call these
+only where their textbook lines left a term, a sum or a gradient entry not finite
 (``inf * 0``, an overflowed ratio, a product ``r*A`` or a sum beyond float64's range although
 the answer is not).  The standard library and numpy only.
 """
