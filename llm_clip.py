@@ -109,13 +109,8 @@ from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
 from llm_clip_inputs import Batch, checked_batch, checked_choice
-from ppo_clip_exact import (
-    exact_loss,
-    float64_limits_handled_below,
-    gradient_entry,
-    rounded,
-    times_advantage,
-)
+from ppo_clip_exact import exact_loss, gradient_entry, rounded, times_advantage
+from ppo_clip_exact import float64_limits_handled_below as _float64_limits_handled_below
 
 if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
     from typing_extensions import Unpack
@@ -238,7 +233,7 @@ def token_breakdown(
     arguments are :class:`Options`.
     """
     b = _checked(logp_new, logp_old, advantages, mask, **options)
-    with float64_limits_handled_below():
+    with _float64_limits_handled_below():
         parts = SPECS[b.objective].parts(b)
         term = times_advantage(math.prod(parts.term_factors), b.advantages)
         kl = _k3(b.ref_gap)
@@ -276,7 +271,7 @@ def _aggregate(per_token: FloatArray, b: Batch) -> float:
     others: the sum over unmasked tokens over one number.  With one token per response each
     is ``ppo_clip_loss``'s ``-sum(terms) / N`` bit for bit (sum-norm with ``max_len=1``).
     """
-    with float64_limits_handled_below():
+    with _float64_limits_handled_below():
         if b.aggregation == "seq-mean-token-mean":
             return float((per_token.sum(axis=1) / b.lengths).mean())
         return float(per_token[b.mask].sum() / b.denominator[0])
@@ -493,7 +488,7 @@ def clip_fraction_cleanrl(
     """
     b = _checked(logp_new, logp_old, None, mask, objective="ppo")
     clip_coef = checks.checked_eps("eps", eps)
-    with float64_limits_handled_below():
+    with _float64_limits_handled_below():
         outside = np.abs(np.exp(b.log_ratio) - 1.0) > clip_coef
     return {"losses/clipfrac": _token_mean(outside, b)}
 
@@ -532,7 +527,7 @@ def clip_fraction_verl(
             "actor/pg_clipfrac": _token_mean(outside & (a > 0), b),
             "actor/pg_clipfrac_lower": _token_mean(outside & (a < 0), b),
         }
-    with float64_limits_handled_below():
+    with _float64_limits_handled_below():
         if b.objective == "gspo":
             ratio = np.exp(np.minimum(_mean_log_ratio(b), 10.0))[:, None] * np.ones_like(a)
         else:
@@ -577,7 +572,7 @@ def clip_ratio_trl(
     b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     if b.objective in ("sapo", "gmpo"):
         return {}
-    with float64_limits_handled_below():
+    with _float64_limits_handled_below():
         a, ratio = b.advantages, SPECS[b.objective].parts(b).ratio
     if b.objective == "cispo":
         return {"cispo_clip_ratio": _token_mean((ratio > b.upper) & (a > 0), b)}
@@ -610,7 +605,7 @@ def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
     """Decide, in place, the gradient entries float64 left not finite
     (:func:`ppo_clip_exact.gradient_entry`: ``-(g*A + kl_coef*expm1(d)) / D``)."""
     for i, t in zip(*np.nonzero(~np.isfinite(grad)), strict=True):
-        with float64_limits_handled_below():
+        with _float64_limits_handled_below():
             exp_d = float(np.expm1(b.ref_gap[i, t])) if b.kl_coef else 0.0  # exp(d) - 1
         g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
         at = f"logp_new[{i}, {t}]"
@@ -620,7 +615,7 @@ def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
 def _mean_log_ratio(b: Batch) -> FloatArray:
     """``(1/n_i) sum_t (logp_new - logp_old)`` per response (GSPO's ``log s_i``); where float64
     overflowed on the way (a sum past 1.8e308, or ``inf - inf``), the exact mean rounded once."""
-    with float64_limits_handled_below():
+    with _float64_limits_handled_below():
         mean = b.log_ratio.sum(axis=1) / b.lengths
     for i in np.flatnonzero(~np.isfinite(mean)):
         new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))
