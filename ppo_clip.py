@@ -73,12 +73,7 @@ from typing import Literal, NamedTuple, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ppo_clip_exact import (
-    exact_loss,
-    float64_limits_handled_below,
-    gradient_entry,
-    times_advantage,
-)
+from ppo_clip_exact import exact_loss, float64_limits_handled_below, gradient_entry, times_advantage
 from ppo_clip_inputs import (
     checked_count,
     checked_dual_clip,
