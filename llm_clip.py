@@ -63,7 +63,8 @@ response.  The file reads top to bottom:
 4. **Float64's limits**, decided by :mod:`ppo_clip`'s rules: never NaN; a token with
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
-   gradient entry that float64 overflowed on the way to is the exact value rounded once.
+   gradient entry that float64 overflowed on the way to is the exact value rounded once
+   (:mod:`ppo_clip_exact`'s arithmetic, as :mod:`ppo_clip`'s).
    Finite log-probabilities further apart than float64 reaches give ``log r = +-inf`` (as in
    :mod:`ppo_clip`), and ``d = +-inf`` makes k3 ``+inf``.
    SAPO's gate is bounded (``4 / tau``) and its gradient vanishes as ``r`` overflows; GMPO's
@@ -108,6 +109,8 @@ from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
 from llm_clip_inputs import Batch, checked_batch, checked_choice
+from ppo_clip_exact import exact_loss, gradient_entry, rounded, times_advantage
+from ppo_clip_exact import float64_limits_handled_below as _float64_limits_handled_below
 
 if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
     from typing_extensions import Unpack
@@ -233,9 +236,9 @@ def token_breakdown(
     b = _checked(logp_new, logp_old, advantages, mask, **options)
     with _float64_limits_handled_below():
         parts = SPECS[b.objective].parts(b)
-        term = _times_advantage(math.prod(parts.term_factors), b.advantages)
+        term = times_advantage(math.prod(parts.term_factors), b.advantages)
         kl = _k3(b.ref_gap)
-        slope = -_times_advantage(parts.grad_factor, b.advantages)  # -(d term / d logp_new)
+        slope = -times_advantage(parts.grad_factor, b.advantages)  # -(d term / d logp_new)
         per_token = -term  # the loss is sum(w * per_token)
         if b.kl_coef:  # skipped at 0: 0 * inf would be NaN
             per_token = per_token + b.kl_coef * kl
@@ -244,8 +247,11 @@ def token_breakdown(
     if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
         _gradient_beyond_float64(grad, parts, b)
     loss = _aggregate(per_token, b)
-    if not math.isfinite(loss):
-        loss = _loss_beyond_float64(parts, term, kl, b)
+    if not math.isfinite(loss):  # part 4: a true infinity, else the exact sum rounded once
+        m = b.mask
+        divisors = np.broadcast_to(b.denominator[:, None], m.shape)[m]
+        factors = [f[m] for f in parts.term_factors]
+        loss = exact_loss(factors, b.advantages[m], divisors, kl=kl[m], kl_coef=b.kl_coef)
     weight = np.where(b.mask, 1.0 / b.denominator[:, None], 0.0)
     ratio = np.where(b.mask, parts.ratio, 0.0)
     return TokenBreakdown(
@@ -689,67 +695,15 @@ def _token_mean(flags: BoolArray, b: Batch) -> float:
 # --------------------------------------------------------------------------
 
 
-def _float64_limits_handled_below() -> np.errstate:
-    """No warning for ``inf`` on the way: results are checked, and decided in this part."""
-    return np.errstate(over="ignore", invalid="ignore")
-
-
-def _times_advantage(values: FloatArray, advantages: FloatArray) -> FloatArray:
-    """``values * A`` with an exact 0 wherever ``A == 0`` (``inf * 0`` is never formed)."""
-    return np.where(advantages == 0, 0.0, values) * advantages
-
-
-def _loss_beyond_float64(parts: _Parts, term: FloatArray, kl: FloatArray, b: Batch) -> float:
-    """The loss where float64 overflowed: an infinity for a true one, else exact.
-
-    A true infinity is an overflowed factor of a term (a ratio with ``A < 0``, kept as
-    ``max(r, lower)``: ``+inf``; GMPO's ratio with ``A > 0`` and ``eps_high`` above 709:
-    ``-inf``) or ``exp(d)`` in k3 (``+inf``); both signs at once is undefined (``ValueError``).
-    Else the exact sum is rounded once (``+-inf`` beyond float64).
-    """
-    tokens = b.mask & (b.advantages != 0)
-    true_inf = tokens & np.logical_or.reduce([np.isinf(f) for f in parts.term_factors])
-    signs = set(-np.sign(term[true_inf])) | (
-        {1.0} if b.kl_coef and np.isinf(kl[b.mask]).any() else set()
-    )
-    if len(signs) == 2:
-        raise ValueError("the loss is undefined: an overflowed term of each sign (inf - inf)")
-    if signs:
-        return math.inf * signs.pop()
-    total = Fraction(0)
-    for i, t in zip(*np.nonzero(b.mask), strict=True):
-        contribution = Fraction(b.kl_coef) * Fraction(kl[i, t]) if b.kl_coef else Fraction(0)
-        if b.advantages[i, t] != 0:
-            term = Fraction(b.advantages[i, t])
-            for factor in parts.term_factors:
-                term *= Fraction(factor[i, t])
-            contribution -= term
-        total += contribution / int(b.denominator[i])
-    return _rounded(total)
-
-
 def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
-    """Decide, in place, the gradient entries float64 left not finite.
-
-    ``-(g*A + kl_coef*expm1(d)) / D``: an infinite ``g`` (an overflowed ratio, A < 0) gives
-    ``+inf``, an overflowed ``exp(d)`` gives ``-inf``; both at once is undefined
-    (``ValueError``); otherwise the exact value rounded once.
-    """
+    """Decide, in place, the gradient entries float64 left not finite
+    (:func:`ppo_clip_exact.gradient_entry`: ``-(g*A + kl_coef*expm1(d)) / D``)."""
     for i, t in zip(*np.nonzero(~np.isfinite(grad)), strict=True):
-        g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
         with _float64_limits_handled_below():
             exp_d = float(np.expm1(b.ref_gap[i, t])) if b.kl_coef else 0.0  # exp(d) - 1
-        policy_inf, kl_inf = a != 0 and math.isinf(g), math.isinf(exp_d)
-        if policy_inf and kl_inf:
-            raise ValueError(
-                f"the gradient at logp_new[{i}, {t}] is undefined: its ratio and "
-                "exp(logp_ref - logp_new) both overflow (inf - inf)"
-            )
-        if policy_inf or kl_inf:
-            grad[i, t] = -math.copysign(math.inf, a) if policy_inf else -math.inf
-            continue
-        exact = Fraction(b.kl_coef) * Fraction(exp_d) + (Fraction(g) * Fraction(a) if a else 0)
-        grad[i, t] = _rounded(-exact / int(b.denominator[i]))
+        g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
+        at = f"logp_new[{i}, {t}]"
+        grad[i, t] = gradient_entry(g, a, int(b.denominator[i]), b.kl_coef, exp_d, at)
 
 
 def _mean_log_ratio(b: Batch) -> FloatArray:
@@ -759,16 +713,8 @@ def _mean_log_ratio(b: Batch) -> FloatArray:
         mean = b.log_ratio.sum(axis=1) / b.lengths
     for i in np.flatnonzero(~np.isfinite(mean)):
         new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))
-        mean[i] = _rounded((new - old) / int(b.lengths[i]))
+        mean[i] = rounded((new - old) / int(b.lengths[i]))
     return mean
-
-
-def _rounded(value: Fraction) -> float:
-    """``value`` rounded once to float64 (Python's int division rounds so); ``+-inf`` beyond."""
-    try:
-        return value.numerator / value.denominator + 0.0
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
 
 
 def _checked(

@@ -1,24 +1,31 @@
 """The input checks of :mod:`llm_clip`: every message names the argument and the problem.
 
 Kept apart from the math so that ``llm_clip.py`` reads like the formulas, as
-:mod:`ppo_clip_inputs` is for :mod:`ppo_clip` (whose checks of single numbers and 1-D arrays
-are reused here).  :func:`checked_batch` returns the inputs as the math needs them, a
-:class:`Batch` of (B, T) float64 arrays with 0 on padding, or raises ``TypeError`` (not an
-array of real numbers) or ``ValueError`` (a wrong shape, a value out of range, a NaN or
-infinity among the unmasked entries).  Padding (mask False) is never read.  Finite inputs
+:mod:`ppo_clip_inputs` is for :mod:`ppo_clip` (whose checks of single numbers, of what numpy
+would misread as an array, and of booleans among numbers are reused here).
+:func:`checked_batch` returns the inputs as the math needs them, a :class:`Batch` of (B, T)
+float64 arrays with 0 on padding, or raises ``TypeError`` (not an array of real numbers) or
+``ValueError`` (a wrong shape, a value out of range, a NaN or infinity among the unmasked
+entries).  Padding (mask False) is never read.  Finite inputs
 further apart than float64 reaches give a difference of ``+-inf``, as in :mod:`ppo_clip`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ppo_clip_inputs import checked_count, checked_eps, checked_finite_vector, checked_real
+from ppo_clip_inputs import (
+    array_from,
+    checked_count,
+    checked_eps,
+    checked_finite_vector,
+    checked_real,
+    refuse_booleans,
+)
 
 __all__ = ["Batch", "checked_batch", "checked_choice"]
 
@@ -123,48 +130,21 @@ def checked_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _as_array(name: str, value: object) -> np.ndarray:
-    """``np.asarray(value)``, refusing what numpy would misread or cannot read."""
-    if value is None or isinstance(value, (str, bytes, Mapping, set, np.ma.MaskedArray)):
-        raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}")
-    try:
-        return np.asarray(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of numbers; its rows differ in length") from None
-
-
 def _as_float_array(name: str, value: object, ndim: int, shape: str = "(B, T)") -> np.ndarray:
     """``value`` as a non-empty array of real numbers of ``ndim`` dimensions, booleans refused
     (:func:`_unmasked_finite` makes it float64)."""
-    array = _as_array(name, value)
+    array = array_from(name, value, "an array")
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
     if array.ndim != ndim or array.size == 0:
         raise ValueError(f"{name} must be a non-empty {shape} array, got shape {array.shape}")
-    at = _first_boolean(value)
-    if at is not None:  # numpy reads [[True, -0.5]] as [[1.0, -0.5]] without a word
-        raise TypeError(f"{name} must contain only numbers: {name}{at} is a boolean")
+    refuse_booleans(name, value)  # numpy reads [[True, -0.5]] as [[1.0, -0.5]] without a word
     return array
-
-
-def _first_boolean(value: object, at: str = "") -> str | None:
-    """Where the first boolean sits in nested lists (``"[0][1]"``), or None; an array of numbers
-    holds none."""
-    if isinstance(value, (bool, np.bool_)) or (
-        isinstance(value, np.ndarray) and value.dtype == bool
-    ):
-        return at
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            found = _first_boolean(item, f"{at}[{index}]")
-            if found is not None:
-                return found
-    return None
 
 
 def _checked_mask(value: object, shape: tuple[int, ...]) -> BoolArray:
     """A boolean (or 0/1) array of logp_new's shape in which every response has a token."""
-    array = _as_array("mask", value)
+    array = array_from("mask", value, "an array")
     if array.dtype == bool:
         mask = array.copy()
     else:

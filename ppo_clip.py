@@ -46,8 +46,8 @@ The file reads top to bottom:
    units in the last place of the terms' total magnitude, over N).
 
 Bad input raises a ``TypeError`` or ``ValueError`` that names the argument;
-those checks live in :mod:`ppo_clip_inputs`, and part 4's exact integer arithmetic
-in :mod:`ppo_clip_exact`.
+those checks live in :mod:`ppo_clip_inputs`, and part 4's exact arithmetic
+(shared with :mod:`llm_clip`) in :mod:`ppo_clip_exact`.
 
 Worked example (from the project's contract):
 
@@ -73,7 +73,7 @@ from typing import Literal, NamedTuple, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ppo_clip_exact import exact_loss, gradient_beyond_float64
+from ppo_clip_exact import exact_loss, float64_limits_handled_below, gradient_entry, times_advantage
 from ppo_clip_inputs import (
     checked_count,
     checked_dual_clip,
@@ -134,14 +134,14 @@ def ppo_clip_loss(
     """
     log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
     eps = checked_eps("eps", eps)
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         ratio = np.exp(log_ratio)  # r_t
         unclipped = ratio * advantages  # r_t * A_t
         clipped = np.clip(ratio, 1 - eps, 1 + eps) * advantages  # clip(r_t, 1-eps, 1+eps) * A_t
         terms = np.minimum(unclipped, clipped)  # min(r_t * A_t, clip(r_t, 1-eps, 1+eps) * A_t)
         loss = -terms.sum() / len(terms)  # -(1/N) * sum_t
     if not math.isfinite(loss):  # float64 overflowed on the way: part 4 decides
-        return _clipped_loss_beyond_float64(terms, ratio, advantages, 1 - eps, 1 + eps)
+        return ClipBreakdown(log_ratio, ratio, advantages, 1 - eps, 1 + eps, len(terms)).loss
     return _positive_zero(float(loss))
 
 
@@ -162,7 +162,7 @@ def clip_fraction(
     """
     log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
     eps = checked_eps("eps", eps)
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         ratio = np.exp(log_ratio)  # r_t (inf where it overflows: compared as such)
     clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
     return float(np.count_nonzero(clipped) / len(clipped))
@@ -185,14 +185,13 @@ def ppo_clip_grad(
     """
     log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
     eps = checked_eps("eps", eps)
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         ratio = np.exp(log_ratio)  # r_t
         grad = ratio * advantages / -len(ratio)  # -r_t * A_t / N
     clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
     grad[clipped | (advantages == 0)] = 0.0  # a constant term (clipped, or A_t = 0): slope 0
-    finite = np.isfinite(grad)
-    if not finite.all():  # float64 overflowed on the way: part 4 decides
-        gradient_beyond_float64(grad, ~finite, ratio, advantages)
+    if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
+        return ClipBreakdown(log_ratio, ratio, advantages, 1 - eps, 1 + eps, len(ratio)).grad
     return _positive_zero(grad)
 
 
@@ -245,12 +244,12 @@ class ClipBreakdown:
     @cached_property
     def unclipped_term(self) -> FloatArray:
         """``r * A``: exactly 0 where ``A == 0`` (even if ``r = inf``); ``+-inf`` past float64."""
-        return _times_advantage(self.ratio, self.advantages)
+        return times_advantage(self.ratio, self.advantages)
 
     @cached_property
     def clipped_term(self) -> FloatArray:
         """``clip(r) * A``."""
-        return _times_advantage(self.clipped_ratio, self.advantages)
+        return times_advantage(self.clipped_ratio, self.advantages)
 
     @cached_property
     def objective_term(self) -> FloatArray:
@@ -262,7 +261,7 @@ class ClipBreakdown:
         kept = np.minimum(self.unclipped_term, self.clipped_term)
         if self.dual_clip is None:
             return kept
-        floor = _times_advantage(self.dual_clip, self.advantages)
+        floor = times_advantage(self.dual_clip, self.advantages)
         return np.where(self.advantages < 0, np.maximum(kept, floor), kept)
 
     @cached_property
@@ -286,7 +285,7 @@ class ClipBreakdown:
     @cached_property
     def loss_contribution(self) -> FloatArray:
         """Each sample's share of the loss, ``-(1/N) * objective_term``."""
-        with _float64_limits_handled_below():  # a tiny term over N underflows to 0
+        with float64_limits_handled_below():  # a tiny term over N underflows to 0
             return _positive_zero(-self.objective_term / self.batch_size)
 
     @property
@@ -373,7 +372,7 @@ def clip_breakdown(
     """
     log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)
     lower, upper = clip_band(eps, eps_low, eps_high)
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         ratio = np.exp(log_ratio)
     return ClipBreakdown(
         log_ratio=log_ratio,
@@ -467,10 +466,10 @@ def _loss_of(
         factor = _kept_ratio(b.ratio, b.advantages, b.lower, b.upper, b.dual_clip)[:count]
     else:
         factor = (b.ratio if objective == "unclipped" else b.clipped_ratio)[:count]
-    loss = _summed_loss(_times_advantage(factor, advantages), b.batch_size)
+    loss = _summed_loss(times_advantage(factor, advantages), b.batch_size)
     if math.isfinite(loss):
         return loss
-    return exact_loss(factor, advantages, b.batch_size, f"the {objective} loss")
+    return exact_loss([factor], advantages, b.batch_size, f"the {objective} loss")
 
 
 def surrogate_loss(
@@ -573,15 +572,6 @@ def _checked_objective(objective: object) -> Objective:
 # --------------------------------------------------------------------------
 
 
-def _float64_limits_handled_below() -> np.errstate:
-    """No warning or error on the way, whatever the caller's numpy error state (``np.seterr``).
-
-    float64 is meant to overflow to ``inf`` (then NaN from ``inf * 0``) and to underflow to 0
-    or a subnormal number here: the results are checked, and decided in this part.
-    """
-    return np.errstate(over="ignore", under="ignore", invalid="ignore")
-
-
 def _positive_zero(values: _FloatOrArray) -> _FloatOrArray:
     """``values`` with every ``-0.0`` made ``0.0``: adding ``0.0`` does exactly that.
 
@@ -592,15 +582,6 @@ def _positive_zero(values: _FloatOrArray) -> _FloatOrArray:
         values += 0.0
         return values
     return values + 0.0
-
-
-def _times_advantage(values: FloatArray | float, advantages: FloatArray) -> FloatArray:
-    """``values * A``, with an exact 0 wherever ``A == 0`` (``inf * 0`` is never formed).
-
-    A product too large for float64 is ``+-inf``, its float64 value.
-    """
-    with _float64_limits_handled_below():
-        return np.where(advantages == 0, 0.0, values) * advantages
 
 
 def _kept_ratio(
@@ -621,35 +602,21 @@ def _kept_ratio(
     return np.where(advantages > 0, np.minimum(ratio, upper), np.clip(ratio, lower, top))
 
 
-def _clipped_loss_beyond_float64(
-    terms: FloatArray, ratio: FloatArray, advantages: FloatArray, lower: float, upper: float
-) -> float:
-    """The clipped loss where float64 overflowed in the textbook lines of :func:`ppo_clip_loss`.
-
-    ``terms`` are those lines' ``min(r*A, clip(r)*A)`` (changed here): NaN where
-    ``inf * 0`` was formed, so first each term with ``A == 0`` becomes 0.
-    """
-    terms[advantages == 0] = 0.0
-    loss = _summed_loss(terms, len(terms))
-    if math.isfinite(loss):  # only inf * 0 was in the way
-        return loss
-    return exact_loss(_kept_ratio(ratio, advantages, lower, upper), advantages, len(terms))
-
-
 def _summed_loss(terms: FloatArray, n: int) -> float:
     """``-(1/n) * sum(terms)``: numpy's float64 sum, not finite where it overflowed."""
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         return _positive_zero(float(-terms.sum() / n))
 
 
 def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: int) -> FloatArray:
     """``-r*A/n`` where ``flowing``, 0 elsewhere and where ``A == 0``; never NaN."""
     grad = np.where(flowing & (advantages != 0), ratio, 0.0)  # inf * 0 is never formed
-    with _float64_limits_handled_below():
+    with float64_limits_handled_below():
         grad *= advantages
         grad /= -n
         # an infinite entry makes the sum infinite (a sum of finite entries that overflows
         # only costs the search: nothing is undecided)
-        if not math.isfinite(np.add.reduce(grad)):
-            gradient_beyond_float64(grad, ~np.isfinite(grad), ratio, advantages, n)
+        if not math.isfinite(np.add.reduce(grad)):  # each entry as gradient_entry decides
+            for i in np.flatnonzero(~np.isfinite(grad)).tolist():
+                grad[i] = gradient_entry(float(ratio[i]), float(advantages[i]), n)
     return _positive_zero(grad)

@@ -1,96 +1,133 @@
-"""Exact arithmetic for ``ppo_clip``'s part 4, where float64 overflowed on the way to an answer.
+"""Exact arithmetic for part 4 of :mod:`ppo_clip` and :mod:`llm_clip`, where float64 overflowed.
 
-Every float64 value is a whole number of units of 2**-1074, so a product of two is a whole
-number of units of 2**-2148 and a sum of products is an exact Python integer; dividing it by
-``N`` rounds once to float64.  :mod:`ppo_clip` calls these only where its textbook lines left a
-term, a sum or a gradient entry not finite (``inf * 0``, an overflowed ratio, a product ``r*A``
-or a sum beyond float64's range although the answer is not).  numpy and the standard library
-only.
+Every finite float64 value is a whole number of units of ``2**-1074``, so a product of ``k`` of
+them is a whole number of units of ``2**-(1074*k)`` and a sum of such products an exact Python
+integer; :func:`rounded` rounds the exact quotient once to float64.  Both modules call these
+only where their textbook lines left a term, a sum or a gradient entry not finite
+(``inf * 0``, an overflowed ratio, a product ``r*A`` or a sum beyond float64's range although
+the answer is not).  The standard library and numpy only.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.int64]
 
 
-def exact_loss(factor: FloatArray, advantages: FloatArray, n: int, name: str = "the loss") -> float:
-    """The exact ``-(1/n) * sum(factor * A)`` rounded once to float64; ``0`` where ``A == 0``.
-
-    ``factor`` multiplies each advantage: the ratio for the unclipped objective,
-    ``clip(r)`` for the clip-only one, ``ppo_clip._kept_ratio`` for the clipped one.
-    An infinite factor (an overflowed ratio) with a nonzero advantage makes the
-    loss infinite; two of opposite signs make it undefined (``ValueError``,
-    naming ``name``).  Beyond float64's range the loss is ``+-inf``.
-    """
-    nonzero = advantages != 0
-    factor, advantages = factor[nonzero], advantages[nonzero]
-    infinite_signs = set(np.sign(advantages[np.isinf(factor)]).tolist())
-    if len(infinite_signs) == 2:
-        raise ValueError(
-            f"{name} is undefined: infinite ratios (log-ratios above about 709.78) with "
-            "advantages of both signs make it inf - inf"
-        )
-    if infinite_signs:  # -(1/n) * inf * A
-        return -math.copysign(math.inf, infinite_signs.pop())
-    exact_sum = exact_sum_of_products(factor.tolist(), advantages.tolist())
-    return rounded(-exact_sum, PRODUCT_UNITS * n)
-
-
-def gradient_beyond_float64(
-    grad: FloatArray,
-    undecided: BoolArray,
-    ratio: FloatArray,
+def exact_loss(
+    factors: Sequence[FloatArray],
     advantages: FloatArray,
-    n: int | None = None,
-) -> None:
-    """Decide, in place, the entries of ``grad = -r*A/N`` that float64 left not finite.
+    n: int | IntArray,
+    name: str = "the loss",
+    kl: FloatArray | None = None,
+    kl_coef: float = 0.0,
+) -> float:
+    """The exact ``sum((kl_coef * kl - A * product(factors)) / n)`` rounded once to float64.
 
-    ``undecided`` marks them; ``n`` defaults to the number of entries.
-    ``A == 0``: 0 (``inf * 0`` was NaN).  ``r = inf``: ``inf`` with the sign of
-    ``-A`` (for the clipped objective only ``A < 0`` gets here: ``+inf``).
-    Finite ``r`` with ``r*A`` beyond float64: the exact ``-r*A/N`` rounded
-    once, finite wherever float64 holds it.
+    One entry per term (1-D arrays); ``n`` divides every term, or is one divisor per term; a
+    term with ``A == 0`` has no policy part.  :mod:`ppo_clip`'s ``-(1/n) * sum(factor * A)``
+    has one factor: the ratio for the unclipped objective, ``clip(r)`` for the clip-only one,
+    ``ppo_clip._kept_ratio`` for the clipped one; :mod:`llm_clip` adds k3 (``kl``).
+    An infinite factor (an overflowed ratio) with a nonzero advantage, or an infinite ``kl``,
+    makes the loss infinite; two of opposite signs make it undefined (``ValueError``, naming
+    ``name``).  Beyond float64's range the loss is ``+-inf``.
     """
-    n = len(grad) if n is None else n
-    for index in np.flatnonzero(undecided).tolist():
-        r, a = float(ratio[index]), float(advantages[index])
-        if a == 0:
-            grad[index] = 0.0
-        elif math.isinf(r):
-            grad[index] = -math.copysign(math.inf, a)
-        else:
-            grad[index] = rounded(-exact_sum_of_products([r], [a]), PRODUCT_UNITS * n)
+    policy_inf = (advantages != 0) & np.logical_or.reduce([np.isinf(f) for f in factors])
+    terms = times_advantage(math.prod(factors), advantages)
+    signs = set((-np.sign(terms[policy_inf])).tolist())
+    if kl_coef and np.isinf(kl).any():  # type: ignore[arg-type]
+        signs.add(1.0)
+    if len(signs) == 2:
+        raise ValueError(
+            f"{name} is undefined: infinite terms of both signs (ratios or k3 past float64's "
+            "range, e.g. log-ratios above about 709.78) make it inf - inf"
+        )
+    if signs:
+        return math.inf * signs.pop()
+    scale = UNIT * (len(factors) + 1)  # each term, in units of 2**-scale, is a whole number
+    divisors, sums = np.broadcast_to(n, advantages.shape).tolist(), {}
+    columns = [f.tolist() for f in factors]
+    for k, a in enumerate(advantages.tolist()):
+        units = _units((kl_coef, float(kl[k])), scale) if kl_coef else 0  # type: ignore[index]
+        if a:
+            units -= _units((a, *(column[k] for column in columns)), scale)
+        sums[divisors[k]] = sums.get(divisors[k], 0) + units
+    return rounded(sum(Fraction(total, int(d) << scale) for d, total in sums.items()))
 
 
-#: Every float64 value is a whole number of units of 2**-1074 (the smallest subnormal), so a
-#: product of two is a whole number of units of 2**-2148.
-PRODUCT_EXPONENT = 2 * 1074
-PRODUCT_UNITS = 2**PRODUCT_EXPONENT
+def gradient_entry(
+    g: float, a: float, n: int, kl_coef: float = 0.0, exp_d: float = 0.0, at: str = ""
+) -> float:
+    """``-(g*A + kl_coef*(exp(d) - 1)) / n`` for an entry float64 left not finite.
+
+    ``g`` is ``r`` for :mod:`ppo_clip`'s ``-r*A/N`` (and no KL term).  ``A == 0``: no policy
+    part (``inf * 0`` was NaN).  An infinite ``g`` (an overflowed ratio) gives ``inf`` with the
+    sign of ``-A`` (for PPO's clipped objective only ``A < 0`` gets here: ``+inf``), an
+    overflowed ``exp(d) - 1`` gives ``-inf``; both at once is undefined (``ValueError``, naming
+    the entry ``at``); otherwise the exact value rounded once, finite wherever float64 holds it.
+    """
+    policy_inf, kl_inf = a != 0 and math.isinf(g), math.isinf(exp_d)
+    if policy_inf and kl_inf:
+        raise ValueError(
+            f"the gradient at {at} is undefined: its ratio and exp(logp_ref - logp_new) both "
+            "overflow (inf - inf)"
+        )
+    if policy_inf or kl_inf:
+        return -math.copysign(math.inf, a) if policy_inf else -math.inf
+    return rounded(-(exact(kl_coef, exp_d) + (exact(g, a) if a else 0)) / n)
 
 
-def exact_sum_of_products(x: Iterable[float], y: Iterable[float]) -> int:
-    """``sum(x * y)`` exactly, as a whole number of units of ``1 / PRODUCT_UNITS``."""
-    total = 0
-    for a, b in zip(x, y, strict=True):
-        (a_top, a_bottom), (b_top, b_bottom) = a.as_integer_ratio(), b.as_integer_ratio()
-        # a_bottom * b_bottom is a power of two, 2**k with k <= PRODUCT_EXPONENT
-        total += (a_top * b_top) << (PRODUCT_EXPONENT + 1 - (a_bottom * b_bottom).bit_length())
-    return total
+#: Every finite float64 value is a whole number of units of 2**-UNIT (the smallest subnormal).
+UNIT = 1074
 
 
-def rounded(numerator: int, denominator: int) -> float:
-    """``numerator / denominator`` rounded once to float64 (Python rounds int division so).
+def exact(*factors: float) -> Fraction:
+    """The product of finite float64 values, exactly."""
+    scale = UNIT * len(factors)
+    return Fraction(_units(factors, scale), 1 << scale)
 
-    ``+-inf`` where the quotient lies beyond float64's range; never ``-0.0``.
+
+def _units(factors: Iterable[float], scale: int) -> int:
+    """The product of finite float64 values as a whole number of units of ``2**-scale``
+    (``scale`` at least ``UNIT`` per factor): integer arithmetic, fast on long sums."""
+    top, bits = 1, 0
+    for value in factors:
+        numerator, denominator = float(value).as_integer_ratio()  # a power of two below
+        top, bits = top * numerator, bits + denominator.bit_length() - 1
+    return top << (scale - bits)
+
+
+def rounded(value: Fraction) -> float:
+    """``value`` rounded once to float64 (Python's int division rounds so).
+
+    ``+-inf`` where it lies beyond float64's range; never ``-0.0``.
     """
     try:
-        return numerator / denominator + 0.0
+        return value.numerator / value.denominator + 0.0
     except OverflowError:
-        return math.inf if numerator > 0 else -math.inf
+        return math.inf if value > 0 else -math.inf
+
+
+def float64_limits_handled_below() -> np.errstate:
+    """No warning or error on the way, whatever the caller's numpy error state (``np.seterr``).
+
+    float64 is meant to overflow to ``inf`` (then NaN from ``inf * 0``) and to underflow to 0
+    or a subnormal number in the textbook lines: the results are checked, and decided here.
+    """
+    return np.errstate(over="ignore", under="ignore", invalid="ignore")
+
+
+def times_advantage(values: FloatArray | float, advantages: FloatArray) -> FloatArray:
+    """``values * A``, with an exact 0 wherever ``A == 0`` (``inf * 0`` is never formed).
+
+    A product too large for float64 is ``+-inf``, its float64 value.
+    """
+    with float64_limits_handled_below():
+        return np.where(advantages == 0, 0.0, values) * advantages

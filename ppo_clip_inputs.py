@@ -19,12 +19,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "array_from",
     "checked_count",
     "checked_dual_clip",
     "checked_eps",
     "checked_finite_vector",
     "checked_log_ratio",
     "checked_real",
+    "refuse_booleans",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -72,7 +74,7 @@ def _as_vector(name: str, value: ArrayLike) -> FloatArray:
     included) and ``ValueError`` for the wrong shape or a number too large
     for float64.  Finiteness is checked by the caller.
     """
-    array = value if _is_plain_array(value) else _array_from(name, value)
+    array = value if _is_plain_array(value) else array_from(name, value)
     if array.dtype.kind == "O":
         array = _object_array_as_float(name, array, value)
     if array.dtype.kind not in "iuf":
@@ -85,6 +87,7 @@ def _as_vector(name: str, value: ArrayLike) -> FloatArray:
         raise ValueError(f"{name} must be 1-D, got {shape}")
     if len(array) == 0:
         raise ValueError(f"{name} is empty; it needs at least one sample")
+    refuse_booleans(name, value)  # numpy reads [True, 0.5] as [1.0, 0.5] without a word
     if array.dtype.itemsize > 8 and array.dtype.kind == "f":  # long double: may not fit
         return _long_double_as_float(name, array)
     return array.astype(np.float64, copy=False)
@@ -94,42 +97,39 @@ def _is_plain_array(value: object) -> bool:
     return isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray)
 
 
-def _array_from(name: str, value: object) -> np.ndarray:
-    """``np.asarray(value)`` for anything but a plain array, refusing what numpy misreads."""
-    _refuse_unordered_or_masked(name, value)
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"{name} must be a 1-D array of numbers; it looks nested or ragged "
-            "(rows of different lengths) or holds values numpy cannot read"
-        ) from None
-    if array.dtype.kind in "iuf" and array.ndim == 1:
-        _refuse_booleans(name, value)  # numpy reads [True, 0.5] as [1.0, 0.5] without a word
-    return array
-
-
-def _refuse_unordered_or_masked(name: str, value: object) -> None:
-    """Raise a ``TypeError`` for inputs numpy would misread as a batch.
+def array_from(name: str, value: object, what: str = "a 1-D array") -> np.ndarray:
+    """``np.asarray(value)``, after refusing what numpy would misread as a batch, with a
+    ``TypeError`` naming ``name`` (``what`` says which array it must be).
 
     ``None``, text or raw bytes, a dict or a view of one, a set, an iterator
     or any other iterable numpy cannot index has no samples in order that
     numpy would find (it makes a single object of it, or reads each byte as
     a number), and a masked array's mask would be silently ignored.
     """
+    _refuse_unordered_or_masked(name, value, what)
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be {what} of numbers; its rows differ in length (it looks nested or "
+            "ragged) or it holds values numpy cannot read"
+        ) from None
+
+
+def _refuse_unordered_or_masked(name: str, value: object, what: str) -> None:
     kind = type(value).__name__
     if value is None or isinstance(value, str):
-        raise TypeError(f"{name} must be a 1-D array of numbers, got {kind}")
+        raise TypeError(f"{name} must be {what} of numbers, got {kind}")
     if isinstance(value, (bytes, bytearray)):  # numpy would read each byte as a number
-        raise TypeError(f"{name} must be a 1-D array of numbers, got {kind} (raw bytes)")
+        raise TypeError(f"{name} must be {what} of numbers, got {kind} (raw bytes)")
     if isinstance(value, memoryview):
         raise TypeError(
-            f"{name} must be a 1-D array of numbers, got memoryview (a raw buffer); if it "
+            f"{name} must be {what} of numbers, got memoryview (a raw buffer); if it "
             f"holds numbers, say so with np.asarray({name})"
         )
     if isinstance(value, np.ma.MaskedArray):
         raise TypeError(
-            f"{name} is a masked array, and ppo_clip would ignore its mask: pass "
+            f"{name} is a masked array, whose mask would be ignored: pass "
             f"{name}.filled(value) to choose what masked samples hold, or drop them from every "
             f"input (e.g. {name}.compressed() and the same samples of the other inputs)"
         )
@@ -158,15 +158,25 @@ def _refuse_unordered_or_masked(name: str, value: object) -> None:
         )
 
 
-def _refuse_booleans(name: str, values: object) -> None:
-    """A ``TypeError`` for the first boolean in a container numpy read as numbers."""
-    if not isinstance(values, Sequence):  # other containers (a tensor, ...) hold no Python bools
-        return
-    for index, item in enumerate(values):
-        if isinstance(item, (bool, np.bool_, np.ndarray)) and _is_boolean(item):
-            raise TypeError(
-                f"{name} must contain only numbers: {name}[{index}] is {item!r}, a boolean"
-            )
+def refuse_booleans(name: str, values: object) -> None:
+    """A ``TypeError`` for the first boolean in (nested) sequences numpy read as numbers,
+    naming where it sits (``name[0][1]``); an array of numbers holds none."""
+    found = _first_boolean(values)
+    if found is not None:
+        at, item = found
+        raise TypeError(f"{name} must contain only numbers: {name}{at} is {item!r}, a boolean")
+
+
+def _first_boolean(value: object, at: str = "") -> tuple[str, object] | None:
+    """Where the first boolean sits (``"[0][1]"``) and what it is, or None."""
+    if _is_boolean(value) or (isinstance(value, np.ndarray) and value.dtype.kind == "b"):
+        return at, value
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        for index, item in enumerate(value):
+            found = _first_boolean(item, f"{at}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _is_boolean(item: object) -> bool:

@@ -39,6 +39,8 @@ from functools import cache
 import numpy as np
 from numpy.typing import NDArray
 
+from bandit import log_softmax  # the policy's softmax, shared with the bandit
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
@@ -66,12 +68,6 @@ N_FEATURES = 20 + MAX_LEN + V + 1
 HIDDEN = 32
 #: The reference's pretraining: its seed, Adam steps, contexts per step and learning rate.
 PRETRAIN_SEED, PRETRAIN_STEPS, PRETRAIN_BATCH, PRETRAIN_RATE = 2024, 400, 128, 0.01
-
-
-def log_softmax(logits: FloatArray) -> FloatArray:
-    """``log softmax`` over the last axis, computed stably (subtracting the max first)."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def right_response(prompt: int) -> list[int]:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 import llm_clip
+from bandit import checked_fields
 from tiny_lm import (
     MAX_LEN,
     PROMPTS,
@@ -130,15 +131,7 @@ class TrainSettings:
     kl_coef: float = 0.0
 
     def __post_init__(self) -> None:
-        for name, (low, high, whole) in SETTING_RANGES.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-            if not low <= value <= high:  # refuses NaN too
-                raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
-            if whole and value != int(value):
-                raise ValueError(f"{name} must be a whole number, got {value!r}")
-            object.__setattr__(self, name, int(value) if whole else float(value))
+        checked_fields(self, SETTING_RANGES)
 
     @property
     def batch_size(self) -> int:
