@@ -303,8 +303,13 @@ class ObjectiveSpec:
     value), on the ratio (``band="ratio"``: ``[1 - eps_low, 1 + eps_high]``), on ``log r``
     (``"log-ratio"``: ``[-eps_low, eps_high]``) or none (``None``: ``eps_*`` refused);
     ``tau`` SAPO's default ``(tau_pos, tau_neg)`` (None: ``tau_*`` refused); ``per_response``:
-    one advantage per response.  ``label``, ``formula``, ``paper`` (arXiv id) and ``follows``
-    (the trainer lines, version or commit first) are for tables.
+    one advantage per response; ``detached_weight``: the ratio enters as a weight held constant
+    (stop-gradient, CISPO), so a token outside the band keeps its push.  ``label``, ``formula``,
+    ``paper`` (arXiv id) and ``follows`` (the trainer lines, version or commit first) are for
+    tables; ``in_trl``: TRL's ``GRPOTrainer`` has this loss (``clip_ratio_trl`` reports ``{}``
+    otherwise; PPO, not in TRL, is read there as token-level).  What verl logs as its clip
+    fraction follows from ``band``, ``per_response`` and ``detached_weight``
+    (:meth:`clip_kind`).
     """
 
     name: str
@@ -319,6 +324,20 @@ class ObjectiveSpec:
     band: Literal["ratio", "log-ratio"] | None = "ratio"
     tau: tuple[float, float] | None = None
     per_response: bool = False
+    detached_weight: bool = False
+    in_trl: bool = True
+
+    @property
+    def clip_kind(self) -> Literal["token", "sequence", "detached", "soft", "log-ratio"]:
+        """How the objective limits a ratio: a hard clip per token or per response, a detached
+        clipped weight, a soft gate (no band) or a clip of ``log r``."""
+        if self.band is None:
+            return "soft"
+        if self.band == "log-ratio":
+            return "log-ratio"
+        if self.detached_weight:
+            return "detached"
+        return "sequence" if self.per_response else "token"
 
     @property
     def default_band(self) -> tuple[float, float] | None:
@@ -417,7 +436,7 @@ SPECS: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
                   per_response=True),
     ObjectiveSpec("cispo", "CISPO", _cispo, "token-mean",
                   "sg[clip(r, 1 − ε_low, 1 + ε_high)]·A·log π_new", "2506.13585",
-                  f"{_VERL} L1753-1758 (compute_policy_loss_cispo)"),
+                  f"{_VERL} L1753-1758 (compute_policy_loss_cispo)", detached_weight=True),
     ObjectiveSpec("sapo", "SAPO", _sapo, "seq-mean-token-mean",
                   "f(r)·A, f(r) = σ(τ(r − 1))·4/τ, τ = τ_pos if A > 0 else τ_neg", "2511.20347",
                   f'{_TRL_116} L3121-3124, L3153-3154 (loss_type="sapo"); {_VERL_091} L1623-1703',
@@ -425,7 +444,7 @@ SPECS: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
     ObjectiveSpec("gmpo", "GMPO", _gmpo, "seq-mean-token-mean",
                   "exp(mean of clip(log r, −ε_low, ε_high), pessimistic side)·A per answer",
                   "2507.20673", f"{_VERL_091} L1929-2011 (compute_policy_loss_geo_mean)",
-                  eps_low=0.4, band="log-ratio", per_response=True),
+                  eps_low=0.4, band="log-ratio", per_response=True, in_trl=False),
 )}  # fmt: skip
 OBJECTIVES: tuple[str, ...] = tuple(SPECS)
 #: Each objective's own aggregation, used when ``aggregation`` is None.
@@ -612,27 +631,25 @@ def clip_fraction_verl(
     options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
     b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     cap = checks.checked_dual_clip(dual_clip)
-    a, lower = b.advantages, 0.0
-    if b.objective in ("sapo", "gmpo"):  # SAPO's band is empty: nothing lies outside it
-        outside = (b.objective == "gmpo") & (
-            (b.log_ratio < -b.eps_low) | (b.log_ratio > b.eps_high)
-        )
+    kind, a = SPECS[b.objective].clip_kind, b.advantages
+    if kind in ("soft", "log-ratio"):  # a soft gate has no band: nothing lies outside it
+        outside = (kind == "log-ratio") & ((b.log_ratio < -b.eps_low) | (b.log_ratio > b.eps_high))
+        upper, lower = outside & (a > 0), outside & (a < 0)
         return {
-            "actor/pg_clipfrac": _token_mean(outside & (a > 0), b),
-            "actor/pg_clipfrac_lower": _token_mean(outside & (a < 0), b),
+            "actor/pg_clipfrac": _token_mean(upper, b),
+            "actor/pg_clipfrac_lower": _token_mean(lower, b),
         }
     with _float64_limits_handled_below():
-        if b.objective == "gspo":
+        if kind == "sequence":
             ratio = np.exp(np.minimum(_mean_log_ratio(b), 10.0))[:, None] * np.ones_like(a)
         else:
             ratio = np.exp(np.clip(b.log_ratio, -20.0, 20.0))
-        if b.objective == "cispo":
-            return {
-                "actor/pg_clipfrac": _token_mean(ratio != np.clip(ratio, b.lower, b.upper), b),
-                "actor/pg_clipfrac_lower": 0.0,
-            }
+        if kind == "detached":
+            outside = ratio != np.clip(ratio, b.lower, b.upper)
+            return {"actor/pg_clipfrac": _token_mean(outside, b), "actor/pg_clipfrac_lower": 0.0}
         pg_losses1, pg_losses2 = -a * ratio, -a * np.clip(ratio, b.lower, b.upper)
-        if b.objective != "gspo" and cap is not None:
+        lower = 0.0
+        if kind == "token" and cap is not None:
             floor = np.maximum(pg_losses1, pg_losses2) > -a * cap
             lower = _token_mean(floor & (a < 0), b)
         return {
@@ -664,15 +681,16 @@ def clip_ratio_trl(
     """
     options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
     b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
-    if b.objective in ("sapo", "gmpo"):
+    spec = SPECS[b.objective]
+    if not spec.in_trl or spec.clip_kind == "soft":
         return {}
     with _float64_limits_handled_below():
-        a, ratio = b.advantages, SPECS[b.objective].parts(b).ratio
-    if b.objective == "cispo":
-        return {"cispo_clip_ratio": _token_mean((ratio > b.upper) & (a > 0), b)}
+        a, ratio = b.advantages, spec.parts(b).ratio
+    if spec.clip_kind == "detached":
+        return {f"{spec.name}_clip_ratio": _token_mean((ratio > b.upper) & (a > 0), b)}
     low, high = (ratio < b.lower) & (a < 0), (ratio > b.upper) & (a > 0)
     per_response = [(x & b.mask).sum(axis=1) / b.lengths for x in (low, high, low | high)]
-    if b.objective == "gspo":  # one decision per response: its share is 0 or 1
+    if spec.clip_kind == "sequence":  # one decision per response: its share is 0 or 1
         means = [float(share.mean()) for share in per_response]
     else:
         means = [_token_mean(x, b) for x in (low, high, low | high)]
