@@ -277,6 +277,21 @@ def blank_figures(pixels: list[dict[str, int]]) -> list[int]:
     ]
 
 
+def page_problems(page: Any, patterns: tuple[re.Pattern[str], ...] = ()) -> list[str]:
+    """Stderr and error outputs, outputs matching :data:`PROBLEM_PATTERNS` (or ``patterns``)
+    and open dialogs on ``page`` (a notebook, or a page exported from one), described short."""
+    stderr = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
+    found = [f"stderr/error output: {text.strip()[:800]}" for text in stderr.all_inner_texts()]
+    for text in page.locator(".jp-OutputArea-output").all_inner_texts():
+        for pattern in (*PROBLEM_PATTERNS, *patterns):
+            if pattern.search(text):
+                found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
+                break
+    for text in page.locator(".jp-Dialog").all_inner_texts():
+        found.append(f"dialog open: {text.strip()[:300]}")
+    return found
+
+
 # -- a notebook in the browser -----------------------------------------------------------------
 
 #: The kernel shutdowns :meth:`NotebookPage.close` started, by (server, notebook path).
@@ -418,20 +433,7 @@ class NotebookPage:
 
     def problems(self) -> list[str]:
         """Error, traceback, stderr and broken-widget outputs, as short descriptions."""
-        found = []
-        stderr = self.page.locator(
-            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
-        )
-        for text in stderr.all_inner_texts():
-            found.append(f"stderr/error output: {text.strip()[:800]}")
-        for text in self.page.locator(".jp-OutputArea-output").all_inner_texts():
-            for pattern in PROBLEM_PATTERNS:
-                if pattern.search(text):
-                    found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
-                    break
-        for text in self.page.locator(".jp-Dialog").all_inner_texts():
-            found.append(f"dialog open: {text.strip()[:300]}")
-        return found
+        return page_problems(self.page)
 
     # -- figures ------------------------------------------------------------------------------
 
