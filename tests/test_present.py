@@ -323,22 +323,29 @@ def files_under(folder: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-def open_page(page, address: str, timeout_s: float = 240) -> None:
-    """Load a page and wait until every cell ran and its widgets are drawn: the links to the
-    other notebooks (the output of the page's last cell) are there, and the figures, counted
-    twice a second apart, all have a canvas with a size."""
-    page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
-    page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
+def open_page(context, address: str, said: list[str], name: str, timeout_s: float = 240):
+    """A new 1280 x 800 page of ``address``, once every cell ran and its widgets are drawn: the
+    links to the other notebooks (the output of the page's last cell) are there, and the
+    figures, counted twice a second apart, all have a canvas with a size.  On a timeout, the
+    error quotes what the server said last."""
+    page = context.new_page()
+    page.set_viewport_size(PROJECTOR)
     drawn = """() => Array.from(document.querySelectorAll('.ppo-app')).filter(
         (app) => app.querySelector('.ppo-figure canvas')?.height > 0).length"""
-    deadline, counted = time.monotonic() + timeout_s, -1
-    while time.monotonic() < deadline:
-        page.wait_for_timeout(1000)
-        apps = page.locator(".ppo-app").count()
-        if apps == counted and page.evaluate(drawn) == apps:
-            return
-        counted = apps
-    raise TimeoutError(f"the page's figures were not drawn within {timeout_s} s")
+    try:
+        page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
+        page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
+        deadline, counted = time.monotonic() + timeout_s, -1
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(1000)
+            apps = page.locator(".ppo-app").count()
+            if apps == counted and page.evaluate(drawn) == apps:
+                return page
+            counted = apps
+        raise TimeoutError(f"the page's figures were not drawn within {timeout_s} s")
+    except Exception as error:
+        log = "".join(said[-40:])
+        raise AssertionError(f"{name} did not finish; the server said:\n{log}") from error
 
 
 #: Each slider's handle: its value, range and track width, and the figure canvases' heights.
@@ -451,24 +458,16 @@ def test_the_lecture_in_chromium():
             assert answer.status == 200
         outside: list[str] = []
         with chromium_context() as context:
+            context.on(
+                "request",
+                lambda request: (
+                    outside.append(request.url)
+                    if not request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+                    else None
+                ),
+            )
             for stem in LECTURE_NOTEBOOKS:
-                page = context.new_page()
-                page.set_viewport_size(PROJECTOR)
-                page.on(
-                    "request",
-                    lambda request: (
-                        outside.append(request.url)
-                        if not request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
-                        else None
-                    ),
-                )
-                try:
-                    open_page(page, address)
-                except Exception as error:
-                    log = "".join(said[-40:])
-                    raise AssertionError(
-                        f"{stem} did not finish; the server said:\n{log}"
-                    ) from error
+                page = open_page(context, address, said, stem)
                 assert stem in page.url
                 starts = check_the_room_sees_it(page, stem)
                 page.screenshot(path=str(shots / f"lecture-{stem}.png"))
@@ -495,13 +494,7 @@ def test_a_whole_notebook_in_chromium():
     require_browser()
     before = files_under(NOTEBOOKS)
     with presenting() as (address, _server, said), chromium_context() as context:
-        page = context.new_page()
-        page.set_viewport_size(PROJECTOR)
-        try:
-            open_page(page, address)
-        except Exception as error:
-            log = "".join(said[-40:])
-            raise AssertionError(f"notebook 1 did not finish; the server said:\n{log}") from error
+        page = open_page(context, address, said, "notebook 1")
         assert page.locator(".widget-interact .noUi-target").count() == 2, "no interact sliders"
         check_the_room_sees_it(page, "01_clipped_surrogate (every cell)")
         page.screenshot(path=str(OUTPUT_DIR / "present" / "whole-01_clipped_surrogate.png"))
