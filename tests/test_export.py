@@ -636,11 +636,3 @@ def test_notebook_1s_page_shows_every_figure_and_formula_offline(
     assert figures > 0
     assert stylesheet() in (site / f"{path.stem}.html").read_text()  # the readouts' look
     assert offline_page_problems(offline_browser, site / f"{path.stem}.html", figures) == []
-
-
-def test_fixture_notebook_is_valid() -> None:
-    """The harness's own notebook stays a clean, output-free nbformat 4 document."""
-    notebook = nbformat.read(FIXTURE_NOTEBOOK, as_version=4)
-    nbformat.validate(notebook)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
-    assert "widgets" not in notebook.metadata
