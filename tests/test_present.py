@@ -219,25 +219,6 @@ def test_the_readme_command_presents_the_lecture():
     assert f"stopped after {IDLE_KERNEL_S} seconds idle" in README.read_text(encoding="utf-8")
 
 
-def test_a_port_in_use_is_refused_in_one_line():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "ppo_viz.present", "--lecture", "--port", str(port)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == 2
-    assert (
-        done.stderr.strip() == f"error: port {port} is in use; choose another or leave --port out"
-    )
-    assert done.stdout == ""
-
-
 def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
     """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
     served = []
@@ -259,13 +240,25 @@ def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
     assert not folder.exists()
 
 
-def test_a_port_voila_cannot_listen_on_is_refused_before_it_starts(monkeypatch, capsys):
-    """--port 70000 printed an address nothing answered."""
+@pytest.mark.parametrize(
+    ("port", "said"),
+    [
+        (None, "port {} is in use; choose another or leave --port out"),
+        (70000, "--port must be from 1 to 65535, got {}"),  # printed an address nobody answered
+    ],
+)
+def test_a_port_voila_cannot_listen_on_is_refused_in_one_line_before_it_starts(
+    monkeypatch, capsys, port, said
+):
     monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
-    assert present.main([str(NOTEBOOKS / "01_clipped_surrogate.ipynb"), "--port", "70000"]) == 2
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = port or busy.getsockname()[1]
+        assert present.main(["--lecture", "--port", str(port)]) == 2
     printed = capsys.readouterr()
     assert printed.out == ""
-    assert printed.err.strip() == "error: --port must be from 1 to 65535, got 70000"
+    assert printed.err == f"error: {said.format(port)}\n"
 
 
 # -- in Chromium ------------------------------------------------------------------------------
