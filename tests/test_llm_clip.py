@@ -238,9 +238,10 @@ ONE_ROW = np.ones((1, 4), dtype=bool)
 
 
 def test_clip_fractions_on_specs_batch_where_the_definitions_differ():
-    """SPEC.md's r = [1.5, 1.5, 0.5, 0.5], A = [+1, -1, +1, -1], eps = 0.2: CleanRL's
-    sign-blind |r - 1| > eps counts all four, verl's pg_losses2 > pg_losses1 and TRL's region
-    count the two whose gradient is zeroed (TRL: one low, one high)."""
+    """The contract's batch (docs/contract.md, "ppo_clip"), r = [1.5, 1.5, 0.5, 0.5],
+    A = [+1, -1, +1, -1], eps = 0.2: CleanRL's sign-blind |r - 1| > eps counts all four, verl's
+    pg_losses2 > pg_losses1 and TRL's region count the two whose gradient is zeroed (TRL: one
+    low, one high)."""
     logp_new = np.log([[1.5, 1.5, 0.5, 0.5]])
     advantages = np.array([[1.0, -1.0, 1.0, -1.0]])
     args = (logp_new, np.zeros((1, 4)), advantages, ONE_ROW)
