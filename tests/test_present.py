@@ -30,7 +30,7 @@ from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from helpers import live_figure_classes
 from lab_server import free_port
 from matplotlib.text import Text
-from notebook_runner import execute_notebook, output_problems
+from notebook_runner import execute_notebook, folder_state, output_problems
 
 from ppo_viz import present
 from ppo_viz.present import (
@@ -308,14 +308,6 @@ def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
     return kernels
 
 
-def files_under(folder: Path) -> dict[str, tuple[int, int]]:
-    return {
-        str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)
-        for p in folder.rglob("*")
-        if p.is_file() and ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts
-    }
-
-
 def open_page(context, address: str, said: list[str], name: str, timeout_s: float = 240):
     """A new 1280 x 800 page of ``address``, once every cell ran and its widgets are drawn: the
     links to the other notebooks (the output of the page's last cell) are there, and the
@@ -442,7 +434,7 @@ def check_the_keys(page, name: str, starts: list[float]) -> None:
 def test_the_lecture_in_chromium():
     """The README's command: notebooks 1 to 3, page after page through their links."""
     require_browser()
-    before = files_under(NOTEBOOKS)
+    before = folder_state(NOTEBOOKS, notebooks=True)
     shots = OUTPUT_DIR / "present"
     shots.mkdir(parents=True, exist_ok=True)
     with presenting("--lecture") as (address, server, said):
@@ -478,19 +470,21 @@ def test_the_lecture_in_chromium():
             time.sleep(2)
         assert not kernels_of(server), "kernels of closed pages still run after a minute"
     assert not outside, f"the lecture fetched from outside the machine: {outside}"
-    assert files_under(NOTEBOOKS) == before, "loading the lecture wrote into notebooks/"
+    assert folder_state(NOTEBOOKS, notebooks=True) == before, (
+        "loading the lecture wrote into notebooks/"
+    )
 
 
 @pytest.mark.browser
 def test_a_whole_notebook_in_chromium():
     """Every cell of notebook 1 (the default): the *Draw it yourself* sliders too."""
     require_browser()
-    before = files_under(NOTEBOOKS)
+    before = folder_state(NOTEBOOKS, notebooks=True)
     with presenting() as (address, _server, said), chromium_context() as context:
         page = open_page(context, address, said, "notebook 1")
         assert page.locator(".widget-interact .noUi-target").count() == 2, "no interact sliders"
         check_the_room_sees_it(page, "01_clipped_surrogate (every cell)")
         page.screenshot(path=str(OUTPUT_DIR / "present" / "whole-01_clipped_surrogate.png"))
         page.close(run_before_unload=True)
-    written = sorted(set(files_under(NOTEBOOKS).items()) - set(before.items()))
+    written = sorted(set(folder_state(NOTEBOOKS, notebooks=True).items()) - set(before.items()))
     assert not written, f"loading notebook 1 wrote {written}"
