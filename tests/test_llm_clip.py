@@ -334,7 +334,8 @@ def test_overflowed_ratios_never_make_nan(objective):
         assert math.isfinite(b.loss)
         if objective == "sapo":  # a bounded gate, whose slope vanished where r overflowed
             assert b.grad[0, 0] == b.grad[2, 0] == 0.0
-            assert b.grad[2, 1] == -b.weight[2, 1]  # r = 1: f'(1) = 1
+            # r = 1: f'(1) = 1, up to the last bits of exp on this CPU (not pinned)
+            assert b.grad[2, 1] == pytest.approx(-b.weight[2, 1], rel=1e-14)
         return
     assert b.loss == math.inf
     assert b.grad[0, 0] == math.inf
