@@ -15,6 +15,7 @@ it, which :data:`CANVAS_PIXELS` reads back, so a test sees what a reader sees.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import shutil
@@ -115,33 +116,25 @@ def require_browser() -> None:
     pytest.skip(message)
 
 
-#: This process's Playwright and its headless Chromium per executable, started on first use
+#: This process's Playwright and its headless Chromium per executable are started on first use
 #: and stopped at exit: a second ``sync_playwright()`` in one thread is refused, so every user
 #: (browser tests, the export's test, the benchmark) takes its contexts from the one browser.
-_PLAYWRIGHT: list[Any] = []
-_CHROMIUMS: dict[str, Any] = {}
+@functools.cache
+def _playwright() -> Any:
+    from playwright.sync_api import sync_playwright
+
+    playwright = sync_playwright().start()
+    atexit.register(playwright.stop)  # after each browser's close (registered later)
+    return playwright
 
 
-def _chromium(executable: Path | None) -> Any:
-    """The headless Chromium at ``executable`` (default :data:`CHROMIUM`), started once."""
-    key = str(executable or CHROMIUM)
-    if key not in _CHROMIUMS:
-        if not _PLAYWRIGHT:
-            from playwright.sync_api import sync_playwright
-
-            _PLAYWRIGHT.append(sync_playwright().start())
-            atexit.register(_stop_playwright)
-        chromium = _PLAYWRIGHT[0].chromium
-        _CHROMIUMS[key] = chromium.launch(executable_path=key, headless=True, args=CHROMIUM_ARGS)
-    return _CHROMIUMS[key]
-
-
-def _stop_playwright() -> None:
-    for chromium in _CHROMIUMS.values():
-        chromium.close()
-    _CHROMIUMS.clear()
-    while _PLAYWRIGHT:
-        _PLAYWRIGHT.pop().stop()
+@functools.cache
+def _chromium(executable: str) -> Any:
+    """The headless Chromium at ``executable``, started once."""
+    launch = _playwright().chromium.launch
+    browser = launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+    atexit.register(browser.close)
+    return browser
 
 
 @contextmanager
@@ -151,7 +144,7 @@ def chromium_context(executable: Path | None = None) -> Iterator[Any]:
     ``executable``: the Chromium to use (default :data:`CHROMIUM`), headless, started once
     per process.
     """
-    context = _chromium(executable).new_context(viewport=VIEWPORT)
+    context = _chromium(str(executable or CHROMIUM)).new_context(viewport=VIEWPORT)
     try:
         yield context
     finally:
@@ -190,62 +183,36 @@ class NotebookExpectation:
     extra_classes: tuple[str, ...] = field(default=())
 
 
+def expect(controls: str = "", figures: int = 0, stepper: bool = False, extra: str = ""):
+    """A :class:`NotebookExpectation`, its names given as one space-separated string each."""
+    return NotebookExpectation(tuple(controls.split()), stepper, figures, tuple(extra.split()))
+
+
 #: Per notebook, keyed by its name without the number (so renumbering keeps them): its
-#: main controls, whether it has the worked-example stepper, and how many ppo-figure
-#: canvases it shows at least.  A new or changed notebook needs only its line here.
+#: main controls, how many ppo-figure canvases it shows at least, whether it has the
+#: worked-example stepper, other classes.  A new or changed notebook needs only its line here.
 EXPECTATIONS: dict[str, NotebookExpectation] = {
-    "clipped_surrogate": NotebookExpectation(
-        controls=("eps", "advantage", "worked-example"), min_figures=1
+    "clipped_surrogate": expect("eps advantage worked-example", 1),
+    "worked_example": expect("sample", 1, stepper=True),
+    "epochs_on_one_batch": expect(
+        "eps step-size epochs seed early-stop target-kl figure2-eps", figures=2
     ),
-    "worked_example": NotebookExpectation(controls=("sample",), stepper=True, min_figures=1),
-    "epochs_on_one_batch": NotebookExpectation(
-        controls=("eps", "step-size", "epochs", "seed", "early-stop", "target-kl", "figure2-eps"),
-        min_figures=2,
+    "why_clip": expect(
+        "range-show-ppo range-show-unclipped range-show-early-stop epochs batch-size iterations "
+        "step-size show-ppo show-unclipped show-kl-adaptive-001 cartpole-cell cartpole-show-ppo "
+        "cartpole-show-unclipped",
+        figures=3,
+        extra="ppo-more-seeds",
     ),
-    "why_clip": NotebookExpectation(
-        controls=(
-            "range-show-ppo",
-            "range-show-unclipped",
-            "range-show-early-stop",
-            "epochs",
-            "batch-size",
-            "iterations",
-            "step-size",
-            "show-ppo",
-            "show-unclipped",
-            "show-kl-adaptive-001",
-            "cartpole-cell",
-            "cartpole-show-ppo",
-            "cartpole-show-unclipped",
-        ),
-        min_figures=3,
-        extra_classes=("ppo-more-seeds",),
+    "numerics_and_rlhf": expect("length shift eps-low eps-high cap cap-on", 2),
+    "exercises": expect(extra="ppo-quiz"),
+    "clipping_in_llm_training": expect(
+        "objective mu eps-low eps-high beta kl-place group-size short long advantage eps "
+        "learning-rate updates kl-coef",
+        figures=4,
+        extra="ppo-check",
     ),
-    "numerics_and_rlhf": NotebookExpectation(
-        controls=("length", "shift", "eps-low", "eps-high", "cap", "cap-on"), min_figures=2
-    ),
-    "exercises": NotebookExpectation(extra_classes=("ppo-quiz",)),
-    "clipping_in_llm_training": NotebookExpectation(
-        controls=(
-            "objective",
-            "mu",
-            "eps-low",
-            "eps-high",
-            "beta",
-            "kl-place",
-            "group-size",
-            "short",
-            "long",
-            "advantage",
-            "eps",
-            "learning-rate",
-            "updates",
-            "kl-coef",
-        ),
-        min_figures=4,
-        extra_classes=("ppo-check",),
-    ),
-    "smoke": NotebookExpectation(controls=("eps",), stepper=True, min_figures=1),
+    "smoke": expect("eps", 1, stepper=True),
 }
 
 
@@ -275,6 +242,21 @@ def blank_figures(pixels: list[dict[str, int]]) -> list[int]:
         if figure["inked"] < MIN_INKED_SHARE * figure["width"] * figure["height"]
         or not figure["inked"]
     ]
+
+
+def page_problems(page: Any, patterns: tuple[re.Pattern[str], ...] = ()) -> list[str]:
+    """Stderr and error outputs, outputs matching :data:`PROBLEM_PATTERNS` (or ``patterns``)
+    and open dialogs on ``page`` (a notebook, or a page exported from one), described short."""
+    stderr = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
+    found = [f"stderr/error output: {text.strip()[:800]}" for text in stderr.all_inner_texts()]
+    for text in page.locator(".jp-OutputArea-output").all_inner_texts():
+        for pattern in (*PROBLEM_PATTERNS, *patterns):
+            if pattern.search(text):
+                found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
+                break
+    for text in page.locator(".jp-Dialog").all_inner_texts():
+        found.append(f"dialog open: {text.strip()[:300]}")
+    return found
 
 
 # -- a notebook in the browser -----------------------------------------------------------------
@@ -370,17 +352,25 @@ class NotebookPage:
             return None
         return indicator.get_attribute("data-status")
 
-    def wait_for_kernel_idle(self, timeout_s: float) -> None:
-        """Wait until both the server and (where shown) the toolbar say the kernel is idle."""
+    def poll(self, read: Any, done: Any, timeout_s: float, every_s: float = 0.1) -> Any:
+        """Call ``read()`` until ``done`` holds for its value or ``timeout_s`` passed; the last."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.kernel_state() == "idle" and self.ui_status() in (None, "idle"):
-                return
-            time.sleep(0.1)
-        raise AssertionError(
-            f"{self.path}: kernel not idle after {timeout_s} s "
-            f"(server: {self.kernel_state()}, toolbar: {self.ui_status()})"
-        )
+        value = read()
+        while not done(value) and time.monotonic() < deadline:
+            self.page.wait_for_timeout(every_s * 1000)
+            value = read()
+        return value
+
+    def kernel_idle(self) -> bool:
+        """Both the server and (where shown) the toolbar say the kernel is idle."""
+        return self.kernel_state() == "idle" and self.ui_status() in (None, "idle")
+
+    def wait_for_kernel_idle(self, timeout_s: float) -> None:
+        if not self.poll(self.kernel_idle, bool, timeout_s):
+            raise AssertionError(
+                f"{self.path}: kernel not idle after {timeout_s} s "
+                f"(server: {self.kernel_state()}, toolbar: {self.ui_status()})"
+            )
 
     def run_all_from_menu(self) -> None:
         """Run > Run All Cells, clicked in the menu bar as a person would."""
@@ -399,39 +389,23 @@ class NotebookPage:
         ]
 
     def wait_until_all_executed(self, timeout_s: float, settle_s: float = 0.5) -> list[str]:
-        """Wait until every code cell shows an execution count and the kernel is idle.
+        """Wait until every code cell shows an execution count and the kernel is idle, or an
+        error stopped Run All (reported, not waited for).
 
         Then ``settle_s`` more: widgets render asynchronously after the kernel replies.
         """
-        deadline = time.monotonic() + timeout_s
-        prompts = self.prompts()
-        while time.monotonic() < deadline:
-            prompts = self.prompts()
-            done = prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts)
-            if done and self.kernel_state() == "idle" and self.ui_status() in (None, "idle"):
-                self.page.wait_for_timeout(settle_s * 1000)
-                return prompts
-            if self.problems():
-                break  # an error stops Run All; report it instead of waiting
-            time.sleep(0.2)
+
+        def finished(prompts: list[str]) -> bool:
+            executed = prompts and all(re.fullmatch(r"\[\d+\]:", p) for p in prompts)
+            return bool(executed and self.kernel_idle()) or bool(self.problems())
+
+        prompts = self.poll(self.prompts, finished, timeout_s, every_s=0.2)
+        self.page.wait_for_timeout(settle_s * 1000)
         return prompts
 
     def problems(self) -> list[str]:
         """Error, traceback, stderr and broken-widget outputs, as short descriptions."""
-        found = []
-        stderr = self.page.locator(
-            '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
-        )
-        for text in stderr.all_inner_texts():
-            found.append(f"stderr/error output: {text.strip()[:800]}")
-        for text in self.page.locator(".jp-OutputArea-output").all_inner_texts():
-            for pattern in PROBLEM_PATTERNS:
-                if pattern.search(text):
-                    found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
-                    break
-        for text in self.page.locator(".jp-Dialog").all_inner_texts():
-            found.append(f"dialog open: {text.strip()[:300]}")
-        return found
+        return page_problems(self.page)
 
     # -- figures ------------------------------------------------------------------------------
 
@@ -442,12 +416,7 @@ class NotebookPage:
 
     def wait_until_figures_drawn(self, timeout_s: float = 10) -> list[dict[str, int]]:
         """Poll until no figure on the page is blank (ipympl draws a moment after Run All)."""
-        deadline = time.monotonic() + timeout_s
-        pixels = self.figure_pixels()
-        while blank_figures(pixels) and time.monotonic() < deadline:
-            self.page.wait_for_timeout(100)
-            pixels = self.figure_pixels()
-        return pixels
+        return self.poll(self.figure_pixels, lambda pixels: not blank_figures(pixels), timeout_s)
 
     # -- widgets ------------------------------------------------------------------------------
 
@@ -461,13 +430,7 @@ class NotebookPage:
 
     def wait_for_change(self, read: Any, before: Any, timeout_s: float = 10) -> Any:
         """Poll ``read()`` until it differs from ``before``; return it (or ``before``)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            now = read()
-            if now != before:
-                return now
-            self.page.wait_for_timeout(50)
-        return before
+        return self.poll(read, lambda now: now != before, timeout_s, every_s=0.05)
 
     def control_kind(self, control: Any) -> str:
         """``slider`` (noUiSlider), ``number`` (IntText/FloatText), ``checkbox`` or ``other``."""

@@ -91,11 +91,6 @@ class JupyterServer:
         #: names replaced by its (``{}``: JupyterLab's own defaults for that plugin).
         self.settings = {**TEST_SETTINGS, **(settings or {})}
 
-    @property
-    def ipython_dir(self) -> Path:
-        """The kernels' IPython directory (``IPYTHONDIR``), private to this server."""
-        return self._home / "ipython"
-
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> JupyterServer:
@@ -170,10 +165,6 @@ class JupyterServer:
             body = response.read()
         return json.loads(body) if body else None
 
-    def kernels(self) -> list[dict[str, Any]]:
-        """The running kernels with their ``execution_state``."""
-        return list(self.api("api/kernels"))
-
     def sessions(self) -> list[dict[str, Any]]:
         """The open notebook sessions (path and kernel)."""
         return list(self.api("api/sessions"))
@@ -183,7 +174,7 @@ class JupyterServer:
         try:
             for session in self.sessions():
                 self.api(f"api/sessions/{session['id']}", method="DELETE")
-            for kernel in self.kernels():
+            for kernel in self.api("api/kernels"):
                 self.api(f"api/kernels/{kernel['id']}", method="DELETE")
         except (urllib.error.URLError, OSError):
             pass
@@ -221,7 +212,7 @@ class JupyterServer:
             JUPYTER_RUNTIME_DIR=str(self._home / "runtime"),
             JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
             JUPYTERLAB_WORKSPACES_DIR=str(self._home / "workspaces"),
-            IPYTHONDIR=str(self.ipython_dir),
+            IPYTHONDIR=str(self._home / "ipython"),  # the kernels' own, private
             PYTHONUNBUFFERED="1",
         )
         env.update(self.environment)

@@ -56,16 +56,18 @@ def changed_beside(path: Path) -> list[str]:
     return _CHANGED_BESIDE[path]
 
 
-def folder_state(folder: Path) -> dict[str, int]:
-    """Every file under ``folder`` but the notebooks themselves, with its modification time.
+def folder_state(folder: Path, notebooks: bool = False) -> dict[str, int]:
+    """Every file under ``folder`` but the notebooks themselves (unless ``notebooks``), with its
+    modification time.
 
     A file a notebook's run writes (notebook 1's slide in ``build/``) appears or changes here;
-    an author editing a notebook while the tests run does not.
+    an author editing a notebook while the tests run does not, unless ``notebooks`` asks for
+    it (a server that must not save them).
     """
     return {
         str(path.relative_to(folder)): path.stat().st_mtime_ns
         for path in folder.rglob("*")
-        if path.is_file() and path.suffix != ".ipynb"
+        if path.is_file() and (notebooks or path.suffix != ".ipynb")
     }
 
 

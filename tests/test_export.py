@@ -33,9 +33,9 @@ import pytest
 from browser_support import (
     FIXTURE_NOTEBOOK,
     OUTPUT_DIR,
-    PROBLEM_PATTERNS,
     REPO_ROOT,
     chromium_context,
+    page_problems,
     require_browser,
 )
 from bs4 import BeautifulSoup
@@ -200,109 +200,108 @@ def test_the_sites_copy_of_mathjax_is_small_and_keeps_its_licence(tmp_path: Path
 
 
 # -- fast: what is wrong is said in one line, before any notebook runs -------------------------
+# Each setup gets a scratch folder (and pytest's monkeypatch) and returns the command's
+# arguments and the one line it must print: a str exactly, a compiled pattern in full.
 
 
-@dataclass
-class ExportRun:
-    """The command run on a folder holding one notebook that leaves a mark when it runs."""
-
-    tmp_path: Path
-    notebooks: Path = field(init=False)
-    mark: Path = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.notebooks = self.tmp_path / "notebooks"
-        self.notebooks.mkdir()
-        self.mark = self.tmp_path / "the notebook ran"
-        cell = new_code_cell(f"open({str(self.mark)!r}, 'w').close()")
-        nbformat.write(new_notebook(cells=[cell]), self.notebooks / "01_marks.ipynb")
-
-    def error_line(self, capsys: Any, *argv: str) -> str:
-        """Run ``python -m ppo_viz.export *argv``; check it stopped at once; its one line."""
-        status = main([*argv, "--notebooks", str(self.notebooks)])
-        printed = capsys.readouterr()
-        lines = printed.err.splitlines()
-        assert status == 2
-        assert printed.out == ""  # not even "exporting 01_marks.ipynb ..."
-        assert not self.mark.exists()
-        assert len(lines) == 1, printed.err
-        assert lines[0].startswith("error: ")
-        return lines[0]
+def output_is_a_file(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], str]:
+    (out := tmp / "site.html").write_text("an old page")  # left as it was, as every file
+    return [str(out)], f"error: cannot write the site into {out}: {out} is a file, not a folder"
 
 
-@pytest.fixture
-def export_run(tmp_path: Path) -> ExportRun:
-    return ExportRun(tmp_path)
-
-
-def test_an_output_path_that_is_a_file(export_run: ExportRun, capsys: Any) -> None:
-    out = export_run.tmp_path / "site.html"
-    out.write_text("an old page")
-    line = export_run.error_line(capsys, str(out))
-    assert line == f"error: cannot write the site into {out}: {out} is a file, not a folder"
-    assert out.read_text() == "an old page"
-
-
-def test_an_output_path_under_a_file(export_run: ExportRun, capsys: Any) -> None:
-    blocker = export_run.tmp_path / "build"
-    blocker.write_text("")
+def output_under_a_file(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], str]:
+    (blocker := tmp / "build").write_text("")
     out = blocker / "site" / "week1"
-    line = export_run.error_line(capsys, str(out))
-    assert line == f"error: cannot write the site into {out}: {blocker} is a file, not a folder"
+    return [str(out)], f"error: cannot write the site into {out}: {blocker} is a file, not a folder"
 
 
-def test_an_output_folder_no_file_can_be_created_in(export_run: ExportRun, capsys: Any) -> None:
+def output_where_nothing_can_be_made(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list, Any]:
     """``/proc`` takes no new folder or file, even from root, whatever its permission bits say."""
     out = f"/proc/ppo-export-{uuid.uuid4().hex}/site"
-    assert export_run.error_line(capsys, out).startswith(f"error: cannot write the site into {out}")
+    return [out], re.compile(re.escape(f"error: cannot write the site into {out}") + ".*")
 
 
-@pytest.mark.skipif(
-    hasattr(os, "geteuid") and os.geteuid() == 0,
-    reason="root writes into a folder of mode 0o555 anyway; the /proc test covers root",
-)
-def test_a_read_only_output_folder(export_run: ExportRun, capsys: Any) -> None:
-    locked = export_run.tmp_path / "locked"
-    locked.mkdir(mode=0o555)
-    try:
-        line = export_run.error_line(capsys, str(locked))
-    finally:
-        locked.chmod(0o755)
-    assert line == f"error: cannot write the site into {locked}: permission denied"
+def read_only_output(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], str]:
+    (locked := tmp / "locked").mkdir(mode=0o555)
+    return [str(locked)], f"error: cannot write the site into {locked}: permission denied"
 
 
-@pytest.mark.parametrize("timeout", ["0", "-5"])
-def test_a_time_limit_that_is_no_limit_is_refused(
-    export_run: ExportRun, capsys: Any, timeout: str
-) -> None:
+def time_limit(seconds: str) -> Any:
     """nbclient reads a timeout of 0 or less as "no limit": a hung cell would hang the export."""
-    line = export_run.error_line(capsys, str(export_run.tmp_path / "site"), "--timeout", timeout)
-    assert line == f"error: --timeout must be a positive number of seconds, not {timeout}"
-    assert not (export_run.tmp_path / "site").exists()
+
+    def setup(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], str]:
+        message = f"error: --timeout must be a positive number of seconds, not {seconds}"
+        return [str(tmp / "site"), "--timeout", seconds], message
+
+    return pytest.param(setup, id=f"time-limit-{seconds}")
 
 
-@pytest.mark.parametrize("folder", ["missing", "empty", "a file"])
-def test_a_notebooks_folder_without_notebooks(tmp_path: Path, capsys: Any, folder: str) -> None:
-    notebooks = tmp_path / folder
-    if folder == "empty":
-        notebooks.mkdir()
-        (notebooks / "notes.ipynb").write_text("{}")  # not NN_*.ipynb
-    elif folder == "a file":
-        notebooks.write_text("{}")
-    assert main([str(tmp_path / "site"), "--notebooks", str(notebooks)]) == 2
-    assert capsys.readouterr().err == (
-        f"error: no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR\n"
-    )
-    assert not (tmp_path / "site").exists()
+def notebooks_folder(kind: str) -> Any:
+    """A --notebooks folder that is missing, holds no NN_*.ipynb, or is a file."""
+
+    def setup(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], str]:
+        notebooks = tmp / kind
+        if kind == "empty":
+            notebooks.mkdir()
+            (notebooks / "notes.ipynb").write_text("{}")
+        elif kind == "a file":
+            notebooks.write_text("{}")
+        message = f"error: no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR"
+        return [str(tmp / "site"), "--notebooks", str(notebooks)], message
+
+    return pytest.param(setup, id=f"notebooks-folder-{kind}")
 
 
-def test_without_the_mathjax_package(
-    export_run: ExportRun, capsys: Any, monkeypatch: pytest.MonkeyPatch
+def without_mathjax(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], Any]:
+    patch.setitem(sys.modules, "jupyter_server_mathjax", None)  # as if not installed
+    (tmp / "site").mkdir()  # an output folder there already (the command makes it first)
+    return [str(tmp / "site")], re.compile("error: .*no jupyter-server-mathjax.*--mathjax-url.*")
+
+
+def files_in(folder: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under ``folder``."""
+    return {str(p): p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        output_is_a_file,
+        output_under_a_file,
+        output_where_nothing_can_be_made,
+        pytest.param(
+            read_only_output,
+            marks=pytest.mark.skipif(
+                hasattr(os, "geteuid") and os.geteuid() == 0,
+                reason="root writes into a folder of mode 0o555 anyway; /proc's row covers root",
+            ),
+        ),
+        *map(time_limit, ["0", "-5"]),
+        *map(notebooks_folder, ["missing", "empty", "a file"]),
+        without_mathjax,
+    ],
+    ids=lambda setup: setup.__name__,
+)
+def test_a_bad_call_stops_with_one_line_before_any_notebook_runs(
+    setup: Any, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "jupyter_server_mathjax", None)  # as if not installed
-    line = export_run.error_line(capsys, str(export_run.tmp_path / "site"))
-    assert "no jupyter-server-mathjax" in line
-    assert "--mathjax-url" in line
+    """Status 2; one line on stderr, nothing on stdout (not even "exporting 01_marks.ipynb
+    ..."); the notebook (which leaves a mark when it runs) not run; no file written or changed."""
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    mark = tmp_path / "the notebook ran"
+    cell = new_code_cell(f"open({str(mark)!r}, 'w').close()")
+    nbformat.write(new_notebook(cells=[cell]), notebooks / "01_marks.ipynb")
+    argv, expected = setup(tmp_path, monkeypatch)
+    before = files_in(tmp_path)
+    status = main(["--notebooks", str(notebooks), *argv])
+    printed = capsys.readouterr()
+    assert (status, printed.out) == (2, "")
+    line = printed.err.removesuffix("\n")
+    assert "\n" not in line
+    assert expected.fullmatch(line) if isinstance(expected, re.Pattern) else line == expected
+    assert files_in(tmp_path) == before
+    assert not mark.exists()
 
 
 @pytest.mark.parametrize(
@@ -579,18 +578,6 @@ def test_formulas_are_typeset_offline_by_the_sites_own_mathjax(
         page.close()
 
 
-def page_problems(page: Any) -> list[str]:
-    """Errors, stderr blocks and bare reprs visible in an exported page."""
-    found = []
-    stderr = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
-    found += [f"stderr/error output: {t.strip()[:300]}" for t in stderr.all_inner_texts()]
-    for text in page.locator(".jp-OutputArea-output").all_inner_texts():
-        for pattern in (*PROBLEM_PATTERNS, WIDGET_REPR, FIGURE_REPR):
-            if pattern.search(text):
-                found.append(f"output matching {pattern.pattern!r}: {text.strip()[:300]}")
-    return found
-
-
 def figure_outputs(notebook: nbformat.NotebookNode) -> int:
     """How many outputs of an executed notebook carry a picture."""
     outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
@@ -613,7 +600,7 @@ def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> 
                 fits: img.getBoundingClientRect().right <= document.body.clientWidth,
             }))"""
         )
-        failures = page_problems(page) + formula_problems(page)
+        failures = page_problems(page, (WIDGET_REPR, FIGURE_REPR)) + formula_problems(page)
         if len(shown) != figures:
             failures.append(f"{len(shown)} pictures for {figures} figures")
         failures += [
@@ -649,11 +636,3 @@ def test_notebook_1s_page_shows_every_figure_and_formula_offline(
     assert figures > 0
     assert stylesheet() in (site / f"{path.stem}.html").read_text()  # the readouts' look
     assert offline_page_problems(offline_browser, site / f"{path.stem}.html", figures) == []
-
-
-def test_fixture_notebook_is_valid() -> None:
-    """The harness's own notebook stays a clean, output-free nbformat 4 document."""
-    notebook = nbformat.read(FIXTURE_NOTEBOOK, as_version=4)
-    nbformat.validate(notebook)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
-    assert "widgets" not in notebook.metadata

@@ -25,6 +25,7 @@ from ppo_viz.export import make_static
 from ppo_viz.export.__main__ import write_page
 
 NOTEBOOKS = notebook_paths(NOTEBOOK_DIR)
+FIXTURE = Path(__file__).parent / "fixtures" / "smoke.ipynb"  # the browser tests' notebook
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -70,9 +71,11 @@ def test_exports_as_a_page_that_shows_every_figure(executed, tmp_path):
     assert len(list((tmp_path / "page_files").glob("*.png"))) == figures
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+@pytest.mark.parametrize("path", [*NOTEBOOKS, FIXTURE], ids=_ids([*NOTEBOOKS, FIXTURE]))
 def test_committed_without_outputs_or_widget_state(path):
+    """The course's notebooks and the browser harness's own: valid nbformat 4, output-free."""
     notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
     assert "widgets" not in notebook.metadata
     for cell in notebook.cells:
         if cell.cell_type == "code":

@@ -30,7 +30,7 @@ from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from helpers import live_figure_classes
 from lab_server import free_port
 from matplotlib.text import Text
-from notebook_runner import execute_notebook, output_problems
+from notebook_runner import execute_notebook, folder_state, output_problems
 
 from ppo_viz import present
 from ppo_viz.present import (
@@ -219,25 +219,6 @@ def test_the_readme_command_presents_the_lecture():
     assert f"stopped after {IDLE_KERNEL_S} seconds idle" in README.read_text(encoding="utf-8")
 
 
-def test_a_port_in_use_is_refused_in_one_line():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "ppo_viz.present", "--lecture", "--port", str(port)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == 2
-    assert (
-        done.stderr.strip() == f"error: port {port} is in use; choose another or leave --port out"
-    )
-    assert done.stdout == ""
-
-
 def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
     """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
     served = []
@@ -259,13 +240,25 @@ def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
     assert not folder.exists()
 
 
-def test_a_port_voila_cannot_listen_on_is_refused_before_it_starts(monkeypatch, capsys):
-    """--port 70000 printed an address nothing answered."""
+@pytest.mark.parametrize(
+    ("port", "said"),
+    [
+        (None, "port {} is in use; choose another or leave --port out"),
+        (70000, "--port must be from 1 to 65535, got {}"),  # printed an address nobody answered
+    ],
+)
+def test_a_port_voila_cannot_listen_on_is_refused_in_one_line_before_it_starts(
+    monkeypatch, capsys, port, said
+):
     monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
-    assert present.main([str(NOTEBOOKS / "01_clipped_surrogate.ipynb"), "--port", "70000"]) == 2
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = port or busy.getsockname()[1]
+        assert present.main(["--lecture", "--port", str(port)]) == 2
     printed = capsys.readouterr()
     assert printed.out == ""
-    assert printed.err.strip() == "error: --port must be from 1 to 65535, got 70000"
+    assert printed.err == f"error: {said.format(port)}\n"
 
 
 # -- in Chromium ------------------------------------------------------------------------------
@@ -315,30 +308,29 @@ def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
     return kernels
 
 
-def files_under(folder: Path) -> dict[str, tuple[int, int]]:
-    return {
-        str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)
-        for p in folder.rglob("*")
-        if p.is_file() and ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts
-    }
-
-
-def open_page(page, address: str, timeout_s: float = 240) -> None:
-    """Load a page and wait until every cell ran and its widgets are drawn: the links to the
-    other notebooks (the output of the page's last cell) are there, and the figures, counted
-    twice a second apart, all have a canvas with a size."""
-    page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
-    page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
+def open_page(context, address: str, said: list[str], name: str, timeout_s: float = 240):
+    """A new 1280 x 800 page of ``address``, once every cell ran and its widgets are drawn: the
+    links to the other notebooks (the output of the page's last cell) are there, and the
+    figures, counted twice a second apart, all have a canvas with a size.  On a timeout, the
+    error quotes what the server said last."""
+    page = context.new_page()
+    page.set_viewport_size(PROJECTOR)
     drawn = """() => Array.from(document.querySelectorAll('.ppo-app')).filter(
         (app) => app.querySelector('.ppo-figure canvas')?.height > 0).length"""
-    deadline, counted = time.monotonic() + timeout_s, -1
-    while time.monotonic() < deadline:
-        page.wait_for_timeout(1000)
-        apps = page.locator(".ppo-app").count()
-        if apps == counted and page.evaluate(drawn) == apps:
-            return
-        counted = apps
-    raise TimeoutError(f"the page's figures were not drawn within {timeout_s} s")
+    try:
+        page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
+        page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
+        deadline, counted = time.monotonic() + timeout_s, -1
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(1000)
+            apps = page.locator(".ppo-app").count()
+            if apps == counted and page.evaluate(drawn) == apps:
+                return page
+            counted = apps
+        raise TimeoutError(f"the page's figures were not drawn within {timeout_s} s")
+    except Exception as error:
+        log = "".join(said[-40:])
+        raise AssertionError(f"{name} did not finish; the server said:\n{log}") from error
 
 
 #: Each slider's handle: its value, range and track width, and the figure canvases' heights.
@@ -442,7 +434,7 @@ def check_the_keys(page, name: str, starts: list[float]) -> None:
 def test_the_lecture_in_chromium():
     """The README's command: notebooks 1 to 3, page after page through their links."""
     require_browser()
-    before = files_under(NOTEBOOKS)
+    before = folder_state(NOTEBOOKS, notebooks=True)
     shots = OUTPUT_DIR / "present"
     shots.mkdir(parents=True, exist_ok=True)
     with presenting("--lecture") as (address, server, said):
@@ -451,24 +443,16 @@ def test_the_lecture_in_chromium():
             assert answer.status == 200
         outside: list[str] = []
         with chromium_context() as context:
+            context.on(
+                "request",
+                lambda request: (
+                    outside.append(request.url)
+                    if not request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
+                    else None
+                ),
+            )
             for stem in LECTURE_NOTEBOOKS:
-                page = context.new_page()
-                page.set_viewport_size(PROJECTOR)
-                page.on(
-                    "request",
-                    lambda request: (
-                        outside.append(request.url)
-                        if not request.url.startswith(("http://127.0.0.1", "data:", "blob:"))
-                        else None
-                    ),
-                )
-                try:
-                    open_page(page, address)
-                except Exception as error:
-                    log = "".join(said[-40:])
-                    raise AssertionError(
-                        f"{stem} did not finish; the server said:\n{log}"
-                    ) from error
+                page = open_page(context, address, said, stem)
                 assert stem in page.url
                 starts = check_the_room_sees_it(page, stem)
                 page.screenshot(path=str(shots / f"lecture-{stem}.png"))
@@ -486,25 +470,21 @@ def test_the_lecture_in_chromium():
             time.sleep(2)
         assert not kernels_of(server), "kernels of closed pages still run after a minute"
     assert not outside, f"the lecture fetched from outside the machine: {outside}"
-    assert files_under(NOTEBOOKS) == before, "loading the lecture wrote into notebooks/"
+    assert folder_state(NOTEBOOKS, notebooks=True) == before, (
+        "loading the lecture wrote into notebooks/"
+    )
 
 
 @pytest.mark.browser
 def test_a_whole_notebook_in_chromium():
     """Every cell of notebook 1 (the default): the *Draw it yourself* sliders too."""
     require_browser()
-    before = files_under(NOTEBOOKS)
+    before = folder_state(NOTEBOOKS, notebooks=True)
     with presenting() as (address, _server, said), chromium_context() as context:
-        page = context.new_page()
-        page.set_viewport_size(PROJECTOR)
-        try:
-            open_page(page, address)
-        except Exception as error:
-            log = "".join(said[-40:])
-            raise AssertionError(f"notebook 1 did not finish; the server said:\n{log}") from error
+        page = open_page(context, address, said, "notebook 1")
         assert page.locator(".widget-interact .noUi-target").count() == 2, "no interact sliders"
         check_the_room_sees_it(page, "01_clipped_surrogate (every cell)")
         page.screenshot(path=str(OUTPUT_DIR / "present" / "whole-01_clipped_surrogate.png"))
         page.close(run_before_unload=True)
-    written = sorted(set(files_under(NOTEBOOKS).items()) - set(before.items()))
+    written = sorted(set(folder_state(NOTEBOOKS, notebooks=True).items()) - set(before.items()))
     assert not written, f"loading notebook 1 wrote {written}"

@@ -210,18 +210,26 @@ def test_right_answer_probability_is_the_product_of_the_right_tokens_probabiliti
 # --------------------------------------------------------------------------
 
 
+def central_difference(loss, array: np.ndarray, index: tuple, step: float = 1e-6) -> float:
+    """``loss()``'s slope along ``array[index]`` by central differences (``array`` restored)."""
+    original = array[index]
+    array[index] = original + step
+    up = loss()
+    array[index] = original - step
+    down = loss()
+    array[index] = original
+    return (up - down) / (2 * step)
+
+
 def test_the_logit_gradient_of_a_tokens_log_probability_agrees_with_finite_differences():
     rng = np.random.default_rng(13)
     logits, tokens, g = rng.standard_normal((5, V)), rng.integers(V, size=5), rng.normal(size=5)
 
-    def loss(z):
-        return (g * np.take_along_axis(log_softmax(z), tokens[:, None], 1)[:, 0]).sum()
+    def loss():
+        return (g * np.take_along_axis(log_softmax(logits), tokens[:, None], 1)[:, 0]).sum()
 
-    numeric = np.zeros_like(logits)
-    for index in np.ndindex(logits.shape):
-        step = np.zeros_like(logits)
-        step[index] = 1e-6
-        numeric[index] = (loss(logits + step) - loss(logits - step)) / 2e-6
+    numeric = [central_difference(loss, logits, i) for i in np.ndindex(logits.shape)]
+    numeric = np.reshape(numeric, logits.shape)
     assert np.allclose(logit_grad(g, tokens, log_softmax(logits)), numeric, atol=1e-8)
 
 
@@ -265,13 +273,8 @@ def test_the_parameter_gradient_of_llm_clips_loss_agrees_with_finite_differences
     for param, grad in zip(model.params, grads, strict=True):
         largest = np.unravel_index(np.argsort(-np.abs(grad), axis=None)[:4], grad.shape)
         for index in zip(*largest, strict=True):
-            original = param[index]
-            param[index] = original + 1e-6
-            up = loss()
-            param[index] = original - 1e-6
-            down = loss()
-            param[index] = original
-            assert grad[index] == pytest.approx((up - down) / 2e-6, rel=1e-5, abs=1e-10)
+            numeric = central_difference(loss, param, index)
+            assert grad[index] == pytest.approx(numeric, rel=1e-5, abs=1e-10)
 
 
 def test_the_value_models_backpropagation_agrees_with_finite_differences():
@@ -283,13 +286,9 @@ def test_the_value_models_backpropagation_agrees_with_finite_differences():
     grads = model.backward(cache, out - target)  # of 0.5 * sum((out - target)^2)
     for param, grad in zip(model.params, grads, strict=True):
         index = tuple(np.unravel_index(np.argmax(np.abs(grad)), grad.shape))
-        original = param[index]
-        param[index] = original + 1e-6
-        up = 0.5 * ((model.forward(x)[0] - target) ** 2).sum()
-        param[index] = original - 1e-6
-        down = 0.5 * ((model.forward(x)[0] - target) ** 2).sum()
-        param[index] = original
-        assert grad[index] == pytest.approx((up - down) / 2e-6, rel=1e-6)
+        numeric = central_difference(lambda: 0.5 * ((model.forward(x)[0] - target) ** 2).sum(),
+                                     param, index)  # fmt: skip
+        assert grad[index] == pytest.approx(numeric, rel=1e-6)
 
 
 def test_adams_first_step_moves_each_parameter_by_the_learning_rate():
