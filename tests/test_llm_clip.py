@@ -30,6 +30,8 @@ pytestmark = pytest.mark.filterwarnings("error")
 
 EPS_LOW, EPS_HIGH = 0.1, 0.3  # asymmetric, so a swapped bound shows
 MAX_LEN = 8
+#: The objectives that switch a gradient off outside a band on r (a token's or a response's).
+HARD_CLIPS = [o for o, spec in llm_clip.SPECS.items() if spec.clip_kind in ("token", "sequence")]
 
 
 def kink_free_batch(seed: int = 0, batch: int = 4, length: int = 6) -> dict[str, np.ndarray]:
@@ -78,7 +80,7 @@ def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef)
     options = dict(objective=objective, aggregation=aggregation, max_len=MAX_LEN, kl_coef=kl_coef,
                    **band)  # fmt: skip
     grad = policy_loss_grad(**batch, **options)
-    step, old_moves = 1e-6, objective == "cispo"
+    step, old_moves = 1e-6, llm_clip.SPECS[objective].detached_weight
     mask, logp_new, logp_old = batch["mask"], batch["logp_new"], batch["logp_old"]
     for i, t in zip(*np.nonzero(mask), strict=True):
         moved = np.zeros_like(logp_new)
@@ -90,7 +92,7 @@ def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef)
         assert (up - down) / (2 * step) == pytest.approx(grad[i, t], abs=1e-8), (i, t)
     assert (grad[~mask] == 0).all()
     assert np.count_nonzero(grad) >= mask.sum() // 3  # the test is not vacuous
-    if objective != "cispo" and not kl_coef:
+    if not llm_clip.SPECS[objective].detached_weight and not kl_coef:
         assert (grad[token_breakdown(**batch, **options).is_clipped] == 0).all()
 
 
@@ -100,7 +102,7 @@ def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef)
 
 
 @pytest.mark.parametrize("aggregation", AGGREGATIONS)
-@pytest.mark.parametrize("objective", ["ppo", "grpo", "dr_grpo", "dapo", "gspo"])
+@pytest.mark.parametrize("objective", HARD_CLIPS)
 def test_one_token_per_response_is_ppo_clip_bit_for_bit(objective, aggregation):
     """With one token per response every aggregation weighs each token 1/B (for
     seq-mean-token-sum-norm, when ``max_len=1``): the loss and gradient are ppo_clip's, bit for
@@ -116,9 +118,9 @@ def test_one_token_per_response_is_ppo_clip_bit_for_bit(objective, aggregation):
     logp_old[mask] = np.log(rng.uniform(0.05, 1.0, size))
     advantages = rng.normal(0.0, 2.0, size)
     advantages[2] = 0.0
-    eps_high = llm_clip.DAPO_EPS_HIGH if objective == "dapo" else 0.2
+    eps_low, eps_high = llm_clip.SPECS[objective].default_band
     expected = ppo_clip.clip_breakdown(
-        logp_new[mask], logp_old[mask], advantages, eps_low=0.2, eps_high=eps_high
+        logp_new[mask], logp_old[mask], advantages, eps_low=eps_low, eps_high=eps_high
     )
     options = dict(objective=objective, aggregation=aggregation)
     b = token_breakdown(logp_new, logp_old, advantages, mask, max_len=1, **options)
@@ -150,11 +152,14 @@ def test_default_aggregations_and_bands():
     for objective in OBJECTIVES:
         b = token_breakdown(logp_new, logp_old, [1.0, 1.0], mask, objective=objective, max_len=5)
         np.testing.assert_allclose(b.weight, weights[llm_clip.DEFAULT_AGGREGATION[objective]])
-        clips = objective not in ("dapo", "gmpo", "sapo")  # CISPO: its weight, its gradient kept
+        spec = llm_clip.SPECS[objective]  # CISPO: its weight clipped, its gradient kept
+        high = spec.default_band[1] if spec.band else math.inf
+        edge = {"ratio": 1 + high, "log-ratio": math.exp(high)}.get(spec.band, math.inf)
+        clips = edge < 1.25
         assert (b.is_clipped == (mask & clips)).all(), objective
 
 
-@pytest.mark.parametrize("objective", ["ppo", "grpo", "dr_grpo", "dapo", "gspo"])
+@pytest.mark.parametrize("objective", HARD_CLIPS)
 def test_a_ratio_exactly_on_the_edge_is_not_clipped(objective):
     """Strict comparisons, as in ppo_clip: r == 1 + eps_high with A > 0 and r == 1 - eps_low
     with A < 0 keep their gradient -w * r * A, and no library's fraction counts them."""
@@ -329,7 +334,7 @@ def test_overflowed_ratios_never_make_nan(objective):
     logp_old = np.array([[-900.0, np.nan], [-900.0, np.nan], [-900.0, -1.0]])
     b = token_breakdown(logp_new, logp_old, [-1.0, 0.0, 1.0], mask, objective=objective, max_len=2)
     assert not np.isnan(b.grad).any()
-    if objective in ("cispo", "sapo"):
+    if llm_clip.SPECS[objective].clip_kind in ("detached", "soft"):  # a capped weight or gate
         assert np.isfinite(b.grad).all()
         assert math.isfinite(b.loss)
         if objective == "sapo":  # a bounded gate, whose slope vanished where r overflowed
