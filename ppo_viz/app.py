@@ -215,37 +215,30 @@ class LiveFigure(StaticFallback, widgets.VBox):
             self._held = False
         self.refresh()
 
-    def redraw_static(self, *artists: Artist) -> None:
-        """Draw static ``artists`` that ``update`` changed into the kept background, in order,
-        instead of drawing everything again.  Together they must cover what they replace
-        (an opaque patch first, for a text that changed).  An axes whose limits changed is
-        redrawn by passing it whole."""
-        if self._background is None:
-            return  # the next redraw draws everything
-        self.canvas.restore_region(self._background)
-        for artist in artists:
-            self.figure.draw_artist(artist)
-        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-        self._limits = self._axes_limits()
-
     def redraw_axes(self, *axes: Axes) -> None:
         """Draw ``axes`` again whole, ticks and titles included, into the kept background, after
         an ``update`` changed their limits, ticks or labels and left the rest of the figure as
         it was (legends, colour bars and other axes, which are not drawn again).  They are drawn
         over the figure's background up to those other parts."""
+        if self._background is None:
+            return  # the next redraw draws everything
         area = self._free_area(axes)
         cover = Rectangle(area.p0, area.width, area.height, lw=0, color=self.figure.get_facecolor())
         cover.set(figure=self.figure, transform=IdentityTransform())
-        self.redraw_static(cover, *axes)
+        self.canvas.restore_region(self._background)
+        for artist in (cover, *axes):
+            self.figure.draw_artist(artist)
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        self._limits = self._axes_limits()
 
     def _free_area(self, axes: Sequence[Axes]) -> Bbox:
-        """The largest rectangle (in pixels) around ``axes`` clear of the figure's other axes
-        and legends (less a pixel for their antialiased edges): where their ticks and labels may
-        lie."""
+        """The largest rectangle (in pixels) around ``axes`` clear of the figure's other axes,
+        with their titles and tick labels, and legends (less a pixel for their antialiased
+        edges): where their ticks and labels may lie."""
         inner = Bbox.union([ax.get_window_extent() for ax in axes])
         (x0, y0), (x1, y1) = self.figure.bbox.get_points()
-        others = [ax for ax in self.figure.axes if ax not in axes] + self.figure.legends
-        for other in (artist.get_window_extent() for artist in others):
+        others = [ax.get_tightbbox() for ax in self.figure.axes if ax not in axes]
+        for other in others + [legend.get_window_extent() for legend in self.figure.legends]:
             if other.y1 <= inner.y0:
                 y0 = max(y0, other.y1 + 1)
             elif other.y0 >= inner.y1:

@@ -21,7 +21,7 @@ import traitlets
 from matplotlib.colors import ListedColormap, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Patch
 
 from bandit import ARM_MEANS
 from ppo_viz import style
@@ -257,7 +257,7 @@ class EpochsExplorer(LiveFigure):
     def _label_rows(self, seed: int, batch: Any) -> None:
         """Label the gradient maps' rows for the batch of ``seed``.  The labels are drawn with
         the figure's static part, not at every blit (text is slow to draw): a new batch draws
-        them into the kept background once."""
+        the first map again, labels and all, into the kept background once."""
         if seed == self._labelled_seed:
             return
         self._labelled_seed = seed
@@ -276,16 +276,7 @@ class EpochsExplorer(LiveFigure):
             label.set(y=y, text=text, color=color, visible=True)
         for label in self.row_labels[len(rows) :]:
             label.set_visible(False)
-        self.redraw_static(self._label_margin(), *self.row_labels)
-
-    def _label_margin(self) -> Rectangle:
-        """The figure's background left of the first gradient map, where the row labels are:
-        drawn over the old labels before the new ones."""
-        box = self.row_labels[0].axes.get_position()
-        margin = Rectangle((0, box.y0), box.x0 - 1 / self.figure.bbox.width, box.height)
-        margin.set(transform=self.figure.transFigure, color=self.figure.get_facecolor(), lw=0)
-        margin.set_figure(self.figure)
-        return margin
+        self.redraw_axes(self.row_labels[0].axes)  # the labels are the first map's texts
 
     @staticmethod
     def _show_column(column: dict[str, Any], run: Run) -> None:

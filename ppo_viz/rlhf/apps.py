@@ -23,8 +23,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ppo_viz.app import InputError, LiveFigure, checked_number, method_boxes, selection, ticked
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.rlhf.figures import CURVE_PANELS, curves_axes, draw_curves
-from ppo_viz.style import figure_size, figure_style, legend_below
+from ppo_viz.rlhf.figures import CURVE_PANELS, draw_curves
+from ppo_viz.style import figure_size, figure_style
 from tiny_lm import reference_model
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
@@ -62,10 +62,8 @@ class TrainingExplorer(LiveFigure):
         controls |= method_boxes(labels, shown)
         with figure_style():
             figure = Figure(figsize=figure_size((9.0, 3.3), (9.6, 3.2)), layout="constrained")
-            axes = curves_axes(figure, columns=len(CURVE_PANELS))
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
-            self.lines = draw_curves(axes, np.arange(2.0), empty, labels)
-            legend_below(figure, 4, handles=[group[0] for group in self.lines.values()])
+            self.lines = draw_curves(figure, np.arange(2.0), empty, labels, len(CURVE_PANELS))
         boxes = [f"show_{key}" for key in METHODS]
         rows = [["learning_rate", "updates"], ["kl_coef"], boxes[:4], boxes[4:]]
         moving = [line for group in self.lines.values() for line in group]
@@ -99,8 +97,7 @@ class TrainingExplorer(LiveFigure):
                 if key in runs:
                     line.set_data(x, smoothed(runs[key].curve(name)))
                 line.set_visible(key in runs)
-        for ax in self.figure.axes:
-            ax.set_xlim(0.0, float(settings.iterations))
+        self.figure.axes[0].set_xlim(0.0, float(settings.iterations))  # the panels share it
         return summary(runs, len(self.seeds), self.seconds)
 
 

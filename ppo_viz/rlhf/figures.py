@@ -2,7 +2,7 @@
 
 * :func:`score_figure`: per mu, each method's mean final accuracy against the learning rate
   (log axis), the reference's accuracy dotted;
-* :func:`curves_axes` and :func:`draw_curves`: batch reward, response length, the wrong
+* :func:`draw_curves`: batch reward, response length, the wrong
   responses' length minus the right response's (so that the prompts drawn do not move it) and
   entropy per token over training, one line per method (the mean over seeds).
 
@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ppo_viz.numbers import count
@@ -79,35 +78,31 @@ def score_figure(results: Mapping[str, Any], seed_set: str = "confirmation") -> 
     return figure
 
 
-def curves_axes(figure: Figure, columns: int = 2) -> list[Axes]:
-    """The four panels over training, titled and limited: two by two, or in one row with
-    ``columns=4`` (titles wrapped to the narrower panels)."""
+def draw_curves(
+    figure: Figure,
+    iterations: np.ndarray,
+    curves: Mapping[str, Mapping[str, Sequence[float]]],
+    labels: Mapping[str, str],
+    columns: int = 2,
+) -> dict[str, list[Any]]:
+    """The four panels over training, titled and limited (two by two, or in one row with
+    ``columns=4``, titles wrapped to the narrower panels), one line per method in each
+    (``curves[method][name]`` against ``iterations``), the methods' legend below; the lines
+    by method."""
     axes = list(figure.subplots(len(CURVE_PANELS) // columns, columns, sharex=True).flat)
     for ax, (_, title, limits) in zip(axes, CURVE_PANELS, strict=True):
         ax.set(title=title if columns < 4 else "\n".join(textwrap.wrap(title, 24)), ylim=limits)
     for ax in axes[-columns:]:
         ax.set_xlabel("iteration")
     axes[2].axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
-    return axes
-
-
-def draw_curves(
-    axes: Sequence[Axes],
-    iterations: np.ndarray,
-    curves: Mapping[str, Mapping[str, Sequence[float]]],
-    labels: Mapping[str, str],
-) -> dict[str, list[Any]]:
-    """One line per method in each panel (``curves[method][name]`` against ``iterations``);
-    the lines by method."""
     lines: dict[str, list[Any]] = {}
     for method, values in curves.items():
-        style = METHOD_LINES[method]
         for ax, (name, _, _) in zip(axes, CURVE_PANELS, strict=True):
             y = np.array(values[name], dtype=float)  # None (no wrong response) is NaN
-            (line,) = ax.plot(iterations, y, **style, label=labels[method], gid=method)
-            lines.setdefault(method, []).append(line)
-    for ax in axes:
-        ax.set_xlim(0.0, float(iterations[-1]))
+            style = {**METHOD_LINES[method], "label": labels[method], "gid": method}
+            lines.setdefault(method, []).append(ax.plot(iterations, y, **style)[0])
+    axes[0].set_xlim(0.0, float(iterations[-1]))  # the panels share it
+    legend_below(figure, 4, handles=[group[0] for group in lines.values()])
     return lines
 
 
@@ -119,8 +114,6 @@ def curves_figure(results: Mapping[str, Any], lr: float, mu: int) -> Figure:
     seeds = results["sets"]["confirmation"]["seeds"]
     with figure_style():
         figure = Figure(figsize=figure_size((9.0, 5.6), (9.6, 5.0)), layout="constrained")
-        axes = curves_axes(figure)
-        lines = draw_curves(axes, iterations, curves, labels)
+        draw_curves(figure, iterations, curves, labels)
         figure.suptitle(f"lr {lr:g}, μ = {mu}: means over {seeds} confirmation seeds")
-        legend_below(figure, 4, handles=[group[0] for group in lines.values()])
     return figure
