@@ -296,7 +296,8 @@ class _Parts(NamedTuple):
 @dataclass(frozen=True)
 class ObjectiveSpec:
     """Everything about one objective, read by this module, its tests, the widgets and
-    notebook 7: adding an objective is adding one entry to :data:`SPECS`.
+    notebook 7: adding an objective is its ``parts`` function and one entry in :data:`SPECS`
+    (plus its formula in the independent reference, ``tests/llm_reference.py``).
 
     ``parts`` computes each token's term and gradient (:class:`_Parts`); ``aggregation`` is its
     default; ``eps_low``/``eps_high`` the default band (``eps_high`` None: ``eps_low``'s

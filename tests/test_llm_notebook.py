@@ -137,7 +137,7 @@ def test_the_map_draws_llm_clips_push_frames_and_advantages(token_app, values):
         assert np.array_equal(np.ma.getmaskarray(shown), ~expected.mask)
         assert np.array_equal(shown.data[expected.mask], -expected.grad[expected.mask])
         solid, dashed = token_app.frames, token_app.capped
-        framed = dashed if s.objective == "cispo" else solid
+        framed = dashed if llm_clip.SPECS[s.objective].detached_weight else solid
         assert not (solid if framed is dashed else dashed).get_paths()
         centres = {
             tuple(np.round(p.vertices[:4].mean(axis=0)).astype(int)[::-1])

@@ -41,7 +41,7 @@ KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "
 #: Each slider's description and range (whole numbers for mu and the group size).
 SLIDERS = {
     "mu": ("update μ", (1, MAX_MU)),
-    "eps_low": ("ε_low", (0.0, 0.5)),
+    "eps_low": ("ε_low", (0.0, 1.0)),
     "eps_high": ("ε_high", (0.0, 1.0)),
     "beta": ("β (KL weight)", (0.0, 0.5)),
     "group_size": ("group size G", (2, MAX_GROUP)),
@@ -272,9 +272,12 @@ class TokenPushExplorer(LiveFigure):
         light = np.abs(push) < 0.55 * self.image.norm.vmax
         for v, glyph in enumerate(self.glyphs):
             glyph.set_facecolors(np.where(light[(batch.tokens == v) & b.mask], "#222222", "white"))
-        framed = _frames(np.argwhere(b.is_clipped))
-        self.frames.set_verts([] if s.objective == "cispo" else framed)
-        self.capped.set_verts(framed if s.objective == "cispo" else [])
+        framed, capped = (
+            _frames(np.argwhere(b.is_clipped)),
+            llm_clip.SPECS[s.objective].detached_weight,
+        )
+        self.frames.set_verts([] if capped else framed)
+        self.capped.set_verts(framed if capped else [])
         height = self.ax.get_position().height * self.figure.get_figheight() * 72 / len(push)
         for bars, values in ((self.bars_a, advantages(batch, s)), (self.bars_sum, push.sum(1))):
             bars.set_segments(_bars(values))
@@ -289,9 +292,9 @@ def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
     is on ``log r``; SAPO has none."""
     spec = llm_clip.SPECS[s.objective]
     off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens switched off"
-    if s.objective == "cispo":
+    if spec.detached_weight:
         off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens' weights capped; none switched off"
-    elif s.objective == "gspo":
+    elif spec.clip_kind == "sequence":
         off = f"{b.is_clipped.any(axis=1).sum()} of {len(b.mask)} answers switched off"
     steps = "no step yet: every ratio is exactly 1" if s.mu == 1 else f"after {s.mu - 1} step"
     steps += "s" if s.mu > 2 else ""
