@@ -45,10 +45,11 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 import nbformat
 
-from ppo_viz.export import kernel_environment, notebook_paths, title_of
+from ppo_viz.export import kernel_environment, link, notebook_paths, title_of
 from ppo_viz.style import PRESENT_VARIABLE
 
 #: Where Voilà finds the ``lecture`` template (a Jupyter data directory).
@@ -84,9 +85,7 @@ def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
     """The ``NN_*.ipynb`` notebooks in ``directory``, in order; with ``lecture``, those with
     a cell tagged ``lecture``."""
     found = notebook_paths(directory)
-    if not lecture:
-        return found
-    return [p for p in found if any(is_lecture_cell(c) for c in _read(p)["cells"])]
+    return [p for p in found if not lecture or any(map(is_lecture_cell, _read(p).cells))]
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
@@ -98,15 +97,13 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
 
     It runs last, so the links appear once every cell of the page has run.
     """
-    siblings = sibling_notebooks(path.parent, lecture)
-    links = []
-    if path in siblings:
-        at = siblings.index(path)
-        if at > 0:
-            links.append(f"[← {title_of(_read(siblings[at - 1]))}]({siblings[at - 1].name})")
-        if at + 1 < len(siblings):
-            links.append(f"[{title_of(_read(siblings[at + 1]))} →]({siblings[at + 1].name})")
-    text = "---\n\n" + (" &nbsp;·&nbsp; ".join(links) or "The end.")
+    siblings, links = sibling_notebooks(path.parent, lecture), []
+    at = siblings.index(path) if path in siblings else -1
+    for other, arrows in ((at - 1, "← {}"), (at + 1, "{} →")):
+        if at >= 0 and 0 <= other < len(siblings):
+            title = title_of(_read(siblings[other])) or siblings[other].stem
+            links.append(link(arrows.format(title), siblings[other].name))
+    text = "---\n\n<p>" + (" &nbsp;·&nbsp; ".join(links) or "The end.") + "</p>"
     return nbformat.v4.new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
 
 
@@ -138,7 +135,7 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
     handler.xsrf_token  # noqa: B018 -- reading it sets the cookie on this response
     lecture = os.environ.get(LECTURE_VARIABLE) == "1"
     page = lecture_view(notebook) if lecture else copy.deepcopy(notebook)
-    path = Path(cwd or ".").resolve() / Path(handler.request.path).name  # Voilà runs in the folder
+    path = Path(cwd or ".").resolve() / Path(unquote(handler.request.path)).name  # Voilà's cwd
     page["cells"].append(navigation_cell(path, lecture))
     return page
 
@@ -232,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
-        for notebook in notebook_paths(args.notebook.parent):  # Voilà serves the copies
+        for notebook in {*notebook_paths(args.notebook.parent), args.notebook}:  # served
             shutil.copyfile(notebook, Path(scratch) / notebook.name)
         return serve(args, Path(scratch))
 
@@ -241,8 +238,7 @@ def refusal(args: argparse.Namespace) -> str | None:
     """Why the command line ``args`` cannot be served, in one line; None if it can."""
     if not args.notebook.is_file():
         return f"no notebook at {args.notebook}"
-    lecture = [p.resolve() for p in sibling_notebooks(args.notebook.parent, lecture=True)]
-    if args.lecture and args.notebook.resolve() not in lecture:
+    if args.lecture and not any(map(is_lecture_cell, _read(args.notebook).cells)):
         return f"{args.notebook} has no cell tagged '{LECTURE_TAG}'"
     if importlib.util.find_spec("voila") is None:
         return "Voilà is not installed: pip install -r requirements.txt"
@@ -270,7 +266,7 @@ def serve(args: argparse.Namespace, scratch: Path) -> int:
         "PYTHONPATH": kernel_environment(args.notebook.parent)["PYTHONPATH"],
     }
     view = "lecture" if args.lecture else "presentation"
-    address = f"http://127.0.0.1:{port}/voila/render/{args.notebook.name}"
+    address = f"http://127.0.0.1:{port}/voila/render/{quote(args.notebook.name)}"
     with contextlib.chdir(scratch):
         run_voila(port, f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)")
     return 0

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
@@ -43,6 +44,7 @@ from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from notebook_runner import NOTEBOOK_DIR, run_committed
 
+from ppo_viz import export
 from ppo_viz.app import LiveFigure, slider
 from ppo_viz.export import (
     FIGURE_REPR,
@@ -398,6 +400,47 @@ def test_every_page_has_its_title_and_links_to_the_previous_page_the_index_and_t
     assert not index.select("ol")  # the titles carry their numbers: no "1. 1 · ..."
 
 
+#: File names and titles (issue 43): (name, title; None: a notebook without cells).
+ANY_NOTEBOOK = [
+    ("01_my talk.ipynb", "A talk"),
+    ("01_a.ipynb", "Brackets ] and [ too"),
+    ("01_a.ipynb", "Q&A: <i>not italic</i>, *not emphasis*"),
+    ("01_#1?.ipynb", "Hash and question mark"),
+    ("01_50%25 off.ipynb", "Percent"),
+    ('01_say "hi".ipynb', "Quotes"),
+    ("01_untitled.ipynb", None),
+]
+
+
+@pytest.mark.parametrize(("name", "title"), ANY_NOTEBOOK)
+def test_the_index_and_the_pages_link_any_notebook_by_its_title_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, title: str | None
+) -> None:
+    """The index's ``[title](file)`` lost the link for a space, ``]`` or ``"``, sent ``#``,
+    ``?`` and ``%25`` elsewhere and showed ``<i>`` as markup; a page's ``href="..."`` broke at
+    a ``"``; a notebook without cells stopped the export with an IndexError."""
+    source, out = tmp_path / "notebooks", tmp_path / "site"
+    source.mkdir()
+    cells = [new_markdown_cell(f"# {title}")] if title else []
+    nbformat.write(new_notebook(cells=cells), source / name)
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# Next")]), source / "02_next.ipynb")
+    monkeypatch.setattr(export, "execute_notebook", lambda path, **_: nbformat.read(path, 4))
+    assert main([str(out), "--notebooks", str(source), "--mathjax-url", "mathjax.js"]) == 0
+    page, shown = f"{Path(name).stem}.html", title or Path(name).stem
+    index = BeautifulSoup((out / "index.html").read_text(), "html.parser")
+    links = [(a.get_text(), file_behind(a["href"])) for a in index.select("li a")]
+    assert links == [(shown, page), ("Next", "02_next.html")]
+    following = BeautifulSoup((out / "02_next.html").read_text(), "html.parser")
+    previous = following.select("a[rel=prev]")
+    assert [(a.get_text(), file_behind(a["href"])) for a in previous] == [(f"← {shown}", page)] * 2
+    assert (out / page).is_file()
+
+
+def file_behind(href: str) -> str:
+    """The file name a relative link opens (what the browser asks for)."""
+    return urllib.parse.unquote(urllib.parse.urlsplit(href).path)
+
+
 @pytest.mark.notebook
 @pytest.mark.timeout(120)
 def test_a_notebook_that_raises_stops_the_export_with_its_traceback(
@@ -416,6 +459,7 @@ def test_a_notebook_that_raises_stops_the_export_with_its_traceback(
     assert err.startswith("export failed: 01_raises.ipynb did not run to the end:")
     assert "ppo_clip.ppo_clip_loss([0.0], [0.0], [1.0], eps=2.0)" in err  # the cell
     assert "ValueError" in err  # and its error
+    assert "\x1b[" not in err  # plain text, as in a log file: no colour codes
     assert not (tmp_path / "site" / MATHJAX_DIR).exists()
 
 

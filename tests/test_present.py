@@ -10,6 +10,7 @@ pages gone, nothing written into the notebooks' folder and nothing fetched from 
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -22,14 +23,17 @@ import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import psutil  # installed with ipykernel
 import pytest
 from browser_support import OUTPUT_DIR, chromium_context, require_browser
+from bs4 import BeautifulSoup
 from helpers import live_figure_classes
 from lab_server import free_port
 from matplotlib.text import Text
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from notebook_runner import execute_notebook, folder_state, output_problems
 
 from ppo_viz import present
@@ -194,14 +198,85 @@ def test_the_lecture_view_is_the_title_and_the_tagged_cells_in_order():
 
 def test_each_page_links_the_previous_and_next_notebook():
     first, second, third = (NOTEBOOKS / f"{stem}.ipynb" for stem in LECTURE_NOTEBOOKS)
-    assert "(02_worked_example.ipynb)" in navigation_cell(first, lecture=True).source
+    assert 'href="02_worked_example.ipynb"' in navigation_cell(first, lecture=True).source
     middle = navigation_cell(second, lecture=True).source
-    assert "(01_clipped_surrogate.ipynb)" in middle
-    assert "(03_epochs_on_one_batch.ipynb)" in middle
+    assert 'href="01_clipped_surrogate.ipynb"' in middle
+    assert 'href="03_epochs_on_one_batch.ipynb"' in middle
     after = navigation_cell(third, lecture=True).source
-    assert "(04_" not in after  # the lecture goes on to the RLHF add-on, notebook 7
-    assert f"({ADD_ON}.ipynb)" in after
-    assert "(04_why_clip.ipynb)" in navigation_cell(third, lecture=False).source
+    assert 'href="04_' not in after  # the lecture goes on to the RLHF add-on, notebook 7
+    assert f'href="{ADD_ON}.ipynb"' in after
+    assert 'href="04_why_clip.ipynb"' in navigation_cell(third, lecture=False).source
+
+
+def write_talk(folder: Path, name: str, title: str | None = "A talk") -> Path:
+    """A notebook ``name`` in ``folder`` whose one cell, tagged lecture, is its ``# title``
+    (no cell at all for None)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cells = [nbformat.v4.new_markdown_cell(f"# {title}", metadata={"tags": [LECTURE_TAG]})]
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=cells if title is not None else []), folder / name
+    )
+    return folder / name
+
+
+#: File names and titles a teacher may give (issue 43): (name, title; None: no cell at all).
+ANY_NOTEBOOK = [
+    ("01_my talk.ipynb", "A talk"),
+    ("01_a.ipynb", "Brackets ] and [ too"),
+    ("01_a.ipynb", "Q&A: <i>not italic</i>, *not emphasis*"),
+    ("01_#1?.ipynb", "Hash and question mark"),
+    ("01_50%25 off.ipynb", "Percent"),
+    ('01_say "hi".ipynb', "Quotes"),
+    ("01_été.ipynb", "Unicode"),
+    ("01_untitled.ipynb", None),
+]
+
+
+@pytest.mark.parametrize(("name", "title"), ANY_NOTEBOOK)
+def test_the_links_between_pages_reach_any_notebook_and_show_its_title_as_text(
+    monkeypatch, tmp_path, name, title
+):
+    """``[title](file)`` lost the link for a space, ``]``, ``"``; sent ``#``, ``?``, ``%25``
+    elsewhere; showed ``<i>`` as markup; a notebook without cells raised IndexError; and a page
+    whose address is percent-encoded (Voilà's request path) had no links at all."""
+    monkeypatch.delenv(present.LECTURE_VARIABLE, raising=False)
+    write_talk(tmp_path, name, title)
+    following = write_talk(tmp_path, "02_next page.ipynb", "Next")
+    request = SimpleNamespace(path="/voila/render/" + urllib.parse.quote(following.name))
+    handler = SimpleNamespace(xsrf_token="", request=request)
+    page = present.prepare_page(handler, nbformat.v4.new_notebook(), str(tmp_path))
+    markdown = ast.literal_eval(page.cells[-1].source.split("Markdown(", 1)[1][:-1])
+    shown = BeautifulSoup(markdown2html_mistune(markdown), "html.parser")
+    assert [(a.get_text(), file_behind(a["href"])) for a in shown.select("a")] == [
+        (f"← {title or Path(name).stem}", name)
+    ]
+
+
+def file_behind(href: str) -> str:
+    """The file name a relative link opens (what the browser asks the server for)."""
+    return urllib.parse.unquote(urllib.parse.urlsplit(href).path)
+
+
+@pytest.mark.parametrize("lecture", [[], ["--lecture"]], ids=["whole", "lecture"])
+@pytest.mark.parametrize("name", [name for name, _ in ANY_NOTEBOOK[::2]] + ["my talk.ipynb"])
+def test_a_notebook_of_any_name_is_served_at_a_percent_encoded_address(
+    monkeypatch, tmp_path, name, lecture
+):
+    """``my talk.ipynb`` was not copied (only ``NN_*.ipynb`` were: the address answered 404),
+    ``--lecture`` refused it ("has no cell tagged 'lecture'"), and the address had a space."""
+    served = []
+    for variable in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
+        monkeypatch.setenv(variable, os.environ.get(variable, ""))  # serve() sets them
+    monkeypatch.setattr(
+        present, "run_voila", lambda port, said: served.append((said, os.listdir(Path.cwd())))
+    )
+    talk = write_talk(tmp_path / "my notes", name)  # a folder with a space too
+    assert present.main([str(talk), "--port", "1", *lecture]) == 0
+    ((said, copies),) = served
+    address = said.split(" at ")[1].split(" ")[0]
+    assert address == f"http://127.0.0.1:1/voila/render/{urllib.parse.quote(name)}"
+    assert file_behind(address) == f"/voila/render/{name}"
+    assert name in copies
 
 
 @pytest.mark.notebook
@@ -428,6 +503,20 @@ def check_the_keys(page, name: str, starts: list[float]) -> None:
         arg=[app.element_handle(), expected],
         timeout=30_000,
     )
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize(
+    ("name", "lecture"),
+    [("my talk.ipynb", []), ("my talk.ipynb", ["--lecture"]), ("50%25 off #1?.ipynb", [])],
+)
+def test_the_printed_address_of_any_notebook_answers(tmp_path, name, lecture):
+    """``my talk.ipynb``: its address answered 404, had a space, and --lecture refused it."""
+    talk = write_talk(tmp_path / "my notes", name)
+    with presenting(str(talk), *lecture) as (address, _server, said):
+        assert address.endswith(urllib.parse.quote(name)), said
+        with urllib.request.urlopen(address, timeout=60) as answer:
+            assert answer.status == 200
 
 
 @pytest.mark.browser

@@ -6,10 +6,12 @@ site, ``python -m ppo_viz.export``, is :mod:`ppo_viz.export.__main__`.
 import asyncio
 import contextlib
 import copy
+import html
 import math
 import os
 import re
 import tempfile
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,15 @@ def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
 
 
 def title_of(notebook: Any) -> str:
-    """The notebook's title: its first cell's ``# `` heading, without the ``#``."""
-    source = notebook.cells[0].source.strip()
-    line = source.splitlines()[0] if source else ""
+    """The notebook's title: its first cell's ``# `` heading, without the ``#``; or ""."""
+    line = (notebook.cells[0].source.strip() if notebook.cells else "").partition("\n")[0]
     return line[2:].strip() if line.startswith("# ") else ""
+
+
+def link(text: str, file_name: str, rel: str = "") -> str:
+    """An HTML link to the file ``file_name`` (any name), showing ``text`` as text, not markup."""
+    extra = f' rel="{rel}"' if rel else ""
+    return f'<a href="{urllib.parse.quote(file_name)}"{extra}>{html.escape(text)}</a>'
 
 
 def execute_notebook(
@@ -56,9 +63,9 @@ def execute_notebook(
     in a temporary folder removed afterwards, so that what a cell writes (notebook 1's slide)
     never lands beside the notebooks; the notebook's folder (``notebooks/`` for a node) is on
     the kernel's import path, as the working directory is in JupyterLab.  A cell may run
-    ``timeout_s`` seconds
-    (no "no limit").  A cell that raises or times out stops the run with nbclient's error (the
-    cell, its traceback) unless ``allow_errors``; Ctrl-C raises ``KeyboardInterrupt``.
+    ``timeout_s`` seconds (no "no limit").  A cell that raises or times out stops the run with
+    nbclient's error (the cell, its traceback in plain text: no colour codes in a log) unless
+    ``allow_errors``; Ctrl-C raises ``KeyboardInterrupt``.
     """
     from nbclient import NotebookClient
 
@@ -81,6 +88,7 @@ def execute_notebook(
             iopub_timeout=IOPUB_TIMEOUT_S,
             raise_on_iopub_timeout=True,
             shutdown_kernel="immediate",  # a graceful shutdown of a busy kernel prints its trace
+            extra_arguments=["--InteractiveShell.colors=nocolor"],  # IPython 8 and 9
             resources={"metadata": {"path": scratch}},
             on_notebook_start=lambda **_: _keep_awake(client),
         )

@@ -6,7 +6,6 @@ previous and the next notebook and to the index, page titles, and the site's own
 """
 
 import argparse
-import html
 import importlib.resources
 import shutil
 import sys
@@ -88,14 +87,11 @@ def write_page(
 def navigation(pages: list[tuple[str, str]], at: int) -> str:
     """Links from page ``at`` of ``pages`` ((stem, title) in order) to the previous page, the
     index and the next page, as HTML."""
-    links = []
+    links = ['<a href="index.html">All notebooks</a>']
     if at > 0:
-        stem, title = pages[at - 1]
-        links.append(f'<a rel="prev" href="{stem}.html">← {html.escape(title)}</a>')
-    links.append('<a href="index.html">All notebooks</a>')
+        links.insert(0, export.link(f"← {pages[at - 1][1]}", f"{pages[at - 1][0]}.html", "prev"))
     if at + 1 < len(pages):
-        stem, title = pages[at + 1]
-        links.append(f'<a rel="next" href="{stem}.html">{html.escape(title)} →</a>')
+        links.append(export.link(f"{pages[at + 1][1]} →", f"{pages[at + 1][0]}.html", "next"))
     return f'<nav class="ppo-site-nav">{" · ".join(links)}</nav>'
 
 
@@ -132,9 +128,9 @@ def export_site(
         print(f"  -> {path.stem}.html with {figures} figure(s)", flush=True)
         for problem in export.output_problems(executed):
             print(f"  warning: {path.name}, {problem}", file=sys.stderr, flush=True)
-    # A bulleted list: the titles carry their own numbers ("1 · ...").
-    links = "\n".join(f"- [{title}]({stem}.html)" for stem, title in pages)
-    index = nbformat.v4.new_markdown_cell(f"# {SITE_TITLE}\n\n{SITE_INTRO}\n\n{links}")
+    # A bulleted list (HTML: a title is text): the titles carry their own numbers ("1 · ...").
+    links = "".join(f"<li>{export.link(title, f'{stem}.html')}</li>" for stem, title in pages)
+    index = nbformat.v4.new_markdown_cell(f"# {SITE_TITLE}\n\n{SITE_INTRO}\n\n<ul>{links}</ul>")
     index_page = nbformat.v4.new_notebook(cells=[index])
     write_page(index_page, "index", out_dir, mathjax_url, title=SITE_TITLE)
 
