@@ -225,7 +225,7 @@ CASES = [
     ("grpo", raises, ("error",), "in raises", "np.minimum"),
     ("gspo", an_array, ("wrong_type",)),
     ("grpo", changes_rewards, ("mutated",), "rewards was"),
-    ("gspo", writes_mask, ("mutated",), "whose inputs are read-only", "mask[:, 0] = True"),
+    ("gspo", writes_mask, ("mutated",), "wrote into a read-only input", "mask[:, 0] = True"),
     ("grpo", writes_logp_new, ("mutated",), "logp_new was ["),
     ("gspo", writes_logp_old, ("mutated",), "logp_old was ["),
     ("grpo", with_mistakes(grpo_numpy, "padding_nan"), ("padding_nan",), "np.where(mask"),

@@ -366,7 +366,7 @@ def _side_effects(calls: Sequence[Call]) -> list[Finding]:
         evidence.append(f"On {label}, {name} was {was} before the call and {now} after it.")
     if (read_only := next((c for c in calls if c.read_only_failure), None)) is not None:
         label, error = read_only.batch.label, read_only.error
-        evidence.append(f"On {label}, whose inputs are read-only, your function {error}.")
+        evidence.append(f"On {label} your function wrote into a read-only input: it {error}.")
     if evidence:
         found.append(finding("mutated", evidence=" ".join(evidence)))
     if (patched := next((c for c in calls if c.patched), None)) is not None:
