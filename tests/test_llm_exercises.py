@@ -32,7 +32,7 @@ from ppo_viz.numbers import rounded
 def grpo_numpy(
     logp_new, logp_old, rewards, mask, group_size, eps=0.2, beta=0.0, logp_ref=None, mistakes=()
 ):
-    groups = rewards.reshape(-1, group_size)
+    groups = rewards.reshape(-1, len(rewards) if "batch_std" in mistakes else group_size)
     std = groups.std(axis=1, ddof=0 if "population_std" in mistakes else 1, keepdims=True)
     a = groups - groups.mean(axis=1, keepdims=True)
     if "no_std" not in mistakes:
@@ -40,15 +40,22 @@ def grpo_numpy(
     if "std_twice" in mistakes:
         a = a / (std + 1e-4)
     a = a.reshape(-1)[:, None]
+    eps = 0.2 if "fixed_eps" in mistakes else eps
     m = np.ones(mask.shape) if "no_mask" in mistakes else mask.astype(float)
-    r = np.exp(logp_new - logp_old)
-    term = np.minimum(r * a, np.clip(r, 1 - eps, 1 + eps) * a)
+    d = logp_new - logp_old  # masked before the exp, unless the mistake is to mask after it
+    d = d if "padding_nan" in mistakes else np.where(m > 0, d, 0.0)
+    r = np.exp(-d if "ratio_inverted" in mistakes else d)
+    term = np.clip(r, 1 - eps, 1 + eps) * a
+    if "clip_only" not in mistakes:
+        term = np.minimum(r * a, term)
     if beta:
         d = logp_new - logp_ref if "kl_direction" in mistakes else logp_ref - logp_new
         k3 = np.exp(d) - d - 1
         term = term + beta * k3 if "kl_sign" in mistakes else term - beta * k3
     if "token_mean" in mistakes:
         loss = -(term * m).sum() / m.sum()
+    elif "over_T" in mistakes:
+        loss = -np.mean(term * m, axis=1).mean()
     else:
         loss = -((term * m).sum(axis=1) / m.sum(axis=1)).mean()
     return float(-loss if "sign" in mistakes else loss)
@@ -99,13 +106,20 @@ def gspo_numpy(logp_new, logp_old, advantages, mask, eps_low=3e-4, eps_high=4e-4
     log_ratio, n = (logp_new - logp_old) * m, m.sum(axis=1)
     if "product" in mistakes:
         s = np.exp(log_ratio.sum(axis=1))
+    elif "over_T" in mistakes:
+        s = np.exp(np.mean(log_ratio, axis=1))
+    elif "arithmetic_mean" in mistakes:
+        s = (np.exp(log_ratio) * m).sum(axis=1) / n
     else:
         s = np.exp(log_ratio.sum(axis=1) / n)
+    s = 1 / s if "ratio_inverted" in mistakes else s
     a = advantages
     if "token_clip" in mistakes:
         r = np.exp(logp_new - logp_old)
         terms = np.minimum(r * a[:, None], np.clip(r, 1 - eps_low, 1 + eps_high) * a[:, None])
         per_answer = (terms * m).sum(axis=1) / n
+    elif "clip_only" in mistakes:
+        per_answer = np.clip(s, 1 - eps_low, 1 + eps_high) * a
     else:
         per_answer = np.minimum(s * a, np.clip(s, 1 - eps_low, 1 + eps_high) * a)
     loss = -per_answer.mean()
@@ -156,6 +170,39 @@ def writes_mask(logp_new, logp_old, advantages, mask, eps_low, eps_high):
     return 0.0
 
 
+def writes_logp_new(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    logp_new[~mask] = 0.0  # the padding zeroed in the caller's 2-D array
+    return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
+
+
+def writes_logp_old(logp_new, logp_old, advantages, mask, eps_low, eps_high):
+    logp_old[:, -1] = 0.0  # the last token, padding in every batch
+    return gspo_numpy(logp_new, logp_old, advantages, mask, eps_low, eps_high)
+
+
+def sqrt_of_var(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    groups = rewards.reshape(-1, group_size)  # std as sqrt(var + 1e-4): 1e-5 off, not float32's
+    a = (groups - groups.mean(axis=1, keepdims=True)) / np.sqrt(
+        groups.var(axis=1, ddof=1, keepdims=True) + 1e-4
+    )
+    r = np.exp(np.where(mask, logp_new - logp_old, 0.0))
+    a = a.reshape(-1, 1)
+    term = np.minimum(r * a, np.clip(r, 1 - eps, 1 + eps) * a)
+    if beta:
+        d = logp_ref - logp_new
+        term = term - beta * (np.exp(d) - d - 1)
+    return -float((np.where(mask, term, 0.0).sum(axis=1) / mask.sum(axis=1)).mean())
+
+
+def no_token_axis(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    groups = rewards.reshape(-1, group_size)
+    a = (groups - groups.mean(axis=1, keepdims=True)) / (groups.std(axis=1, ddof=1) + 1e-4)[:, None]
+    r = np.exp(np.where(mask, logp_new - logp_old, 0.0))
+    a = a.reshape(-1)  # (B,): r * a lines it up with T, an error unless T == B
+    term = np.minimum(r * a, np.clip(r, 1 - eps, 1 + eps) * a)
+    return -float((np.where(mask, term, 0.0).sum(axis=1) / mask.sum(axis=1)).mean())
+
+
 def empty(*args):
     raise NotImplementedError
 
@@ -170,12 +217,26 @@ CASES = [
         for exercise, keys in [(e, m) for e, groups in EXCLUSIVE.items() for g in groups for m in g]
         + [("grpo", "kl_sign no_std"), ("grpo", "population_std token_mean")]
         + [("grpo", "no_mask sign"), ("gspo", "no_mask product"), ("gspo", "sign token_clip")]
+        + [("grpo", "fixed_eps sign"), ("grpo", "batch_std over_T"), ("grpo", "clip_only kl_sign")]
+        + [("grpo", "padding_nan sign"), ("gspo", "arithmetic_mean sign")]
+        + [("gspo", "clip_only no_mask"), ("gspo", "over_T ratio_inverted")]
     ],
     ("grpo", empty, ("not_implemented",), "grpo_loss: not implemented yet."),
     ("grpo", raises, ("error",), "in raises", "np.minimum"),
     ("gspo", an_array, ("wrong_type",)),
     ("grpo", changes_rewards, ("mutated",), "rewards was"),
-    ("gspo", writes_mask, ("error",), "read-only"),
+    ("gspo", writes_mask, ("mutated",), "wrote into a read-only input", "mask[:, 0] = True"),
+    ("grpo", writes_logp_new, ("mutated",), "logp_new was ["),
+    ("gspo", writes_logp_old, ("mutated",), "logp_old was ["),
+    ("grpo", with_mistakes(grpo_numpy, "padding_nan"), ("padding_nan",), "np.where(mask"),
+    (
+        "grpo",
+        sqrt_of_var,
+        ("mismatch",),
+        re.compile(r"\A(?![\s\S]*float32)"),  # no float32 excuse for a wrong formula
+        re.compile(r"expected -?0\.0*\d{6,}, got -?0\.0*\d{6,}\."),  # digits enough to differ
+    ),
+    ("grpo", no_token_axis, ("error", "mismatch"), "could not be broadcast", "a[:, None]"),
     ("gspo", "gspo_loss", ("error",), "expects your function"),
     (
         "gspo",

@@ -315,8 +315,9 @@ def _diagnose(
     return findings + values + _side_effects(calls), explained, matching
 
 
-#: Errors a learner meets reaching for the elementwise minimum, by a piece of their message, and
-#: what to write instead: np.min(a, b) reads b as the axis; Python's min(a, b) compares arrays.
+#: Errors a learner meets, by a piece of their message, and what to write instead: np.min(a, b)
+#: reads b as the axis; Python's min(a, b) compares arrays; (B,) times (B, T) needs a[:, None];
+#: math.exp takes one number; the checker passes every argument.
 ERROR_HINTS = {
     "only integer scalar arrays can be converted to a scalar index": "np.min(a, b) and "
     "np.max(a, b) take b as the axis to reduce over, not a second array: for the elementwise "
@@ -324,6 +325,14 @@ ERROR_HINTS = {
     "truth value of an array with more than one element is ambiguous": "Python's min(a, b), "
     "max(a, b) and if compare whole arrays, which has no single answer: write np.minimum(a, b) "
     "(or np.maximum) for the elementwise minimum, and np.where(condition, x, y) for an if.",
+    "could not be broadcast together": "numpy lines up shapes from the right, so an array with "
+    "one value per row (per answer, or per group), of shape (B,), meets a (B, T) one along its "
+    "last axis: give it that axis, a[:, None], or keep it in the reduction, keepdims=True.",
+    "arrays can be converted to Python scalars": "math.exp, math.log and float() take one "
+    "number, not an array: write np.exp, np.log (elementwise on a whole array), and float() "
+    "only on the final mean.",
+    "positional argument": "The checker passes every argument of the exercise's def line, in "
+    "its order: keep them all in yours, the ones you do not use too.",
 }
 
 
@@ -353,11 +362,11 @@ def _side_effects(calls: Sequence[Call]) -> list[Finding]:
     found, evidence = [], []
     if (changed := next((c for c in calls if c.changed is not None), None)) is not None:
         name, before, after = changed.changed  # type: ignore[misc]
-        was, now, label = numbers(before), numbers(after.ravel()), changed.batch.label
+        was, now, label = numbers(before.ravel()), numbers(after.ravel()), changed.batch.label
         evidence.append(f"On {label}, {name} was {was} before the call and {now} after it.")
     if (read_only := next((c for c in calls if c.read_only_failure), None)) is not None:
         label, error = read_only.batch.label, read_only.error
-        evidence.append(f"On {label}, whose arrays are read-only, your function {error}.")
+        evidence.append(f"On {label} your function wrote into a read-only input: it {error}.")
     if evidence:
         found.append(finding("mutated", evidence=" ".join(evidence)))
     if (patched := next((c for c in calls if c.patched), None)) is not None:

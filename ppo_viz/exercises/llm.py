@@ -12,11 +12,13 @@ ones, ...), registered in :data:`.EXERCISES`.  The result is notebook 6's card
     gspo_loss(logp_new, logp_old, advantages, mask, eps_low, eps_high)
 
 Every batch holds finite values on its padding (as a model's log-probabilities of pad tokens
-are), so a forgotten mask shows in the answer rather than as a NaN.
+are), so a forgotten mask shows in the answer rather than as a NaN; GRPO's "extreme padding"
+(logp_new 0, logp_old -1000 there) catches a mask applied after the exp.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -43,6 +45,13 @@ TITLES = {
     "sign": "Objective instead of loss (the sign)",
     "product": "Sequence ratio as a product",
     "token_clip": "Token ratios clipped",
+    "arithmetic_mean": "Sequence ratio as the arithmetic mean",
+    "ratio_inverted": "Ratio inverted (old over new)",
+    "clip_only": "The clip-only objective (np.clip without the min)",
+    "over_T": "Divided by T, the padded length (np.mean over the padding)",
+    "batch_std": "Normalised over the whole batch, not each group",
+    "fixed_eps": "eps ignored (0.2 written in)",
+    "padding_nan": "NaN from the padding (term * mask after the exp)",
 }
 #: What the learner reads about each mistake.
 EXPLANATIONS = {
@@ -64,6 +73,25 @@ EXPLANATIONS = {
     "their geometric mean, exp(mean log-ratio).",
     "token_clip": "You clip each token's own ratio, which is GRPO; GSPO clips one ratio per "
     "answer, s_i, shared by all its tokens.",
+    "arithmetic_mean": "You average the tokens' ratios, mean_t exp(d_t); GSPO's s_i is their "
+    "geometric mean, exp(mean_t d_t) over the answer's n_i tokens, which one token's outlier "
+    "ratio does not dominate.",
+    "ratio_inverted": "You compute exp(logp_old - logp_new), pi_old / pi_new; the ratio is new "
+    "over old: exp(logp_new - logp_old).",
+    "clip_only": "You keep clip(r)*A alone, without the np.minimum: a ratio that moved the "
+    "unfavourable way keeps r*A, np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A).",
+    "over_T": "You divide each answer's sum by T, the padded length (np.mean(..., axis=1) over "
+    "a padded row does), so short answers count less; divide by its own n_i = "
+    "mask.sum(axis=1).",
+    "batch_std": "You centre and scale the rewards with the whole batch's mean and std; GRPO "
+    "compares each answer with its own group's G answers: rewards.reshape(-1, G), then the "
+    "mean and std along axis=1.",
+    "fixed_eps": "Your answer is right with eps = 0.2 and wrong with other values: use the "
+    "function's eps argument, not the number 0.2.",
+    "padding_nan": "Padding may hold any finite log-probabilities (here logp_new 0 and logp_old "
+    "-1000), and exp(1000) is inf; inf * 0 is NaN, so multiplying term by the mask afterwards "
+    "does not clean it. Mask before the exp: np.exp(np.where(mask, logp_new - logp_old, 0.0)), "
+    "or keep the padding out with np.where(mask, term, 0.0).",
 }
 #: Each mistake's title and explanation, as :class:`.Exercise` takes them.
 MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
@@ -71,12 +99,20 @@ MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 EXCLUSIVE = {
     "grpo": [
         ("no_std", "std_twice", "population_std"),
-        ("token_mean",),
-        ("no_mask",),
+        ("batch_std",),
+        ("token_mean", "over_T"),
+        ("no_mask", "padding_nan"),
         ("kl_sign", "kl_direction"),
+        ("ratio_inverted", "clip_only"),
+        ("fixed_eps",),
         ("sign",),
     ],
-    "gspo": [("product", "token_clip"), ("no_mask",), ("sign",)],
+    "gspo": [
+        ("product", "token_clip", "arithmetic_mean", "over_T"),
+        ("ratio_inverted", "clip_only"),
+        ("no_mask",),
+        ("sign",),
+    ],
 }
 STD_EPS = 1e-4  # TRL's (``grpo_trainer.py`` L2705-2707)
 
@@ -120,20 +156,27 @@ class ExerciseBatch:
 def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> float:
     """llm_clip's GRPO loss on the inputs an implementation with ``mistakes`` uses."""
     (group_size, eps, beta, ref), m = batch.extras, mistakes
-    a = llm_clip.group_advantages(batch.advantages, group_size, scale_by_std="no_std" not in m)
+    g = len(batch.advantages) if "batch_std" in m else group_size
+    a = llm_clip.group_advantages(batch.advantages, g, scale_by_std="no_std" not in m)
     if m & {"std_twice", "population_std"}:
-        groups = batch.advantages.reshape(-1, group_size)
-        std = groups.std(axis=1, ddof=0 if "population_std" in m else 1) + STD_EPS
-        centred = llm_clip.group_advantages(batch.advantages, group_size, scale_by_std=False)
-        a = centred / np.repeat(std, group_size) ** (2 if "std_twice" in m else 1)
+        std = batch.advantages.reshape(-1, g).std(axis=1, ddof=0 if "population_std" in m else 1)
+        centred = llm_clip.group_advantages(batch.advantages, g, scale_by_std=False)
+        a = centred / np.repeat(std + STD_EPS, g) ** (2 if "std_twice" in m else 1)
+    eps = 0.2 if "fixed_eps" in m else eps
+    aggregation = {"token_mean": "token-mean", "over_T": "seq-mean-token-sum-norm"}
     options = {
         "objective": "grpo",
         "eps_low": eps,
-        "aggregation": "token-mean" if "token_mean" in m else None,
+        "aggregation": next((aggregation[k] for k in aggregation if k in m), None),
+        "max_len": batch.mask.shape[1],
         "logp_ref": 2 * batch.logp_new - ref if "kl_direction" in m else ref,
     }
     mask = np.ones_like(batch.mask) if "no_mask" in m else batch.mask
-    arguments = (batch.logp_new, batch.logp_old, a, mask)
+    gap = _changed_gap(batch.logp_new - batch.logp_old, m, eps, eps)
+    old = batch.logp_new - gap  # the KL keeps logp_new
+    arguments = (batch.logp_new, old, a, mask)
+    if "padding_nan" in m and _padding_overflows(batch, a):
+        return math.nan
     value = llm_clip.policy_loss(*arguments, kl_coef=beta, **options)
     if "kl_sign" in m:  # the policy part minus the KL part
         value = 2 * llm_clip.policy_loss(*arguments, **options) - value
@@ -146,13 +189,36 @@ def gspo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     is GRPO."""
     (low, high), m, old = batch.extras, mistakes, batch.logp_old
     mask = np.ones_like(batch.mask) if "no_mask" in m else batch.mask
-    gap = batch.logp_new - old
-    if "product" in m:
-        gap = gap * mask.sum(axis=1, keepdims=True)
+    gap, n = batch.logp_new - old, mask.sum(axis=1, keepdims=True)
+    if m & {"product", "over_T"}:  # the sum of the log-ratios, over 1 or T instead of n_i
+        gap = gap * n / (mask.shape[1] if "over_T" in m else 1)
+    if "arithmetic_mean" in m:  # every token gets log(mean_t r_t)
+        r = np.exp(np.where(mask, gap, -np.inf))
+        gap = np.broadcast_to(np.log(r.sum(axis=1, keepdims=True) / n), gap.shape)
+    if m & {"ratio_inverted", "clip_only"}:  # on s_i, the same for all of an answer's tokens
+        s = np.exp(np.where(mask, gap, 0.0).sum(axis=1, keepdims=True) / n)
+        gap = _changed_gap(np.broadcast_to(np.log(s), gap.shape), m, low, high)
     objective = "grpo" if "token_clip" in m else "gspo"
     arguments = (old + gap, old, batch.advantages, mask)
     value = llm_clip.policy_loss(*arguments, objective=objective, eps_low=low, eps_high=high)
     return -value if "sign" in m else value
+
+
+def _changed_gap(gap: np.ndarray, m: frozenset[str], low: float, high: float) -> np.ndarray:
+    """The log-ratio ``gap`` inverted or clipped, as ``m`` says: r' = 1/r, or r' = clip(r),
+    whose min(r'*A, clip(r')*A) is clip(r)*A whatever A's sign."""
+    if "ratio_inverted" in m:
+        gap = -gap
+    if "clip_only" in m:
+        gap = np.clip(gap, np.log1p(-low), np.log1p(high))
+    return gap
+
+
+def _padding_overflows(batch: ExerciseBatch, a: np.ndarray) -> bool:
+    """Whether ``term * mask`` is NaN: a padding ratio exp(d) overflows where A <= 0 (its term
+    -inf or inf * 0)."""
+    d = np.where(batch.mask, -np.inf, batch.logp_new - batch.logp_old)
+    return bool(np.any((d > np.log(np.finfo(float).max)) & (a[:, None] <= 0)))
 
 
 EXERCISES.update(
@@ -165,12 +231,16 @@ EXERCISES.update(
 
 
 #: Each exercise's small batches, by name: the answers' lengths, the third argument (rewards for
-#: GRPO, advantages for GSPO), the other arguments, the seed and the spread of the log-ratios.
+#: GRPO, advantages for GSPO), the other arguments, the seed and the spread of the log-ratios;
+#: optionally the log-probabilities (new, old) on the padding, else finite junk.
 SMALL_BATCHES = {
     "grpo": {
         "one group": ([5, 2, 4, 3], [1, 0, 0, 1], (4, 0.2, 0.0), 1, 0.15),
         "two groups": ([3, 6, 2, 5, 4, 6], [1, 0, 0, 1, 0.5, 0], (3, 0.2, 0.0), 2, 0.15),
         "KL to the reference": ([6, 3, 5, 2], [0, 1, 1, 0], (4, 0.2, 0.1), 4, 0.3),
+        "a narrow band": ([4, 6, 3, 5], [0, 1, 0.5, 1], (4, 0.05, 0.0), 7, 0.2),
+        "a wide band": ([2, 5, 3, 4, 6, 2], [1, 0, 1, 0, 0, 1], (3, 0.4, 0.0), 8, 0.6),
+        "extreme padding": ([4, 2, 5, 3], [1, 0, 0, 1], (4, 0.2, 0.0), 9, 0.2, (0.0, -1000.0)),
     },
     "gspo": {
         "three answers": ([5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), 5, 0.2),
@@ -183,14 +253,18 @@ def _small_batch(exercise: str, name: str) -> ExerciseBatch:
     """Batch ``name`` of :data:`SMALL_BATCHES`: answers of its lengths with seeded
     log-probabilities, finite junk on padding (a GRPO batch's other arguments get a reference's
     log-probabilities appended)."""
-    lengths, third, extras, seed, spread = SMALL_BATCHES[exercise][name]
+    lengths, third, extras, seed, spread, *padding = SMALL_BATCHES[exercise][name]
     rng = np.random.default_rng(seed)
     mask = np.arange(max(lengths) + 1) < np.array(lengths)[:, None]
     old = np.log(rng.uniform(0.05, 0.95, mask.shape))
     new = np.minimum(old + rng.normal(0.0, spread, mask.shape), 0.0)
-    if exercise == "grpo":
-        extras = (*extras, np.minimum(old + rng.normal(0.0, 0.3, mask.shape), 0.0))
     lesson = f"answers of {', '.join(map(str, lengths))} tokens"
+    if exercise == "grpo":
+        lesson += f", eps {extras[1]}" if extras[1] != 0.2 else ""
+        extras = (*extras, np.minimum(old + rng.normal(0.0, 0.3, mask.shape), 0.0))
+    if padding:
+        new[~mask], old[~mask] = padding[0]
+        lesson += f"; on the padding logp_new = {padding[0][0]:g}, logp_old = {padding[0][1]:g}"
     return ExerciseBatch(exercise, name, lesson, new, old, np.array(third, float), mask, extras)
 
 

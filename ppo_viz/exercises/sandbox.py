@@ -263,7 +263,7 @@ def _call(
                 + (f" ({where})" if where else "")
             )
             fields["not_implemented"] = isinstance(error, NotImplementedError)
-            fields["read_only_failure"] = batch.read_only and "read-only" in text
+            fields["read_only_failure"] = "read-only" in text  # numpy's: assignment, out=
     if late is not None and late.is_set():
         return {}
     originals = (batch.logp_new, batch.logp_old, batch.advantages)
