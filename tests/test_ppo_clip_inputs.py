@@ -101,7 +101,7 @@ BAD_ARRAYS = {
     "masked": (
         np.ma.masked_array([-0.1, -0.2, 0.5], mask=[0, 1, 0]),
         TypeError,
-        "{name} is a masked array, and ppo_clip would ignore its mask: pass {name}.filled(value)"
+        "{name} is a masked array, whose mask would be ignored: pass {name}.filled(value)"
         " to choose what masked samples hold, or drop them from every input (e.g. "
         "{name}.compressed()",
     ),
