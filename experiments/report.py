@@ -1,8 +1,9 @@
 """Writing a study's results: its JSON, its markdown report and its figures, together.
 
 Both studies (``python -m experiments.why_clip`` and ``python -m experiments.rlhf_study``)
-write through :func:`write_report`: the figures first, the JSON next, the markdown last, so a
-report never describes results that are not beside it.  The markdown's tables are the
+write through :func:`write_report`, and every file whole or not at all (:func:`write_whole`):
+an interruption or a full disk leaves the old files as they were, never half of a new one nor
+a new figure beside old results.  The markdown's tables are the
 notebooks' (:data:`ppo_viz.results.Table`, written by :func:`ppo_viz.results.markdown`), so
 the files and the notebooks show the same numbers; what both reports say of the machine and
 of the intervals is written here once.
@@ -11,10 +12,11 @@ of the intervals is written here once.
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from matplotlib.figure import Figure
 
@@ -51,11 +53,31 @@ def write_report(
     text: str,
     figures: Mapping[Path, tuple[Figure, int]],
 ) -> None:
-    """Into ``output``: each figure (by the name of its path: ``(figure, dpi)``), then
-    ``results`` as JSON and ``text`` as markdown (``files``: the JSON's and the markdown's
-    paths, of which the names are used)."""
-    for path, (figure, dpi) in figures.items():
-        figure.savefig(output / path.name, dpi=dpi)
-    json_file, markdown_file = files
-    (output / json_file.name).write_text(json_text(results), encoding="utf-8")
-    (output / markdown_file.name).write_text(text, encoding="utf-8")
+    """Into ``output``, all together (:func:`write_whole`): each figure (by the name of its
+    path: ``(figure, dpi)``), ``results`` as JSON and ``text`` as markdown (``files``: the
+    JSON's and the markdown's paths, of which the names are used)."""
+    writers = {
+        output / path.name: lambda file, f=figure, dpi=dpi: f.savefig(file, dpi=dpi, format="png")
+        for path, (figure, dpi) in figures.items()
+    }
+    for path, content in zip(files, (json_text(results), text), strict=True):
+        writers[output / path.name] = lambda file, c=content: file.write(c.encode("utf-8"))
+    write_whole(writers)
+
+
+def write_whole(writers: Mapping[Path, Callable[[IO[bytes]], object]]) -> None:
+    """Each path written by its writer, whole or not at all: every file goes to a temporary
+    file beside it (``.name.<pid>.tmp``), and only once all are written are they renamed into
+    place (:func:`os.replace`); on any failure the temporary files are removed and the
+    error raised, the old files untouched."""
+    temporary: dict[Path, Path] = {}
+    try:
+        for path, write in writers.items():
+            temporary[path] = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            with temporary[path].open("wb") as file:
+                write(file)
+        for path, written in temporary.items():
+            os.replace(written, path)
+    finally:
+        for written in temporary.values():
+            written.unlink(missing_ok=True)

@@ -6,9 +6,9 @@ each recording the CPU seconds it took.  Each finished cell is appended to a cac
 results, so an interrupted run resumes where it stopped; Ctrl-C stops the workers at once (a
 running cell is lost, the finished ones are kept), and the cache is removed once the results
 are written.  Every name and folder is checked before any work, an unknown name refused with
-the valid ones.  Only the full plan on seeds from 0 writes to ``experiments/``; any other run
-writes to the study's scratch folder unless ``--output-dir`` names one.  The results record
-the machine (:func:`ppo_viz.machine.fingerprint`).
+the valid ones, a folder that cannot be written in one line.  Only the full plan on seeds from
+0 writes to ``experiments/``; any other run writes to the study's scratch folder unless
+``--output-dir`` names one.  The results record the machine (:func:`ppo_viz.machine.fingerprint`).
 
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
@@ -35,6 +35,8 @@ from experiments.evidence import SEED_SETS
 
 Runner = Callable[[Any], dict[str, Any]]
 Results = dict[str, Any]
+#: A study's files: its results first.
+Files = Sequence[Path]
 
 
 def cache_entries(path: Path | None) -> list[dict[str, Any]]:
@@ -65,8 +67,16 @@ def earlier_wall_seconds(path: Path | None) -> float:
 def note_wall_seconds(path: Path | None, seconds: float) -> None:
     """Add this run's wall seconds to the cache (a resumed run counts every run's time)."""
     if path is not None and path.exists():
-        with path.open("a", encoding="utf-8") as file:
-            file.write(json.dumps({"wall_seconds": round(seconds, 1)}) + "\n")
+        append_entry(path, {"wall_seconds": round(seconds, 1)})
+
+
+def append_entry(path: Path, entry: dict[str, Any]) -> None:
+    """``entry`` as the cache's last line, on a line of its own even after one cut short."""
+    with path.open("a+b") as file:
+        end = file.seek(0, os.SEEK_END)
+        file.seek(max(end - 1, 0))
+        cut = end > 0 and file.read(1) != b"\n"
+        file.write(("\n" * cut + json.dumps(entry) + "\n").encode("utf-8"))
 
 
 def run_cells(
@@ -94,8 +104,7 @@ def run_cells(
         for cell, raw in running:
             done[cell.key] = raw
             if cache is not None:
-                with cache.open("a", encoding="utf-8") as file:
-                    file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
+                append_entry(cache, {"key": cell.key, "raw": raw})
             for same in waiting[cell.key]:
                 progress(same)
     finally:
@@ -147,24 +156,47 @@ def study_parser(doc: str, flag: str, flag_help: str, fresh_from: int) -> argpar
 
 
 def output_folder(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, full: bool, home: Path, scratch: Path
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    full: bool,
+    scratch: Path,
+    files: Files,
 ) -> Path | None:
-    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); ``home`` for the
-    full plan; else ``scratch``.  The folder is made before any work: a file there or a
-    folder that cannot be made is the parser's one-line error.  A run into ``scratch`` says
-    so."""
+    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); the committed
+    ``files``' folder for the full plan; else ``scratch``.  The folder is made and proven
+    writable before any work (:func:`check_writable`).  A run into ``scratch`` says so."""
     if args.output_dir is None and args.quick:
         return None
-    output = args.output_dir or (home if full else scratch)
+    output = args.output_dir or (files[0].parent if full else scratch)
     if output.exists() and not output.is_dir():
-        parser.error(f"--output-dir {output} is a file, not a folder")
+        refuse(parser, f"--output-dir {output} is a file, not a folder")
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        parser.error(f"cannot make the folder {output}: {error.strerror}")
+        refuse(parser, f"cannot make the folder {output}: {error.strerror}")
+    check_writable(parser, output, files)
     if output == scratch:
         print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
     return output
+
+
+def check_writable(parser: argparse.ArgumentParser, folder: Path, files: Files) -> None:
+    """Refuse in one line (:func:`refuse`) a ``folder`` this process cannot make a file in (a
+    probe file made and removed) or where one of ``files`` (by name) is a folder."""
+    probe = folder / f".probe.{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        refuse(parser, f"cannot write into {folder}: {error.strerror}")
+    for path in (folder / file.name for file in files):
+        if path.is_dir():
+            refuse(parser, f"cannot write {path}: it is a folder")
+
+
+def refuse(parser: argparse.ArgumentParser, message: str) -> None:
+    """End the command before any work: ``message`` on one line, status 2 (as argparse)."""
+    parser.exit(2, f"{parser.prog}: error: {message}\n")
 
 
 def whole_number(text: str, least: int = 0) -> int:
@@ -235,17 +267,36 @@ def check_names(*checks: tuple[str, Sequence[Any], Sequence[Any]]) -> None:
 
 
 def rederive_folder(
-    parser: argparse.ArgumentParser, flag: str, chosen: bool, folder: Path | None, results: Path
+    parser: argparse.ArgumentParser, flag: str, chosen: bool, folder: Path | None, files: Files
 ) -> Path:
-    """The folder whose results ``flag`` (``--rewrite``, ``--restate``) derives again: the
-    committed ``results``' unless ``--output-dir`` names one (``folder``); the parser's error
-    if another option was ``chosen`` or the folder holds no results."""
+    """The folder whose results (the first of ``files``) ``flag`` (``--rewrite``,
+    ``--restate``) derives again: the committed ones' unless ``--output-dir`` names one
+    (``folder``); the parser's error if another option was ``chosen``, one line if the folder
+    holds no results, damaged ones, or cannot be written (:func:`check_writable`)."""
     if chosen:
         parser.error(f"{flag} takes no option but --output-dir")
-    folder = folder or results.parent
-    if not (folder / results.name).is_file():
-        parser.error(f"{flag} needs results to derive again: no {folder / results.name}")
+    folder = folder or files[0].parent
+    path = folder / files[0].name
+    if not path.is_file():
+        refuse(parser, f"{flag} needs results to derive again: no {path}")
+    try:  # whole JSON, written by this study's command (``python -m experiments.<stem>``)
+        if not json.loads(path.read_text(encoding="utf-8"))["command"].endswith(path.stem):
+            raise ValueError("another command's results")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+        refuse(parser, f"{path} is damaged or not this study's results ({error})")
+    check_writable(parser, folder, files)
     return folder
+
+
+def written(write: Callable[[Results, Path], None], results: Results, output: Path) -> bool:
+    """Whether ``write`` wrote ``results`` into ``output``; if not, why, in one line."""
+    try:
+        write(results, output)
+    except OSError as error:
+        said = f"could not write the results into {output} ({error.strerror or error})"
+        print(f"{said}; the files there are as they were", file=sys.stderr)
+        return False
+    return True
 
 
 def run_and_write(
@@ -281,7 +332,9 @@ def run_and_write(
     if output is None:
         print(markdown(results))
         return 0
-    write(results, output)
+    if not written(write, results, output):
+        print(f"the cells are kept in {cache}; the same command writes them", file=sys.stderr)
+        return 1
     if cache is not None:
         cache.unlink(missing_ok=True)
     print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)

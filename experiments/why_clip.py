@@ -77,17 +77,18 @@ from experiments.runner import (
     run_cells,
     seed_count,
     study_parser,
+    written,
 )
 from experiments.study import Cell, Sweep, run_cell, summarize_sweep
 from experiments.why_clip_report import results_markdown, write_results
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
-from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR, RESULTS_JSON, load_results
+from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1, RESULTS_JSON, load_results
 
 COMMAND = "python -m experiments.why_clip"
 #: Where a partial run writes when no ``--output-dir`` is given.
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "why_clip_partial"
-CACHE_NAME = "why_clip.cells.jsonl"
+CACHE_NAME = FILES[-1].name  # "why_clip.cells.jsonl"
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     if args.rewrite:
         slicing = (args.quick, args.setting, args.method, args.value, args.seed_set, seeds)
         chosen = any(slicing) or bool(args.seed_offset)
-        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, RESULTS_JSON), 1
+        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, FILES), 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -248,14 +249,15 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
         )
     except ValueError as error:
         parser.error(str(error))
-    return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
+    return plan, output_folder(parser, args, plan == FULL_PLAN, SCRATCH_DIR, FILES), args.jobs
 
 
 def main(argv: list[str] | None = None) -> int:
     plan, output, jobs = parse(argv)
     if plan is None:  # --rewrite: RESULTS.md, the figure and the claims again from the JSON
         results = load_results(output / RESULTS_JSON.name)
-        write_results({**results, "claims": evaluate_claims(results)}, output)
+        if not written(write_results, {**results, "claims": evaluate_claims(results)}, output):
+            return 1
         print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
         return 0
     swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
