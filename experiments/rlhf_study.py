@@ -67,7 +67,6 @@ from experiments.runner import (
     run_cells,
     seed_count,
     study_parser,
-    written,
 )
 from ppo_viz.machine import fingerprint
 from ppo_viz.rlhf.results import FILES, RESULTS_JSON, load_results
@@ -305,8 +304,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
 def main(argv: list[str] | None = None) -> int:
     plan, output, jobs = parse(argv)
     if plan is None:  # --restate
-        if not written(write_results, restated(load_results(output / RESULTS_JSON.name)), output):
-            return 1
+        write_results(restated(load_results(output / RESULTS_JSON.name)), output)
         print(f"restated the results in {output}", file=sys.stderr)
         return 0
 

@@ -20,6 +20,7 @@ write (:func:`output_folder`, :func:`rederive_folder`) and a run (:func:`run_and
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import multiprocessing
@@ -35,8 +36,7 @@ from experiments.evidence import SEED_SETS
 
 Runner = Callable[[Any], dict[str, Any]]
 Results = dict[str, Any]
-#: A study's files: its results first.
-Files = Sequence[Path]
+Files = Sequence[Path]  # a study's files, its results first
 
 
 def cache_entries(path: Path | None) -> list[dict[str, Any]]:
@@ -71,12 +71,9 @@ def note_wall_seconds(path: Path | None, seconds: float) -> None:
 
 
 def append_entry(path: Path, entry: dict[str, Any]) -> None:
-    """``entry`` as the cache's last line, on a line of its own even after one cut short."""
-    with path.open("a+b") as file:
-        end = file.seek(0, os.SEEK_END)
-        file.seek(max(end - 1, 0))
-        cut = end > 0 and file.read(1) != b"\n"
-        file.write(("\n" * cut + json.dumps(entry) + "\n").encode("utf-8"))
+    """``entry`` on a new line of the cache, after any line that a killed run cut short."""
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\n" + json.dumps(entry))
 
 
 def run_cells(
@@ -163,40 +160,30 @@ def output_folder(
     files: Files,
 ) -> Path | None:
     """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); the committed
-    ``files``' folder for the full plan; else ``scratch``.  The folder is made and proven
-    writable before any work (:func:`check_writable`).  A run into ``scratch`` says so."""
+    ``files``' folder for the full plan; else ``scratch`` (which a run says).  The folder is
+    made and proven writable before any work (:func:`writable`)."""
     if args.output_dir is None and args.quick:
         return None
     output = args.output_dir or (files[0].parent if full else scratch)
-    if output.exists() and not output.is_dir():
-        refuse(parser, f"--output-dir {output} is a file, not a folder")
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        refuse(parser, f"cannot make the folder {output}: {error.strerror}")
-    check_writable(parser, output, files)
     if output == scratch:
         print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
-    return output
+    return writable(parser, output, files)
 
 
-def check_writable(parser: argparse.ArgumentParser, folder: Path, files: Files) -> None:
-    """Refuse in one line (:func:`refuse`) a ``folder`` this process cannot make a file in (a
-    probe file made and removed) or where one of ``files`` (by name) is a folder."""
+def writable(parser: argparse.ArgumentParser, folder: Path, files: Files) -> Path:
+    """``folder``, made, with a probe file made and removed there and none of ``files`` (by
+    name) a folder; else, before any work, the reason in one line and status 2."""
     probe = folder / f".probe.{os.getpid()}"
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         probe.touch()
         probe.unlink()
+        for path in (folder / file.name for file in files if (folder / file.name).is_dir()):
+            raise IsADirectoryError(errno.EISDIR, f"{path.name} is a folder")
     except OSError as error:
-        refuse(parser, f"cannot write into {folder}: {error.strerror}")
-    for path in (folder / file.name for file in files):
-        if path.is_dir():
-            refuse(parser, f"cannot write {path}: it is a folder")
-
-
-def refuse(parser: argparse.ArgumentParser, message: str) -> None:
-    """End the command before any work: ``message`` on one line, status 2 (as argparse)."""
-    parser.exit(2, f"{parser.prog}: error: {message}\n")
+        reason = "it is a file, not a folder" if folder.is_file() else error.strerror
+        parser.exit(2, f"{parser.prog}: error: cannot write into {folder}: {reason}\n")
+    return folder
 
 
 def whole_number(text: str, least: int = 0) -> int:
@@ -271,32 +258,18 @@ def rederive_folder(
 ) -> Path:
     """The folder whose results (the first of ``files``) ``flag`` (``--rewrite``,
     ``--restate``) derives again: the committed ones' unless ``--output-dir`` names one
-    (``folder``); the parser's error if another option was ``chosen``, one line if the folder
-    holds no results, damaged ones, or cannot be written (:func:`check_writable`)."""
+    (``folder``); the parser's error if another option was ``chosen``; one line, status 2, for
+    results missing, cut short or another command's, or a folder not :func:`writable`."""
     if chosen:
         parser.error(f"{flag} takes no option but --output-dir")
-    folder = folder or files[0].parent
-    path = folder / files[0].name
-    if not path.is_file():
-        refuse(parser, f"{flag} needs results to derive again: no {path}")
-    try:  # whole JSON, written by this study's command (``python -m experiments.<stem>``)
+    path = (folder or files[0].parent) / files[0].name
+    try:  # whole JSON, written by ``python -m experiments.<its stem>``
         if not json.loads(path.read_text(encoding="utf-8"))["command"].endswith(path.stem):
             raise ValueError("another command's results")
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
-        refuse(parser, f"{path} is damaged or not this study's results ({error})")
-    check_writable(parser, folder, files)
-    return folder
-
-
-def written(write: Callable[[Results, Path], None], results: Results, output: Path) -> bool:
-    """Whether ``write`` wrote ``results`` into ``output``; if not, why, in one line."""
-    try:
-        write(results, output)
-    except OSError as error:
-        said = f"could not write the results into {output} ({error.strerror or error})"
-        print(f"{said}; the files there are as they were", file=sys.stderr)
-        return False
-    return True
+        reason = error.strerror if isinstance(error, OSError) else f"damaged ({error})"
+        parser.exit(2, f"{parser.prog}: error: {flag} needs results: {path}: {reason}\n")
+    return writable(parser, path.parent, files)
 
 
 def run_and_write(
@@ -332,9 +305,7 @@ def run_and_write(
     if output is None:
         print(markdown(results))
         return 0
-    if not written(write, results, output):
-        print(f"the cells are kept in {cache}; the same command writes them", file=sys.stderr)
-        return 1
+    write(results, output)
     if cache is not None:
         cache.unlink(missing_ok=True)
     print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)

@@ -59,7 +59,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,6 @@ from experiments.runner import (
     run_cells,
     seed_count,
     study_parser,
-    written,
 )
 from experiments.study import Cell, Sweep, run_cell, summarize_sweep
 from experiments.why_clip_report import results_markdown, write_results
@@ -178,18 +177,6 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
     return Plan(tuple(sweeps), results["seed_offset"], tuple(results["seed_sets"]))
 
 
-def run_plan(
-    plan: Plan,
-    cache: Path | None,
-    jobs: int,
-    progress: Callable[[Cell], None] = lambda _: None,
-) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`);
-    return each cell's raw numbers by key.  A cell that computes what another does (the same
-    key) runs once."""
-    return run_cells(plan.cells, cache, jobs, run_cell, progress)
-
-
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
     """The results as plain data (``why_clip.json``), with the claims evaluated on them: what
     ran (the plan's sweeps with their settings, and each method as data) and what it gave."""
@@ -256,8 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     plan, output, jobs = parse(argv)
     if plan is None:  # --rewrite: RESULTS.md, the figure and the claims again from the JSON
         results = load_results(output / RESULTS_JSON.name)
-        if not written(write_results, {**results, "claims": evaluate_claims(results)}, output):
-            return 1
+        write_results({**results, "claims": evaluate_claims(results)}, output)
         print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
         return 0
     swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
@@ -265,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.cells,
         output,
         CACHE_NAME,
-        lambda cache, progress: run_plan(plan, cache, jobs, progress),
+        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
         lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}",
         lambda raw, seconds, _: results_of(plan, raw, seconds, jobs),
         write_results,

@@ -328,15 +328,15 @@ def listing(folder: Path) -> dict[str, bytes | None]:
 @pytest.mark.parametrize(
     ("study", "rederive", "case", "said"),
     [
-        ("why_clip", False, "a file", "is a file, not a folder"),
+        ("why_clip", False, "a file", "it is a file, not a folder"),
         ("rlhf", False, "a file", "is a file, not a folder"),
         ("rlhf", False, "/sys/kernel", "cannot write into /sys/kernel: Permission denied"),
-        ("rlhf", False, "results a folder", "rlhf_study.json: it is a folder"),
-        ("why_clip", False, "cache a folder", "why_clip.cells.jsonl: it is a folder"),
-        ("rlhf", True, "cut results", "rlhf_study.json is damaged or not this study's results"),
-        ("why_clip", True, "cut results", "why_clip.json is damaged"),
-        ("why_clip", True, "another study's results", "why_clip.json is damaged or not this"),
-        ("rlhf", True, "/sys/kernel", "no /sys/kernel/rlhf_study.json"),
+        ("rlhf", False, "results a folder", "out: rlhf_study.json is a folder"),
+        ("why_clip", False, "cache a folder", "why_clip.cells.jsonl is a folder"),
+        ("rlhf", True, "cut results", "--restate needs results: /"),
+        ("why_clip", True, "cut results", "why_clip.json: damaged (Expecting"),
+        ("why_clip", True, "another study's results", "damaged (another command's results)"),
+        ("rlhf", True, "/sys/kernel", "rlhf_study.json: No such file or directory"),
     ],
 )
 def test_a_folder_or_file_that_cannot_be_written_is_refused_in_one_line_before_any_work(
@@ -399,7 +399,7 @@ def test_a_full_disk_leaves_every_file_whole_and_the_same_command_writes_them_la
     before = listing(out)
     full = subprocess.run(run, capture_output=True, text=True, env=env, preexec_fn=limited_to(size))
     assert full.returncode == 1, full.stderr
-    assert "could not write the results into" in full.stderr
+    assert f"could not write into {out}: File too large" in full.stderr
     assert "Traceback" not in full.stderr
     after = listing(out)
     if not rederive:  # only the finished cells, kept for the same command
