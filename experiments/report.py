@@ -1,8 +1,7 @@
 """Writing a study's results: its JSON, its markdown report and its figures, together.
 
 Both studies (``python -m experiments.why_clip`` and ``python -m experiments.rlhf_study``)
-write through :func:`write_report`: the figures first, the JSON next, the markdown last, so a
-report never describes results that are not beside it.  The markdown's tables are the
+write through :func:`write_report`, every file whole or not at all.  The markdown's tables are the
 notebooks' (:data:`ppo_viz.results.Table`, written by :func:`ppo_viz.results.markdown`), so
 the files and the notebooks show the same numbers; what both reports say of the machine and
 of the intervals is written here once.
@@ -11,6 +10,7 @@ of the intervals is written here once.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,18 +44,22 @@ def _one_line(match: re.Match[str]) -> str:
     return "[" + ", ".join(item.strip() for item in match.group(1).split(",")) + "]"
 
 
-def write_report(
-    output: Path,
-    results: Mapping[str, Any],
-    files: tuple[Path, Path],
-    text: str,
-    figures: Mapping[Path, tuple[Figure, int]],
-) -> None:
-    """Into ``output``: each figure (by the name of its path: ``(figure, dpi)``), then
-    ``results`` as JSON and ``text`` as markdown (``files``: the JSON's and the markdown's
-    paths, of which the names are used)."""
-    for path, (figure, dpi) in figures.items():
-        figure.savefig(output / path.name, dpi=dpi)
-    json_file, markdown_file = files
-    (output / json_file.name).write_text(json_text(results), encoding="utf-8")
-    (output / markdown_file.name).write_text(text, encoding="utf-8")
+def write_report(output: Path, files: Mapping[Path, str | tuple[Figure, int]]) -> None:
+    """Into ``output``, each of ``files`` by the name of its path: a text, or a figure at a
+    dpi.  All are written to temporary files beside them, then renamed into place
+    (:func:`os.replace`): a full disk or Ctrl-C leaves the old files as they were, never half a
+    new one nor a new figure beside old results; a failure is one line (status 1)."""
+    temporary = {output / path.name: output / f".{path.name}.{os.getpid()}.tmp" for path in files}
+    try:
+        for written, content in zip(temporary.values(), files.values(), strict=True):
+            if isinstance(content, str):
+                written.write_text(content, encoding="utf-8")
+            else:
+                content[0].savefig(written, dpi=content[1], format="png")
+        for path, written in temporary.items():
+            os.replace(written, path)
+    except OSError as error:  # a run's cells stay in its cache
+        raise SystemExit(f"could not write into {output}: {error.strerror}") from None
+    finally:
+        for written in temporary.values():
+            written.unlink(missing_ok=True)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.report import INTERVALS, machine_line, write_report
+from experiments.report import INTERVALS, json_text, machine_line, write_report
 from ppo_viz.results import Table, markdown
 from ppo_viz.rlhf.figures import curves_figure, score_figure
 from ppo_viz.rlhf.results import (
@@ -169,10 +169,10 @@ def results_markdown(results: Mapping[str, Any]) -> str:
 
 
 def write_results(results: Mapping[str, Any], output: Path) -> None:
-    """The four files, into ``output``: the figures first, the markdown last."""
-    figures = {SCORE_FIGURE: (score_figure(results), 110)}
+    """The four files, into ``output`` (:func:`experiments.report.write_report`)."""
+    files = {RESULTS_JSON: json_text(results), RESULTS_MARKDOWN: results_markdown(results)}
+    files[SCORE_FIGURE] = (score_figure(results), 110)
     lr, mu = CURVES_CELL
     if lr in results["learning_rates"] and mu in results["updates"]:
-        figures[CURVES_FIGURE] = (curves_figure(results, lr, mu), 110)
-    files = (RESULTS_JSON, RESULTS_MARKDOWN)
-    write_report(output, results, files, results_markdown(results), figures)
+        files[CURVES_FIGURE] = (curves_figure(results, lr, mu), 110)
+    write_report(output, files)

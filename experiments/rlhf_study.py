@@ -69,13 +69,13 @@ from experiments.runner import (
     study_parser,
 )
 from ppo_viz.machine import fingerprint
-from ppo_viz.rlhf.results import RESULTS_DIR, RESULTS_JSON, load_results
+from ppo_viz.rlhf.results import FILES, RESULTS_JSON, load_results
 from tiny_lm import reference_model, right_answer_probability
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
 COMMAND = "python -m experiments.rlhf_study"
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_study_partial"
-CACHE_NAME = "rlhf_study.cells.jsonl"
+CACHE_NAME = FILES[-1].name  # "rlhf_study.cells.jsonl"
 #: The grid: Adam's learning rate over 1.7 decades, and mu, the updates per batch.
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)
@@ -290,7 +290,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     if args.restate:
         slicing = (args.quick, args.method, args.learning_rate, args.updates, args.seeds)
         chosen = any(slicing) or bool(args.seed_offset)
-        return None, rederive_folder(parser, "--restate", chosen, args.output_dir, RESULTS_JSON), 1
+        return None, rederive_folder(parser, "--restate", chosen, args.output_dir, FILES), 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -298,7 +298,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
         )
     except ValueError as error:
         parser.error(str(error))
-    return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
+    return plan, output_folder(parser, args, plan == FULL_PLAN, SCRATCH_DIR, FILES), args.jobs
 
 
 def main(argv: list[str] | None = None) -> int:

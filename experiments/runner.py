@@ -6,9 +6,9 @@ each recording the CPU seconds it took.  Each finished cell is appended to a cac
 results, so an interrupted run resumes where it stopped; Ctrl-C stops the workers at once (a
 running cell is lost, the finished ones are kept), and the cache is removed once the results
 are written.  Every name and folder is checked before any work, an unknown name refused with
-the valid ones.  Only the full plan on seeds from 0 writes to ``experiments/``; any other run
-writes to the study's scratch folder unless ``--output-dir`` names one.  The results record
-the machine (:func:`ppo_viz.machine.fingerprint`).
+the valid ones, a folder that cannot be written in one line.  Only the full plan on seeds from
+0 writes to ``experiments/``; any other run writes to the study's scratch folder unless
+``--output-dir`` names one.  The results record the machine (:func:`ppo_viz.machine.fingerprint`).
 
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
@@ -20,6 +20,7 @@ write (:func:`output_folder`, :func:`rederive_folder`) and a run (:func:`run_and
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import multiprocessing
@@ -35,6 +36,7 @@ from experiments.evidence import SEED_SETS
 
 Runner = Callable[[Any], dict[str, Any]]
 Results = dict[str, Any]
+Files = Sequence[Path]  # a study's files, its results first
 
 
 def cache_entries(path: Path | None) -> list[dict[str, Any]]:
@@ -65,8 +67,13 @@ def earlier_wall_seconds(path: Path | None) -> float:
 def note_wall_seconds(path: Path | None, seconds: float) -> None:
     """Add this run's wall seconds to the cache (a resumed run counts every run's time)."""
     if path is not None and path.exists():
-        with path.open("a", encoding="utf-8") as file:
-            file.write(json.dumps({"wall_seconds": round(seconds, 1)}) + "\n")
+        append_entry(path, {"wall_seconds": round(seconds, 1)})
+
+
+def append_entry(path: Path, entry: dict[str, Any]) -> None:
+    """``entry`` on a new line of the cache, after any line that a killed run cut short."""
+    with path.open("a", encoding="utf-8") as file:
+        file.write("\n" + json.dumps(entry))
 
 
 def run_cells(
@@ -94,8 +101,7 @@ def run_cells(
         for cell, raw in running:
             done[cell.key] = raw
             if cache is not None:
-                with cache.open("a", encoding="utf-8") as file:
-                    file.write(json.dumps({"key": cell.key, "raw": raw}) + "\n")
+                append_entry(cache, {"key": cell.key, "raw": raw})
             for same in waiting[cell.key]:
                 progress(same)
     finally:
@@ -147,24 +153,37 @@ def study_parser(doc: str, flag: str, flag_help: str, fresh_from: int) -> argpar
 
 
 def output_folder(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, full: bool, home: Path, scratch: Path
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    full: bool,
+    scratch: Path,
+    files: Files,
 ) -> Path | None:
-    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); ``home`` for the
-    full plan; else ``scratch``.  The folder is made before any work: a file there or a
-    folder that cannot be made is the parser's one-line error.  A run into ``scratch`` says
-    so."""
+    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); the committed
+    ``files``' folder for the full plan; else ``scratch`` (which a run says).  The folder is
+    made and proven writable before any work (:func:`writable`)."""
     if args.output_dir is None and args.quick:
         return None
-    output = args.output_dir or (home if full else scratch)
-    if output.exists() and not output.is_dir():
-        parser.error(f"--output-dir {output} is a file, not a folder")
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        parser.error(f"cannot make the folder {output}: {error.strerror}")
+    output = args.output_dir or (files[0].parent if full else scratch)
     if output == scratch:
         print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
-    return output
+    return writable(parser, output, files)
+
+
+def writable(parser: argparse.ArgumentParser, folder: Path, files: Files) -> Path:
+    """``folder``, made, with a probe file made and removed there and none of ``files`` (by
+    name) a folder; else, before any work, the reason in one line and status 2."""
+    probe = folder / f".probe.{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+        for path in (folder / file.name for file in files if (folder / file.name).is_dir()):
+            raise IsADirectoryError(errno.EISDIR, f"{path.name} is a folder")
+    except OSError as error:
+        reason = "it is a file, not a folder" if folder.is_file() else error.strerror
+        parser.exit(2, f"{parser.prog}: error: cannot write into {folder}: {reason}\n")
+    return folder
 
 
 def whole_number(text: str, least: int = 0) -> int:
@@ -235,17 +254,22 @@ def check_names(*checks: tuple[str, Sequence[Any], Sequence[Any]]) -> None:
 
 
 def rederive_folder(
-    parser: argparse.ArgumentParser, flag: str, chosen: bool, folder: Path | None, results: Path
+    parser: argparse.ArgumentParser, flag: str, chosen: bool, folder: Path | None, files: Files
 ) -> Path:
-    """The folder whose results ``flag`` (``--rewrite``, ``--restate``) derives again: the
-    committed ``results``' unless ``--output-dir`` names one (``folder``); the parser's error
-    if another option was ``chosen`` or the folder holds no results."""
+    """The folder whose results (the first of ``files``) ``flag`` (``--rewrite``,
+    ``--restate``) derives again: the committed ones' unless ``--output-dir`` names one
+    (``folder``); the parser's error if another option was ``chosen``; one line, status 2, for
+    results missing, cut short or another command's, or a folder not :func:`writable`."""
     if chosen:
         parser.error(f"{flag} takes no option but --output-dir")
-    folder = folder or results.parent
-    if not (folder / results.name).is_file():
-        parser.error(f"{flag} needs results to derive again: no {folder / results.name}")
-    return folder
+    path = (folder or files[0].parent) / files[0].name
+    try:  # whole JSON, written by ``python -m experiments.<its stem>``
+        if not json.loads(path.read_text(encoding="utf-8"))["command"].endswith(path.stem):
+            raise ValueError("another command's results")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else f"damaged ({error})"
+        parser.exit(2, f"{parser.prog}: error: {flag} needs results: {path}: {reason}\n")
+    return writable(parser, path.parent, files)
 
 
 def run_and_write(

@@ -59,7 +59,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -82,12 +82,12 @@ from experiments.study import Cell, Sweep, run_cell, summarize_sweep
 from experiments.why_clip_report import results_markdown, write_results
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
-from ppo_viz.why_clip.results import PAPER_TABLE_1, RESULTS_DIR, RESULTS_JSON, load_results
+from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1, RESULTS_JSON, load_results
 
 COMMAND = "python -m experiments.why_clip"
 #: Where a partial run writes when no ``--output-dir`` is given.
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "why_clip_partial"
-CACHE_NAME = "why_clip.cells.jsonl"
+CACHE_NAME = FILES[-1].name  # "why_clip.cells.jsonl"
 
 
 @dataclass(frozen=True)
@@ -177,18 +177,6 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
     return Plan(tuple(sweeps), results["seed_offset"], tuple(results["seed_sets"]))
 
 
-def run_plan(
-    plan: Plan,
-    cache: Path | None,
-    jobs: int,
-    progress: Callable[[Cell], None] = lambda _: None,
-) -> dict[str, Any]:
-    """Run every cell of ``plan`` not in ``cache`` (:func:`experiments.runner.run_cells`);
-    return each cell's raw numbers by key.  A cell that computes what another does (the same
-    key) runs once."""
-    return run_cells(plan.cells, cache, jobs, run_cell, progress)
-
-
 def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
     """The results as plain data (``why_clip.json``), with the claims evaluated on them: what
     ran (the plan's sweeps with their settings, and each method as data) and what it gave."""
@@ -240,7 +228,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     if args.rewrite:
         slicing = (args.quick, args.setting, args.method, args.value, args.seed_set, seeds)
         chosen = any(slicing) or bool(args.seed_offset)
-        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, RESULTS_JSON), 1
+        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, FILES), 1
     full = QUICK_PLAN if args.quick else FULL_PLAN
     try:
         plan = full.sliced(
@@ -248,7 +236,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
         )
     except ValueError as error:
         parser.error(str(error))
-    return plan, output_folder(parser, args, plan == FULL_PLAN, RESULTS_DIR, SCRATCH_DIR), args.jobs
+    return plan, output_folder(parser, args, plan == FULL_PLAN, SCRATCH_DIR, FILES), args.jobs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.cells,
         output,
         CACHE_NAME,
-        lambda cache, progress: run_plan(plan, cache, jobs, progress),
+        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
         lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}",
         lambda raw, seconds, _: results_of(plan, raw, seconds, jobs),
         write_results,

@@ -21,7 +21,7 @@ from experiments.claims import (
     stated,
 )
 from experiments.evidence import STABLE_SHARE
-from experiments.report import INTERVALS, machine_line, write_report
+from experiments.report import INTERVALS, json_text, machine_line, write_report
 from ppo_viz.results import Table, markdown
 from ppo_viz.why_clip.figures import HEADLINE, range_figure, results_figure
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
@@ -242,10 +242,9 @@ def figure_panels(results: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
 
 
 def write_results(results: Mapping[str, Any], output: Path) -> None:
-    """The three files, into ``output``: the figure first, the table last.  The full plan's
-    figure is :func:`results_figure`; a partial run's shows what it ran."""
+    """The three files, into ``output`` (:func:`experiments.report.write_report`).  The full
+    plan's figure is :func:`results_figure`; a partial run's shows what it ran."""
     full = {"bandit", "cartpole", "cartpole_k1", "cartpole_k10"} <= set(results["sweeps"])
     figure = results_figure(results) if full else range_figure(results, figure_panels(results))
-    files = (RESULTS_JSON, RESULTS_MARKDOWN)
-    text = results_markdown(results)
-    write_report(output, results, files, text, {RESULTS_FIGURE: (figure, 100)})
+    text = {RESULTS_JSON: json_text(results), RESULTS_MARKDOWN: results_markdown(results)}
+    write_report(output, {**text, RESULTS_FIGURE: (figure, 100)})

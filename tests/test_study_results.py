@@ -7,7 +7,13 @@ overwrites the committed files)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import resource
+import signal
+import subprocess
+import sys
+import time
 from functools import cache
 from pathlib import Path
 
@@ -293,13 +299,120 @@ def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
     assert committed_files() == before
 
 
-@pytest.mark.parametrize("study", STUDIES)
-def test_an_output_folder_that_is_a_file_is_refused_before_any_work(study, tmp_path, capsys):
-    (tmp_path / "file").write_text("mine")
-    with pytest.raises(SystemExit):
-        STUDIES[study][0].main([*SLICES[study].split(), "--output-dir", str(tmp_path / "file")])
-    assert "is a file, not a folder" in capsys.readouterr().err
-    assert (tmp_path / "file").read_text() == "mine"
+def output_dir(tmp_path: Path, study: str, case: str) -> Path:
+    """An output folder as ``case`` says (``/sys/kernel``: one not even root can write in)."""
+    command, _, files, *_ = STUDIES[study]
+    out, results = tmp_path / "out", files.RESULTS_JSON
+    if case.startswith("/"):
+        return Path(case)
+    if case == "a file":
+        out.write_text("mine")
+        return out
+    out.mkdir()
+    if case.endswith("a folder"):  # the results' or the cache's name
+        (out / (results.name if case.startswith("results") else command.CACHE_NAME)).mkdir()
+    elif case == "cut results":  # what a full disk left of the JSON
+        (out / results.name).write_bytes(results.read_bytes()[:409_600])
+    elif case == "another study's results":
+        other = "rlhf" if study == "why_clip" else "why_clip"
+        (out / results.name).write_bytes(STUDIES[other][2].RESULTS_JSON.read_bytes())
+    return out
+
+
+def listing(folder: Path) -> dict[str, bytes | None]:
+    if folder.is_file():
+        return {folder.name: folder.read_bytes()}
+    return {path.name: path.read_bytes() if path.is_file() else None for path in folder.iterdir()}
+
+
+@pytest.mark.parametrize(
+    ("study", "rederive", "case", "said"),
+    [
+        ("why_clip", False, "a file", "it is a file, not a folder"),
+        ("rlhf", False, "a file", "is a file, not a folder"),
+        ("rlhf", False, "/sys/kernel", "cannot write into /sys/kernel: Permission denied"),
+        ("rlhf", False, "results a folder", "out: rlhf_study.json is a folder"),
+        ("why_clip", False, "cache a folder", "why_clip.cells.jsonl is a folder"),
+        ("rlhf", True, "cut results", "--restate needs results: /"),
+        ("why_clip", True, "cut results", "why_clip.json: damaged (Expecting"),
+        ("why_clip", True, "another study's results", "damaged (another command's results)"),
+        ("rlhf", True, "/sys/kernel", "rlhf_study.json: No such file or directory"),
+    ],
+)
+def test_a_folder_or_file_that_cannot_be_written_is_refused_in_one_line_before_any_work(
+    study, rederive, case, said, tmp_path, monkeypatch, capsys
+):
+    """Every output folder is proven writable (a probe file) and no file the command writes is
+    a folder, and results to derive again are whole JSON of this study, before any work."""
+    command, option, *_ = STUDIES[study]
+    ran = []
+    monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell))
+    out = output_dir(tmp_path, study, case)
+    before = listing(out) if out.is_relative_to(tmp_path) else None
+    arguments = [option] if rederive else SLICES[study].split()
+    with pytest.raises(SystemExit) as exit_:
+        command.main([*arguments, "--output-dir", str(out)])
+    assert exit_.value.code == 2
+    shown = capsys.readouterr().err
+    assert said in shown
+    assert len(shown.strip().splitlines()) == 1, shown  # no traceback, no progress bar
+    assert ran == []
+    assert before is None or listing(out) == before
+
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def limited_to(size: int):
+    """For a subprocess: files of at most ``size`` bytes, as on a disk that fills up."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write too large fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+@pytest.mark.parametrize(
+    ("study", "rederive", "size"),
+    [
+        ("rlhf", True, 400 * 1024),  # the JSON fails at 400 of its 700 kB
+        ("why_clip", True, 1024 * 1024),
+        ("rlhf", False, 16 * 1024),  # the figure fails, the JSON of a slice would fit
+        ("why_clip", False, 16 * 1024),
+    ],
+)
+def test_a_full_disk_leaves_every_file_whole_and_the_same_command_writes_them_later(
+    study, rederive, size, tmp_path
+):
+    """A write that fails leaves the folder as it was, not half of a file nor a new figure
+    beside old results; the command says so in one line; run again, it writes every file
+    (a run from its kept cells, a re-derivation from the results it left whole)."""
+    command, option, files, *_ = STUDIES[study]
+    out = tmp_path / "out"
+    out.mkdir()
+    if rederive:
+        (out / files.RESULTS_JSON.name).write_bytes(files.RESULTS_JSON.read_bytes())
+    arguments = [option] if rederive else SLICES[study].split()
+    run = [sys.executable, "-m", command.__name__, *arguments, "--output-dir", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    before = listing(out)
+    full = subprocess.run(run, capture_output=True, text=True, env=env, preexec_fn=limited_to(size))
+    assert full.returncode == 1, full.stderr
+    assert f"could not write into {out}: File too large" in full.stderr
+    assert "Traceback" not in full.stderr
+    after = listing(out)
+    if not rederive:  # only the finished cells, kept for the same command
+        assert after.pop(command.CACHE_NAME)
+        assert len(read_cache(out / command.CACHE_NAME)) == 8
+    assert after == before
+    again = subprocess.run(run, capture_output=True, text=True, env=env)
+    assert again.returncode == 0, again.stderr
+    assert {path.name for path in out.iterdir()} >= {
+        files.RESULTS_MARKDOWN.name,
+        files.RESULTS_JSON.with_suffix(".png").name,
+    }
+    load_results(out / files.RESULTS_JSON.name)
 
 
 def measured(data: object) -> object:
@@ -310,29 +423,46 @@ def measured(data: object) -> object:
 
 
 @pytest.mark.parametrize("study", STUDIES)
-def test_an_interrupted_run_resumes_from_the_cells_it_finished(study, tmp_path, monkeypatch):
+def test_an_interrupted_run_resumes_from_the_cells_it_finished(
+    study, tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C (here: at the 1st, 4th and 6th cell, each a second into it) keeps the finished
+    cells, even after a line that a killed run cut short; the same command resumes from them,
+    and the results count every part's seconds."""
     command, calls = STUDIES[study][0], []
     real = command.run_cell
 
     def interrupted(cell):
         calls.append(cell.key)
-        if len(calls) == 3:
+        if len(calls) in (1, 4, 6):
+            time.sleep(1.0)
             raise KeyboardInterrupt
         return real(cell)
 
     monkeypatch.setattr(command, "run_cell", interrupted)
     folder, json_name = tmp_path / "resumed", STUDIES[study][2].RESULTS_JSON.name
-    assert command.main([*SLICES[study].split(), "--output-dir", str(folder)]) == 130
-    cache = folder / command.CACHE_NAME
-    assert len(read_cache(cache)) == 2
-    assert earlier_wall_seconds(cache) > 0  # the interrupted run's time counts
-    assert not (folder / json_name).exists()
-    assert command.main([*SLICES[study].split(), "--output-dir", str(folder)]) == 0
-    assert len(calls) == 3 + 6  # the six cells left of eight, not all eight
+    cache, arguments = folder / command.CACHE_NAME, [*SLICES[study].split(), "--output-dir"]
+    assert command.main([*arguments, str(folder)]) == 130
+    said = capsys.readouterr().err.split("interrupted")[-1]
+    assert "before any cell finished" in said
     assert not cache.exists()
+    assert all(Path(w).exists() for w in said.split() if w.startswith("/"))  # nothing unreal
+    assert command.main([*arguments, str(folder)]) == 130
+    assert len(read_cache(cache)) == 2
+    assert earlier_wall_seconds(cache) >= 1.0  # the interrupted run's time counts
+    with cache.open("a") as file:
+        file.write('{"key": "cut short by kill -9", "raw"')
+    assert command.main([*arguments, str(folder)]) == 130
+    assert len(read_cache(cache)) == 3  # the cell after the cut line is kept
+    assert not (folder / json_name).exists()
+    assert command.main([*arguments, str(folder)]) == 0
+    assert len(calls) == 6 + 5  # the five cells left of eight, not all eight
+    assert not cache.exists()
+    resumed = load_results(folder / json_name)
+    assert resumed["seconds"] >= 2  # the two parts that kept cells ran a second longer each
     monkeypatch.setattr(command, "run_cell", real)
-    command.main([*SLICES[study].split(), "--output-dir", str(tmp_path / "whole")])
-    resumed, whole = (load_results(path / json_name) for path in (folder, tmp_path / "whole"))
+    command.main([*arguments, str(tmp_path / "whole")])
+    whole = load_results(tmp_path / "whole" / json_name)
     for name in ("sweeps", "cells", "claims", "findings"):
         assert measured(resumed.get(name)) == measured(whole.get(name)), name
 

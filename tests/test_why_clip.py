@@ -56,6 +56,7 @@ from experiments.cartpole_agent import (
 from experiments.claims import FLIP_PLAIN, HEDGED
 from experiments.evidence import SEED_SETS
 from experiments.networks import MLP, Adam, clip_by_global_norm
+from experiments.runner import run_cells
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.apps import (
     CHOICES,
@@ -470,7 +471,7 @@ def test_a_computation_two_cells_share_runs_once(tmp_path, monkeypatch):
     assert keys["cartpoleplain_pg"] == keys["cartpole_k1unclipped"]
     ran = []
     monkeypatch.setattr(command, "run_cell", lambda cell: ran.append(cell) or {"cpu_seconds": 0})
-    command.run_plan(plan, None, jobs=1)
+    run_cells(plan.cells, None, 1, command.run_cell)
     assert len(ran) == len({c.key for c in plan.cells}) == len(plan.cells) - 2
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from experiments import why_clip as command
-from experiments.runner import interrupted_message
+from experiments.runner import interrupted_message, read_cache, run_cells
 from experiments.study import Cell
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -88,11 +88,10 @@ def quick_raw(cell: Cell) -> dict:
 
 
 @needs_fork
-def test_an_interrupted_run_keeps_its_finished_cells_and_stops_its_workers(tmp_path, monkeypatch):
+def test_an_interrupted_run_keeps_its_finished_cells_and_stops_its_workers(tmp_path):
     """Ctrl-C right after one cell finished (here: raised where the progress is shown): the
     run stops within seconds though two workers are a minute from done, the finished cell is
     in the cache, and no worker is left."""
-    monkeypatch.setattr(command, "run_cell", quick_raw)
     plan = command.FULL_PLAN.sliced(
         ["cartpole"], ["ppo", "unclipped", "clip_only"], [0.005], seed_sets=["discovery"]
     )
@@ -103,10 +102,10 @@ def test_an_interrupted_run_keeps_its_finished_cells_and_stops_its_workers(tmp_p
 
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        command.run_plan(plan, cache, jobs=3, progress=ctrl_c)
+        run_cells(plan.cells, cache, 3, quick_raw, progress=ctrl_c)
     assert time.monotonic() - started < PROMPT_S
-    kept = [json.loads(line) for line in cache.read_text().splitlines()]
-    assert [json.loads(entry["key"])["method"]["objective"] for entry in kept] == ["clipped"]
+    kept = [json.loads(key)["method"]["objective"] for key in read_cache(cache)]
+    assert kept == ["clipped"]
     assert multiprocessing.active_children() == []
     message = interrupted_message(cache)
     assert "1 cell finished so far kept in" in message

@@ -20,6 +20,9 @@ RESULTS_JSON = RESULTS_DIR / "rlhf_study.json"
 RESULTS_MARKDOWN = RESULTS_DIR / "RESULTS_LLM.md"
 SCORE_FIGURE = RESULTS_DIR / "rlhf_study.png"
 CURVES_FIGURE = RESULTS_DIR / "rlhf_curves.png"
+#: Every file the study's command writes: the results first, its cache of finished cells last.
+FILES = (RESULTS_JSON, RESULTS_MARKDOWN, SCORE_FIGURE, CURVES_FIGURE)
+FILES += (RESULTS_DIR / "rlhf_study.cells.jsonl",)
 #: How each verdict is written.
 VERDICTS = {
     "reproduces": "reproduces",

@@ -33,6 +33,8 @@ from ppo_viz.why_clip.methods import METHODS
 RESULTS_JSON = RESULTS_DIR / "why_clip.json"
 RESULTS_MARKDOWN = RESULTS_DIR / "RESULTS.md"
 RESULTS_FIGURE = RESULTS_DIR / "why_clip.png"
+#: Every file the study's command writes: the results first, its cache of finished cells last.
+FILES = (RESULTS_JSON, RESULTS_MARKDOWN, RESULTS_FIGURE, RESULTS_DIR / "why_clip.cells.jsonl")
 PAPER = "Schulman et al. (2017), Proximal Policy Optimization Algorithms, Table 1"
 #: Table 1 of the PPO paper: average normalized score over seven MuJoCo tasks, by method.
 PAPER_TABLE_1 = {
