@@ -446,8 +446,11 @@ def file_behind(href: str) -> str:
 def test_a_notebook_that_raises_stops_the_export_with_its_traceback(
     tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With ``--mathjax-url`` the site needs no MathJax package, and copies none."""
+    """With ``--mathjax-url`` the site needs no MathJax package, and copies none; the site
+    already there is left whole (the new one is built aside and moved in only when done)."""
     monkeypatch.setitem(sys.modules, "jupyter_server_mathjax", None)  # as if not installed
+    (tmp_path / "site").mkdir()
+    (old := tmp_path / "site" / "index.html").write_text("last week's site")
     source = tmp_path / "notebooks"
     source.mkdir()
     cell = new_code_cell("import ppo_clip\nppo_clip.ppo_clip_loss([0.0], [0.0], [1.0], eps=2.0)")
@@ -461,6 +464,8 @@ def test_a_notebook_that_raises_stops_the_export_with_its_traceback(
     assert "ValueError" in err  # and its error
     assert "\x1b[" not in err  # plain text, as in a log file: no colour codes
     assert not (tmp_path / "site" / MATHJAX_DIR).exists()
+    assert old.read_text() == "last week's site"
+    assert [p.name for p in (tmp_path / "site").iterdir()] == ["index.html"]  # no page, no temp
 
 
 def processes_with(variable: str) -> list[int]:
@@ -507,7 +512,8 @@ def test_ctrl_c_during_a_notebook_stops_with_one_line(tmp_path: Path) -> None:
             run.kill()
     assert run.returncode == 130, err
     assert "Traceback" not in err
-    assert err.splitlines()[-1] == f"interrupted: {tmp_path / 'site'} is only part of the site"
+    assert err.splitlines()[-1] == f"interrupted: {tmp_path / 'site'} is as it was"
+    assert list((tmp_path / "site").iterdir()) == []  # the half-built site is gone
     assert out.splitlines() == ["exporting 01_slow.ipynb ..."]
     deadline = time.monotonic() + 10
     while processes_with(tag_variable) and time.monotonic() < deadline:

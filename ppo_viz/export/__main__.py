@@ -2,11 +2,14 @@
 
 nbconvert writes the pages (HTML exporter, template ``page.html.j2``, figure extractor, files
 writer).  Added here: checks before any notebook runs, an index, links from every page to the
-previous and the next notebook and to the index, page titles, and the site's own MathJax.
+previous and the next notebook and to the index, page titles, and the site's own MathJax.  The
+site is built in a hidden folder inside the output folder and moved into place only when every
+page is written, so a notebook that fails, Ctrl-C or a full disk leave the old site as it was.
 """
 
 import argparse
 import importlib.resources
+import os
 import shutil
 import sys
 import tempfile
@@ -106,14 +109,24 @@ def export_site(
     :class:`SetupError` before any notebook runs; ``ExportError`` with the traceback of a cell
     that raises; a warning naming a cell that writes to stderr or warns.
     """
-    from jupyter_client.kernelspec import NoSuchKernel
-    from nbclient.exceptions import CellControlSignal, DeadKernelError
-
     notebooks, out_dir = Path(notebooks), Path(out_dir)
     paths = [path.resolve() for path in export.notebook_paths(notebooks)]
     if not paths:
         raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
     prepare_output_dir(out_dir)
+    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=".ppo-export-"))
+    try:
+        build_site(paths, staging, mathjax_url, timeout_s)
+        publish(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def build_site(paths: list[Path], out_dir: Path, mathjax_url: str | None, timeout_s: float) -> None:
+    """Every page, its figures, the index and (without ``mathjax_url``) MathJax into ``out_dir``."""
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellControlSignal, DeadKernelError
+
     mathjax_url = mathjax_url or copy_mathjax(out_dir)
     pages = [(p.stem, export.title_of(nbformat.read(p, as_version=4)) or p.stem) for p in paths]
     for at, path in enumerate(paths):
@@ -133,6 +146,20 @@ def export_site(
     index = nbformat.v4.new_markdown_cell(f"# {SITE_TITLE}\n\n{SITE_INTRO}\n\n<ul>{links}</ul>")
     index_page = nbformat.v4.new_notebook(cells=[index])
     write_page(index_page, "index", out_dir, mathjax_url, title=SITE_TITLE)
+
+
+def publish(staging: Path, out_dir: Path) -> None:
+    """Move a finished site into ``out_dir``: each file or folder replaces its namesake there
+    (a folder: the old one moved aside first), and what else the folder holds is left alone."""
+    for entry in staging.iterdir():
+        target = out_dir / entry.name
+        if target.is_dir() and not target.is_symlink():
+            aside = Path(tempfile.mkdtemp(dir=out_dir, prefix=".ppo-export-old-"))
+            target.rename(aside / entry.name)
+            entry.rename(target)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.replace(entry, target)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     except (export.ExportError, OSError) as error:  # OSError: such as a disk that fills up
         message, status = f"export failed: {error}", EXIT_FAILED
     except KeyboardInterrupt:
-        message, status = f"interrupted: {args.out_dir} is only part of the site", EXIT_INTERRUPTED
+        message, status = f"interrupted: {args.out_dir} is as it was", EXIT_INTERRUPTED
     else:
         message, status = f"wrote the site to {args.out_dir}: open its index.html", EXIT_OK
     print(message, file=sys.stderr if status else sys.stdout, flush=True)
