@@ -403,7 +403,7 @@ def _gmpo(b: Batch) -> _Parts:
     low, high = np.where(a < 0, -b.eps_low, -np.inf), np.where(a > 0, b.eps_high, np.inf)
     clipped = (log_ratio < low) | (log_ratio > high)  # the pessimistic side only
     kept = np.where(a == 0, 0.0, np.clip(log_ratio, low, high))
-    ratio = np.exp(kept.sum(axis=1) / b.lengths)[:, None] * np.ones_like(log_ratio)
+    ratio = np.exp(_row_means(kept, b))[:, None] * np.ones_like(log_ratio)
     return _Parts(ratio, clipped, (ratio,), np.where(clipped, 0.0, ratio))
 
 
@@ -458,7 +458,7 @@ DAPO_EPS_HIGH = SPECS["dapo"].eps_high
 # 3. Around the loss: group advantages, GAE and the three clip fractions
 # --------------------------------------------------------------------------
 
-MAX_REWARD = 1e150  #: the largest |reward|: the squares in the std fit float64
+MAX_REWARD = 1e150  #: the largest |reward| (gae: |value| too): squares and sums fit float64
 
 
 def group_advantages(
@@ -542,7 +542,8 @@ def gae(
     ...     last_value=2.0, last_done=True, gamma=0.5, lam=1.0)[1]  # terminated at the end
     array([1.5, 1. , 1.5, 1. ])
 
-    Bad input (a shape, a NaN, ``dones`` not 0/1, ``gamma`` or ``lam`` outside [0, 1]) raises a
+    Bad input (a shape, a NaN, ``dones`` not 0/1, ``gamma`` or ``lam`` outside [0, 1], a reward
+    or value beyond :data:`MAX_REWARD` in magnitude, where the sums could overflow) raises a
     ``TypeError`` or ``ValueError`` naming the argument.
     """
     r = _rollout_array("rewards", rewards)
@@ -550,6 +551,9 @@ def gae(
     v = _rollout_array("values", values, [r.shape])
     starts = _rollout_array("dones", dones, [r.shape], flags=True)
     next_value = _rollout_array("last_value", last_value, shapes)
+    for name, array in (("rewards", r), ("values", v), ("last_value", next_value)):
+        if np.abs(array).max() > MAX_REWARD:
+            raise ValueError(f"{name} must be at most {MAX_REWARD:g} in magnitude")
     next_nonterminal = 1.0 - _rollout_array("last_done", last_done, shapes, flags=True)
     gamma, lam = checks.checked_eps("gamma", gamma), checks.checked_eps("lam", lam)
     advantages = np.zeros_like(r)
@@ -723,6 +727,18 @@ def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
         g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
         at = f"logp_new[{i}, {t}]"
         grad[i, t] = gradient_entry(g, a, int(b.denominator[i]), b.kl_coef, exp_d, at)
+
+
+def _row_means(values: FloatArray, b: Batch) -> FloatArray:
+    """Each response's mean of ``values`` over its tokens (GMPO's mean clipped log-ratio); where
+    the float64 sum of finite values overflowed, the exact mean rounded once."""
+    with _float64_limits_handled_below():
+        mean = np.where(b.mask, values, 0.0).sum(axis=1) / b.lengths
+    for i in np.flatnonzero(~np.isfinite(mean)):
+        row = values[i, b.mask[i]]
+        if np.isfinite(row).all():
+            mean[i] = rounded(sum(map(Fraction, row.tolist())) / int(b.lengths[i]))
+    return mean
 
 
 def _mean_log_ratio(b: Batch) -> FloatArray:

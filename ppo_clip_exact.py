@@ -40,7 +40,8 @@ def exact_loss(
     ``name``).  Beyond float64's range the loss is ``+-inf``.
     """
     policy_inf = (advantages != 0) & np.logical_or.reduce([np.isinf(f) for f in factors])
-    terms = times_advantage(math.prod(factors), advantages)
+    with float64_limits_handled_below():  # an infinite product is decided just below
+        terms = times_advantage(math.prod(factors), advantages)
     signs = set((-np.sign(terms[policy_inf])).tolist())
     if kl_coef and np.isinf(kl).any():  # type: ignore[arg-type]
         signs.add(1.0)

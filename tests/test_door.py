@@ -129,6 +129,41 @@ CASES: dict[str, tuple[Callable[[], object], object]] = {
         lambda: tiny_rlhf.methods_named("grpo"),
         refused(TypeError, "keys", "['grpo']"),
     ),
+    "GMPO's sum of clipped log-ratios past float64 (was: -inf; the mean log r is 0)": (
+        lambda: policy_loss(
+            [[1e308, 1e308, -1e308, -1e308]],
+            np.zeros((1, 4)),
+            [1.0],
+            [[True] * 4],
+            objective="gmpo",
+            eps_high=1e308,
+        ),
+        -1.0,
+    ),
+    "GMPO, the same sum with a negative mean (was: -inf; exp(mean) is 0)": (
+        lambda: policy_loss(*SUM_PAST_FLOAT64, objective="gmpo", eps_high=1e308),
+        0.0,
+    ),
+    "CISPO's product of two factors past float64 (was: an overflow warning escaped)": (
+        lambda: policy_loss(
+            [[-1e308, 0.0]],
+            [[-1.5e308, 0.0]],
+            [1.0],
+            [[True, True]],
+            objective="cispo",
+            eps_low=1.0,
+            eps_high=4.0,
+        ),
+        math.inf,
+    ),
+    "gae's rewards beyond 1e150 (was: NaN and overflow warnings)": (
+        lambda: llm_clip.gae([1e308, -1e308], [0.0, 1e308], [0, 0], 0.0, False, gamma=1.0, lam=1.0),
+        refused(ValueError, "rewards", "1e+150"),
+    ),
+    "gae's last_value beyond 1e150": (
+        lambda: llm_clip.gae([1.0], [0.0], [0], 1e200, False, gamma=1.0, lam=1.0),
+        refused(ValueError, "last_value", "1e+150"),
+    ),
     "right_response(-1) (was: the last prompt's answer)": (
         lambda: tiny_lm.right_response(-1),
         refused(ValueError, "prompt", str(len(tiny_lm.PROMPTS) - 1)),
