@@ -45,10 +45,11 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import nbformat
 
+from ppo_viz import export
 from ppo_viz.export import kernel_environment, link, notebook_paths, title_of
 from ppo_viz.style import PRESENT_VARIABLE
 
@@ -84,12 +85,8 @@ def lecture_view(notebook: Any) -> Any:
 def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
     """The ``NN_*.ipynb`` notebooks in ``directory``, in order; with ``lecture``, those with
     a cell tagged ``lecture``."""
-    found = notebook_paths(directory)
-    return [p for p in found if not lecture or any(map(is_lecture_cell, _read(p).cells))]
-
-
-def _read(path: Path) -> nbformat.NotebookNode:
-    return nbformat.read(path, as_version=4)
+    found, read = notebook_paths(directory), export.read_notebook
+    return [p for p in found if not lecture or any(map(is_lecture_cell, read(p).cells))]
 
 
 def navigation_cell(path: Path, lecture: bool) -> Any:
@@ -101,7 +98,8 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
     at = siblings.index(path) if path in siblings else -1
     for other, arrows in ((at - 1, "← {}"), (at + 1, "{} →")):
         if at >= 0 and 0 <= other < len(siblings):
-            title = title_of(_read(siblings[other])) or siblings[other].stem
+            shown = export.shown(siblings[other].stem)
+            title = title_of(export.read_notebook(siblings[other])) or shown
             links.append(link(arrows.format(title), siblings[other].name))
     text = "---\n\n<p>" + (" &nbsp;·&nbsp; ".join(links) or "The end.") + "</p>"
     return nbformat.v4.new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
@@ -113,7 +111,7 @@ def outline(directory: Path) -> list[tuple[str, list[str], int]]:
     route = []
     for path in sibling_notebooks(directory, lecture=True):
         headings, words = [], 0
-        for cell in filter(is_lecture_cell, _read(path)["cells"]):
+        for cell in filter(is_lecture_cell, export.read_notebook(path)["cells"]):
             if cell["cell_type"] != "markdown":
                 continue
             words += len(cell.source.split())
@@ -135,7 +133,8 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
     handler.xsrf_token  # noqa: B018 -- reading it sets the cookie on this response
     lecture = os.environ.get(LECTURE_VARIABLE) == "1"
     page = lecture_view(notebook) if lecture else copy.deepcopy(notebook)
-    path = Path(cwd or ".").resolve() / Path(unquote(handler.request.path)).name  # Voilà's cwd
+    requested = unquote(handler.request.path, errors="surrogateescape")  # export.address undone
+    path = Path(cwd or ".").resolve() / Path(requested).name  # Voilà's cwd
     page["cells"].append(navigation_cell(path, lecture))
     return page
 
@@ -218,13 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--outline", action="store_true", help="print the lecture's route and exit")
     args = parser.parse_args(argv)
-    if args.outline and args.notebook.is_file():  # each notebook's sections and words
-        route = outline(args.notebook.parent)
-        for name, headings, words in route:
-            print(f"{name} ({words} words): " + "; ".join(headings))
-        print(f"in all: {sum(words for _, _, words in route)} words of prose")
-        return 0
-    problem = refusal(args)
+    try:
+        if args.outline and args.notebook.is_file():  # each notebook's sections and words
+            route = outline(args.notebook.parent)
+            for name, headings, words in route:
+                print(f"{export.shown(name)} ({words} words): " + "; ".join(headings))
+            print(f"in all: {sum(words for _, _, words in route)} words of prose")
+            return 0
+        problem = refusal(args)
+    except export.SetupError as error:  # a file beside the notebook that is not a notebook
+        problem = str(error)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -235,10 +237,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def refusal(args: argparse.Namespace) -> str | None:
-    """Why the command line ``args`` cannot be served, in one line; None if it can."""
+    """Why the command line ``args`` cannot be served, in one line; None if it can.
+
+    :class:`~ppo_viz.export.SetupError` if it or one beside it (a page links it) is no notebook.
+    """
     if not args.notebook.is_file():
         return f"no notebook at {args.notebook}"
-    if args.lecture and not any(map(is_lecture_cell, _read(args.notebook).cells)):
+    served = sorted({*notebook_paths(args.notebook.parent), args.notebook})
+    read = {path: export.read_notebook(path) for path in served}
+    if args.lecture and not any(map(is_lecture_cell, read[args.notebook].cells)):
         return f"{args.notebook} has no cell tagged '{LECTURE_TAG}'"
     if importlib.util.find_spec("voila") is None:
         return "Voilà is not installed: pip install -r requirements.txt"
@@ -266,9 +273,10 @@ def serve(args: argparse.Namespace, scratch: Path) -> int:
         "PYTHONPATH": kernel_environment(args.notebook.parent)["PYTHONPATH"],
     }
     view = "lecture" if args.lecture else "presentation"
-    address = f"http://127.0.0.1:{port}/voila/render/{quote(args.notebook.name)}"
+    url = f"http://127.0.0.1:{port}/voila/render/{export.address(args.notebook.name)}"
     with contextlib.chdir(scratch):
-        run_voila(port, f"Lecture ({view}): {args.notebook.name} at {address} (Ctrl-C stops)")
+        said = f"Lecture ({view}): {export.shown(args.notebook.name)} at {url} (Ctrl-C stops)"
+        run_voila(port, said)
     return 0
 
 

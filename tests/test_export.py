@@ -254,6 +254,12 @@ def notebooks_folder(kind: str) -> Any:
     return pytest.param(setup, id=f"notebooks-folder-{kind}")
 
 
+def a_notebook_that_is_not_one(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], str]:
+    """nbformat's NotJSONError ended the export in a traceback."""
+    (corrupt := tmp / "notebooks" / "02_corrupt.ipynb").write_text("not json")
+    return [str(tmp / "site")], f"error: {corrupt.resolve()} is not a readable notebook"
+
+
 def without_mathjax(tmp: Path, patch: pytest.MonkeyPatch) -> tuple[list[str], Any]:
     patch.setitem(sys.modules, "jupyter_server_mathjax", None)  # as if not installed
     (tmp / "site").mkdir()  # an output folder there already (the command makes it first)
@@ -281,6 +287,7 @@ def files_in(folder: Path) -> dict[str, bytes | None]:
         *map(time_limit, ["0", "-5"]),
         *map(notebooks_folder, ["missing", "empty", "a file"]),
         without_mathjax,
+        a_notebook_that_is_not_one,
     ],
     ids=lambda setup: setup.__name__,
 )
@@ -409,7 +416,21 @@ ANY_NOTEBOOK = [
     ("01_50%25 off.ipynb", "Percent"),
     ('01_say "hi".ipynb', "Quotes"),
     ("01_untitled.ipynb", None),
+    ("01_bad\udcff.ipynb", "Not UTF-8"),  # $'01_bad\xff.ipynb': quote() raised UnicodeEncodeError
 ]
+#: A 1x1 PNG, a figure on every page of the ANY_NOTEBOOK test.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhf"
+    "DwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+def with_a_figure(path: Path, **_: Any) -> nbformat.NotebookNode:
+    """The notebook at ``path`` "executed": a cell that shows a PNG added."""
+    notebook = nbformat.read(path, as_version=4)
+    figure = new_output("display_data", data={"image/png": PNG})
+    notebook.cells.append(new_code_cell("figure", outputs=[figure]))
+    return notebook
 
 
 @pytest.mark.parametrize(("name", "title"), ANY_NOTEBOOK)
@@ -418,13 +439,14 @@ def test_the_index_and_the_pages_link_any_notebook_by_its_title_as_text(
 ) -> None:
     """The index's ``[title](file)`` lost the link for a space, ``]`` or ``"``, sent ``#``,
     ``?`` and ``%25`` elsewhere and showed ``<i>`` as markup; a page's ``href="..."`` broke at
-    a ``"``; a notebook without cells stopped the export with an IndexError."""
+    a ``"``; a notebook without cells stopped the export with an IndexError; a figure's ``src``
+    was the stem unencoded (``#``, ``?``, ``%25``: no picture)."""
     source, out = tmp_path / "notebooks", tmp_path / "site"
     source.mkdir()
     cells = [new_markdown_cell(f"# {title}")] if title else []
     nbformat.write(new_notebook(cells=cells), source / name)
     nbformat.write(new_notebook(cells=[new_markdown_cell("# Next")]), source / "02_next.ipynb")
-    monkeypatch.setattr(export, "execute_notebook", lambda path, **_: nbformat.read(path, 4))
+    monkeypatch.setattr(export, "execute_notebook", with_a_figure)
     assert main([str(out), "--notebooks", str(source), "--mathjax-url", "mathjax.js"]) == 0
     page, shown = f"{Path(name).stem}.html", title or Path(name).stem
     index = BeautifulSoup((out / "index.html").read_text(), "html.parser")
@@ -434,11 +456,14 @@ def test_the_index_and_the_pages_link_any_notebook_by_its_title_as_text(
     previous = following.select("a[rel=prev]")
     assert [(a.get_text(), file_behind(a["href"])) for a in previous] == [(f"← {shown}", page)] * 2
     assert (out / page).is_file()
+    for html in ((out / page).read_text(), following.decode()):
+        (figure,) = images(html)
+        assert (out / file_behind(figure)).is_file(), figure
 
 
 def file_behind(href: str) -> str:
-    """The file name a relative link opens (what the browser asks for)."""
-    return urllib.parse.unquote(urllib.parse.urlsplit(href).path)
+    """The file name a relative link opens (what the browser asks for; %FF: the byte 0xFF)."""
+    return urllib.parse.unquote(urllib.parse.urlsplit(href).path, errors="surrogateescape")
 
 
 @pytest.mark.notebook

@@ -229,6 +229,7 @@ ANY_NOTEBOOK = [
     ('01_say "hi".ipynb', "Quotes"),
     ("01_été.ipynb", "Unicode"),
     ("01_untitled.ipynb", None),
+    ("01_bad\udcff.ipynb", "Not UTF-8"),  # $'01_bad\xff.ipynb': quote() raised UnicodeEncodeError
 ]
 
 
@@ -253,8 +254,8 @@ def test_the_links_between_pages_reach_any_notebook_and_show_its_title_as_text(
 
 
 def file_behind(href: str) -> str:
-    """The file name a relative link opens (what the browser asks the server for)."""
-    return urllib.parse.unquote(urllib.parse.urlsplit(href).path)
+    """The file name a relative link opens (what the browser asks the server for; %FF: 0xFF)."""
+    return urllib.parse.unquote(urllib.parse.urlsplit(href).path, errors="surrogateescape")
 
 
 @pytest.mark.parametrize("lecture", [[], ["--lecture"]], ids=["whole", "lecture"])
@@ -274,9 +275,23 @@ def test_a_notebook_of_any_name_is_served_at_a_percent_encoded_address(
     assert present.main([str(talk), "--port", "1", *lecture]) == 0
     ((said, copies),) = served
     address = said.split(" at ")[1].split(" ")[0]
-    assert address == f"http://127.0.0.1:1/voila/render/{urllib.parse.quote(name)}"
+    encoded = urllib.parse.quote(name, errors="surrogateescape")  # a byte not UTF-8: %FF
+    assert address == f"http://127.0.0.1:1/voila/render/{encoded}"
     assert file_behind(address) == f"/voila/render/{name}"
     assert name in copies
+
+
+@pytest.mark.parametrize(
+    "call", [["--outline", "01_x.ipynb"], ["--lecture", "02_corrupt.ipynb"], ["01_x.ipynb"]]
+)
+def test_a_file_that_is_not_a_notebook_is_refused_in_one_line(monkeypatch, capsys, tmp_path, call):
+    """nbformat's NotJSONError ended the outline, the lecture or (at a page) the server."""
+    monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
+    write_talk(tmp_path, "01_x.ipynb")
+    (corrupt := tmp_path / "02_corrupt.ipynb").write_text("not json")
+    assert present.main([*call[:-1], str(tmp_path / call[-1])]) == 2
+    said = capsys.readouterr()
+    assert (said.out, said.err) == ("", f"error: {corrupt} is not a readable notebook\n")
 
 
 @pytest.mark.notebook

@@ -34,9 +34,26 @@ class ExportError(RuntimeError):
     """A notebook cannot be published as a static page (the message says why)."""
 
 
+class SetupError(ExportError):
+    """Found before any notebook runs; the message is one line, fit to follow ``error:``."""
+
+
 def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
     """The course notebooks in ``directory`` (``NN_*.ipynb``), in order."""
     return sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """The notebook at ``path``; :class:`SetupError` naming it if it is not one (not JSON...)."""
+    try:
+        return nbformat.read(path, as_version=4)
+    except ValueError:  # nbformat's NotJSONError and NBFormatError, a UnicodeDecodeError
+        raise SetupError(f"{shown(str(path))} is not a readable notebook") from None
+
+
+def shown(name: str) -> str:
+    """A file name as text to print or write: a byte that is not UTF-8 shown as ``\\xff``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def title_of(notebook: Any) -> str:
@@ -45,10 +62,15 @@ def title_of(notebook: Any) -> str:
     return line[2:].strip() if line.startswith("# ") else ""
 
 
+def address(file_name: str) -> str:
+    """``file_name`` (any name) as a relative URL: percent-encoded, a byte not UTF-8 as ``%FF``."""
+    return urllib.parse.quote(file_name, errors="surrogateescape")
+
+
 def link(text: str, file_name: str, rel: str = "") -> str:
     """An HTML link to the file ``file_name`` (any name), showing ``text`` as text, not markup."""
     extra = f' rel="{rel}"' if rel else ""
-    return f'<a href="{urllib.parse.quote(file_name)}"{extra}>{html.escape(text)}</a>'
+    return f'<a href="{address(file_name)}"{extra}>{html.escape(text)}</a>'
 
 
 def execute_notebook(

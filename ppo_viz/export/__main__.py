@@ -10,15 +10,17 @@ page is written, so a notebook that fails, Ctrl-C or a full disk leave the old s
 import argparse
 import importlib.resources
 import os
+import re
 import shutil
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 import nbformat
 
 from ppo_viz import export
-from ppo_viz.export import DEFAULT_TIMEOUT_S
+from ppo_viz.export import DEFAULT_TIMEOUT_S, SetupError
 
 TEMPLATE = Path(__file__).with_name("page.html.j2")
 SITE_TITLE = "PPO's clipped surrogate: notebooks"
@@ -28,10 +30,6 @@ EXIT_OK, EXIT_FAILED, EXIT_SETUP, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: ``jupyter-server-mathjax`` ships MathJax 2.7.9 (9.6 MB), the version nbconvert's pages load
 #: from a CDN; the site copies the 2.4 MB that TeX input and the HTML-CSS output load.
 MATHJAX_DIR, MATHJAX_LEFT_OUT = "mathjax", ("SVG", "a11y", "localization")
-
-
-class SetupError(export.ExportError):
-    """Found before any notebook runs; the message is one line, fit to follow ``error:``."""
 
 
 def copy_mathjax(out_dir: Path) -> str:
@@ -67,7 +65,8 @@ def write_page(
     title: str = "",
     navigation: str = "",
 ) -> int:
-    """Write ``<stem>.html`` and its figures, ``<stem>_files/*.png``; return how many figures.
+    """Write ``<stem>.html`` and its figures, ``<key>_files/*.png``; return how many figures
+    (``key``: ``stem`` if it is made of ``A-Za-z0-9._-`` only, else a name made so from it).
 
     ``title`` is the page's title (default: ``stem``); ``navigation`` (HTML) is shown above
     and below the page.
@@ -78,10 +77,12 @@ def write_page(
 
     exporter = HTMLExporter(template_file=str(TEMPLATE), mathjax_url=mathjax_url)
     exporter.register_preprocessor(ExtractOutputPreprocessor(), enabled=True)
-    names = {"metadata": {"name": stem}, "unique_key": stem, "output_files_dir": f"{stem}_files"}
+    key = re.sub(r"[^A-Za-z0-9._-]", "_", stem)  # the figures' names: a src with nothing to encode
+    key += "" if key == stem else f"_{zlib.crc32(stem.encode(errors='surrogateescape')):08x}"
+    names = {"metadata": {"name": stem}, "unique_key": key, "output_files_dir": f"{key}_files"}
     names["ppo_navigation"] = navigation
     static = export.make_static(executed, stem)
-    static.metadata["title"] = title or stem  # nbconvert's <title>
+    static.metadata["title"] = title or export.shown(stem)  # nbconvert's <title>
     page, resources = exporter.from_notebook_node(static, names)
     FilesWriter(build_directory=str(out_dir)).write(page, resources, notebook_name=stem)
     return len(resources["outputs"])
@@ -113,24 +114,28 @@ def export_site(
     paths = [path.resolve() for path in export.notebook_paths(notebooks)]
     if not paths:
         raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
+    titles = [export.title_of(export.read_notebook(p)) or export.shown(p.stem) for p in paths]
     prepare_output_dir(out_dir)
     staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=".ppo-export-"))
     try:
-        build_site(paths, staging, mathjax_url, timeout_s)
+        build_site(paths, titles, staging, mathjax_url, timeout_s)
         publish(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def build_site(paths: list[Path], out_dir: Path, mathjax_url: str | None, timeout_s: float) -> None:
-    """Every page, its figures, the index and (without ``mathjax_url``) MathJax into ``out_dir``."""
+def build_site(
+    paths: list[Path], titles: list[str], out_dir: Path, mathjax_url: str | None, timeout_s: float
+) -> None:
+    """Every page (``paths``, their ``titles``), its figures, the index and (without
+    ``mathjax_url``) MathJax into ``out_dir``."""
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellControlSignal, DeadKernelError
 
     mathjax_url = mathjax_url or copy_mathjax(out_dir)
-    pages = [(p.stem, export.title_of(nbformat.read(p, as_version=4)) or p.stem) for p in paths]
+    pages = [(path.stem, title) for path, title in zip(paths, titles, strict=True)]
     for at, path in enumerate(paths):
-        print(f"exporting {path.name} ...", flush=True)
+        print(f"exporting {export.shown(path.name)} ...", flush=True)
         try:
             executed = export.execute_notebook(path, timeout_s=timeout_s)
         except (CellControlSignal, DeadKernelError, NoSuchKernel) as error:
@@ -138,7 +143,7 @@ def build_site(paths: list[Path], out_dir: Path, mathjax_url: str | None, timeou
         stem, title = pages[at]
         links = navigation(pages, at)
         figures = write_page(executed, stem, out_dir, mathjax_url, title=title, navigation=links)
-        print(f"  -> {path.stem}.html with {figures} figure(s)", flush=True)
+        print(f"  -> {export.shown(path.stem)}.html with {figures} figure(s)", flush=True)
         for problem in export.output_problems(executed):
             print(f"  warning: {path.name}, {problem}", file=sys.stderr, flush=True)
     # A bulleted list (HTML: a title is text): the titles carry their own numbers ("1 · ...").
