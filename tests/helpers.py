@@ -19,6 +19,30 @@ import numpy as np
 import other_cpu
 import reference
 
+import ppo_clip
+
+#: Every ppo_clip function that takes a batch (the three of the contract and the breakdowns).
+BATCH_FUNCTIONS = (
+    ppo_clip.ppo_clip_loss,
+    ppo_clip.clip_fraction,
+    ppo_clip.ppo_clip_grad,
+    ppo_clip.clip_breakdown,
+    ppo_clip.surrogate_loss,
+    ppo_clip.surrogate_grad,
+)
+#: File names and titles a teacher may give (issue 43): (name, title; None: no cell at all).
+ANY_NOTEBOOK = [
+    ("01_my talk.ipynb", "A talk"),
+    ("01_a.ipynb", "Brackets ] and [ too"),
+    ("01_a.ipynb", "Q&A: <i>not italic</i>, *not emphasis*"),
+    ("01_#1?.ipynb", "Hash and question mark"),
+    ("01_50%25 off.ipynb", "Percent"),
+    ('01_say "hi".ipynb', "Quotes"),
+    ("01_été.ipynb", "Unicode"),
+    ("01_untitled.ipynb", None),
+    ("01_bad\udcff.ipynb", "Not UTF-8"),  # $'01_bad\xff.ipynb': quote() raised UnicodeEncodeError
+]
+
 CONTRACT_LOSS = -0.5375000000000001
 CONTRACT_CLIP_FRACTION = 0.5
 CONTRACT_GRAD = (0.0, -0.55, 0.0, 0.1125)

@@ -40,6 +40,7 @@ from browser_support import (
     require_browser,
 )
 from bs4 import BeautifulSoup
+from helpers import ANY_NOTEBOOK
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from notebook_runner import NOTEBOOK_DIR, run_committed
@@ -407,17 +408,6 @@ def test_every_page_has_its_title_and_links_to_the_previous_page_the_index_and_t
     assert not index.select("ol")  # the titles carry their numbers: no "1. 1 · ..."
 
 
-#: File names and titles (issue 43): (name, title; None: a notebook without cells).
-ANY_NOTEBOOK = [
-    ("01_my talk.ipynb", "A talk"),
-    ("01_a.ipynb", "Brackets ] and [ too"),
-    ("01_a.ipynb", "Q&A: <i>not italic</i>, *not emphasis*"),
-    ("01_#1?.ipynb", "Hash and question mark"),
-    ("01_50%25 off.ipynb", "Percent"),
-    ('01_say "hi".ipynb', "Quotes"),
-    ("01_untitled.ipynb", None),
-    ("01_bad\udcff.ipynb", "Not UTF-8"),  # $'01_bad\xff.ipynb': quote() raised UnicodeEncodeError
-]
 #: A 1x1 PNG, a figure on every page of the ANY_NOTEBOOK test.
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhf"

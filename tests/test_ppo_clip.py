@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers import assert_contract_loss, log_landing_on
+from helpers import BATCH_FUNCTIONS, assert_contract_loss, log_landing_on
 
 import ppo_clip
 from ppo_clip import (
@@ -38,14 +38,6 @@ EXAMPLE_ADVANTAGES = [1.0, 2.0, -1.0, -0.5]
 EXAMPLE_ARGS = (EXAMPLE_LOGP_NEW, EXAMPLE_LOGP_OLD, EXAMPLE_ADVANTAGES)
 
 CONTRACT_FUNCTIONS = (ppo_clip_loss, clip_fraction, ppo_clip_grad)
-ALL_BATCH_FUNCTIONS = (
-    ppo_clip_loss,
-    clip_fraction,
-    ppo_clip_grad,
-    clip_breakdown,
-    surrogate_loss,
-    surrogate_grad,
-)
 
 # Print options as numpy ships them, so a repr test does not depend on other tests.
 NUMPY_DEFAULT_PRINT = {"precision": 8, "floatmode": "maxprec", "suppress": False, "legacy": False}
@@ -552,7 +544,7 @@ ARRAY_LIKES = {
 @pytest.mark.parametrize(("given", "same"), ARRAY_LIKES.values(), ids=ARRAY_LIKES)
 def test_array_likes_give_the_numbers_of_their_float64_arrays(given, same):
     check_return_types(given, 4)
-    for function in ALL_BATCH_FUNCTIONS:
+    for function in BATCH_FUNCTIONS:
         assert_results_equal(function(*given), function(*same))
 
 
@@ -563,7 +555,7 @@ def test_python_int_and_numpy_eps_are_accepted():
     assert clip_fraction(*EXAMPLE_ARGS, np.float32(0.2)) == 0.5
 
 
-@pytest.mark.parametrize("function", [*ALL_BATCH_FUNCTIONS, ratio_sweep], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("function", [*BATCH_FUNCTIONS, ratio_sweep], ids=lambda f: f.__name__)
 def test_read_only_inputs_work_so_no_function_writes_into_its_inputs(function):
     # the worked example with an overflowing ratio whose A == 0 as its first sample
     args = ([0.0, *EXAMPLE_LOGP_NEW[1:]], [-1000.0, *EXAMPLE_LOGP_OLD[1:]], [0.0, 2.0, -1.0, -0.5])

@@ -24,6 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers import BATCH_FUNCTIONS
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -31,8 +32,6 @@ import ppo_clip
 from ppo_clip import (
     clip_band,
     clip_breakdown,
-    clip_fraction,
-    ppo_clip_grad,
     ppo_clip_loss,
     ratio_sweep,
     surrogate_grad,
@@ -44,14 +43,6 @@ pytestmark = pytest.mark.filterwarnings("error")
 
 ARGUMENT_NAMES = ("logp_new", "logp_old", "advantages")
 GOOD = ([-0.1, -0.2, -0.3], [-0.2, -0.2, -0.2], [1.0, -1.0, 0.5])
-BATCH_FUNCTIONS = (
-    ppo_clip_loss,
-    clip_fraction,
-    ppo_clip_grad,
-    clip_breakdown,
-    surrogate_loss,
-    surrogate_grad,
-)
 HUGE_FRACTION = Fraction(10**400, 3)
 #: A few examples per table row: hypothesis picks the function and the argument.
 EACH_ROW = settings(max_examples=6, deadline=None)

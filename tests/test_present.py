@@ -30,7 +30,7 @@ import psutil  # installed with ipykernel
 import pytest
 from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from bs4 import BeautifulSoup
-from helpers import live_figure_classes
+from helpers import ANY_NOTEBOOK, live_figure_classes
 from lab_server import free_port
 from matplotlib.text import Text
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
@@ -217,20 +217,6 @@ def write_talk(folder: Path, name: str, title: str | None = "A talk") -> Path:
         nbformat.v4.new_notebook(cells=cells if title is not None else []), folder / name
     )
     return folder / name
-
-
-#: File names and titles a teacher may give (issue 43): (name, title; None: no cell at all).
-ANY_NOTEBOOK = [
-    ("01_my talk.ipynb", "A talk"),
-    ("01_a.ipynb", "Brackets ] and [ too"),
-    ("01_a.ipynb", "Q&A: <i>not italic</i>, *not emphasis*"),
-    ("01_#1?.ipynb", "Hash and question mark"),
-    ("01_50%25 off.ipynb", "Percent"),
-    ('01_say "hi".ipynb', "Quotes"),
-    ("01_été.ipynb", "Unicode"),
-    ("01_untitled.ipynb", None),
-    ("01_bad\udcff.ipynb", "Not UTF-8"),  # $'01_bad\xff.ipynb': quote() raised UnicodeEncodeError
-]
 
 
 @pytest.mark.parametrize(("name", "title"), ANY_NOTEBOOK)
