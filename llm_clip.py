@@ -58,7 +58,9 @@ response.  The file reads top to bottom:
      relative (its ``+ 1e-8`` denominators), TRL 1.16.0's SAPO lines to 3e-15.
 
 3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's), :func:`gae` (PPO's,
-   from a value model) and the clip fraction as CleanRL, verl and TRL each log it
+   from a value model), the rollout engine's corrections (:func:`rollout_weights`,
+   :func:`off_policy_keep`, passed to the loss as ``rollout_weights=`` and ``keep=``) and the
+   clip fraction as CleanRL, verl and TRL each log it
    (:func:`clip_fraction_cleanrl`, :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
 4. **Float64's limits**, decided by :mod:`ppo_clip`'s rules: never NaN; a token with
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
@@ -121,6 +123,7 @@ __all__ = [
     "DEFAULT_AGGREGATION",
     "DEFAULT_EPS",
     "OBJECTIVES",
+    "ROLLOUT_MODES",
     "SPECS",
     "ObjectiveSpec",
     "Options",
@@ -130,8 +133,10 @@ __all__ = [
     "clip_ratio_trl",
     "gae",
     "group_advantages",
+    "off_policy_keep",
     "policy_loss",
     "policy_loss_grad",
+    "rollout_weights",
     "token_breakdown",
 ]
 
@@ -163,6 +168,12 @@ class Options(TypedDict, total=False):
     and ignored otherwise.
     ``kl_coef``: beta >= 0, which needs ``logp_ref`` unless 0.  ``tau_pos``, ``tau_neg``: SAPO's
     temperatures for ``A > 0`` and ``A <= 0`` (default 1.0 and 1.05; refused by the others).
+    ``rollout_weights``: (B, 1) or (B, T), at least 0 (:func:`rollout_weights`), multiplies each
+    token's policy term before the aggregation, as TRL multiplies ``per_token_loss``
+    (``grpo_trainer.py`` 1.16.0 L3146-3147); the KL term is not weighted.  ``keep``: (B,)
+    booleans (:func:`off_policy_keep`): a dropped response's policy terms are 0, its tokens still
+    count in the aggregation's denominators (TRL L3140-3141).  A weight of 0 makes a term exactly
+    0, even an overflowed one.
     """
 
     objective: Objective
@@ -174,6 +185,8 @@ class Options(TypedDict, total=False):
     kl_coef: float
     tau_pos: float | None
     tau_neg: float | None
+    rollout_weights: ArrayLike | None
+    keep: ArrayLike | None
 
 
 def policy_loss(
@@ -209,7 +222,8 @@ class TokenBreakdown:
     ``clip(r)*A*logp_new``; SAPO: ``f(r)*A``); ``kl`` k3 (0 without ``logp_ref``); ``weight`` the
     aggregation's ``w``; ``grad`` is ``d loss / d logp_new`` as autograd gives it (CISPO: with
     the detached weight ``clip(r)`` a constant, as in verl and TRL); ``loss`` is
-    ``-sum(weight * (term - kl_coef * kl))`` summed as the libraries sum.
+    ``-sum(weight * (rollout_weight * term - kl_coef * kl))`` summed as the libraries sum, with
+    ``rollout_weight`` the ``rollout_weights`` times ``keep`` (1 where neither is given).
     """
 
     mask: BoolArray
@@ -220,6 +234,7 @@ class TokenBreakdown:
     weight: FloatArray
     grad: FloatArray
     loss: float
+    rollout_weight: FloatArray
 
 
 def token_breakdown(
@@ -234,28 +249,36 @@ def token_breakdown(
     arguments are :class:`Options`.
     """
     b = _checked(logp_new, logp_old, advantages, mask, **options)
+    rollout = np.where(b.mask, 1.0, 0.0) if b.rollout_weight is None else b.rollout_weight
+    spec = SPECS[b.objective]
+    grad_weight = rollout
+    if spec.per_response and b.rollout_weight is not None:
+        # a response's ratio moves with each of its tokens: their weights reach it as their mean
+        grad_weight = np.broadcast_to(_row_means(rollout, b)[:, None], rollout.shape)
     with _float64_limits_handled_below():
-        parts = SPECS[b.objective].parts(b)
+        parts = spec.parts(b)
         term = times_advantage(math.prod(parts.term_factors), b.advantages)
         kl = _k3(b.ref_gap)
         slope = -times_advantage(parts.grad_factor, b.advantages)  # -(d term / d logp_new)
-        per_token = -term  # the loss is sum(w * per_token)
+        per_token = -times_advantage(term, rollout)  # the loss is sum(w * per_token)
+        slope = times_advantage(slope, grad_weight)
         if b.kl_coef:  # skipped at 0: 0 * inf would be NaN
             per_token = per_token + b.kl_coef * kl
             slope = slope - b.kl_coef * np.expm1(b.ref_gap)  # d k3 / d logp_new = 1 - exp(d)
         grad = np.where(b.mask, slope / b.denominator[:, None], 0.0)  # w = 1 / denominator
     if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
-        _gradient_beyond_float64(grad, parts, b)
+        _gradient_beyond_float64(grad, parts, b, grad_weight)
     loss = _aggregate(per_token, b)
     if not math.isfinite(loss):  # part 4: a true infinity, else the exact sum rounded once
         m = b.mask
         divisors = np.broadcast_to(b.denominator[:, None], m.shape)[m]
-        factors = [f[m] for f in parts.term_factors]
-        loss = exact_loss(factors, b.advantages[m], divisors, kl=kl[m], kl_coef=b.kl_coef)
+        factors = [f[m] for f in (*parts.term_factors, rollout)]
+        advantage = np.where(rollout == 0, 0.0, b.advantages)[m]  # a weight of 0: no policy part
+        loss = exact_loss(factors, advantage, divisors, kl=kl[m], kl_coef=b.kl_coef)
     weight = np.where(b.mask, 1.0 / b.denominator[:, None], 0.0)
     ratio = np.where(b.mask, parts.ratio, 0.0)
     return TokenBreakdown(
-        b.mask, ratio, parts.is_clipped & b.mask, term, kl, weight, grad + 0.0, loss + 0.0
+        b.mask, ratio, parts.is_clipped & b.mask, term, kl, weight, grad + 0.0, loss + 0.0, rollout
     )
 
 
@@ -595,6 +618,98 @@ def _rollout_array(
     return array
 
 
+RolloutMode = Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
+ROLLOUT_MODES: tuple[RolloutMode, ...] = get_args(RolloutMode)
+
+
+def rollout_weights(
+    logp_old: ArrayLike,
+    logp_rollout: ArrayLike,
+    mask: ArrayLike,
+    *,
+    mode: RolloutMode,
+    clip_min: float | None = None,
+    clip_max: float | None = 3.0,
+) -> FloatArray:
+    """The importance weights that correct for the rollout engine, as TRL computes them.
+
+    The engine (vLLM, SGLang) sampled each token with log-probability ``logp_rollout``; the
+    trainer's own recomputation is ``logp_old``.  With ``d = logp_old - logp_rollout`` on unmasked
+    tokens (0 on padding), ``token_*`` modes give ``exp(d)`` per token, (B, T), and
+    ``sequence_*`` modes ``exp(sum_t d)`` per response, (B, 1): the product of its tokens'
+    ratios.  ``*_truncate`` clamps the weights to ``[clip_min, clip_max]`` (truncated importance
+    sampling, TIS); ``*_mask`` sets every weight outside it to 0 (IcePop-style).  ``None``
+    leaves that side open.  TRL 1.16.0 ``grpo_trainer.py`` L2660-2707 (its default:
+    ``sequence_mask``, ``clip_max`` 3).  verl 0.9.1 (``rollout_corr_helper.py`` L522-596)
+    differs: it clamps ``d`` (or the sum) to [-20, 20] before ``exp``, sets padding to 0, its
+    truncation has an upper bound only (default 2) and its mask keeps ``[lower, upper]``.
+
+    >>> old = np.log([[0.5, 0.5], [0.5, 0.5]])
+    >>> engine = np.log([[0.25, 0.5], [0.5, 1.0]])  # the engine's probabilities
+    >>> rollout_weights(old, engine, [[True, True], [True, False]], mode="token_truncate")
+    array([[2., 1.],
+           [1., 1.]])
+    >>> rollout_weights(old, engine, [[True, True], [True, True]], mode="sequence_mask",
+    ...                 clip_min=0.4, clip_max=1.5)  # 2 * 1 is above 1.5: masked
+    array([[0. ],
+           [0.5]])
+
+    Bad input raises a ``TypeError`` or ``ValueError`` naming the argument; ``clip_min`` and
+    ``clip_max`` are None or numbers >= 0 with ``clip_min <= clip_max``.  Where ``exp``
+    overflows the weight is ``inf`` before the bound (truncated to ``clip_max``, masked to 0).
+    """
+    mode = checked_choice("mode", mode, ROLLOUT_MODES)
+    bounds = [
+        None if value is None else checks.checked_real(name, value)
+        for name, value in (("clip_min", clip_min), ("clip_max", clip_max))
+    ]
+    for name, bound in zip(("clip_min", "clip_max"), bounds, strict=True):
+        if bound is not None and bound < 0:
+            raise ValueError(f"{name} must be at least 0, got {bound!r}")
+    low, high = (-math.inf if bounds[0] is None else bounds[0]), bounds[1]
+    high = math.inf if high is None else high
+    if low > high:
+        raise ValueError(f"clip_min ({low!r}) must not exceed clip_max ({high!r})")
+    b = _checked(logp_old, logp_rollout, None, mask, objective="ppo",
+                 names=("logp_old", "logp_rollout"))  # fmt: skip
+    gap = _row_log_ratios(b, mean=False)[:, None] if mode.startswith("sequence") else b.log_ratio
+    with _float64_limits_handled_below():
+        weight = np.exp(gap)
+    if mode.endswith("truncate"):
+        return np.clip(weight, low, high)
+    return np.where((weight < low) | (weight > high), 0.0, weight)
+
+
+def off_policy_keep(
+    logp_new: ArrayLike,
+    logp_rollout: ArrayLike,
+    advantages: ArrayLike,
+    mask: ArrayLike,
+    *,
+    threshold: float,
+) -> BoolArray:
+    """DeepSeek-V3.2's off-policy sequence masking (OPSM): which responses to keep, (B,).
+
+    A response is kept if its advantage is >= 0 or the mean over its unmasked tokens of
+    ``logp_rollout - logp_new`` (an estimate of KL(rollout || current)) is <= ``threshold``: a
+    response that is both far off-policy and pushed down is dropped (TRL 1.16.0
+    ``GRPOTrainer.get_off_policy_mask``, ``grpo_trainer.py`` L2945-2973).  Note the level: the
+    *mean* gap over tokens, where a ``sequence_*`` rollout weight is the *sum*'s ``exp``.
+    ``advantages``: (B,), or (B, T) with one value per response.  Pass the result as
+    ``keep=`` to :func:`policy_loss`.
+
+    >>> new = np.log([[0.5, 0.5], [0.5, 0.5]])
+    >>> engine = np.log([[0.9, 0.9], [0.9, 0.9]])  # mean gap log(1.8) = 0.59 on both
+    >>> off_policy_keep(new, engine, [1.0, -1.0], [[True, True], [True, True]], threshold=0.5)
+    array([ True, False])
+    """
+    limit = checks.checked_real("threshold", threshold)
+    b = _checked(logp_new, logp_rollout, advantages, mask, objective="gspo",  # per response
+                 names=("logp_new", "logp_rollout"), caller="off_policy_keep")  # fmt: skip
+    first = b.advantages[np.arange(len(b.mask)), np.argmax(b.mask, axis=1)]
+    return (first >= 0) | (-_row_log_ratios(b, mean=True) <= limit)
+
+
 def clip_fraction_cleanrl(
     logp_new: ArrayLike, logp_old: ArrayLike, mask: ArrayLike, *, eps: float = DEFAULT_EPS
 ) -> dict[str, float]:
@@ -718,15 +833,17 @@ def _token_mean(flags: BoolArray, b: Batch) -> float:
 # --------------------------------------------------------------------------
 
 
-def _gradient_beyond_float64(grad: FloatArray, parts: _Parts, b: Batch) -> None:
+def _gradient_beyond_float64(
+    grad: FloatArray, parts: _Parts, b: Batch, rollout: FloatArray
+) -> None:
     """Decide, in place, the gradient entries float64 left not finite
-    (:func:`ppo_clip_exact.gradient_entry`: ``-(g*A + kl_coef*expm1(d)) / D``)."""
+    (:func:`ppo_clip_exact.gradient_entry`: ``-(g*A*rollout + kl_coef*expm1(d)) / D``)."""
     for i, t in zip(*np.nonzero(~np.isfinite(grad)), strict=True):
         with _float64_limits_handled_below():
             exp_d = float(np.expm1(b.ref_gap[i, t])) if b.kl_coef else 0.0  # exp(d) - 1
         g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
-        at = f"logp_new[{i}, {t}]"
-        grad[i, t] = gradient_entry(g, a, int(b.denominator[i]), b.kl_coef, exp_d, at)
+        at, n = f"logp_new[{i}, {t}]", int(b.denominator[i])
+        grad[i, t] = gradient_entry(g, a, n, b.kl_coef, exp_d, at, float(rollout[i, t]))
 
 
 def _row_means(values: FloatArray, b: Batch) -> FloatArray:
@@ -742,33 +859,41 @@ def _row_means(values: FloatArray, b: Batch) -> FloatArray:
 
 
 def _mean_log_ratio(b: Batch) -> FloatArray:
-    """``(1/n_i) sum_t (logp_new - logp_old)`` per response (GSPO's ``log s_i``); where float64
-    overflowed on the way (a sum past 1.8e308, or ``inf - inf``), the exact mean rounded once."""
+    """``(1/n_i) sum_t (logp_new - logp_old)`` per response (GSPO's ``log s_i``)."""
+    return _row_log_ratios(b, mean=True)
+
+
+def _row_log_ratios(b: Batch, *, mean: bool) -> FloatArray:
+    """``sum_t (logp_new - logp_old)`` per response, over ``n_i`` if ``mean``; where float64
+    overflowed on the way (a sum past 1.8e308, or ``inf - inf``), the exact value rounded once."""
+    divisor = b.lengths if mean else 1
     with _float64_limits_handled_below():
-        mean = b.log_ratio.sum(axis=1) / b.lengths
-    for i in np.flatnonzero(~np.isfinite(mean)):
+        total = b.log_ratio.sum(axis=1) / divisor
+    for i in np.flatnonzero(~np.isfinite(total)):
         new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))
-        mean[i] = rounded((new - old) / int(b.lengths[i]))
-    return mean
+        total[i] = rounded((new - old) / (int(b.lengths[i]) if mean else 1))
+    return total
 
 
 def _checked(
     logp_new: object, logp_old: object, advantages: object, mask: object, *, objective: object,
     eps_low: object = None, eps_high: object = None, aggregation: object = None,
     max_len: object = None, logp_ref: object = None, kl_coef: object = 0.0,
-    tau_pos: object = None, tau_neg: object = None,
+    tau_pos: object = None, tau_neg: object = None, rollout_weights: object = None,
+    keep: object = None, names: tuple[str, str] = ("logp_new", "logp_old"), caller: str = "",
 ) -> Batch:  # fmt: skip
     """The inputs checked (:mod:`llm_clip_inputs`), with the objective's defaults filled in.
 
     A band given to an objective without one (SAPO) and a temperature given to one without
     (all but SAPO) are refused rather than ignored, so that no setting silently does nothing.
+    ``names`` and ``caller`` (for a function that is not an objective) are for the messages.
     """
     spec = SPECS[checked_choice("objective", objective, OBJECTIVES)]
-    for names, values, default in (
+    for settings, values, default in (
         (("eps_low", "eps_high"), (eps_low, eps_high), spec.band),
         (("tau_pos", "tau_neg"), (tau_pos, tau_neg), spec.tau),
     ):
-        for name, value in zip(names, values, strict=True):
+        for name, value in zip(settings, values, strict=True):
             if value is not None and default is None:
                 raise ValueError(f"{name} does not apply to {spec.name}: leave it None")
     if eps_low is None:  # no band (SAPO): the unused edges at 1
@@ -777,9 +902,11 @@ def _checked(
         eps_high = eps_low if spec.eps_high is None else spec.eps_high
     tau = spec.tau or (1.0, 1.0)
     return checked_batch(
-        logp_new, logp_old, advantages, mask, objective=spec.name, per_response=spec.per_response,
+        logp_new, logp_old, advantages, mask, objective=caller or spec.name,
+        per_response=spec.per_response,
         eps_low=eps_low, eps_high=eps_high, aggregation=checked_choice(
             "aggregation", spec.aggregation if aggregation is None else aggregation, AGGREGATIONS
         ), max_len=max_len, logp_ref=logp_ref, kl_coef=kl_coef,
         tau=(tau[0] if tau_pos is None else tau_pos, tau[1] if tau_neg is None else tau_neg),
+        rollout_weights=rollout_weights, keep=keep, names=names,
     )  # fmt: skip

@@ -57,6 +57,7 @@ class Batch(NamedTuple):
     kl_coef: float
     tau_pos: float  # SAPO's temperatures (unused by the others)
     tau_neg: float
+    rollout_weight: FloatArray | None = None  # (B, T): rollout_weights times keep; None: all 1
 
 
 def checked_batch(
@@ -74,12 +75,18 @@ def checked_batch(
     logp_ref: object,
     kl_coef: object,
     tau: tuple[object, object] = (1.0, 1.0),
+    rollout_weights: object = None,
+    keep: object = None,
+    names: tuple[str, str] = ("logp_new", "logp_old"),
 ) -> Batch:
     """Check every input (``objective`` and ``aggregation`` are already valid names).
 
     ``advantages=None`` means all 0 (for the clip fractions that ignore them).  With
     ``per_response`` (GSPO, GMPO) a (B, T) array must be constant on each response's tokens.
     ``tau``: SAPO's ``(tau_pos, tau_neg)``, each positive with ``4 / tau`` finite.
+    ``rollout_weights``: (B, 1) or (B, T), finite and at least 0 on unmasked tokens; ``keep``:
+    (B,) booleans (or 0 and 1).  ``names``: what the messages call ``logp_new`` and
+    ``logp_old`` (the rollout functions pass other arrays in their places).
     """
     low = checked_eps("eps_low", eps_low)
     high = checked_real("eps_high", eps_high)
@@ -94,10 +101,12 @@ def checked_batch(
         raise ValueError(f"kl_coef must be at least 0, got {coef!r}")
     if coef and logp_ref is None:
         raise ValueError(f"kl_coef is {coef!r} but logp_ref is None: pass the reference's logp")
-    new = _as_float_array("logp_new", logp_new, 2)
-    boolean = _checked_mask(mask, new.shape)
-    new = _unmasked_finite("logp_new", new, boolean)
-    old = _unmasked_finite("logp_old", _as_float_array("logp_old", logp_old, 2), boolean)
+    new_name, old_name = names
+    new = _as_float_array(new_name, logp_new, 2)
+    boolean = _checked_mask(mask, new.shape, new_name)
+    new = _unmasked_finite(new_name, new, boolean, new_name)
+    old = _as_float_array(old_name, logp_old, 2)
+    old = _unmasked_finite(old_name, old, boolean, new_name)
     ref = new
     if logp_ref is not None:
         ref = _unmasked_finite("logp_ref", _as_float_array("logp_ref", logp_ref, 2), boolean)
@@ -117,9 +126,10 @@ def checked_batch(
     else:
         longest = _checked_max_len(max_len, lengths)
         denominator = np.full(count, count * longest)
+    weight = _checked_rollout_weight(rollout_weights, keep, boolean)
     return Batch(
         objective, boolean, lengths, log_ratio, new, old, a, gap, low, high, 1.0 - low, 1.0 + high,
-        aggregation, denominator, coef, *taus,
+        aggregation, denominator, coef, *taus, weight,
     )  # fmt: skip
 
 
@@ -142,28 +152,62 @@ def _as_float_array(name: str, value: object, ndim: int, shape: str = "(B, T)") 
     return array
 
 
-def _checked_mask(value: object, shape: tuple[int, ...]) -> BoolArray:
+def _checked_mask(value: object, shape: tuple[int, ...], new_name: str = "logp_new") -> BoolArray:
     """A boolean (or 0/1) array of logp_new's shape in which every response has a token."""
-    array = array_from("mask", value, "an array")
-    if array.dtype == bool:
-        mask = array.copy()
-    else:
-        numbers = _as_float_array("mask", array, 2)
-        if not np.isin(numbers, (0.0, 1.0)).all():
-            raise ValueError("mask must hold booleans (or 0 and 1 only)")
-        mask = numbers == 1.0
+    mask = _flags("mask", value, 2)
     if mask.shape != shape:
-        raise ValueError(f"mask has shape {mask.shape}; it must match logp_new's {shape}")
+        raise ValueError(f"mask has shape {mask.shape}; it must match {new_name}'s {shape}")
     empty = ~mask.any(axis=1)
     if empty.any():
         raise ValueError(f"mask[{int(np.argmax(empty))}] has no token; every response needs one")
     return mask
 
 
-def _unmasked_finite(name: str, array: np.ndarray, mask: BoolArray) -> FloatArray:
+def _flags(name: str, value: object, ndim: int) -> BoolArray:
+    """A boolean (or 0/1) array of ``ndim`` dimensions, as booleans."""
+    array = array_from(name, value, "an array")
+    if array.dtype == bool and array.ndim == ndim and array.size:
+        return array.copy()
+    numbers = _as_float_array(name, array, ndim, shape="(B, T)" if ndim == 2 else "(B,)")
+    if not np.isin(numbers, (0.0, 1.0)).all():
+        raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
+    return numbers == 1.0
+
+
+def _checked_rollout_weight(weights: object, keep: object, mask: BoolArray) -> FloatArray | None:
+    """``rollout_weights`` ((B, 1) or (B, T)) times ``keep`` ((B,)) as (B, T), 0 on padding;
+    None where neither is given."""
+    if weights is None and keep is None:
+        return None
+    weight = np.ones(mask.shape)
+    if weights is not None:
+        array = _as_float_array("rollout_weights", weights, 2, shape="(B, 1) or (B, T)")
+        if array.shape not in ((len(mask), 1), mask.shape):
+            raise ValueError(
+                f"rollout_weights has shape {array.shape}; it must be "
+                f"({len(mask)}, 1) or {mask.shape}"
+            )
+        weight = _unmasked_finite("rollout_weights", np.broadcast_to(array, mask.shape), mask)
+        negative = mask & (weight < 0)
+        if negative.any():
+            i, t = np.argwhere(negative)[0]
+            raise ValueError(f"rollout_weights[{i}, {t}] is {weight[i, t]!s}; weights must be >= 0")
+    if keep is not None:
+        kept = _flags("keep", keep, 1)
+        if kept.shape != (len(mask),):
+            raise ValueError(
+                f"keep has shape {kept.shape}; it must be ({len(mask)},), one per response"
+            )
+        weight = weight * kept[:, None]
+    return np.where(mask, weight, 0.0)
+
+
+def _unmasked_finite(
+    name: str, array: np.ndarray, mask: BoolArray, new_name: str = "logp_new"
+) -> FloatArray:
     """``array`` as float64 with its padding set to 0, after checking its unmasked entries."""
     if array.shape != mask.shape:
-        raise ValueError(f"{name} has shape {array.shape}; it must match logp_new's {mask.shape}")
+        raise ValueError(f"{name} has shape {array.shape}; it must match {new_name}'s {mask.shape}")
     with np.errstate(over="ignore"):  # a long double beyond float64 turns inf: named below
         converted = array.astype(np.float64)
     bad = mask & ~np.isfinite(converted)

@@ -64,17 +64,20 @@ def exact_loss(
 
 
 def gradient_entry(
-    g: float, a: float, n: int, kl_coef: float = 0.0, exp_d: float = 0.0, at: str = ""
-) -> float:
-    """``-(g*A + kl_coef*(exp(d) - 1)) / n`` for an entry float64 left not finite.
+    g: float, a: float, n: int, kl_coef: float = 0.0, exp_d: float = 0.0, at: str = "",
+    weight: float = 1.0,
+) -> float:  # fmt: skip
+    """``-(g*A*weight + kl_coef*(exp(d) - 1)) / n`` for an entry float64 left not finite.
 
-    ``g`` is ``r`` for :mod:`ppo_clip`'s ``-r*A/N`` (and no KL term).  ``A == 0``: no policy
-    part (``inf * 0`` was NaN).  An infinite ``g`` (an overflowed ratio) gives ``inf`` with the
-    sign of ``-A`` (for PPO's clipped objective only ``A < 0`` gets here: ``+inf``), an
+    ``g`` is ``r`` for :mod:`ppo_clip`'s ``-r*A/N`` (and no KL term); ``weight`` is
+    :mod:`llm_clip`'s rollout weight (finite, at least 0).  ``A == 0`` or ``weight == 0``: no
+    policy part (``inf * 0`` was NaN).  An infinite ``g`` (an overflowed ratio) gives ``inf``
+    with the sign of ``-A`` (for PPO's clipped objective only ``A < 0`` gets here: ``+inf``), an
     overflowed ``exp(d) - 1`` gives ``-inf``; both at once is undefined (``ValueError``, naming
     the entry ``at``); otherwise the exact value rounded once, finite wherever float64 holds it.
     """
-    policy_inf, kl_inf = a != 0 and math.isinf(g), math.isinf(exp_d)
+    policy = a != 0 and weight != 0
+    policy_inf, kl_inf = policy and math.isinf(g), math.isinf(exp_d)
     if policy_inf and kl_inf:
         raise ValueError(
             f"the gradient at {at} is undefined: its ratio and exp(logp_ref - logp_new) both "
@@ -82,7 +85,7 @@ def gradient_entry(
         )
     if policy_inf or kl_inf:
         return -math.copysign(math.inf, a) if policy_inf else -math.inf
-    return rounded(-(exact(kl_coef, exp_d) + (exact(g, a) if a else 0)) / n)
+    return rounded(-(exact(kl_coef, exp_d) + (exact(g, a, weight) if policy else 0)) / n)
 
 
 #: Every finite float64 value is a whole number of units of 2**-UNIT (the smallest subnormal).

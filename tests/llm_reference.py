@@ -21,6 +21,10 @@ Each token's gradient is written out by the chain rule, not reused from the loss
   log-ratio; ``g_i = exp(mean_t l'_t)``; ``d g_i / d logp_new_t = g_i / n_i`` where ``l'_t = l_t``
   and 0 where it was clipped, so ``-w * g_i * A_i`` or 0, as for GSPO;
 * KL: ``d (w * beta * k3) / d logp_new = w * beta * (1 - exp(d))``.
+
+Rollout weights ``rho_t`` (and ``keep_i``, a 0 or 1) multiply each token's policy term, not its
+KL term: the token objectives' slopes are multiplied by ``rho_t``; GSPO's and GMPO's sum over
+the response's tokens becomes ``sum_u w_u * rho_u``.  A weight of 0 makes the term 0.
 """
 
 from __future__ import annotations
@@ -111,6 +115,8 @@ def loss_and_grad(
     kl_coef: float = 0.0,
     tau_pos: float | None = None,
     tau_neg: float | None = None,
+    rollout_weights: list[list[float]] | None = None,
+    keep: list[bool] | None = None,
 ) -> Result:
     """The contract's loss and ``d loss / d logp_new`` for one batch (lists of lists)."""
     spec = SPECS[objective]
@@ -135,6 +141,14 @@ def loss_and_grad(
     def advantage(i: int, t: int) -> float:
         row = advantages[i]
         return row[t] if isinstance(row, list) else row
+
+    def rho(i: int, t: int) -> Fraction:
+        """The token's rollout weight times its response's keep."""
+        kept = Fraction(1 if keep is None else int(keep[i]))
+        if rollout_weights is None:
+            return kept
+        row = rollout_weights[i]
+        return Fraction(row[t] if len(row) > 1 else row[0]) * kept
 
     contributions: list[Number] = []
     scale = 0.0
@@ -162,7 +176,11 @@ def loss_and_grad(
                 response_term, clipped = times(s, a), False
             # chain rule: d/d logp_new_t of sum_u w_u * term(s_i), with d s_i / d logp_new_t = s/n
             ds = Fraction(0) if clipped else times(s, a)  # d term / d s_i * s_i
-            response_slope = ds if isinstance(ds, float) else sum(w for _ in ts) * ds / len(ts)
+            weights = sum(w * rho(i, u) for u in ts)  # sum_u w_u * rho_u
+            if isinstance(ds, float):  # an infinity: its sign, unless no token weighs anything
+                response_slope = ds if weights else Fraction(0)
+            else:
+                response_slope = weights * ds / len(ts)
         for t in ts:
             a = advantage(i, t)
             if objective in ("gspo", "gmpo"):
@@ -187,7 +205,10 @@ def loss_and_grad(
                     clipped = (a > 0 and ratio > upper) or (a < 0 and ratio < lower)
                     term = min(times(ratio, a), times(kept, a))
                     slope = Fraction(0) if clipped else times(ratio, a)
-                slope = slope if isinstance(slope, float) else w * slope
+                slope = (
+                    times(slope, rho(i, t)) if isinstance(slope, float) else w * slope * rho(i, t)
+                )
+            term = times(term, rho(i, t)) if isinstance(term, float) else term * rho(i, t)
             has_edges = objective not in ("sapo", "gmpo")  # GMPO's are on l, computed as here
             near_edge[i][t] = has_edges and any(
                 abs(ratio - edge) <= 1e-9 * edge for edge in (lower, upper)
@@ -222,3 +243,35 @@ def group_advantages(rewards: list[float], group_size: int, scale_by_std: bool =
         std = math.sqrt(math.fsum((r - mean) ** 2 for r in group) / (group_size - 1))
         result += [(r - mean) / (std + 1e-4) if scale_by_std else r - mean for r in group]
     return result
+
+
+def rollout_weights(
+    logp_old: list[list[float]], logp_rollout: list[list[float]], mask: list[list[bool]],
+    mode: str, clip_min: float | None = None, clip_max: float | None = 3.0,
+) -> list[list[float]]:  # fmt: skip
+    """TRL's importance weights: exp(d) per token or exp(sum d) per response, d = old - rollout
+    (0 on padding), then clamped (``*_truncate``) or zeroed outside the bounds (``*_mask``)."""
+    low = -math.inf if clip_min is None else clip_min
+    high = math.inf if clip_max is None else clip_max
+    gaps = [
+        [old - new if kept else 0.0 for old, new, kept in zip(*rows, strict=True)]
+        for rows in zip(logp_old, logp_rollout, mask, strict=True)
+    ]
+    if mode.startswith("sequence"):
+        gaps = [[to_float(sum((Fraction(g) for g in row), Fraction(0)))] for row in gaps]
+    weights = [[exp(g) for g in row] for row in gaps]
+    if mode.endswith("truncate"):
+        return [[min(max(x, low), high) for x in row] for row in weights]
+    return [[x if low <= x <= high else 0.0 for x in row] for row in weights]
+
+
+def off_policy_keep(
+    logp_new: list[list[float]], logp_rollout: list[list[float]], advantages: list[float],
+    mask: list[list[bool]], threshold: float,
+) -> list[bool]:  # fmt: skip
+    """OPSM: keep a response if A >= 0 or mean over its tokens of (rollout - new) <= threshold."""
+    keep = []
+    for new, rollout, a, kept in zip(logp_new, logp_rollout, advantages, mask, strict=True):
+        gaps = [Fraction(r) - Fraction(n) for n, r, k in zip(new, rollout, kept, strict=True) if k]
+        keep.append(a >= 0 or to_float(sum(gaps, Fraction(0)) / len(gaps)) <= threshold)
+    return keep

@@ -66,16 +66,26 @@ def kink_free_batch(seed: int = 0, batch: int = 4, length: int = 6) -> dict[str,
 # --------------------------------------------------------------------------
 
 
+ROLLOUT = {
+    "none": {},
+    "token": {"rollout_weights": np.array([[0.5, 2.0, 0.0, 1.0, 3.0, 1.5]] * 4)},
+    "sequence+keep": {"rollout_weights": np.array([[0.5], [2.0], [1.0], [0.0]]),
+                      "keep": [True, False, True, True]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rollout", ROLLOUT)
 @pytest.mark.parametrize("kl_coef", [0.0, 0.5])
 @pytest.mark.parametrize("aggregation", AGGREGATIONS)
 @pytest.mark.parametrize("objective", OBJECTIVES)
-def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef):
-    """Central differences of policy_loss match policy_loss_grad at every unmasked token.
+def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef, rollout):
+    """Central differences of policy_loss match policy_loss_grad at every unmasked token, with
+    and without rollout weights and OPSM's keep (the weights are constants, as in TRL).
 
     CISPO's weight ``clip(r)`` is a stop-gradient constant, so its gradient is the derivative
     with the ratio held fixed: ``logp_old`` moves with ``logp_new`` there.
     """
-    batch = kink_free_batch()
+    batch = {**kink_free_batch(), **ROLLOUT[rollout]}
     band = {"eps_low": EPS_LOW, "eps_high": EPS_HIGH} if llm_clip.SPECS[objective].band else {}
     options = dict(objective=objective, aggregation=aggregation, max_len=MAX_LEN, kl_coef=kl_coef,
                    **band)  # fmt: skip
@@ -94,6 +104,66 @@ def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef)
     assert np.count_nonzero(grad) >= mask.sum() // 3  # the test is not vacuous
     if not llm_clip.SPECS[objective].detached_weight and not kl_coef:
         assert (grad[token_breakdown(**batch, **options).is_clipped] == 0).all()
+
+
+# --------------------------------------------------------------------------
+# Rollout correction: the weights multiply the policy terms, not the KL; OPSM keeps counting
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_rollout_weights_scale_policy_terms_but_not_the_kl(objective):
+    """Twice every weight doubles the policy part of the loss and of the gradient; the KL part
+    is the same; a dropped response adds no policy term but its tokens keep their weight ``w``
+    in the denominators (its neighbours' terms are unchanged)."""
+    batch = kink_free_batch()
+    band = {"eps_low": EPS_LOW, "eps_high": EPS_HIGH} if llm_clip.SPECS[objective].band else {}
+    options = dict(objective=objective, max_len=MAX_LEN, **band)
+    weights = np.linspace(0.5, 2.0, batch["mask"].size).reshape(batch["mask"].shape)
+
+    def loss_and_grad(**extra):
+        b = token_breakdown(**batch, **options, **extra)
+        return b.loss, b.grad
+
+    with_kl = {"kl_coef": 0.5}
+    kl_loss, kl_grad = (
+        a - b for a, b in zip(loss_and_grad(**with_kl), loss_and_grad(), strict=True)
+    )
+    once, twice = loss_and_grad(rollout_weights=weights), loss_and_grad(rollout_weights=2 * weights)
+    assert twice[0] == pytest.approx(2 * once[0], rel=1e-12)
+    np.testing.assert_allclose(twice[1], 2 * once[1], rtol=1e-12, atol=1e-300)
+    weighted_kl = loss_and_grad(rollout_weights=2 * weights, **with_kl)
+    assert weighted_kl[0] - twice[0] == pytest.approx(kl_loss, rel=1e-9, abs=1e-15)
+    np.testing.assert_allclose(weighted_kl[1] - twice[1], kl_grad, rtol=1e-9, atol=1e-15)
+    keep = np.array([True, False, True, True])
+    dropped = token_breakdown(**batch, **options, keep=keep)
+    full = token_breakdown(**batch, **options)
+    assert (dropped.grad[1] == 0).all()
+    assert (dropped.rollout_weight[1] == 0).all()
+    np.testing.assert_array_equal(dropped.weight, full.weight)  # the denominators
+    np.testing.assert_array_equal(dropped.grad[keep], full.grad[keep])
+
+
+def test_a_zero_weight_silences_an_overflowed_term():
+    """A ratio past float64 with A < 0 makes the loss +inf; a rollout weight (or keep) of 0 on
+    that token makes its term exactly 0, not NaN."""
+    arguments = ([[0.0, -1.0]], [[-800.0, -1.0]], [-1.0], [[True, True]])
+    assert policy_loss(*arguments, objective="ppo") == math.inf
+    for extra in ({"rollout_weights": [[0.0, 1.0]]}, {"keep": [False]}):
+        b = token_breakdown(*arguments, objective="ppo", **extra)
+        assert math.isfinite(b.loss)
+        assert np.isfinite(b.grad).all()
+
+
+def test_trl_default_masks_a_response_whose_engine_ratio_passes_three():
+    """TRL 1.16's default (``sequence_mask``, clip_max 3): a response whose tokens the engine
+    found 4 times less likely gets weight 0; a token mode truncates it to 3 instead."""
+    old, engine = np.log([[0.5, 0.5], [0.4, 0.5]]), np.log([[0.125, 0.5], [0.5, 0.5]])
+    mask = [[True, True], [True, True]]
+    sequence = llm_clip.rollout_weights(old, engine, mask, mode="sequence_mask")
+    assert sequence[:, 0].tolist() == [0.0, pytest.approx(0.8)]
+    token = llm_clip.rollout_weights(old, engine, mask, mode="token_truncate")
+    assert token.tolist() == [[3.0, 1.0], [pytest.approx(0.8), 1.0]]
 
 
 # --------------------------------------------------------------------------
@@ -451,6 +521,36 @@ def test_each_check_names_the_argument(change, error, message):
          "rewards must be at most"),
         (llm_clip.group_advantages, {"rewards": [1.0, 2.0], "group_size": 2, "std_eps": 0},
          "std_eps must be positive"),
+        (policy_loss, {**GOOD, "rollout_weights": [[1.0, -0.5]]},
+         r"rollout_weights\[0, 1\] is -0.5; weights must be >= 0"),
+        (policy_loss, {**GOOD, "rollout_weights": [[1.0, 2.0, 3.0]]},
+         r"rollout_weights has shape \(1, 3\); it must be \(1, 1\) or \(1, 2\)"),
+        (policy_loss, {**GOOD, "rollout_weights": [[math.nan, 1.0]]},
+         r"rollout_weights\[0, 0\] is nan"),
+        (policy_loss, {**GOOD, "rollout_weights": [[True, 1.0]]}, "rollout_weights must contain"),
+        (policy_loss_grad, {**GOOD, "keep": [True, False]}, r"keep has shape \(2,\)"),
+        (policy_loss_grad, {**GOOD, "keep": [0.5]}, "keep must hold booleans"),
+        (llm_clip.rollout_weights, {"logp_old": [[0.0]], "logp_rollout": [[0.0]],
+                                    "mask": [[True]], "mode": "token"}, "mode must be one of"),
+        (llm_clip.rollout_weights, {"logp_old": [[0.0]], "logp_rollout": [[math.inf]],
+                                    "mask": [[True]], "mode": "token_mask"},
+         r"logp_rollout\[0, 0\] is inf"),
+        (llm_clip.rollout_weights, {"logp_old": [[0.0]], "logp_rollout": [[0.0]],
+                                    "mask": [[True]], "mode": "token_mask", "clip_min": 2.0,
+                                    "clip_max": 1.0}, "clip_min .* must not exceed clip_max"),
+        (llm_clip.rollout_weights, {"logp_old": [[0.0]], "logp_rollout": [[0.0]],
+                                    "mask": [[True]], "mode": "token_mask", "clip_max": -1.0},
+         "clip_max must be at least 0"),
+        (llm_clip.off_policy_keep, {"logp_new": [[0.0]], "logp_rollout": [[0.0, 1.0]],
+                                    "advantages": [1.0], "mask": [[True]], "threshold": 0.5},
+         "logp_rollout has shape"),
+        (llm_clip.off_policy_keep, {"logp_new": [[0.0, 0.0]], "logp_rollout": [[0.0, 1.0]],
+                                    "advantages": [[1.0, -1.0]], "mask": [[True, True]],
+                                    "threshold": 0.5},
+         "off_policy_keep needs one advantage per response"),
+        (llm_clip.off_policy_keep, {"logp_new": [[0.0]], "logp_rollout": [[0.0]],
+                                    "advantages": [1.0], "mask": [[True]], "threshold": None},
+         "threshold must be a real number"),
     ],
 )  # fmt: skip
 def test_each_public_function_names_its_bad_argument(function, arguments, message):

@@ -73,7 +73,17 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
     kl_coef = draw(st.sampled_from([0.0, 0.1, 1.0]))
     band = {"eps_low": draw(st.floats(0.0, max_eps_low)), "eps_high": draw(st.floats(0.0, 2.0))}
     tau = st.floats(0.05, 5.0)
+    weight = st.one_of(st.just(0.0), st.floats(0.0, 5.0), st.just(1e200 if huge else 3.0))
+    shape = draw(st.sampled_from([None, (size, 1), (size, length)]))
+    weights = None
+    if shape is not None:
+        weights = np.array(
+            draw(st.lists(weight, min_size=math.prod(shape), max_size=math.prod(shape)))
+        )
+    keep = draw(st.one_of(st.none(), st.lists(st.booleans(), min_size=size, max_size=size)))
     return {
+        "rollout_weights": None if weights is None else weights.reshape(shape),
+        "keep": keep,
         **({"tau_pos": draw(tau), "tau_neg": draw(tau)} if spec.tau else {}),
         **(band if spec.band else {"eps_low": None, "eps_high": None}),
         "logp_new": logp_new,
@@ -137,7 +147,7 @@ def test_padding_is_never_read_and_inputs_are_never_changed(batch, filler):
     assume(not (batch["mask"]).all())
     clean = llm_clip.token_breakdown(**batch)
     padded = dict(batch)
-    for name in ("logp_new", "logp_old", "logp_ref", "advantages"):
+    for name in ("logp_new", "logp_old", "logp_ref", "advantages", "rollout_weights"):
         value = batch[name]
         if isinstance(value, np.ndarray) and value.shape == batch["mask"].shape:
             value = np.where(batch["mask"], value, filler)
@@ -145,7 +155,7 @@ def test_padding_is_never_read_and_inputs_are_never_changed(batch, filler):
             padded[name] = value
     copies = {k: v.copy() for k, v in padded.items() if isinstance(v, np.ndarray)}
     dirty = llm_clip.token_breakdown(**padded)
-    for field in ("ratio", "is_clipped", "term", "kl", "weight", "grad"):
+    for field in ("ratio", "is_clipped", "term", "kl", "weight", "grad", "rollout_weight"):
         np.testing.assert_array_equal(getattr(dirty, field), getattr(clean, field))
     assert dirty.loss == clean.loss
     arrays = (padded["logp_new"], padded["logp_old"], padded["advantages"], padded["mask"])
@@ -202,3 +212,44 @@ def test_group_advantages_match_the_reference(group, scale_by_std):
     expected = llm_reference.group_advantages(rewards, size, scale_by_std)
     spread = max(1.0, max(abs(r) for r in rewards))
     np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-9 * spread)
+
+
+@EXAMPLES
+@given(batches(huge=False), st.sampled_from(llm_clip.ROLLOUT_MODES), st.data())
+def test_rollout_weights_and_off_policy_keep_match_the_reference(batch, mode, data):
+    """TRL's importance weights and OPSM's keep on random masked batches whose padding holds
+    NaN or infinities (the engine's log-probabilities are the batch's logp_new, nearby ones
+    or independent ones)."""
+    mask, old, engine = batch["mask"], batch["logp_old"], batch["logp_new"]
+    bound = st.one_of(st.none(), st.floats(0.0, 4.0))
+    clip_min, clip_max = sorted(data.draw(st.tuples(bound, bound)), key=lambda b: b is not None)
+    if clip_min is not None and clip_max is not None and clip_min > clip_max:
+        clip_min, clip_max = clip_max, clip_min
+    filler = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    padded = [np.where(mask, x, filler) for x in (old, engine)]
+    gaps = np.where(mask, old - engine, 0.0)
+    exponents = np.concatenate([gaps.ravel(), gaps.sum(axis=1)])
+    assume(np.abs(np.abs(exponents) - MAX_EXP_ARGUMENT).min() > 1e-6)
+    got = llm_clip.rollout_weights(*padded, mask, mode=mode, clip_min=clip_min, clip_max=clip_max)
+    expected = np.array(
+        llm_reference.rollout_weights(old.tolist(), engine.tolist(), mask.tolist(), mode,
+                                      clip_min, clip_max)
+    )  # fmt: skip
+    assert got.shape == ((len(mask), 1) if mode.startswith("sequence") else mask.shape)
+    rtol = 1e-12 * (1 + mask.shape[1] * np.abs(exponents).max())
+    edges = [b for b in (clip_min, clip_max) if b is not None]
+    unsure = np.zeros(got.shape, dtype=bool)  # a raw weight within rounding of a bound
+    with np.errstate(over="ignore"):
+        raw = np.exp(gaps.sum(axis=1, keepdims=True) if mode.startswith("sequence") else gaps)
+    for edge in edges:
+        unsure |= np.abs(raw - edge) <= 2 * rtol * max(edge, 1e-300)
+    np.testing.assert_allclose(got[~unsure], expected[~unsure], rtol=rtol, atol=0)
+    advantages = batch["advantages"] if batch["advantages"].ndim == 1 else batch["advantages"][:, 0]
+    threshold = data.draw(st.floats(-2.0, 2.0))
+    means = np.where(mask, engine - old, 0.0).sum(axis=1) / mask.sum(axis=1)
+    assume(np.abs(means - threshold).min() > 1e-9 * (1 + np.abs(means).max()))
+    keep = llm_clip.off_policy_keep(padded[1], padded[0], advantages, mask, threshold=threshold)
+    assert keep.dtype == bool
+    assert keep.tolist() == llm_reference.off_policy_keep(
+        engine.tolist(), old.tolist(), advantages.tolist(), mask.tolist(), threshold
+    )
