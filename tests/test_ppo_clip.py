@@ -334,59 +334,85 @@ def test_exp_of_log_is_exact_on_the_boundaries_used_below():
     assert abs(LOG_1_2 - math.log(1.2)) <= 8 * math.ulp(math.log(1.2))
 
 
-#: name: (logp_new, logp_old, advantages, eps, which samples clip, exact ratios {index: r})
+#: name: (logp_new, logp_old, advantages, clip_breakdown's keywords, which samples clip,
+#: exact ratios {index: r}).  Asymmetric bounds move each edge alone; a dual-clip cap c
+#: clips A < 0 above c.
+SIX = (np.log([1.25, 1.25, 0.75, 0.75, 1.3, 0.85]), [0.0] * 6, [1, -1, -1, 1, 1, -1])
+FOUR = (np.log([5.0, 2.0, 5.0, 0.5]), [0.0] * 4, [-1.0, -1.0, 1.0, -1.0])
 EDGE_CASES = {
     # 1.2 from a positive log-probability and from one in range; 0.8 with A < 0; then r = 1
     "a ratio exactly on an edge is not clipped": (
-        [LOG_1_2, 0.0, LOG_0_8, 0.0], [0.0, -LOG_1_2, 0.0, 0.0], [2.0, 2.0, -3.0, 0.5], 0.2,
-        [False] * 4, {0: 1.2, 1: 1.2, 2: 0.8, 3: 1.0},
+        [LOG_1_2, 0.0, LOG_0_8, 0.0], [0.0, -LOG_1_2, 0.0, 0.0], [2.0, 2.0, -3.0, 0.5],
+        {"eps": 0.2}, [False] * 4, {0: 1.2, 1: 1.2, 2: 0.8, 3: 1.0},
     ),
-    "one step past the edge is clipped": ([LOG_1_2 + 1e-15], [0.0], [1.0], 0.2, [True], {}),
+    "one step past the edge is clipped": (
+        [LOG_1_2 + 1e-15], [0.0], [1.0], {"eps": 0.2}, [True], {},
+    ),
     # A > 0 with r < 1 - eps and A < 0 with r > 1 + eps keep their full gradient
     "moves that make the objective worse are never clipped": (
-        [math.log(0.3), math.log(3.0)], [0.0, 0.0], [1.0, -1.0], 0.2, [False, False], {},
+        [math.log(0.3), math.log(3.0)], [0.0, 0.0], [1.0, -1.0], {"eps": 0.2}, [False, False],
+        {},
     ),
     **{
         f"A == 0 is never clipped, eps = {eps}": (
             [-1000.0, math.log(0.5), 0.0, math.log(2.0), 0.0], [0.0, 0.0, 0.0, 0.0, -1000.0],
-            [0.0, 0.0, -0.0, 0.0, 0.0], eps, [False] * 5, {},
+            [0.0, 0.0, -0.0, 0.0, 0.0], {"eps": eps}, [False] * 5, {},
         )
         for eps in (0.0, 0.2, 1.0)
     },
     "eps = 0 clips every favourable move but not r == 1": (
         [-3.0, -3.0 + 1e-9, -3.0 - 1e-9, -3.0 - 1e-9, -3.0 + 1e-9, -3.0], [-3.0] * 6,
-        [1.0, 1.0, -1.0, 1.0, -1.0, -1.0], 0.0, [False, True, True, False, False, False],
-        {0: 1.0, 5: 1.0},
+        [1.0, 1.0, -1.0, 1.0, -1.0, -1.0], {"eps": 0.0},
+        [False, True, True, False, False, False], {0: 1.0, 5: 1.0},
     ),
     # 1 - eps = 0: even a ratio that underflowed to exactly 0 is not below it (strict)
     "eps = 1 never clips a negative advantage": (
         [-1000.0, -50.0, math.log(0.01), math.log(3.0)], [0.0] * 4, [-1.0, -2.0, -0.5, 1.0],
-        1.0, [False, False, False, True], {0: 0.0},
+        {"eps": 1.0}, [False, False, False, True], {0: 0.0},
+    ),
+    "symmetric": (*SIX, {"eps": 0.2}, [True, False, True, False, True, False], {}),
+    "eps_high": (*SIX, {"eps_high": 0.28}, [False, False, True, False, True, False], {}),
+    "eps_low": (*SIX, {"eps_low": 0.1}, [True, False, True, False, True, True], {}),
+    "eps_low and eps_high override eps": (
+        *SIX, {"eps": 0.5, "eps_low": 0.2, "eps_high": 0.2},
+        [True, False, True, False, True, False], {},
+    ),
+    "without a cap": (*FOUR, {}, [False, False, True, True], {}),
+    "a dual-clip cap": (*FOUR, {"dual_clip": 3.0}, [True, False, True, True], {}),
+    "a dual-clip cap tames an overflowed ratio": (
+        [0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], {"dual_clip": 3.0}, [True, False],
+        {0: math.inf},
     ),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("logp_new", "logp_old", "advantages", "eps", "clipped", "ratios"),
+    ("logp_new", "logp_old", "advantages", "band", "clipped", "ratios"),
     EDGE_CASES.values(),
     ids=EDGE_CASES,
 )
 def test_clipping_is_strict_and_one_sided_and_its_gradient_is_minus_r_a_over_n_elsewhere(
-    logp_new, logp_old, advantages, eps, clipped, ratios
+    logp_new, logp_old, advantages, band, clipped, ratios
 ):
-    args = (logp_new, logp_old, advantages, eps)
-    breakdown = clip_breakdown(*args)
+    breakdown = clip_breakdown(logp_new, logp_old, advantages, **band)
     r, a, n = breakdown.ratio, np.array(advantages), len(advantages)
+    eps, cap = band.get("eps", 0.2), band.get("dual_clip")
+    low, high = 1 - band.get("eps_low", eps), 1 + band.get("eps_high", eps)
     assert {i: r[i] for i in ratios} == ratios
-    assert (breakdown.lower, breakdown.upper) == (1 - eps, 1 + eps)
+    assert (breakdown.lower, breakdown.upper, breakdown.dual_clip) == (low, high, cap)
     assert breakdown.is_clipped.tolist() == clipped
-    assert clip_fraction(*args) == sum(clipped) / n
     with np.errstate(all="ignore"):  # r = inf with A == 0: the NaN is replaced by 0
-        kept = np.where(a == 0, 0.0, np.minimum(r * a, np.clip(r, 1 - eps, 1 + eps) * a))
+        kept = np.minimum(r * a, np.clip(r, low, high) * a)
+        if cap is not None:
+            kept = np.where(a < 0, np.maximum(kept, cap * a), kept)
+        kept = np.where(a == 0, 0.0, kept)
         grad = np.where(np.array(clipped) | (a == 0), 0.0, -(r * a) / n)
     np.testing.assert_array_equal(breakdown.objective_term, kept)
-    assert ppo_clip_grad(*args).tolist() == grad.tolist()
-    assert ppo_clip_loss(*args) == -kept.sum() / n + 0.0
+    got = (breakdown.clip_fraction, breakdown.grad.tolist(), breakdown.loss)
+    assert got == (sum(clipped) / n, grad.tolist(), -kept.sum() / n + 0.0)
+    if set(band) == {"eps"}:  # the contract functions give the same
+        args = (logp_new, logp_old, advantages, eps)
+        assert (clip_fraction(*args), ppo_clip_grad(*args).tolist(), ppo_clip_loss(*args)) == got
 
 
 def test_advantages_are_used_as_given_not_normalized():
@@ -567,55 +593,6 @@ def test_returned_arrays_do_not_share_memory_with_the_inputs():
 # Variants in clip_breakdown: asymmetric bounds and dual clip (strict at each bound and at
 # the cap, one float step either side, against the reference: a property test)
 # --------------------------------------------------------------------------
-
-
-def test_asymmetric_bounds_move_each_edge_separately():
-    ratios = np.array([1.25, 1.25, 0.75, 0.75, 1.3, 0.85])
-    advantages = [1.0, -1.0, -1.0, 1.0, 1.0, -1.0]
-    logp_new, logp_old = np.log(ratios), np.zeros(6)
-    symmetric = clip_breakdown(logp_new, logp_old, advantages, 0.2)
-    higher = clip_breakdown(logp_new, logp_old, advantages, 0.2, eps_high=0.28)
-    assert (higher.lower, higher.upper) == (0.8, 1.0 + 0.28)
-    assert symmetric.is_clipped.tolist() == [True, False, True, False, True, False]
-    assert higher.is_clipped.tolist() == [False, False, True, False, True, False]
-    assert higher.grad[0] == -higher.ratio[0] * 1.0 / 6
-    assert higher.objective_term[4] == (1.0 + 0.28) * 1.0
-    lower = clip_breakdown(logp_new, logp_old, advantages, 0.2, eps_low=0.1)
-    assert (lower.lower, lower.upper) == (1.0 - 0.1, 1.2)
-    assert lower.is_clipped.tolist() == [True, False, True, False, True, True]
-    assert lower.objective_term[5] == pytest.approx(-0.9)
-    both = clip_breakdown(logp_new, logp_old, advantages, 0.5, eps_low=0.2, eps_high=0.2)
-    np.testing.assert_array_equal(both.grad, symmetric.grad)
-    assert both.loss == symmetric.loss
-
-
-def test_dual_clip_caps_negative_advantages_far_above_the_band():
-    ratios = [5.0, 3.0, 2.0, 5.0, 0.5]
-    advantages = np.array([-1.0, -1.0, -1.0, 1.0, -1.0])
-    sweep_logp = np.log(ratios)
-    plain = clip_breakdown(sweep_logp, np.zeros(5), advantages)
-    dual = clip_breakdown(sweep_logp, np.zeros(5), advantages, dual_clip=3.0)
-    assert dual.dual_clip == 3.0
-    assert dual.ratio[1] == pytest.approx(3.0, rel=1e-15)
-    # r = 5 > c = 3 with A < 0: the term is c * A and the gradient is switched off
-    assert dual.objective_term[0] == -3.0
-    assert dual.is_clipped[0]
-    assert dual.grad[0] == 0.0
-    assert not plain.is_clipped[0]
-    assert plain.objective_term[0] == pytest.approx(-5.0, rel=1e-15)
-    # below the cap and for A > 0 nothing changes
-    np.testing.assert_array_equal(dual.objective_term[2:], plain.objective_term[2:])
-    np.testing.assert_array_equal(dual.grad[2:], plain.grad[2:])
-    np.testing.assert_array_equal(dual.is_clipped[2:], plain.is_clipped[2:])
-    assert dual.loss < plain.loss
-
-
-def test_dual_clip_cap_tames_an_overflowed_ratio():
-    breakdown = clip_breakdown([0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], dual_clip=3.0)
-    assert breakdown.ratio[0] == math.inf
-    assert breakdown.objective_term.tolist() == [-6.0, 0.0]
-    assert breakdown.grad.tolist() == [0.0, 0.0]
-    assert breakdown.loss == 3.0
 
 
 # --------------------------------------------------------------------------
