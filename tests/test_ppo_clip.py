@@ -203,18 +203,6 @@ def test_batch_with_every_kind_of_overflow_has_no_nan_and_a_zero_advantage_chang
 # differ from another CPU's in the last bit).
 
 
-def test_a_gradient_whose_product_overflows_is_the_exact_finite_value():
-    # r = e^709 ~ 8.2e307 times A = -3 overflows float64, but -r*A/N ~ 1.23e308 fits.
-    args = ([709.0, 0.0], [0.0, 0.0], [-3.0, 1.0])
-    grad = ppo_clip_grad(*args)
-    ratio = clip_breakdown(*args).ratio[0]
-    assert grad[0] == float(Fraction(float(ratio)) * 3 / 2)
-    assert grad[0] == pytest.approx(1.2327611192332458e308, rel=1e-15)
-    assert grad[1] == -0.5
-    np.testing.assert_array_equal(clip_breakdown(*args).grad, grad)
-    np.testing.assert_array_equal(surrogate_grad(*args, objective="unclipped"), grad)
-
-
 def test_one_overflowing_term_in_a_huge_batch_gives_the_finite_loss():
     # N = 2**17, r = e^709.7 and A = -1e5 (the rest 0): r*A overflows, r*A/N does not.
     n = 2**17
@@ -324,8 +312,9 @@ def test_log_probabilities_too_far_apart_for_float64_give_an_infinite_ratio_with
 
 
 # --------------------------------------------------------------------------
-# Edges: the band's boundary, strict comparisons, A == 0, eps = 0 and eps = 1
-# (ratios one float step either side of an edge, against the reference, are a property test)
+# Edges: the band's boundary, strict comparisons, A == 0, eps = 0 and eps = 1, asymmetric
+# bounds and the dual-clip cap (ratios one float step either side of an edge or the cap,
+# against the reference, are a property test)
 # --------------------------------------------------------------------------
 
 
@@ -587,12 +576,6 @@ def test_returned_arrays_do_not_share_memory_with_the_inputs():
     for output in outputs:
         for given in (*args, grid):
             assert not np.shares_memory(output, given)
-
-
-# --------------------------------------------------------------------------
-# Variants in clip_breakdown: asymmetric bounds and dual clip (strict at each bound and at
-# the cap, one float step either side, against the reference: a property test)
-# --------------------------------------------------------------------------
 
 
 # --------------------------------------------------------------------------

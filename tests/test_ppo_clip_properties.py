@@ -429,21 +429,6 @@ def test_sweep_decides_boundary_ratios_like_the_reference(eps, variant, advantag
         assert at_edge.grad[0] == -edge * advantage
 
 
-@EXAMPLES
-@given(data=st.data(), eps=EPS)
-def test_curves_equal_the_contract_functions_with_one_sample(data, eps):
-    logp_new, logp_old, advantage = data.draw(samples(eps))
-    args = ([logp_new], [logp_old], [advantage], eps)
-    ratio = ppo_clip.clip_breakdown(*args).ratio[0]
-    if not math.isfinite(ratio):  # a ratio grid holds finite ratios only
-        event("ratio overflowed; no curve")
-        return
-    sweep = ppo_clip.ratio_sweep([ratio], advantage, eps)
-    assert sweep.grad[0] == ppo_clip.ppo_clip_grad(*args)[0]
-    assert sweep.objective_term[0] == -ppo_clip.ppo_clip_loss(*args)
-    assert sweep.is_clipped[0] == (ppo_clip.clip_fraction(*args) == 1.0)
-
-
 # --------------------------------------------------------------------------
 # The gradient against central finite differences of the loss
 # --------------------------------------------------------------------------
