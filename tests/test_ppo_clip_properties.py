@@ -263,6 +263,7 @@ def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None
         assert result.clip_fraction == fraction
         assert result.grad.tobytes() == grad.tobytes()
     assert ppo_clip.surrogate_loss(*arrays, eps) == loss
+    assert ppo_clip.surrogate_grad(*arrays, eps).tobytes() == grad.tobytes()
 
     event(f"N {'1' if n == 1 else '<= 64' if n <= 64 else '> 64'}")
     if math.isinf(loss):
