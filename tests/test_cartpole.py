@@ -424,13 +424,6 @@ def test_vector_form_matches_gymnasiums_same_step_autoreset():
     assert ours.metadata["autoreset_mode"] == reference.metadata["autoreset_mode"].value
 
 
-def test_vector_reset_takes_one_seed_per_environment():
-    ours = CartPoleVector(3)
-    obs, _ = ours.reset(seed=[5, 0, 9])
-    for row, seed in zip(obs, [5, 0, 9], strict=True):
-        assert np.array_equal(row, CartPole().reset(seed=seed)[0])
-
-
 def test_render_and_close_as_gymnasium_without_a_render_mode():
     reference, ours = gymnasium.make("CartPole-v1"), CartPole()
     reference.reset(seed=0)
