@@ -270,7 +270,7 @@ class BatchGradients:
     is its method's :func:`ppo_clip.objective_grad`.  ppo_clip divides by the chunk's ``m * n``
     samples; multiplying by ``m`` gives each run the gradient of its own mean, exactly (both
     steps are powers of two).  What does not change between steps (the padded old
-    log-probabilities and advantages, which rows take which objective) is prepared once.
+    log-probabilities and advantages, each row's objective) is prepared once.
     """
 
     def __init__(
@@ -286,15 +286,10 @@ class BatchGradients:
         old, adv = (
             np.reshape(np.broadcast_to(a, shape), self.rows) for a in (logp_old, advantages)
         )
-        runs = old.shape[1]
         bands = dict.fromkeys((m.eps, m.eps_high) for m in methods)
         self.groups = [
-            _Group.of(
-                [i for i, m in enumerate(methods) if (m.eps, m.eps_high) == band],
-                methods,
-                old,
-                adv,
-                runs,
+            _Group(
+                [i for i, m in enumerate(methods) if (m.eps, m.eps_high) == band], methods, old, adv
             )
             for band in bands
         ]
@@ -314,73 +309,52 @@ class BatchGradients:
         return grads.reshape(self.shape), clipped.reshape(self.shape)
 
 
-@dataclass(frozen=True)
 class _Group:
     """The methods of one band (rows ``methods`` of a :class:`BatchGradients`), their runs
-    padded and cut into chunks of ``size`` runs; per chunk its slice and, per objective in it,
-    the chunk's rows that take it (None: all of them)."""
+    padded to whole chunks of ``size`` runs, and which runs of a chunk take which objective
+    (``...``: all of them)."""
 
-    methods: list[int]
-    eps: float
-    eps_high: float | None
-    size: int
-    old: FloatArray
-    advantages: FloatArray
-    chunks: list[tuple[slice, list[tuple[ppo_clip.Objective, BoolArray | None]]]]
-    #: The new log-probabilities of a step, padded (the padding's rows stay 0).
-    new: FloatArray
-
-    @classmethod
-    def of(
-        cls,
-        chosen: list[int],
-        methods: Sequence[Method],
-        old: FloatArray,
-        adv: FloatArray,
-        runs: int,
-    ) -> _Group:
-        n = old.shape[-1]
-        used = len(chosen) * runs
+    def __init__(
+        self, methods: list[int], every: Sequence[Method], old: FloatArray, adv: FloatArray
+    ) -> None:
+        n, used = old.shape[-1], len(methods) * old.shape[1]
         size = min(1 << (MAX_SAMPLES_PER_CALL // n).bit_length() - 1, 1 << (used - 1).bit_length())
         padded = -(-used // size) * size
-        kinds = np.repeat([methods[i].objective for i in chosen], runs)
+        kinds = np.repeat([every[i].objective for i in methods], old.shape[1])
         kinds = np.concatenate([kinds, kinds[-1:].repeat(padded - used)])
-        chunks = []
+        self.chunks = []  # per chunk its slice and, per objective in it, the rows that take it
         for start in range(0, padded, size):
             here = kinds[start : start + size]
-            names = list(dict.fromkeys(here.tolist()))
-            rows = [(name, None if len(names) == 1 else here == name) for name in names]
-            chunks.append((slice(start, start + size), rows))
-        old_rows, adv_rows = (
-            np.concatenate([a[chosen].reshape(used, n), np.zeros((padded - used, n))])
+            names = dict.fromkeys(here.tolist())
+            rows = [(name, here == name if len(names) > 1 else ...) for name in names]
+            self.chunks.append((slice(start, start + size), rows))
+        self.old, self.advantages = (
+            np.concatenate([a[methods].reshape(used, n), np.zeros((padded - used, n))])
             for a in (old, adv)
         )
-        band = methods[chosen[0]].eps, methods[chosen[0]].eps_high
-        return cls(chosen, *band, size, old_rows, adv_rows, chunks, np.zeros(old_rows.shape))
+        self.new = np.zeros(self.old.shape)  # a step's, padded (the padding's rows stay 0)
+        self.methods, self.size = methods, size
+        self.eps, self.eps_high = every[methods[0]].eps, every[methods[0]].eps_high
 
     def gradients(self, new: FloatArray) -> tuple[FloatArray, BoolArray]:
         """Gradients and clip decisions of the group's runs ``new`` (``(methods, runs, n)``)."""
-        n = new.shape[-1]
+        n, size = new.shape[-1], self.size
         used = new.size // n
-        padded = self.new  # the padding's rows: zero advantage, no gradient
-        padded[:used] = new.reshape(used, n)
-        grads, clipped = np.empty(padded.shape), np.empty(padded.shape, dtype=bool)
+        self.new[:used] = new.reshape(used, n)
+        grads, clipped = np.empty(self.new.shape), np.empty(self.new.shape, dtype=bool)
         for chunk, objectives in self.chunks:
             breakdown = ppo_clip.clip_breakdown(
-                padded[chunk].ravel(),
+                self.new[chunk].ravel(),
                 self.old[chunk].ravel(),
                 self.advantages[chunk].ravel(),
                 self.eps,
                 eps_high=self.eps_high,
             )
             for objective, rows in objectives:
-                grad = ppo_clip.objective_grad(breakdown, objective).reshape(self.size, n)
-                if rows is None:
-                    grads[chunk] = grad
-                else:
-                    grads[chunk][rows] = grad[rows]
-            clipped[chunk] = breakdown.is_clipped.reshape(self.size, n)
-        return (grads[:used] * self.size).reshape(new.shape), clipped[:used].reshape(new.shape)
+                grad = ppo_clip.objective_grad(breakdown, objective).reshape(size, n)
+                grads[chunk][rows] = grad[rows]
+            clipped[chunk] = breakdown.is_clipped.reshape(size, n)
+        return (grads[:used] * size).reshape(new.shape), clipped[:used].reshape(new.shape)
 
 
 class Step(NamedTuple):

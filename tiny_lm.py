@@ -33,6 +33,7 @@ the longer the count.  RL improves on it; the runs' KL is measured against it.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -324,18 +325,24 @@ def inverse_cdf(probs: FloatArray, uniforms: FloatArray) -> IntArray:
 def sample(model: TinyLM, prompts: IntArray, uniforms: FloatArray) -> Responses:
     """Responses to ``prompts`` ``(runs, B)``, token ``t`` of each drawn with ``uniforms[..., t]``
     (``(runs, B, MAX_LEN)``) until ``<eos>`` or :data:`MAX_LEN` tokens."""
-    runs, batch = prompts.shape
-    tokens = np.full((runs, batch, MAX_LEN), EOS)
-    mask = np.zeros((runs, batch, MAX_LEN), dtype=bool)
-    previous = np.full((runs, batch), BOS)
-    going = np.ones((runs, batch), dtype=bool)
+
+    def next_probs(t: int, previous: IntArray) -> FloatArray:
+        return np.exp(log_softmax(model.forward(features(prompts, np.array(t), previous))[0]))
+
+    return _drawn(prompts, uniforms, next_probs)
+
+
+def _drawn(prompts: IntArray, uniforms: FloatArray, next_probs: Callable) -> Responses:
+    """Token ``t`` of each response is the :func:`inverse_cdf` of ``uniforms[..., t]`` under
+    ``next_probs(t, previous)`` (``previous``: ``<eos>`` once a response has ended)."""
+    tokens = np.full((*prompts.shape, MAX_LEN), EOS)
+    mask = np.zeros(tokens.shape, dtype=bool)
+    previous, going = np.full(prompts.shape, BOS), np.ones(prompts.shape, dtype=bool)
     for t in range(MAX_LEN):
-        logits, _ = model.forward(features(prompts, np.array(t), previous))
-        drawn = inverse_cdf(np.exp(log_softmax(logits)), uniforms[..., t])
-        tokens[..., t] = np.where(going, drawn, EOS)
-        mask[..., t] = going
+        drawn = inverse_cdf(next_probs(t, previous), uniforms[..., t])
+        tokens[..., t], mask[..., t] = np.where(going, drawn, EOS), going
         going = going & (drawn != EOS)
-        previous = drawn
+        previous = np.where(going, drawn, EOS)
         if not going.any():
             break
     return Responses(prompts, tokens, mask)
@@ -404,15 +411,7 @@ def pretrain(seed: int = PRETRAIN_SEED, steps: int = PRETRAIN_STEPS) -> TinyLM:
 
 def sample_teacher(prompts: IntArray, uniforms: FloatArray) -> Responses:
     """Responses of the teacher (:func:`teacher_probs`), drawn as :func:`sample` draws."""
-    tokens = np.full((*prompts.shape, MAX_LEN), EOS)
-    mask = np.zeros(tokens.shape, dtype=bool)
-    previous, going = np.full(prompts.shape, BOS), np.ones(prompts.shape, dtype=bool)
-    for t in range(MAX_LEN):
-        drawn = inverse_cdf(teacher_probs(prompts, previous), uniforms[..., t])
-        tokens[..., t], mask[..., t] = np.where(going, drawn, EOS), going
-        going = going & (drawn != EOS)
-        previous = np.where(going, drawn, EOS)
-    return Responses(prompts, tokens, mask)
+    return _drawn(prompts, uniforms, lambda t, previous: teacher_probs(prompts, previous))
 
 
 @cache

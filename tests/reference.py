@@ -6,8 +6,8 @@ variants too: asymmetric bounds ``eps_low``/``eps_high`` and the dual-clip cap.
 
 * :func:`ratio` is ``exp(logp_new - logp_old)``, ``inf`` where that overflows.
 * :func:`sample` gives one sample's quantities in a batch of ``n``.
-* :func:`batch` gives every sample's, and :func:`loss` sums the kept terms
-  exactly (``math.fsum``), so a test can bound numpy's rounding.
+* :func:`batch` gives every sample's, and :func:`exact_loss` the loss computed exactly
+  and rounded once, so a test can bound numpy's rounding.
 * :func:`contract` returns ``(loss, clip fraction, gradient)`` as the three
   contract functions do.
 
@@ -105,26 +105,6 @@ def batch(
     ]
 
 
-def loss(samples: Sequence[Sample]) -> float:
-    """``-(1/N) * sum(kept terms)`` with the sum exactly rounded (``math.fsum``).
-
-    ``+inf`` when a kept term is ``-inf``; ``nan`` when terms of both
-    infinite signs meet (the contract leaves that case open).
-    """
-    terms = [s.objective_term for s in samples]
-    if math.inf in terms and -math.inf in terms:
-        return math.nan
-    if -math.inf in terms:
-        return math.inf
-    if math.inf in terms:
-        return -math.inf
-    try:
-        return -math.fsum(terms) / len(terms)
-    except OverflowError:
-        total = math.fsum(t / len(terms) for t in terms)
-        return -total
-
-
 def contract(
     logp_new: Sequence[float],
     logp_old: Sequence[float],
@@ -134,7 +114,8 @@ def contract(
     """``(loss, clip fraction, gradient)``: what the three contract functions return."""
     samples = batch(logp_new, logp_old, advantages, eps)
     fraction = sum(s.is_clipped for s in samples) / len(samples)
-    return loss(samples), fraction, [s.grad for s in samples]
+    loss = exact_loss(logp_new, logp_old, advantages, eps)
+    return loss, fraction, [s.grad for s in samples]
 
 
 def exact_loss(

@@ -215,20 +215,20 @@ def test_a_seed_is_accepted_or_refused_as_gymnasium_does(vector, seed, refusal):
     assert ours.state is None
 
 
-def test_a_reset_without_seed_carries_on_with_the_same_generator():
-    reference = gymnasium.make("CartPole-v1")
-    ours = CartPole()
-    assert np.array_equal(ours.reset(seed=3)[0], reference.reset(seed=3)[0])
-    for _ in range(5):
-        assert np.array_equal(ours.reset()[0], reference.reset()[0])
-    assert ours.np_random_seed == reference.np_random_seed == 3
-
-
-def test_a_vector_reset_without_seed_carries_on_with_each_generator():
-    reference, ours = reference_vector(3), CartPoleVector(3)
-    for seed in (5, None, [None, 7, None], None, [2, None, None]):
+@pytest.mark.parametrize(
+    ("vector", "seeds", "last"),
+    [
+        (False, (3, None, None, None, None, None), 3),
+        (True, (5, None, [None, 7, None], None, [2, None, None]), (2, 7, 7)),
+    ],
+    ids=["single", "vector"],
+)
+def test_a_reset_without_seed_carries_on_with_each_generator(vector, seeds, last):
+    reference, ours = both(vector)
+    for seed in seeds:
         assert np.array_equal(ours.reset(seed=seed)[0], reference.reset(seed=seed)[0]), seed
-    assert tuple(ours.np_random_seed) == reference.np_random_seed == (2, 7, 7)
+    assert np.array_equal(ours.np_random_seed, last)
+    assert np.array_equal(reference.np_random_seed, last)
 
 
 @pytest.mark.parametrize(
@@ -422,13 +422,6 @@ def test_vector_form_matches_gymnasiums_same_step_autoreset():
     assert ended["truncated"] >= 20, ended
     assert ended["steps without an end"] >= 1000, ended
     assert ours.metadata["autoreset_mode"] == reference.metadata["autoreset_mode"].value
-
-
-def test_vector_reset_takes_one_seed_per_environment():
-    ours = CartPoleVector(3)
-    obs, _ = ours.reset(seed=[5, 0, 9])
-    for row, seed in zip(obs, [5, 0, 9], strict=True):
-        assert np.array_equal(row, CartPole().reset(seed=seed)[0])
 
 
 def test_render_and_close_as_gymnasium_without_a_render_mode():

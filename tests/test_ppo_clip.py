@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import deque
 from fractions import Fraction
 
 import numpy as np
@@ -180,18 +181,7 @@ def test_a_ratio_beyond_float64_gives_the_contracts_numbers_never_nan(
     assert ppo_clip_grad(*args).tolist() == [grad]
 
 
-def test_batch_with_every_kind_of_overflow_has_no_nan_and_a_zero_advantage_changes_only_1_n():
-    logp_new = [0.0, 0.0, 0.0, math.log(0.9)]
-    logp_old = [-1000.0, -1000.0, -1000.0, 0.0]
-    advantages = [-1.0, 0.0, 2.0, 1.0]
-    breakdown = clip_breakdown(logp_new, logp_old, advantages)
-    for name in ("unclipped_term", "clipped_term", "objective_term", "grad"):
-        assert not np.isnan(getattr(breakdown, name)).any()
-    assert ppo_clip_loss(logp_new, logp_old, advantages) == math.inf
-    assert breakdown.is_clipped.tolist() == [False, False, True, False]
-    grad = ppo_clip_grad(logp_new, logp_old, advantages)
-    assert grad[:3].tolist() == [math.inf, 0.0, 0.0]
-    assert grad[3] == pytest.approx(-0.9 / 4, rel=1e-15)
+def test_an_overflowed_ratio_with_zero_advantage_changes_the_batch_only_through_1_n():
     ordinary = ([math.log(1.1)], [0.0], [2.0])
     mixed = ([0.0, math.log(1.1)], [-1000.0, 0.0], [0.0, 2.0])
     assert ppo_clip_loss(*mixed) == ppo_clip_loss(*ordinary) / 2
@@ -201,18 +191,6 @@ def test_batch_with_every_kind_of_overflow_has_no_nan_and_a_zero_advantage_chang
 # Issue 24: exact where float64 can represent the answer (random batches near float64's limit
 # are a property test).  Each expectation is computed from this machine's ratio (its exp may
 # differ from another CPU's in the last bit).
-
-
-def test_a_gradient_whose_product_overflows_is_the_exact_finite_value():
-    # r = e^709 ~ 8.2e307 times A = -3 overflows float64, but -r*A/N ~ 1.23e308 fits.
-    args = ([709.0, 0.0], [0.0, 0.0], [-3.0, 1.0])
-    grad = ppo_clip_grad(*args)
-    ratio = clip_breakdown(*args).ratio[0]
-    assert grad[0] == float(Fraction(float(ratio)) * 3 / 2)
-    assert grad[0] == pytest.approx(1.2327611192332458e308, rel=1e-15)
-    assert grad[1] == -0.5
-    np.testing.assert_array_equal(clip_breakdown(*args).grad, grad)
-    np.testing.assert_array_equal(surrogate_grad(*args, objective="unclipped"), grad)
 
 
 def test_one_overflowing_term_in_a_huge_batch_gives_the_finite_loss():
@@ -324,8 +302,9 @@ def test_log_probabilities_too_far_apart_for_float64_give_an_infinite_ratio_with
 
 
 # --------------------------------------------------------------------------
-# Edges: the band's boundary, strict comparisons, A == 0, eps = 0 and eps = 1
-# (ratios one float step either side of an edge, against the reference, are a property test)
+# Edges: the band's boundary, strict comparisons, A == 0, eps = 0 and eps = 1, asymmetric
+# bounds and the dual-clip cap (ratios one float step either side of an edge or the cap,
+# against the reference, are a property test)
 # --------------------------------------------------------------------------
 
 
@@ -334,79 +313,85 @@ def test_exp_of_log_is_exact_on_the_boundaries_used_below():
     assert abs(LOG_1_2 - math.log(1.2)) <= 8 * math.ulp(math.log(1.2))
 
 
-def test_a_ratio_exactly_on_an_edge_is_not_clipped_and_its_gradient_is_divided_by_n():
+#: name: (logp_new, logp_old, advantages, clip_breakdown's keywords, which samples clip,
+#: exact ratios {index: r}).  Asymmetric bounds move each edge alone; a dual-clip cap c
+#: clips A < 0 above c.
+SIX = (np.log([1.25, 1.25, 0.75, 0.75, 1.3, 0.85]), [0.0] * 6, [1, -1, -1, 1, 1, -1])
+FOUR = (np.log([5.0, 2.0, 5.0, 0.5]), [0.0] * 4, [-1.0, -1.0, 1.0, -1.0])
+EDGE_CASES = {
     # 1.2 from a positive log-probability and from one in range; 0.8 with A < 0; then r = 1
-    logp_new, logp_old = [LOG_1_2, 0.0, LOG_0_8, 0.0], [0.0, -LOG_1_2, 0.0, 0.0]
-    advantages = [2.0, 2.0, -3.0, 0.5]
-    breakdown = clip_breakdown(logp_new, logp_old, advantages)
-    assert breakdown.ratio.tolist() == [1.2, 1.2, 0.8, 1.0]
-    assert not breakdown.is_clipped.any()
-    assert clip_fraction(logp_new, logp_old, advantages) == 0.0
-    expected = [-1.2 * 2.0 / 4, -1.2 * 2.0 / 4, -0.8 * -3.0 / 4, -1.0 * 0.5 / 4]
-    assert ppo_clip_grad(logp_new, logp_old, advantages).tolist() == expected
-    assert ppo_clip_loss([LOG_1_2], [0.0], [2.0]) == -(1.2 * 2.0)
-    assert ppo_clip_loss([LOG_0_8], [0.0], [-3.0]) == -(0.8 * -3.0)
-    # one step past the edge, through log-probabilities: clipped
-    past = clip_breakdown([LOG_1_2 + 1e-15], [0.0], [1.0])
-    assert past.ratio[0] > 1.2
-    assert past.is_clipped[0]
-    assert past.grad.tolist() == [0.0]
+    "a ratio exactly on an edge is not clipped": (
+        [LOG_1_2, 0.0, LOG_0_8, 0.0], [0.0, -LOG_1_2, 0.0, 0.0], [2.0, 2.0, -3.0, 0.5],
+        {"eps": 0.2}, [False] * 4, {0: 1.2, 1: 1.2, 2: 0.8, 3: 1.0},
+    ),
+    "one step past the edge is clipped": (
+        [LOG_1_2 + 1e-15], [0.0], [1.0], {"eps": 0.2}, [True], {},
+    ),
+    # A > 0 with r < 1 - eps and A < 0 with r > 1 + eps keep their full gradient
+    "moves that make the objective worse are never clipped": (
+        [math.log(0.3), math.log(3.0)], [0.0, 0.0], [1.0, -1.0], {"eps": 0.2}, [False, False],
+        {},
+    ),
+    **{
+        f"A == 0 is never clipped, eps = {eps}": (
+            [-1000.0, math.log(0.5), 0.0, math.log(2.0), 0.0], [0.0, 0.0, 0.0, 0.0, -1000.0],
+            [0.0, 0.0, -0.0, 0.0, 0.0], {"eps": eps}, [False] * 5, {},
+        )
+        for eps in (0.0, 0.2, 1.0)
+    },
+    "eps = 0 clips every favourable move but not r == 1": (
+        [-3.0, -3.0 + 1e-9, -3.0 - 1e-9, -3.0 - 1e-9, -3.0 + 1e-9, -3.0], [-3.0] * 6,
+        [1.0, 1.0, -1.0, 1.0, -1.0, -1.0], {"eps": 0.0},
+        [False, True, True, False, False, False], {0: 1.0, 5: 1.0},
+    ),
+    # 1 - eps = 0: even a ratio that underflowed to exactly 0 is not below it (strict)
+    "eps = 1 never clips a negative advantage": (
+        [-1000.0, -50.0, math.log(0.01), math.log(3.0)], [0.0] * 4, [-1.0, -2.0, -0.5, 1.0],
+        {"eps": 1.0}, [False, False, False, True], {0: 0.0},
+    ),
+    "symmetric": (*SIX, {"eps": 0.2}, [True, False, True, False, True, False], {}),
+    "eps_high": (*SIX, {"eps_high": 0.28}, [False, False, True, False, True, False], {}),
+    "eps_low": (*SIX, {"eps_low": 0.1}, [True, False, True, False, True, True], {}),
+    "eps_low and eps_high override eps": (
+        *SIX, {"eps": 0.5, "eps_low": 0.2, "eps_high": 0.2},
+        [True, False, True, False, True, False], {},
+    ),
+    "without a cap": (*FOUR, {}, [False, False, True, True], {}),
+    "a dual-clip cap": (*FOUR, {"dual_clip": 3.0}, [True, False, True, True], {}),
+    "a dual-clip cap tames an overflowed ratio": (
+        [0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], {"dual_clip": 3.0}, [True, False],
+        {0: math.inf},
+    ),
+}  # fmt: skip
 
 
-def test_moves_that_make_the_objective_worse_are_never_clipped():
-    # A > 0 with r < 1 - eps and A < 0 with r > 1 + eps keep their full gradient.
-    logp_new = [math.log(0.3), math.log(3.0)]
-    advantages = [1.0, -1.0]
-    breakdown = clip_breakdown(logp_new, [0.0, 0.0], advantages)
-    assert breakdown.is_clipped.tolist() == [False, False]
-    np.testing.assert_allclose(breakdown.grad, [-0.3 / 2, 3.0 / 2], rtol=1e-15)
-    np.testing.assert_allclose(breakdown.objective_term, [0.3, -3.0], rtol=1e-15)
-
-
-@pytest.mark.parametrize("eps", [0.0, 0.2, 1.0])
-def test_zero_advantage_is_never_clipped_and_has_zero_gradient(eps):
-    logp_new = [-1000.0, math.log(0.5), 0.0, math.log(2.0), 0.0]
-    logp_old = [0.0, 0.0, 0.0, 0.0, -1000.0]
-    advantages = [0.0, 0.0, -0.0, 0.0, 0.0]
-    breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
-    assert not breakdown.is_clipped.any()
-    assert clip_fraction(logp_new, logp_old, advantages, eps) == 0.0
-    assert ppo_clip_loss(logp_new, logp_old, advantages, eps) == 0.0
-    assert ppo_clip_grad(logp_new, logp_old, advantages, eps).tolist() == [0.0] * 5
-
-
-def test_eps_zero_clips_every_favourable_move_but_not_ratio_one():
-    logp_new = [-3.0, -3.0 + 1e-9, -3.0 - 1e-9, -3.0 - 1e-9, -3.0 + 1e-9, -3.0]
-    logp_old = [-3.0] * 6
-    advantages = [1.0, 1.0, -1.0, 1.0, -1.0, -1.0]
-    breakdown = clip_breakdown(logp_new, logp_old, advantages, 0.0)
-    assert breakdown.ratio[0] == 1.0
-    assert breakdown.ratio[5] == 1.0
-    assert breakdown.lower == breakdown.upper == 1.0
-    assert breakdown.is_clipped.tolist() == [False, True, True, False, False, False]
-    grad = ppo_clip_grad(logp_new, logp_old, advantages, 0.0)
-    assert grad[0] == -1.0 / 6
-    assert grad[5] == 1.0 / 6
-    assert grad[1] == grad[2] == 0.0
-    assert grad[3] != 0.0
-    assert grad[4] != 0.0
-    assert clip_fraction(logp_new, logp_old, advantages, 0) == 2 / 6
-
-
-def test_eps_one_never_clips_a_negative_advantage():
-    # 1 - eps = 0: even a ratio that underflowed to exactly 0 is not below it (strict).
-    logp_new = [-1000.0, -50.0, math.log(0.01), math.log(3.0)]
-    advantages = [-1.0, -2.0, -0.5, 1.0]
-    breakdown = clip_breakdown(logp_new, [0.0] * 4, advantages, 1.0)
-    assert breakdown.ratio[0] == 0.0
-    assert breakdown.lower == 0.0
-    assert breakdown.upper == 2.0
-    assert breakdown.is_clipped.tolist() == [False, False, False, True]
-    assert clip_fraction(logp_new, [0.0] * 4, advantages, 1) == 0.25
-    grad = ppo_clip_grad(logp_new, [0.0] * 4, advantages, 1.0)
-    assert grad[1] == -breakdown.ratio[1] * -2.0 / 4
-    assert grad[1] > 0
-    assert grad[3] == 0.0
+@pytest.mark.parametrize(
+    ("logp_new", "logp_old", "advantages", "band", "clipped", "ratios"),
+    EDGE_CASES.values(),
+    ids=EDGE_CASES,
+)
+def test_clipping_is_strict_and_one_sided_and_its_gradient_is_minus_r_a_over_n_elsewhere(
+    logp_new, logp_old, advantages, band, clipped, ratios
+):
+    breakdown = clip_breakdown(logp_new, logp_old, advantages, **band)
+    r, a, n = breakdown.ratio, np.array(advantages), len(advantages)
+    eps, cap = band.get("eps", 0.2), band.get("dual_clip")
+    low, high = 1 - band.get("eps_low", eps), 1 + band.get("eps_high", eps)
+    assert {i: r[i] for i in ratios} == ratios
+    assert (breakdown.lower, breakdown.upper, breakdown.dual_clip) == (low, high, cap)
+    assert breakdown.is_clipped.tolist() == clipped
+    with np.errstate(all="ignore"):  # r = inf with A == 0: the NaN is replaced by 0
+        kept = np.minimum(r * a, np.clip(r, low, high) * a)
+        if cap is not None:
+            kept = np.where(a < 0, np.maximum(kept, cap * a), kept)
+        kept = np.where(a == 0, 0.0, kept)
+        grad = np.where(np.array(clipped) | (a == 0), 0.0, -(r * a) / n)
+    np.testing.assert_array_equal(breakdown.objective_term, kept)
+    got = (breakdown.clip_fraction, breakdown.grad.tolist(), breakdown.loss)
+    assert got == (sum(clipped) / n, grad.tolist(), -kept.sum() / n + 0.0)
+    if set(band) == {"eps"}:  # the contract functions give the same
+        args = (logp_new, logp_old, advantages, eps)
+        assert (clip_fraction(*args), ppo_clip_grad(*args).tolist(), ppo_clip_loss(*args)) == got
 
 
 def test_advantages_are_used_as_given_not_normalized():
@@ -538,6 +523,10 @@ ARRAY_LIKES = {
         tuple(v.tolist() for v in integer_batch(int)),
         float64_arrays(integer_batch(int)),
     ),
+    "range, deque, numpy scalars": (
+        (range(4), deque(AS_LISTS[1]), [np.float32(a) for a in AS_LISTS[2]]),
+        (np.arange(4.0), EXAMPLE_LOGP_OLD, np.float32(AS_LISTS[2]).astype(np.float64)),
+    ),
 }
 
 
@@ -584,74 +573,8 @@ def test_returned_arrays_do_not_share_memory_with_the_inputs():
 
 
 # --------------------------------------------------------------------------
-# Variants in clip_breakdown: asymmetric bounds and dual clip (strict at each bound and at
-# the cap, one float step either side, against the reference: a property test)
-# --------------------------------------------------------------------------
-
-
-def test_asymmetric_bounds_move_each_edge_separately():
-    ratios = np.array([1.25, 1.25, 0.75, 0.75, 1.3, 0.85])
-    advantages = [1.0, -1.0, -1.0, 1.0, 1.0, -1.0]
-    logp_new, logp_old = np.log(ratios), np.zeros(6)
-    symmetric = clip_breakdown(logp_new, logp_old, advantages, 0.2)
-    higher = clip_breakdown(logp_new, logp_old, advantages, 0.2, eps_high=0.28)
-    assert (higher.lower, higher.upper) == (0.8, 1.0 + 0.28)
-    assert symmetric.is_clipped.tolist() == [True, False, True, False, True, False]
-    assert higher.is_clipped.tolist() == [False, False, True, False, True, False]
-    assert higher.grad[0] == -higher.ratio[0] * 1.0 / 6
-    assert higher.objective_term[4] == (1.0 + 0.28) * 1.0
-    lower = clip_breakdown(logp_new, logp_old, advantages, 0.2, eps_low=0.1)
-    assert (lower.lower, lower.upper) == (1.0 - 0.1, 1.2)
-    assert lower.is_clipped.tolist() == [True, False, True, False, True, True]
-    assert lower.objective_term[5] == pytest.approx(-0.9)
-    both = clip_breakdown(logp_new, logp_old, advantages, 0.5, eps_low=0.2, eps_high=0.2)
-    np.testing.assert_array_equal(both.grad, symmetric.grad)
-    assert both.loss == symmetric.loss
-
-
-def test_dual_clip_caps_negative_advantages_far_above_the_band():
-    ratios = [5.0, 3.0, 2.0, 5.0, 0.5]
-    advantages = np.array([-1.0, -1.0, -1.0, 1.0, -1.0])
-    sweep_logp = np.log(ratios)
-    plain = clip_breakdown(sweep_logp, np.zeros(5), advantages)
-    dual = clip_breakdown(sweep_logp, np.zeros(5), advantages, dual_clip=3.0)
-    assert dual.dual_clip == 3.0
-    assert dual.ratio[1] == pytest.approx(3.0, rel=1e-15)
-    # r = 5 > c = 3 with A < 0: the term is c * A and the gradient is switched off
-    assert dual.objective_term[0] == -3.0
-    assert dual.is_clipped[0]
-    assert dual.grad[0] == 0.0
-    assert not plain.is_clipped[0]
-    assert plain.objective_term[0] == pytest.approx(-5.0, rel=1e-15)
-    # below the cap and for A > 0 nothing changes
-    np.testing.assert_array_equal(dual.objective_term[2:], plain.objective_term[2:])
-    np.testing.assert_array_equal(dual.grad[2:], plain.grad[2:])
-    np.testing.assert_array_equal(dual.is_clipped[2:], plain.is_clipped[2:])
-    assert dual.loss < plain.loss
-
-
-def test_dual_clip_cap_tames_an_overflowed_ratio():
-    breakdown = clip_breakdown([0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], dual_clip=3.0)
-    assert breakdown.ratio[0] == math.inf
-    assert breakdown.objective_term.tolist() == [-6.0, 0.0]
-    assert breakdown.grad.tolist() == [0.0, 0.0]
-    assert breakdown.loss == 3.0
-
-
-# --------------------------------------------------------------------------
 # surrogate_loss / surrogate_grad: the three objectives
 # --------------------------------------------------------------------------
-
-
-def test_clipped_objective_is_the_contract():
-    for eps in (0.0, 0.2, 1.0):
-        args = (*varied_batch(seed=9, n=200, eps=eps), eps)
-        assert surrogate_loss(*args) == ppo_clip_loss(*args)
-        assert surrogate_loss(*args, objective="clipped") == ppo_clip_loss(*args)
-        np.testing.assert_array_equal(surrogate_grad(*args), ppo_clip_grad(*args))
-        np.testing.assert_array_equal(
-            surrogate_grad(*args, objective="clipped"), ppo_clip_grad(*args)
-        )
 
 
 def test_unclipped_objective_on_the_worked_example():
@@ -659,30 +582,6 @@ def test_unclipped_objective_on_the_worked_example():
     grad = surrogate_grad(*EXAMPLE_ARGS, objective="unclipped")
     assert loss == pytest.approx(-(1.4 + 2.2 - 0.6 - 0.45) / 4, rel=1e-15)
     np.testing.assert_allclose(grad, [-0.35, -0.55, 0.15, 0.1125], rtol=1e-15)
-
-
-def test_clip_only_objective_loses_the_way_back():
-    # Sample 0 strayed the wrong way (A > 0, r = 0.5): the clipped objective keeps its
-    # gradient, the clip-only objective leaves it with none.
-    logp_new = np.log([0.5, 1.5, 1.1])
-    args = (logp_new, np.zeros(3), [1.0, 1.0, -2.0])
-    clip_only_grad = surrogate_grad(*args, objective="clip_only")
-    clipped_grad = surrogate_grad(*args, objective="clipped")
-    assert clip_only_grad[0] == 0.0
-    assert clipped_grad[0] == pytest.approx(-0.5 / 3, rel=1e-15)
-    assert clip_only_grad[1] == clipped_grad[1] == 0.0
-    assert clip_only_grad[2] == clipped_grad[2] == pytest.approx(1.1 * 2 / 3, rel=1e-15)
-    assert surrogate_loss(*args, objective="clip_only") == pytest.approx(
-        -(0.8 + 1.2 - 1.1 * 2) / 3, rel=1e-15
-    )
-    assert surrogate_loss(*args, objective="clipped") == pytest.approx(
-        -(0.5 + 1.2 - 1.1 * 2) / 3, rel=1e-15
-    )
-
-
-def test_clip_only_gradient_passes_at_the_band_edges():
-    args = ([LOG_1_2, LOG_0_8], [0.0, 0.0], [1.0, 1.0])
-    assert surrogate_grad(*args, objective="clip_only").tolist() == [-1.2 / 2, -0.8 / 2]
 
 
 def test_every_objective_keeps_zero_advantage_at_zero_after_overflow_and_never_gives_nan():
@@ -717,19 +616,6 @@ def test_a_zero_loss_is_positive_zero_like_the_gradient():
         assert all(math.copysign(1.0, g) == 1.0 for g in grad)
 
 
-def test_objective_terms_on_a_sweep_are_per_sample():
-    sweep = ratio_sweep([0.5, 1.0, 1.5], -2.0)
-    terms, grad = objective_terms(sweep, "unclipped")
-    assert terms.tolist() == [-1.0, -2.0, -3.0]
-    assert grad.tolist() == [1.0, 2.0, 3.0]
-    terms, grad = objective_terms(sweep, "clip_only")
-    assert terms.tolist() == [-1.6, -2.0, -2.4]
-    assert grad.tolist() == [0.0, 2.0, 0.0]
-    terms, grad = objective_terms(sweep)
-    np.testing.assert_array_equal(terms, sweep.objective_term)
-    np.testing.assert_array_equal(grad, sweep.grad)
-
-
 @pytest.mark.parametrize("objective", ["clipped", "unclipped", "clip_only"])
 def test_objective_grad_is_objective_terms_gradient_without_the_terms(objective):
     args = ([709.0, 0.3, -0.4, 0.0, 0.1], [0.0, 0.0, 0.0, 0.0, 0.0], [-3.0, 1.0, -1.0, 0.0, 2.0])
@@ -738,6 +624,8 @@ def test_objective_grad_is_objective_terms_gradient_without_the_terms(objective)
     assert not {"objective_term", "unclipped_term", "clipped_term"} & alone.__dict__.keys()
     np.testing.assert_array_equal(grad, objective_terms(clip_breakdown(*args), objective)[1])
     np.testing.assert_array_equal(grad, surrogate_grad(*args, objective=objective))
+    terms = objective_terms(clip_breakdown(*EXAMPLE_ARGS), objective)[0]  # the loss: their mean
+    assert surrogate_loss(*EXAMPLE_ARGS, objective=objective) == -terms.sum() / 4
     with pytest.raises(ValueError, match="objective"):
         ppo_clip.objective_grad(alone, "min")
 
@@ -746,13 +634,34 @@ def test_objective_grad_is_objective_terms_gradient_without_the_terms(objective)
 # Curves (that each grid point is ppo_clip with N = 1 is a property test)
 # --------------------------------------------------------------------------
 
+#: One sample at each ratio (N = 1): (A, objective, ratios, terms, loss gradients).
+SWEEPS = {
+    "clipped, A > 0: flat above the band": (
+        1.0, "clipped", [0.5, 0.8, 1.0, 1.2, 1.5], [0.5, 0.8, 1.0, 1.2, 1.2],
+        [-0.5, -0.8, -1.0, -1.2, 0.0],
+    ),
+    "clipped, A < 0: flat below the band": (
+        -1.0, "clipped", [0.5, 0.8, 1.0, 1.2, 1.5], [-0.8, -0.8, -1.0, -1.2, -1.5],
+        [0.0, 0.8, 1.0, 1.2, 1.5],
+    ),
+    "clipped, A == 0": (0.0, "clipped", [0.5, 1.0, 1.5], [0.0] * 3, [0.0] * 3),
+    "unclipped": (-2.0, "unclipped", [0.5, 1.0, 1.5], [-1.0, -2.0, -3.0], [1.0, 2.0, 3.0]),
+    "clip-only, A < 0": (-2.0, "clip_only", [0.5, 1.0, 1.5], [-1.6, -2.0, -2.4], [0.0, 2.0, 0.0]),
+    # r = 0.5 strayed the wrong way: clip-only leaves it no gradient back (the clipped
+    # objective keeps -r*A); at the band's edges the gradient passes
+    "clip-only, A > 0": (
+        1.0, "clip_only", [0.5, 0.8, 1.2, 1.5], [0.8, 0.8, 1.2, 1.2], [0.0, -0.8, -1.2, 0.0],
+    ),
+}  # fmt: skip
 
-def test_curves_have_the_textbook_shape():
-    ratios = np.array([0.5, 0.8, 1.0, 1.2, 1.5])
-    up, down, flat = (ratio_sweep(ratios, advantage) for advantage in (1.0, -1.0, 0.0))
-    np.testing.assert_allclose(up.objective_term, [0.5, 0.8, 1.0, 1.2, 1.2])
-    np.testing.assert_allclose(up.grad, [-0.5, -0.8, -1.0, -1.2, 0.0])
-    np.testing.assert_allclose(down.objective_term, [-0.8, -0.8, -1.0, -1.2, -1.5])
-    np.testing.assert_allclose(down.grad, [0.0, 0.8, 1.0, 1.2, 1.5])
-    assert flat.objective_term.tolist() == [0.0] * 5
-    assert flat.grad.tolist() == [0.0] * 5
+
+@pytest.mark.parametrize(
+    ("advantage", "objective", "ratios", "terms", "grad"), SWEEPS.values(), ids=SWEEPS
+)
+def test_curves_have_the_textbook_shape(advantage, objective, ratios, terms, grad):
+    sweep = ratio_sweep(ratios, advantage)
+    got = objective_terms(sweep, objective)
+    assert (got[0].tolist(), got[1].tolist()) == (terms, grad)
+    if objective == "clipped":
+        assert (sweep.objective_term.tolist(), sweep.grad.tolist()) == (terms, grad)
+        assert [a.tolist() for a in objective_terms(sweep)] == [terms, grad]

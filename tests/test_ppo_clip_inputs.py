@@ -110,6 +110,8 @@ BAD_ARRAYS = {
     "bytearray": (bytearray(b"ab"), TypeError, "{name} must be a 1-D array of numbers, got byte"),
     "memoryview": (memoryview(b"ab"), TypeError, "{name} must be a 1-D array of numbers, got mem"),
     "memoryview-of-bytearray": (memoryview(bytearray(2)), TypeError, "{name} must be a 1-D a"),
+    # if it holds numbers, np.asarray(it) says so
+    "memoryview-of-floats": (np.zeros(3).data, TypeError, "np.asarray({name})"),
 }
 
 
@@ -255,25 +257,6 @@ def test_a_long_double_too_large_for_float64_is_named():
     # a long double float64 holds is read as float64 would read it
     fitting = np.array(GOOD[0], dtype=np.longdouble)
     assert ppo_clip_loss(fitting, *GOOD[1:]) == ppo_clip_loss(fitting.astype(np.float64), *GOOD[1:])
-
-
-@pytest.mark.parametrize(
-    "value",
-    [
-        range(3),
-        deque([-0.1, -0.2, -0.3]),
-        np.array([-0.1, -0.2, -0.3]).data,
-        [np.float32(-0.1)] * 3,
-    ],
-    ids=["range", "deque", "memoryview-of-floats-via-ndarray.data", "numpy-scalars"],
-)
-def test_sequences_of_numbers_are_still_read(value):
-    if isinstance(value, memoryview):
-        with pytest.raises(TypeError, match=r"^logp_new must be a 1-D array of numbers"):
-            ppo_clip_loss(value, *GOOD[1:])
-        value = np.asarray(value)  # the remedy: say that the buffer holds numbers
-    expected = ppo_clip_loss(np.array(list(value), dtype=np.float64), *GOOD[1:])
-    assert ppo_clip_loss(value, *GOOD[1:]) == expected
 
 
 def test_partial_loss_takes_numpy_integers():
