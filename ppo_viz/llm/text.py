@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 import llm_clip
 from bandit import exact_kl, kl_penalty_grad, log_softmax
 from ppo_viz.html import Markup, page, table
-from ppo_viz.llm.batch import MAX_LEN, policies, response_batch
+from ppo_viz.llm.batch import WEIGHTS, policies, response_batch
 from ppo_viz.numbers import signed
 from ppo_viz.numerics.text import Demo
 from ppo_viz.style import COLORS, LINES, figure_style
@@ -36,14 +36,6 @@ def batch_table(group_size: int = 4) -> Demo:
     return Demo(b, columns, [])
 
 
-#: The weight of a token of answer i under each aggregation.
-WEIGHTS = {
-    "token-mean": "1/(tokens in the batch)",
-    "seq-mean-token-mean": "1/(B·n_i), n_i the answer's tokens",
-    "seq-mean-token-sum-norm": f"1/(B·L), a constant L = {MAX_LEN}",
-}
-
-
 def objectives_table() -> Markup:
     """Every objective of llm_clip's registry: its term, the weight of its default aggregation,
     its default band (on r; GMPO's on log r; SAPO's temperatures), paper and trainer lines."""
@@ -56,8 +48,15 @@ def objectives_table() -> Markup:
             band = f"[{1 - low:g}, {1 + high:g}]" if spec.band == "ratio" else ""
             band = band or f"[−{low:g}, {high:g}] on log r"
         source = f"arXiv {spec.paper}; {spec.follows}"
-        rows.append((spec.label, spec.formula, WEIGHTS[spec.aggregation], band, source))
-    header = ["objective", "term", "weight w of a token", "default band", "paper; follows"]
+        weight = f"{spec.aggregation}: {WEIGHTS[spec.aggregation]}"
+        rows.append((spec.label, spec.formula, weight, band, source))
+    header = [
+        "objective",
+        "term",
+        "aggregation in llm_clip: w of a token",
+        "default band",
+        "paper; follows",
+    ]
     return page(table(header, rows))
 
 
