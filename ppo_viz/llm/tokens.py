@@ -28,6 +28,7 @@ from matplotlib.path import Path
 from matplotlib.textpath import TextPath
 
 import llm_clip
+import tiny_rlhf
 from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
@@ -50,6 +51,8 @@ CONTROLS = {
     "kl_place": ("KL to the reference", KL_PLACES),
     "group_size": ("group size G", (2, MAX_GROUP)),
 }
+#: The objectives whose advantages skip the group's std (tiny_rlhf's trainers: Dr. GRPO's).
+UNSCALED = {m.objective for m in tiny_rlhf.METHODS.values() if m.advantages == "group_mean"}
 PADDING = "#E6E6E6"
 PUSH_COLORS = LinearSegmentedColormap.from_list(
     "push", [PALETTE["vermillion"], "#FFFFFF", PALETTE["blue"]]
@@ -82,28 +85,22 @@ def advantages(batch: ResponseBatch, s: Setting) -> np.ndarray:
     rewards = batch.rewards
     if s.kl_place == "reward":
         rewards = rewards - s.beta * np.where(batch.mask, batch.logp_old - batch.logp_ref, 0).sum(1)
-    return llm_clip.group_advantages(rewards, s.group_size, scale_by_std=s.objective != "dr_grpo")
+    scaled = s.objective not in UNSCALED
+    return llm_clip.group_advantages(rewards, s.group_size, scale_by_std=scaled)
 
 
 def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
     """Every token's ratio, clip decision, weight and gradient at ``s``, from llm_clip
     (:class:`~ppo_viz.app.InputError` for a setting llm_clip refuses)."""
-    in_loss = s.kl_place == "loss"
     spec = llm_clip.SPECS.get(s.objective)  # an unknown objective: llm_clip's message below
     band = {"eps_low": s.eps_low, "eps_high": s.eps_high} if spec is None or spec.band else {}
+    kl = {"logp_ref": None, "kl_coef": 0.0}  # the KL in the reward: in the advantages
     try:
         b = response_batch(s.group_size)
-        return llm_clip.token_breakdown(
-            b.logp_new[s.mu - 1],
-            b.logp_old,
-            advantages(b, s),
-            b.mask,
-            objective=s.objective,
-            max_len=MAX_LEN,
-            logp_ref=b.logp_ref if in_loss else None,
-            kl_coef=s.beta if in_loss else 0.0,
-            **band,
-        )
+        if s.kl_place == "loss":
+            kl = {"logp_ref": b.logp_ref, "kl_coef": s.beta}
+        args = (b.logp_new[s.mu - 1], b.logp_old, advantages(b, s), b.mask)
+        return llm_clip.token_breakdown(*args, objective=s.objective, max_len=MAX_LEN, **band, **kl)
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
 
@@ -171,7 +168,7 @@ class TokenPushExplorer(LiveFigure):
             self.figure,
             self.update,
             controls,
-            moving=[self.image, *self.glyphs, self.frames, self.capped, self.bars_a, self.bars_sum],
+            moving=[self.image, *self.glyphs, self.frames, self.bars_a, self.bars_sum],
             rows=[
                 ["objective", "mu"],
                 ["eps_low", "eps_high"],
@@ -206,7 +203,6 @@ class TokenPushExplorer(LiveFigure):
             self.image.set_norm(Normalize(-scale, scale))
             self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
             self.frames = self.ax.add_collection(PolyCollection([], **FRAME, zorder=3))
-            self.capped = self.ax.add_collection(PolyCollection([], **FRAME, ls="--", zorder=3))
             self.bars_a = self.ax_a.add_collection(LineCollection([], color=COLORS["guide"]))
             self.bars_sum = self.ax_sum.add_collection(LineCollection([], color=COLORS["clipped"]))
             colorbar = self.figure.colorbar(self.image, cax=cax)
@@ -276,10 +272,8 @@ class TokenPushExplorer(LiveFigure):
         light = np.abs(push) < 0.55 * self.image.norm.vmax
         for v, glyph in enumerate(self.glyphs):
             glyph.set_facecolors(np.where(light[(batch.tokens == v) & b.mask], "#222222", "white"))
-        framed = _frames(np.argwhere(b.is_clipped))
-        capped = llm_clip.SPECS[s.objective].detached_weight
-        self.frames.set_verts([] if capped else framed)
-        self.capped.set_verts(framed if capped else [])
+        self.frames.set_verts(_frames(np.argwhere(b.is_clipped)))
+        self.frames.set_linestyle("--" if llm_clip.SPECS[s.objective].detached_weight else "-")
         for bars, values in ((self.bars_a, advantages(batch, s)), (self.bars_sum, push.sum(1))):
             bars.set_segments(_bars(values))
             bars.set_linewidth(0.6 * self._row_height())
