@@ -8,6 +8,7 @@ the markdown (``assert_states``).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import re
@@ -337,13 +338,13 @@ def _prose() -> str:
 
 
 def part_a_numbers() -> list[str]:
-    """Every number sections 1 to 6 and things to try 3 state, computed here, and the facts
-    behind the sentences that give no number."""
+    """Every number sections 1 to 6 and things to try 3 state, computed here (from llm_clip's
+    registry where it is a default), and the facts behind the sentences that give no number."""
     batch, four, two = response_batch(4), response_batch(4).advantages(), response_batch(2)
     tokens, first = int(batch.mask.sum()), (batch.logp_new[0], batch.logp_old, four, batch.mask)
     at = {mu: push_expected(Setting(mu=mu))[0] for mu in range(1, MAX_MU + 1)}
     dapo = {e: push_expected(Setting(objective="dapo", eps_high=e))[0] for e in (0.2, 0.28)}
-    high = {e: int((b.is_clipped & (four[:, None] > 0)).sum()) for e, b in dapo.items()}
+    above = {e: int((b.is_clipped & (four[:, None] > 0)).sum()) for e, b in dapo.items()}
     at_3, paper = (batch.logp_new[2], *first[1:]), {"eps_low": 3e-4, "eps_high": 4e-4}
     gspo = llm_clip.token_breakdown(*at_3, objective="gspo", **paper)
     cispo = push_expected(Setting(objective="cispo"))[0]
@@ -352,14 +353,14 @@ def part_a_numbers() -> list[str]:
     assert four[np.argwhere(silent)[0][0]] == 0.0
     assert abs(llm_clip.policy_loss(*first, objective="grpo")) < 1e-15  # "GRPO's loss is 0"
     assert push_expected(Setting(mu=1, beta=0.2))[0].loss > 0.01  # "with no KL term in the loss"
-    fractions = {
-        mu: [
-            llm_clip.clip_fraction_cleanrl(*first[:2], batch.mask)["losses/clipfrac"],
-            llm_clip.clip_fraction_verl(*first)["actor/pg_clipfrac"],
-            llm_clip.clip_ratio_trl(*first)["clip_ratio/region_mean"],
+    fractions = {}
+    for mu in (2, 3):
+        args = (batch.logp_new[mu - 1], *first[1:])
+        fractions[mu] = [
+            llm_clip.clip_fraction_cleanrl(*args[:2], batch.mask)["losses/clipfrac"],
+            llm_clip.clip_fraction_verl(*args)["actor/pg_clipfrac"],
+            llm_clip.clip_ratio_trl(*args)["clip_ratio/region_mean"],
         ]
-        for mu, first in ((mu, (batch.logp_new[mu - 1], *first[1:])) for mu in (2, 3))
-    }
     assert len(set(fractions[2])) == 1
     assert fractions[3][1] == fractions[3][2]
     outside = batch.mask & (np.abs(at[3].ratio - 1) > 0.2) & ~at[3].is_clipped
@@ -382,7 +383,28 @@ def part_a_numbers() -> list[str]:
     verl = llm_clip.clip_fraction_verl(*at_3, objective="gspo", **paper)["actor/pg_clipfrac"]
     region = llm_clip.clip_ratio_trl(*at_3, objective="gspo", **paper)["clip_ratio/region_mean"]
     capped = llm_clip.token_breakdown(*at_3, objective="cispo").is_clipped.sum()
+    # section 2's SAPO and GMPO, from the registry and the loss: f(1) = 2/τ and f'(1) = 1 (a
+    # one-token answer at r = 1, A = 1, w = 1); GMPO's band on log r, e^±0.4 on r
+    tau_pos, tau_neg = llm_clip.SPECS["sapo"].tau
+    at_one = llm_clip.token_breakdown([[0.0]], [[0.0]], [1.0], [[True]], objective="sapo")
+    assert at_one.term[0, 0] == pytest.approx(2 / tau_pos, rel=1e-15)  # f(1) = 2 / tau
+    assert at_one.grad[0, 0] == pytest.approx(-1.0, rel=1e-15)  # -w r f'(r) A: f'(1) = 1
+    low, high = llm_clip.SPECS["gmpo"].default_band
+    assert low == high
+    far = llm_clip.token_breakdown([[1.0]], [[0.0]], [1.0], [[True]], objective="gmpo")
+    assert far.ratio[0, 0] == pytest.approx(math.exp(high), rel=1e-15)  # log r clipped at 0.4
+    dapo = llm_clip.SPECS["dapo"].default_band
+    start = inspect.signature(LengthBiasExplorer).parameters  # the length app's two answers
+    short, long = start["short"].default, start["long"].default
+    times = rounded(long / short)
     return [
+        f"$\\tau = {rounded(tau_pos)}$ for $A > 0$, {rounded(tau_neg)} otherwise",
+        "Since $f(1) = 2/\\tau$ and $f'(1) = 1$",
+        f"Its paper's $\\epsilon = {rounded(high)}$ bounds $\\log r$",
+        f"$[e^{{-{rounded(low)}}}, e^{{{rounded(high)}}}] \\approx "
+        f"[{math.exp(-low):.2f}, {math.exp(high):.2f}]$",
+        f"its paper's {rounded(high)}, which bounds $\\log r$",
+        f"$\\epsilon_\\text{{high}}$ moves from {rounded(dapo[0])} to {rounded(dapo[1])}",
         f"no ⏎ within {MAX_LEN} tokens",
         f"$G = {batch.group_size}$ answers to each of {len(PROMPTS)} prompts",
         f"{len(batch.rewards)} answers",
@@ -390,13 +412,13 @@ def part_a_numbers() -> list[str]:
         f"{int((batch.rewards == 1).sum())} answers are right",
         f"{len(zero)} answers have $A = 0$ exactly",
         f"switches off {int(at[3].is_clipped.sum())} of the {tokens} tokens",
-        f"of the {high[0.2]} tokens switched off above the band, {high[0.2] - high[0.28]} gets",
+        f"of the {above[0.2]} tokens switched off above the band, {above[0.2] - above[0.28]} gets",
         f"only {int(push_expected(Setting(objective='gspo'))[0].is_clipped.any(1).sum())} answer",
         f"{int(cispo.is_clipped.sum())} tokens have their weight capped",
-        f"{int(gspo.is_clipped.any(axis=1).sum())} of the 12 answers are switched off",
+        f"{int(gspo.is_clipped.any(1).sum())} of the {len(batch.rewards)} answers are switched",
         f"the {len(zero)} answers with",
-        "with 2 and 8 tokens, each token of the short answer gets 4 times",
-        "moves 4 times as much",
+        f"with {short} and {long} tokens, each token of the short answer gets {times} times",
+        f"moves {times} times as much",
         "For PPO the aggregation is an implementation choice",
         f"starts at a loss of {rounded(llm_clip.policy_loss(*first, objective='dapo'), 4)}",
         f"{int(at[2].is_clipped.sum())} of the {tokens} tokens are switched off "
@@ -421,32 +443,6 @@ def test_every_number_part_a_states_is_the_computed_one():
     prose = _prose()
     assert_states(prose, *part_a_numbers())
     assert "(PPO, DAPO, CISPO" not in prose  # token-mean is not PPO's by definition (section 3)
-
-
-def test_numbers_stated_about_sapo_and_gmpo_are_the_computed_ones():
-    """Section 2's SAPO and GMPO numbers, from llm_clip's registry and its loss: f(1) = 2/τ and
-    f'(1) = 1 (a one-token answer at r = 1), τ's defaults, GMPO's 0.4 and its band on r, e^±0.4;
-    the map's DAPO move from 0.2 to 0.28."""
-    tau_pos, tau_neg = llm_clip.SPECS["sapo"].tau
-    one = ([[0.0]], [[0.0]], [1.0], [[True]])  # r = 1, A = 1, w = 1
-    at_one = llm_clip.token_breakdown(*one, objective="sapo")
-    assert at_one.term[0, 0] == pytest.approx(2 / tau_pos, rel=1e-15)  # f(1) = 2 / tau
-    assert at_one.grad[0, 0] == pytest.approx(-1.0, rel=1e-15)  # -w r f'(r) A: f'(1) = 1
-    low, high = llm_clip.SPECS["gmpo"].default_band
-    assert low == high
-    far = llm_clip.token_breakdown([[1.0]], [[0.0]], [1.0], [[True]], objective="gmpo")
-    assert far.ratio[0, 0] == pytest.approx(math.exp(high), rel=1e-15)  # log r clipped at 0.4
-    dapo = llm_clip.SPECS["dapo"].default_band
-    assert_states(
-        _prose(),
-        f"$\\tau = {rounded(tau_pos)}$ for $A > 0$, {rounded(tau_neg)} otherwise",
-        "Since $f(1) = 2/\\tau$ and $f'(1) = 1$",
-        f"Its paper's $\\epsilon = {rounded(high)}$ bounds $\\log r$",
-        f"$[e^{{-{rounded(low)}}}, e^{{{rounded(high)}}}] \\approx "
-        f"[{math.exp(-low):.2f}, {math.exp(high):.2f}]$",
-        f"its paper's {rounded(high)}, which bounds $\\log r$",
-        f"$\\epsilon_\\text{{high}}$ moves from {rounded(dapo[0])} to {rounded(dapo[1])}",
-    )
 
 
 def test_things_to_try_8_and_9_sapo_keeps_most_of_a_push_and_gmpo_at_0_2():
