@@ -8,6 +8,7 @@ the markdown (``assert_states``).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import re
@@ -22,7 +23,6 @@ from notebook_runner import execute_notebook, output_problems, run_committed
 
 import llm_clip
 from experiments.rlhf_findings import FINDINGS, UNSETTLED
-from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.llm import (
     ClipFractionExplorer,
     LengthBiasExplorer,
@@ -32,7 +32,6 @@ from ppo_viz.llm import (
     kl_gradient_bias,
     response_batch,
 )
-from ppo_viz.llm.apps import AGGREGATIONS
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, PROMPTS, VOCAB
 from ppo_viz.llm.tokens import KL_PLACES, OBJECTIVES, band_of
 from ppo_viz.numbers import rounded
@@ -52,21 +51,11 @@ def push_expected(s: Setting) -> tuple[llm_clip.TokenBreakdown, np.ndarray]:
         k1 = ((batch.logp_old - batch.logp_ref) * batch.mask).sum(axis=1)
         rewards = rewards - s.beta * k1
     a = llm_clip.group_advantages(rewards, s.group_size, scale_by_std=s.objective != "dr_grpo")
-    in_loss = s.kl_place == "loss"
-    band = (
-        {"eps_low": s.eps_low, "eps_high": s.eps_high} if llm_clip.SPECS[s.objective].band else {}
-    )
-    return llm_clip.token_breakdown(
-        batch.logp_new[s.mu - 1],
-        batch.logp_old,
-        a,
-        batch.mask,
-        objective=s.objective,
-        max_len=MAX_LEN,
-        logp_ref=batch.logp_ref if in_loss else None,
-        kl_coef=s.beta if in_loss else 0.0,
-        **band,
-    ), a
+    kl = {"logp_ref": batch.logp_ref, "kl_coef": s.beta} if s.kl_place == "loss" else {}
+    band = {"eps_low": s.eps_low, "eps_high": s.eps_high}
+    args = (batch.logp_new[s.mu - 1], batch.logp_old, a, batch.mask)
+    band = band if llm_clip.SPECS[s.objective].band else {}
+    return llm_clip.token_breakdown(*args, objective=s.objective, max_len=MAX_LEN, **kl, **band), a
 
 
 def set_controls(app, **values) -> None:
@@ -100,7 +89,7 @@ def test_the_batch_is_seeded_grouped_and_its_rewards_verifiable():
     assert not batch.tokens.flags.writeable
 
 
-# -- the heat map ------------------------------------------------------------------------------
+# -- the apps ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -108,16 +97,49 @@ def token_app() -> TokenPushExplorer:
     return TokenPushExplorer()
 
 
+def readout_states(s: Setting, expected: llm_clip.TokenBreakdown) -> list[str]:
+    """What the map's readout must state at ``s``, worded by the objective's registry entry."""
+    spec, off, tokens = llm_clip.SPECS[s.objective], expected.is_clipped.sum(), expected.mask.sum()
+    band = {
+        "ratio": f"band [{rounded(1 - s.eps_low, 3)}, {rounded(1 + s.eps_high, 3)}]",
+        "log-ratio": f"band on log r [{rounded(-s.eps_low, 3)}, {rounded(s.eps_high, 3)}]",
+        None: "no band but a soft gate",
+    }[spec.band]
+    switched = {
+        "detached": f"{off} of {tokens} tokens' weights capped; none switched off",
+        "sequence": f"{expected.is_clipped.any(axis=1).sum()} of {len(expected.mask)} answers",
+        "soft": "no band but a soft gate · none switched off",
+    }.get(spec.clip_kind, f"{off} of {tokens} tokens switched off")
+    return [f"μ = {s.mu}", band, switched, f"loss {rounded(expected.loss, 4)}"]
+
+
+def assert_map_shows(app: TokenPushExplorer) -> llm_clip.TokenBreakdown:
+    """The map, its frames, its two bar panels and its readout show llm_clip's numbers."""
+    s = app.setting()
+    expected, advantages = push_expected(s)
+    shown = app.image.get_array()
+    assert np.array_equal(np.ma.getmaskarray(shown), ~expected.mask)
+    assert np.array_equal(shown.data[expected.mask], -expected.grad[expected.mask])
+    ((_, dashes),) = app.frames.get_linestyle()  # dashed where the weight is detached (CISPO)
+    assert (dashes is not None) == llm_clip.SPECS[s.objective].detached_weight
+    frames = app.frames.get_paths()
+    centres = {tuple(np.round(p.vertices[:4].mean(0)).astype(int)[::-1]) for p in frames}
+    assert centres == {tuple(x) for x in np.argwhere(expected.is_clipped)}
+    for bars, drawn in ((app.bars_a, advantages), (app.bars_sum, -expected.grad.sum(axis=1))):
+        ends = np.array([segment[1] for segment in bars.get_segments()])
+        assert np.array_equal(ends, np.stack([drawn, np.arange(len(drawn))], 1))
+    assert_states(plain(app.readout.value), *readout_states(s, expected))
+    return expected
+
+
 SETTINGS = [
     {},
     {"mu": 1},
     {"objective": "ppo", "mu": 4},
     {"objective": "dr_grpo", "group_size": 8},
-    {"objective": "dapo", "eps_high": 0.28},
     {"objective": "gspo", "eps_low": 0.05, "eps_high": 0.05},
     {"objective": "cispo", "mu": 4},
     {"objective": "sapo", "mu": 4},
-    {"objective": "gmpo", "eps_low": 0.4, "eps_high": 0.4},
     {"beta": 0.3, "mu": 2},
     {"beta": 0.3, "kl_place": "reward", "group_size": 3},
 ]
@@ -131,39 +153,42 @@ def test_the_map_draws_llm_clips_push_frames_and_advantages(token_app, values):
     try:
         set_controls(token_app, **values)
         assert token_app.message.value == ""
-        s = token_app.setting()
-        expected, advantages = push_expected(s)
-        shown = token_app.image.get_array()
-        assert np.array_equal(np.ma.getmaskarray(shown), ~expected.mask)
-        assert np.array_equal(shown.data[expected.mask], -expected.grad[expected.mask])
-        solid, dashed = token_app.frames, token_app.capped
-        framed = dashed if llm_clip.SPECS[s.objective].detached_weight else solid
-        assert not (solid if framed is dashed else dashed).get_paths()
-        centres = {
-            tuple(np.round(p.vertices[:4].mean(axis=0)).astype(int)[::-1])
-            for p in framed.get_paths()
-        }
-        assert centres == {tuple(x) for x in np.argwhere(expected.is_clipped)}
-        rows = np.arange(len(advantages))
-        for bars, values_drawn in (
-            (token_app.bars_a, advantages),
-            (token_app.bars_sum, -expected.grad.sum(axis=1)),
-        ):
-            ends = np.array([segment[1] for segment in bars.get_segments()])
-            assert np.array_equal(ends[:, 0], values_drawn)
-            assert np.array_equal(ends[:, 1], rows)
-        readout = plain(token_app.readout.value)
-        assert_states(readout, f"μ = {s.mu}", f"loss {rounded(expected.loss, 4)}")
-        if s.objective == "gspo":
-            assert_states(
-                readout, f"{expected.is_clipped.any(axis=1).sum()} of {len(rows)} answers"
-            )
-        elif s.objective == "sapo":
-            assert_states(readout, "no band but a soft gate · none switched off")
-        else:
-            assert_states(readout, f"{expected.is_clipped.sum()} of {expected.mask.sum()} tokens")
+        assert_map_shows(token_app)
     finally:
         set_controls(token_app, **start)
+
+
+def test_an_objective_brings_its_own_band_to_the_sliders_and_the_map(token_app):
+    """Choosing an objective moves the ε sliders to its registry band (DAPO 0.2/0.28, GMPO 0.4 on
+    log r, contract "llm_clip") and the map and readout show that band; sliders of an objective
+    without a band are greyed out and keep their values; a value set after the choice stays;
+    Reset restores all."""
+    start = token_app.values()
+    sliders = [token_app.controls[name] for name in ("eps_low", "eps_high")]
+    try:
+        for objective, spec in llm_clip.SPECS.items():
+            before = tuple(slider.value for slider in sliders)
+            token_app.controls["objective"].value = objective
+            assert tuple(slider.value for slider in sliders) == (spec.default_band or before)
+            assert all(slider.disabled == (spec.band is None) for slider in sliders)
+            assert_map_shows(token_app)
+        assert llm_clip.SPECS["dapo"].default_band == (0.2, 0.28)
+        assert llm_clip.SPECS["gmpo"].default_band == (0.4, 0.4)
+        token_app.controls["eps_high"].value = 0.5  # the user's own band, after the choice
+        assert token_app.setting().eps_high == 0.5
+        assert_map_shows(token_app)
+    finally:
+        token_app.reset()
+    assert token_app.values() == start
+    assert not any(slider.disabled for slider in sliders)
+
+
+def test_the_maps_controls_and_legend_come_from_llm_clips_registry(token_app):
+    assert set(OBJECTIVES.values()) == set(llm_clip.OBJECTIVES)
+    assert set(KL_PLACES.values()) == {"loss", "reward"}
+    detached = [s.label for s in llm_clip.SPECS.values() if s.detached_weight]
+    legend = [t.get_text() for t in token_app.figure.legends[0].get_texts()]
+    assert f"weight capped, gradient kept ({', '.join(detached)})" in legend
 
 
 def test_a_new_group_size_shows_what_a_whole_redraw_shows_without_one(token_app):
@@ -178,84 +203,27 @@ def test_one_colour_scale_and_one_push_axis_hold_every_group_size(token_app):
     for group_size in range(2, MAX_GROUP + 1):
         for objective, mu in itertools.product(OBJECTIVES.values(), range(1, MAX_MU + 1)):
             setting = Setting(objective, mu, group_size=group_size, **band_of(objective))
-            expected, _ = push_expected(setting)
-            push = -expected.grad
+            push = -push_expected(setting)[0].grad
             assert np.abs(push).max() <= scale
             assert np.abs(push.sum(axis=1)).max() < reach
 
 
-def test_an_objective_brings_its_own_band_to_the_sliders_and_the_map(token_app):
-    """Choosing an objective moves the ε sliders to its registry band (DAPO 0.2/0.28, GMPO 0.4 on
-    log r, contract "llm_clip") and the map and readout show that band; SAPO's sliders are
-    greyed out and keep their values; a value set after the choice stays; Reset restores all."""
-    start = token_app.values()
-    sliders = [token_app.controls[name] for name in ("eps_low", "eps_high")]
-    try:
-        for objective, spec in llm_clip.SPECS.items():
-            before = tuple(slider.value for slider in sliders)
-            token_app.controls["objective"].value = objective
-            band = tuple(slider.value for slider in sliders)
-            assert band == (spec.default_band or before), objective
-            assert all(slider.disabled == (spec.band is None) for slider in sliders)
-            expected, _ = push_expected(token_app.setting())
-            shown = token_app.image.get_array()
-            assert np.array_equal(shown.data[expected.mask], -expected.grad[expected.mask])
-            low, high = band
-            readout = {
-                "ratio": f"band [{rounded(1 - low, 3)}, {rounded(1 + high, 3)}]",
-                "log-ratio": f"band on log r [{rounded(-low, 3)}, {rounded(high, 3)}]",
-                None: "no band but a soft gate",
-            }[spec.band]
-            assert_states(plain(token_app.readout.value), readout)
-        assert llm_clip.SPECS["dapo"].default_band == (0.2, 0.28)
-        assert llm_clip.SPECS["gmpo"].default_band == (0.4, 0.4)
-        token_app.controls["eps_high"].value = 0.5  # the user's own band, after the choice
-        expected, _ = push_expected(token_app.setting())
-        assert token_app.setting().eps_high == 0.5
-        assert np.array_equal(
-            token_app.image.get_array().data[expected.mask], -expected.grad[expected.mask]
-        )
-    finally:
-        token_app.reset()
-    assert token_app.values() == start
-    assert not any(slider.disabled for slider in sliders)
-
-
-def test_every_objective_on_the_map_is_one_of_llm_clips():
-    assert set(OBJECTIVES.values()) == set(llm_clip.OBJECTIVES)
-    assert set(KL_PLACES.values()) == {"loss", "reward"}
-
-
-def test_a_setting_llm_clip_refuses_is_a_message_and_the_map_stays(token_app):
-    before = token_app.image.get_array().copy()
-    token_app.controls["eps_low"].value = math.nan  # only from code: a slider gives no NaN
-    try:
-        assert f"{token_app.controls['eps_low'].description} is nan" in plain(
-            token_app.message.value
-        )
-        assert np.array_equal(token_app.image.get_array(), before)
-    finally:
-        token_app.controls["eps_low"].value = 0.2
-    assert token_app.message.value == ""
-
-
 @pytest.mark.parametrize(
-    ("setting", "error", "names"),
+    ("make", "error", "names"),
     [
-        (Setting(group_size=1), ValueError, "group_size"),
-        (Setting(eps_high=1.5), ValueError, "eps_high"),
-        (Setting(mu=0), ValueError, "mu"),
-        (Setting(objective="trpo"), ValueError, "objective"),
-        (Setting(kl_place="advantage"), ValueError, "kl_place"),
-        ({"mu": 2}, TypeError, "setting"),
+        (lambda: TokenPushExplorer(Setting(group_size=1)), ValueError, "group_size"),
+        (lambda: TokenPushExplorer(Setting(eps_high=1.5)), ValueError, "eps_high"),
+        (lambda: TokenPushExplorer(Setting(mu=0)), ValueError, "mu"),
+        (lambda: TokenPushExplorer(Setting(objective="trpo")), ValueError, "objective"),
+        (lambda: TokenPushExplorer(Setting(kl_place="advantage")), ValueError, "kl_place"),
+        (lambda: TokenPushExplorer({"mu": 2}), TypeError, "setting"),
+        (lambda: LengthBiasExplorer(short=0), ValueError, "short"),
+        (lambda: ClipFractionExplorer(mu=MAX_MU + 1), ValueError, "mu"),
     ],
 )
-def test_the_map_refuses_a_start_it_cannot_show_by_name(setting, error, names):
+def test_an_app_refuses_a_start_it_cannot_show_by_name(make, error, names):
     with pytest.raises(error, match=names):
-        TokenPushExplorer(setting)
-
-
-# -- length bias and the clip fractions ----------------------------------------------------------
+        make()
 
 
 @pytest.mark.parametrize(("short", "long", "advantage"), [(2, 8, 1.0), (3, 10, -1.0), (5, 5, 0.5)])
@@ -264,29 +232,20 @@ def test_the_length_app_stacks_llm_clips_pushes(short, long, advantage):
     set_controls(app, short=short, long=long, advantage=advantage)
     mask = np.arange(MAX_LEN) < np.array([short, long])[:, None]
     logp = np.zeros((2, MAX_LEN))
-    for name in AGGREGATIONS:
+    for ax, name in zip(app.figure.axes, llm_clip.AGGREGATIONS, strict=True):
         push = -llm_clip.policy_loss_grad(
             logp, logp, [advantage] * 2, mask, objective="grpo", aggregation=name, max_len=MAX_LEN
         )
         heights = [p.vertices[2, 1] - p.vertices[1, 1] for p in app.blocks[name].get_paths()]
-        assert np.allclose(
-            heights, np.concatenate([push[0, :short], push[1, :long]]), rtol=0, atol=1e-15
-        )
-        tops = [push[row].sum() for row in range(2)]
-        assert [label.get_text().split("= ")[-1] for label in app.labels[name]] == [
-            rounded(t, 3) for t in tops
-        ]
+        expected = np.concatenate([push[0, :short], push[1, :long]])
+        assert np.allclose(heights, expected, rtol=0, atol=1e-15)
+        totals = [label.get_text().split("= ")[-1] for label in app.labels[name]]
+        assert totals == [rounded(push[row].sum(), 3) for row in range(2)]
+        # the panel names its aggregation, not the objectives that default to it
+        assert ax.get_title().startswith(name)
+        assert not any(spec.label in ax.get_title() for spec in llm_clip.SPECS.values())
     if short != long:
-        ratio = (1 / short) / (1 / long)
-        assert_states(plain(app.readout.value), f"{rounded(ratio, 3)} times")
-
-
-def test_the_length_app_shows_a_refused_advantage_and_refuses_a_bad_start():
-    app = LengthBiasExplorer()
-    app.controls["advantage"].value = math.nan
-    assert f"{app.controls['advantage'].description} is nan" in plain(app.message.value)
-    with pytest.raises(ValueError, match="short"):
-        LengthBiasExplorer(short=0)
+        assert_states(plain(app.readout.value), f"{rounded(long / short, 3)} times")
 
 
 @pytest.mark.parametrize(("mu", "eps"), [(1, 0.2), (2, 0.2), (3, 0.2), (4, 0.05)])
@@ -312,30 +271,7 @@ def test_the_clip_fraction_app_draws_each_librarys_fraction(mu, eps):
         assert_states(plain(app.readout.value), "every ratio is exactly 1")
 
 
-def test_apps_display_with_a_picture_for_pages_without_widgets():
-    for app in (TokenPushExplorer(), LengthBiasExplorer(), ClipFractionExplorer()):
-        bundle = app._repr_mimebundle_()
-        assert WIDGET_VIEW_MIME in bundle
-        assert "image/png" in bundle
-
-
-# -- the tables and the KL figure ----------------------------------------------------------------
-
-
-def test_with_two_answers_per_prompt_every_advantage_is_about_one_over_root_2():
-    """Things to try 3: of the answers with A = 0, one stays (now A != 0) and one leaves; two
-    different rewards over their std (n - 1) give -1/sqrt(2) and +1/sqrt(2), less std_eps's bit."""
-    four, two = response_batch(4), response_batch(2)
-    zero = np.flatnonzero(four.advantages() == 0)
-    assert sum(row % 4 < 2 for row in zero) == 1  # the slider keeps each group's first two
-    assert (two.rewards[0::2] != two.rewards[1::2]).all()
-    (size,) = {rounded(a, 3) for a in np.abs(two.advantages())}
-    assert size == rounded(1 / np.sqrt(2), 3)
-    assert_states(
-        _prose(),
-        f"What became of the {len(zero)} answers that had $A = 0$",
-        f"about $\\pm{size}$, whatever its reward",
-    )
+# -- the tables, the KL figure and the numbers of Part A's prose ------------------------------
 
 
 def test_the_batch_table_lists_each_answer_with_llm_clips_advantages():
@@ -344,15 +280,21 @@ def test_the_batch_table_lists_each_answer_with_llm_clips_advantages():
     assert table.columns["A (GRPO: ÷ std)"][1] == "+" + rounded(batch.advantages()[1], 3)
 
 
-def test_the_kl_figure_shows_k3s_expected_gradient_is_the_reversed_kls():
-    bias = kl_gradient_bias()
-    assert bias.forward_gap < 1e-15  # E[grad k3] = grad KL(pi_ref || pi) = pi - pi_ref
-    assert np.allclose(bias.errors["k1"], 1.0, rtol=0, atol=1e-12)  # E[grad log pi] = 0
-    assert np.abs(bias.errors["exact"]).max() < 1e-12  # k3 * r and k2: the true gradient
+@pytest.mark.parametrize("t_max", [2.5, 5.0])
+def test_the_kl_figure_shows_k3s_expected_gradient_is_the_reversed_kls(t_max):
+    """E[grad k3] = grad KL(pi_ref || pi); k1's error is 1 (E[grad log pi] = 0); k3 * r and k2
+    give the true gradient.  Things to try 6: with t_max=5.0 k3's error passes k1's, and the
+    figure shows it all."""
+    bias = kl_gradient_bias(t_max)
+    assert bias.forward_gap < 1e-15
+    assert np.allclose(bias.errors["k1"], 1.0, rtol=0, atol=1e-12)
+    assert np.abs(bias.errors["exact"]).max() < 1e-12
     k3 = bias.errors["k3"]
     assert k3[0] < 0.05
     assert np.all(np.diff(k3) > 0)
     assert len(bias.figure.axes[0].lines) == 4
+    assert bias.figure.axes[0].get_ylim()[1] > k3.max()
+    assert (k3.max() > bias.errors["k1"].max() + 0.2) == (t_max == 5.0)
 
 
 def test_k2s_slope_is_the_slope_the_figure_calls_exact():
@@ -365,16 +307,8 @@ def test_k2s_slope_is_the_slope_the_figure_calls_exact():
     assert np.allclose(3 * parts.grad + parts.kl, logp - ref, rtol=1e-13, atol=1e-15)
 
 
-def test_the_kl_figure_shows_the_whole_error_far_from_the_reference():
-    """Things to try 6: with t_max=5.0, k3's error passes k1's (1), and the figure shows it all."""
-    assert "`kl_gradient_bias(t_max=5.0)`" in _prose()
-    bias = kl_gradient_bias(t_max=5.0)
-    assert bias.errors["k3"].max() > bias.errors["k1"].max() + 0.2
-    assert bias.figure.axes[0].get_ylim()[1] > bias.errors["k3"].max()
-
-
 @pytest.mark.notebook
-def test_the_libraries_table_shows_llm_clips_numbers():
+def test_the_libraries_table_shows_llm_clips_numbers_and_every_print_is_formatted():
     notebook, _ = run_committed(NOTEBOOK)
     (cell,) = [c for c in notebook.cells if c.source.startswith("at = (batch")]
     assert cell.metadata["jupyter"]["source_hidden"] is True
@@ -394,98 +328,65 @@ def test_the_libraries_table_shows_llm_clips_numbers():
     )
     cispo = llm_clip.token_breakdown(*args, objective="cispo", eps_low=1.0, eps_high=4.0)
     assert (cispo.ratio[batch.mask] < 5).all()
-
-
-# -- the notebook --------------------------------------------------------------------------------
+    printed = "".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+    assert printed
+    assert not re.search(r"\.\d{7,}|\{'", printed)  # the shared formatter: no raw float, no dict
 
 
 def _prose() -> str:
     return markdown_of(NOTEBOOK)
 
 
-def test_numbers_stated_by_sections_1_to_4_are_the_computed_ones():
-    batch = response_batch(4)
-    tokens = int(batch.mask.sum())
+def part_a_numbers() -> list[str]:
+    """Every number sections 1 to 6 and things to try 3 state, computed here (from llm_clip's
+    registry where it is a default), and the facts behind the sentences that give no number."""
+    batch, four, two = response_batch(4), response_batch(4).advantages(), response_batch(2)
+    tokens, first = int(batch.mask.sum()), (batch.logp_new[0], batch.logp_old, four, batch.mask)
     at = {mu: push_expected(Setting(mu=mu))[0] for mu in range(1, MAX_MU + 1)}
     dapo = {e: push_expected(Setting(objective="dapo", eps_high=e))[0] for e in (0.2, 0.28)}
-    high = {
-        e: int((b.is_clipped & (batch.advantages()[:, None] > 0)).sum()) for e, b in dapo.items()
-    }
-    gspo = push_expected(Setting(objective="gspo"))[0]
-    paper = llm_clip.token_breakdown(
-        batch.logp_new[2],
-        batch.logp_old,
-        batch.advantages(),
-        batch.mask,
-        objective="gspo",
-        eps_low=3e-4,
-        eps_high=4e-4,
-    )
+    above = {e: int((b.is_clipped & (four[:, None] > 0)).sum()) for e, b in dapo.items()}
+    at_3, paper = (batch.logp_new[2], *first[1:]), {"eps_low": 3e-4, "eps_high": 4e-4}
+    gspo = llm_clip.token_breakdown(*at_3, objective="gspo", **paper)
     cispo = push_expected(Setting(objective="cispo"))[0]
     silent = cispo.is_clipped & (cispo.grad == 0)  # "the one with no push has A = 0"
     assert silent.sum() == 1
-    assert batch.advantages()[np.argwhere(silent)[0][0]] == 0.0
-    first = (batch.logp_new[0], batch.logp_old, batch.advantages(), batch.mask)
+    assert four[np.argwhere(silent)[0][0]] == 0.0
     assert abs(llm_clip.policy_loss(*first, objective="grpo")) < 1e-15  # "GRPO's loss is 0"
     assert push_expected(Setting(mu=1, beta=0.2))[0].loss > 0.01  # "with no KL term in the loss"
-    token_mean = llm_clip.policy_loss(*first, objective="dapo")
-    fractions = {
-        mu: [
-            llm_clip.clip_fraction_cleanrl(batch.logp_new[mu - 1], batch.logp_old, batch.mask)[
-                "losses/clipfrac"
-            ],
-            llm_clip.clip_fraction_verl(batch.logp_new[mu - 1], *first[1:])["actor/pg_clipfrac"],
-            llm_clip.clip_ratio_trl(batch.logp_new[mu - 1], *first[1:])["clip_ratio/region_mean"],
+    fractions = {}
+    for mu in (2, 3):
+        args = (batch.logp_new[mu - 1], *first[1:])
+        fractions[mu] = [
+            llm_clip.clip_fraction_cleanrl(*args[:2], batch.mask)["losses/clipfrac"],
+            llm_clip.clip_fraction_verl(*args)["actor/pg_clipfrac"],
+            llm_clip.clip_ratio_trl(*args)["clip_ratio/region_mean"],
         ]
-        for mu in (2, 3)
-    }
     assert len(set(fractions[2])) == 1
     assert fractions[3][1] == fractions[3][2]
-    r3 = np.exp(batch.logp_new[2] - batch.logp_old)
-    outside = batch.mask & (np.abs(r3 - 1) > 0.2) & ~at[3].is_clipped
+    outside = batch.mask & (np.abs(at[3].ratio - 1) > 0.2) & ~at[3].is_clipped
     assert outside.sum() == 1
-    assert batch.advantages()[np.argwhere(outside)[0][0]] == 0.0
-    spec = (
-        np.log([[1.5], [1.5], [0.5], [0.5]]),
-        np.zeros((4, 1)),
-        [1.0, -1.0, 1.0, -1.0],
-        np.ones((4, 1), bool),
-    )
-    trl = llm_clip.clip_ratio_trl(*spec)
-    assert trl["clip_ratio/low_mean"] == trl["clip_ratio/high_mean"] == 0.25
+    assert four[np.argwhere(outside)[0][0]] == 0.0
     assert not at[1].is_clipped.any()
-    assert_states(
-        _prose(),
-        f"$G = {batch.group_size}$ answers to each of {len(PROMPTS)} prompts",
-        f"{len(batch.rewards)} answers",
-        f"from {batch.lengths.min()} to {batch.lengths.max()} tokens long, {tokens} tokens in all",
-        f"{int((batch.rewards == 1).sum())} answers are right",
-        f"{int((batch.advantages() == 0).sum())} answers have $A = 0$ exactly",
-        f"switches off {int(at[3].is_clipped.sum())} of the {tokens} tokens",
-        f"of the {high[0.2]} tokens switched off above the band, {high[0.2] - high[0.28]} gets",
-        f"only {int(gspo.is_clipped.any(axis=1).sum())} answer is switched off",
-        f"{int(cispo.is_clipped.sum())} tokens have their weight capped",
-        f"{int(paper.is_clipped.any(axis=1).sum())} of the 12 answers are switched off",
-        f"the {int((batch.advantages() == 0).sum())} answers with",
-        "with 2 and 8 tokens, each token of the short answer gets 4 times",
-        "moves 4 times as much",
-        f"starts at a loss of {rounded(token_mean, 4)}",
-        f"{int(at[2].is_clipped.sum())} of the {tokens} tokens are switched off "
-        f"({rounded(fractions[2][0], 2)} by all three)",
-        f"CleanRL logs {rounded(fractions[3][0], 3)} and verl and TRL "
-        f"{rounded(fractions[3][1], 3)}",
-        f"all 4 samples ({llm_clip.clip_fraction_cleanrl(*spec[:2], spec[3])['losses/clipfrac']})",
-        f"samples 0 and 3 ({llm_clip.clip_fraction_verl(*spec)['actor/pg_clipfrac']})",
-    )
-
-
-def test_numbers_stated_about_sapo_and_gmpo_are_the_computed_ones():
-    """Section 2's SAPO and GMPO numbers, from llm_clip's registry and its loss: f(1) = 2/τ and
-    f'(1) = 1 (a one-token answer at r = 1), τ's defaults, GMPO's 0.4 and its band on r, e^±0.4;
-    the map's DAPO move from 0.2 to 0.28."""
+    spec = (np.log([[1.5], [1.5], [0.5], [0.5]]), np.zeros((4, 1)), [1.0, -1.0, 1.0, -1.0])
+    spec += (np.ones((4, 1), bool),)
+    trl = llm_clip.clip_ratio_trl(*spec)
+    assert trl["clip_ratio/low_mean"] == trl["clip_ratio/high_mean"]
+    # things to try 3: of the answers with A = 0, one stays (now A != 0) and one leaves; two
+    # different rewards over their std (n - 1) give -1/sqrt(2) and +1/sqrt(2), less std_eps's bit
+    zero = np.flatnonzero(four == 0)
+    assert sum(row % 4 < 2 for row in zero) == 1  # the slider keeps each group's first two
+    assert (two.rewards[0::2] != two.rewards[1::2]).all()
+    (size,) = {rounded(a, 3) for a in np.abs(two.advantages())}
+    assert size == rounded(1 / np.sqrt(2), 3)
+    bias = kl_gradient_bias()
+    (kl_at,) = np.flatnonzero(bias.t == 1.0)
+    verl = llm_clip.clip_fraction_verl(*at_3, objective="gspo", **paper)["actor/pg_clipfrac"]
+    region = llm_clip.clip_ratio_trl(*at_3, objective="gspo", **paper)["clip_ratio/region_mean"]
+    capped = llm_clip.token_breakdown(*at_3, objective="cispo").is_clipped.sum()
+    # section 2's SAPO and GMPO, from the registry and the loss: f(1) = 2/τ and f'(1) = 1 (a
+    # one-token answer at r = 1, A = 1, w = 1); GMPO's band on log r, e^±0.4 on r
     tau_pos, tau_neg = llm_clip.SPECS["sapo"].tau
-    one = ([[0.0]], [[0.0]], [1.0], [[True]])  # r = 1, A = 1, w = 1
-    at_one = llm_clip.token_breakdown(*one, objective="sapo")
+    at_one = llm_clip.token_breakdown([[0.0]], [[0.0]], [1.0], [[True]], objective="sapo")
     assert at_one.term[0, 0] == pytest.approx(2 / tau_pos, rel=1e-15)  # f(1) = 2 / tau
     assert at_one.grad[0, 0] == pytest.approx(-1.0, rel=1e-15)  # -w r f'(r) A: f'(1) = 1
     low, high = llm_clip.SPECS["gmpo"].default_band
@@ -493,8 +394,10 @@ def test_numbers_stated_about_sapo_and_gmpo_are_the_computed_ones():
     far = llm_clip.token_breakdown([[1.0]], [[0.0]], [1.0], [[True]], objective="gmpo")
     assert far.ratio[0, 0] == pytest.approx(math.exp(high), rel=1e-15)  # log r clipped at 0.4
     dapo = llm_clip.SPECS["dapo"].default_band
-    assert_states(
-        _prose(),
+    start = inspect.signature(LengthBiasExplorer).parameters  # the length app's two answers
+    short, long = start["short"].default, start["long"].default
+    times = rounded(long / short)
+    return [
         f"$\\tau = {rounded(tau_pos)}$ for $A > 0$, {rounded(tau_neg)} otherwise",
         "Since $f(1) = 2/\\tau$ and $f'(1) = 1$",
         f"Its paper's $\\epsilon = {rounded(high)}$ bounds $\\log r$",
@@ -502,7 +405,44 @@ def test_numbers_stated_about_sapo_and_gmpo_are_the_computed_ones():
         f"[{math.exp(-low):.2f}, {math.exp(high):.2f}]$",
         f"its paper's {rounded(high)}, which bounds $\\log r$",
         f"$\\epsilon_\\text{{high}}$ moves from {rounded(dapo[0])} to {rounded(dapo[1])}",
-    )
+        f"no ⏎ within {MAX_LEN} tokens",
+        f"$G = {batch.group_size}$ answers to each of {len(PROMPTS)} prompts",
+        f"{len(batch.rewards)} answers",
+        f"from {batch.lengths.min()} to {batch.lengths.max()} tokens long, {tokens} tokens in all",
+        f"{int((batch.rewards == 1).sum())} answers are right",
+        f"{len(zero)} answers have $A = 0$ exactly",
+        f"switches off {int(at[3].is_clipped.sum())} of the {tokens} tokens",
+        f"of the {above[0.2]} tokens switched off above the band, {above[0.2] - above[0.28]} gets",
+        f"only {int(push_expected(Setting(objective='gspo'))[0].is_clipped.any(1).sum())} answer",
+        f"{int(cispo.is_clipped.sum())} tokens have their weight capped",
+        f"{int(gspo.is_clipped.any(1).sum())} of the {len(batch.rewards)} answers are switched",
+        f"the {len(zero)} answers with",
+        f"with {short} and {long} tokens, each token of the short answer gets {times} times",
+        f"moves {times} times as much",
+        "For PPO the aggregation is an implementation choice",
+        f"starts at a loss of {rounded(llm_clip.policy_loss(*first, objective='dapo'), 4)}",
+        f"{int(at[2].is_clipped.sum())} of the {tokens} tokens are switched off "
+        f"({rounded(fractions[2][0], 2)} by all three)",
+        f"CleanRL logs {rounded(fractions[3][0], 3)} and verl and TRL "
+        f"{rounded(fractions[3][1], 3)}",
+        f"all 4 samples ({llm_clip.clip_fraction_cleanrl(*spec[:2], spec[3])['losses/clipfrac']})",
+        f"samples 0 and 3 ({llm_clip.clip_fraction_verl(*spec)['actor/pg_clipfrac']})",
+        f"({rounded(trl['clip_ratio/low_mean'])} each here)",
+        f"What became of the {len(zero)} answers that had $A = 0$",
+        f"about $\\pm{size}$, whatever its reward",
+        f"{rounded(bias.kl[kl_at], 4)} nats",
+        f"off by {round(100 * bias.errors['k3'][kl_at])} %",
+        f"({capped} of {tokens} weights capped here)",
+        f"$B = {len(batch.rewards)}$ times TRL's",
+        f"({rounded(verl, 3)} here",
+        f"each answer once ({rounded(region, 3)})",
+    ]
+
+
+def test_every_number_part_a_states_is_the_computed_one():
+    prose = _prose()
+    assert_states(prose, *part_a_numbers())
+    assert "(PPO, DAPO, CISPO" not in prose  # token-mean is not PPO's by definition (section 3)
 
 
 def test_things_to_try_8_and_9_sapo_keeps_most_of_a_push_and_gmpo_at_0_2():
@@ -522,27 +462,6 @@ def test_things_to_try_8_and_9_sapo_keeps_most_of_a_push_and_gmpo_at_0_2():
     assert own.is_clipped.sum() < gmpo.is_clipped.sum()
     kept = gmpo.mask & ~gmpo.is_clipped & (advantages[:, None] != 0)
     assert kept.any()
-
-
-def test_numbers_stated_by_sections_5_and_6_are_the_computed_ones():
-    bias = kl_gradient_bias()
-    at = int(np.argmin(np.abs(bias.t - 1.0)))
-    assert bias.t[at] == 1.0
-    batch = response_batch(4)
-    args = (batch.logp_new[2], batch.logp_old, batch.advantages(), batch.mask)
-    capped = llm_clip.token_breakdown(*args, objective="cispo").is_clipped.sum()
-    gspo = {"eps_low": 3e-4, "eps_high": 4e-4}
-    verl = llm_clip.clip_fraction_verl(*args, objective="gspo", **gspo)["actor/pg_clipfrac"]
-    trl = llm_clip.clip_ratio_trl(*args, objective="gspo", **gspo)["clip_ratio/region_mean"]
-    assert_states(
-        _prose(),
-        f"{rounded(bias.kl[at], 4)} nats",
-        f"off by {round(100 * bias.errors['k3'][at])} %",
-        f"({capped} of {batch.mask.sum()} weights capped here)",
-        f"$B = {len(batch.rewards)}$ times TRL's",
-        f"({rounded(verl, 3)} here",
-        f"each answer once ({rounded(trl, 3)})",
-    )
 
 
 #: Each library fact the prose states, and what the Sources list must name for it.
@@ -628,12 +547,8 @@ def committed() -> dict:
     return load_results()
 
 
-def finding(key: str) -> dict:
-    return next(f for f in committed()["findings"] if f["key"] == key)
-
-
 def side(key: str, name: str = "supports") -> dict:
-    return finding(key)[name]
+    return next(f for f in committed()["findings"] if f["key"] == key)[name]
 
 
 def confirmed(key: str, name: str = "supports") -> str:
@@ -656,118 +571,115 @@ def at_best(key: str, name: str = "supports") -> str:
     return f"at $\\mu = {side(key, name)['where']['updates']}$"
 
 
-def clip_share(method: str, lr: float, mu: int) -> np.ndarray:
-    return np.array(
-        cell_of(committed(), "confirmation", method, lr, mu)["per_seed"]["clip_fraction"]
-    )
+def clip_share(method: str, where: dict) -> np.ndarray:
+    at = cell_of(committed(), "confirmation", method, where["learning_rate"], where["updates"])
+    return np.array(at["per_seed"]["clip_fraction"])
 
 
 def _part_b() -> str:
     return _prose().partition("## 8. Part B")[2].partition("## Summary")[0]
 
 
-#: Where Part B files each finding: reproduced, or not / depending on the setting.
-REPRODUCED = ("clipping_needed", "gspo_clips_more", "length_bias", "length_bias_is_the_aggregation")
-NOT_REPRODUCED = ("clip_higher_entropy", "clip_higher_accuracy", "dr_grpo_accuracy")
-DEPENDS = ("gspo_stability", "gspo_efficiency", "cispo_speed")
+def _summary() -> str:
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    return " ".join(notebook.cells[-1].source.partition("## Things to try")[0].split())
 
 
-def test_part_b_files_each_finding_under_its_committed_verdict():
-    results = committed()
-    assert {f["key"] for f in results["findings"]} == {*REPRODUCED, *NOT_REPRODUCED, *DEPENDS}
-    assert finding("clipping_needed")["verdict"] == UNSETTLED  # "Not at every setting"
-    assert all(finding(k)["verdict"] == "reproduces" for k in REPRODUCED if k != "clipping_needed")
-    assert all(finding(k)["verdict"] == "not reproduced" for k in NOT_REPRODUCED)
-    assert all(finding(k)["verdict"] == "depends on the setting" for k in DEPENDS)
+#: The verdicts Part B files under "What reproduces in miniature" (the clip's "Not at every
+#: setting" too); the others go under "What does not reproduce here, or depends on the setting".
+REPRODUCED = ("reproduces", UNSETTLED)
+
+
+def test_part_b_files_each_finding_under_its_verdict_with_its_chance_to_confirm():
+    """Each finding under its committed verdict; each confirmed side's interval stated, a weak
+    side's chance after it; every other confirmed side, "a fresh set of seeds would confirm
+    nearly always"."""
     prose = _part_b()
     reproduces, _, rest = prose.partition(
         "**What does not reproduce here, or depends on the setting.**"
     )
     assert "**What reproduces in miniature.**" in reproduces
-    for key in REPRODUCED:
-        assert inner(side(key)["confirmation"]) in reproduces, key
-    for key in (*NOT_REPRODUCED, *DEPENDS):
-        assert inner(side(key)["confirmation"]) in rest, key
+    for f in committed()["findings"]:
+        assert f["verdict"] in (*REPRODUCED, "not reproduced", "depends on the setting")
+        filed = reproduces if f["verdict"] in REPRODUCED else rest
+        assert inner(f["supports"]["confirmation"]) in filed, f["key"]
+        for name in ("supports", "against"):
+            s = f[name]
+            if not s["confirmed"]:
+                continue
+            stated = re.search(re.escape(difference(s["confirmation"])) + r"(;[^)]*)?", prose)
+            assert stated, (f["key"], name)
+            chance = s["replication_chance"]
+            if chance < 0.95:
+                assert (stated.group(1) or "").endswith(chance_text(chance)), (f["key"], name)
+            else:
+                assert stated.group(1) is None, (f["key"], name)
+    assert "Every other side above that both sets confirm, a fresh set of seeds would" in prose
     for word in ("tie", "tied", "ties", "equal", "equally", "same score"):
         assert not re.search(rf"\b{word}\b", prose, re.IGNORECASE), word
 
 
-def test_part_b_states_the_studys_design():
+def part_b_numbers() -> list[str]:
+    """Every number Part B states of the study's design, its cells, its explorer and each
+    finding's confirmation, computed from the committed results; and the facts behind them."""
     results, s, m = committed(), committed()["settings"], committed()["model"]
     lrs, mus, sets, ran = (results[k] for k in ("learning_rates", "updates", "sets", "methods"))
-    mu_list = ", ".join(map(str, mus[:-1])) + f" and {mus[-1]}"
-    assert_states(
-        _part_b(),
-        f"{m['prompts']} prompts and answers of up to {m['max_len']} tokens",
-        f"one tanh layer of {m['hidden']} units",
-        f"which answers {results['reference_accuracy']:.1%} of the prompts right",
-        f"{s['iterations']} iterations; each samples {s['group_size']} answers to each of "
-        f"{s['prompts_per_batch']} prompts",
-        f"{len(results['methods'])} methods",
-        f"{len(lrs)} learning rates from {min(lrs):g} to {max(lrs):g}",
-        f"$\\mu$ = {mu_list}",
-        f"on {sets['discovery']['seeds']} *discovery* seeds and "
-        f"{sets['confirmation']['seeds']} *confirmation* seeds",
-        f"{s['iterations']} iterations and this tiny task",
-        f"averaged over the {m['prompts']} prompts and the "
-        f"{sets['confirmation']['seeds']} confirmation seeds",
-        "$\\epsilon_\\text{high} = 0.2$",
-        f"CISPO capping its weight above only, at {1 + ran['cispo']['eps_high']:g}, where section "
-        f"2's also caps it below, at {1 - Setting().eps_low:g}",
-    )
+    seeds = sets["confirmation"]["seeds"]
     assert ran["cispo"]["eps_low"] == 1.0  # its band [0, 1.2]: no positive ratio is capped below
     assert Setting().eps_high == ran["cispo"]["eps_high"]
     assert s["kl_coef"] == 0.0
     assert ran["ppo"]["advantages"] == "gae"
     assert ran["dapo_sym"]["eps_high"] == 0.2
     assert "unclipped" in ran
-    objectives = {method["objective"] for method in ran.values()}  # the methods the study ran
-    assert len(objectives) == 6  # "the six objectives of section 2"
-    # the opening lists the objectives Part A shows and says Part B trains "the first six of them"
-    opening = " ".join(nbformat.read(NOTEBOOK, as_version=4).cells[0].source.split())
-    listed = re.search(r"implement \(([^)]*)\)", opening).group(1).replace(" and ", ", ")
-    labels = [label.strip() for label in listed.split(",")]
-    assert "the first six of them" in opening
-    assert {llm_clip.SPECS[o].label for o in objectives} == set(labels[:6])
-
-
-def test_part_b_states_what_mu_1_and_the_curves_cell_are():
-    facts = committed()["facts_at_one_update"]
-    assert facts["largest_clip_fraction"] == 0  # "no token is clipped in any mu = 1 cell"
-    assert all(facts["identical"].values())
-    assert len(facts["identical"]) == 2
-    where = side("clipping_needed")["where"]
-    lr, mu = where["learning_rate"], where["updates"]
-    assert_states(
-        _part_b(),
-        f"at lr {lr:g} and $\\mu = {mu}$, the cell where the discovery seeds found clipping to "
-        "matter most",
-        f"over the {committed()['sets']['confirmation']['seeds']} confirmation seeds",
-    )
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    assert f"curves_figure(results, lr={lr:g}, mu={mu})" in code
-
-
-def test_part_b_states_each_findings_confirmation_numbers():
-    gspo_at = side("gspo_clips_more")["where"]
-    gspo_share = clip_share("gspo", gspo_at["learning_rate"], gspo_at["updates"]).mean()
-    grpo_share = clip_share("grpo", gspo_at["learning_rate"], gspo_at["updates"]).mean()
-    slow = side("gspo_stability", "against")["where"]
-    slow_at = (slow["learning_rate"], slow["updates"])
-    dr = side("dr_grpo_accuracy")
-    unclipped_ahead = side("clipping_needed", "against")
+    assert (ran["gspo"]["eps_low"], ran["gspo"]["eps_high"]) == (3e-4, 4e-4)
+    assert ran["dapo"]["eps_high"] is None
+    assert llm_clip.DAPO_EPS_HIGH == 0.28
+    assert apps.SHOWN_AT_START == ("grpo", "unclipped")  # "GRPO against the unclipped surrogate"
+    gspo_at, slow = side("gspo_clips_more")["where"], side("gspo_stability", "against")["where"]
+    assert clip_share("grpo", slow).max() == 0.0  # "GRPO's clip none"
+    dr, needed = side("dr_grpo_accuracy"), side("clipping_needed")["where"]
     assert dr["where"]["learning_rate"] == dr["where"]["versus_learning_rate"]
-    assert_states(
-        _part_b(),
+    assert not dr["confirmed"]
+    assert dr["discovered"]
+    for key in ("clip_higher_entropy", "clip_higher_accuracy"):
+        assert side(key)["where"]["updates"] == 8  # "both at mu = 8"
+        low, high = side(key)["confirmation"]["ci"]
+        assert low <= 0 <= high  # "neither ... distinguishable"
+    return [
+        # the design
+        f"{m['prompts']} prompts and answers of up to {m['max_len']} tokens",
+        f"one tanh layer of {m['hidden']} units",
+        f"which answers {results['reference_accuracy']:.1%} of the prompts right",
+        f"{s['iterations']} iterations; each samples {s['group_size']} answers to each of "
+        f"{s['prompts_per_batch']} prompts",
+        f"{len(ran)} methods",
+        f"{len(lrs)} learning rates from {min(lrs):g} to {max(lrs):g}",
+        "$\\mu$ = " + ", ".join(map(str, mus[:-1])) + f" and {mus[-1]}",
+        f"on {sets['discovery']['seeds']} *discovery* seeds and {seeds} *confirmation* seeds",
+        f"{s['iterations']} iterations and this tiny task",
+        f"averaged over the {m['prompts']} prompts and the {seeds} confirmation seeds",
+        "$\\epsilon_\\text{high} = 0.2$",
+        f"CISPO capping its weight above only, at {1 + ran['cispo']['eps_high']:g}, where section "
+        f"2's also caps it below, at {1 - Setting().eps_low:g}",
+        # the cell of the curves, and the explorer
+        f"at lr {needed['learning_rate']:g} and $\\mu = {needed['updates']}$, the cell where the "
+        "discovery seeds found clipping to matter most",
+        f"over the {seeds} confirmation seeds",
+        f"on {apps.DEFAULT_SEEDS} seeds (0 to {apps.DEFAULT_SEEDS - 1}, the study's first "
+        "discovery seeds)",
+        f"over {apps.SMOOTHING} iterations",
+        f"at lr {apps.START_LEARNING_RATE:g}, $\\mu = {apps.START_UPDATES}$",
+        f"the {seeds} seeds of the figures above",
         # reproduced
         f"At {cell('clipping_needed')}, GRPO's final accuracy is {confirmed('clipping_needed')}",
         f"at {cell('clipping_needed', 'against')}, the two are "
         f"{confirmed('clipping_needed', 'against')}, and on the discovery seeds the unclipped "
-        f"surrogate was slightly ahead there ({difference(unclipped_ahead['discovery'])})",
+        f"surrogate was slightly ahead there "
+        f"({difference(side('clipping_needed', 'against')['discovery'])})",
         f"At {cell('gspo_clips_more')}, GSPO's band",
-        f"switches off {gspo_share:.0%} of its tokens, whole answers at a time, and GRPO's "
-        f"{grpo_share:.1%}: a difference of {confirmed('gspo_clips_more')}",
+        f"switches off {clip_share('gspo', gspo_at).mean():.0%} of its tokens, whole answers at a "
+        f"time, and GRPO's {clip_share('grpo', gspo_at).mean():.1%}: a difference of "
+        f"{confirmed('gspo_clips_more')}",
         f"at {cell('length_bias')}, by {confirmed('length_bias')} tokens",
         f"longer by {confirmed('length_bias_is_the_aggregation')} tokens "
         f"(lr {side('length_bias_is_the_aggregation')['where']['learning_rate']:g})",
@@ -782,106 +694,64 @@ def test_part_b_states_each_findings_confirmation_numbers():
         f"at {cell('gspo_stability')} ({confirmed('gspo_stability')};",
         f"a lower one at {cell('gspo_stability', 'against')} "
         f"({confirmed('gspo_stability', 'against')})",
-        f"switches off {clip_share('gspo', *slow_at).mean():.0%} of its tokens and GRPO's clip "
-        "none",
+        f"switches off {clip_share('gspo', slow).mean():.0%} of its tokens and GRPO's clip none",
         f"higher {at_best('gspo_efficiency')} ({confirmed('gspo_efficiency')};",
         f"lower {at_best('gspo_efficiency', 'against')} "
         f"({confirmed('gspo_efficiency', 'against')})",
         f"more reward over training {at_best('cispo_speed')} ({confirmed('cispo_speed')};",
         f"less {at_best('cispo_speed', 'against')} ({confirmed('cispo_speed', 'against')};",
-    )
-    assert clip_share("grpo", *slow_at).max() == 0.0  # "GRPO's clip none"
-    ran = committed()["methods"]  # as the study ran them
-    assert (ran["gspo"]["eps_low"], ran["gspo"]["eps_high"]) == (3e-4, 4e-4)
-    assert ran["dapo"]["eps_high"] is None
-    assert llm_clip.DAPO_EPS_HIGH == 0.28
-    for key in ("clip_higher_entropy", "clip_higher_accuracy"):
-        assert side(key)["where"]["updates"] == 8  # "both at mu = 8"
-        low, high = side(key)["confirmation"]["ci"]
-        assert low <= 0 <= high  # "neither ... distinguishable"
-    assert not dr["confirmed"]
-    assert dr["discovered"]
-
-
-def test_part_b_states_a_chance_for_each_confirmed_side_a_fresh_set_might_not_confirm():
-    """A weak side states its chance after its interval; every other confirmed side, "a fresh
-    set of seeds would confirm nearly always"."""
-    prose = _part_b()
-    for f in committed()["findings"]:
-        for name in ("supports", "against"):
-            s = f[name]
-            if not s["confirmed"]:
-                continue
-            stated = re.search(re.escape(difference(s["confirmation"])) + r"(;[^)]*)?", prose)
-            assert stated, (f["key"], name)
-            chance = s["replication_chance"]
-            if chance < 0.95:
-                assert (stated.group(1) or "").endswith(chance_text(chance)), (f["key"], name)
-            else:
-                assert stated.group(1) is None, (f["key"], name)
-    assert_states(
-        prose,
-        "Every other side above that both sets confirm, a fresh set of seeds would confirm nearly "
-        "always",
-    )
-
-
-def is_below(paired: dict) -> bool:
-    return paired["ci"][1] < 0
-
-
-def test_part_b_and_the_summary_state_where_intervals_hold_0():
-    results = committed()
-    lrs, sets = results["learning_rates"], ("discovery", "confirmation")
-    # "At lr 0.001 and 0.003, the confirmation seeds do not distinguish the clip from none"
-    for lr in lrs[:2]:
-        for mu in results["updates"]:
-            low, high = cell_of(results, "confirmation", "unclipped", lr, mu)["vs_grpo"]["ci"]
-            assert low <= 0 <= high, (lr, mu)
-    assert_states(
-        _part_b(),
         f"At lr {lrs[0]:g} and {lrs[1]:g}, the confirmation seeds do not distinguish the clip from "
         "none at any $\\mu$",
-    )
-    # Dr. GRPO "is never distinguishably less accurate than GRPO": at the same learning rate, on
-    # either set, and each at its best learning rate (discovery; confirmation)
-    for seed_set in sets:
-        for lr in lrs:
-            for mu in results["updates"]:
-                assert not is_below(cell_of(results, seed_set, "dr_grpo", lr, mu)["vs_grpo"])
-    assert finding("dr_grpo_accuracy")["discovery_sides"]["against"] == 0
-    assert not any(is_below(b["vs_grpo_best"]) for b in results["best"]["dr_grpo"].values())
-    seeds = {results["sets"][s]["seeds"] for s in sets}
-    (n,) = seeds
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    summary = " ".join(notebook.cells[-1].source.partition("## Things to try")[0].split())
-    assert_states(summary, f"never distinguishably less accurate than GRPO ({n} seeds per set)")
+    ]
 
 
-def test_part_b_states_its_explorers_settings():
-    assert apps.SHOWN_AT_START == ("grpo", "unclipped")  # "GRPO against the unclipped surrogate"
+def test_every_number_part_b_states_is_the_committed_one():
+    assert_states(_part_b(), *part_b_numbers())
+    results = committed()
+    code = "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells)
+    needed = side("clipping_needed")["where"]
+    assert f"curves_figure(results, lr={needed['learning_rate']:g}, mu={needed['updates']})" in code
+    # "At lr 0.001 and 0.003, the confirmation seeds do not distinguish the clip from none"
+    for lr, mu in itertools.product(results["learning_rates"][:2], results["updates"]):
+        low, high = cell_of(results, "confirmation", "unclipped", lr, mu)["vs_grpo"]["ci"]
+        assert low <= 0 <= high, (lr, mu)
+    # the opening lists the objectives Part A shows and says Part B trains "the first six"
+    objectives = {method["objective"] for method in results["methods"].values()}
+    opening = " ".join(nbformat.read(NOTEBOOK, as_version=4).cells[0].source.split())
+    listed = re.search(r"implement \(([^)]*)\)", opening).group(1).replace(" and ", ", ")
+    assert "the first six of them" in opening
+    assert len(objectives) == 6  # "the six objectives of section 2"
+    assert {llm_clip.SPECS[o].label for o in objectives} == {
+        label.strip() for label in listed.split(",")[:6]
+    }
+    seeds = results["sets"]
     assert_states(
-        _part_b(),
-        f"on {apps.DEFAULT_SEEDS} seeds (0 to {apps.DEFAULT_SEEDS - 1}, the study's first "
-        "discovery seeds)",
-        f"over {apps.SMOOTHING} iterations",
-        f"at lr {apps.START_LEARNING_RATE:g}, $\\mu = {apps.START_UPDATES}$",
-        f"the {committed()['sets']['confirmation']['seeds']} seeds of the figures above",
+        opening, f"{seeds['discovery']['seeds']} + {seeds['confirmation']['seeds']} seeds"
     )
 
 
 def test_the_summary_scopes_part_bs_findings_to_their_cells():
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    summary = " ".join(notebook.cells[-1].source.partition("## Things to try")[0].split())
+    """Dr. GRPO "is never distinguishably less accurate than GRPO": at the same learning rate on
+    either set, and each at its best learning rate; the clip's two cells, each by its lr."""
+    results, sets = committed(), ("discovery", "confirmation")
+    for seed_set, lr, mu in itertools.product(sets, results["learning_rates"], results["updates"]):
+        assert cell_of(results, seed_set, "dr_grpo", lr, mu)["vs_grpo"]["ci"][1] >= 0
+    assert (
+        next(f for f in results["findings"] if f["key"] == "dr_grpo_accuracy")["discovery_sides"][
+            "against"
+        ]
+        == 0
+    )
+    assert all(b["vs_grpo_best"]["ci"][1] >= 0 for b in results["best"]["dr_grpo"].values())
+    (n,) = {results["sets"][s]["seeds"] for s in sets}
     needed, against = side("clipping_needed")["where"], side("clipping_needed", "against")["where"]
     assert against["updates"] == needed["updates"]
     assert not side("clipping_needed", "against")["confirmed"]
-    results = committed()
     assert_states(
-        summary,
+        _summary(),
+        f"never distinguishably less accurate than GRPO ({n} seeds per set)",
         f"Trained for {results['settings']['iterations']} iterations of a tiny task on "
-        f"{results['sets']['discovery']['seeds']} discovery and "
-        f"{results['sets']['confirmation']['seeds']} confirmation seeds",
+        f"{n} discovery and {n} confirmation seeds",
         f"at lr {needed['learning_rate']:g} with {needed['updates']} updates per batch, and is "
         f"not distinguishable from it at lr {against['learning_rate']:g}",
     )

@@ -16,20 +16,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 import llm_clip
-from llm_clip import SPECS
 from ppo_viz.app import InputError, LiveFigure, checked_number, slider
 from ppo_viz.html import Markup, tag
-from ppo_viz.llm.batch import MAX_LEN, MAX_MU, response_batch
+from ppo_viz.llm.batch import MAX_LEN, MAX_MU, WEIGHTS, response_batch
 from ppo_viz.llm.tokens import Setting, breakdown
 from ppo_viz.numbers import count, rounded
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
-
-#: The three aggregations, with the objectives that use each by default (from llm_clip.SPECS).
-AGGREGATIONS = {
-    name: title + "\n(" + ", ".join(s.label for s in SPECS.values() if s.aggregation == name) + ")"
-    for name, title in zip(llm_clip.AGGREGATIONS, ("token-mean", "seq-mean-token-mean",
-                                                   f"constant B·L, L = {MAX_LEN}"), strict=True)
-}  # fmt: skip
 
 
 def two_answers(short: int, long: int, advantage: float) -> dict[str, np.ndarray]:
@@ -43,7 +35,7 @@ def two_answers(short: int, long: int, advantage: float) -> dict[str, np.ndarray
         options = {"objective": "ppo", "max_len": MAX_LEN}
         return {
             name: -llm_clip.policy_loss_grad(*batch, aggregation=name, **options)
-            for name in AGGREGATIONS
+            for name in WEIGHTS
         }
     except (TypeError, ValueError) as error:  # a length, or llm_clip refuses the advantage
         raise InputError(str(error)) from None
@@ -61,13 +53,13 @@ class LengthBiasExplorer(LiveFigure):
         with figure_style():
             figure = Figure(figsize=figure_size((9.0, 3.6), (9.6, 3.6)), layout="constrained")
             axes = figure.subplots(1, 3, sharey=True)
-            for ax, (name, title) in zip(axes, AGGREGATIONS.items(), strict=True):
+            for ax, (name, weight) in zip(axes, WEIGHTS.items(), strict=True):
                 self.blocks[name] = ax.add_collection(PolyCollection([], edgecolor="white", lw=1))
                 self.labels[name] = [
                     ax.text(x, 0, "", ha="center", fontsize="small") for x in (0, 1)
                 ]
                 ax.axhline(0.0, color=COLORS["zero_line"], lw=0.8)
-                ax.set(xlim=(-0.6, 1.6), ylim=(-1.25, 1.25), title=title)
+                ax.set(xlim=(-0.6, 1.6), ylim=(-1.25, 1.25), title=f"{name}\nw = {weight}")
                 ax.set_xticks((0, 1), ("short answer", "long answer"))
                 ax.grid(axis="x", visible=False)
             axes[0].set_ylabel("push on the answer's tokens\n(one block per token)")
@@ -89,8 +81,8 @@ class LengthBiasExplorer(LiveFigure):
             for row, label in enumerate(self.labels[name]):
                 tops = np.cumsum(push[row, : lengths[row]])
                 x0, x1 = row - 0.3, row + 0.3  # the stack's sides
-                for top, each in zip(tops, push[row], strict=False):
-                    stacks.append([(x0, top - each), (x1, top - each), (x1, top), (x0, top)])
+                ends = zip(tops - push[row, : lengths[row]], tops, strict=True)
+                stacks += [[(x0, low), (x1, low), (x1, top), (x0, top)] for low, top in ends]
                 total = tops[-1]
                 text = f"{lengths[row]} × {rounded(push[row, 0], 3)}\n= {rounded(total, 3)}"
                 place = "bottom" if total >= 0 else "top"

@@ -39,6 +39,14 @@ MAX_MU = 4
 #: Notebook 7's counts (tokens switched off at each mu) are tuned to it: at 0.41, mu = 2's 7 is
 #: 8. tests/test_llm_notebook.py computes each count and checks the prose states it.
 STEP_SIZE = 0.4
+#: The weight w of a token of answer i (of n_i tokens) under each aggregation of llm_clip.
+WEIGHTS = dict(
+    zip(
+        llm_clip.AGGREGATIONS,
+        ("1/(tokens in the batch)", "1/(B·n_i)", f"1/(B·L), L = {MAX_LEN}"),
+        strict=True,
+    )
+)
 #: The spread of the noise on each weight that moved the sampling policy off the reference.
 POLICY_SPREAD = 0.15
 POLICY_SEED, SAMPLE_SEED = 47, 13

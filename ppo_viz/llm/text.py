@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 import llm_clip
 from bandit import exact_kl, kl_penalty_grad, log_softmax
 from ppo_viz.html import Markup, page, table
-from ppo_viz.llm.batch import MAX_LEN, policies, response_batch
+from ppo_viz.llm.batch import WEIGHTS, policies, response_batch
 from ppo_viz.numbers import signed
 from ppo_viz.numerics.text import Demo
 from ppo_viz.style import COLORS, LINES, figure_style
@@ -36,14 +36,6 @@ def batch_table(group_size: int = 4) -> Demo:
     return Demo(b, columns, [])
 
 
-#: The weight of a token of answer i under each aggregation.
-WEIGHTS = {
-    "token-mean": "1/(tokens in the batch)",
-    "seq-mean-token-mean": "1/(B·n_i), n_i the answer's tokens",
-    "seq-mean-token-sum-norm": f"1/(B·L), a constant L = {MAX_LEN}",
-}
-
-
 def objectives_table() -> Markup:
     """Every objective of llm_clip's registry: its term, the weight of its default aggregation,
     its default band (on r; GMPO's on log r; SAPO's temperatures), paper and trainer lines."""
@@ -56,8 +48,15 @@ def objectives_table() -> Markup:
             band = f"[{1 - low:g}, {1 + high:g}]" if spec.band == "ratio" else ""
             band = band or f"[−{low:g}, {high:g}] on log r"
         source = f"arXiv {spec.paper}; {spec.follows}"
-        rows.append((spec.label, spec.formula, WEIGHTS[spec.aggregation], band, source))
-    header = ["objective", "term", "weight w of a token", "default band", "paper; follows"]
+        weight = f"{spec.aggregation}: {WEIGHTS[spec.aggregation]}"
+        rows.append((spec.label, spec.formula, weight, band, source))
+    header = [
+        "objective",
+        "term",
+        "aggregation in llm_clip: w of a token",
+        "default band",
+        "paper; follows",
+    ]
     return page(table(header, rows))
 
 
@@ -83,15 +82,17 @@ class KLBias(NamedTuple):
 
 def _expected_grads(logits: np.ndarray, ref_logits: np.ndarray) -> dict[str, np.ndarray]:
     """The exact expectation over the next token y ~ π of each estimator's gradient w.r.t. the
-    logits: ``sum_y π(y) g(y) (onehot(y) - π)``, ``g = d estimator / d log π(y)`` from
-    llm_clip (the vocabulary as V one-token answers, token-mean weight 1/V, r = 1)."""
-    logp, ref = log_softmax(logits)[:, None], log_softmax(ref_logits)[:, None]
-    v, pi = len(logp), np.exp(logp[:, 0])
-    answers = (logp, logp, np.zeros(v), np.ones((v, 1), bool))  # V one-token answers, A = 0
+    logits, per row of ``logits`` (n, V): ``sum_y π(y) g(y) (onehot(y) - π)``, ``g = d estimator
+    / d log π(y)`` from llm_clip (the n·V tokens as one-token answers, token-mean weight
+    1/(n·V), r = 1)."""
+    logp = log_softmax(logits)
+    (n, v), pi = logp.shape, np.exp(logp)
+    ref = np.broadcast_to(log_softmax(ref_logits), logp.shape).reshape(-1, 1)
+    answers = (logp.reshape(-1, 1),) * 2 + (np.zeros(n * v), np.ones((n * v, 1), bool))  # A = 0
     parts = llm_clip.token_breakdown(*answers, objective="ppo", logp_ref=ref, kl_coef=1.0)
-    g_k3 = v * parts.grad[:, 0]  # d k3 / d log π(y) = 1 - π_ref(y)/π(y)
-    slopes = {"k1": np.ones(v), "k3": g_k3, "exact": g_k3 + parts.kl[:, 0]}  # d(r·k3) at r = 1
-    return {name: (pi * g) @ (np.eye(v) - pi) for name, g in slopes.items()}
+    g_k3 = n * v * parts.grad.reshape(n, v)  # d k3 / d log π(y) = 1 - π_ref(y)/π(y)
+    slopes = {"k1": np.ones((n, v)), "k3": g_k3, "exact": g_k3 + parts.kl.reshape(n, v)}
+    return {name: pi * g - (pi * g).sum(-1, keepdims=True) * pi for name, g in slopes.items()}
 
 
 def kl_gradient_bias(t_max: float = 2.5) -> KLBias:
@@ -101,19 +102,15 @@ def kl_gradient_bias(t_max: float = 2.5) -> KLBias:
     x = features(np.array(PROMPTS.index(prompt)), np.array(position), np.array(previous))
     z_ref, z_old = (model.forward(x[None, None])[0][0, 0] for model in policies())
     t = np.linspace(0.0, t_max, 101)[1:]  # from the reference on (at t = 0 both are 0)
-    kl, errors, gap = [], {name: [] for name in KL_ESTIMATORS.values()}, 0.0
-    for step in t:
-        z = z_ref + step * (z_old - z_ref)
-        pi, pi_ref = np.exp(log_softmax(z)), np.exp(log_softmax(z_ref))
-        true = pi * (np.log(pi) - np.log(pi_ref) - exact_kl(pi, pi_ref))  # d KL / d logits
-        kl.append(float(exact_kl(pi, pi_ref)))
-        grads = _expected_grads(z, z_ref)
-        gap = max(gap, float(np.abs(grads["k3"] - kl_penalty_grad(pi_ref, pi)).max()))
-        for name, g in grads.items():
-            errors[name].append(np.linalg.norm(g - true) / np.linalg.norm(true))
-    kl_values = np.array(kl)
-    arrays = {name: np.array(values) for name, values in errors.items()}
-    top = max(1.1, 1.05 * max(e.max() for e in arrays.values()))  # k1's is 1; k3's passes it
+    z = z_ref + t[:, None] * (z_old - z_ref)
+    pi, pi_ref = np.exp(log_softmax(z)), np.exp(log_softmax(z_ref))
+    kl_values = exact_kl(pi, pi_ref)
+    true = pi * (np.log(pi) - np.log(pi_ref) - kl_values[:, None])  # d KL / d logits
+    grads = _expected_grads(z, z_ref)
+    gap = float(np.abs(grads["k3"] - kl_penalty_grad(pi_ref, pi)).max())
+    norm = np.linalg.norm
+    errors = {name: norm(g - true, axis=1) / norm(true, axis=1) for name, g in grads.items()}
+    top = max(1.1, 1.05 * max(e.max() for e in errors.values()))  # k1's is 1; k3's passes it
     with figure_style():
         figure = Figure(figsize=(9.0, 3.4), layout="constrained")
         ax = figure.subplots()
@@ -126,4 +123,4 @@ def kl_gradient_bias(t_max: float = 2.5) -> KLBias:
         ax.set(xlabel="KL(π ‖ π_ref) of the next-token distribution", ylim=(-0.05, top))
         ax.set(ylabel="relative error of the\nexpected gradient", xlim=(0, kl_values.max()))
         ax.legend(loc="lower right", bbox_to_anchor=(1.0, 0.1), fontsize="small")
-    return KLBias(figure, t, kl_values, arrays, gap)
+    return KLBias(figure, t, kl_values, errors, gap)

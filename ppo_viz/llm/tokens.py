@@ -3,7 +3,8 @@
 :class:`TokenPushExplorer` draws every token of :func:`.response_batch` as a cell coloured by its
 *push*, ``-d loss / d logp_new`` from :func:`llm_clip.token_breakdown` (blue raises the token's
 log-probability, vermillion lowers it), with a purple frame where the clip switches the token's
-gradient off (dashed: CISPO's weight capped, its gradient kept).  Beside it, each answer's
+gradient off (dashed where the objective's weight is detached, as CISPO's: capped, its gradient
+kept).  Beside it, each answer's
 advantage and the sum of its tokens' pushes.  Controls: the objective, the update ``mu``, the
 band, ``beta`` with the KL in the loss (k3, GRPO) or in the reward (k1, PPO for RLHF), and the
 group size.  Choosing an objective moves the band's sliders to its own default band (DAPO's
@@ -27,10 +28,11 @@ from matplotlib.path import Path
 from matplotlib.textpath import TextPath
 
 import llm_clip
+import tiny_rlhf
 from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
-from ppo_viz.numbers import rounded, signed
+from ppo_viz.numbers import count, rounded, signed
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
 #: The choices of the two dropdowns, label to key: the objectives (llm_clip's registry), and
@@ -38,14 +40,19 @@ from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_bel
 #: log pi_ref summed over its tokens and taken off its reward, as PPO for RLHF).
 OBJECTIVES = {spec.label: key for key, spec in llm_clip.SPECS.items()}
 KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "reward"}
-#: Each slider's description and range (whole numbers for mu and the group size).
-SLIDERS = {
+#: Each control's description and its choices (label to key) or its range (whole numbers where
+#: the bounds are).
+CONTROLS = {
+    "objective": ("objective", OBJECTIVES),
     "mu": ("update μ", (1, MAX_MU)),
     "eps_low": ("ε_low", (0.0, 1.0)),
     "eps_high": ("ε_high", (0.0, 1.0)),
     "beta": ("β (KL weight)", (0.0, 0.5)),
+    "kl_place": ("KL to the reference", KL_PLACES),
     "group_size": ("group size G", (2, MAX_GROUP)),
 }
+#: The objectives whose advantages skip the group's std (tiny_rlhf's trainers: Dr. GRPO's).
+UNSCALED = {m.objective for m in tiny_rlhf.METHODS.values() if m.advantages == "group_mean"}
 PADDING = "#E6E6E6"
 PUSH_COLORS = LinearSegmentedColormap.from_list(
     "push", [PALETTE["vermillion"], "#FFFFFF", PALETTE["blue"]]
@@ -78,28 +85,22 @@ def advantages(batch: ResponseBatch, s: Setting) -> np.ndarray:
     rewards = batch.rewards
     if s.kl_place == "reward":
         rewards = rewards - s.beta * np.where(batch.mask, batch.logp_old - batch.logp_ref, 0).sum(1)
-    return llm_clip.group_advantages(rewards, s.group_size, scale_by_std=s.objective != "dr_grpo")
+    scaled = s.objective not in UNSCALED
+    return llm_clip.group_advantages(rewards, s.group_size, scale_by_std=scaled)
 
 
 def breakdown(s: Setting) -> llm_clip.TokenBreakdown:
     """Every token's ratio, clip decision, weight and gradient at ``s``, from llm_clip
     (:class:`~ppo_viz.app.InputError` for a setting llm_clip refuses)."""
-    in_loss = s.kl_place == "loss"
     spec = llm_clip.SPECS.get(s.objective)  # an unknown objective: llm_clip's message below
     band = {"eps_low": s.eps_low, "eps_high": s.eps_high} if spec is None or spec.band else {}
+    kl = {"logp_ref": None, "kl_coef": 0.0}  # the KL in the reward: in the advantages
     try:
         b = response_batch(s.group_size)
-        return llm_clip.token_breakdown(
-            b.logp_new[s.mu - 1],
-            b.logp_old,
-            advantages(b, s),
-            b.mask,
-            objective=s.objective,
-            max_len=MAX_LEN,
-            logp_ref=b.logp_ref if in_loss else None,
-            kl_coef=s.beta if in_loss else 0.0,
-            **band,
-        )
+        if s.kl_place == "loss":
+            kl = {"logp_ref": b.logp_ref, "kl_coef": s.beta}
+        args = (b.logp_new[s.mu - 1], b.logp_old, advantages(b, s), b.mask)
+        return llm_clip.token_breakdown(*args, objective=s.objective, max_len=MAX_LEN, **band, **kl)
     except (TypeError, ValueError) as error:
         raise InputError(str(error)) from None
 
@@ -113,7 +114,7 @@ def push_scales() -> tuple[float, float]:
         -breakdown(Setting(objective=o, mu=mu, group_size=g, **band_of(o))).grad
         for o in OBJECTIVES.values()
         for mu in range(1, MAX_MU + 1)
-        for g in range(SLIDERS["group_size"][1][0], MAX_GROUP + 1)
+        for g in range(CONTROLS["group_size"][1][0], MAX_GROUP + 1)
     ]
     return max(np.abs(p).max() for p in pushes), 1.15 * max(np.abs(p.sum(1)).max() for p in pushes)
 
@@ -152,25 +153,22 @@ class TokenPushExplorer(LiveFigure):
             raise TypeError(f"setting must be a Setting, got {type(setting).__name__}")
         controls: dict[str, widgets.Widget] = {}
         for name, value in setting._asdict().items():
-            choices = {"objective": OBJECTIVES, "kl_place": KL_PLACES}.get(name)
-            if choices is not None:
-                if value not in (keys := tuple(choices.values())):
+            text, allowed = CONTROLS[name]
+            if isinstance(allowed, dict):  # a dropdown: shows each label, holds its key
+                if value not in (keys := tuple(allowed.values())):
                     raise ValueError(f"{name} must be one of {keys}, got {value!r}")
-                text = "objective" if name == "objective" else "KL to the reference"
-                controls[name] = widgets.Dropdown(  # shows each label, holds its key
-                    options=list(choices.items()), value=value, description=text, **control_layout()
-                )
-                continue
-            text, bounds = SLIDERS[name]
-            whole = name in ("mu", "group_size")
-            checked_number(name, value, bounds, whole=whole)
-            controls[name] = slider(text, value, bounds, 1 if whole else 0.01, integer=whole)
+                options = {"options": list(allowed.items()), "description": text}
+                controls[name] = widgets.Dropdown(value=value, **options, **control_layout())
+            else:
+                whole = isinstance(allowed[0], int)
+                checked_number(name, value, allowed, whole=whole)
+                controls[name] = slider(text, value, allowed, 1 if whole else 0.01, integer=whole)
         self._draw_axes()
         super().__init__(
             self.figure,
             self.update,
             controls,
-            moving=[self.image, *self.glyphs, self.frames, self.capped, self.bars_a, self.bars_sum],
+            moving=[self.image, *self.glyphs, self.frames, self.bars_a, self.bars_sum],
             rows=[
                 ["objective", "mu"],
                 ["eps_low", "eps_high"],
@@ -179,20 +177,18 @@ class TokenPushExplorer(LiveFigure):
             ],
         )
         self.controls["objective"].observe(self._default_band, names="value")
-        self._grey_out_an_unused_band(setting.objective)
+        self._default_band({"new": setting.objective}, keep=True)
 
-    def _default_band(self, change: dict) -> None:
-        """A new objective brings its own band to the sliders (the map is drawn once, with it)."""
+    def _default_band(self, change: dict, keep: bool = False) -> None:
+        """A new objective brings its own band to the sliders (the map is drawn once, with it),
+        unless ``keep``; an objective without a band (SAPO) greys them out: they would do
+        nothing."""
         if change["new"] not in llm_clip.SPECS:  # None, set from code: the refresh refuses it
             return
-        for name, value in band_of(change["new"]).items():
+        for name, value in () if keep else band_of(change["new"]).items():
             self.controls[name].value = value
-        self._grey_out_an_unused_band(change["new"])
-
-    def _grey_out_an_unused_band(self, objective: str) -> None:
-        """SAPO has no band: its sliders would do nothing."""
         for name in ("eps_low", "eps_high"):
-            self.controls[name].disabled = llm_clip.SPECS[objective].band is None
+            self.controls[name].disabled = llm_clip.SPECS[change["new"]].band is None
 
     def _draw_axes(self) -> None:
         with figure_style():
@@ -207,7 +203,6 @@ class TokenPushExplorer(LiveFigure):
             self.image.set_norm(Normalize(-scale, scale))
             self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
             self.frames = self.ax.add_collection(PolyCollection([], **FRAME, zorder=3))
-            self.capped = self.ax.add_collection(PolyCollection([], **FRAME, ls="--", zorder=3))
             self.bars_a = self.ax_a.add_collection(LineCollection([], color=COLORS["guide"]))
             self.bars_sum = self.ax_sum.add_collection(LineCollection([], color=COLORS["clipped"]))
             colorbar = self.figure.colorbar(self.image, cax=cax)
@@ -225,11 +220,17 @@ class TokenPushExplorer(LiveFigure):
                 ax.tick_params(labelleft=False, left=False)
                 ax.grid(axis="y", visible=False)
             off = Patch(**FRAME, label="switched off (clipped)")
-            capped = Patch(**FRAME, ls="--", label="weight capped, gradient kept (CISPO)")
+            detached = ", ".join(s.label for s in llm_clip.SPECS.values() if s.detached_weight)
+            capped = Patch(**FRAME, ls="--", label=f"weight capped, gradient kept ({detached})")
             padding = Patch(color=PADDING, label="padding")
             legend_below(self.figure, handles=[off, capped, padding], fontsize="small")
         self.group_size = 0
         self.shown: llm_clip.TokenBreakdown | None = None
+
+    def _row_height(self) -> float:
+        """A row of the map, in points."""
+        rows = len(response_batch(self.group_size).rewards)
+        return self.ax.get_position().height * self.figure.get_figheight() * 72 / rows
 
     def setting(self) -> Setting:
         """The controls' values as a :class:`Setting`."""
@@ -238,7 +239,7 @@ class TokenPushExplorer(LiveFigure):
     def _new_group_size(self, group_size: int) -> None:
         """Rows, labels and group lines of ``group_size`` answers a prompt: static artists, so
         the three panels are drawn again (the colour bar and the legend stay as they are)."""
-        batch = response_batch(group_size)
+        batch, self.group_size = response_batch(group_size), group_size
         rows = len(batch.rewards)
         for ax in (self.ax, self.ax_a, self.ax_sum):
             for line in list(ax.lines)[0 if ax is self.ax else 1 :]:  # side panels keep their 0
@@ -246,7 +247,7 @@ class TokenPushExplorer(LiveFigure):
             for g in range(group_size, rows, group_size):
                 ax.axhline(g - 0.5, color=COLORS["zero_line"], lw=1.2)
             ax.set_ylim(rows - 0.5, -0.5)
-        row_pt = self.ax.get_position().height * self.figure.get_figheight() * 72 / rows
+        row_pt = self._row_height()
         labels = [f"{batch.prompt_text(i)}  R={signed(batch.rewards[i])}" for i in range(rows)]
         with figure_style():  # "small" is the style's, as in the rest of the figure
             self.ax.set_yticks(range(rows), labels, fontsize="small")
@@ -258,7 +259,6 @@ class TokenPushExplorer(LiveFigure):
             glyph.set_offsets(np.argwhere((batch.tokens == v) & batch.mask)[:, ::-1])
             glyph.set_sizes([min(56.0, (0.55 * row_pt) ** 2)])
         self.redraw_axes(self.ax, self.ax_a, self.ax_sum)
-        self.group_size = group_size
 
     def update(self, **_values: object) -> Markup:
         """Draw the pushes of the controls' setting; return the readout."""
@@ -272,36 +272,32 @@ class TokenPushExplorer(LiveFigure):
         light = np.abs(push) < 0.55 * self.image.norm.vmax
         for v, glyph in enumerate(self.glyphs):
             glyph.set_facecolors(np.where(light[(batch.tokens == v) & b.mask], "#222222", "white"))
-        framed, capped = (
-            _frames(np.argwhere(b.is_clipped)),
-            llm_clip.SPECS[s.objective].detached_weight,
-        )
-        self.frames.set_verts([] if capped else framed)
-        self.capped.set_verts(framed if capped else [])
-        height = self.ax.get_position().height * self.figure.get_figheight() * 72 / len(push)
+        self.frames.set_verts(_frames(np.argwhere(b.is_clipped)))
+        self.frames.set_linestyle("--" if llm_clip.SPECS[s.objective].detached_weight else "-")
         for bars, values in ((self.bars_a, advantages(batch, s)), (self.bars_sum, push.sum(1))):
             bars.set_segments(_bars(values))
-            bars.set_linewidth(0.6 * height)
+            bars.set_linewidth(0.6 * self._row_height())
         self.bars_sum.set_colors(np.where(push.sum(1) < 0, PALETTE["vermillion"], PALETTE["blue"]))
         self.shown = b
         return readout(s, b)
 
 
 def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
-    """The update, the band, what the clip switched off and the loss, in one line.  GMPO's band
-    is on ``log r``; SAPO has none."""
-    spec = llm_clip.SPECS[s.objective]
-    off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens switched off"
-    if spec.detached_weight:
-        off = f"{b.is_clipped.sum()} of {b.mask.sum()} tokens' weights capped; none switched off"
-    elif spec.clip_kind == "sequence":
-        off = f"{b.is_clipped.any(axis=1).sum()} of {len(b.mask)} answers switched off"
-    steps = "no step yet: every ratio is exactly 1" if s.mu == 1 else f"after {s.mu - 1} step"
-    steps += "s" if s.mu > 2 else ""
-    band = f"band [{rounded(1 - s.eps_low, 3)}, {rounded(1 + s.eps_high, 3)}]"
-    if spec.band == "log-ratio":  # GMPO's eps bounds log r
-        band = f"band on log r [{rounded(-s.eps_low, 3)}, {rounded(s.eps_high, 3)}]"
-    elif spec.band is None:
-        band, off = "no band but a soft gate", "none switched off"
-    details = f" at update μ = {s.mu} ({steps}) · {band} · {off} · loss {rounded(b.loss, 4)}"
+    """The update, the band, what the clip switched off and the loss, in one line, worded by
+    the objective's registry entry (its ``band`` and ``clip_kind``)."""
+    spec, off, tokens = llm_clip.SPECS[s.objective], b.is_clipped.sum(), b.mask.sum()
+    switched = {
+        "detached": f"{off} of {tokens} tokens' weights capped; none switched off",
+        "sequence": f"{b.is_clipped.any(axis=1).sum()} of {len(b.mask)} answers switched off",
+        "soft": "none switched off",
+    }.get(spec.clip_kind, f"{off} of {tokens} tokens switched off")
+    band = {
+        "ratio": f"band [{rounded(1 - s.eps_low, 3)}, {rounded(1 + s.eps_high, 3)}]",
+        "log-ratio": f"band on log r [{rounded(-s.eps_low, 3)}, {rounded(s.eps_high, 3)}]",
+        None: "no band but a soft gate",
+    }[spec.band]
+    steps = (
+        f"after {count(s.mu - 1, 'step')}" if s.mu > 1 else "no step yet: every ratio is exactly 1"
+    )
+    details = f" at update μ = {s.mu} ({steps}) · {band} · {switched} · loss {rounded(b.loss, 4)}"
     return tag("div", tag("b", spec.label), details, classes="ppo")
