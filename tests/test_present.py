@@ -244,27 +244,66 @@ def file_behind(href: str) -> str:
     return urllib.parse.unquote(urllib.parse.urlsplit(href).path, errors="surrogateescape")
 
 
+@pytest.fixture
+def voila_stub(monkeypatch) -> list[SimpleNamespace]:
+    """Voilà replaced by a record of what it would serve: the folder, the notebooks there, the
+    announcement and the environment ``serve()`` set (set back after the test)."""
+    served = []
+
+    def voila(port, said):
+        copies = {p.name: p.read_bytes() for p in Path.cwd().glob("*.ipynb")}
+        environ = {name: os.environ[name] for name in (PRESENT_VARIABLE, "PYTHONPATH")}
+        served.append(SimpleNamespace(folder=Path.cwd(), copies=copies, said=said, environ=environ))
+
+    for name in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.setattr(present, "run_voila", voila)
+    return served
+
+
 @pytest.mark.parametrize("lecture", [[], ["--lecture"]], ids=["whole", "lecture"])
-@pytest.mark.parametrize("name", [name for name, _ in ANY_NOTEBOOK[::2]] + ["my talk.ipynb"])
+@pytest.mark.parametrize(
+    "name", [name for name, _ in ANY_NOTEBOOK[::2]] + ["my talk.ipynb", "-talk.ipynb"]
+)
 def test_a_notebook_of_any_name_is_served_at_a_percent_encoded_address(
-    monkeypatch, tmp_path, name, lecture
+    voila_stub, monkeypatch, tmp_path, name, lecture
 ):
     """``my talk.ipynb`` was not copied (only ``NN_*.ipynb`` were: the address answered 404),
-    ``--lecture`` refused it ("has no cell tagged 'lecture'"), and the address had a space."""
-    served = []
-    for variable in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
-        monkeypatch.setenv(variable, os.environ.get(variable, ""))  # serve() sets them
-    monkeypatch.setattr(
-        present, "run_voila", lambda port, said: served.append((said, os.listdir(Path.cwd())))
-    )
-    talk = write_talk(tmp_path / "my notes", name)  # a folder with a space too
-    assert present.main([str(talk), "--port", "1", *lecture]) == 0
-    ((said, copies),) = served
-    address = said.split(" at ")[1].split(" ")[0]
+    ``--lecture`` refused it ("has no cell tagged 'lecture'"), and the address had a space;
+    ``-talk.ipynb``, given as it is in its folder, was taken for an unknown option."""
+    monkeypatch.chdir(write_talk(tmp_path / "my notes", name).parent)  # a folder with a space
+    assert present.main([name, "--port", "1", *lecture]) == 0
+    (served,) = voila_stub
+    address = served.said.split(" at ")[1].split(" ")[0]
     encoded = urllib.parse.quote(name, errors="surrogateescape")  # a byte not UTF-8: %FF
     assert address == f"http://127.0.0.1:1/voila/render/{encoded}"
     assert file_behind(address) == f"/voila/render/{name}"
-    assert name in copies
+    assert name in served.copies
+
+
+@pytest.mark.parametrize("name", ["01_talk.ipynb", "my talk.ipynb", "-talk.ipynb"])
+def test_the_outline_of_any_notebook_lists_its_sections_and_words(
+    monkeypatch, capsys, tmp_path, name
+):
+    """``my talk.ipynb`` was left out of its own outline ("in all: 0 words of prose")."""
+    monkeypatch.chdir(write_talk(tmp_path, name, "A talk\n\n## The one part").parent)
+    assert present.main(["--outline", name]) == 0
+    said = f"{name} (7 words): The one part\nin all: 7 words of prose\n"
+    assert capsys.readouterr().out == said
+
+
+@pytest.mark.parametrize(("first_cell", "title"), [("# A talk", "A talk"), ("# ", "my talk")])
+def test_a_lecture_page_opens_with_the_notebooks_title_or_else_its_file_name(
+    monkeypatch, tmp_path, first_cell, title
+):
+    """A notebook whose heading was empty opened its lecture page with an empty heading."""
+    monkeypatch.setenv(present.LECTURE_VARIABLE, "1")
+    request = SimpleNamespace(path="/voila/render/my%20talk.ipynb")
+    heading = nbformat.v4.new_markdown_cell(first_cell, metadata={"tags": [LECTURE_TAG]})
+    notebook = nbformat.v4.new_notebook(cells=[heading, nbformat.v4.new_code_cell("1")])
+    page = present.prepare_page(SimpleNamespace(xsrf_token="", request=request), notebook, "")
+    assert [cell.source for cell in page.cells[:2]] == [f"# {title}", first_cell]
+    assert len(page.cells) == 3  # the untagged cell left out; the links to the others at the end
 
 
 @pytest.mark.parametrize(
@@ -295,25 +334,16 @@ def test_the_readme_command_presents_the_lecture():
     assert f"stopped after {IDLE_KERNEL_S} seconds idle" in README.read_text(encoding="utf-8")
 
 
-def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
+def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(voila_stub):
     """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
-    served = []
-
-    def voila(port, announce):
-        copies = {p.name: p.read_bytes() for p in Path.cwd().glob("*.ipynb")}
-        served.append((Path.cwd(), copies, os.environ["PYTHONPATH"], os.environ[PRESENT_VARIABLE]))
-
-    for name in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
-        monkeypatch.setenv(name, os.environ.get(name, ""))  # set back after: serve() sets it
-    monkeypatch.setattr(present, "run_voila", voila)
-    notebook_1 = NOTEBOOKS / "01_clipped_surrogate.ipynb"
-    assert present.main([str(notebook_1), "--port", "1"]) == 0
-    ((folder, copies, import_path, presenting),) = served
-    assert not folder.is_relative_to(NOTEBOOKS)
-    assert copies == {p.name: p.read_bytes() for p in present.sibling_notebooks(NOTEBOOKS, False)}
-    assert import_path.split(os.pathsep)[0] == str(NOTEBOOKS)
-    assert presenting == "1"
-    assert not folder.exists()
+    assert present.main([str(NOTEBOOKS / "01_clipped_surrogate.ipynb"), "--port", "1"]) == 0
+    (served,) = voila_stub
+    assert not served.folder.is_relative_to(NOTEBOOKS)
+    notebooks = present.sibling_notebooks(NOTEBOOKS, False)
+    assert served.copies == {p.name: p.read_bytes() for p in notebooks}
+    assert served.environ["PYTHONPATH"].split(os.pathsep)[0] == str(NOTEBOOKS)
+    assert served.environ[PRESENT_VARIABLE] == "1"
+    assert not served.folder.exists()
 
 
 @pytest.mark.parametrize(
