@@ -30,7 +30,7 @@ import psutil  # installed with ipykernel
 import pytest
 from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from bs4 import BeautifulSoup
-from helpers import ANY_NOTEBOOK, live_figure_classes
+from helpers import ANY_NOTEBOOK, file_behind, live_figure_classes
 from lab_server import free_port
 from matplotlib.text import Text
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
@@ -237,11 +237,6 @@ def test_the_links_between_pages_reach_any_notebook_and_show_its_title_as_text(
     assert [(a.get_text(), file_behind(a["href"])) for a in shown.select("a")] == [
         (f"← {title or Path(name).stem}", name)
     ]
-
-
-def file_behind(href: str) -> str:
-    """The file name a relative link opens (what the browser asks the server for; %FF: 0xFF)."""
-    return urllib.parse.unquote(urllib.parse.urlsplit(href).path, errors="surrogateescape")
 
 
 @pytest.fixture
