@@ -31,7 +31,6 @@ import pytest
 from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from bs4 import BeautifulSoup
 from helpers import ANY_NOTEBOOK, file_behind, live_figure_classes
-from lab_server import free_port
 from matplotlib.text import Text
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from notebook_runner import execute_notebook, folder_state, output_problems
@@ -301,17 +300,37 @@ def test_a_lecture_page_opens_with_the_notebooks_title_or_else_its_file_name(
     assert len(page.cells) == 3  # the untagged cell left out; the links to the others at the end
 
 
+NOT_A_NOTEBOOK = "{tmp}/02_corrupt.ipynb is not a readable notebook"
+
+
 @pytest.mark.parametrize(
-    "call", [["--outline", "01_x.ipynb"], ["--lecture", "02_corrupt.ipynb"], ["01_x.ipynb"]]
+    ("call", "said"),
+    [
+        (["--outline", "{tmp}/01_x.ipynb"], NOT_A_NOTEBOOK),
+        (["--lecture", "{tmp}/02_corrupt.ipynb"], NOT_A_NOTEBOOK),
+        (["{tmp}/01_x.ipynb"], NOT_A_NOTEBOOK),
+        (
+            ["--lecture", "--port", "{busy}"],
+            "port {busy} is in use; choose another or leave --port out",
+        ),
+        (["--lecture", "--port", "70000"], "--port must be from 1 to 65535, got 70000"),
+    ],
 )
-def test_a_file_that_is_not_a_notebook_is_refused_in_one_line(monkeypatch, capsys, tmp_path, call):
-    """nbformat's NotJSONError ended the outline, the lecture or (at a page) the server."""
+def test_what_cannot_be_served_is_refused_in_one_line_before_voila_starts(
+    monkeypatch, capsys, tmp_path, call, said
+):
+    """nbformat's NotJSONError ended the outline, the lecture or (at a page) the server; a port
+    out of range printed an address nobody answered."""
     monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
     write_talk(tmp_path, "01_x.ipynb")
-    (corrupt := tmp_path / "02_corrupt.ipynb").write_text("not json")
-    assert present.main([*call[:-1], str(tmp_path / call[-1])]) == 2
-    said = capsys.readouterr()
-    assert (said.out, said.err) == ("", f"error: {corrupt} is not a readable notebook\n")
+    (tmp_path / "02_corrupt.ipynb").write_text("not json")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        where = {"tmp": tmp_path, "busy": busy.getsockname()[1]}
+        assert present.main([argument.format(**where) for argument in call]) == 2
+    printed = capsys.readouterr()
+    assert (printed.out, printed.err) == ("", f"error: {said.format(**where)}\n")
 
 
 @pytest.mark.notebook
@@ -341,37 +360,15 @@ def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(voila_stub):
     assert not served.folder.exists()
 
 
-@pytest.mark.parametrize(
-    ("port", "said"),
-    [
-        (None, "port {} is in use; choose another or leave --port out"),
-        (70000, "--port must be from 1 to 65535, got {}"),  # printed an address nobody answered
-    ],
-)
-def test_a_port_voila_cannot_listen_on_is_refused_in_one_line_before_it_starts(
-    monkeypatch, capsys, port, said
-):
-    monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = port or busy.getsockname()[1]
-        assert present.main(["--lecture", "--port", str(port)]) == 2
-    printed = capsys.readouterr()
-    assert printed.out == ""
-    assert printed.err == f"error: {said.format(port)}\n"
-
-
 # -- in Chromium ------------------------------------------------------------------------------
 
 
 @contextmanager
 def presenting(*arguments: str):
-    """``python -m ppo_viz.present`` on a free port; yields the address it printed, the server
-    process and what the server said (kept up to date)."""
-    port = free_port()
+    """``python -m ppo_viz.present`` (on a free port, its default); yields the address it
+    printed, the server process and what the server said (kept up to date)."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "ppo_viz.present", *arguments, "--port", str(port)],
+        [sys.executable, "-m", "ppo_viz.present", *arguments],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -409,6 +406,16 @@ def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
     return kernels
 
 
+#: True once the page's apps, counted a second apart (Playwright polls it every second), are as
+#: many, and each app's figure has a canvas with a size.
+FIGURES_DRAWN = """() => {
+  const apps = Array.from(document.querySelectorAll('.ppo-app')), counted = window.__ppoApps;
+  window.__ppoApps = apps.length;
+  return apps.length === counted
+    && apps.every((app) => app.querySelector('.ppo-figure canvas')?.height > 0);
+}"""
+
+
 def open_page(context, address: str, said: list[str], name: str, timeout_s: float = 240):
     """A new 1280 x 800 page of ``address``, once every cell ran and its widgets are drawn: the
     links to the other notebooks (the output of the page's last cell) are there, and the
@@ -416,19 +423,11 @@ def open_page(context, address: str, said: list[str], name: str, timeout_s: floa
     error quotes what the server said last."""
     page = context.new_page()
     page.set_viewport_size(PROJECTOR)
-    drawn = """() => Array.from(document.querySelectorAll('.ppo-app')).filter(
-        (app) => app.querySelector('.ppo-figure canvas')?.height > 0).length"""
     try:
         page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
         page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
-        deadline, counted = time.monotonic() + timeout_s, -1
-        while time.monotonic() < deadline:
-            page.wait_for_timeout(1000)
-            apps = page.locator(".ppo-app").count()
-            if apps == counted and page.evaluate(drawn) == apps:
-                return page
-            counted = apps
-        raise TimeoutError(f"the page's figures were not drawn within {timeout_s} s")
+        page.wait_for_function(FIGURES_DRAWN, polling=1000, timeout=timeout_s * 1000)
+        return page
     except Exception as error:
         log = "".join(said[-40:])
         raise AssertionError(f"{name} did not finish; the server said:\n{log}") from error
