@@ -42,7 +42,6 @@ from ppo_viz.present import (
     lecture_view,
     navigation_cell,
     outline,
-    title_of,
 )
 from ppo_viz.style import PRESENT_VARIABLE
 from ppo_viz.why_clip.apps import LOOK_AHEAD
@@ -186,15 +185,6 @@ def test_each_opening_states_the_readmes_minutes_for_self_study():
         assert f"About {ranges[int(stem) - 1]} minutes alone" in opening(stem), stem
 
 
-def test_the_lecture_view_is_the_title_and_the_tagged_cells_in_order():
-    notebook = nbformat.read(NOTEBOOKS / f"{LECTURE_NOTEBOOKS[0]}.ipynb", as_version=4)
-    view = lecture_view(notebook)
-    tagged = [c for c in notebook.cells if LECTURE_TAG in c.metadata.get("tags", [])]
-    assert view.cells[0].source == f"# {title_of(notebook)}"
-    assert [c.source for c in view.cells[1:]] == [c.source for c in tagged]
-    assert len(notebook.cells) > len(tagged)  # the notebook itself is unchanged
-
-
 def test_each_page_links_the_previous_and_next_notebook():
     first, second, third = (NOTEBOOKS / f"{stem}.ipynb" for stem in LECTURE_NOTEBOOKS)
     assert 'href="02_worked_example.ipynb"' in navigation_cell(first, lecture=True).source
@@ -290,14 +280,16 @@ def test_the_outline_of_any_notebook_lists_its_sections_and_words(
 def test_a_lecture_page_opens_with_the_notebooks_title_or_else_its_file_name(
     monkeypatch, tmp_path, first_cell, title
 ):
-    """A notebook whose heading was empty opened its lecture page with an empty heading."""
+    """The title, then the cells tagged ``lecture`` in order, then the links to the others.  A
+    notebook whose heading was empty opened its lecture page with an empty heading."""
     monkeypatch.setenv(present.LECTURE_VARIABLE, "1")
     request = SimpleNamespace(path="/voila/render/my%20talk.ipynb")
-    heading = nbformat.v4.new_markdown_cell(first_cell, metadata={"tags": [LECTURE_TAG]})
-    notebook = nbformat.v4.new_notebook(cells=[heading, nbformat.v4.new_code_cell("1")])
+    new_cell, tags = nbformat.v4.new_markdown_cell, {"tags": [LECTURE_TAG]}
+    cells = [new_cell(first_cell, metadata=tags), new_cell("skipped"), new_cell("2", metadata=tags)]
+    notebook = nbformat.v4.new_notebook(cells=cells)
     page = present.prepare_page(SimpleNamespace(xsrf_token="", request=request), notebook, "")
-    assert [cell.source for cell in page.cells[:2]] == [f"# {title}", first_cell]
-    assert len(page.cells) == 3  # the untagged cell left out; the links to the others at the end
+    assert [cell.source for cell in page.cells[:-1]] == [f"# {title}", first_cell, "2"]
+    assert len(notebook.cells) == 3  # the notebook itself is unchanged
 
 
 NOT_A_NOTEBOOK = "{tmp}/02_corrupt.ipynb is not a readable notebook"
