@@ -106,26 +106,25 @@ def script_sources(html: str) -> list[str]:
 # -- fast: what a page shows instead of a widget -----------------------------------------------
 
 
-def test_a_live_figure_shows_its_picture_and_its_figure_is_a_png_file(tmp_path: Path) -> None:
-    app = live_figure(readout=None)
+@pytest.mark.parametrize("readout", [None, "the band is [0.8, 1.2]"])
+def test_a_live_figure_shows_its_picture_a_png_file_and_its_readouts(
+    tmp_path: Path, readout: str | None
+) -> None:
+    """Without readouts the picture is the PNG file; with them, their HTML holds it inline."""
+    app = live_figure(readout)
     page = page_of(tmp_path, displayed(app))
     (source,) = images(page)
-    assert (tmp_path / source).read_bytes() == app.png()  # the default settings' picture
-    assert source.startswith("page_files/")
-    assert source.endswith(".png")
+    assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
+    if readout is None:  # the picture is the PNG file
+        assert (tmp_path / source).read_bytes() == app.png()
+        assert source.startswith("page_files/") and source.endswith(".png")
+    else:
+        assert readout in page
+        assert stylesheet() in page  # the readouts keep the bundle's look
+        assert source.startswith("data:image/png;base64,")
     assert "run the notebook to use it" not in page  # the text line is not what is shown
     assert WIDGET_VIEW_MIME not in page
     assert "widget-state" not in page
-
-
-def test_a_live_figure_with_readouts_shows_them_with_its_picture(tmp_path: Path) -> None:
-    app = live_figure(readout="the band is [0.8, 1.2]")
-    page = page_of(tmp_path, displayed(app))
-    assert "the band is [0.8, 1.2]" in page
-    assert stylesheet() in page  # the readouts keep the bundle's look
-    (source,) = images(page)
-    assert source.startswith("data:image/png;base64,")
-    assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
 
 
 def test_an_interact_shows_the_figure_its_output_widget_holds() -> None:
