@@ -117,7 +117,7 @@ def test_a_live_figure_shows_its_picture_a_png_file_and_its_readouts(
     assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
     if readout is None:  # the picture is the PNG file
         assert (tmp_path / source).read_bytes() == app.png()
-        assert source.startswith("page_files/") and source.endswith(".png")
+        assert re.fullmatch(r"page_files/.+\.png", source), source
     else:
         assert readout in page
         assert stylesheet() in page  # the readouts keep the bundle's look
