@@ -44,7 +44,7 @@ from bs4 import BeautifulSoup
 from helpers import ANY_NOTEBOOK, file_behind
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-from notebook_runner import NOTEBOOK_DIR, run_committed
+from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
 
 from ppo_viz import export
 from ppo_viz.app import LiveFigure, slider
@@ -597,12 +597,6 @@ def test_formulas_are_typeset_offline_by_the_sites_own_mathjax(
         page.close()
 
 
-def figure_outputs(notebook: nbformat.NotebookNode) -> int:
-    """How many outputs of an executed notebook carry a picture."""
-    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
-    return sum("image/png" in output.get("data", {}) for output in outputs)
-
-
 def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> list[str]:
     """What a reader of ``html`` (opened from disk, offline, in a narrow window) sees wrong.
 
@@ -651,7 +645,7 @@ def test_notebook_1s_page_shows_every_figure_and_formula_offline(
     site = OUTPUT_DIR.parent / "export-site"  # kept for a look
     site.mkdir(parents=True, exist_ok=True)
     write_page(executed, path.stem, site, copy_mathjax(site))
-    figures = figure_outputs(make_static(executed, path.stem))
+    figures = figure_count(make_static(executed, path.stem))
     assert figures > 0
     assert stylesheet() in (site / f"{path.stem}.html").read_text()  # the readouts' look
     assert offline_page_problems(offline_browser, site / f"{path.stem}.html", figures) == []

@@ -64,14 +64,6 @@ ADD_ON = "07_clipping_in_llm_training"
 OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "04", "05", "06"]
 
 
-def present_command() -> str:
-    """The README's present command, as CI and a teacher copy it."""
-    readme = README.read_text(encoding="utf-8")
-    block = re.search(r"<!-- present-command -->\s*```bash\n(.*?)\n```", readme, re.DOTALL)
-    assert block, "README.md has no present-command block"
-    return block.group(1).strip()
-
-
 def readme_part(name: str) -> str:
     """The README's text between ``<!-- name -->`` and ``<!-- /name -->``."""
     readme = README.read_text(encoding="utf-8")
@@ -334,9 +326,10 @@ def test_the_lecture_cells_run_on_their_own(stem):
 
 
 def test_the_readme_command_presents_the_lecture():
-    command = present_command()
-    assert "-m ppo_viz.present --lecture" in command
-    assert command.startswith("python3 -m venv .venv")
+    """The README's present command, as CI and a teacher copy it."""
+    block = readme_part("present-command").strip()
+    assert block.startswith("```bash\npython3 -m venv .venv"), block
+    assert "-m ppo_viz.present --lecture\n```" in block
     assert f"stopped after {IDLE_KERNEL_S} seconds idle" in README.read_text(encoding="utf-8")
 
 
