@@ -74,18 +74,21 @@ def is_lecture_cell(cell: Any) -> bool:
     return LECTURE_TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def lecture_view(notebook: Any) -> Any:
-    """A copy of ``notebook`` with only its title and the cells tagged ``lecture``."""
+def lecture_view(notebook: Any, name: str = "") -> Any:
+    """A copy of ``notebook`` with only its title and the cells tagged ``lecture``; the title
+    is its first cell's heading or, without one, the stem of its file ``name``."""
     view = copy.deepcopy(notebook)
-    title = nbformat.v4.new_markdown_cell(f"# {title_of(notebook)}")
+    title = nbformat.v4.new_markdown_cell(
+        f"# {title_of(notebook) or export.shown(Path(name).stem)}"
+    )
     view["cells"] = [title, *(cell for cell in view["cells"] if is_lecture_cell(cell))]
     return view
 
 
-def sibling_notebooks(directory: Path, lecture: bool) -> list[Path]:
-    """The ``NN_*.ipynb`` notebooks in ``directory``, in order; with ``lecture``, those with
-    a cell tagged ``lecture``."""
-    found, read = notebook_paths(directory), export.read_notebook
+def sibling_notebooks(directory: Path, lecture: bool, also: Path | None = None) -> list[Path]:
+    """The ``NN_*.ipynb`` notebooks in ``directory`` and the notebook ``also`` (any name), in
+    order; with ``lecture``, those with a cell tagged ``lecture``."""
+    found, read = sorted({*notebook_paths(directory), *filter(None, [also])}), export.read_notebook
     return [p for p in found if not lecture or any(map(is_lecture_cell, read(p).cells))]
 
 
@@ -105,11 +108,12 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
     return nbformat.v4.new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
 
 
-def outline(directory: Path) -> list[tuple[str, list[str], int]]:
-    """The lecture's route: per notebook with lecture cells, its file name, the headings of
-    its lecture cells and their words of prose (whitespace-separated, formulas included)."""
+def outline(directory: Path, also: Path | None = None) -> list[tuple[str, list[str], int]]:
+    """The lecture's route: per notebook with lecture cells (``NN_*.ipynb`` in ``directory``
+    and ``also``), its file name, the headings of its lecture cells and their words of prose
+    (whitespace-separated, formulas included)."""
     route = []
-    for path in sibling_notebooks(directory, lecture=True):
+    for path in sibling_notebooks(directory, lecture=True, also=also):
         headings, words = [], 0
         for cell in filter(is_lecture_cell, export.read_notebook(path)["cells"]):
             if cell["cell_type"] != "markdown":
@@ -132,9 +136,9 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
     """
     handler.xsrf_token  # noqa: B018 -- reading it sets the cookie on this response
     lecture = os.environ.get(LECTURE_VARIABLE) == "1"
-    page = lecture_view(notebook) if lecture else copy.deepcopy(notebook)
     requested = unquote(handler.request.path, errors="surrogateescape")  # export.address undone
     path = Path(cwd or ".").resolve() / Path(requested).name  # Voilà's cwd
+    page = lecture_view(notebook, path.name) if lecture else copy.deepcopy(notebook)
     page["cells"].append(navigation_cell(path, lecture))
     return page
 
@@ -216,10 +220,15 @@ def main(argv: list[str] | None = None) -> int:
         "--lecture", action="store_true", help="show only the cells tagged 'lecture'"
     )
     parser.add_argument("--outline", action="store_true", help="print the lecture's route and exit")
+    # A notebook named like an option ("-talk.ipynb") is a file: argparse sees "./-talk.ipynb".
+    argv = [
+        f"./{a}" if a[:1] == "-" and a.endswith(".ipynb") else a
+        for a in (sys.argv[1:] if argv is None else argv)
+    ]
     args = parser.parse_args(argv)
     try:
         if args.outline and args.notebook.is_file():  # each notebook's sections and words
-            route = outline(args.notebook.parent)
+            route = outline(args.notebook.parent, also=args.notebook)
             for name, headings, words in route:
                 print(f"{export.shown(name)} ({words} words): " + "; ".join(headings))
             print(f"in all: {sum(words for _, _, words in route)} words of prose")
@@ -231,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
-        for notebook in {*notebook_paths(args.notebook.parent), args.notebook}:  # served
+        for notebook in sibling_notebooks(args.notebook.parent, False, also=args.notebook):
             shutil.copyfile(notebook, Path(scratch) / notebook.name)
         return serve(args, Path(scratch))
 
@@ -243,7 +252,7 @@ def refusal(args: argparse.Namespace) -> str | None:
     """
     if not args.notebook.is_file():
         return f"no notebook at {args.notebook}"
-    served = sorted({*notebook_paths(args.notebook.parent), args.notebook})
+    served = sibling_notebooks(args.notebook.parent, False, also=args.notebook)
     read = {path: export.read_notebook(path) for path in served}
     if args.lecture and not any(map(is_lecture_cell, read[args.notebook].cells)):
         return f"{args.notebook} has no cell tagged '{LECTURE_TAG}'"

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from ppo_viz.app import MAIN_CONTROL
+from ppo_viz.export import notebook_paths  # noqa: F401 -- the course notebooks, for the tests
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
@@ -51,8 +52,13 @@ CHROMIUM_ARGS = [
 CELL_ANCESTOR = (
     "xpath=ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' jp-Cell ')][1]"
 )
-#: Keys tried, in order, to move a focused slider handle (noUiSlider's keyboard support).
-SLIDER_KEYS = ("ArrowRight", "ArrowLeft", "End", "Home")
+#: Per kind of main control: what takes the keyboard's focus, and the keys tried in turn to
+#: change its value (a slider's handle: noUiSlider's keys; its first two only, unless told).
+CONTROL_KINDS = {
+    "slider": (".noUi-handle", (("ArrowRight",), ("ArrowLeft",), ("End",), ("Home",))),
+    "number": ("input[type=number]", (("ArrowUp", "Enter"), ("ArrowDown", "Enter"))),
+    "checkbox": ("input[type=checkbox]", (("Space",),)),
+}
 VIEWPORT = {"width": 1400, "height": 1500}
 INSTALL_HINT = (
     "install it with `apt-get install chromium` (Debian/Ubuntu) and "
@@ -88,11 +94,6 @@ CANVAS_PIXELS = """(root) => Array.from(root.querySelectorAll('.ppo-figure')).ma
 MIN_INKED_SHARE = 0.005
 
 
-def browser_required() -> bool:
-    """True when a missing browser must fail the run (CI sets PPO_REQUIRE_BROWSER=1)."""
-    return os.environ.get("PPO_REQUIRE_BROWSER", "") == "1"
-
-
 def browser_problem(executable: Path | None = None) -> str:
     """Why Chromium cannot be driven here (empty when it can): no browser, or no Playwright."""
     executable = executable or CHROMIUM
@@ -106,14 +107,11 @@ def browser_problem(executable: Path | None = None) -> str:
 
 
 def require_browser() -> None:
-    """Skip (or fail, under PPO_REQUIRE_BROWSER=1) when Chromium or Playwright is missing."""
-    problem = browser_problem()
-    if not problem:
-        return
-    message = f"{problem}: {INSTALL_HINT}"
-    if browser_required():
-        pytest.fail(message)
-    pytest.skip(message)
+    """Skip (or fail, under PPO_REQUIRE_BROWSER=1 as in CI) when Chromium or Playwright is
+    missing."""
+    if problem := browser_problem():
+        required = os.environ.get("PPO_REQUIRE_BROWSER", "") == "1"
+        (pytest.fail if required else pytest.skip)(f"{problem}: {INSTALL_HINT}")
 
 
 #: This process's Playwright and its headless Chromium per executable are started on first use
@@ -157,11 +155,6 @@ def output_dir(name: str) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-def notebook_paths(directory: Path = NOTEBOOK_DIR) -> list[Path]:
-    """The course notebooks (``NN_*.ipynb``) in ``directory``, in order."""
-    return sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))
 
 
 # -- expectations ------------------------------------------------------------------------------
@@ -434,36 +427,31 @@ class NotebookPage:
 
     def control_kind(self, control: Any) -> str:
         """``slider`` (noUiSlider), ``number`` (IntText/FloatText), ``checkbox`` or ``other``."""
-        if control.locator(".noUi-handle").count():
-            return "slider"
-        if control.locator("input[type=number]").count():
-            return "number"
-        if control.locator("input[type=checkbox]").count():
-            return "checkbox"
-        return "other"
+        kinds = (
+            kind for kind, (focus, _) in CONTROL_KINDS.items() if control.locator(focus).count()
+        )
+        return next(kinds, "other")
 
     def control_value(self, control: Any) -> str:
         """What the control shows as its value (a slider's readout, an input's value)."""
         kind = self.control_kind(control)
+        if kind == "other":
+            return control.inner_text()
+        focus, readout = (
+            control.locator(CONTROL_KINDS[kind][0]).first,
+            control.locator(".widget-readout"),
+        )
         if kind == "slider":
-            readout = control.locator(".widget-readout")
-            if readout.count():
-                return readout.first.inner_text().strip()
-            return control.locator(".noUi-handle").first.get_attribute("aria-valuenow") or ""
-        if kind == "number":
-            return control.locator("input[type=number]").first.input_value()
-        if kind == "checkbox":
-            return str(control.locator("input[type=checkbox]").first.is_checked())
-        return control.inner_text()
+            return (
+                readout.first.inner_text().strip()
+                if readout.count()
+                else focus.get_attribute("aria-valuenow") or ""
+            )
+        return focus.input_value() if kind == "number" else str(focus.is_checked())
 
     def press_on_control(self, control: Any, keys: tuple[str, ...]) -> None:
         """Focus the control (a slider's handle, or its input) and press ``keys`` in turn."""
-        selector = {
-            "slider": ".noUi-handle",
-            "number": "input[type=number]",
-            "checkbox": "input[type=checkbox]",
-        }[self.control_kind(control)]
-        target = control.locator(selector).first
+        target = control.locator(CONTROL_KINDS[self.control_kind(control)][0]).first
         target.scroll_into_view_if_needed()
         target.focus()
         for key in keys:
@@ -501,11 +489,7 @@ class NotebookPage:
         pixels_before = self.figure_pixels(scope)
         if not pixels_before:
             return [f"{name}: no ppo-figure canvas next to the control"]
-        moves = {
-            "slider": tuple((key,) for key in (SLIDER_KEYS[:2] if arrows_only else SLIDER_KEYS)),
-            "number": (("ArrowUp", "Enter"), ("ArrowDown", "Enter")),
-            "checkbox": (("Space",),),
-        }[kind]
+        moves = CONTROL_KINDS[kind][1][: 2 if arrows_only and kind == "slider" else None]
         value_before, value_after, move = self.move_control(control, moves)
         if move is None:
             tried = ", ".join("+".join(keys) for keys in moves)

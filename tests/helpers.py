@@ -13,6 +13,7 @@ loss and the gradient.  The checks below widen to :data:`SIMULATED_ULPS` there.
 from __future__ import annotations
 
 import math
+import urllib.parse
 from collections.abc import Sequence
 
 import numpy as np
@@ -42,6 +43,12 @@ ANY_NOTEBOOK = [
     ("01_untitled.ipynb", None),
     ("01_bad\udcff.ipynb", "Not UTF-8"),  # $'01_bad\xff.ipynb': quote() raised UnicodeEncodeError
 ]
+
+
+def file_behind(href: str) -> str:
+    """The file name a relative link to an ``ANY_NOTEBOOK`` name opens (%FF: the byte 0xFF)."""
+    return urllib.parse.unquote(urllib.parse.urlsplit(href).path, errors="surrogateescape")
+
 
 CONTRACT_LOSS = -0.5375000000000001
 CONTRACT_CLIP_FRACTION = 0.5

@@ -14,19 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from ppo_viz.export import NOTEBOOK_DIR, execute_notebook, notebook_paths, output_problems
-
-__all__ = [
-    "NOTEBOOK_DIR",
-    "changed_beside",
-    "execute_notebook",
-    "folder_state",
-    "notebook_paths",
-    "output_problems",
-    "printed_text",
-    "run_committed",
-]
-
+from ppo_viz.export import NOTEBOOK_DIR, execute_notebook, notebook_paths, output_problems  # noqa: F401
 
 #: What each committed notebook's run changed in its own folder, by the notebook's path.
 _CHANGED_BESIDE: dict[Path, list[str]] = {}
@@ -69,6 +57,12 @@ def folder_state(folder: Path, notebooks: bool = False) -> dict[str, int]:
         for path in folder.rglob("*")
         if path.is_file() and (notebooks or path.suffix != ".ipynb")
     }
+
+
+def figure_count(notebook: nbformat.NotebookNode) -> int:
+    """How many outputs of an executed notebook carry a picture."""
+    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
+    return sum("image/png" in output.get("data", {}) for output in outputs)
 
 
 def printed_text(notebook: nbformat.NotebookNode) -> str:

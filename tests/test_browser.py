@@ -157,18 +157,17 @@ def open_and_run_all(
 
 def check_controls(nb: NotebookPage, expectation: NotebookExpectation, name: str) -> list[str]:
     """The stable CSS classes the expectation names are on screen."""
-    page = nb.page
-    failures = []
-    for control in expectation.controls:
-        if page.locator(f".{MAIN_CONTROL}.{CONTROL_PREFIX}{control}").count() == 0:
-            failures.append(f"{name}: no main control '{MAIN_CONTROL} {CONTROL_PREFIX}{control}'")
-    for css in expectation.extra_classes:
-        if page.locator(f".{css}").count() == 0:
-            failures.append(f"{name}: nothing with class {css!r}")
-    if expectation.stepper:
-        for css in ("ppo-next", "ppo-prev", "ppo-sample-view"):
-            if page.locator(f".{css}").count() == 0:
-                failures.append(f"{name}: stepper without an element of class {css!r}")
+    wanted = {  # a selector, and what its absence means
+        f".{MAIN_CONTROL}.{CONTROL_PREFIX}{control}": f"no main control '{MAIN_CONTROL} "
+        f"{CONTROL_PREFIX}{control}'"
+        for control in expectation.controls
+    }
+    wanted |= {f".{css}": f"nothing with class {css!r}" for css in expectation.extra_classes}
+    for css in ("ppo-next", "ppo-prev", "ppo-sample-view") if expectation.stepper else ():
+        wanted[f".{css}"] = f"stepper without an element of class {css!r}"
+    failures = [
+        f"{name}: {said}" for css, said in wanted.items() if not nb.page.locator(css).count()
+    ]
     controls = nb.main_controls()
     for i in range(controls.count()):
         if not control_names(controls.nth(i)):

@@ -13,6 +13,7 @@ notebook 1 show every figure.  The other notebooks' pages are checked in test_no
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 import shutil
@@ -20,7 +21,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
 import uuid
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
@@ -30,6 +30,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import nbformat
+import psutil  # installed with ipykernel
 import pytest
 from browser_support import (
     FIXTURE_NOTEBOOK,
@@ -40,10 +41,10 @@ from browser_support import (
     require_browser,
 )
 from bs4 import BeautifulSoup
-from helpers import ANY_NOTEBOOK
+from helpers import ANY_NOTEBOOK, file_behind
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-from notebook_runner import NOTEBOOK_DIR, run_committed
+from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
 
 from ppo_viz import export
 from ppo_viz.app import LiveFigure, slider
@@ -105,26 +106,25 @@ def script_sources(html: str) -> list[str]:
 # -- fast: what a page shows instead of a widget -----------------------------------------------
 
 
-def test_a_live_figure_shows_its_picture_and_its_figure_is_a_png_file(tmp_path: Path) -> None:
-    app = live_figure(readout=None)
+@pytest.mark.parametrize("readout", [None, "the band is [0.8, 1.2]"])
+def test_a_live_figure_shows_its_picture_a_png_file_and_its_readouts(
+    tmp_path: Path, readout: str | None
+) -> None:
+    """Without readouts the picture is the PNG file; with them, their HTML holds it inline."""
+    app = live_figure(readout)
     page = page_of(tmp_path, displayed(app))
     (source,) = images(page)
-    assert (tmp_path / source).read_bytes() == app.png()  # the default settings' picture
-    assert source.startswith("page_files/")
-    assert source.endswith(".png")
+    assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
+    if readout is None:  # the picture is the PNG file
+        assert (tmp_path / source).read_bytes() == app.png()
+        assert re.fullmatch(r"page_files/.+\.png", source), source
+    else:
+        assert readout in page
+        assert stylesheet() in page  # the readouts keep the bundle's look
+        assert source.startswith("data:image/png;base64,")
     assert "run the notebook to use it" not in page  # the text line is not what is shown
     assert WIDGET_VIEW_MIME not in page
     assert "widget-state" not in page
-
-
-def test_a_live_figure_with_readouts_shows_them_with_its_picture(tmp_path: Path) -> None:
-    app = live_figure(readout="the band is [0.8, 1.2]")
-    page = page_of(tmp_path, displayed(app))
-    assert "the band is [0.8, 1.2]" in page
-    assert stylesheet() in page  # the readouts keep the bundle's look
-    (source,) = images(page)
-    assert source.startswith("data:image/png;base64,")
-    assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
 
 
 def test_an_interact_shows_the_figure_its_output_widget_holds() -> None:
@@ -149,9 +149,10 @@ def test_an_interact_shows_the_figure_its_output_widget_holds() -> None:
     [
         widgets.FloatSlider(value=0.2, description="eps")._repr_mimebundle_(),
         {"text/plain": "VBox(children=(FloatSlider(value=0.2),))"},
-        {"text/plain": "<Figure size 640x480 with 1 Axes>"},
+        {"text/plain": repr(widgets.IntSlider(value=3))},
+        {"text/plain": repr(Figure(figsize=(6.4, 4.8)))},
     ],
-    ids=["a widget without a picture", "a widget repr", "a figure repr"],
+    ids=["a widget without a picture", "a widget repr", "a slider's repr", "a figure repr"],
 )
 def test_a_page_that_would_show_a_repr_is_refused_naming_the_cell(shown: dict) -> None:
     output = new_output("execute_result", data=shown, execution_count=1)
@@ -160,14 +161,9 @@ def test_a_page_that_would_show_a_repr_is_refused_naming_the_cell(shown: dict) -
         make_static(notebook, "nb")
 
 
-def test_the_repr_patterns_match_what_a_reader_would_see_and_nothing_else() -> None:
-    assert WIDGET_REPR.search(repr(widgets.IntSlider(value=3)))
-    assert FIGURE_REPR.search(repr(Figure(figsize=(6.4, 4.8))))
-    assert not WIDGET_REPR.search("(-0.5375, 0.5, array([0., -0.55, 0., 0.1125]))")
-
-
 def test_ordinary_outputs_pass_unchanged() -> None:
-    result = new_output("execute_result", data={"text/plain": "(-0.5375, 0.5)"}, execution_count=1)
+    numbers = "(-0.5375, 0.5, array([0., -0.55, 0., 0.1125]))"
+    result = new_output("execute_result", data={"text/plain": numbers}, execution_count=1)
     printed = new_output("stream", name="stdout", text="eps = 0.2\n")
     notebook = new_notebook(cells=[new_code_cell("x", outputs=[result, printed])])
     assert make_static(notebook, "nb").cells[0].outputs == [result, printed]
@@ -315,23 +311,18 @@ def test_a_bad_call_stops_with_one_line_before_any_notebook_runs(
 
 
 @pytest.mark.parametrize(
-    ("arguments", "error"),
+    ("notebook", "timeout_s", "error", "said"),
     [
-        ({"timeout_s": 0}, ValueError),
-        ({"timeout_s": float("nan")}, ValueError),
-        ({"timeout_s": float("inf")}, ValueError),
-        ({"timeout_s": "60"}, TypeError),
-        ({"timeout_s": True}, TypeError),
+        *[(new_notebook(), t, ValueError, "timeout_s must be") for t in (0, math.nan, math.inf)],
+        *[(new_notebook(), t, TypeError, "timeout_s must be") for t in ("60", True)],
+        ({"cells": []}, 60, TypeError, "notebook must be a path or a notebook, got dict"),
     ],
 )
-def test_the_runner_refuses_a_time_limit_that_is_no_limit(arguments: dict, error: type) -> None:
-    with pytest.raises(error, match="timeout_s must be"):
-        execute_notebook(new_notebook(), **arguments)
-
-
-def test_the_runner_refuses_what_is_not_a_notebook() -> None:
-    with pytest.raises(TypeError, match="notebook must be a path or a notebook, got dict"):
-        execute_notebook({"cells": []})
+def test_the_runner_refuses_no_notebook_or_a_time_limit_that_is_no_limit(
+    notebook: Any, timeout_s: Any, error: type, said: str
+) -> None:
+    with pytest.raises(error, match=said):
+        execute_notebook(notebook, timeout_s=timeout_s)
 
 
 # -- with a kernel: the command line -----------------------------------------------------------
@@ -375,37 +366,6 @@ def test_command_line_exports_pages_figures_and_an_index(site_run: SiteRun) -> N
     for page in ("01_smoke.html", "02_plot.html"):
         (figure,) = images((out / page).read_text())  # drawn inline although MPLBACKEND=Agg
         assert (out / figure).read_bytes().startswith(b"\x89PNG")
-    index = BeautifulSoup((out / "index.html").read_text(), "html.parser")
-    links = [(link.get_text(strip=True), link["href"]) for link in index.select("li a")]
-    assert links == [
-        ("Smoke test for the browser harness", "01_smoke.html"),
-        ("A plot", "02_plot.html"),
-    ]
-
-
-@pytest.mark.notebook
-@pytest.mark.timeout(120)
-def test_every_page_has_its_title_and_links_to_the_previous_page_the_index_and_the_next(
-    site_run: SiteRun,
-) -> None:
-    expected = {
-        "01_smoke.html": ("Smoke test for the browser harness", [], "02_plot.html"),
-        "02_plot.html": ("A plot", ["01_smoke.html"], None),
-    }
-    for page, (title, previous, following) in expected.items():
-        soup = BeautifulSoup((site_run.out / page).read_text(), "html.parser")
-        assert soup.title.get_text() == title
-        navs = soup.select("nav.ppo-site-nav")
-        assert len(navs) == 2  # above and below the page
-        for nav in navs:
-            assert [a["href"] for a in nav.select("a[rel=prev]")] == previous
-            assert [a["href"] for a in nav.select("a[rel=next]")] == (
-                [following] if following else []
-            )
-            assert "index.html" in [a["href"] for a in nav.select("a")]
-    index = BeautifulSoup((site_run.out / "index.html").read_text(), "html.parser")
-    assert index.title.get_text() == SITE_TITLE
-    assert not index.select("ol")  # the titles carry their numbers: no "1. 1 · ..."
 
 
 #: A 1x1 PNG, a figure on every page of the ANY_NOTEBOOK test.
@@ -439,21 +399,24 @@ def test_the_index_and_the_pages_link_any_notebook_by_its_title_as_text(
     monkeypatch.setattr(export, "execute_notebook", with_a_figure)
     assert main([str(out), "--notebooks", str(source), "--mathjax-url", "mathjax.js"]) == 0
     page, shown = f"{Path(name).stem}.html", title or Path(name).stem
+    soup = {p: BeautifulSoup((out / p).read_text(), "html.parser") for p in (page, "02_next.html")}
     index = BeautifulSoup((out / "index.html").read_text(), "html.parser")
+    assert index.title.get_text() == SITE_TITLE
     links = [(a.get_text(), file_behind(a["href"])) for a in index.select("li a")]
     assert links == [(shown, page), ("Next", "02_next.html")]
-    following = BeautifulSoup((out / "02_next.html").read_text(), "html.parser")
-    previous = following.select("a[rel=prev]")
-    assert [(a.get_text(), file_behind(a["href"])) for a in previous] == [(f"← {shown}", page)] * 2
-    assert (out / page).is_file()
-    for html in ((out / page).read_text(), following.decode()):
-        (figure,) = images(html)
+    assert not index.select("ol")  # the titles carry their numbers: no "1. 1 · ..."
+    everything = (None, "All notebooks", "index.html")
+    pages = {  # each page's title and its links to the previous page, the index and the next
+        page: (shown, [everything, (["next"], "Next →", "02_next.html")]),
+        "02_next.html": ("Next", [(["prev"], f"← {shown}", page), everything]),
+    }
+    for at, (page_title, navigation) in pages.items():
+        assert soup[at].title.get_text() == page_title
+        navs = soup[at].select("nav.ppo-site-nav a")
+        shown_links = [(a.get("rel"), a.get_text(), file_behind(a["href"])) for a in navs]
+        assert shown_links == navigation * 2  # above and below the page
+        (figure,) = images(str(soup[at]))
         assert (out / file_behind(figure)).is_file(), figure
-
-
-def file_behind(href: str) -> str:
-    """The file name a relative link opens (what the browser asks for; %FF: the byte 0xFF)."""
-    return urllib.parse.unquote(urllib.parse.urlsplit(href).path, errors="surrogateescape")
 
 
 @pytest.mark.notebook
@@ -484,20 +447,15 @@ def test_a_notebook_that_raises_stops_the_export_with_its_traceback(
 
 
 def processes_with(variable: str) -> list[int]:
-    """The ids of the running processes whose environment holds ``variable`` (Linux)."""
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if variable.encode() in (entry / "environ").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    """The ids of the running processes whose environment holds ``variable``."""
+    return [
+        p.pid for p in psutil.process_iter(["environ"]) if variable in (p.info["environ"] or {})
+    ]
 
 
 @pytest.mark.notebook
 @pytest.mark.timeout(120)
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT to the command")
 def test_ctrl_c_during_a_notebook_stops_with_one_line(tmp_path: Path) -> None:
     """Ctrl-C while a cell runs: one line, status 130, no traceback, no kernel left running."""
     source = tmp_path / "notebooks"
@@ -541,18 +499,11 @@ def test_ctrl_c_during_a_notebook_stops_with_one_line(tmp_path: Path) -> None:
 
 @dataclass
 class OfflineBrowser:
-    """A headless Chromium that may read files only: every http(s) request is aborted."""
+    """A headless Chromium that may read files only: every http(s) request is aborted, and
+    its address kept in ``blocked``."""
 
     context: Any
     blocked: list[str] = field(default_factory=list)
-
-    def route(self, route: Any) -> None:
-        url = route.request.url
-        if url.startswith(("http:", "https:")):
-            self.blocked.append(url)
-            route.abort()
-        else:
-            route.continue_()
 
     def open(self, html: Path) -> Any:
         """A new tab showing ``html``, with MathJax done typesetting (if it loaded)."""
@@ -577,7 +528,10 @@ def offline_browser() -> Iterator[OfflineBrowser]:
     require_browser()
     with chromium_context() as context:
         browser = OfflineBrowser(context)
-        context.route("**/*", browser.route)
+        context.route(
+            re.compile(r"^https?:"),
+            lambda route: (browser.blocked.append(route.request.url), route.abort()),
+        )
         yield browser
 
 
@@ -643,12 +597,6 @@ def test_formulas_are_typeset_offline_by_the_sites_own_mathjax(
         page.close()
 
 
-def figure_outputs(notebook: nbformat.NotebookNode) -> int:
-    """How many outputs of an executed notebook carry a picture."""
-    outputs = [output for cell in notebook.cells for output in cell.get("outputs", [])]
-    return sum("image/png" in output.get("data", {}) for output in outputs)
-
-
 def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> list[str]:
     """What a reader of ``html`` (opened from disk, offline, in a narrow window) sees wrong.
 
@@ -697,7 +645,7 @@ def test_notebook_1s_page_shows_every_figure_and_formula_offline(
     site = OUTPUT_DIR.parent / "export-site"  # kept for a look
     site.mkdir(parents=True, exist_ok=True)
     write_page(executed, path.stem, site, copy_mathjax(site))
-    figures = figure_outputs(make_static(executed, path.stem))
+    figures = figure_count(make_static(executed, path.stem))
     assert figures > 0
     assert stylesheet() in (site / f"{path.stem}.html").read_text()  # the readouts' look
     assert offline_page_problems(offline_browser, site / f"{path.stem}.html", figures) == []

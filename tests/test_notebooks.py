@@ -16,6 +16,7 @@ from bs4 import BeautifulSoup
 from notebook_runner import (
     NOTEBOOK_DIR,
     changed_beside,
+    figure_count,
     notebook_paths,
     output_problems,
     run_committed,
@@ -62,9 +63,7 @@ def test_exports_as_a_page_that_shows_every_figure(executed, tmp_path):
     Without a kernel each widget shows its fallback, never a repr: ``make_static``, the
     export's own conversion, raises ``ExportError`` naming a cell that would show one.
     """
-    static = make_static(executed, "the notebook")
-    outputs = [output for cell in static.cells for output in cell.get("outputs", [])]
-    figures = sum("image/png" in output.get("data", {}) for output in outputs)
+    figures = figure_count(make_static(executed, "the notebook"))
     write_page(executed, "page", tmp_path, "mathjax/MathJax.js")
     page = BeautifulSoup((tmp_path / "page.html").read_text(), "html.parser")
     assert len(page.select(".jp-OutputArea-output img")) == figures

@@ -30,8 +30,7 @@ import psutil  # installed with ipykernel
 import pytest
 from browser_support import OUTPUT_DIR, chromium_context, require_browser
 from bs4 import BeautifulSoup
-from helpers import ANY_NOTEBOOK, live_figure_classes
-from lab_server import free_port
+from helpers import ANY_NOTEBOOK, file_behind, live_figure_classes
 from matplotlib.text import Text
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from notebook_runner import execute_notebook, folder_state, output_problems
@@ -43,7 +42,6 @@ from ppo_viz.present import (
     lecture_view,
     navigation_cell,
     outline,
-    title_of,
 )
 from ppo_viz.style import PRESENT_VARIABLE
 from ppo_viz.why_clip.apps import LOOK_AHEAD
@@ -64,14 +62,6 @@ LECTURE_NOTEBOOKS = ["01_clipped_surrogate", "02_worked_example", "03_epochs_on_
 ADD_ON = "07_clipping_in_llm_training"
 #: The notebooks whose opening states the README's minutes for self-study (all of 1 to 6).
 OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "04", "05", "06"]
-
-
-def present_command() -> str:
-    """The README's present command, as CI and a teacher copy it."""
-    readme = README.read_text(encoding="utf-8")
-    block = re.search(r"<!-- present-command -->\s*```bash\n(.*?)\n```", readme, re.DOTALL)
-    assert block, "README.md has no present-command block"
-    return block.group(1).strip()
 
 
 def readme_part(name: str) -> str:
@@ -187,15 +177,6 @@ def test_each_opening_states_the_readmes_minutes_for_self_study():
         assert f"About {ranges[int(stem) - 1]} minutes alone" in opening(stem), stem
 
 
-def test_the_lecture_view_is_the_title_and_the_tagged_cells_in_order():
-    notebook = nbformat.read(NOTEBOOKS / f"{LECTURE_NOTEBOOKS[0]}.ipynb", as_version=4)
-    view = lecture_view(notebook)
-    tagged = [c for c in notebook.cells if LECTURE_TAG in c.metadata.get("tags", [])]
-    assert view.cells[0].source == f"# {title_of(notebook)}"
-    assert [c.source for c in view.cells[1:]] == [c.source for c in tagged]
-    assert len(notebook.cells) > len(tagged)  # the notebook itself is unchanged
-
-
 def test_each_page_links_the_previous_and_next_notebook():
     first, second, third = (NOTEBOOKS / f"{stem}.ipynb" for stem in LECTURE_NOTEBOOKS)
     assert 'href="02_worked_example.ipynb"' in navigation_cell(first, lecture=True).source
@@ -239,45 +220,101 @@ def test_the_links_between_pages_reach_any_notebook_and_show_its_title_as_text(
     ]
 
 
-def file_behind(href: str) -> str:
-    """The file name a relative link opens (what the browser asks the server for; %FF: 0xFF)."""
-    return urllib.parse.unquote(urllib.parse.urlsplit(href).path, errors="surrogateescape")
+@pytest.fixture
+def voila_stub(monkeypatch) -> list[SimpleNamespace]:
+    """Voilà replaced by a record of what it would serve: the folder, the notebooks there, the
+    announcement and the environment ``serve()`` set (set back after the test)."""
+    served = []
+
+    def voila(port, said):
+        copies = {p.name: p.read_bytes() for p in Path.cwd().glob("*.ipynb")}
+        environ = {name: os.environ[name] for name in (PRESENT_VARIABLE, "PYTHONPATH")}
+        served.append(SimpleNamespace(folder=Path.cwd(), copies=copies, said=said, environ=environ))
+
+    for name in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.setattr(present, "run_voila", voila)
+    return served
 
 
 @pytest.mark.parametrize("lecture", [[], ["--lecture"]], ids=["whole", "lecture"])
-@pytest.mark.parametrize("name", [name for name, _ in ANY_NOTEBOOK[::2]] + ["my talk.ipynb"])
+@pytest.mark.parametrize(
+    "name", [name for name, _ in ANY_NOTEBOOK[::2]] + ["my talk.ipynb", "-talk.ipynb"]
+)
 def test_a_notebook_of_any_name_is_served_at_a_percent_encoded_address(
-    monkeypatch, tmp_path, name, lecture
+    voila_stub, monkeypatch, tmp_path, name, lecture
 ):
     """``my talk.ipynb`` was not copied (only ``NN_*.ipynb`` were: the address answered 404),
-    ``--lecture`` refused it ("has no cell tagged 'lecture'"), and the address had a space."""
-    served = []
-    for variable in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
-        monkeypatch.setenv(variable, os.environ.get(variable, ""))  # serve() sets them
-    monkeypatch.setattr(
-        present, "run_voila", lambda port, said: served.append((said, os.listdir(Path.cwd())))
-    )
-    talk = write_talk(tmp_path / "my notes", name)  # a folder with a space too
-    assert present.main([str(talk), "--port", "1", *lecture]) == 0
-    ((said, copies),) = served
-    address = said.split(" at ")[1].split(" ")[0]
+    ``--lecture`` refused it ("has no cell tagged 'lecture'"), and the address had a space;
+    ``-talk.ipynb``, given as it is in its folder, was taken for an unknown option."""
+    monkeypatch.chdir(write_talk(tmp_path / "my notes", name).parent)  # a folder with a space
+    assert present.main([name, "--port", "1", *lecture]) == 0
+    (served,) = voila_stub
+    address = served.said.split(" at ")[1].split(" ")[0]
     encoded = urllib.parse.quote(name, errors="surrogateescape")  # a byte not UTF-8: %FF
     assert address == f"http://127.0.0.1:1/voila/render/{encoded}"
     assert file_behind(address) == f"/voila/render/{name}"
-    assert name in copies
+    assert name in served.copies
+
+
+@pytest.mark.parametrize("name", ["01_talk.ipynb", "my talk.ipynb", "-talk.ipynb"])
+def test_the_outline_of_any_notebook_lists_its_sections_and_words(
+    monkeypatch, capsys, tmp_path, name
+):
+    """``my talk.ipynb`` was left out of its own outline ("in all: 0 words of prose")."""
+    monkeypatch.chdir(write_talk(tmp_path, name, "A talk\n\n## The one part").parent)
+    assert present.main(["--outline", name]) == 0
+    said = f"{name} (7 words): The one part\nin all: 7 words of prose\n"
+    assert capsys.readouterr().out == said
+
+
+@pytest.mark.parametrize(("first_cell", "title"), [("# A talk", "A talk"), ("# ", "my talk")])
+def test_a_lecture_page_opens_with_the_notebooks_title_or_else_its_file_name(
+    monkeypatch, tmp_path, first_cell, title
+):
+    """The title, then the cells tagged ``lecture`` in order, then the links to the others.  A
+    notebook whose heading was empty opened its lecture page with an empty heading."""
+    monkeypatch.setenv(present.LECTURE_VARIABLE, "1")
+    request = SimpleNamespace(path="/voila/render/my%20talk.ipynb")
+    new_cell, tags = nbformat.v4.new_markdown_cell, {"tags": [LECTURE_TAG]}
+    cells = [new_cell(first_cell, metadata=tags), new_cell("skipped"), new_cell("2", metadata=tags)]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    page = present.prepare_page(SimpleNamespace(xsrf_token="", request=request), notebook, "")
+    assert [cell.source for cell in page.cells[:-1]] == [f"# {title}", first_cell, "2"]
+    assert len(notebook.cells) == 3  # the notebook itself is unchanged
+
+
+NOT_A_NOTEBOOK = "{tmp}/02_corrupt.ipynb is not a readable notebook"
 
 
 @pytest.mark.parametrize(
-    "call", [["--outline", "01_x.ipynb"], ["--lecture", "02_corrupt.ipynb"], ["01_x.ipynb"]]
+    ("call", "said"),
+    [
+        (["--outline", "{tmp}/01_x.ipynb"], NOT_A_NOTEBOOK),
+        (["--lecture", "{tmp}/02_corrupt.ipynb"], NOT_A_NOTEBOOK),
+        (["{tmp}/01_x.ipynb"], NOT_A_NOTEBOOK),
+        (
+            ["--lecture", "--port", "{busy}"],
+            "port {busy} is in use; choose another or leave --port out",
+        ),
+        (["--lecture", "--port", "70000"], "--port must be from 1 to 65535, got 70000"),
+    ],
 )
-def test_a_file_that_is_not_a_notebook_is_refused_in_one_line(monkeypatch, capsys, tmp_path, call):
-    """nbformat's NotJSONError ended the outline, the lecture or (at a page) the server."""
+def test_what_cannot_be_served_is_refused_in_one_line_before_voila_starts(
+    monkeypatch, capsys, tmp_path, call, said
+):
+    """nbformat's NotJSONError ended the outline, the lecture or (at a page) the server; a port
+    out of range printed an address nobody answered."""
     monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
     write_talk(tmp_path, "01_x.ipynb")
-    (corrupt := tmp_path / "02_corrupt.ipynb").write_text("not json")
-    assert present.main([*call[:-1], str(tmp_path / call[-1])]) == 2
-    said = capsys.readouterr()
-    assert (said.out, said.err) == ("", f"error: {corrupt} is not a readable notebook\n")
+    (tmp_path / "02_corrupt.ipynb").write_text("not json")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        where = {"tmp": tmp_path, "busy": busy.getsockname()[1]}
+        assert present.main([argument.format(**where) for argument in call]) == 2
+    printed = capsys.readouterr()
+    assert (printed.out, printed.err) == ("", f"error: {said.format(**where)}\n")
 
 
 @pytest.mark.notebook
@@ -289,52 +326,23 @@ def test_the_lecture_cells_run_on_their_own(stem):
 
 
 def test_the_readme_command_presents_the_lecture():
-    command = present_command()
-    assert "-m ppo_viz.present --lecture" in command
-    assert command.startswith("python3 -m venv .venv")
+    """The README's present command, as CI and a teacher copy it."""
+    block = readme_part("present-command").strip()
+    assert block.startswith("```bash\npython3 -m venv .venv"), block
+    assert "-m ppo_viz.present --lecture\n```" in block
     assert f"stopped after {IDLE_KERNEL_S} seconds idle" in README.read_text(encoding="utf-8")
 
 
-def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(monkeypatch):
+def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(voila_stub):
     """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
-    served = []
-
-    def voila(port, announce):
-        copies = {p.name: p.read_bytes() for p in Path.cwd().glob("*.ipynb")}
-        served.append((Path.cwd(), copies, os.environ["PYTHONPATH"], os.environ[PRESENT_VARIABLE]))
-
-    for name in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
-        monkeypatch.setenv(name, os.environ.get(name, ""))  # set back after: serve() sets it
-    monkeypatch.setattr(present, "run_voila", voila)
-    notebook_1 = NOTEBOOKS / "01_clipped_surrogate.ipynb"
-    assert present.main([str(notebook_1), "--port", "1"]) == 0
-    ((folder, copies, import_path, presenting),) = served
-    assert not folder.is_relative_to(NOTEBOOKS)
-    assert copies == {p.name: p.read_bytes() for p in present.sibling_notebooks(NOTEBOOKS, False)}
-    assert import_path.split(os.pathsep)[0] == str(NOTEBOOKS)
-    assert presenting == "1"
-    assert not folder.exists()
-
-
-@pytest.mark.parametrize(
-    ("port", "said"),
-    [
-        (None, "port {} is in use; choose another or leave --port out"),
-        (70000, "--port must be from 1 to 65535, got {}"),  # printed an address nobody answered
-    ],
-)
-def test_a_port_voila_cannot_listen_on_is_refused_in_one_line_before_it_starts(
-    monkeypatch, capsys, port, said
-):
-    monkeypatch.setattr(present, "run_voila", None)  # Voilà must not start
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = port or busy.getsockname()[1]
-        assert present.main(["--lecture", "--port", str(port)]) == 2
-    printed = capsys.readouterr()
-    assert printed.out == ""
-    assert printed.err == f"error: {said.format(port)}\n"
+    assert present.main([str(NOTEBOOKS / "01_clipped_surrogate.ipynb"), "--port", "1"]) == 0
+    (served,) = voila_stub
+    assert not served.folder.is_relative_to(NOTEBOOKS)
+    notebooks = present.sibling_notebooks(NOTEBOOKS, False)
+    assert served.copies == {p.name: p.read_bytes() for p in notebooks}
+    assert served.environ["PYTHONPATH"].split(os.pathsep)[0] == str(NOTEBOOKS)
+    assert served.environ[PRESENT_VARIABLE] == "1"
+    assert not served.folder.exists()
 
 
 # -- in Chromium ------------------------------------------------------------------------------
@@ -342,11 +350,10 @@ def test_a_port_voila_cannot_listen_on_is_refused_in_one_line_before_it_starts(
 
 @contextmanager
 def presenting(*arguments: str):
-    """``python -m ppo_viz.present`` on a free port; yields the address it printed, the server
-    process and what the server said (kept up to date)."""
-    port = free_port()
+    """``python -m ppo_viz.present`` (on a free port, its default); yields the address it
+    printed, the server process and what the server said (kept up to date)."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "ppo_viz.present", *arguments, "--port", str(port)],
+        [sys.executable, "-m", "ppo_viz.present", *arguments],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -384,6 +391,16 @@ def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
     return kernels
 
 
+#: True once the page's apps, counted a second apart (Playwright polls it every second), are as
+#: many, and each app's figure has a canvas with a size.
+FIGURES_DRAWN = """() => {
+  const apps = Array.from(document.querySelectorAll('.ppo-app')), counted = window.__ppoApps;
+  window.__ppoApps = apps.length;
+  return apps.length === counted
+    && apps.every((app) => app.querySelector('.ppo-figure canvas')?.height > 0);
+}"""
+
+
 def open_page(context, address: str, said: list[str], name: str, timeout_s: float = 240):
     """A new 1280 x 800 page of ``address``, once every cell ran and its widgets are drawn: the
     links to the other notebooks (the output of the page's last cell) are there, and the
@@ -391,19 +408,11 @@ def open_page(context, address: str, said: list[str], name: str, timeout_s: floa
     error quotes what the server said last."""
     page = context.new_page()
     page.set_viewport_size(PROJECTOR)
-    drawn = """() => Array.from(document.querySelectorAll('.ppo-app')).filter(
-        (app) => app.querySelector('.ppo-figure canvas')?.height > 0).length"""
     try:
         page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
         page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
-        deadline, counted = time.monotonic() + timeout_s, -1
-        while time.monotonic() < deadline:
-            page.wait_for_timeout(1000)
-            apps = page.locator(".ppo-app").count()
-            if apps == counted and page.evaluate(drawn) == apps:
-                return page
-            counted = apps
-        raise TimeoutError(f"the page's figures were not drawn within {timeout_s} s")
+        page.wait_for_function(FIGURES_DRAWN, polling=1000, timeout=timeout_s * 1000)
+        return page
     except Exception as error:
         log = "".join(said[-40:])
         raise AssertionError(f"{name} did not finish; the server said:\n{log}") from error
