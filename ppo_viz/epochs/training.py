@@ -201,8 +201,10 @@ class Run:
 
     @property
     def ratios(self) -> FloatArray:
-        """``(epochs + 1, N)``: each sample's ratio ``pi_new(a_t) / pi_old(a_t)``."""
-        return np.exp(self.batch.logp(self.logits) - self.batch.logp_old)
+        """``(epochs + 1, N)``: each sample's ratio ``pi_new(a_t) / pi_old(a_t)``, ppo_clip's."""
+        new, b = self.batch.logp(self.logits), self.batch
+        old, advantages = np.tile(b.logp_old, len(new)), np.tile(b.advantages, len(new))
+        return ppo_clip.clip_breakdown(new.ravel(), old, advantages).ratio.reshape(new.shape)
 
     @property
     def exact_kl(self) -> FloatArray:
