@@ -161,6 +161,12 @@ def test_stepping_forward_and_back_shows_the_modules_numbers_at_every_step(stepp
     for t in reversed(range(n - 1)):
         stepper.prev_button.click()
         assert_step_shows_the_module(stepper, t)
+    stepper.slider.value = 2  # the slider, the buttons and go drive the same step
+    assert_step_shows_the_module(stepper, 2)
+    stepper.next_button.click()
+    assert stepper.slider.value == 3
+    stepper.go(-5)
+    assert stepper.step == 0
 
 
 def test_the_last_step_shows_the_contract_numbers_and_the_check(stepper):
@@ -177,15 +183,6 @@ def test_the_last_step_shows_the_contract_numbers_and_the_check(stepper):
     assert f"gradient: {vector(ppo_clip.ppo_clip_grad(*stepper.batch.arguments()))}" in shown
     stepper.go(2)
     assert "1 more to go" in plain(stepper.sample_view.value)
-
-
-def test_slider_buttons_and_go_drive_the_same_step(stepper):
-    stepper.slider.value = 2
-    assert_step_shows_the_module(stepper, 2)
-    stepper.next_button.click()
-    assert stepper.slider.value == 3
-    stepper.go(-5)
-    assert stepper.step == 0
 
 
 def test_edge_cases_preset_explains_each_verdict_with_this_machines_ratio(stepper):
