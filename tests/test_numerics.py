@@ -206,12 +206,8 @@ def test_float32_rows_report_the_side_their_own_computation_landed_on():
         float(np.log(np.float32(0.6))) - float(np.log(np.float32(0.5)))
     )
     assert rounded_inputs.is_clipped == (rounded_inputs.ratio > 1.2)
-
-
-def test_the_bfloat16_note_gives_the_spacing_of_its_numbers_above_1():
-    spacing = 2.0 ** (1 - model.BFLOAT16_SIGNIFICANT_BITS)
-    note = text.float32_boundary_demo().notes[-1]
-    assert_states(note, exact(spacing), f"±{rounded(100 * spacing / 2, 2)} %")
+    spacing = 2.0 ** (1 - model.BFLOAT16_SIGNIFICANT_BITS)  # the bfloat16 note
+    assert_states(demo.notes[-1], exact(spacing), f"±{rounded(100 * spacing / 2, 2)} %")
     # float32 has 24 significant bits: its step above 1 is 2**-23, which numpy agrees with
     assert np.spacing(np.float32(1.0)) == np.float32(2.0**-23)
 
@@ -402,30 +398,6 @@ def test_stretched_axis_is_monotonic_and_inverts():
     assert stretch_ratio(1.0) == 0.0
 
 
-@pytest.mark.parametrize(
-    ("control", "value", "says"),
-    [
-        ("shift", model.MAX_SHIFT + 1, f"policy shift must be from 0 to {model.MAX_SHIFT:g}"),
-        ("length", model.MAX_TOKENS + 1, f"length must be between 1 and {model.MAX_TOKENS}"),
-    ],
-)
-def test_a_setting_beyond_the_axes_shows_a_message_and_keeps_the_figure(
-    tokens_app, control, value, says
-):
-    """Set from code too (a slider's range can be widened): a message in place, no traceback.
-
-    NaN, which a slider does not clamp, is refused for every app in tests/test_app.py."""
-    tokens_app.controls["shift"].value = 1.0
-    before = {name: np.array(a.get_ydata(), dtype=float) for name, a in tokens_app.artists.items()}
-    tokens_app.controls[control].max = 2 * value  # a slider clamps to its range: widen it first
-    tokens_app.controls[control].value = value
-    assert says in tokens_app.message.value
-    for name, artist in tokens_app.artists.items():
-        np.testing.assert_array_equal(artist.get_ydata(), before[name], err_msg=name)
-    tokens_app.controls[control].value = 0.5 if control == "shift" else 500
-    assert tokens_app.message.value == ""
-
-
 def test_thresholds_do_not_reuse_the_objective_colours(tokens_app, variants_app):
     """Blue, vermillion and orange mean the three objectives; thresholds are black and grey."""
     assert variants_app.figure.get_figwidth() <= MAX_FIGURE_WIDTH
@@ -521,17 +493,29 @@ def test_the_sliders_move_the_band_the_cap_and_the_curves_to_ppo_clips(variants_
     assert_states(shown, f"r > {rounded(cap, 3)}.")
 
 
-def test_a_refused_setting_shows_a_message_and_keeps_the_figure(variants_app):
-    """A cap below the range (the slider's range widened from code); NaN: tests/test_app.py."""
-    before = variants_app.columns[-1].objective.get_ydata().copy()
-    variants_app.controls["cap"].min = 0.5
-    variants_app.controls["cap"].value = 0.9
-    assert "dual-clip cap must be between {:g} and {:g}".format(*CAP_RANGE) in plain(
-        variants_app.message.value
-    )
-    np.testing.assert_array_equal(variants_app.columns[-1].objective.get_ydata(), before)
-    variants_app.controls["cap"].value = 2.0
-    assert variants_app.message.value == ""
+@pytest.mark.parametrize(
+    ("app", "control", "value", "good", "says"),
+    [
+        ("tokens_app", "shift", model.MAX_SHIFT + 1, 0.5, f"from 0 to {model.MAX_SHIFT:g} log"),
+        ("tokens_app", "length", model.MAX_TOKENS + 1, 500, f"between 1 and {model.MAX_TOKENS}"),
+        ("variants_app", "cap", 0.9, 2.0, "cap must be between {:g} and {:g}".format(*CAP_RANGE)),
+    ],
+)
+def test_a_setting_beyond_the_axes_shows_a_message_and_keeps_the_figure(
+    request, app, control, value, good, says
+):
+    """Set from code (a slider's range can be widened): a message in place, no traceback.
+
+    NaN, which a slider does not clamp, is refused for every app in tests/test_app.py."""
+    app = request.getfixturevalue(app)
+    widget = app.controls[control]
+    shown = np.asarray(app.canvas.buffer_rgba()).copy()
+    widget.min, widget.max = min(widget.min, value), max(widget.max, value)  # a slider clamps
+    widget.value = value
+    assert says in plain(app.message.value)
+    assert np.array_equal(np.asarray(app.canvas.buffer_rgba()), shown)
+    widget.value = good
+    assert app.message.value == ""
 
 
 # -- the notebook's prose --------------------------------------------------------------------
