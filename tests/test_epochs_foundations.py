@@ -101,14 +101,22 @@ def test_the_line_runs_from_the_old_policy_through_ppos_default_update(line, pro
     )
 
 
-@pytest.mark.parametrize("eps", [0.2, 0.07, 0.45])
-def test_every_plotted_curve_is_minus_ppo_clips_loss_at_those_parameters(explorer, eps):
+@pytest.mark.parametrize("eps", [0.2, 0.07, 0.13, 0.31, 0.45])
+def test_the_curves_are_minus_ppo_clips_loss_and_the_marker_and_readout_show_their_maximum(
+    explorer, eps
+):
     explorer.controls["figure2_eps"].value = eps
     for objective, artist in explorer.curves.items():
         expected = [module_objective(explorer.line, objective, t, eps) for t in FACTORS]
         np.testing.assert_array_equal(artist.get_ydata(), expected)
     kl = [exact_kl(softmax(np.zeros(K)), softmax(explorer.line.logits_at(t))) for t in FACTORS]
     np.testing.assert_allclose(explorer.line.kl, kl, rtol=1e-12, atol=1e-18)
+    factor, value, kl = explorer.line.peak(eps)
+    assert value == explorer.curves["clipped"].get_ydata().max()
+    assert list(explorer.peak.get_xdata()) == [factor]
+    assert f"largest at t = {rounded(factor, 3)}" in plain(explorer.readout.value)
+    assert f"KL(π_old ‖ π_θ) = {rounded(kl, 3)}" in plain(explorer.readout.value)
+    assert explorer.line.peak(0.0)[0] == 0.0  # and out with ε on a grid of 11 (line_as_told)
 
 
 @pytest.mark.parametrize("eps", [0.2, 0.05, 0.5])
@@ -158,17 +166,6 @@ def test_what_the_notebook_says_about_the_line(line):
     # Where PPO's curve peaks and falls, and the unclipped one climbs: the rule line_as_told,
     # which test_the_starting_batch_meets_the_documented_rule checks on this line.
     assert line_as_told(line)
-
-
-def test_the_marker_and_readout_show_the_maximum_and_it_moves_out_with_eps(explorer, line):
-    for eps in (0.13, 0.31):
-        explorer.controls["figure2_eps"].value = eps
-        factor, value, kl = line.peak(eps)
-        assert value == explorer.curves["clipped"].get_ydata().max()
-        assert list(explorer.peak.get_xdata()) == [factor]
-        assert f"largest at t = {rounded(factor, 3)}" in plain(explorer.readout.value)
-        assert f"KL(π_old ‖ π_θ) = {rounded(kl, 3)}" in plain(explorer.readout.value)
-    assert line.peak(0.0)[0] == 0.0  # and out with ε on a grid of 11 (line_as_told)
 
 
 def test_the_line_explorer_refuses_a_bad_eps():
