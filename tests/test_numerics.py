@@ -90,6 +90,12 @@ def test_synthetic_response_is_seeded_and_reaches_about_minus_1000():
         (lambda: text.outside_band_demo(eps=1.5), ValueError, "eps"),
         (lambda: text.rare_token_demo(eps=math.nan), ValueError, "eps"),
         (lambda: response_figure("response"), TypeError, "response"),
+        (lambda: TokenRatioExplorer(length=model.MAX_TOKENS + 1), ValueError, "length"),
+        (lambda: TokenRatioExplorer(shift=-1.0), ValueError, "shift"),
+        (lambda: TokenRatioExplorer(shift="1"), TypeError, "shift"),
+        (lambda: VariantsExplorer(eps_high=1.5), ValueError, "eps_high"),
+        (lambda: VariantsExplorer(dual_clip=0.9), ValueError, "dual_clip"),
+        (lambda: VariantsExplorer(eps_low=None), TypeError, "eps_low"),
     ],
 )
 def test_bad_arguments_are_refused_naming_the_argument(call, error, names):
@@ -200,12 +206,8 @@ def test_float32_rows_report_the_side_their_own_computation_landed_on():
         float(np.log(np.float32(0.6))) - float(np.log(np.float32(0.5)))
     )
     assert rounded_inputs.is_clipped == (rounded_inputs.ratio > 1.2)
-
-
-def test_the_bfloat16_note_gives_the_spacing_of_its_numbers_above_1():
-    spacing = 2.0 ** (1 - model.BFLOAT16_SIGNIFICANT_BITS)
-    note = text.float32_boundary_demo().notes[-1]
-    assert_states(note, exact(spacing), f"±{rounded(100 * spacing / 2, 2)} %")
+    spacing = 2.0 ** (1 - model.BFLOAT16_SIGNIFICANT_BITS)  # the bfloat16 note
+    assert_states(demo.notes[-1], exact(spacing), f"±{rounded(100 * spacing / 2, 2)} %")
     # float32 has 24 significant bits: its step above 1 is 2**-23, which numpy agrees with
     assert np.spacing(np.float32(1.0)) == np.float32(2.0**-23)
 
@@ -292,8 +294,13 @@ def _expected_tokens(length: int, shift: float):
     return tokens, sequence, mean
 
 
-@pytest.mark.parametrize(("length", "shift"), [(1, 0.0), (37, 0.35), (200, 2.0)])
-def test_sliders_draw_ppo_clips_per_token_ratios(tokens_app, length, shift):
+@pytest.mark.parametrize(
+    ("length", "shift"),
+    [(1, 0.0), (10, 0.0), (37, 0.35), (200, 2.0), (300, 0.0), (760, 0.0), (1000, 0.0), (1000, 4.0)],
+)
+def test_sliders_draw_ppo_clips_ratios_and_the_readout_says_what_the_clip_does(
+    tokens_app, length, shift
+):
     tokens_app.controls["length"].value = length
     tokens_app.controls["shift"].value = shift
     tokens, sequence, mean = _expected_tokens(length, shift)
@@ -306,10 +313,21 @@ def test_sliders_draw_ppo_clips_per_token_ratios(tokens_app, length, shift):
     np.testing.assert_array_equal(art["geometric_mean"].get_ydata(), [mean.ratio[0]] * 2)
     assert art["running_end"].get_xdata()[0] == length
     assert list(art["length_marker"].get_xdata()) == [length, length]
+    view, r = tokens_app.view, float(sequence.ratio[0])
+    if math.isfinite(r):  # the sequence ratio is the product of the token ratios
+        assert view.product == pytest.approx(r, rel=1e-9)
+        assert view.geometric_mean == pytest.approx(r ** (1 / length))
     shown = plain(tokens_app.readout.value)
-    assert_states(
-        shown, f"{rounded(sequence.ratio[0])}: ", f"{np.count_nonzero(outside)} of {length} "
-    )
+    assert_states(shown, f"{rounded(r)}: ", f"{np.count_nonzero(outside)} of {length} ")
+    lower, upper = ppo_clip.clip_band(model.EPS)
+    if not sequence.outside_band[0]:
+        assert f"inside [{rounded(lower)}, {rounded(upper)}]: not clipped for either sign" in shown
+        return
+    assert f"with {'A > 0' if r > upper else 'A < 0'} clipped (zero gradient)" in shown
+    if math.isinf(r):
+        assert "with A < 0 not clipped: the loss is inf" in shown
+    else:
+        assert f"scaled {'down' if r < lower else 'up'} by r = {rounded(r)}" in shown
 
 
 @pytest.mark.parametrize("shift", [0.0, 0.35, model.MAX_SHIFT])
@@ -337,28 +355,6 @@ def test_long_responses_leave_the_band_far_more_often_than_tokens(tokens_app):
     shown = plain(tokens_app.readout.value)
     assert_states(shown, "exp overflows in float64 and float32", "inf: outside")
     assert art["float64_overflow"].get_ydata()[-1] == 100.0
-
-
-@pytest.mark.parametrize(
-    ("length", "shift"),
-    [(1, 0.0), (760, 0.0), (model.MAX_TOKENS, 0.0), (model.MAX_TOKENS, model.MAX_SHIFT)],
-)
-def test_the_readout_says_what_the_clip_does_with_the_sequence_ratio(tokens_app, length, shift):
-    tokens_app.controls["length"].value = length
-    tokens_app.controls["shift"].value = shift
-    _, sequence, _ = _expected_tokens(length, shift)
-    r, (lower, upper) = float(sequence.ratio[0]), ppo_clip.clip_band(model.EPS)
-    shown = plain(tokens_app.readout.value)
-    if not sequence.outside_band[0]:
-        band = f"[{rounded(lower)}, {rounded(upper)}]"
-        assert f"inside {band}: not clipped for either sign of A" in shown
-        return
-    favourable = "A > 0" if r > upper else "A < 0"
-    assert f"with {favourable} clipped (zero gradient)" in shown
-    if math.isinf(r):
-        assert "with A < 0 not clipped: the loss is inf" in shown
-    else:
-        assert f"scaled {'down' if r < lower else 'up'} by r = {rounded(r)}" in shown
 
 
 def test_default_view_fills_the_token_panel(tokens_app):
@@ -402,49 +398,9 @@ def test_stretched_axis_is_monotonic_and_inverts():
     assert stretch_ratio(1.0) == 0.0
 
 
-def test_sequence_ratio_is_the_product_of_token_ratios(tokens_app):
-    for length in (10, 300):
-        tokens_app.controls["length"].value = length
-        view = tokens_app.view
-        assert view.product == pytest.approx(view.sequence.ratio[0], rel=1e-9)
-        assert view.geometric_mean == pytest.approx(view.sequence.ratio[0] ** (1 / length))
-
-
-@pytest.mark.parametrize(
-    ("control", "value", "says"),
-    [
-        ("shift", model.MAX_SHIFT + 1, f"policy shift must be from 0 to {model.MAX_SHIFT:g}"),
-        ("length", model.MAX_TOKENS + 1, f"length must be between 1 and {model.MAX_TOKENS}"),
-    ],
-)
-def test_a_setting_beyond_the_axes_shows_a_message_and_keeps_the_figure(
-    tokens_app, control, value, says
-):
-    """Set from code too (a slider's range can be widened): a message in place, no traceback.
-
-    NaN, which a slider does not clamp, is refused for every app in tests/test_app.py."""
-    tokens_app.controls["shift"].value = 1.0
-    before = {name: np.array(a.get_ydata(), dtype=float) for name, a in tokens_app.artists.items()}
-    tokens_app.controls[control].max = 2 * value  # a slider clamps to its range: widen it first
-    tokens_app.controls[control].value = value
-    assert says in tokens_app.message.value
-    for name, artist in tokens_app.artists.items():
-        np.testing.assert_array_equal(artist.get_ydata(), before[name], err_msg=name)
-    tokens_app.controls[control].value = 0.5 if control == "shift" else 500
-    assert tokens_app.message.value == ""
-
-
-def test_token_app_rejects_settings_it_cannot_show():
-    with pytest.raises(ValueError, match="length"):
-        TokenRatioExplorer(length=model.MAX_TOKENS + 1)
-    with pytest.raises(ValueError, match="shift"):
-        TokenRatioExplorer(shift=-1.0)
-    with pytest.raises(TypeError, match="shift"):
-        TokenRatioExplorer(shift="1")
-
-
 def test_thresholds_do_not_reuse_the_objective_colours(tokens_app, variants_app):
     """Blue, vermillion and orange mean the three objectives; thresholds are black and grey."""
+    assert variants_app.figure.get_figwidth() <= MAX_FIGURE_WIDTH
     objective_colours = {to_hex(COLORS[name]) for name in ("clipped", "unclipped", "clip_only")}
     running_ax = tokens_app.artists["running"].axes
     limits = [line for line in running_ax.get_lines() if "overflow" in line.get_label()]
@@ -498,70 +454,68 @@ def _assert_columns_match_ppo_clip(app: VariantsExplorer, eps_low, eps_high, cap
 
 
 @pytest.mark.parametrize(
-    ("control", "value"), [("eps_low", 0.0), ("eps_low", 1.0), ("eps_high", 0.6)]
+    "changed",
+    [
+        {"eps_low": 0.0},
+        {"eps_low": 1.0},  # the cap still clips A < 0 above c
+        {"eps_high": 0.6},
+        {"cap": CAP_RANGE[0]},
+        {"cap": 2.5},
+        {"cap": CAP_RANGE[1]},
+        {"cap_on": False},
+        {"cap_on": False, "eps_low": 1.0},
+    ],
 )
-def test_a_bound_slider_moves_the_band_and_the_curves(variants_app, control, value):
-    variants_app.controls[control].value = value
-    bounds = {"eps_low": DEFAULT_EPS_LOW, "eps_high": DEFAULT_EPS_HIGH, control: value}
-    _assert_columns_match_ppo_clip(variants_app, bounds["eps_low"], bounds["eps_high"], DEFAULT_CAP)
-    shown = plain(variants_app.readout.value)
-    assert_states(shown, f"flat (clipped) where r > {rounded(1 + bounds['eps_high'], 3)}")
-    if bounds["eps_low"] == 1.0:
-        assert "never clipped" not in shown  # the cap still clips A < 0 above c
-
-
-@pytest.mark.parametrize("cap", [CAP_RANGE[0], 2.5, CAP_RANGE[1]])
-def test_cap_slider_moves_the_flat_part_and_the_zero_gradient_region(variants_app, cap):
-    variants_app.controls["cap"].value = cap
-    _assert_columns_match_ppo_clip(variants_app, DEFAULT_EPS_LOW, DEFAULT_EPS_HIGH, cap)
-    negative = variants_app.columns[-1]
+def test_the_sliders_move_the_band_the_cap_and_the_curves_to_ppo_clips(variants_app, changed):
+    for name, value in changed.items():
+        variants_app.controls[name].value = value
+    defaults = {"eps_low": DEFAULT_EPS_LOW, "eps_high": DEFAULT_EPS_HIGH, "cap": DEFAULT_CAP}
+    low, high, cap = ({**defaults, **changed}[name] for name in defaults)
+    cap = cap if changed.get("cap_on", True) else None
+    _assert_columns_match_ppo_clip(variants_app, low, high, cap)
+    assert variants_app.controls["cap"].disabled == (cap is None)
+    negative, shown = variants_app.columns[-1], plain(variants_app.readout.value)
+    assert_states(shown, f"flat (clipped) where r > {rounded(1 + high, 3)}")
+    assert ("A = −1: never clipped" in shown) == (cap is None and low == 1.0)
+    if cap is None:
+        assert negative.objective.get_ydata()[-1] == -VARIANT_R_AXIS[1]
+        assert negative.zero_grad_other_side[0].get_width() == 0.0
+        assert np.isnan(variants_app.cap_lines[-1][0].get_xdata()[0])
+        assert "dual clip off" in shown
+        return
     grid = negative.objective.get_xdata()
-    bounds = {"eps_low": DEFAULT_EPS_LOW, "eps_high": DEFAULT_EPS_HIGH}
-    sweep = ppo_clip.ratio_sweep(grid, -1.0, **bounds, dual_clip=cap)
+    sweep = ppo_clip.ratio_sweep(grid, -1.0, eps_low=low, eps_high=high, dual_clip=cap)
     assert negative.zero_grad_other_side[0].get_x() == grid[sweep.is_clipped & (grid > 1)].min()
     assert negative.objective.get_ydata()[-1] == -cap
-    low = negative.zero_grad[0]  # the band-side region stays left of the band
-    assert low.get_x() + low.get_width() < 1 - DEFAULT_EPS_LOW
+    band_side = negative.zero_grad[0]  # the band-side region stays left of the band
+    assert band_side.get_x() + band_side.get_width() <= max(1 - low, 0.0)
     assert variants_app.cap_lines[-1][0].get_xdata()[0] == cap
-    assert_states(plain(variants_app.readout.value), f"or r > {rounded(cap, 3)}.")
+    assert_states(shown, f"r > {rounded(cap, 3)}.")
 
 
-def test_dual_clip_can_be_switched_off(variants_app):
-    variants_app.controls["cap_on"].value = False
-    assert variants_app.controls["cap"].disabled
-    _assert_columns_match_ppo_clip(variants_app, DEFAULT_EPS_LOW, DEFAULT_EPS_HIGH, None)
-    negative = variants_app.columns[-1]
-    assert negative.objective.get_ydata()[-1] == -VARIANT_R_AXIS[1]
-    assert negative.zero_grad_other_side[0].get_width() == 0.0
-    assert np.isnan(variants_app.cap_lines[-1][0].get_xdata()[0])
-    assert "dual clip off" in plain(variants_app.readout.value)
-    variants_app.controls["eps_low"].value = 1.0
-    assert "A = −1: never clipped" in plain(variants_app.readout.value)
-    variants_app.controls["cap_on"].value = True
-    assert not variants_app.controls["cap"].disabled
+@pytest.mark.parametrize(
+    ("app", "control", "value", "good", "says"),
+    [
+        ("tokens_app", "shift", model.MAX_SHIFT + 1, 0.5, f"from 0 to {model.MAX_SHIFT:g} log"),
+        ("tokens_app", "length", model.MAX_TOKENS + 1, 500, f"between 1 and {model.MAX_TOKENS}"),
+        ("variants_app", "cap", 0.9, 2.0, "cap must be between {:g} and {:g}".format(*CAP_RANGE)),
+    ],
+)
+def test_a_setting_beyond_the_axes_shows_a_message_and_keeps_the_figure(
+    request, app, control, value, good, says
+):
+    """Set from code (a slider's range can be widened): a message in place, no traceback.
 
-
-def test_a_refused_setting_shows_a_message_and_keeps_the_figure(variants_app):
-    """A cap below the range (the slider's range widened from code); NaN: tests/test_app.py."""
-    before = variants_app.columns[-1].objective.get_ydata().copy()
-    variants_app.controls["cap"].min = 0.5
-    variants_app.controls["cap"].value = 0.9
-    assert "dual-clip cap must be between {:g} and {:g}".format(*CAP_RANGE) in plain(
-        variants_app.message.value
-    )
-    np.testing.assert_array_equal(variants_app.columns[-1].objective.get_ydata(), before)
-    variants_app.controls["cap"].value = 2.0
-    assert variants_app.message.value == ""
-
-
-def test_variants_app_fits_the_output_area_and_rejects_settings_it_cannot_show(variants_app):
-    assert variants_app.figure.get_figwidth() <= MAX_FIGURE_WIDTH
-    with pytest.raises(ValueError, match="eps_high"):
-        VariantsExplorer(eps_high=1.5)
-    with pytest.raises(ValueError, match="dual_clip"):
-        VariantsExplorer(dual_clip=0.9)
-    with pytest.raises(TypeError, match="eps_low"):
-        VariantsExplorer(eps_low=None)
+    NaN, which a slider does not clamp, is refused for every app in tests/test_app.py."""
+    app = request.getfixturevalue(app)
+    widget = app.controls[control]
+    shown = np.asarray(app.canvas.buffer_rgba()).copy()
+    widget.min, widget.max = min(widget.min, value), max(widget.max, value)  # a slider clamps
+    widget.value = value
+    assert says in plain(app.message.value)
+    assert np.array_equal(np.asarray(app.canvas.buffer_rgba()), shown)
+    widget.value = good
+    assert app.message.value == ""
 
 
 # -- the notebook's prose --------------------------------------------------------------------

@@ -28,9 +28,9 @@ from helpers import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from notebook_runner import output_problems, run_committed
 from PIL import Image
+from test_app import assert_shows_the_full_figure
 
 import ppo_clip
 from ppo_viz.export import WIDGET_VIEW_MIME
@@ -73,21 +73,6 @@ def type_in(app: BatchStepper, new=None, old=None, advantages=None, eps=None) ->
     for field, value in zip(fields, (new, old, advantages, eps), strict=True):
         if value is not None:
             field.value = value
-
-
-def assert_shows_the_full_figure(app: BatchStepper) -> None:
-    """The canvas, after blits, equals the figure drawn afresh (as ``test_app`` checks)."""
-    on_screen = np.asarray(app.canvas.buffer_rgba())[..., :3].astype(int)
-    live_canvas = app.figure.canvas
-    canvas = FigureCanvasAgg(app.figure)
-    try:
-        canvas.draw()  # leaves the moving (animated) artists out: a blit draws them on top
-        for artist in app.moving:
-            app.figure.draw_artist(artist)
-        fresh = np.asarray(canvas.buffer_rgba())[..., :3].astype(int)
-    finally:
-        app.figure.set_canvas(live_canvas)
-    assert np.count_nonzero(np.abs(on_screen - fresh).max(axis=2) > 2) == 0
 
 
 def assert_step_shows_the_module(app: BatchStepper, t: int) -> None:
@@ -161,6 +146,12 @@ def test_stepping_forward_and_back_shows_the_modules_numbers_at_every_step(stepp
     for t in reversed(range(n - 1)):
         stepper.prev_button.click()
         assert_step_shows_the_module(stepper, t)
+    stepper.slider.value = 2  # the slider, the buttons and go drive the same step
+    assert_step_shows_the_module(stepper, 2)
+    stepper.next_button.click()
+    assert stepper.slider.value == 3
+    stepper.go(-5)
+    assert stepper.step == 0
 
 
 def test_the_last_step_shows_the_contract_numbers_and_the_check(stepper):
@@ -177,15 +168,6 @@ def test_the_last_step_shows_the_contract_numbers_and_the_check(stepper):
     assert f"gradient: {vector(ppo_clip.ppo_clip_grad(*stepper.batch.arguments()))}" in shown
     stepper.go(2)
     assert "1 more to go" in plain(stepper.sample_view.value)
-
-
-def test_slider_buttons_and_go_drive_the_same_step(stepper):
-    stepper.slider.value = 2
-    assert_step_shows_the_module(stepper, 2)
-    stepper.next_button.click()
-    assert stepper.slider.value == 3
-    stepper.go(-5)
-    assert stepper.step == 0
 
 
 def test_edge_cases_preset_explains_each_verdict_with_this_machines_ratio(stepper):

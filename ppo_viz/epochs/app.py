@@ -90,10 +90,9 @@ class EpochsExplorer(LiveFigure):
         self.runs: dict[str, Run] = {}
         start = target_kl or DEFAULT_TARGET_KL
         target = slider("target KL", start, TARGET_KL_RANGE, 0.05, log=True, readout_format=".3f")
-        target.disabled = target_kl is None
         early = checkbox("stop early when k3 KL > target", target_kl is not None)
-        # Observed before LiveFigure's own observer: the slider is enabled before the redraw.
-        early.observe(lambda change: setattr(target, "disabled", not change.new), names="value")
+        # Linked before LiveFigure observes the box: the slider is enabled before the redraw.
+        widgets.dlink((early, "value"), (target, "disabled"), lambda on: not on)
         ranges = {name: SETTING_RANGES[name][:2] for name in SETTING_RANGES}
         controls = {
             "eps": slider("ε (clip size)", eps, ranges["eps"], 0.01),

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from bandit import ARM_MEANS, KL_TERMS, Batch, BoolArray, FloatArray, exact_kl, softmax
+from bandit import ARM_MEANS, KL_TERMS, Batch, BoolArray, FloatArray, IntArray, exact_kl, softmax
 from ppo_viz.epochs.training import (
     DEFAULT_EPS,
     HARD_MARGIN,
@@ -35,7 +35,6 @@ from ppo_viz.epochs.training import (
     arm_signs,
     batch_of,
     draw_batches,
-    farthest_out,
     first_seed,
     outside_band,
     policies_per_epoch,
@@ -114,7 +113,8 @@ def line_as_told(line: UpdateLine, eps: float = DEFAULT_EPS) -> bool:
 
 @dataclass(frozen=True)
 class StepSizeRun:
-    """One run of the study: per epoch, every arm's ratio."""
+    """One run of the study: per epoch, every arm's ratio (on one batch, or on many side by
+    side: then each property has one entry per batch)."""
 
     objective: ppo_clip.Objective
     step_size: float
@@ -132,14 +132,20 @@ class StepSizeRun:
         return self.step_size * np.arange(self.n_epochs + 1)
 
     @property
-    def largest_excursion(self) -> float:
-        """How far any arm's ratio ever got outside the band (0 if never)."""
-        return float(max(self._beyond.max(), 0.0))
+    def farthest_out(self) -> FloatArray:
+        """Per epoch, how far the arm ratio farthest from the band lies outside it (negative:
+        inside)."""
+        return self._beyond.max(axis=-1)
 
     @property
-    def farthest_arm(self) -> int:
+    def largest_excursion(self) -> float | FloatArray:
+        """How far any arm's ratio ever got outside the band (0 if never)."""
+        return np.maximum(self.farthest_out.max(axis=0), 0.0)
+
+    @property
+    def farthest_arm(self) -> int | IntArray:
         """The arm whose ratio ends farthest from the band."""
-        return int(np.argmax(self._beyond[-1]))
+        return np.argmax(self._beyond[-1], axis=-1)
 
     @property
     def _beyond(self) -> FloatArray:
@@ -186,14 +192,11 @@ def one_signed_arms(batch: Batch) -> list[int]:
 
 
 def _drifts_with_tiny_steps(batch: Batch) -> BoolArray:
-    step_1 = np.maximum(farthest_out(batch, "clipped", 1.0, round(TOTAL_MOVEMENT)).max(0), 0.0)
-    probs = policies_per_epoch(batch, "clipped", TINY_STEP, round(TOTAL_MOVEMENT / TINY_STEP))
-    beyond = outside_band(probs * len(ARM_MEANS))  # (epochs + 1, seeds, K); pi_old is 1/K
-    tiny = beyond.max(axis=(0, -1))
+    step_1, tiny = (run_with_step_size("clipped", s, batch=batch) for s in (1.0, TINY_STEP))
     _, up, down = arm_signs(batch)
-    farthest = np.argmax(beyond[-1], axis=-1)[:, None]
-    one_signed = np.take_along_axis(up ^ down, farthest, -1)[:, 0]
-    return (tiny >= step_1 / 2) & (tiny > 5 * HARD_MARGIN) & one_signed
+    one_signed = np.take_along_axis(up ^ down, tiny.farthest_arm[:, None], -1)[:, 0]
+    far = tiny.largest_excursion
+    return (far >= step_1.largest_excursion / 2) & (far > 5 * HARD_MARGIN) & one_signed
 
 
 #: The rule of :func:`drifting_seed`, for :func:`~ppo_viz.epochs.training.first_seed`.

@@ -201,8 +201,10 @@ class Run:
 
     @property
     def ratios(self) -> FloatArray:
-        """``(epochs + 1, N)``: each sample's ratio ``pi_new(a_t) / pi_old(a_t)``."""
-        return np.exp(self.batch.logp(self.logits) - self.batch.logp_old)
+        """``(epochs + 1, N)``: each sample's ratio ``pi_new(a_t) / pi_old(a_t)``, ppo_clip's."""
+        new, b = self.batch.logp(self.logits), self.batch
+        old, advantages = np.tile(b.logp_old, len(new)), np.tile(b.advantages, len(new))
+        return ppo_clip.clip_breakdown(new.ravel(), old, advantages).ratio.reshape(new.shape)
 
     @property
     def exact_kl(self) -> FloatArray:
@@ -312,13 +314,6 @@ def hard_constraint_optimum(batch: Batch, eps: float = DEFAULT_EPS) -> FloatArra
     return ratios
 
 
-def farthest_out(batch: Batch, objective: str, step_size: float, n_epochs: int) -> FloatArray:
-    """``(epochs + 1, ...)``: per epoch, how far the arm ratio farthest from the band lies
-    outside it (negative: inside) when ``objective`` trains on ``batch`` (or on many)."""
-    probs = policies_per_epoch(batch, objective, step_size, n_epochs)
-    return outside_band(probs * len(ARM_MEANS)).max(axis=-1)  # pi_old is 1/K
-
-
 def arm_signs(batch: Batch) -> tuple[IntArray, BoolArray, BoolArray]:
     """``(..., K)`` each: how many samples of each arm the batch (or each of many) drew, and
     whether one of them has ``A > 0``, and whether one has ``A < 0``."""
@@ -357,9 +352,12 @@ def _default_runs_end_as_told(batch: Batch) -> BoolArray:
 
 
 def _big_steps_overshoot(batch: Batch) -> BoolArray:
-    big = farthest_out(batch, "clipped", BIG_STEP, DEFAULT_EPOCHS)[1:]
+    from ppo_viz.epochs.foundations import run_with_step_size  # it imports this module
+
+    total = BIG_STEP * DEFAULT_EPOCHS
+    big = run_with_step_size("clipped", BIG_STEP, total=total, batch=batch).farthest_out[1:]
     moves = np.diff(big, axis=0)
-    two_far = (farthest_out(batch, "clipped", 2.0, round(TOTAL_MOVEMENT / 2.0)) > FAR).sum(0) >= 2
+    two_far = (run_with_step_size("clipped", 2.0, batch=batch).farthest_out > FAR).sum(0) >= 2
     return (big[0] > FAR) & (moves < 0).any(axis=0) & (moves > FAR).any(axis=0) & two_far
 
 
@@ -376,15 +374,11 @@ def _figure_2_as_told(batch: Batch) -> BoolArray:
     return np.array([line_as_told(line) for line in lines], dtype=bool)
 
 
-def excursions(batch: Batch, objective: str) -> FloatArray:
-    """``(len(STEP_SIZES), ...)``: the small-step study's largest distance outside the band at
-    each step size (0 if none), on ``batch`` or on many."""
-    runs = [farthest_out(batch, objective, s, round(TOTAL_MOVEMENT / s)) for s in STEP_SIZES]
-    return np.array([np.maximum(run.max(axis=0), 0.0) for run in runs])
-
-
 def _small_steps_make_the_band_hard(batch: Batch) -> BoolArray:
-    ppo, clip_only = excursions(batch, "clipped"), excursions(batch, "clip_only")
+    from ppo_viz.epochs.foundations import small_step_study  # it imports this module
+
+    study = small_step_study(batch=batch)
+    ppo, clip_only = (np.array([r.largest_excursion for r in study[o]]) for o in study)
     ppo = ppo[STEP_SIZES.index(HALVING_FROM) :]
     return (
         ((0.35 * ppo[:-1] < ppo[1:]) & (ppo[1:] < 0.75 * ppo[:-1])).all(axis=0)
