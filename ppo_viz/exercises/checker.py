@@ -339,12 +339,6 @@ ERROR_HINTS = {
 def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:
     """The finding of ``call``, which did not return in time (the check stopped calling there)."""
     stopped = "The checker stopped it" + (f" ({call.where})." if call.where else ".")
-    if not call.stopped:
-        stopped = (
-            "The checker cannot stop it here (this system cannot run it in a separate process): "
-            "it is still running in the background, keeping a CPU core busy until you restart the "
-            "kernel (Kernel > Restart Kernel)."
-        )
     batches = "batch" if skipped == 1 else "batches"
     sentences = [
         f"On {call.batch.label} your function did not return within {exact(limit_s)} s, the "
