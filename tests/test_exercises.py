@@ -56,6 +56,7 @@ from ppo_viz.exercises import (
     check_loss,
     concept_questions,
     exercise_summary,
+    gae,
     llm,
     sandbox,
 )
@@ -68,6 +69,7 @@ from ppo_viz.exercises.battery import (
     CheckBatch,
 )
 from ppo_viz.exercises.mistakes import (
+    EXERCISES,
     EXPLANATIONS,
     TITLES,
     TOLERANCES,
@@ -1125,11 +1127,12 @@ def test_the_variant_with_no_mistake_is_the_module(kind):
         np.testing.assert_array_equal(batch.answers[kind], expected)
 
 
-@pytest.mark.parametrize("kind", [*KINDS, *llm.EXCLUSIVE])
+@pytest.mark.parametrize("kind", [*KINDS, "grpo", "gspo", "gae"])
 def test_the_battery_tells_every_single_mistake_apart(kind):
-    """Notebook 6's and notebook 7's: no two single mistakes answer alike (else one hides)."""
-    singles = [m for group in llm.EXCLUSIVE.get(kind, ()) for m in group]
-    batches = llm.battery(kind) if kind in llm.EXCLUSIVE else battery()
+    """Notebooks 6's, 7's and 8's: no two single mistakes answer alike (else one hides)."""
+    singles = [m for group in EXERCISES[kind].groups for m in group] if kind in EXERCISES else []
+    batches = {"grpo": llm.battery("grpo"), "gspo": llm.battery("gspo"), "gae": gae.battery()}
+    batches = batches.get(kind, battery())
     for first, second in itertools.combinations(("", *VALUE_MISTAKES.get(kind, singles)), 2):
         if {first, second} == {"unclipped", "grad_on_clipped"}:
             continue  # the latter claims nothing on clipped samples; the checker tries -r*A/N first

@@ -197,9 +197,9 @@ def _call(function: Function, kind: Kind, batch: CheckBatch, output: Output) -> 
     guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
     with np.errstate(all="ignore"):  # this thread's own state, put back by itself
         try:
-            value = function(*inputs)
+            value = function(*inputs, **batch.keywords)
             fields["not_implemented"] = value is None or value is Ellipsis
-            fields["answer"] = read_answer(kind, value, batch.n)
+            fields["answer"] = read_answer(kind, value, batch)
         except BaseException as error:  # the learner's code may raise anything
             text = _str(error).strip()
             where = _where(function, traceback.extract_tb(error.__traceback__))
@@ -210,8 +210,7 @@ def _call(function: Function, kind: Kind, batch: CheckBatch, output: Output) -> 
             )
             fields["not_implemented"] = isinstance(error, NotImplementedError)
             fields["read_only_failure"] = "read-only" in text  # numpy's: assignment, out=
-    originals = (batch.logp_new, batch.logp_old, batch.advantages)
-    for name, before, after in zip(batch.argument_names, originals, inputs, strict=False):
+    for (name, before), after in zip(batch.arrays.items(), inputs, strict=False):
         if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
             fields["changed"] = fields.get("changed") or (name, before, after)
     patched = []
@@ -235,11 +234,19 @@ def _where(function: Function, frames: traceback.StackSummary) -> str:
     return f"in {mine[-1].name}, line {mine[-1].lineno}" + (f": {line}" if line else "")
 
 
-def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
-    """``value`` as a 1-D float64 array (one entry, or N for a gradient), or why it is not one."""
+def read_answer(kind: Kind, value: Any, batch: Any) -> FloatArray | str:
+    """``value`` as a 1-D float64 array (one entry, N for a gradient, the advantages then the
+    returns for GAE), or why it is not one."""
     if value is None or value is Ellipsis:
         return "None (is a return statement missing?)"
-    if kind == "grad":
+    n, shape = batch.n, np.shape(batch.arrays.get("rewards"))
+    if kind == "gae":
+        expected = f"a tuple (advantages, returns) of two float64 arrays of shape {shape}"
+        pair = isinstance(value, tuple) and len(value) == 2
+        right = pair and all(isinstance(v, np.ndarray) and v.shape == shape for v in value)
+        right = right and all(v.dtype == np.float64 for v in value)
+        value = np.concatenate([np.ravel(v) for v in value]) if right else value
+    elif kind == "grad":
         expected = f"a float64 numpy array of shape ({n},), one entry per sample"
         right = isinstance(value, np.ndarray) and value.shape == (n,) and value.dtype == np.float64
     else:
@@ -250,7 +257,7 @@ def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
         shape = f" of shape {value.shape}, dtype {value.dtype}" if hasattr(value, "dtype") else ""
         return f"a {type(value).__name__}{shape}; expected {expected}"
     try:
-        return np.atleast_1d(np.asarray(value if kind == "grad" else float(value), np.float64))
+        return np.atleast_1d(np.asarray(value if kind in "grad gae" else float(value), np.float64))
     except OverflowError:
         return "an integer too large for float64 (whose largest value is about 1.8e308)"
     except BaseException as error:  # a learner's object may break any conversion
