@@ -25,46 +25,37 @@ _STARTS = (
     "dones[t] says observation t starts a new episode, so step t's future is cut by dones[t + 1]"
 )
 #: Every mistake the check names: its title and what the learner reads.
-MISTAKES = {
-    "forwards": (
-        "The recursion run forwards",
-        f"You run t from 0 up, so each advantage sums the past; GAE sums the future, from the "
-        f"last step back: for t in reversed(range(T)): {_RECURSION}.",
-    ),
-    "dones_shifted": (
-        "dones shifted by one",
-        f"You cut step t's future with dones[t]; {_STARTS} (last_done at the last step): "
-        "delta[t] = rewards[t] + gamma * V[t + 1] * (1 - dones[t + 1]) - values[t].",
-    ),
-    "no_bootstrap": (
-        "No bootstrap at the rollout's end",
-        "At the last step you take the next value as 0; the rollout stops, the episode need not: "
-        "its next value is last_value, times (1 - last_done).",
-    ),
-    "through_done": (
-        "Bootstrapped through a termination",
-        f"You add gamma * V of the next observation even where a new episode starts there; "
-        f"{_STARTS}, which zeroes both its bootstrap and the advantage carried back.",
-    ),
-    "swapped": (
-        "λ and γ swapped",
-        "You discount the one-step TD error with lam and the sum with gamma * lam the other "
-        "way round: delta[t] = rewards[t] + gamma * V[t + 1] * (1 - dones[t + 1]) - values[t], "
-        f"then {_RECURSION}.",
-    ),
-    "discounted_returns": (
-        "Returns as discounted rewards",
-        "Your returns are the discounted sums of the rewards; the value targets are the "
-        "advantages plus the values, returns = advantages + values (the λ-return), which equal "
-        "the discounted rewards only at lam = 1.",
-    ),
-    "precision": (
-        "Close, but not to float64 precision",
-        "Your answers agree with llm_clip.gae's to about float32's 7 significant digits, not "
-        "float64's: compute in float64 throughout (np.zeros_like of a float32 array, "
-        "np.float32 or dtype=np.float32 keep about 7 significant digits).",
-    ),
+TITLES = {
+    "forwards": "The recursion run forwards",
+    "dones_shifted": "dones shifted by one",
+    "no_bootstrap": "No bootstrap at the rollout's end",
+    "through_done": "Bootstrapped through a termination",
+    "swapped": "λ and γ swapped",
+    "discounted_returns": "Returns as discounted rewards",
+    "precision": "Close, but not to float64 precision",
 }
+#: What the learner reads about each mistake.
+EXPLANATIONS = {
+    "forwards": f"You run t from 0 up, so each advantage sums the past; GAE sums the future, from "
+    f"the last step back: for t in reversed(range(T)): {_RECURSION}.",
+    "dones_shifted": f"You cut step t's future with dones[t]; {_STARTS} (last_done at the last "
+    f"step): delta[t] = rewards[t] + gamma * V[t + 1] * (1 - dones[t + 1]) - values[t].",
+    "no_bootstrap": "At the last step you take the next value as 0; the rollout stops, the episode "
+    "need not: its next value is last_value, times (1 - last_done).",
+    "through_done": f"You add gamma * V of the next observation even where a new episode starts "
+    f"there; {_STARTS}, which zeroes both its bootstrap and the advantage carried back.",
+    "swapped": f"You discount the one-step TD error with lam and the sum with gamma * lam the "
+    f"other way round: delta[t] = rewards[t] + gamma * V[t + 1] * (1 - dones[t + 1]) - values[t], "
+    f"then {_RECURSION}.",
+    "discounted_returns": "Your returns are the discounted sums of the rewards; the value targets "
+    "are the advantages plus the values, returns = advantages + values (the λ-return), which equal "
+    "the discounted rewards only at lam = 1.",
+    "precision": "Your answers agree with llm_clip.gae's to about float32's 7 significant digits, "
+    "not float64's: compute in float64 throughout (np.zeros_like of a float32 array, np.float32 or "
+    "dtype=np.float32 keep about 7 significant digits).",
+}
+#: Each mistake's title and explanation, as :class:`.Exercise` takes them.
+MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 #: The mistakes in groups of those that exclude one another.
 GROUPS = [
     ("forwards",),

@@ -36,131 +36,87 @@ _KL = "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL's, GRPO's)"
 _MIN = "np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A)"
 #: Every mistake these checks name: its title and what the learner reads (from the trackers
 #: notebook 7 cites).
-MISTAKES = {
-    "token_mean": (
-        "Token-mean instead of sequence-mean",
-        f"You average over all the batch's tokens, which weighs long answers more (DAPO's "
-        f"aggregation); {_MEAN}.",
-    ),
-    "token_sum": (
-        "Summed over tokens without the 1/n_i",
-        f"You sum each answer's tokens without dividing by its length n_i, so long answers weigh "
-        f"more; {_MEAN}, n_i = mask.sum(axis=1).",
-    ),
-    "no_mask": (
-        "The mask forgotten (padding counted)",
-        "Your answer counts the padding. Multiply each token's term by the mask and count n_i = "
-        "mask.sum(axis=1).",
-    ),
-    "no_std": (
-        "Group std normalisation missing",
-        "You centre each reward on its group's mean but do not divide by the group's std + 1e-4 "
-        "(that is Dr. GRPO's advantage).",
-    ),
-    "std_twice": (
-        "Group std normalisation doubled",
-        "You divide by the group's std + 1e-4 twice; GRPO divides once.",
-    ),
-    "std_eps": (
-        "1e-6 added to the std, not 1e-4",
-        "You add 1e-6 to the group's std (verl's epsilon); the exercise, as TRL, adds 1e-4: "
-        "A = (R - mean) / (std + 1e-4), which differs wherever a group's std is small.",
-    ),
-    "population_std": (
-        "Population std (ddof=0)",
-        "np.std divides by G; TRL and verl take the sample std, which divides by G - 1: "
-        "np.std(group, ddof=1).",
-    ),
-    "no_kl": (
-        "The KL term left out",
-        f"Your answer is right with beta = 0 and wrong with beta > 0: each token's term is "
-        f"min(r*A, clip(r)*A) - beta * k3, {_KL}.",
-    ),
-    "kl_sign": (
-        "The KL sign",
-        "The KL is a penalty: the objective is term - beta * k3, so the loss adds + beta * k3. "
-        "Yours subtracts it.",
-    ),
-    "kl_direction": (
-        "k3 of the wrong direction",
-        f"{_KL}; yours has d = logp_new - logp_ref.",
-    ),
-    "kl_estimator": (
-        "k1 or k2 where k3 is meant",
-        f"You penalise with k1 = -d or k2 = d**2 / 2; GRPO's penalty is {_KL}, which is never "
-        "negative and unbiased for the KL.",
-    ),
-    "sign": (
-        "Objective instead of loss (the sign)",
-        "Your answer has the opposite sign: the loss to minimize is minus the objective.",
-    ),
-    "product": (
-        "Sequence ratio as a product",
-        "You multiply the tokens' ratios, which runs away with the length; GSPO's s_i is their "
-        "geometric mean, exp(mean log-ratio).",
-    ),
-    "token_clip": (
-        "Token ratios clipped",
-        "You clip each token's own ratio, which is GRPO; GSPO clips one ratio per answer, s_i, "
-        "shared by all its tokens.",
-    ),
-    "arithmetic_mean": (
-        "Sequence ratio as the arithmetic mean",
-        "You average the tokens' ratios, mean_t exp(d_t); GSPO's s_i is their geometric mean, "
-        "exp(mean_t d_t) over the answer's n_i tokens, which one token's outlier ratio does not "
-        "dominate.",
-    ),
-    "ratio_inverted": (
-        "Ratio inverted (old over new)",
-        "You compute exp(logp_old - logp_new), pi_old / pi_new; the ratio is new over old: "
-        "exp(logp_new - logp_old).",
-    ),
-    "clip_only": (
-        "The clip-only objective (np.clip without the min)",
-        f"You keep clip(r)*A alone, without the np.minimum: a ratio that moved the unfavourable "
-        f"way keeps r*A, {_MIN}.",
-    ),
-    "max_for_min": (
-        "np.maximum where np.minimum is meant",
-        f"You keep the larger of r*A and clip(r)*A, which clips the unfavourable moves and lets "
-        f"the favourable ones run; the objective keeps the smaller: {_MIN}.",
-    ),
-    "bounds_swapped": (
-        "eps_low and eps_high swapped",
-        "You clip to [1 - eps_high, 1 + eps_low]; the band is np.clip(s, 1 - eps_low, 1 + "
-        "eps_high): eps_high widens it above 1, where A > 0 pushes.",
-    ),
-    "over_T": (
-        "Divided by T, the padded length (np.mean over the padding)",
-        "You divide each answer's sum by T, the padded length (np.mean(..., axis=1) over a "
-        "padded row does), so short answers count less; divide by its own n_i = "
-        "mask.sum(axis=1).",
-    ),
-    "batch_std": (
-        "Normalised over the whole batch, not each group",
-        "You centre and scale the rewards with the whole batch's mean and std; GRPO compares "
-        "each answer with its own group's G answers: rewards.reshape(-1, G), then the mean and "
-        "std along axis=1.",
-    ),
-    "fixed_eps": (
-        "eps ignored (0.2 written in)",
-        "Your answer is right with eps = 0.2 and wrong with other values: use the function's "
-        "eps argument, not the number 0.2.",
-    ),
-    "padding_nan": (
-        "NaN from the padding (term * mask after the exp)",
-        "Padding may hold any finite log-probabilities (here logp_new 0 and logp_old -1000), "
-        "and exp(1000) is inf; inf * 0 is NaN, so multiplying term by the mask afterwards does "
-        "not clean it. Mask before the exp: np.exp(np.where(mask, logp_new - logp_old, 0.0)), "
-        "or keep the padding out with np.where(mask, term, 0.0).",
-    ),
-    "precision": (
-        "Close, but not to float64 precision",
-        "Your loss agrees with llm_clip's to about float32's 7 significant digits, not "
-        "float64's: compute in float64 throughout (float32 arrays, np.float32 or "
-        "dtype=np.float32 keep about 7 significant digits).",
-    ),
+TITLES = {
+    "token_mean": "Token-mean instead of sequence-mean",
+    "token_sum": "Summed over tokens without the 1/n_i",
+    "no_mask": "The mask forgotten (padding counted)",
+    "no_std": "Group std normalisation missing",
+    "std_twice": "Group std normalisation doubled",
+    "std_eps": "1e-6 added to the std, not 1e-4",
+    "population_std": "Population std (ddof=0)",
+    "no_kl": "The KL term left out",
+    "kl_sign": "The KL sign",
+    "kl_direction": "k3 of the wrong direction",
+    "kl_estimator": "k1 or k2 where k3 is meant",
+    "sign": "Objective instead of loss (the sign)",
+    "product": "Sequence ratio as a product",
+    "token_clip": "Token ratios clipped",
+    "arithmetic_mean": "Sequence ratio as the arithmetic mean",
+    "ratio_inverted": "Ratio inverted (old over new)",
+    "clip_only": "The clip-only objective (np.clip without the min)",
+    "max_for_min": "np.maximum where np.minimum is meant",
+    "bounds_swapped": "eps_low and eps_high swapped",
+    "over_T": "Divided by T, the padded length (np.mean over the padding)",
+    "batch_std": "Normalised over the whole batch, not each group",
+    "fixed_eps": "eps ignored (0.2 written in)",
+    "padding_nan": "NaN from the padding (term * mask after the exp)",
+    "precision": "Close, but not to float64 precision",
 }
+#: What the learner reads about each mistake.
+EXPLANATIONS = {
+    "token_mean": f"You average over all the batch's tokens, which weighs long answers more "
+    f"(DAPO's aggregation); {_MEAN}.",
+    "token_sum": f"You sum each answer's tokens without dividing by its length n_i, so long "
+    f"answers weigh more; {_MEAN}, n_i = mask.sum(axis=1).",
+    "no_mask": "Your answer counts the padding. Multiply each token's term by the mask and count "
+    "n_i = mask.sum(axis=1).",
+    "no_std": "You centre each reward on its group's mean but do not divide by the group's std + "
+    "1e-4 (that is Dr. GRPO's advantage).",
+    "std_twice": "You divide by the group's std + 1e-4 twice; GRPO divides once.",
+    "std_eps": "You add 1e-6 to the group's std (verl's epsilon); the exercise, as TRL, adds 1e-4: "
+    "A = (R - mean) / (std + 1e-4), which differs wherever a group's std is small.",
+    "population_std": "np.std divides by G; TRL and verl take the sample std, which divides by G - "
+    "1: np.std(group, ddof=1).",
+    "no_kl": f"Your answer is right with beta = 0 and wrong with beta > 0: each token's term is "
+    f"min(r*A, clip(r)*A) - beta * k3, {_KL}.",
+    "kl_sign": "The KL is a penalty: the objective is term - beta * k3, so the loss adds + beta * "
+    "k3. Yours subtracts it.",
+    "kl_direction": f"{_KL}; yours has d = logp_new - logp_ref.",
+    "kl_estimator": f"You penalise with k1 = -d or k2 = d**2 / 2; GRPO's penalty is {_KL}, which "
+    f"is never negative and unbiased for the KL.",
+    "sign": "Your answer has the opposite sign: the loss to minimize is minus the objective.",
+    "product": "You multiply the tokens' ratios, which runs away with the length; GSPO's s_i is "
+    "their geometric mean, exp(mean log-ratio).",
+    "token_clip": "You clip each token's own ratio, which is GRPO; GSPO clips one ratio per "
+    "answer, s_i, shared by all its tokens.",
+    "arithmetic_mean": "You average the tokens' ratios, mean_t exp(d_t); GSPO's s_i is their "
+    "geometric mean, exp(mean_t d_t) over the answer's n_i tokens, which one token's outlier ratio "
+    "does not dominate.",
+    "ratio_inverted": "You compute exp(logp_old - logp_new), pi_old / pi_new; the ratio is new "
+    "over old: exp(logp_new - logp_old).",
+    "clip_only": f"You keep clip(r)*A alone, without the np.minimum: a ratio that moved the "
+    f"unfavourable way keeps r*A, {_MIN}.",
+    "max_for_min": f"You keep the larger of r*A and clip(r)*A, which clips the unfavourable moves "
+    f"and lets the favourable ones run; the objective keeps the smaller: {_MIN}.",
+    "bounds_swapped": "You clip to [1 - eps_high, 1 + eps_low]; the band is np.clip(s, 1 - "
+    "eps_low, 1 + eps_high): eps_high widens it above 1, where A > 0 pushes.",
+    "over_T": "You divide each answer's sum by T, the padded length (np.mean(..., axis=1) over a "
+    "padded row does), so short answers count less; divide by its own n_i = mask.sum(axis=1).",
+    "batch_std": "You centre and scale the rewards with the whole batch's mean and std; GRPO "
+    "compares each answer with its own group's G answers: rewards.reshape(-1, G), then the mean "
+    "and std along axis=1.",
+    "fixed_eps": "Your answer is right with eps = 0.2 and wrong with other values: use the "
+    "function's eps argument, not the number 0.2.",
+    "padding_nan": "Padding may hold any finite log-probabilities (here logp_new 0 and logp_old "
+    "-1000), and exp(1000) is inf; inf * 0 is NaN, so multiplying term by the mask afterwards does "
+    "not clean it. Mask before the exp: np.exp(np.where(mask, logp_new - logp_old, 0.0)), or keep "
+    "the padding out with np.where(mask, term, 0.0).",
+    "precision": "Your loss agrees with llm_clip's to about float32's 7 significant digits, not "
+    "float64's: compute in float64 throughout (float32 arrays, np.float32 or dtype=np.float32 keep "
+    "about 7 significant digits).",
+}
+#: Each mistake's title and explanation, as :class:`.Exercise` takes them.
+MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 #: Each exercise's mistakes, in groups of those that exclude one another.
 EXCLUSIVE = {
     "grpo": [
