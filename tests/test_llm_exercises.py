@@ -200,6 +200,17 @@ CHECKS = {
     "gae": (check_gae, gae_loop, gae.GROUPS),
 }
 CODES = {"kl_estimator": ("k1", "k2")}
+#: Each mistake's key by the code the learner's function takes, and the exercises it has.
+KEY_OF = {c: key for e in CHECKS for g in CHECKS[e][2] for key in g for c in CODES.get(key, [key])}
+EXERCISE_OF = {c: {e for e in CHECKS if any(KEY_OF[c] in g for g in CHECKS[e][2])} for c in KEY_OF}
+#: Pairs of mistakes made at once, by exercise.
+PAIRS = {
+    "grpo": "kl_sign+no_std population_std+token_mean no_mask+sign fixed_eps+sign batch_std+over_T "
+    "clip_only+kl_sign padding_nan+sign k2+max_for_min",
+    "gspo": "no_mask+product sign+token_clip arithmetic_mean+sign clip_only+no_mask "
+    "over_T+ratio_inverted bounds_swapped+max_for_min",
+    "gae": "forwards+no_bootstrap discounted_returns+swapped dones_shifted+no_bootstrap",
+}
 
 
 def raises(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
@@ -276,32 +287,15 @@ CASES = [
     *[("gspo", f, ()) for f in (gspo_numpy, gspo_loops, gspo_masked)],
     *[("gae", f, ()) for f in (gae_loop, gae_vectorised)],
     *[  # each mistake alone (each form the learner's code writes), and pairs
-        (exercise, with_mistakes(CHECKS[exercise][1], *codes.split()), tuple(sorted(keys.split())))
-        for exercise, codes, keys in [
-            (e, code, key)
-            for e, (_, _, groups) in CHECKS.items()
-            for group in groups
-            for key in group
-            for code in CODES.get(key, (key,))
+        (
+            exercise,
+            with_mistakes(CHECKS[exercise][1], *codes),
+            tuple(sorted(map(KEY_OF.get, codes))),
+        )
+        for exercise, codes in [
+            *[(e, [code]) for e in CHECKS for code in KEY_OF if e in EXERCISE_OF[code]],
+            *[(e, pair.split("+")) for e, pairs in PAIRS.items() for pair in pairs.split()],
         ]
-        + [("grpo", "kl_sign no_std", "kl_sign no_std")]
-        + [("grpo", "population_std token_mean", "population_std token_mean")]
-        + [("grpo", "no_mask sign", "no_mask sign"), ("gspo", "no_mask product", "no_mask product")]
-        + [("gspo", "sign token_clip", "sign token_clip")]
-        + [
-            ("grpo", "fixed_eps sign", "fixed_eps sign"),
-            ("grpo", "batch_std over_T", "batch_std over_T"),
-        ]
-        + [("grpo", "clip_only kl_sign", "clip_only kl_sign")]
-        + [("grpo", "padding_nan sign", "padding_nan sign")]
-        + [("gspo", "arithmetic_mean sign", "arithmetic_mean sign")]
-        + [("gspo", "clip_only no_mask", "clip_only no_mask")]
-        + [("gspo", "over_T ratio_inverted", "over_T ratio_inverted")]
-        + [("grpo", "k2 max_for_min", "kl_estimator max_for_min")]
-        + [("gspo", "bounds_swapped max_for_min", "bounds_swapped max_for_min")]
-        + [("gae", "forwards no_bootstrap", "forwards no_bootstrap")]
-        + [("gae", "discounted_returns swapped", "discounted_returns swapped")]
-        + [("gae", "dones_shifted no_bootstrap", "dones_shifted no_bootstrap")]
     ],
     ("grpo", empty, ("not_implemented",), "grpo_loss: not implemented yet."),
     ("gae", empty, ("not_implemented",), "gae: not implemented yet."),
@@ -321,6 +315,7 @@ CASES = [
     ("gspo", guarded_mean, ("mismatch",), NO_FLOAT32),
     ("grpo", no_token_axis, ("error", "mismatch"), "could not be broadcast", "a[:, None]"),
     ("gspo", "gspo_loss", ("error",), "expects your function"),
+    ("gae", lambda r, v, d, lv, ld, *, discount, lam: 0, ("error",), "keep the names"),
     (
         "gspo",
         lambda *args: 0.25,

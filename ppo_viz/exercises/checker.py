@@ -333,6 +333,8 @@ ERROR_HINTS = {
     "only on the final mean.",
     "positional argument": "The checker passes every argument of the exercise's def line, in "
     "its order: keep them all in yours, the ones you do not use too.",
+    "unexpected keyword argument": "The checker passes some arguments by name (GAE's gamma and "
+    "lam, as llm_clip.gae takes them): keep the names of the exercise's def line.",
 }
 
 
