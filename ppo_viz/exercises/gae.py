@@ -82,7 +82,8 @@ def gae_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> 
     if "dones_shifted" in m:
         cuts = [dones, np.concatenate([dones[:-1], last])]
     next_values = np.concatenate([values[1:], np.asarray(last_value, float)[None]])
-    next_values[-1] *= "no_bootstrap" not in m
+    if "no_bootstrap" in m:  # the last step's next value taken as 0
+        next_values[-1] = 0.0
     forms = []
     for cut in cuts:
         bootstrap_cut = np.zeros_like(cut) if "through_done" in m else cut
