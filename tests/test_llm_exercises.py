@@ -303,6 +303,12 @@ CASES = [
     ("gspo", lambda *args: np.zeros(len(args[2])), ("wrong_type",)),
     ("gae", lambda *args, **keywords: gae_loop(*args, **keywords)[0], ("wrong_type",), "a tuple"),
     ("gae", lambda *args, **keywords: list(gae_loop(*args, **keywords)), ("wrong_type",)),
+    (
+        "gae",
+        lambda r, *_, **k: (0 * r, 0 * r),
+        ("mismatch",),
+        "returns an array of 0s on every batch",
+    ),
     ("grpo", changes_rewards, ("mutated",), "rewards was"),
     ("gspo", writes_mask, ("mutated",), "wrote into a read-only input", "mask[:, 0] = True"),
     ("grpo", writes_logp_new, ("mutated",), "logp_new was ["),

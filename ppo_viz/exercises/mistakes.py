@@ -465,7 +465,7 @@ def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Fin
     message = "Your answers differ from the reference and match none of the common mistakes "
     message += "this checker knows."
     if _placeholder(kind, answers):
-        shown = f"an array of {exact(value)}s" if kind == "grad" else exact(value)
+        shown = f"an array of {exact(value)}s" if kind in ("grad", "gae") else exact(value)
         message = f"Your function returns {shown} on every batch, whatever the inputs (a "
         message += "placeholder?), and that differs from the reference."
     elif assumed:
