@@ -20,7 +20,6 @@ import ast
 import contextlib
 import html
 import inspect
-import io
 import itertools
 import math
 import multiprocessing
@@ -57,6 +56,7 @@ from ppo_viz.exercises import (
     check_loss,
     concept_questions,
     exercise_summary,
+    gae,
     llm,
     sandbox,
 )
@@ -69,6 +69,7 @@ from ppo_viz.exercises.battery import (
     CheckBatch,
 )
 from ppo_viz.exercises.mistakes import (
+    EXERCISES,
     EXPLANATIONS,
     TITLES,
     TOLERANCES,
@@ -258,16 +259,6 @@ def log_space_clip_loss(logp_new, logp_old, advantages, eps=0.2):
     return float(-np.mean(np.minimum(np.exp(log_ratio) * advantages, clipped * advantages)))
 
 
-@pytest.fixture
-def without_fork(monkeypatch):
-    """Checks on a system without fork: the calls run in a thread (the diagnosis is the same).
-
-    The tests that run hundreds of well-behaved functions use it to keep the suite quick; the
-    fork is tested below, with functions that misbehave.
-    """
-    monkeypatch.setattr(sandbox.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
-
-
 def whole_numbers(text: str) -> list[int]:
     """The whole numbers a text states, in order."""
     return [int(number) for number in re.findall(r"\d+", text)]
@@ -433,7 +424,7 @@ WRONG_FORMS = {  # one entry per sample, or one for the batch; an array, a list,
 
 class Case(NamedTuple):
     """A function handed to a check, the keys of the findings and notes the learner must read,
-    and texts (or patterns) the result must show; run without fork where ``fork`` is False."""
+    and texts (or patterns) the result must show."""
 
     id: str
     kind: str
@@ -441,24 +432,23 @@ class Case(NamedTuple):
     mistakes: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     texts: tuple[str | re.Pattern[str], ...] = ()
-    fork: bool = True
 
 
 #: Every function a test hands to a check, with the diagnosis it must get.
 CASES = [
-    Case(f"{kind}-{code}", kind, LEARNERS[kind](code), m, n, EVIDENCE.get((kind, code), ()), False)
+    Case(f"{kind}-{code}", kind, LEARNERS[kind](code), m, n, EVIDENCE.get((kind, code), ()))
     for kind, code, m, n in WRONG_IMPLEMENTATIONS
 ]
 
 
-def case(kind: str, mistakes: str = "", notes: str = "", *texts: Any, fork: bool = True) -> Any:
+def case(kind: str, mistakes: str = "", notes: str = "", *texts: Any) -> Any:
     """Add the decorated function to :data:`CASES`: its findings' and notes' keys (separated by
     spaces) and the texts its result shows."""
 
     def add(function: Any, name: str = "") -> Any:
         name = name or getattr(function, "__name__", repr(function))
         keys = tuple(mistakes.split()), tuple(notes.split())
-        CASES.append(Case(name, kind, function, *keys, texts, fork))
+        CASES.append(Case(name, kind, function, *keys, texts))
         return function
 
     return add
@@ -555,14 +545,12 @@ def forgets_eps(logp_new, logp_old, advantages):
 
 
 DIGITS = re.compile(r"to about ([4-9]|10) significant digits")
-case("grad", "precision", "mismatch", "finite differences", DIGITS, fork=False)(
-    finite_difference_grad
-)
+case("grad", "precision", "mismatch", "finite differences", DIGITS)(finite_difference_grad)
 case("grad", "error", "", "expects your function")(3, "not a function")
 case("loss", "wrong_type", "", "an integer too large for float64")(_constant(10**400), "10**400")
 for body in ("np.min(r * a, ", "min(r * a, "):  # np.min reads b as the axis
     function = _learner_cell(f"return -np.mean({body}np.clip(r, 1 - eps, 1 + eps) * a))")
-    case("loss", "error", "", "np.minimum(a, b)", fork=False)(function, body)
+    case("loss", "error", "", "np.minimum(a, b)")(function, body)
 for name, (function, shown) in {  # anything raised, and the process ending, is a finding
     "SystemExit": (_raises(lambda: SystemExit(3)), "raised SystemExit: 3"),
     "KeyboardInterrupt": (_raises(KeyboardInterrupt), "raised KeyboardInterrupt"),
@@ -589,11 +577,9 @@ OWN_WORDS = {"error", "timeout", "wrong_type", "mismatch"}
 
 
 @pytest.mark.parametrize("row", CASES, ids=[row.id for row in CASES])
-def test_each_function_gets_its_diagnosis(row, request):
+def test_each_function_gets_its_diagnosis(row):
     """The keys, titles and explanations of its findings (each with the batch where it shows),
     the card's colour, the texts; and ppo_clip as the notebook had it."""
-    if not row.fork:
-        request.getfixturevalue("without_fork")
     module = dict(vars(ppo_clip))
     result = check(row.kind, row.function)
     assert vars(ppo_clip).keys() == module.keys()
@@ -675,7 +661,7 @@ NOTED = {("grad", frozenset({"no_exp", "clip_only"})): ("mismatch",)}
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_visible_pair_of_mistakes_in_learner_code_is_named(kind, without_fork):
+def test_every_visible_pair_of_mistakes_in_learner_code_is_named(kind):
     """Each pair, issue 14's mistakes (max_for_min, clip_swapped, ratio_inverted, no_exp,
     zero_advantage, unclipped, clip_only) with every other among them, each with evidence."""
     wrong = []
@@ -956,31 +942,9 @@ def test_outside_the_main_thread_a_function_is_stopped_too():
     assert "The checker stopped it" in result.findings[0].message
 
 
-def test_without_fork_the_wait_is_bounded_and_the_message_says_so(without_fork):
-    release = threading.Event()
-
-    def waits(logp_new, logp_old, advantages, eps=0.2):
-        print("waiting")
-        release.wait(600)  # "endless" for the checker; the test releases it afterwards
-
-    streams = sys.stdout, sys.stderr
-    try:
-        result, seconds = timed_check(waits, time_limit_s=QUICK_LIMIT_S)
-    finally:
-        release.set()
-    assert seconds < QUICK_LIMIT_S + MARGIN_S
-    assert result.mistakes == ("timeout",)
-    assert "still running in the background" in result.findings[0].message
-    assert (sys.stdout, sys.stderr) == streams
-    assert check_loss(learner_loss("sign")).mistakes == ("sign",)
-
-
-@pytest.mark.parametrize("fork", [True, False], ids=["fork", "without fork"])
-def test_printed_output_is_captured_and_shortened(capfd, request, fork):
+def test_printed_output_is_captured_and_shortened(capfd):
     """From Python's streams and from file descriptors 1 and 2: ``os.write`` and a shell's
     output reached the notebook past the capture, once per batch."""
-    if not fork:
-        request.getfixturevalue("without_fork")
 
     def chatty(logp_new, logp_old, advantages, eps=0.2):
         print("x" * 200_000)
@@ -1030,29 +994,6 @@ def test_a_timeout_on_the_largest_batch_is_a_note_and_no_process_outlives_the_ch
     while any(map(alive, pids)) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not [pid for pid in pids if alive(pid)]
-
-
-def test_without_fork_a_call_that_ends_late_puts_nothing_back(without_fork, monkeypatch):
-    """It put back the streams, warning filters and module names of before the check, dropping
-    what the notebook had set since."""
-    release = threading.Event()
-
-    def waits(logp_new, logp_old, advantages, eps=0.2):
-        release.wait(600)  # returns after the check gave up on it
-        return 0.0
-
-    result = check_loss(waits, time_limit_s=QUICK_LIMIT_S)
-    assert result.mistakes == ("timeout",)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="the notebook's own filter")
-        since = (io.StringIO(), warnings.filters[0], lambda: "the notebook's own")
-        monkeypatch.setattr(sys, "stdout", since[0])
-        monkeypatch.setattr(ppo_clip, "worked_example", since[2])
-        release.set()
-        (late,) = [t for t in threading.enumerate() if t.name == "learner function"]
-        late.join(MARGIN_S)
-        assert not late.is_alive()
-        assert (sys.stdout, warnings.filters[0], ppo_clip.worked_example) == since
 
 
 def test_the_summary_never_raises_and_keeps_to_the_time_limits():
@@ -1186,11 +1127,12 @@ def test_the_variant_with_no_mistake_is_the_module(kind):
         np.testing.assert_array_equal(batch.answers[kind], expected)
 
 
-@pytest.mark.parametrize("kind", [*KINDS, *llm.EXCLUSIVE])
+@pytest.mark.parametrize("kind", [*KINDS, "grpo", "gspo", "gae"])
 def test_the_battery_tells_every_single_mistake_apart(kind):
-    """Notebook 6's and notebook 7's: no two single mistakes answer alike (else one hides)."""
-    singles = [m for group in llm.EXCLUSIVE.get(kind, ()) for m in group]
-    batches = llm.battery(kind) if kind in llm.EXCLUSIVE else battery()
+    """Notebooks 6's, 7's and 8's: no two single mistakes answer alike (else one hides)."""
+    singles = [m for group in EXERCISES[kind].groups for m in group] if kind in EXERCISES else []
+    batches = {"grpo": llm.battery("grpo"), "gspo": llm.battery("gspo"), "gae": gae.battery()}
+    batches = batches.get(kind, battery())
     for first, second in itertools.combinations(("", *VALUE_MISTAKES.get(kind, singles)), 2):
         if {first, second} == {"unclipped", "grad_on_clipped"}:
             continue  # the latter claims nothing on clipped samples; the checker tries -r*A/N first
@@ -1588,12 +1530,12 @@ def test_notebook_runs_clean_with_correct_bodies():
 # --------------------------------------------------------------------------
 
 
-def test_a_float32_clip_fraction_is_not_blamed_for_an_edge_its_rounding_decides(without_fork):
+def test_a_float32_clip_fraction_is_not_blamed_for_an_edge_its_rounding_decides():
     result = check_clip_fraction(learner_clip_fraction("float32_math"))
     assert result.mistakes in ((), ("precision",)), str(result)
 
 
-def test_the_generic_message_lists_each_differing_sample_with_r_and_a(without_fork):
+def test_the_generic_message_lists_each_differing_sample_with_r_and_a():
     def scaled_grad(logp_new, logp_old, advantages, eps=0.2):
         grad = ppo_clip.ppo_clip_grad(logp_new, logp_old, advantages, eps)
         return grad * np.where(np.arange(len(grad)) % 2 == 1, 1.5, 1.0)  # odd entries off

@@ -1,12 +1,13 @@
-"""Notebook 7's exercises: GRPO's loss and GSPO's loss, checked against llm_clip.
+"""Notebooks 7's and 8's exercises: GRPO's loss, GSPO's loss and GAE, checked against llm_clip.
 
 Every implementation here is written as a learner would (numpy, loops, masked arrays), with
-switchable mistakes from the trackers notebook 7 cites; the checker must pass the correct ones in
-all three styles and name each mistake, alone and in pairs.
+switchable mistakes from the trackers the notebooks cite; the checker must pass the correct ones
+in every style and name each mistake, alone and in pairs: one table (:data:`CASES`), one test.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import re
 import time
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 
 import llm_clip
+from ppo_viz.exercises import check_gae, gae
 from ppo_viz.exercises.llm import (
     EXCLUSIVE,
     MISTAKES,
@@ -34,12 +36,10 @@ def grpo_numpy(
 ):
     groups = rewards.reshape(-1, len(rewards) if "batch_std" in mistakes else group_size)
     std = groups.std(axis=1, ddof=0 if "population_std" in mistakes else 1, keepdims=True)
+    std = std + (1e-6 if "std_eps" in mistakes else 1e-4)
     a = groups - groups.mean(axis=1, keepdims=True)
-    if "no_std" not in mistakes:
-        a = a / (std + 1e-4)
-    if "std_twice" in mistakes:
-        a = a / (std + 1e-4)
-    a = a.reshape(-1)[:, None]
+    a = a if "no_std" in mistakes else a / std
+    a = (a / std if "std_twice" in mistakes else a).reshape(-1)[:, None]
     eps = 0.2 if "fixed_eps" in mistakes else eps
     m = np.ones(mask.shape) if "no_mask" in mistakes else mask.astype(float)
     d = logp_new - logp_old  # masked before the exp, unless the mistake is to mask after it
@@ -47,17 +47,17 @@ def grpo_numpy(
     r = np.exp(-d if "ratio_inverted" in mistakes else d)
     term = np.clip(r, 1 - eps, 1 + eps) * a
     if "clip_only" not in mistakes:
-        term = np.minimum(r * a, term)
-    if beta:
+        term = (np.maximum if "max_for_min" in mistakes else np.minimum)(r * a, term)
+    if beta and "no_kl" not in mistakes:
         d = logp_new - logp_ref if "kl_direction" in mistakes else logp_ref - logp_new
-        k3 = np.exp(d) - d - 1
-        term = term + beta * k3 if "kl_sign" in mistakes else term - beta * k3
+        k = -d if "k1" in mistakes else d**2 / 2 if "k2" in mistakes else np.exp(d) - d - 1
+        term = term + beta * k if "kl_sign" in mistakes else term - beta * k
     if "token_mean" in mistakes:
         loss = -(term * m).sum() / m.sum()
     elif "over_T" in mistakes:
         loss = -np.mean(term * m, axis=1).mean()
     else:
-        loss = -((term * m).sum(axis=1) / m.sum(axis=1)).mean()
+        loss = -((term * m).sum(axis=1) / (1 if "token_sum" in mistakes else m.sum(axis=1))).mean()
     return float(-loss if "sign" in mistakes else loss)
 
 
@@ -113,15 +113,18 @@ def gspo_numpy(logp_new, logp_old, advantages, mask, eps_low=3e-4, eps_high=4e-4
     else:
         s = np.exp(log_ratio.sum(axis=1) / n)
     s = 1 / s if "ratio_inverted" in mistakes else s
-    a = advantages
+    a, low, high = advantages, eps_low, eps_high
+    low, high = (high, low) if "bounds_swapped" in mistakes else (low, high)
+    pick = np.maximum if "max_for_min" in mistakes else np.minimum
     if "token_clip" in mistakes:
         r = np.exp(logp_new - logp_old)
-        terms = np.minimum(r * a[:, None], np.clip(r, 1 - eps_low, 1 + eps_high) * a[:, None])
+        terms = np.minimum(r * a[:, None], np.clip(r, 1 - low, 1 + high) * a[:, None])
         per_answer = (terms * m).sum(axis=1) / n
     elif "clip_only" in mistakes:
-        per_answer = np.clip(s, 1 - eps_low, 1 + eps_high) * a
+        per_answer = np.clip(s, 1 - low, 1 + high) * a
     else:
-        per_answer = np.minimum(s * a, np.clip(s, 1 - eps_low, 1 + eps_high) * a)
+        per_answer = pick(s * a, np.clip(s, 1 - low, 1 + high) * a)
+    per_answer = per_answer * n if "token_sum" in mistakes else per_answer  # summed over tokens
     loss = -per_answer.mean()
     return float(-loss if "sign" in mistakes else loss)
 
@@ -143,21 +146,75 @@ def gspo_masked(logp_new, logp_old, advantages, mask, eps_low=3e-4, eps_high=4e-
 
 
 def with_mistakes(function, *mistakes):
-    def learner(*args):
-        return function(*args, mistakes=mistakes)
+    def learner(*args, **keywords):
+        return function(*args, **keywords, mistakes=mistakes)
 
     return learner
 
 
-CHECKS = {"grpo": (check_grpo_loss, grpo_numpy), "gspo": (check_gspo_loss, gspo_numpy)}
+# -- GAE, a loop and a vectorised way ---------------------------------------------------------
+
+
+def gae_loop(rewards, values, dones, last_value, last_done, *, gamma, lam, mistakes=()):
+    """CleanRL's loop (``dones[t]``: observation t starts an episode)."""
+    gamma, lam = (lam, gamma) if "swapped" in mistakes else (gamma, lam)
+    shifted, advantages, following = "dones_shifted" in mistakes, np.zeros_like(rewards), 0.0
+    float_type = np.float32 if "float32" in mistakes else np.float64
+    advantages = advantages.astype(float_type)
+    steps = range(len(rewards)) if "forwards" in mistakes else reversed(range(len(rewards)))
+    for t in steps:
+        last = t == len(rewards) - 1
+        nonterminal = 1.0 - (dones[t] if shifted else last_done if last else dones[t + 1])
+        next_value = (0.0 if "no_bootstrap" in mistakes else last_value) if last else values[t + 1]
+        bootstrap = 1.0 if "through_done" in mistakes else nonterminal
+        delta = rewards[t] + gamma * next_value * bootstrap - values[t]
+        advantages[t] = following = delta + gamma * lam * nonterminal * following
+    returns = advantages + values
+    if "discounted_returns" in mistakes:
+        running = 0.0 if "no_bootstrap" in mistakes else last_value
+        for t in reversed(range(len(rewards))):
+            nonterminal = 1.0 - (last_done if t == len(rewards) - 1 else dones[t + 1])
+            returns[t] = running = rewards[t] + gamma * nonterminal * running
+    return advantages.astype(np.float64), returns
+
+
+def gae_vectorised(rewards, values, dones, last_value, last_done, *, gamma, lam):
+    """delta for every step at once, then A[t] = sum_k (gamma lam)^(k - t) delta[k], cut at the
+    first new episode: one (T, T) matrix of weights (per environment)."""
+    extra = (None,) * (rewards.ndim - 1)
+    cut = 1.0 - np.concatenate([dones[1:], np.asarray(last_done, float)[None]])
+    next_values = np.concatenate([values[1:], np.asarray(last_value, float)[None]])
+    delta = rewards + gamma * next_values * cut - values
+    upper = np.triu(np.ones((len(rewards),) * 2, bool))[(..., *extra)]
+    steps = np.where(upper, (gamma * lam * cut)[None], 1.0)  # steps[t, j]: factor j, if j >= t
+    before = np.concatenate([np.ones_like(steps[:, :1]), steps[:, :-1]], axis=1)
+    advantages = np.einsum("tk...,k...->t...", np.cumprod(before, axis=1) * upper, delta)
+    return advantages, advantages + values
+
+
+#: Each exercise's check, its learner with switchable mistakes, the groups of mistakes it
+#: names (each named alone, as the learner's code writes it: k1 or k2 for kl_estimator).
+CHECKS = {
+    "grpo": (check_grpo_loss, grpo_numpy, EXCLUSIVE["grpo"]),
+    "gspo": (check_gspo_loss, gspo_numpy, EXCLUSIVE["gspo"]),
+    "gae": (check_gae, gae_loop, gae.GROUPS),
+}
+CODES = {"kl_estimator": ("k1", "k2")}
+#: Each mistake's key by the code the learner's function takes, and the exercises it has.
+KEY_OF = {c: key for e in CHECKS for g in CHECKS[e][2] for key in g for c in CODES.get(key, [key])}
+EXERCISE_OF = {c: {e for e in CHECKS if any(KEY_OF[c] in g for g in CHECKS[e][2])} for c in KEY_OF}
+#: Pairs of mistakes made at once, by exercise.
+PAIRS = {
+    "grpo": "kl_sign+no_std population_std+token_mean no_mask+sign fixed_eps+sign batch_std+over_T "
+    "clip_only+kl_sign padding_nan+sign k2+max_for_min",
+    "gspo": "no_mask+product sign+token_clip arithmetic_mean+sign clip_only+no_mask "
+    "over_T+ratio_inverted bounds_swapped+max_for_min",
+    "gae": "forwards+no_bootstrap discounted_returns+swapped dones_shifted+no_bootstrap",
+}
 
 
 def raises(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
     return np.min(logp_new, logp_old)  # np.min's second argument is the axis
-
-
-def an_array(logp_new, logp_old, advantages, mask, eps_low, eps_high):
-    return np.zeros(len(advantages))
 
 
 def changes_rewards(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
@@ -178,6 +235,11 @@ def writes_logp_new(logp_new, logp_old, rewards, mask, group_size, eps, beta, lo
 def writes_logp_old(logp_new, logp_old, advantages, mask, eps_low, eps_high):
     logp_old[:, -1] = 0.0  # the last token, padding in every batch
     return gspo_numpy(logp_new, logp_old, advantages, mask, eps_low, eps_high)
+
+
+def writes_dones(rewards, values, dones, last_value, last_done, *, gamma, lam):
+    dones[0] = 1.0  # the caller's dones change
+    return gae_loop(rewards, values, dones, last_value, last_done, gamma=gamma, lam=lam)
 
 
 def sqrt_of_var(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
@@ -203,41 +265,63 @@ def no_token_axis(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp
     return -float((np.where(mask, term, 0.0).sum(axis=1) / mask.sum(axis=1)).mean())
 
 
-def empty(*args):
+def guarded_mean(logp_new, logp_old, advantages, mask, eps_low, eps_high):
+    s = np.exp(np.where(mask, logp_new - logp_old, 0.0).sum(axis=1) / mask.sum(axis=1))
+    terms = np.minimum(s * advantages, np.clip(s, 1 - eps_low, 1 + eps_high) * advantages)
+    return -float(terms.sum() / (len(advantages) + 1e-6))  # 3e-7 off: not float32's rounding
+
+
+def empty(*args, **keywords):
     raise NotImplementedError
 
 
+FLOAT32_DIGITS = re.compile(r"agree with the exact ones to about [5-8] significant digits")
+NOT_A_GRADIENT = re.compile(
+    r"\A(?![\s\S]*(gradient|finite difference))"
+)  # the exercise is no gradient
 FIRST = battery("gspo")[0]  # the smallest batch, where llm_clip's answer differs from 0.25
+NO_FLOAT32 = re.compile(r"\A(?![\s\S]*float32)")  # no float32 excuse for a wrong formula
 #: (exercise, a learner's function, the keys the checker names, texts its result shows)
 CASES = [
     *[("grpo", f, ()) for f in (grpo_numpy, grpo_loops, grpo_masked)],
     *[("gspo", f, ()) for f in (gspo_numpy, gspo_loops, gspo_masked)],
-    *[  # each mistake alone, and pairs
-        (exercise, with_mistakes(CHECKS[exercise][1], *keys.split()), tuple(sorted(keys.split())))
-        for exercise, keys in [(e, m) for e, groups in EXCLUSIVE.items() for g in groups for m in g]
-        + [("grpo", "kl_sign no_std"), ("grpo", "population_std token_mean")]
-        + [("grpo", "no_mask sign"), ("gspo", "no_mask product"), ("gspo", "sign token_clip")]
-        + [("grpo", "fixed_eps sign"), ("grpo", "batch_std over_T"), ("grpo", "clip_only kl_sign")]
-        + [("grpo", "padding_nan sign"), ("gspo", "arithmetic_mean sign")]
-        + [("gspo", "clip_only no_mask"), ("gspo", "over_T ratio_inverted")]
+    *[("gae", f, ()) for f in (gae_loop, gae_vectorised)],
+    *[  # each mistake alone (each form the learner's code writes), and pairs
+        (
+            exercise,
+            with_mistakes(CHECKS[exercise][1], *codes),
+            tuple(sorted(map(KEY_OF.get, codes))),
+        )
+        for exercise, codes in [
+            *[(e, [code]) for e in CHECKS for code in KEY_OF if e in EXERCISE_OF[code]],
+            *[(e, pair.split("+")) for e, pairs in PAIRS.items() for pair in pairs.split()],
+        ]
     ],
     ("grpo", empty, ("not_implemented",), "grpo_loss: not implemented yet."),
+    ("gae", empty, ("not_implemented",), "gae: not implemented yet."),
     ("grpo", raises, ("error",), "in raises", "np.minimum"),
-    ("gspo", an_array, ("wrong_type",)),
+    ("gspo", lambda *args: np.zeros(len(args[2])), ("wrong_type",)),
+    ("gae", lambda *args, **keywords: gae_loop(*args, **keywords)[0], ("wrong_type",), "a tuple"),
+    ("gae", lambda *args, **keywords: list(gae_loop(*args, **keywords)), ("wrong_type",)),
+    (
+        "gae",
+        lambda r, *_, **k: (0 * r, 0 * r),
+        ("mismatch",),
+        "returns an array of 0s on every batch",
+    ),
     ("grpo", changes_rewards, ("mutated",), "rewards was"),
     ("gspo", writes_mask, ("mutated",), "wrote into a read-only input", "mask[:, 0] = True"),
     ("grpo", writes_logp_new, ("mutated",), "logp_new was ["),
     ("gspo", writes_logp_old, ("mutated",), "logp_old was ["),
+    ("gae", writes_dones, ("mutated",), "dones was ["),
     ("grpo", with_mistakes(grpo_numpy, "padding_nan"), ("padding_nan",), "np.where(mask"),
-    (
-        "grpo",
-        sqrt_of_var,
-        ("mismatch",),
-        re.compile(r"\A(?![\s\S]*float32)"),  # no float32 excuse for a wrong formula
-        re.compile(r"expected -?0\.0*\d{6,}, got -?0\.0*\d{6,}\."),  # digits enough to differ
-    ),
+    ("grpo", with_mistakes(grpo_numpy, "k1"), ("kl_estimator",), "KL to the reference"),
+    ("gae", with_mistakes(gae_loop, "forwards"), ("forwards",), re.compile(r"advantages\[\d")),
+    ("grpo", sqrt_of_var, ("mismatch",), NO_FLOAT32, re.compile(r"expected -?0\.0*\d{6,}, got")),
+    ("gspo", guarded_mean, ("mismatch",), NO_FLOAT32),
     ("grpo", no_token_axis, ("error", "mismatch"), "could not be broadcast", "a[:, None]"),
     ("gspo", "gspo_loss", ("error",), "expects your function"),
+    ("gae", lambda r, v, d, lv, ld, *, discount, lam: 0, ("error",), "keep the names"),
     (
         "gspo",
         lambda *args: 0.25,
@@ -245,12 +329,14 @@ CASES = [
         "returns 0.25 on every batch",
         f"On {FIRST.label}: expected {rounded(gspo_answer(FIRST))}, got 0.25.",
     ),
-    (
-        "gspo",
-        lambda *args: float(np.float32(gspo_masked(*args))),
-        ("precision",),
-        re.compile(r"agree with the exact ones to about [78] significant digits"),
-    ),
+    *[
+        (exercise, function, ("precision",), FLOAT32_DIGITS, NOT_A_GRADIENT)
+        for exercise, function in [
+            ("gspo", lambda *args: float(np.float32(gspo_masked(*args)))),
+            ("grpo", lambda *args: float(np.float32(grpo_loops(*args)))),
+            ("gae", with_mistakes(gae_loop, "float32")),
+        ]
+    ],
 ]
 
 
@@ -263,16 +349,17 @@ def test_each_function_gets_its_diagnosis(exercise, function, mistakes, texts):
     """A correct function passes in each style (numpy, loops, masked arrays); each mistake is
     named alone and in pairs, with its title on the card and the batch where it shows."""
     result = CHECKS[exercise][0](function)
-    text, card = str(result), result._repr_html_()
+    text, card = str(result), html.unescape(result._repr_html_())
     assert result.mistakes == mistakes, text
     assert f"ppo-check-{result.status.replace(' ', '-')}" in card
     if not mistakes:
-        assert result.matching_core == result.core_batches == len(battery(exercise))
+        assert result.matching_core == result.core_batches
         assert "passed" in result.headline()
+    texts_of = gae.MISTAKES if exercise == "gae" else MISTAKES
     for finding in result.findings:
-        if finding.key in MISTAKES:
-            assert finding.title == MISTAKES[finding.key][0]
-            assert finding.evidence.startswith("On batch")
+        if finding.key in texts_of:
+            assert (finding.title, finding.message) == texts_of[finding.key]
+            assert finding.evidence.startswith("On batch") or "agree with" in finding.evidence
             assert finding.title in card
     for shown in texts:
         assert shown.search(text) if isinstance(shown, re.Pattern) else shown in text, shown
@@ -280,36 +367,40 @@ def test_each_function_gets_its_diagnosis(exercise, function, mistakes, texts):
 
 def test_the_reference_answers_are_llm_clips():
     for batch in battery("grpo"):
-        group_size, eps, beta, ref = batch.extras
-        a = llm_clip.group_advantages(batch.advantages, group_size)
-        assert grpo_answer(batch) == llm_clip.policy_loss(
-            batch.logp_new,
-            batch.logp_old,
-            a,
-            batch.mask,
-            objective="grpo",
-            eps_low=eps,
-            logp_ref=ref,
-            kl_coef=beta,
-        )
+        mask, group_size, eps, beta, ref = batch.extras
+        a = llm_clip.group_advantages(batch.arrays["rewards"], group_size)
+        new, old = batch.arrays["logp_new"], batch.arrays["logp_old"]
+        options = dict(objective="grpo", eps_low=eps, logp_ref=ref, kl_coef=beta)
+        assert grpo_answer(batch) == [llm_clip.policy_loss(new, old, a, mask, **options)]
     for batch in battery("gspo"):
-        assert gspo_answer(batch) == llm_clip.policy_loss(
-            batch.logp_new,
-            batch.logp_old,
-            batch.advantages,
-            batch.mask,
-            objective="gspo",
-            eps_low=batch.extras[0],
-            eps_high=batch.extras[1],
+        mask, low, high = batch.extras
+        arrays = (*batch.arrays.values(), mask)
+        options = dict(objective="gspo", eps_low=low, eps_high=high)
+        assert gspo_answer(batch) == llm_clip.policy_loss(*arrays, **options)
+    for batch in gae.battery():
+        answer = llm_clip.gae(*batch.arrays.values(), *batch.extras, **batch.keywords)
+        np.testing.assert_array_equal(
+            gae.gae_answer(batch)[0], np.concatenate([np.ravel(x) for x in answer])
         )
 
 
-def test_a_function_that_never_returns_is_stopped_at_the_time_limit():
-    def sleeps(*args):
+def test_the_gae_batches_end_episodes_mid_rollout_and_at_the_last_step_in_both_shapes():
+    shapes = {batch.arrays["dones"].ndim for batch in gae.battery()}
+    mid = [batch.arrays["dones"][1:].any() for batch in gae.battery()]
+    last = [np.any(batch.extras[1]) for batch in gae.battery()]
+    assert shapes == {1, 2}
+    assert all(mid)
+    assert any(last)
+    assert all(b.keywords["gamma"] != b.keywords["lam"] < 1 for b in gae.battery())
+
+
+@pytest.mark.parametrize("check", [check_gspo_loss, check_gae])
+def test_a_function_that_never_returns_is_stopped_at_the_time_limit(check):
+    def sleeps(*args, **keywords):
         time.sleep(30)
 
     started = time.perf_counter()
-    result = check_gspo_loss(sleeps, time_limit_s=0.3)
+    result = check(sleeps, time_limit_s=0.3)
     assert result.mistakes == ("timeout",)
     assert time.perf_counter() - started < 10
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any, Literal
 
 import numpy as np
@@ -26,9 +26,9 @@ from ppo_viz.numbers import exact
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
-#: The exercises: notebook 6's three, by the kind of value their function returns, and notebook
-#: 7's two losses (:mod:`.llm`).
-Kind = Literal["loss", "clip_fraction", "grad", "grpo", "gspo"]
+#: The exercises: notebook 6's three, by the kind of value their function returns, notebook 7's
+#: two losses (:mod:`.llm`) and notebook 8's GAE (:mod:`.gae`).
+Kind = Literal["loss", "clip_fraction", "grad", "grpo", "gspo", "gae"]
 #: What a batch is there to test: the contract on realistic inputs, or float64's edges.
 Role = Literal["core", "robustness"]
 #: The name of the learner's function for each exercise.
@@ -106,6 +106,7 @@ class CheckBatch:
     read_only: bool = False
     #: The names of the three arrays :meth:`inputs` hands out, for messages.
     argument_names = ("logp_new", "logp_old", "advantages")
+    keywords = MappingProxyType({})  # every argument is positional
 
     def __post_init__(self) -> None:
         for argument in self.argument_names:
@@ -116,6 +117,11 @@ class CheckBatch:
     def n(self) -> int:
         """The number of samples N."""
         return len(self.advantages)
+
+    @property
+    def arrays(self) -> dict[str, FloatArray]:
+        """The arrays :meth:`inputs` hands out, by name (a change to one is reported)."""
+        return {argument: getattr(self, argument) for argument in self.argument_names}
 
     @property
     def label(self) -> str:
@@ -171,6 +177,32 @@ class CheckBatch:
             )
         flips = [np.isfinite(r) & (replace(b, ratio=r).is_clipped != b.is_clipped) for r in others]
         return np.any(flips, axis=0)
+
+
+@dataclass(frozen=True, eq=False)
+class ExerciseBatch:
+    """A batch of an exercise another module checks (:mod:`.llm`, :mod:`.gae`): the ``arrays``
+    handed to each call as writable copies (a change is reported), then read-only copies of the
+    ``extras``, then the ``keywords``; every batch is a core one and decides the pass."""
+
+    name: str
+    lesson: str
+    arrays: dict[str, np.ndarray]
+    extras: tuple[Any, ...] = ()
+    keywords: dict[str, Any] = field(default_factory=dict)
+    entries: tuple[str, ...] = ()  # the name of each entry of an answer, if more than one
+    read_only = False
+    role = "core"
+    further = ""  # no batch names a section of notebook 5
+
+    n = property(lambda self: next(iter(self.arrays.values())).size)
+    label = property(lambda self: f"batch '{self.name}' ({self.lesson})")
+    argument_names = property(lambda self: tuple(self.arrays))
+
+    def inputs(self) -> tuple[Any, ...]:
+        """One call's positional arguments: copies of the arrays, read-only copies of extras."""
+        extras = [read_only_copy(x, None) if isinstance(x, np.ndarray) else x for x in self.extras]
+        return (*(a.copy() for a in self.arrays.values()), *extras)
 
 
 def read_only_copy(values: ArrayLike, dtype: DTypeLike = np.float64) -> NDArray[Any]:

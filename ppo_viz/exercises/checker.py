@@ -333,18 +333,14 @@ ERROR_HINTS = {
     "only on the final mean.",
     "positional argument": "The checker passes every argument of the exercise's def line, in "
     "its order: keep them all in yours, the ones you do not use too.",
+    "unexpected keyword argument": "The checker passes some arguments by name (GAE's gamma and "
+    "lam, as llm_clip.gae takes them): keep the names of the exercise's def line.",
 }
 
 
 def _timeout(call: Call, skipped: int, limit_s: float) -> Finding:
     """The finding of ``call``, which did not return in time (the check stopped calling there)."""
     stopped = "The checker stopped it" + (f" ({call.where})." if call.where else ".")
-    if not call.stopped:
-        stopped = (
-            "The checker cannot stop it here (this system cannot run it in a separate process): "
-            "it is still running in the background, keeping a CPU core busy until you restart the "
-            "kernel (Kernel > Restart Kernel)."
-        )
     batches = "batch" if skipped == 1 else "batches"
     sentences = [
         f"On {call.batch.label} your function did not return within {exact(limit_s)} s, the "

@@ -19,189 +19,205 @@ are), so a forgotten mask shows in the answer rather than as a NaN; GRPO's "extr
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import numpy as np
 
 import llm_clip
-from ppo_viz.exercises.battery import read_only_copy
+from ppo_viz.exercises.battery import ExerciseBatch
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
-#: Each mistake's title (from the trackers notebook 7 cites).
+_KL = "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL's, GRPO's)"
+_MIN = "np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A)"
+#: Every mistake these checks name: its title and what the learner reads (from the trackers
+#: notebook 7 cites).
 TITLES = {
     "token_mean": "Token-mean instead of sequence-mean",
+    "token_sum": "Summed over tokens without the 1/n_i",
     "no_mask": "The mask forgotten (padding counted)",
     "no_std": "Group std normalisation missing",
     "std_twice": "Group std normalisation doubled",
+    "std_eps": "1e-6 added to the std, not 1e-4",
     "population_std": "Population std (ddof=0)",
+    "no_kl": "The KL term left out",
     "kl_sign": "The KL sign",
     "kl_direction": "k3 of the wrong direction",
+    "kl_estimator": "k1 or k2 where k3 is meant",
     "sign": "Objective instead of loss (the sign)",
     "product": "Sequence ratio as a product",
     "token_clip": "Token ratios clipped",
     "arithmetic_mean": "Sequence ratio as the arithmetic mean",
     "ratio_inverted": "Ratio inverted (old over new)",
     "clip_only": "The clip-only objective (np.clip without the min)",
+    "max_for_min": "np.maximum where np.minimum is meant",
+    "bounds_swapped": "eps_low and eps_high swapped",
     "over_T": "Divided by T, the padded length (np.mean over the padding)",
     "batch_std": "Normalised over the whole batch, not each group",
     "fixed_eps": "eps ignored (0.2 written in)",
     "padding_nan": "NaN from the padding (term * mask after the exp)",
+    "precision": "Close, but not to float64 precision",
 }
 #: What the learner reads about each mistake.
 EXPLANATIONS = {
-    "token_mean": "You average over all the batch's tokens, which weighs long answers more "
+    "token_mean": f"You average over all the batch's tokens, which weighs long answers more "
     f"(DAPO's aggregation); {_MEAN}.",
+    "token_sum": f"You sum each answer's tokens without dividing by its length n_i, so long "
+    f"answers weigh more; {_MEAN}, n_i = mask.sum(axis=1).",
     "no_mask": "Your answer counts the padding. Multiply each token's term by the mask and count "
     "n_i = mask.sum(axis=1).",
-    "no_std": "You centre each reward on its group's mean but do not divide by the group's "
-    "std + 1e-4 (that is Dr. GRPO's advantage).",
+    "no_std": "You centre each reward on its group's mean but do not divide by the group's std + "
+    "1e-4 (that is Dr. GRPO's advantage).",
     "std_twice": "You divide by the group's std + 1e-4 twice; GRPO divides once.",
-    "population_std": "np.std divides by G; TRL and verl take the sample std, which divides by "
-    "G - 1: np.std(group, ddof=1).",
-    "kl_sign": "The KL is a penalty: the objective is term - beta * k3, so the loss adds "
-    "+ beta * k3. Yours subtracts it.",
-    "kl_direction": "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL's, GRPO's); yours has "
-    "d = logp_new - logp_ref.",
+    "std_eps": "You add 1e-6 to the group's std (verl's epsilon); the exercise, as TRL, adds 1e-4: "
+    "A = (R - mean) / (std + 1e-4), which differs wherever a group's std is small.",
+    "population_std": "np.std divides by G; TRL and verl take the sample std, which divides by G - "
+    "1: np.std(group, ddof=1).",
+    "no_kl": f"Your answer is right with beta = 0 and wrong with beta > 0: each token's term is "
+    f"min(r*A, clip(r)*A) - beta * k3, {_KL}.",
+    "kl_sign": "The KL is a penalty: the objective is term - beta * k3, so the loss adds + beta * "
+    "k3. Yours subtracts it.",
+    "kl_direction": f"{_KL}; yours has d = logp_new - logp_ref.",
+    "kl_estimator": f"You penalise with k1 = -d or k2 = d**2 / 2; GRPO's penalty is {_KL}, which "
+    f"is never negative and unbiased for the KL.",
     "sign": "Your answer has the opposite sign: the loss to minimize is minus the objective.",
     "product": "You multiply the tokens' ratios, which runs away with the length; GSPO's s_i is "
     "their geometric mean, exp(mean log-ratio).",
     "token_clip": "You clip each token's own ratio, which is GRPO; GSPO clips one ratio per "
     "answer, s_i, shared by all its tokens.",
     "arithmetic_mean": "You average the tokens' ratios, mean_t exp(d_t); GSPO's s_i is their "
-    "geometric mean, exp(mean_t d_t) over the answer's n_i tokens, which one token's outlier "
-    "ratio does not dominate.",
+    "geometric mean, exp(mean_t d_t) over the answer's n_i tokens, which one token's outlier ratio "
+    "does not dominate.",
     "ratio_inverted": "You compute exp(logp_old - logp_new), pi_old / pi_new; the ratio is new "
     "over old: exp(logp_new - logp_old).",
-    "clip_only": "You keep clip(r)*A alone, without the np.minimum: a ratio that moved the "
-    "unfavourable way keeps r*A, np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A).",
-    "over_T": "You divide each answer's sum by T, the padded length (np.mean(..., axis=1) over "
-    "a padded row does), so short answers count less; divide by its own n_i = "
-    "mask.sum(axis=1).",
+    "clip_only": f"You keep clip(r)*A alone, without the np.minimum: a ratio that moved the "
+    f"unfavourable way keeps r*A, {_MIN}.",
+    "max_for_min": f"You keep the larger of r*A and clip(r)*A, which clips the unfavourable moves "
+    f"and lets the favourable ones run; the objective keeps the smaller: {_MIN}.",
+    "bounds_swapped": "You clip to [1 - eps_high, 1 + eps_low]; the band is np.clip(s, 1 - "
+    "eps_low, 1 + eps_high): eps_high widens it above 1, where A > 0 pushes.",
+    "over_T": "You divide each answer's sum by T, the padded length (np.mean(..., axis=1) over a "
+    "padded row does), so short answers count less; divide by its own n_i = mask.sum(axis=1).",
     "batch_std": "You centre and scale the rewards with the whole batch's mean and std; GRPO "
-    "compares each answer with its own group's G answers: rewards.reshape(-1, G), then the "
-    "mean and std along axis=1.",
+    "compares each answer with its own group's G answers: rewards.reshape(-1, G), then the mean "
+    "and std along axis=1.",
     "fixed_eps": "Your answer is right with eps = 0.2 and wrong with other values: use the "
     "function's eps argument, not the number 0.2.",
     "padding_nan": "Padding may hold any finite log-probabilities (here logp_new 0 and logp_old "
-    "-1000), and exp(1000) is inf; inf * 0 is NaN, so multiplying term by the mask afterwards "
-    "does not clean it. Mask before the exp: np.exp(np.where(mask, logp_new - logp_old, 0.0)), "
-    "or keep the padding out with np.where(mask, term, 0.0).",
+    "-1000), and exp(1000) is inf; inf * 0 is NaN, so multiplying term by the mask afterwards does "
+    "not clean it. Mask before the exp: np.exp(np.where(mask, logp_new - logp_old, 0.0)), or keep "
+    "the padding out with np.where(mask, term, 0.0).",
+    "precision": "Your loss agrees with llm_clip's to about float32's 7 significant digits, not "
+    "float64's: compute in float64 throughout (float32 arrays, np.float32 or dtype=np.float32 keep "
+    "about 7 significant digits).",
 }
 #: Each mistake's title and explanation, as :class:`.Exercise` takes them.
 MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 #: Each exercise's mistakes, in groups of those that exclude one another.
 EXCLUSIVE = {
     "grpo": [
-        ("no_std", "std_twice", "population_std"),
+        ("no_std", "std_twice", "population_std", "std_eps"),
         ("batch_std",),
-        ("token_mean", "over_T"),
+        ("token_mean", "over_T", "token_sum"),
         ("no_mask", "padding_nan"),
-        ("kl_sign", "kl_direction"),
-        ("ratio_inverted", "clip_only"),
+        ("kl_sign", "kl_direction", "no_kl", "kl_estimator"),
+        ("ratio_inverted", "clip_only", "max_for_min"),
         ("fixed_eps",),
         ("sign",),
     ],
     "gspo": [
-        ("product", "token_clip", "arithmetic_mean", "over_T"),
-        ("ratio_inverted", "clip_only"),
+        ("product", "token_clip", "arithmetic_mean", "over_T", "token_sum"),
+        ("ratio_inverted", "clip_only", "max_for_min"),
+        ("bounds_swapped",),
         ("no_mask",),
         ("sign",),
     ],
 }
-STD_EPS = 1e-4  # TRL's (``grpo_trainer.py`` L2705-2707)
-
-
-@dataclass(frozen=True, eq=False)
-class ExerciseBatch:
-    """A batch shaped for notebook 6's sandbox: the arrays and ``extras`` of ``exercise``'s
-    function, handed to each call as read-only copies (:meth:`inputs`)."""
-
-    exercise: str
-    name: str
-    lesson: str
-    logp_new: np.ndarray
-    logp_old: np.ndarray
-    advantages: np.ndarray  # the third argument: rewards (GRPO) or advantages (GSPO)
-    mask: np.ndarray
-    extras: tuple[Any, ...]
-    read_only = False  # the three arrays are handed out writable (a change is reported)
-    role = "core"  # every batch decides the pass
-    further = ""  # and none names a section of notebook 5
-
-    n = property(lambda self: len(self.mask))
-    label = property(lambda self: f"batch '{self.name}' ({self.lesson})")
-
-    @property
-    def argument_names(self) -> tuple[str, str, str]:
-        """The names of the three arrays the learner's function takes first, for messages."""
-        return ("logp_new", "logp_old", "rewards" if self.exercise == "grpo" else "advantages")
-
-    def inputs(self) -> tuple[Any, ...]:
-        """One call's arguments: copies of the three arrays, then read-only copies of the mask
-        and the extras."""
-        extras = [read_only_copy(x, None) if isinstance(x, np.ndarray) else x for x in self.extras]
-        arrays = self.logp_new.copy(), self.logp_old.copy(), self.advantages.copy()
-        return (*arrays, read_only_copy(self.mask, None), *extras)
+STD_EPS = 1e-4  # TRL's (``grpo_trainer.py`` L2705-2707); verl's is 1e-6
 
 
 # -- what an implementation with some mistakes answers -------------------------------------------
 
 
-def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> float:
-    """llm_clip's GRPO loss on the inputs an implementation with ``mistakes`` uses."""
-    (group_size, eps, beta, ref), m = batch.extras, mistakes
-    g = len(batch.advantages) if "batch_std" in m else group_size
-    a = llm_clip.group_advantages(batch.advantages, g, scale_by_std="no_std" not in m)
-    if m & {"std_twice", "population_std"}:
-        std = batch.advantages.reshape(-1, g).std(axis=1, ddof=0 if "population_std" in m else 1)
-        centred = llm_clip.group_advantages(batch.advantages, g, scale_by_std=False)
-        a = centred / np.repeat(std + STD_EPS, g) ** (2 if "std_twice" in m else 1)
+def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> list[float]:
+    """llm_clip's GRPO loss on the inputs an implementation with ``mistakes`` uses (two
+    answers for ``kl_estimator``: k1's and k2's)."""
+    (new, old, rewards), m = batch.arrays.values(), mistakes
+    mask, group_size, eps, beta, ref = batch.extras
+    g = len(rewards) if "batch_std" in m else group_size
+    a = llm_clip.group_advantages(rewards, g, scale_by_std="no_std" not in m)
+    if m & {"std_twice", "population_std", "std_eps"}:
+        std = rewards.reshape(-1, g).std(axis=1, ddof=0 if "population_std" in m else 1)
+        centred = llm_clip.group_advantages(rewards, g, scale_by_std=False)
+        std = np.repeat(std + (1e-6 if "std_eps" in m else STD_EPS), g)
+        a = centred / std ** (2 if "std_twice" in m else 1)
     eps = 0.2 if "fixed_eps" in m else eps
-    aggregation = {"token_mean": "token-mean", "over_T": "seq-mean-token-sum-norm"}
-    options = {
-        "objective": "grpo",
-        "eps_low": eps,
-        "aggregation": next((aggregation[k] for k in aggregation if k in m), None),
-        "max_len": batch.mask.shape[1],
-        "logp_ref": 2 * batch.logp_new - ref if "kl_direction" in m else ref,
-    }
-    mask = np.ones_like(batch.mask) if "no_mask" in m else batch.mask
-    gap = _changed_gap(batch.logp_new - batch.logp_old, m, eps, eps)
-    old = batch.logp_new - gap  # the KL keeps logp_new
-    arguments = (batch.logp_new, old, a, mask)
-    if "padding_nan" in m and _padding_overflows(batch, a):
-        return math.nan
-    value = llm_clip.policy_loss(*arguments, kl_coef=beta, **options)
-    if "kl_sign" in m:  # the policy part minus the KL part
-        value = 2 * llm_clip.policy_loss(*arguments, **options) - value
-    return -value if "sign" in m else value
+    aggregation = next((AGGREGATIONS[k] for k in AGGREGATIONS if k in m), None)
+    mask = np.ones_like(mask) if "no_mask" in m else mask
+    gap = _changed_gap(new - old, m, eps, eps)
+    options = dict(objective="grpo", eps_low=eps, aggregation=aggregation, max_len=mask.shape[1])
+    if "padding_nan" in m and _padding_overflows(new - old, mask, a):
+        return [math.nan]
+    if m & {"kl_sign", "kl_direction", "no_kl", "kl_estimator", "max_for_min"}:
+        d, flip = ref - new, -1 if "max_for_min" in m else 1  # max(x, y) = -min(-x, -y)
+        policy = flip * llm_clip.policy_loss(new, new - gap, flip * a, mask, **options)
+        penalties = {"kl_direction": [np.expm1(-d) + d], "no_kl": [0 * d]}
+        penalties["kl_estimator"] = [-d, d**2 / 2]
+        k = next((penalties[key] for key in penalties if key in m), [np.expm1(d) - d])
+        sign = -1 if "kl_sign" in m else 1
+        value = [policy + sign * beta * _aggregate(x, mask, aggregation) for x in k]
+    else:  # the KL keeps logp_new
+        value = [
+            llm_clip.policy_loss(new, new - gap, a, mask, logp_ref=ref, kl_coef=beta, **options)
+        ]
+    scale = (-1 if "sign" in m else 1) * (mask.shape[1] if "token_sum" in m else 1)
+    return [scale * v for v in value]
 
 
 def gspo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> float:
     """llm_clip's GSPO loss on the inputs an implementation with ``mistakes`` uses: a product
     of ratios is the geometric mean of n_i times larger log-ratios; clipping each token's ratio
-    is GRPO."""
-    (low, high), m, old = batch.extras, mistakes, batch.logp_old
-    mask = np.ones_like(batch.mask) if "no_mask" in m else batch.mask
-    gap, n = batch.logp_new - old, mask.sum(axis=1, keepdims=True)
+    is GRPO; the max is minus the min with -A."""
+    (new, old, a), (mask, low, high), m = batch.arrays.values(), batch.extras, mistakes
+    mask = np.ones_like(mask) if "no_mask" in m else mask
+    gap, n = new - old, mask.sum(axis=1, keepdims=True)
     if m & {"product", "over_T"}:  # the sum of the log-ratios, over 1 or T instead of n_i
         gap = gap * n / (mask.shape[1] if "over_T" in m else 1)
     if "arithmetic_mean" in m:  # every token gets log(mean_t r_t)
         r = np.exp(np.where(mask, gap, -np.inf))
         gap = np.broadcast_to(np.log(r.sum(axis=1, keepdims=True) / n), gap.shape)
-    if m & {"ratio_inverted", "clip_only"}:  # on s_i, the same for all of an answer's tokens
+    low, high = (high, low) if "bounds_swapped" in m else (low, high)
+    if m & {"ratio_inverted", "clip_only"}:  # on s_i, shared by its tokens
         s = np.exp(np.where(mask, gap, 0.0).sum(axis=1, keepdims=True) / n)
         gap = _changed_gap(np.broadcast_to(np.log(s), gap.shape), m, low, high)
-    objective = "grpo" if "token_clip" in m else "gspo"
-    arguments = (old + gap, old, batch.advantages, mask)
-    value = llm_clip.policy_loss(*arguments, objective=objective, eps_low=low, eps_high=high)
-    return -value if "sign" in m else value
+    options = dict(objective="grpo" if "token_clip" in m else "gspo", eps_low=low, eps_high=high)
+    if "token_sum" in m:  # each answer's term on each of its tokens, summed
+        options.update(aggregation="seq-mean-token-sum-norm", max_len=mask.shape[1])
+    flip = -1 if "max_for_min" in m else 1
+    value = flip * llm_clip.policy_loss(old + gap, old, flip * a, mask, **options)
+    return (-1 if "sign" in m else 1) * (mask.shape[1] if "token_sum" in m else 1) * value
+
+
+#: The aggregations some mistakes use instead of GRPO's own.
+AGGREGATIONS = {
+    "token_mean": "token-mean",
+    "over_T": "seq-mean-token-sum-norm",
+    "token_sum": "seq-mean-token-sum-norm",
+}
+
+
+def _aggregate(per_token: np.ndarray, mask: np.ndarray, aggregation: str | None) -> float:
+    """The loss's weighted sum of ``per_token`` over the unmasked tokens (GRPO's aggregation
+    unless ``aggregation`` says otherwise)."""
+    kept = np.where(mask, per_token, 0.0)
+    if aggregation == "token-mean":
+        return float(kept.sum() / mask.sum())
+    lengths = mask.shape[1] if aggregation else mask.sum(axis=1)
+    return float((kept.sum(axis=1) / lengths).mean())
 
 
 def _changed_gap(gap: np.ndarray, m: frozenset[str], low: float, high: float) -> np.ndarray:
@@ -214,10 +230,10 @@ def _changed_gap(gap: np.ndarray, m: frozenset[str], low: float, high: float) ->
     return gap
 
 
-def _padding_overflows(batch: ExerciseBatch, a: np.ndarray) -> bool:
+def _padding_overflows(gap: np.ndarray, mask: np.ndarray, a: np.ndarray) -> bool:
     """Whether ``term * mask`` is NaN: a padding ratio exp(d) overflows where A <= 0 (its term
     -inf or inf * 0)."""
-    d = np.where(batch.mask, -np.inf, batch.logp_new - batch.logp_old)
+    d = np.where(mask, -np.inf, gap)
     return bool(np.any((d > np.log(np.finfo(float).max)) & (a[:, None] <= 0)))
 
 
@@ -244,9 +260,21 @@ SMALL_BATCHES = {
     },
     "gspo": {
         "three answers": ([5, 2, 4], [1.0, -1.0, 0.5], (0.2, 0.2), 5, 0.2),
+        "an uneven band": ([4, 3, 6, 2], [1.0, -0.8, 0.6, -1.2], (0.1, 0.3), 3, 0.3),
         "the paper's range": ([3, 6, 2, 5], [0.8, -0.4, 1.2, -1.5], (3e-4, 4e-4), 6, 0.01),
     },
 }
+#: The names of each exercise's arrays, handed to the learner's function first.
+ARRAYS = {
+    "grpo": ("logp_new", "logp_old", "rewards"),
+    "gspo": ("logp_new", "logp_old", "advantages"),
+}
+
+
+def _batch(exercise: str, name: str, lesson: str, *arrays: Any, extras: tuple[Any, ...]) -> Any:
+    """An :class:`.ExerciseBatch` of ``exercise`` (its mask the first of the ``extras``)."""
+    named = dict(zip(ARRAYS[exercise], map(np.asarray, arrays), strict=True))
+    return ExerciseBatch(name, lesson, named, extras)
 
 
 def _small_batch(exercise: str, name: str) -> ExerciseBatch:
@@ -262,10 +290,12 @@ def _small_batch(exercise: str, name: str) -> ExerciseBatch:
     if exercise == "grpo":
         lesson += f", eps {extras[1]}" if extras[1] != 0.2 else ""
         extras = (*extras, np.minimum(old + rng.normal(0.0, 0.3, mask.shape), 0.0))
+    elif extras[0] != extras[1]:
+        lesson += f", eps_low {extras[0]:g}, eps_high {extras[1]:g}"
     if padding:
         new[~mask], old[~mask] = padding[0]
         lesson += f"; on the padding logp_new = {padding[0][0]:g}, logp_old = {padding[0][1]:g}"
-    return ExerciseBatch(exercise, name, lesson, new, old, np.array(third, float), mask, extras)
+    return _batch(exercise, name, lesson, new, old, np.array(third, float), extras=(mask, *extras))
 
 
 def _notebook_batch(exercise: str) -> ExerciseBatch:
@@ -275,8 +305,8 @@ def _notebook_batch(exercise: str) -> ExerciseBatch:
         lesson, third, extras = "G = 4, beta = 0.04", nb.rewards, (4, 0.2, 0.04, nb.logp_ref)
     else:
         lesson, third, extras = "eps 0.01", nb.advantages(), (0.01, 0.01)
-    arrays = (nb.logp_new[2], nb.logp_old, third, nb.mask)
-    return ExerciseBatch(exercise, "notebook 7's batch", lesson, *arrays, extras)
+    arrays = (nb.logp_new[2], nb.logp_old, third)
+    return _batch(exercise, "notebook 7's batch", lesson, *arrays, extras=(nb.mask, *extras))
 
 
 @cache

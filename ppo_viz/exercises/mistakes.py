@@ -83,12 +83,13 @@ VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
 
 class Exercise(NamedTuple):
     """An exercise whose answers another module computes (notebook 7's, registered by
-    :mod:`.llm`): its mistakes' titles and explanations, its mistakes in groups that exclude
-    one another, and what an implementation with some mistakes answers on a batch."""
+    :mod:`.llm`; notebook 8's, by :mod:`.gae`): its mistakes' titles and explanations, its
+    mistakes in groups that exclude one another, and what an implementation with some mistakes
+    answers on a batch (an array, a float, or a list of the forms it may take)."""
 
     texts: Mapping[str, tuple[str, str]]
     groups: Sequence[tuple[str, ...]]
-    answer: Callable[[Any, Flags], float]
+    answer: Callable[[Any, Flags], Any]
 
 
 #: The exercises :data:`VALUE_MISTAKES` does not list, by kind.
@@ -174,7 +175,8 @@ MAX_MISTAKES = 3
 #: Answers match a prediction where ``np.isclose`` with these (rtol, atol) holds: float64's;
 #: looser for normalized advantages (codes add 1e-8 to the standard deviation); and the
 #: "close, but not to float64 precision" answers of float32 arithmetic or finite differences;
-#: of float32 arithmetic alone for notebook 7's losses (a formula 1e-5 off is a mismatch there).
+#: of float32 arithmetic alone for the :data:`EXERCISES` (a formula 1e-5 off is a mismatch there,
+#: and so is one closer whose answers float32 does not hold: :func:`_not_float32`).
 TOLERANCES = {
     "float64": (1e-9, 1e-12),
     "normalized": (1e-6, 1e-9),
@@ -251,9 +253,11 @@ def predict(batch: CheckBatch, kind: Kind, flags: Flags = frozenset()) -> Predic
     """
     tolerance = next((t for t in ("precision", "normalized") if t in flags), "float64")
     if kind in EXERCISES:
-        answer = EXERCISES[kind].answer(batch, flags - {"precision"})
+        answers = EXERCISES[kind].answer(batch, flags - {"precision"})  # one, or several forms
+        forms = answers if isinstance(answers, list) else [answers]
+        values = tuple(np.ravel(np.asarray(form, dtype=np.float64)) for form in forms)
         tolerance = "float32" if tolerance == "precision" else tolerance
-        return Prediction((np.atleast_1d(np.float64(answer)),), np.zeros(1, bool), tolerance)
+        return Prediction(values, np.zeros(1, bool), tolerance)
     no_ratio = batch.underflows if "ratio_underflow" in flags else np.zeros(batch.n, bool)
     nan = no_ratio | (batch.overflowing_zero_advantage & ("nan_overflow" in flags))
     scale = (-1.0 if "sign" in flags else 1.0) * (batch.n if "no_mean" in flags else 1)
@@ -360,7 +364,8 @@ def value_findings(
     if assumed is None or not answers:
         return [], assumed
     candidates = () if _placeholder(kind, answers) else candidate_mistake_sets(kind, role)
-    for precision in (frozenset(), frozenset({"precision"})):
+    precisions = [frozenset(), frozenset({"precision"})]
+    for precision in precisions[: 1 if kind in EXERCISES and _not_float32(answers, kind) else 2]:
         for extra in candidates:
             flags = assumed | frozenset(extra) | precision
             too_few_answers = len(extra) > 1 and len(answers) <= len(extra)
@@ -388,7 +393,17 @@ def _imprecision(kind: Kind, answers: Sequence[Answer], flags: Flags) -> Finding
     digits = max(int(-math.log10(relative)), 0) if relative > 0 else 16
     text = f"Your answers agree with the exact ones to about {digits} significant digits. "
     text += evidence(kind, call, got, index)
-    return finding("precision", evidence=text, batch=call.batch)
+    return finding("precision", evidence=text, batch=call.batch, kind=kind)
+
+
+def _not_float32(answers: Sequence[Answer], kind: Kind) -> bool:
+    """Whether some answer off the reference has no entry float32 holds exactly: float32
+    arithmetic leaves such entries, a float64 formula a little off almost never does."""
+    for call, got in answers:
+        off = got[got != _expected(kind, call)]
+        if off.size and not np.any(off.astype(np.float32) == off):
+            return True
+    return False
 
 
 def differs(kind: Kind, call: Call, got: FloatArray) -> BoolArray:
@@ -450,7 +465,7 @@ def _mismatch(kind: Kind, answers: Sequence[Answer], assumed: Flags) -> list[Fin
     message = "Your answers differ from the reference and match none of the common mistakes "
     message += "this checker knows."
     if _placeholder(kind, answers):
-        shown = f"an array of {exact(value)}s" if kind == "grad" else exact(value)
+        shown = f"an array of {exact(value)}s" if kind in ("grad", "gae") else exact(value)
         message = f"Your function returns {shown} on every batch, whatever the inputs (a "
         message += "placeholder?), and that differs from the reference."
     elif assumed:
@@ -497,6 +512,8 @@ def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:
     if kind == "grad":
         r, a = call.batch.breakdown.ratio[index], call.batch.breakdown.advantages[index]
         where += f", sample {index} (r = {rounded(r)}, A = {rounded(a)})"
+    elif names := getattr(call.batch, "entries", ()):
+        where += f", {names[index]}"
     return f"On {where}: expected {shown[0]}, got {shown[1]}."
 
 

@@ -7,9 +7,12 @@ check: the whole group is killed at the end.  When a call's time is up, the chil
 the line it runs and ends the child with ``os._exit``, which no ``except`` catches; one stuck in
 compiled code is killed :data:`GRACE_S` later.  Ctrl-C kills the child and stops the check.
 What a call writes is kept, from Python's streams and from file descriptors 1 and 2 alike
-(``os.write``, a shell's output, C code).  Without fork (Windows) the calls run in a daemon
-thread, waited for at most the limit each: a function that never returns runs on (``stopped``
-False), and the streams and warning filters are the check's only while it lasts.
+(``os.write``, a shell's output, C code).
+
+Fork is the one way: the bundle runs on Linux and macOS, which both have it (on Windows, in
+WSL).  A thread, the only other way without pickling the learner's notebook function, could
+not stop a loop, nor keep what it rebinds or prints out of the notebook, so a system without
+fork gets a ``RuntimeError`` saying so rather than a check that cannot keep its promises.
 """
 
 from __future__ import annotations
@@ -19,11 +22,9 @@ import io
 import multiprocessing
 import numbers
 import os
-import queue
 import signal
 import sys
 import tempfile
-import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -62,9 +63,9 @@ class Call:
     (None if the call returned nothing: it raised, timed out or was skipped).
     ``error``: "raised ValueError: ... (in f, line 3: ...)", or that its process ended
     (``read_only_failure``: it raised writing into read-only inputs).
-    ``timed_out``: no answer within the limit (``stopped``: the call was ended; ``where``: the
-    line it ran).  ``changed``: the first input it changed, before and after.  ``patched``: what
-    it rebound in :data:`GUARDED_MODULES`.
+    ``timed_out``: no answer within the limit (``where``: the line it ran when it was ended).
+    ``changed``: the first input it changed, before and after.  ``patched``: what it rebound in
+    :data:`GUARDED_MODULES`.
     """
 
     batch: CheckBatch
@@ -73,7 +74,6 @@ class Call:
     not_implemented: bool = False
     read_only_failure: bool = False
     timed_out: bool = False
-    stopped: bool = True
     where: str = ""
     skipped: bool = False
     changed: tuple[str, FloatArray, FloatArray] | None = None
@@ -84,9 +84,14 @@ class Call:
 
 def call_battery(function: Function, kind: Kind, batches: Batches, limit_s: float) -> list[Call]:
     """One :class:`Call` per batch, on fresh copies of its arrays; after a timeout, or once the
-    child ended, the rest skipped.  Raises nothing but ``KeyboardInterrupt``, for a real Ctrl-C."""
-    run = _in_a_child if "fork" in multiprocessing.get_all_start_methods() else _in_a_thread
-    done = list(run(function, kind, batches, limit_s))  # to the end: its cleanup has run
+    child ended, the rest skipped.  Raises ``KeyboardInterrupt`` for a real Ctrl-C, and
+    ``RuntimeError`` on a system without fork (see the module's docstring)."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        raise RuntimeError(
+            "the checker runs your function in a forked copy of the kernel, which this system "
+            "cannot make: use Linux or macOS (on Windows, WSL)"
+        )
+    done = list(_in_a_child(function, kind, batches, limit_s))  # to the end: its cleanup ran
     skipped = [{"skipped": True}] * (len(batches) - len(done))
     return [Call(batch, **fields) for batch, fields in zip(batches, done + skipped, strict=True)]
 
@@ -155,41 +160,6 @@ def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sen
         sender.send(fields)
 
 
-def _in_a_thread(function: Function, kind: Kind, batches: Batches, limit_s: float) -> Calls:
-    """Each call's fields, from a daemon thread.
-
-    The streams, file descriptors 1 and 2 and the warning filters are the check's while it
-    lasts, set and put back here, in the notebook's thread: a call still running after its
-    time limit puts back nothing when it ends, and is not reported.
-    """
-    done: queue.Queue[Fields] = queue.Queue()
-    late, output = threading.Event(), Output()
-
-    def work() -> None:
-        for batch in batches:
-            if late.is_set():
-                return
-            done.put(_call(function, kind, batch, output, late))  # unread once late
-
-    for stream in (sys.stdout, sys.stderr):  # what the notebook wrote, before the check's
-        with contextlib.suppress(Exception):
-            stream.flush()
-    restore = output.install()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            threading.Thread(target=work, name="learner function", daemon=True).start()
-            for _ in batches:
-                try:
-                    yield done.get(timeout=limit_s + GRACE_S)
-                except queue.Empty:
-                    late.set()
-                    yield {"timed_out": True, "stopped": False}
-                    return
-    finally:
-        restore()
-
-
 class Output:
     """What calls write, to Python's streams and to file descriptors 1 and 2, once installed.
 
@@ -199,28 +169,14 @@ class Output:
 
     def __init__(self) -> None:
         self.text = io.StringIO()
-        # closed when the last call writing into it is done (a late thread's, without fork)
-        self.file = tempfile.TemporaryFile()  # noqa: SIM115
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - the child's, until it ends
 
-    def install(self) -> Callable[[], None]:
-        """Send ``sys.stdout``, ``sys.stderr`` and descriptors 1 and 2 here; return what puts
-        them back."""
-        streams = sys.stdout, sys.stderr
-        try:
-            saved = [os.dup(fd) for fd in (1, 2)]
-        except OSError:  # no descriptors (a windowless Python): the streams only
-            saved = []
-        for fd in (1, 2)[: len(saved)]:
+    def install(self) -> None:
+        """Send ``sys.stdout``, ``sys.stderr`` and descriptors 1 and 2 here, for good (in the
+        child)."""
+        for fd in (1, 2):
             os.dup2(self.file.fileno(), fd)
         sys.stdout = sys.stderr = self.text
-
-        def restore() -> None:
-            sys.stdout, sys.stderr = streams
-            for fd, copy in zip((1, 2), saved, strict=False):
-                os.dup2(copy, fd)
-                os.close(copy)
-
-        return restore
 
     def mark(self) -> tuple[int, int]:
         """Where the output ends now (for :meth:`since`)."""
@@ -235,25 +191,15 @@ class Output:
         return self.text.getvalue()[mark[0] :] + written.decode(errors="replace")
 
 
-def _call(
-    function: Function,
-    kind: Kind,
-    batch: CheckBatch,
-    output: Output,
-    late: threading.Event | None = None,
-) -> Fields:
-    """One call on fresh copies of the batch's arrays, its output kept, numpy's warnings off.
-
-    ``late`` is set when the checker stopped waiting (no fork): the call then changes nothing
-    back and reports nothing.
-    """
+def _call(function: Function, kind: Kind, batch: CheckBatch, output: Output) -> Fields:
+    """One call on fresh copies of the batch's arrays, its output kept, numpy's warnings off."""
     inputs, fields, start = batch.inputs(), {}, output.mark()
     guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
     with np.errstate(all="ignore"):  # this thread's own state, put back by itself
         try:
-            value = function(*inputs)
+            value = function(*inputs, **batch.keywords)
             fields["not_implemented"] = value is None or value is Ellipsis
-            fields["answer"] = read_answer(kind, value, batch.n)
+            fields["answer"] = read_answer(kind, value, batch)
         except BaseException as error:  # the learner's code may raise anything
             text = _str(error).strip()
             where = _where(function, traceback.extract_tb(error.__traceback__))
@@ -264,10 +210,7 @@ def _call(
             )
             fields["not_implemented"] = isinstance(error, NotImplementedError)
             fields["read_only_failure"] = "read-only" in text  # numpy's: assignment, out=
-    if late is not None and late.is_set():
-        return {}
-    originals = (batch.logp_new, batch.logp_old, batch.advantages)
-    for name, before, after in zip(batch.argument_names, originals, inputs, strict=False):
+    for (name, before), after in zip(batch.arrays.items(), inputs, strict=False):
         if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
             fields["changed"] = fields.get("changed") or (name, before, after)
     patched = []
@@ -291,11 +234,19 @@ def _where(function: Function, frames: traceback.StackSummary) -> str:
     return f"in {mine[-1].name}, line {mine[-1].lineno}" + (f": {line}" if line else "")
 
 
-def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
-    """``value`` as a 1-D float64 array (one entry, or N for a gradient), or why it is not one."""
+def read_answer(kind: Kind, value: Any, batch: Any) -> FloatArray | str:
+    """``value`` as a 1-D float64 array (one entry, N for a gradient, the advantages then the
+    returns for GAE), or why it is not one."""
     if value is None or value is Ellipsis:
         return "None (is a return statement missing?)"
-    if kind == "grad":
+    n, shape = batch.n, np.shape(batch.arrays.get("rewards"))
+    if kind == "gae":
+        expected = f"a tuple (advantages, returns) of two float64 arrays of shape {shape}"
+        pair = isinstance(value, tuple) and len(value) == 2
+        right = pair and all(isinstance(v, np.ndarray) and v.shape == shape for v in value)
+        right = right and all(v.dtype == np.float64 for v in value)
+        value = np.concatenate([np.ravel(v) for v in value]) if right else value
+    elif kind == "grad":
         expected = f"a float64 numpy array of shape ({n},), one entry per sample"
         right = isinstance(value, np.ndarray) and value.shape == (n,) and value.dtype == np.float64
     else:
@@ -306,7 +257,7 @@ def read_answer(kind: Kind, value: Any, n: int) -> FloatArray | str:
         shape = f" of shape {value.shape}, dtype {value.dtype}" if hasattr(value, "dtype") else ""
         return f"a {type(value).__name__}{shape}; expected {expected}"
     try:
-        return np.atleast_1d(np.asarray(value if kind == "grad" else float(value), np.float64))
+        return np.atleast_1d(np.asarray(value if kind in "grad gae" else float(value), np.float64))
     except OverflowError:
         return "an integer too large for float64 (whose largest value is about 1.8e308)"
     except BaseException as error:  # a learner's object may break any conversion
