@@ -59,6 +59,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import sys
 import tempfile
+from argparse import Namespace
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -71,8 +72,7 @@ from experiments.evidence import SEED_SETS, STABLE_SHARE
 from experiments.runner import (
     check_names,
     kept,
-    output_folder,
-    rederive_folder,
+    parse_study,
     run_and_write,
     run_cells,
     seed_count,
@@ -208,7 +208,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
     of processes the arguments ask for; every mistake is refused here, before any work."""
     rewrite = "write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing"
-    parser = study_parser(__doc__, "--rewrite", rewrite, 800)
+    parser = study_parser(COMMAND, __doc__, "--rewrite", rewrite, 800)
     names = ", ".join(sweep.name for sweep in FULL_PLAN.sweeps)
     parser.add_argument("--setting", action="append", default=[], help=f"only this: {names}")
     parser.add_argument(
@@ -222,21 +222,18 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     )
     parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell and set")
     parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell and set")
-    args = parser.parse_args(argv)
+    return parse_study(
+        parser, argv, "--rewrite", (FULL_PLAN, QUICK_PLAN), sliced, FILES, SCRATCH_DIR
+    )
+
+
+def sliced(plan: Plan, args: Namespace) -> Plan:
+    """``plan`` limited to the settings, methods, values, seeds and seed sets ``args`` name."""
     seeds = {task: getattr(args, f"{task}_seeds") for task in ("bandit", "cartpole")}
     seeds = {task: n for task, n in seeds.items() if n}
-    if args.rewrite:
-        slicing = (args.quick, args.setting, args.method, args.value, args.seed_set, seeds)
-        chosen = any(slicing) or bool(args.seed_offset)
-        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, FILES), 1
-    full = QUICK_PLAN if args.quick else FULL_PLAN
-    try:
-        plan = full.sliced(
-            args.setting, args.method, args.value, seeds, args.seed_offset, args.seed_set
-        )
-    except ValueError as error:
-        parser.error(str(error))
-    return plan, output_folder(parser, args, plan == FULL_PLAN, SCRATCH_DIR, FILES), args.jobs
+    return plan.sliced(
+        args.setting, args.method, args.value, seeds, args.seed_offset, args.seed_set
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

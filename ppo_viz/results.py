@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ RESULTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 SEED_SETS = ("discovery", "confirmation")
 
 Table = tuple[list[str], list[list[str]]]
+#: How a cell of a column of numbers starts.
+NUMBER = re.compile(r"[-+−]?\d|–$")
+#: A cell's integer part, up to its decimal point.
+INTEGER = re.compile(r"[-+−]?\d*")
 
 
 def load_results(path: Path) -> dict[str, Any]:
@@ -36,13 +41,35 @@ def ran_with(settings: Mapping[str, Any]) -> str:
 
 
 def markdown(table: Table) -> list[str]:
-    """A table's lines in markdown.
+    """A table's lines in markdown, each column padded to its widest cell, so that the text
+    reads as a table too.  A column of numbers (each cell starting with a digit or a sign, or
+    "–") is right-aligned, and in the text its cells' first numbers line up at the decimal
+    point.
 
-    >>> markdown((["a", "b"], [["1", "2"]]))
-    ['| a | b |', '| --- | --- |', '| 1 | 2 |']
+    >>> for line in markdown((["step", "b"], [["1", "x"], ["-0.25 [-1, 1]", "yz"]])):
+    ...     print(line)
+    |          step | b   |
+    | ------------: | --- |
+    |  1            | x   |
+    | -0.25 [-1, 1] | yz  |
     """
     header, rows = table
-    return ["| " + " | ".join(line) + " |" for line in (header, ["---"] * len(header), *rows)]
+    columns = [list(column) for column in zip(header, *rows, strict=True)]
+    for column in columns:
+        if rows and all(NUMBER.match(cell) for cell in column[1:]):
+            point = max(INTEGER.match(cell).end() for cell in column[1:])
+            column[1:] = (" " * (point - INTEGER.match(c).end()) + c for c in column[1:])
+            column.append(":")  # a mark: right-aligned
+    widths = [max(3, *map(len, column[: len(rows) + 1])) for column in columns]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    right = [column[-1] == ":" for column in columns]
+    rule = ["-" * (w - 1) + ":" if r else "-" * w for w, r in zip(widths, right, strict=True)]
+    head = [h.rjust(w) if r else h for h, w, r in zip(header, widths, right, strict=True)]
+    body = zip(*(column[1 : len(rows) + 1] for column in columns), strict=True)
+    return [line(head), "| " + " | ".join(rule) + " |", *map(line, body)]
 
 
 def decimals(width: float) -> int:
