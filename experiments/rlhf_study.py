@@ -43,7 +43,6 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import itertools
 import json
-import sys
 import tempfile
 import time
 from argparse import Namespace
@@ -63,13 +62,12 @@ from experiments.runner import (
     digits,
     kept,
     parse_study,
-    run_and_write,
-    run_cells,
+    run_study,
     seed_count,
     study_parser,
 )
 from ppo_viz.machine import fingerprint
-from ppo_viz.rlhf.results import FILES, RESULTS_JSON, load_results
+from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
@@ -297,22 +295,13 @@ def sliced(plan: Plan, args: Namespace) -> Plan:
 
 
 def main(argv: list[str] | None = None) -> int:
-    plan, output, jobs = parse(argv)
-    if plan is None:  # --restate
-        write_results(restated(load_results(output / RESULTS_JSON.name)), output)
-        print(f"restated the results in {output}", file=sys.stderr)
-        return 0
-
-    def finish(raw: dict[str, Any], seconds: float, resumed: int) -> dict[str, Any]:
-        return {**results_of(plan, raw, seconds, jobs), "resumed_cells": resumed}
-
-    return run_and_write(
-        plan.cells,
-        output,
-        CACHE_NAME,
-        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
+    return run_study(
+        parse(argv),
+        FILES,
+        restated,
+        run_cell,
         lambda cell: cell.label(),
-        finish,
+        results_of,
         write_results,
         results_markdown,
     )

@@ -326,27 +326,37 @@ def rederive_folder(
     parser.exit(2, f"{parser.prog}: error: {flag} needs {path}: {wrong}; {again} makes it\n")
 
 
-def run_and_write(
-    cells: Sequence[Any],
-    output: Path | None,
-    cache_name: str,
-    run: Callable[[Path | None, Callable[[Any], None]], dict[str, Any]],
+def run_study(
+    parsed: tuple[Any, Path | None, int],
+    files: Files,
+    rederived: Callable[[Results], Results],
+    run_cell: Runner,
     describe: Callable[[Any], str],
-    finish: Callable[[dict[str, Any], float, int], Results],
+    results_of: Callable[[Any, dict[str, Any], float, int], Results],
     write: Callable[[Results, Path], None],
     markdown: Callable[[Results], str],
 ) -> int:
-    """A study's run: ``run(cache, progress)`` the cells behind a progress bar, ``finish(raw,
-    seconds, resumed)`` the results (the wall seconds of every session that ran them, the
-    cells an earlier one finished), and ``write`` them into ``output`` (``markdown`` printed
-    when there is none); 130 on Ctrl-C, the finished cells kept in the cache (``cache_name``
-    in ``output``) for the same command to resume from."""
-    cache = None if output is None else output / cache_name
+    """A study command's work, once :func:`parse_study` gave ``(plan, output, jobs)``.
+
+    No plan: the results in ``output`` (the first of ``files``) are derived again
+    (``rederived``) and written.  Else the plan's cells run (``run_cell``, in ``jobs``
+    processes, cached in ``output`` under the last of ``files``' names) behind a progress bar
+    (``describe`` names a cell), ``results_of(plan, raw, seconds, jobs)`` makes the results
+    (the wall seconds of every session that ran them; ``resumed_cells``: those an earlier one
+    finished) and ``write`` writes them into ``output`` (``markdown`` printed when there is
+    none); 130 on Ctrl-C, the finished cells kept in the cache for the same command to resume
+    from."""
+    plan, output, jobs = parsed
+    if plan is None:
+        write(rederived(json.loads((output / files[0].name).read_text("utf-8"))), output)
+        print(f"derived {output / files[0].name} and its report again", file=sys.stderr)
+        return 0
+    cache = None if output is None else output / files[-1].name
     earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
-    progress = ProgressBar(cells, describe)
+    progress = ProgressBar(plan.cells, describe)
     started = time.perf_counter()
     try:
-        raw = run(cache, progress)
+        raw = run_cells(plan.cells, cache, jobs, run_cell, progress)
     except KeyboardInterrupt:
         progress.close()
         note_wall_seconds(cache, time.perf_counter() - started)
@@ -354,7 +364,7 @@ def run_and_write(
         return 130
     progress.close()
     seconds = time.perf_counter() - started
-    results = finish(raw, earlier + seconds, resumed)
+    results = {**results_of(plan, raw, earlier + seconds, jobs), "resumed_cells": resumed}
     note_wall_seconds(cache, seconds)  # kept if writing the results fails
     if output is None:
         print(markdown(results))

@@ -57,7 +57,6 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import sys
 import tempfile
 from argparse import Namespace
 from collections.abc import Mapping, Sequence
@@ -73,8 +72,7 @@ from experiments.runner import (
     check_names,
     kept,
     parse_study,
-    run_and_write,
-    run_cells,
+    run_study,
     seed_count,
     study_parser,
 )
@@ -82,7 +80,7 @@ from experiments.study import Cell, Sweep, run_cell, summarize_sweep
 from experiments.why_clip_report import results_markdown, write_results
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
-from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1, RESULTS_JSON, load_results
+from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1
 
 COMMAND = "python -m experiments.why_clip"
 #: Where a partial run writes when no ``--output-dir`` is given.
@@ -237,20 +235,14 @@ def sliced(plan: Plan, args: Namespace) -> Plan:
 
 
 def main(argv: list[str] | None = None) -> int:
-    plan, output, jobs = parse(argv)
-    if plan is None:  # --rewrite: RESULTS.md, the figure and the claims again from the JSON
-        results = load_results(output / RESULTS_JSON.name)
-        write_results({**results, "claims": evaluate_claims(results)}, output)
-        print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
-        return 0
-    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
-    return run_and_write(
-        plan.cells,
-        output,
-        CACHE_NAME,
-        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
+    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in FULL_PLAN.sweeps}
+    return run_study(
+        parse(argv),
+        FILES,
+        lambda results: {**results, "claims": evaluate_claims(results)},
+        run_cell,
         lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}",
-        lambda raw, seconds, _: results_of(plan, raw, seconds, jobs),
+        results_of,
         write_results,
         results_markdown,
     )
