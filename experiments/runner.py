@@ -13,8 +13,9 @@ the valid ones, a folder that cannot be written in one line.  Only the full plan
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
 plain data (:func:`run_cells`; :class:`ProgressBar`).  The commands share their options
-(:func:`study_parser`), how a slice's names are checked (:func:`check_names`), where they
-write (:func:`output_folder`, :func:`rederive_folder`) and a run (:func:`run_and_write`).
+(:func:`study_parser`; every mistake one line, status 2), how their arguments become a plan
+and a folder (:func:`parse_study`; a slice's names checked by :func:`check_names`, folders by
+:func:`cannot_write`) and what they then do (:func:`run_study`).
 """
 
 from __future__ import annotations
