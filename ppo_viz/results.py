@@ -55,21 +55,19 @@ def markdown(table: Table) -> list[str]:
     """
     header, rows = table
     columns = [list(column) for column in zip(header, *rows, strict=True)]
-    for column in columns:
-        if rows and all(NUMBER.match(cell) for cell in column[1:]):
-            point = max(INTEGER.match(cell).end() for cell in column[1:])
-            column[1:] = (" " * (point - INTEGER.match(c).end()) + c for c in column[1:])
-            column.append(":")  # a mark: right-aligned
-    widths = [max(3, *map(len, column[: len(rows) + 1])) for column in columns]
+    right = [bool(rows) and all(NUMBER.match(c) for c in column[1:]) for column in columns]
+    for column in (column for column, numbers in zip(columns, right, strict=True) if numbers):
+        ends = [INTEGER.match(cell).end() for cell in column[1:]]  # each first number's point
+        column[1:] = (" " * (max(ends) - end) + c for c, end in zip(column[1:], ends, strict=True))
+    widths = [max(3, *map(len, column)) for column in columns]
+    head, *body = zip(*columns, strict=True)
+    head = [h.rjust(w) if r else h for h, w, r in zip(head, widths, right, strict=True)]
+    rule = ["-" * (w - 1) + ":" if r else "-" * w for w, r in zip(widths, right, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
 
-    right = [column[-1] == ":" for column in columns]
-    rule = ["-" * (w - 1) + ":" if r else "-" * w for w, r in zip(widths, right, strict=True)]
-    head = [h.rjust(w) if r else h for h, w, r in zip(header, widths, right, strict=True)]
-    body = zip(*(column[1 : len(rows) + 1] for column in columns), strict=True)
-    return [line(head), "| " + " | ".join(rule) + " |", *map(line, body)]
+    return [line(cells) for cells in (head, rule, *body)]
 
 
 def decimals(width: float) -> int:
