@@ -54,6 +54,7 @@ from experiments.evidence import (
     paired,
     verdict_of,
 )
+from ppo_viz.why_clip.results import in_tier
 
 #: Verdicts of the other two kinds.
 ABOVE, NOT_ABOVE = "above", "not above"
@@ -347,19 +348,7 @@ def evaluate_claims(
     return [evaluate(results, claim) for claim in chosen if available(results, claim)]
 
 
-def stated(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The claims the results state: each held on both sets, and would flip on at most
-    :data:`FLIP_PLAIN` of fresh sets (by key)."""
-    return {c["key"]: c for c in results.get("claims", []) if c["stated"]}
-
-
-def hedged(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The claims that held on both sets but would flip too often to be stated as findings,
-    given with their flip chance (by key)."""
-    return {c["key"]: c for c in results.get("claims", []) if c["status"] == HEDGED}
-
-
 def keeps_every_verdict(results: Mapping[str, Any]) -> float:
     """The estimated chance that a re-run on fresh seeds keeps every stated verdict (the
     flips taken as independent)."""
-    return float(np.prod([1.0 - c["flip"] for c in stated(results).values()]))
+    return float(np.prod([1.0 - c["flip"] for c in in_tier(results, "stated")]))

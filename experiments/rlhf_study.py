@@ -43,9 +43,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import itertools
 import json
-import sys
 import tempfile
 import time
+from argparse import Namespace
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -61,15 +61,13 @@ from experiments.runner import (
     check_names,
     digits,
     kept,
-    output_folder,
-    rederive_folder,
-    run_and_write,
-    run_cells,
+    parse_study,
+    run_study,
     seed_count,
     study_parser,
 )
 from ppo_viz.machine import fingerprint
-from ppo_viz.rlhf.results import FILES, RESULTS_JSON, load_results
+from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
 from tiny_rlhf import METHODS, History, TrainSettings, train
 
@@ -281,43 +279,29 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     of processes the arguments ask for; every mistake is refused here, before any work."""
     restate = "derive the statistics, tables and figures again from the per-seed values of the "
     restate += "results in --output-dir (default: the committed ones); trains nothing"
-    parser = study_parser(__doc__, "--restate", restate, 40)
+    parser = study_parser(COMMAND, __doc__, "--restate", restate, 40)
     parser.add_argument("--method", action="append", default=[], choices=tuple(METHODS))
     parser.add_argument("--learning-rate", action="append", type=float, default=[])
     parser.add_argument("--updates", action="append", type=int, default=[], help="mu")
     parser.add_argument("--seeds", type=seed_count, help="seeds per set (default 20)")
-    args = parser.parse_args(argv)
-    if args.restate:
-        slicing = (args.quick, args.method, args.learning_rate, args.updates, args.seeds)
-        chosen = any(slicing) or bool(args.seed_offset)
-        return None, rederive_folder(parser, "--restate", chosen, args.output_dir, FILES), 1
-    full = QUICK_PLAN if args.quick else FULL_PLAN
-    try:
-        plan = full.sliced(
-            args.method, args.learning_rate, args.updates, args.seeds, args.seed_offset
-        )
-    except ValueError as error:
-        parser.error(str(error))
-    return plan, output_folder(parser, args, plan == FULL_PLAN, SCRATCH_DIR, FILES), args.jobs
+    return parse_study(
+        parser, argv, "--restate", (FULL_PLAN, QUICK_PLAN), sliced, FILES, SCRATCH_DIR
+    )
+
+
+def sliced(plan: Plan, args: Namespace) -> Plan:
+    """``plan`` limited to the methods, learning rates, mu and seeds ``args`` name."""
+    return plan.sliced(args.method, args.learning_rate, args.updates, args.seeds, args.seed_offset)
 
 
 def main(argv: list[str] | None = None) -> int:
-    plan, output, jobs = parse(argv)
-    if plan is None:  # --restate
-        write_results(restated(load_results(output / RESULTS_JSON.name)), output)
-        print(f"restated the results in {output}", file=sys.stderr)
-        return 0
-
-    def finish(raw: dict[str, Any], seconds: float, resumed: int) -> dict[str, Any]:
-        return {**results_of(plan, raw, seconds, jobs), "resumed_cells": resumed}
-
-    return run_and_write(
-        plan.cells,
-        output,
-        CACHE_NAME,
-        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
+    return run_study(
+        parse(argv),
+        FILES,
+        restated,
+        run_cell,
         lambda cell: cell.label(),
-        finish,
+        results_of,
         write_results,
         results_markdown,
     )

@@ -13,24 +13,25 @@ the valid ones, a folder that cannot be written in one line.  Only the full plan
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
 plain data (:func:`run_cells`; :class:`ProgressBar`).  The commands share their options
-(:func:`study_parser`), how a slice's names are checked (:func:`check_names`), where they
-write (:func:`output_folder`, :func:`rederive_folder`) and a run (:func:`run_and_write`).
+(:func:`study_parser`; every mistake one line, status 2), how their arguments become a plan
+and a folder (:func:`parse_study`; a slice's names checked by :func:`check_names`, folders by
+:func:`cannot_write`) and what they then do (:func:`run_study`).
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import math
 import multiprocessing
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from experiments.evidence import SEED_SETS
 
@@ -136,12 +137,22 @@ def _run_in_worker(cell: Any) -> tuple[Any, dict[str, Any]]:
     return cell, _runner(cell)
 
 
-def study_parser(doc: str, flag: str, flag_help: str, fresh_from: int) -> argparse.ArgumentParser:
-    """A study command's parser with what every study takes: ``--quick``, ``flag`` (derive the
-    statistics and the report again from the results), ``--output-dir``, ``--seed-offset``
-    (``fresh_from`` or more: seeds the committed study never used) and ``--jobs`` (worker
-    processes, by default as many as this process may use CPUs)."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+class StudyParser(argparse.ArgumentParser):
+    """A parser whose mistakes are one line, ``<prog>: error: <what>`` (status 2): the
+    project's messages name the option and the valid values, so argparse's usage above them
+    would only bury them (``--help`` still shows it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def study_parser(command: str, doc: str, flag: str, flag_help: str, fresh_from: int) -> StudyParser:
+    """A study command's parser, named by its ``command``, with what every study takes:
+    ``--quick``, ``flag`` (derive the statistics and the report again from the results),
+    ``--output-dir``, ``--seed-offset`` (``fresh_from`` or more: seeds the committed study
+    never used) and ``--jobs`` (worker processes, by default as many as this process may use
+    CPUs)."""
+    parser = StudyParser(command, description=doc.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
     parser.add_argument(flag, action="store_true", help=flag_help)
     parser.add_argument("--output-dir", type=Path, help="where to write the results")
@@ -150,6 +161,37 @@ def study_parser(doc: str, flag: str, flag_help: str, fresh_from: int) -> argpar
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
     return parser
+
+
+def parse_study(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    flag: str,
+    plans: tuple[Any, Any],
+    sliced: Callable[[Any, argparse.Namespace], Any],
+    files: Files,
+    scratch: Path,
+) -> tuple[Any, Path | None, int]:
+    """A study command's arguments as ``(plan, output folder, jobs)``, every mistake refused
+    before any work (one line, status 2).  ``plans`` are the full and the quick plan;
+    ``sliced(plan, args)`` limits one to what the options name (a ``ValueError`` says what is
+    wrong).  ``flag`` (:func:`study_parser`'s) gives no plan (None), the folder whose results
+    it derives again (:func:`rederive_folder`) and one job; with any other option but
+    ``--output-dir`` and ``--jobs`` it is refused, naming that option."""
+    args, defaults = parser.parse_args(argv), vars(parser.parse_args([]))
+    if getattr(args, flag[2:]):
+        free = (flag[2:], "output_dir", "jobs")
+        given = [k for k, v in vars(args).items() if k not in free and v != defaults[k]]
+        if given:
+            option = "--" + given[0].replace("_", "-")
+            parser.error(f"{flag} takes no option but --output-dir and --jobs: {option}")
+        return None, rederive_folder(parser, flag, args.output_dir, files), 1
+    full, quick = plans
+    try:
+        plan = sliced(quick if args.quick else full, args)
+    except ValueError as error:
+        parser.error(str(error))
+    return plan, output_folder(parser, args, plan == full, scratch, files), args.jobs
 
 
 def output_folder(
@@ -171,19 +213,26 @@ def output_folder(
 
 
 def writable(parser: argparse.ArgumentParser, folder: Path, files: Files) -> Path:
-    """``folder``, made, with a probe file made and removed there and none of ``files`` (by
-    name) a folder; else, before any work, the reason in one line and status 2."""
-    probe = folder / f".probe.{os.getpid()}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe.touch()
-        probe.unlink()
-        for path in (folder / file.name for file in files if (folder / file.name).is_dir()):
-            raise IsADirectoryError(errno.EISDIR, f"{path.name} is a folder")
-    except OSError as error:
-        reason = "it is a file, not a folder" if folder.is_file() else error.strerror
+    """``folder``, made and proven writable (:func:`cannot_write`); else, before any work,
+    the reason in one line and status 2."""
+    reason = cannot_write(folder, [file.name for file in files])
+    if reason:
         parser.exit(2, f"{parser.prog}: error: cannot write into {folder}: {reason}\n")
     return folder
+
+
+def cannot_write(folder: Path, names: Sequence[str] = ()) -> str | None:
+    """Why files cannot be written into ``folder`` (None: they can): it is made, and a probe
+    file made and removed there (which finds what stops even root, such as ``/sys``); a file
+    where it or a parent should be a folder, or a folder by one of ``names``, is named."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-").close()
+    except OSError as error:
+        blocker = next((path for path in (folder, *folder.parents) if path.is_file()), None)
+        where = "it" if blocker == folder else blocker
+        return f"{where} is a file, not a folder" if blocker else error.strerror
+    return next((f"{name} is a folder" for name in names if (folder / name).is_dir()), None)
 
 
 def whole_number(text: str, least: int = 0) -> int:
@@ -254,45 +303,61 @@ def check_names(*checks: tuple[str, Sequence[Any], Sequence[Any]]) -> None:
 
 
 def rederive_folder(
-    parser: argparse.ArgumentParser, flag: str, chosen: bool, folder: Path | None, files: Files
+    parser: argparse.ArgumentParser, flag: str, folder: Path | None, files: Files
 ) -> Path:
     """The folder whose results (the first of ``files``) ``flag`` (``--rewrite``,
     ``--restate``) derives again: the committed ones' unless ``--output-dir`` names one
-    (``folder``); the parser's error if another option was ``chosen``; one line, status 2, for
-    results missing, cut short or another command's, or a folder not :func:`writable`."""
-    if chosen:
-        parser.error(f"{flag} takes no option but --output-dir")
+    (``folder``).  Results missing, cut short, not JSON or another command's, or a folder not
+    :func:`writable`: one line naming the file, what is wrong with it and the command that
+    makes it, status 2."""
     path = (folder or files[0].parent) / files[0].name
-    try:  # whole JSON, written by ``python -m experiments.<its stem>``
-        if not json.loads(path.read_text(encoding="utf-8"))["command"].endswith(path.stem):
-            raise ValueError("another command's results")
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
-        reason = error.strerror if isinstance(error, OSError) else f"damaged ({error})"
-        parser.exit(2, f"{parser.prog}: error: {flag} needs results: {path}: {reason}\n")
-    return writable(parser, path.parent, files)
+    command = f"python -m experiments.{path.stem}"
+    try:
+        written_by = json.loads(path.read_text(encoding="utf-8"))["command"]
+        wrong = None if written_by.endswith(path.stem) else f"it holds {written_by}'s results"
+    except OSError as error:
+        wrong = f"cannot read it ({error.strerror})"
+    except json.JSONDecodeError as error:
+        wrong = f"it is not whole JSON, cut short or edited ({error.msg}, line {error.lineno})"
+    except (TypeError, KeyError, AttributeError):
+        wrong = "it names no command that wrote it: not a study's results"
+    if wrong is None:
+        return writable(parser, path.parent, files)
+    again = command + (f" --output-dir {folder}" if folder else "")
+    parser.exit(2, f"{parser.prog}: error: {flag} needs {path}: {wrong}; {again} makes it\n")
 
 
-def run_and_write(
-    cells: Sequence[Any],
-    output: Path | None,
-    cache_name: str,
-    run: Callable[[Path | None, Callable[[Any], None]], dict[str, Any]],
+def run_study(
+    parsed: tuple[Any, Path | None, int],
+    files: Files,
+    rederived: Callable[[Results], Results],
+    run_cell: Runner,
     describe: Callable[[Any], str],
-    finish: Callable[[dict[str, Any], float, int], Results],
+    results_of: Callable[[Any, dict[str, Any], float, int], Results],
     write: Callable[[Results, Path], None],
     markdown: Callable[[Results], str],
 ) -> int:
-    """A study's run: ``run(cache, progress)`` the cells behind a progress bar, ``finish(raw,
-    seconds, resumed)`` the results (the wall seconds of every session that ran them, the
-    cells an earlier one finished), and ``write`` them into ``output`` (``markdown`` printed
-    when there is none); 130 on Ctrl-C, the finished cells kept in the cache (``cache_name``
-    in ``output``) for the same command to resume from."""
-    cache = None if output is None else output / cache_name
+    """A study command's work, once :func:`parse_study` gave ``(plan, output, jobs)``.
+
+    No plan: the results in ``output`` (the first of ``files``) are derived again
+    (``rederived``) and written.  Else the plan's cells run (``run_cell``, in ``jobs``
+    processes, cached in ``output`` under the last of ``files``' names) behind a progress bar
+    (``describe`` names a cell), ``results_of(plan, raw, seconds, jobs)`` makes the results
+    (the wall seconds of every session that ran them; ``resumed_cells``: those an earlier one
+    finished) and ``write`` writes them into ``output`` (``markdown`` printed when there is
+    none); 130 on Ctrl-C, the finished cells kept in the cache for the same command to resume
+    from."""
+    plan, output, jobs = parsed
+    if plan is None:
+        write(rederived(json.loads((output / files[0].name).read_text("utf-8"))), output)
+        print(f"derived {output / files[0].name} and its report again", file=sys.stderr)
+        return 0
+    cache = None if output is None else output / files[-1].name
     earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
-    progress = ProgressBar(cells, describe)
+    progress = ProgressBar(plan.cells, describe)
     started = time.perf_counter()
     try:
-        raw = run(cache, progress)
+        raw = run_cells(plan.cells, cache, jobs, run_cell, progress)
     except KeyboardInterrupt:
         progress.close()
         note_wall_seconds(cache, time.perf_counter() - started)
@@ -300,7 +365,7 @@ def run_and_write(
         return 130
     progress.close()
     seconds = time.perf_counter() - started
-    results = finish(raw, earlier + seconds, resumed)
+    results = {**results_of(plan, raw, earlier + seconds, jobs), "resumed_cells": resumed}
     note_wall_seconds(cache, seconds)  # kept if writing the results fails
     if output is None:
         print(markdown(results))

@@ -57,8 +57,8 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import sys
 import tempfile
+from argparse import Namespace
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -71,10 +71,8 @@ from experiments.evidence import SEED_SETS, STABLE_SHARE
 from experiments.runner import (
     check_names,
     kept,
-    output_folder,
-    rederive_folder,
-    run_and_write,
-    run_cells,
+    parse_study,
+    run_study,
     seed_count,
     study_parser,
 )
@@ -82,7 +80,7 @@ from experiments.study import Cell, Sweep, run_cell, summarize_sweep
 from experiments.why_clip_report import results_markdown, write_results
 from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
-from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1, RESULTS_JSON, load_results
+from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1
 
 COMMAND = "python -m experiments.why_clip"
 #: Where a partial run writes when no ``--output-dir`` is given.
@@ -208,7 +206,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
     of processes the arguments ask for; every mistake is refused here, before any work."""
     rewrite = "write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing"
-    parser = study_parser(__doc__, "--rewrite", rewrite, 800)
+    parser = study_parser(COMMAND, __doc__, "--rewrite", rewrite, 800)
     names = ", ".join(sweep.name for sweep in FULL_PLAN.sweeps)
     parser.add_argument("--setting", action="append", default=[], help=f"only this: {names}")
     parser.add_argument(
@@ -222,38 +220,29 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     )
     parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell and set")
     parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell and set")
-    args = parser.parse_args(argv)
+    return parse_study(
+        parser, argv, "--rewrite", (FULL_PLAN, QUICK_PLAN), sliced, FILES, SCRATCH_DIR
+    )
+
+
+def sliced(plan: Plan, args: Namespace) -> Plan:
+    """``plan`` limited to the settings, methods, values, seeds and seed sets ``args`` name."""
     seeds = {task: getattr(args, f"{task}_seeds") for task in ("bandit", "cartpole")}
     seeds = {task: n for task, n in seeds.items() if n}
-    if args.rewrite:
-        slicing = (args.quick, args.setting, args.method, args.value, args.seed_set, seeds)
-        chosen = any(slicing) or bool(args.seed_offset)
-        return None, rederive_folder(parser, "--rewrite", chosen, args.output_dir, FILES), 1
-    full = QUICK_PLAN if args.quick else FULL_PLAN
-    try:
-        plan = full.sliced(
-            args.setting, args.method, args.value, seeds, args.seed_offset, args.seed_set
-        )
-    except ValueError as error:
-        parser.error(str(error))
-    return plan, output_folder(parser, args, plan == FULL_PLAN, SCRATCH_DIR, FILES), args.jobs
+    return plan.sliced(
+        args.setting, args.method, args.value, seeds, args.seed_offset, args.seed_set
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    plan, output, jobs = parse(argv)
-    if plan is None:  # --rewrite: RESULTS.md, the figure and the claims again from the JSON
-        results = load_results(output / RESULTS_JSON.name)
-        write_results({**results, "claims": evaluate_claims(results)}, output)
-        print(f"rewrote {output} from its {RESULTS_JSON.name}", file=sys.stderr)
-        return 0
-    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in plan.sweeps}
-    return run_and_write(
-        plan.cells,
-        output,
-        CACHE_NAME,
-        lambda cache, progress: run_cells(plan.cells, cache, jobs, run_cell, progress),
+    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in FULL_PLAN.sweeps}
+    return run_study(
+        parse(argv),
+        FILES,
+        lambda results: {**results, "claims": evaluate_claims(results)},
+        run_cell,
         lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}",
-        lambda raw, seconds, _: results_of(plan, raw, seconds, jobs),
+        results_of,
         write_results,
         results_markdown,
     )

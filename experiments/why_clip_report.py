@@ -12,14 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.claims import (
-    FLIP_HEDGED,
-    FLIP_PLAIN,
-    FLIP_RESAMPLES,
-    hedged,
-    keeps_every_verdict,
-    stated,
-)
+from experiments.claims import FLIP_HEDGED, FLIP_PLAIN, FLIP_RESAMPLES, keeps_every_verdict
 from experiments.evidence import STABLE_SHARE
 from experiments.report import INTERVALS, json_text, machine_line, write_report
 from ppo_viz.results import Table, markdown
@@ -32,6 +25,7 @@ from ppo_viz.why_clip.results import (
     RESULTS_MARKDOWN,
     claims_table,
     difference,
+    in_tier,
     not_distinguishable_note,
     one_set,
     range_table,
@@ -150,8 +144,8 @@ def claims_lines(results: Mapping[str, Any]) -> list[str]:
     claims = results.get("claims", [])
     if not claims:
         return []
-    shown, tendencies = stated(results), hedged(results)
-    flips = sum(c["flip"] for c in shown.values())
+    shown, tendencies = in_tier(results, "stated"), in_tier(results, "hedged")
+    flips = sum(c["flip"] for c in shown)
     return [
         "## Claims, checked on fresh seeds",
         "",

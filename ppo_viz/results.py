@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,10 @@ RESULTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 SEED_SETS = ("discovery", "confirmation")
 
 Table = tuple[list[str], list[list[str]]]
+#: How a cell of a column of numbers starts.
+NUMBER = re.compile(r"[-+−]?\d|–$")
+#: A cell's integer part, up to its decimal point.
+INTEGER = re.compile(r"[-+−]?\d*")
 
 
 def load_results(path: Path) -> dict[str, Any]:
@@ -36,13 +41,33 @@ def ran_with(settings: Mapping[str, Any]) -> str:
 
 
 def markdown(table: Table) -> list[str]:
-    """A table's lines in markdown.
+    """A table's lines in markdown, each column padded to its widest cell, so that the text
+    reads as a table too.  A column of numbers (each cell starting with a digit or a sign, or
+    "–") is right-aligned, and in the text its cells' first numbers line up at the decimal
+    point.
 
-    >>> markdown((["a", "b"], [["1", "2"]]))
-    ['| a | b |', '| --- | --- |', '| 1 | 2 |']
+    >>> for line in markdown((["step", "b"], [["1", "x"], ["-0.25 [-1, 1]", "yz"]])):
+    ...     print(line)
+    |          step | b   |
+    | ------------: | --- |
+    |  1            | x   |
+    | -0.25 [-1, 1] | yz  |
     """
     header, rows = table
-    return ["| " + " | ".join(line) + " |" for line in (header, ["---"] * len(header), *rows)]
+    columns = [list(column) for column in zip(header, *rows, strict=True)]
+    right = [bool(rows) and all(NUMBER.match(c) for c in column[1:]) for column in columns]
+    for column in (column for column, numbers in zip(columns, right, strict=True) if numbers):
+        ends = [INTEGER.match(cell).end() for cell in column[1:]]  # each first number's point
+        column[1:] = (" " * (max(ends) - end) + c for c, end in zip(column[1:], ends, strict=True))
+    widths = [max(3, *map(len, column)) for column in columns]
+    head, *body = zip(*columns, strict=True)
+    head = [h.rjust(w) if r else h for h, w, r in zip(head, widths, right, strict=True)]
+    rule = ["-" * (w - 1) + ":" if r else "-" * w for w, r in zip(widths, right, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    return [line(cells) for cells in (head, rule, *body)]
 
 
 def decimals(width: float) -> int:

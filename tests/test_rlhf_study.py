@@ -79,70 +79,51 @@ def test_rerunning_the_reference_and_a_cell_reproduces_the_committed_numbers():
 
 
 def recomputed(finding, where, seed_set):
-    mine = cell_of(
-        committed(), seed_set, finding["method"], where["learning_rate"], where["updates"]
-    )
-    theirs = cell_of(
-        committed(), seed_set, finding["versus"], where["versus_learning_rate"], where["updates"]
-    )
-    d = np.array(mine["per_seed"][finding["metric"]], dtype=float) - np.array(
-        theirs["per_seed"][finding["metric"]], dtype=float
-    )
+    """A finding's paired difference at ``where``, from the stored per-seed values."""
+    cells = [
+        cell_of(committed(), seed_set, finding[m], where[lr], where["updates"])["per_seed"]
+        for m, lr in (("method", "learning_rate"), ("versus", "versus_learning_rate"))
+    ]
+    d = np.subtract(*(np.array(c[finding["metric"]], dtype=float) for c in cells))
     d = d[np.isfinite(d)]
     return d.mean(), bootstrap_interval(d)
 
 
-@pytest.mark.parametrize("index", range(len(findings.FINDINGS)))
-def test_each_findings_numbers_are_the_stored_per_seed_values(index):
-    finding = committed()["findings"][index]
-    for side in ("supports", "against"):
-        entry = finding[side]
-        for seed_set in ("discovery", "confirmation"):
-            diff, ci = recomputed(finding, entry["where"], seed_set)
-            assert entry[seed_set]["diff"] == pytest.approx(diff, rel=1e-12, abs=1e-15)
-            assert entry[seed_set]["ci"] == pytest.approx(list(ci), rel=1e-12, abs=1e-15)
+#: A verdict from whether each side (supports, against) was confirmed.
+VERDICTS = {
+    (True, False): "reproduces",
+    (True, True): "depends on the setting",
+    (False, True): "reversed",
+    (False, False): "not reproduced",
+}
 
 
 @pytest.mark.parametrize("index", range(len(findings.FINDINGS)))
-def test_each_stated_finding_holds_on_both_sets_in_its_direction(index):
-    """What the verdict states: a confirmed side's intervals exclude 0 on that side on the
-    discovery seeds and on the confirmation seeds; an unconfirmed side's do not both."""
-    finding = committed()["findings"][index]
-    direction = finding["direction"]
-    for side, sign in (("supports", direction), ("against", -direction)):
-        entry = finding[side]
-        excluded = [
-            (sign * entry[s]["ci"][0] > 0) if sign > 0 else (sign * entry[s]["ci"][1] > 0)
-            for s in ("discovery", "confirmation")
-        ]
-        assert entry["confirmed"] == all(excluded), side
-    expected = {
-        (True, False): "reproduces",
-        (True, True): "depends on the setting",
-        (False, True): "reversed",
-        (False, False): "not reproduced",
-    }
-    confirmed = (finding["supports"]["confirmed"], finding["against"]["confirmed"])
-    if confirmed == (True, False) and finding["against"]["discovered"]:
-        assert finding["verdict"] == findings.UNSETTLED
-    else:
-        assert finding["verdict"] == expected[confirmed]
-
-
-@pytest.mark.parametrize("index", range(len(findings.FINDINGS)))
-def test_each_findings_cells_were_chosen_on_the_discovery_seeds(index):
-    results = committed()
+def test_each_finding_is_its_stored_seeds_chosen_on_discovery_and_worded_by_its_intervals(index):
+    """Each side of a finding: its cell the strongest on the discovery seeds in that
+    direction; its numbers the paired differences of the stored per-seed values; confirmed
+    where both sets' intervals exclude 0 on that side; the verdict from the two sides."""
+    results, claim = committed(), findings.FINDINGS[index]
     finding = results["findings"][index]
-    claim = findings.FINDINGS[index]
     assert finding["key"] == claim.key
     places = findings.candidates(claim, results)
     strengths = [
         findings.strength(findings.compare(claim, results, p, "discovery")) for p in places
     ]
-    best = places[int(np.argmax(np.array(strengths) * claim.direction))]
-    worst = places[int(np.argmax(np.array(strengths) * -claim.direction))]
-    assert finding["supports"]["where"] == best
-    assert finding["against"]["where"] == worst
+    for side, sign in (("supports", claim.direction), ("against", -claim.direction)):
+        entry = finding[side]
+        assert entry["where"] == places[int(np.argmax(np.array(strengths) * sign))]
+        for seed_set in ("discovery", "confirmation"):
+            diff, ci = recomputed(finding, entry["where"], seed_set)
+            assert entry[seed_set]["diff"] == pytest.approx(diff, rel=1e-12, abs=1e-15)
+            assert entry[seed_set]["ci"] == pytest.approx(list(ci), rel=1e-12, abs=1e-15)
+        excluded = [sign_of(entry[s]["ci"]) == sign for s in ("discovery", "confirmation")]
+        assert entry["confirmed"] == all(excluded), side
+    confirmed = (finding["supports"]["confirmed"], finding["against"]["confirmed"])
+    if confirmed == (True, False) and finding["against"]["discovered"]:
+        assert finding["verdict"] == findings.UNSETTLED
+    else:
+        assert finding["verdict"] == VERDICTS[confirmed]
 
 
 def test_with_one_update_nothing_is_clipped_and_the_clip_variants_are_one_run():

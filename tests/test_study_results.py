@@ -6,6 +6,7 @@ overwrites the committed files)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -198,15 +199,35 @@ def test_the_report_shows_the_tables_of_the_committed_json_which_has_no_nan(stud
     _, _, files, tables, _ = STUDIES[study]
     text = files.RESULTS_MARKDOWN.read_text(encoding="utf-8")
     results = committed(study)
-    for table in tables(results):
-        for line in markdown(table):
-            assert line in text
+    for table in tables(results):  # its header and rows, padded as the report's table pads them
+        for line in (markdown(table)[0], *markdown(table)[2:]):
+            assert re.sub(" +", " ", line) in re.sub(" +", " ", text)
     for field in results["machine"].values():
         assert field in text
     assert f"{results['cpu_seconds']}" in text
     assert not re.search(r"\btie[sd]?\b", text, re.IGNORECASE)  # "not distinguishable"
     stored = files.RESULTS_JSON.read_text(encoding="utf-8")  # valid JSON: no NaN
     json.loads(stored, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_reports_tables_line_up_their_columns_and_decimal_points(study):
+    """Each table of a report, read as text: every line as long, every "|" in its place, and
+    in a right-aligned column (of numbers) each cell's first number's decimal point (or its
+    end) in one place."""
+    text = STUDIES[study][2].RESULTS_MARKDOWN.read_text(encoding="utf-8")
+    tables = re.findall(r"(?:^\|.*\|\n)+", text, re.MULTILINE)
+    assert len(tables) > 10
+    for table in tables:
+        lines = table.splitlines()
+        bars = {tuple(i for i, c in enumerate(line) if c == "|") for line in lines}
+        assert len(bars) == 1, lines[:3]
+        edges = sorted(bars.pop())
+        for left, right in itertools.pairwise(edges):
+            if lines[1][right - 2] == ":":
+                cells = [line[left + 1 : right] for line in lines[2:]]
+                points = {re.match(r" *[-+−]?\d*", cell).end() for cell in cells}
+                assert len(points) == 1, cells
 
 
 def stored_values(study: str) -> list[str]:
@@ -267,8 +288,13 @@ def committed_files() -> dict[str, bytes]:
         ("why_clip", ["--bandit-seeds", "0"], "must be a whole number of at least 1, got '0'", []),
         ("why_clip", ["--cartpole-seeds", "2.5"], "at least 1, got '2.5'", []),
         ("why_clip", ["--quick", "--setting", "cartpole_k10"], "no setting is named", ["bandit"]),
-        ("why_clip", ["--rewrite", "--setting", "bandit"], "--rewrite takes no option but", []),
-        ("why_clip", ["--rewrite", "--seed-offset", "800"], "--rewrite takes no option but", []),
+        (
+            "why_clip",
+            ["--rewrite", "--setting", "bandit"],
+            "but --output-dir and --jobs: --setting",
+            [],
+        ),
+        ("why_clip", ["--rewrite", "--seed-offset", "800"], "--jobs: --seed-offset", []),
         ("rlhf", ["--method", "GRPO"], "invalid choice: 'GRPO' (choose from", RLHF_METHODS),
         ("rlhf", ["--learning-rate", "0.5"], "no learning rate is named 0.5", ["0.001", "0.05"]),
         ("rlhf", ["--updates", "3"], "no mu is named 3; choose from 1, 2, 4, 8", []),
@@ -276,8 +302,8 @@ def committed_files() -> dict[str, bytes]:
         ("rlhf", ["--seeds", "0"], "must be a whole number of at least 1, got '0'", []),
         ("rlhf", ["--seed-offset", "-1"], "must be a whole number of at least 0, got '-1'", []),
         ("rlhf", ["--quick", "--learning-rate", "0.03"], "no learning rate is named 0.03", []),
-        ("rlhf", ["--restate", "--quick"], "--restate takes no option but --output-dir", []),
-        ("rlhf", ["--restate", "--method", "grpo"], "--restate takes no option but", []),
+        ("rlhf", ["--restate", "--quick"], "--restate takes no option but --output-dir and", []),
+        ("rlhf", ["--restate", "--method", "grpo"], "--output-dir and --jobs: --method", []),
         ("rlhf", ["--restate", "--seed-offset", "40"], "--restate takes no option but", []),
     ],
 )
@@ -291,12 +317,22 @@ def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
     with pytest.raises(SystemExit) as exit_:
         command.main(arguments)
     assert exit_.value.code == 2
-    shown = " ".join(capsys.readouterr().err.split())
+    said_all = capsys.readouterr().err
+    assert len(said_all.strip().splitlines()) == 1, said_all  # the reason alone, no usage
+    shown = " ".join(said_all.split())
     assert said in shown
     assert all(name in shown for name in listed)  # the valid names
     assert ran == []
     assert not (tmp_path / "scratch").exists()
     assert committed_files() == before
+
+
+def test_quick_with_a_setting_runs_that_setting_of_the_quick_plan():
+    """``--quick`` limits the plan as the full one: a setting named is honoured, not ignored."""
+    assert [s.name for s in why_clip.QUICK_PLAN.sweeps] == ["bandit", "cartpole"]
+    assert [s.name for s in why_clip.parse(["--quick", "--setting", "bandit"])[0].sweeps] == [
+        "bandit"
+    ]
 
 
 def output_dir(tmp_path: Path, study: str, case: str) -> Path:
@@ -333,10 +369,12 @@ def listing(folder: Path) -> dict[str, bytes | None]:
         ("rlhf", False, "/sys/kernel", "cannot write into /sys/kernel: Permission denied"),
         ("rlhf", False, "results a folder", "out: rlhf_study.json is a folder"),
         ("why_clip", False, "cache a folder", "why_clip.cells.jsonl is a folder"),
-        ("rlhf", True, "cut results", "--restate needs results: /"),
-        ("why_clip", True, "cut results", "why_clip.json: damaged (Expecting"),
-        ("why_clip", True, "another study's results", "damaged (another command's results)"),
-        ("rlhf", True, "/sys/kernel", "rlhf_study.json: No such file or directory"),
+        ("rlhf", True, "cut results", "out/rlhf_study.json: it is not whole JSON, cut short"),
+        ("why_clip", True, "cut results", "cut short or edited (Expecting"),
+        ("why_clip", True, "cut results", "; python -m experiments.why_clip --output-dir /"),
+        ("why_clip", True, "another study's results", "holds python -m experiments.rlhf_study's"),
+        ("rlhf", True, "/sys/kernel", "rlhf_study.json: cannot read it (No such file or"),
+        ("rlhf", True, "/sys/kernel", "python -m experiments.rlhf_study --output-dir /sys/kernel"),
     ],
 )
 def test_a_folder_or_file_that_cannot_be_written_is_refused_in_one_line_before_any_work(

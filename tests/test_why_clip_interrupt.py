@@ -110,8 +110,3 @@ def test_an_interrupted_run_keeps_its_finished_cells_and_stops_its_workers(tmp_p
     message = interrupted_message(cache)
     assert "1 cell finished so far kept in" in message
     assert str(cache) in message
-
-
-def test_an_interruption_before_any_cell_names_no_cache(tmp_path):
-    assert "nothing was kept" in interrupted_message(tmp_path / command.CACHE_NAME)
-    assert str(tmp_path) not in interrupted_message(tmp_path / command.CACHE_NAME)

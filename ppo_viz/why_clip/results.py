@@ -243,11 +243,6 @@ def flip_text(flip: float) -> str:
     return f"{100 * flip:.2g}%"
 
 
-#: The claims' tiers (:func:`claim_tier`): stated, tendencies given with their flip chance,
-#: and the rest.
-TIERS = ("stated", "hedged", "other")
-
-
 def claim_tier(claim: Mapping[str, Any]) -> str:
     """``stated`` (held on both sets, rarely flips), ``hedged`` (held on both sets, flips
     more often: a tendency) or ``other`` (not stated)."""
@@ -256,16 +251,19 @@ def claim_tier(claim: Mapping[str, Any]) -> str:
     return "hedged" if claim["status"].endswith("given with its flip chance") else "other"
 
 
+def in_tier(results: Mapping[str, Any], tier: str | None) -> list[Mapping[str, Any]]:
+    """The claims of one tier (:func:`claim_tier`; None: every claim), in their order."""
+    return [c for c in results.get("claims", []) if tier in (None, claim_tier(c))]
+
+
 def claims_table(results: Mapping[str, Any], tier: str | None = None) -> Table:
-    """Per claim (of one of :data:`TIERS`; default all): what it says, its estimate with interval
-    and verdict on each seed set, its flip chance (how often a fresh set of as many seeds would
-    give another verdict) and its status."""
+    """Per claim (of one tier, :func:`in_tier`; default all): what it says, its estimate with
+    interval and verdict on each seed set, its flip chance (how often a fresh set of as many
+    seeds would give another verdict) and its status."""
     sets = seed_sets(results)
     header = ["claim", *(f"{s} set" for s in sets), "flip chance", "status"]
     rows = []
-    for claim in results.get("claims", []):
-        if tier is not None and claim_tier(claim) != tier:
-            continue
+    for claim in in_tier(results, tier):
         found = [claim_estimate(claim, s) for s in sets if s in claim]
         flip = flip_text(claim["flip"]) if "flip" in claim else "–"
         rows.append([claim["says"], *found, flip, claim["status"]])
