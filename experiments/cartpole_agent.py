@@ -311,8 +311,11 @@ def value_loss(
     ``clip_vloss`` branch (``cleanrl/ppo.py``, read at commit 020cf0e): ``V_clipped = V_old +
     clip(V - V_old, -clip_coef, clip_coef)`` and ``0.5 * mean(max((V - R)^2, (V_clipped -
     R)^2))``; where the clipped term is the larger and ``V`` is outside the band, the gradient
-    is 0 (where the two are equal, the unclipped term's gradient is taken).
+    is 0 (where the two are equal, the unclipped term's gradient is taken).  ``old_values``
+    and ``clip_coef`` come together (else a ``ValueError`` naming them).
     """
+    if (old_values is None) != (clip_coef is None):
+        raise ValueError("old_values and clip_coef must be given together (CleanRL's clip_vloss)")
     n = values.shape[-1]
     error = values - returns
     if clip_coef is None:

@@ -1,0 +1,7 @@
+"""Notebook 8: where the advantage comes from.
+
+* :mod:`.study`: a partly trained CartPole agent, one episode, continuations of its states, and
+  GAE(lambda) against a Monte Carlo reference (bias and variance over lambda);
+* :mod:`.apps`: :class:`AdvantageExplorer` (gamma and lambda on sliders) and the figures of
+  the critic, the value loss, the loss's parts and an episode's end.
+"""
