@@ -3,5 +3,5 @@
 * :mod:`.study`: a partly trained CartPole agent, one episode, continuations of its states, and
   GAE(lambda) against a Monte Carlo reference (bias and variance over lambda);
 * :mod:`.apps`: :class:`AdvantageExplorer` (gamma and lambda on sliders) and the figures of
-  the critic, the value loss, the loss's parts and an episode's end.
+  the critic and of the value loss.
 """

@@ -1,5 +1,5 @@
 """Notebook 8's figures: :class:`AdvantageExplorer` (gamma and lambda on sliders) and the
-static figures of the critic, CleanRL's value clipping, the loss's parts and an episode's end.
+static figures of the critic and of CleanRL's value clipping.
 Every number comes from :mod:`.study` (and through it from ``llm_clip`` and the agent)."""
 
 from __future__ import annotations
@@ -39,10 +39,20 @@ class AdvantageExplorer(LiveFigure):
 
     def __init__(self, gamma: float = 0.99, lam: float = 0.95) -> None:
         self.studies = {g: study.gamma_study(g) for g in study.GAMMAS}
-        with figure_style():
-            size = figure_size((9.0, 6.6), present=(9.6, 5.44))
-            self.figure = Figure(figsize=size, layout="constrained")
-            top, bottom = self.figure.subplots(2, 1, height_ratios=(1.2, 1))
+        with figure_style():  # the fonts of presentation mode, for every text
+            self._build(lam)
+        moving = [self.reference, self.target, self.band, self.mean, self.own, self.marker]
+        moving += [*self.curves.values(), *self.intervals.values()]
+        controls = {
+            "gamma": selection("γ (discount)", study.GAMMAS, gamma),
+            "lam": slider("λ (GAE)", lam, (0.0, 1.0), 0.05),
+        }
+        super().__init__(self.figure, self.update, controls, moving=moving)
+
+    def _build(self, lam: float) -> None:
+        size = figure_size((9.0, 6.6), present=(9.6, 5.44))
+        self.figure = Figure(figsize=size, layout="constrained")
+        top, bottom = self.figure.subplots(2, 1, height_ratios=(1.2, 1))
         self.critic = study.play_outs()[0].values
         steps = np.arange(len(self.critic))
         self.steps, self.top, self.bottom = steps, top, bottom
@@ -62,13 +72,6 @@ class AdvantageExplorer(LiveFigure):
         bottom.set(xlabel="λ", ylabel=f"mean over the {len(steps)} states", xlim=(0, 1))
         top.legend(loc="upper right", fontsize="small", ncols=2)
         legend_below(self.figure, ncols=3, handles=list(self.curves.values()))
-        moving = [self.reference, self.target, self.band, self.mean, self.own, self.marker]
-        moving += [*self.curves.values(), *self.intervals.values()]
-        controls = {
-            "gamma": selection("γ (discount)", study.GAMMAS, gamma),
-            "lam": slider("λ (GAE)", lam, (0.0, 1.0), 0.05),
-        }
-        super().__init__(self.figure, self.update, controls, moving=moving)
 
     def update(self, gamma: float, lam: float) -> str:
         s, row = self.studies[gamma], round(lam * 20)
@@ -102,18 +105,20 @@ def critic_figure(gamma: float = 0.99, shift: float = study.SHIFT) -> Figure:
     with figure_style():
         figure = Figure(figsize=figure_size((9.0, 3.6), (9.6, 4.2)), layout="constrained")
         axes = figure.subplots(1, 3)
-    steps = np.arange(len(episode))
-    returns = study.advantages_of(episode, gamma, 1.0)[1]
-    axes[0].plot(steps, returns, **REFERENCE, label="realised return")
-    axes[0].plot(steps, study.gamma_study(gamma).policy_values, **TARGET, label="V of the policy")
-    for (label, values), color in zip(critics.items(), CRITIC_COLORS, strict=True):
-        axes[0].plot(steps, values, color=color, label=label)
-        for ax, lam in zip(axes[1:], (0.0, 1.0), strict=True):
-            ax.plot(steps, study.advantages_of(episode, gamma, lam, values)[0], color=color)
-    axes[0].set(title="values along the episode", xlabel="step t", ylabel=f"γ = {gamma:g}")
-    for ax, lam in zip(axes[1:], (0, 1), strict=True):
-        ax.set(title=f"advantages at λ = {lam}", xlabel="step t")
-    legend_below(figure, ncols=3, handles=axes[0].lines)
+        steps = np.arange(len(episode))
+        returns = study.advantages_of(episode, gamma, 1.0)[1]
+        axes[0].plot(steps, returns, **REFERENCE, label="realised return")
+        axes[0].plot(
+            steps, study.gamma_study(gamma).policy_values, **TARGET, label="V of the policy"
+        )
+        for (label, values), color in zip(critics.items(), CRITIC_COLORS, strict=True):
+            axes[0].plot(steps, values, color=color, label=label)
+            for ax, lam in zip(axes[1:], (0.0, 1.0), strict=True):
+                ax.plot(steps, study.advantages_of(episode, gamma, lam, values)[0], color=color)
+        axes[0].set(title="values along the episode", xlabel="step t", ylabel=f"γ = {gamma:g}")
+        for ax, lam in zip(axes[1:], (0, 1), strict=True):
+            ax.set(title=f"advantages at λ = {lam}", xlabel="step t")
+        legend_below(figure, ncols=3, handles=axes[0].lines)
     return figure
 
 
@@ -132,29 +137,11 @@ def value_clip_figure(clip_coef: float = 0.2) -> Figure:
     with figure_style():
         figure = Figure(figsize=figure_size((9.0, 3.4), (9.6, 4.0)), layout="constrained")
         ax = figure.subplots()
-    ax.plot(grid, plain, **style.LINES["unclipped"], label="0.5 (V − R)²")
-    ax.plot(grid, clipped, **style.LINES["clipped"], label=f"clip_vloss, ε = {clip_coef:g}")
-    ax.axvspan(old - clip_coef, old + clip_coef, color=COLORS["band"], alpha=0.4, lw=0)
-    ax.axvline(old, color=COLORS["guide"], ls=":", label=f"V_old = {rounded(old, 3)}")
-    ax.axvline(target, color=COLORS["start"], ls=":", label=f"return R = {rounded(target, 3)}")
-    ax.set(xlabel="new value V of the first state", ylabel="value loss of this sample")
-    ax.legend(loc="center right", fontsize="small")
-    return figure
-
-
-def episode_end_figure(gamma: float = 0.99, lam: float = 0.95, last: int = 12) -> Figure:
-    """The last ``last`` advantages of the episode as it ended (the pole fell: no bootstrap)
-    and as if the time limit had cut it there (bootstrapped from V of the last observation)."""
-    episode = study.play_outs()[0]
-    steps = np.arange(len(episode))[-last:]
-    with figure_style():
-        figure = Figure(figsize=figure_size((9.0, 3.0), (9.6, 3.6)), layout="constrained")
-        ax = figure.subplots()
-    for cut, look in ((False, REFERENCE), (True, ESTIMATE)):
-        advantages = study.advantages_of(episode, gamma, lam, cut=cut)[0][-last:]
-        label = "cut by the time limit (bootstrapped)" if cut else "terminated (the pole fell)"
-        ax.plot(steps, advantages, marker="o", **look, label=label)
-    ax.axhline(0.0, color=COLORS["zero_line"], lw=0.6)
-    ax.set(xlabel="step t", ylabel=f"GAE advantage (γ = {gamma:g}, λ = {lam:g})")
-    ax.legend(loc="center right", fontsize="small")
+        ax.plot(grid, plain, **style.LINES["unclipped"], label="0.5 (V − R)²")
+        ax.plot(grid, clipped, **style.LINES["clipped"], label=f"clip_vloss, ε = {clip_coef:g}")
+        ax.axvspan(old - clip_coef, old + clip_coef, color=COLORS["band"], alpha=0.4, lw=0)
+        ax.axvline(old, color=COLORS["guide"], ls=":", label=f"V_old = {rounded(old, 3)}")
+        ax.axvline(target, color=COLORS["start"], ls=":", label=f"return R = {rounded(target, 3)}")
+        ax.set(xlabel="new value V of the first state", ylabel="value loss of this sample")
+        ax.legend(loc="center right", fontsize="small")
     return figure
