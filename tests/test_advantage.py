@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
-from helpers import assert_states, markdown_of
+from helpers import assert_drawn_in_place, assert_states, markdown_of
 
 from experiments.cartpole_agent import bootstrapped, value_loss
 from ppo_viz.advantage import apps, study
@@ -153,6 +153,13 @@ def test_a_slider_moves_the_figure_to_the_study_at_its_values(explorer, played, 
     lo, hi = explorer.top.get_ylim()
     assert lo <= s.reference.min()
     assert hi >= (s.mean + s.std).max()
+
+
+def test_a_step_of_gamma_redraws_the_top_axes_in_place(explorer):
+    """A new gamma changes the top axes' limits only; they are drawn again into the kept
+    background (a whole draw took 220 ms), showing what a whole draw shows."""
+    explorer.controls["gamma"].value = 0.99
+    assert_drawn_in_place(explorer, "gamma", [0.9, 0.95, 0.99])
 
 
 def test_the_estimates_mean_and_spread_are_those_of_the_continuations(played):

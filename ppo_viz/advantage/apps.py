@@ -69,6 +69,8 @@ class AdvantageExplorer(LiveFigure):
             self.curves[name] = bottom.plot(study.LAMBDAS, study.LAMBDAS, **look, label=label)[0]
         self.marker = bottom.axvline(lam, color=COLORS["guide"], lw=1.2)
         bottom.set_yscale("symlog", linthresh=1.0)
+        highest = max((m + h).max() for g in self.studies.values() for m, h in g.curves.values())
+        bottom.set_ylim(-1, 2 * highest)  # at every gamma: a step of gamma redraws only the top
         bottom.set(xlabel="λ", ylabel=f"mean over the {len(steps)} states", xlim=(0, 1))
         top.legend(loc="upper right", fontsize="small", ncols=2)
         legend_below(self.figure, ncols=3, handles=list(self.curves.values()))
@@ -87,9 +89,9 @@ class AdvantageExplorer(LiveFigure):
         self.marker.set_xdata([lam, lam])
         every = np.concatenate([s.reference, (s.mean - s.std).ravel(), (s.mean + s.std).ravel()])
         every = np.concatenate([every, s.reference + s.policy_values - self.critic])
-        self.top.set_ylim(every.min() - 1, every.max() + 1)
-        curves = np.concatenate([m + h for m, h in s.curves.values()])
-        self.bottom.set_ylim(-1, 2 * curves.max())
+        if self.top.get_ylim() != (every.min() - 1, every.max() + 1):  # a new gamma
+            self.top.set_ylim(every.min() - 1, every.max() + 1)
+            self.redraw_axes(self.top)  # only this axes: the other keeps its limits
         said = {name: rounded(s.curves[name][0][row], 3) for name in CURVES}
         return (
             f"γ = {gamma:g}, λ = {lam:.2f}: over the states, bias² between the actions "
