@@ -202,6 +202,19 @@ def test_gae_trades_the_bias_between_the_actions_for_variance():
     assert (np.diff(offset) > 0).all()  # the dashed line grows with lambda
 
 
+def test_what_the_explorer_shows_at_the_ends_of_its_sliders(played):
+    """At lambda 0 the mean stays near 1 and swings far less than the reference; at lambda 1 it
+    follows Q less the critic's value; a smaller gamma shrinks the advantages and the spread."""
+    s = study.gamma_study(0.99)
+    assert np.abs(s.mean[0][:-1] - 1).max() < 0.75
+    assert s.reference[:-1].std() > 3 * s.mean[0][:-1].std()
+    aim = s.reference + s.policy_values - played[0].values
+    assert np.corrcoef(s.mean[-1], aim)[0, 1] > 0.9
+    studies = [study.gamma_study(g) for g in study.GAMMAS]  # gamma rising
+    assert np.diff([np.abs(g.reference).max() for g in studies]).min() > 0
+    assert np.diff([g.std[-1].mean() for g in studies]).min() > 0
+
+
 def test_the_critics_the_prose_describes(played):
     episode = played[0]
     truth = study.gamma_study(0.99).policy_values
