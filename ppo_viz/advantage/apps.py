@@ -117,7 +117,7 @@ def critic_figure(gamma: float = 0.99, shift: float = study.SHIFT) -> Figure:
             axes[0].plot(steps, values, color=color, label=label)
             for ax, lam in zip(axes[1:], (0.0, 1.0), strict=True):
                 ax.plot(steps, study.advantages_of(episode, gamma, lam, values)[0], color=color)
-        axes[0].set(title="values along the episode", xlabel="step t", ylabel=f"γ = {gamma:g}")
+        axes[0].set(title="values along the episode", xlabel="step t", ylabel=f"V (γ = {gamma:g})")
         for ax, lam in zip(axes[1:], (0, 1), strict=True):
             ax.set(title=f"advantages at λ = {lam}", xlabel="step t")
         legend_below(figure, ncols=3, handles=axes[0].lines)
