@@ -48,6 +48,7 @@ PROBES = {
     "why_clip": "iterations",
     "numerics_and_rlhf": "cap",
     "clipping_in_llm_training": "eps-high",
+    "where_the_advantage_comes_from": "lam",
 }
 #: Notebooks whose probed slider acts on release (``continuous_update=False``: each setting
 #: trains, as in notebook 4's explorer): judged by the figure after the release, not a rate.

@@ -34,11 +34,11 @@ describes them:
   itself: notebook 3 compares the three.
 
 Three deliberate differences from CleanRL: the value loss is not clipped
-(CleanRL's ``clip_vloss``), so that only the policy's objective differs between
-methods; a truncated episode (500 steps) is bootstrapped with the value of its
-last observation rather than treated as a failure; and the learning rate falls
-to 0 over the run's own ``total_steps`` (50,000 by default, where CleanRL runs
-500,000).
+(CleanRL's ``clip_vloss``; :func:`value_loss` computes both), so that only the
+policy's objective differs between methods; a truncated episode (500 steps) is
+bootstrapped with the value of its last observation rather than treated as a
+failure; and the learning rate falls to 0 over the run's own ``total_steps``
+(50,000 by default, where CleanRL runs 500,000).
 """
 
 from __future__ import annotations
@@ -168,7 +168,10 @@ def curve_of_returns(
 
 def policy_terms(logits: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(log pi, pi, entropy)`` of softmax policies over the last axis."""
-    log_probs = bandit.log_softmax(logits)
+    return _terms_of(bandit.log_softmax(logits))
+
+
+def _terms_of(log_probs: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     probs = np.exp(log_probs)
     return log_probs, probs, -(probs * log_probs).sum(axis=-1)
 
@@ -256,19 +259,17 @@ class CartPoleAgent:
         s = self.settings
         n = batch.actions.shape[1]
         logits, policy_cache = self.policy.forward(batch.observations)
-        log_probs, probs, entropy = policy_terms(logits)
+        log_probs, probs, _ = policy_terms(logits)
         logp_new = taken(log_probs, batch.actions)
         advantages = normalized(batch.advantages)
         d_logp, clipped = sample_gradients(logp_new, batch.logp, advantages, self.method)
-        one_hot = np.eye(N_ACTIONS)[batch.actions]
-        # d logp(a) / d logits = onehot(a) - pi;  d entropy / d logits = -pi * (log pi + H)
-        d_logits = d_logp[..., None] * (one_hot - probs)
-        d_logits += (s.ent_coef / n) * probs * (log_probs + entropy[..., None])
+        d_logits, d_entropy = logit_grads(d_logp, batch.actions, log_probs, s.ent_coef)
+        d_logits += d_entropy
         if self.kl_coef.any():
             penalty = bandit.kl_penalty_grad(np.exp(batch.old_log_probs), probs)
             d_logits += (self.kl_coef[:, None, None] / n) * penalty
         values, value_cache = self.value.forward(batch.observations)
-        d_values = (s.vf_coef / n) * (values[..., 0] - batch.returns)
+        d_values = value_loss(values[..., 0], batch.returns, coef=s.vf_coef)[1]
         grads = self.policy.backward(policy_cache, d_logits)
         grads += self.value.backward(value_cache, d_values[..., None])
         return grads, clipped, bandit.approx_kl(logp_new - batch.logp)
@@ -279,6 +280,61 @@ class CartPoleAgent:
             old = rollout.old_log_probs
             kl = (np.exp(old) * (old - log_probs_after)).sum(axis=-1).mean(axis=-1)
             self.kl_coef = bandit.adapted_kl_coef(self.kl_coef, kl, self.method.kl_target)
+
+
+def logit_grads(
+    d_logp: FloatArray, actions: NDArray[np.int64], log_probs: FloatArray, ent_coef: float
+) -> tuple[FloatArray, FloatArray]:
+    """``d loss / d logits`` of the policy objective (from its ``d loss / d logp`` of each
+    sample's action) and of the entropy bonus ``-ent_coef * mean_t H(pi(.|s_t))``, apart.
+
+    ``d logp(a) / d logits = onehot(a) - pi``;  ``d H / d logits = -pi * (log pi + H)``.
+    """
+    _, probs, entropy = _terms_of(log_probs)
+    n = actions.shape[-1]
+    one_hot = np.eye(N_ACTIONS)[actions]
+    d_entropy = (ent_coef / n) * probs * (log_probs + entropy[..., None])
+    return d_logp[..., None] * (one_hot - probs), d_entropy
+
+
+def value_loss(
+    values: FloatArray,
+    returns: FloatArray,
+    *,
+    coef: float = 1.0,
+    old_values: FloatArray | None = None,
+    clip_coef: float | None = None,
+) -> tuple[FloatArray, FloatArray]:
+    """``coef`` times the value loss, a mean over the last axis, and its ``d / d values``.
+
+    Unclipped (the agent's): ``0.5 * mean((V - R)^2)``.  With ``clip_coef``, CleanRL's
+    ``clip_vloss`` branch (``cleanrl/ppo.py``, read at commit 020cf0e): ``V_clipped = V_old +
+    clip(V - V_old, -clip_coef, clip_coef)`` and ``0.5 * mean(max((V - R)^2, (V_clipped -
+    R)^2))``; where the clipped term is the larger and ``V`` is outside the band, the gradient
+    is 0 (where the two are equal, the unclipped term's gradient is taken).  ``old_values``
+    and ``clip_coef`` come together (else a ``ValueError`` naming them).
+    """
+    if (old_values is None) != (clip_coef is None):
+        raise ValueError("old_values and clip_coef must be given together (CleanRL's clip_vloss)")
+    n = values.shape[-1]
+    error = values - returns
+    if clip_coef is None:
+        return coef * 0.5 * (error**2).mean(axis=-1), (coef / n) * error
+    moved = np.clip(values - old_values, -clip_coef, clip_coef)
+    clipped_error = old_values + moved - returns
+    unclipped_wins = error**2 >= clipped_error**2
+    inside = np.abs(values - old_values) < clip_coef
+    loss = 0.5 * np.maximum(error**2, clipped_error**2).mean(axis=-1)
+    grad = np.where(unclipped_wins, error, np.where(inside, clipped_error, 0.0))
+    return coef * loss, (coef / n) * grad
+
+
+def bootstrapped(
+    rewards: FloatArray, final_values: FloatArray, truncated: NDArray[np.bool_], gamma: float
+) -> FloatArray:
+    """Rewards with a truncated episode's bootstrap added: ``r + gamma * V(final obs)`` where
+    ``truncated`` (a time limit cut a state that has a future); a termination gets nothing."""
+    return rewards + gamma * final_values * truncated
 
 
 def normalized(advantages: FloatArray) -> FloatArray:
@@ -302,6 +358,16 @@ def run_cartpole(
     Run ``i``'s environments are seeded ``num_envs * seeds[i] + j``, its agent
     from ``seeds[i]``; ``progress(done, total)`` is called after each iteration.
     """
+    return train_agents(method, settings, seeds, progress)[1]
+
+
+def train_agents(
+    method: Method,
+    settings: CartPoleSettings,
+    seeds: Sequence[int],
+    progress: Progress | None = None,
+) -> tuple[CartPoleAgent, CartPoleRuns]:
+    """:func:`run_cartpole`, and the trained agent (its networks, one run per seed)."""
     s = settings
     runs, envs, steps = len(seeds), s.num_envs, s.rollout_steps
     agent = CartPoleAgent(seeds, s, method)
@@ -323,7 +389,7 @@ def run_cartpole(
             bootstrap = truncated & ~terminated
             if bootstrap.any():
                 final = info["final_obs"].reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
-                rewards = rewards + s.gamma * agent.values(final).ravel() * bootstrap
+                rewards = bootstrapped(rewards, agent.values(final).ravel(), bootstrap, s.gamma)
             step_count = (iteration * steps + t + 1) * envs
             for index in np.flatnonzero(terminated | truncated):
                 episodes[index // envs].append((step_count, float(running_return[index])))
@@ -362,7 +428,7 @@ def run_cartpole(
         if progress is not None:
             progress(iteration + 1, s.iterations)
     steps_done = s.batch_size * np.arange(1, s.iterations + 1)
-    return CartPoleRuns(
+    return agent, CartPoleRuns(
         method=method,
         settings=s,
         seeds=tuple(seeds),

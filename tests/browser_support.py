@@ -205,6 +205,7 @@ EXPECTATIONS: dict[str, NotebookExpectation] = {
         figures=4,
         extra="ppo-check",
     ),
+    "where_the_advantage_comes_from": expect("gamma lam", figures=1),
     "smoke": expect("eps", 1, stepper=True),
 }
 

@@ -60,6 +60,8 @@ LECTURE_WORDS, LECTURE_MINUTES = 2500, 45
 LECTURE_NOTEBOOKS = ["01_clipped_surrogate", "02_worked_example", "03_epochs_on_one_batch"]
 #: The 20-minute RLHF add-on that follows the lecture: its cells tagged ``lecture`` too.
 ADD_ON = "07_clipping_in_llm_training"
+#: After it, notebook 8's one-screen recap of PPO's loop (one cell tagged ``lecture``).
+RECAP = "08_where_the_advantage_comes_from"
 #: The notebooks whose opening states the README's minutes for self-study (all of 1 to 6).
 OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "04", "05", "06"]
 
@@ -147,7 +149,8 @@ def test_in_presentation_mode_every_figure_text_is_at_least_14_pt_and_fits(monke
 
 def test_the_lecture_is_notebooks_1_to_3_within_2500_words_as_the_readme_says():
     route = outline(NOTEBOOKS)
-    assert [name.removesuffix(".ipynb") for name, _, _ in route] == [*LECTURE_NOTEBOOKS, ADD_ON]
+    names = [*LECTURE_NOTEBOOKS, ADD_ON, RECAP]
+    assert [name.removesuffix(".ipynb") for name, _, _ in route] == names
     words = sum(words for _, _, words in route[:3])
     assert words <= LECTURE_WORDS
     assert f"{words:,} words of prose" in README.read_text(encoding="utf-8")
