@@ -44,9 +44,9 @@ EXPLANATIONS = {
     "need not: its next value is last_value, times (1 - last_done).",
     "through_done": f"You add gamma * V of the next observation even where a new episode starts "
     f"there; {_STARTS}, which zeroes both its bootstrap and the advantage carried back.",
-    "swapped": f"You discount the one-step TD error with lam and the sum with gamma * lam the "
-    f"other way round: delta[t] = rewards[t] + gamma * V[t + 1] * (1 - dones[t + 1]) - values[t], "
-    f"then {_RECURSION}.",
+    "swapped": f"Your TD error discounts the next value by lam instead of gamma (the recursion's "
+    f"gamma * lam is the same either way): delta[t] = rewards[t] + gamma * V[t + 1] * "
+    f"(1 - dones[t + 1]) - values[t], then {_RECURSION}.",
     "discounted_returns": "Your returns are the discounted sums of the rewards; the value targets "
     "are the advantages plus the values, returns = advantages + values (the λ-return), which equal "
     "the discounted rewards only at lam = 1.",
