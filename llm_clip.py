@@ -110,7 +110,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
-from llm_clip_inputs import Batch, checked_batch, checked_choice
+from llm_clip_inputs import NO_ADVANTAGES, Batch, checked_batch, checked_choice
 from ppo_clip_exact import exact_loss, gradient_entry, rounded, times_advantage
 from ppo_clip_exact import float64_limits_handled_below as _float64_limits_handled_below
 
@@ -244,9 +244,9 @@ def token_breakdown(
     """Each token's ratio, clip decision, term, weight and gradient, and the loss.
 
     ``logp_new``, ``logp_old``, ``mask``, ``logp_ref``: (B, T), ``mask`` boolean (or 0/1),
-    unmasked entries finite.  ``advantages``: (B,) or (B, T), used as given (never
-    normalized); GSPO and GMPO need the same value on each response's tokens.  The keyword
-    arguments are :class:`Options`.
+    unmasked entries finite.  ``advantages``: (B,) or (B, 1), one per response, or (B, T), used
+    as given (never normalized); GSPO and GMPO need the same value on each response's tokens.
+    The keyword arguments are :class:`Options`.
     """
     b = _checked(logp_new, logp_old, advantages, mask, **options)
     rollout = np.where(b.mask, 1.0, 0.0) if b.rollout_weight is None else b.rollout_weight
@@ -402,6 +402,8 @@ def _sapo(b: Batch) -> _Parts:
     from 1 the gradient ``r * f'(r) * A = 4 * r * s * (1 - s) * A`` (``s`` the sigmoid) fades
     but is 0 only where float64 underflows.  Sigmoids as ``exp(-logaddexp(0, -x))``, so an
     overflowed ratio gives ``f = 4 / tau`` and a gradient of 0, never NaN.  No token is clipped.
+    For ``tau`` far below 1 the loss's float64 value loses digits: each term carries ``2/tau * A``,
+    which cancels between answers whose advantages sum to 0 (the gradient does not).
     """
     ratio = np.exp(b.log_ratio)
     tau = np.where(b.advantages > 0, b.tau_pos, b.tau_neg)
@@ -515,9 +517,10 @@ def group_advantages(
     if small <= 0:
         raise ValueError(f"std_eps must be positive, got {small!r}")
     groups = values.reshape(-1, size)
-    centered = groups - groups.mean(axis=1, keepdims=True)
-    if scale_by_std:
-        centered = centered / (groups.std(axis=1, ddof=1, keepdims=True) + small)
+    with np.errstate(under="ignore"):  # a tiny reward's square may underflow to 0: harmless
+        centered = groups - groups.mean(axis=1, keepdims=True)
+        if scale_by_std:
+            centered = centered / (groups.std(axis=1, ddof=1, keepdims=True) + small)
     return centered.reshape(-1) + 0.0
 
 
@@ -581,10 +584,11 @@ def gae(
     gamma, lam = checks.checked_eps("gamma", gamma), checks.checked_eps("lam", lam)
     advantages = np.zeros_like(r)
     following = 0.0
-    for t in reversed(range(len(r))):
-        delta = r[t] + gamma * next_value * next_nonterminal - v[t]
-        advantages[t] = following = delta + gamma * lam * next_nonterminal * following
-        next_value, next_nonterminal = v[t], 1.0 - starts[t]
+    with np.errstate(under="ignore"):  # a product below 1e-308 rounds to 0: harmless
+        for t in reversed(range(len(r))):
+            delta = r[t] + gamma * next_value * next_nonterminal - v[t]
+            advantages[t] = following = delta + gamma * lam * next_nonterminal * following
+            next_value, next_nonterminal = v[t], 1.0 - starts[t]
     return advantages, advantages + v
 
 
@@ -670,7 +674,7 @@ def rollout_weights(
     high = math.inf if high is None else high
     if low > high:
         raise ValueError(f"clip_min ({low!r}) must not exceed clip_max ({high!r})")
-    b = _checked(logp_old, logp_rollout, None, mask, objective="ppo",
+    b = _checked(logp_old, logp_rollout, NO_ADVANTAGES, mask, objective="ppo",
                  names=("logp_old", "logp_rollout"))  # fmt: skip
     gap = _row_log_ratios(b, mean=False)[:, None] if mode.startswith("sequence") else b.log_ratio
     with _float64_limits_handled_below():
@@ -719,7 +723,7 @@ def clip_fraction_cleanrl(
     over the unmasked tokens as one minibatch.  Sign-blind: a token that moved the
     unfavourable way counts, although its gradient flows.
     """
-    b = _checked(logp_new, logp_old, None, mask, objective="ppo")
+    b = _checked(logp_new, logp_old, NO_ADVANTAGES, mask, objective="ppo")
     clip_coef = checks.checked_eps("eps", eps)
     with _float64_limits_handled_below():
         outside = np.abs(np.exp(b.log_ratio) - 1.0) > clip_coef

@@ -27,12 +27,14 @@ from ppo_clip_inputs import (
     refuse_booleans,
 )
 
-__all__ = ["Batch", "checked_batch", "checked_choice"]
+__all__ = ["NO_ADVANTAGES", "Batch", "checked_batch", "checked_choice"]
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
 
+#: Passed for ``advantages`` by the functions that take none (a user's None is refused).
+NO_ADVANTAGES = object()
 #: The largest ``max_len``: a denominator B * max_len stays an exact float64.
 LARGEST_MAX_LEN = 10**12
 
@@ -81,7 +83,7 @@ def checked_batch(
 ) -> Batch:
     """Check every input (``objective`` and ``aggregation`` are already valid names).
 
-    ``advantages=None`` means all 0 (for the clip fractions that ignore them).  With
+    ``advantages=NO_ADVANTAGES`` means all 0 (for the functions that take none).  With
     ``per_response`` (GSPO, GMPO) a (B, T) array must be constant on each response's tokens.
     ``tau``: SAPO's ``(tau_pos, tau_neg)``, each positive with ``4 / tau`` finite.
     ``rollout_weights``: (B, 1) or (B, T), finite and at least 0 on unmasked tokens; ``keep``:
@@ -112,7 +114,9 @@ def checked_batch(
         ref = _unmasked_finite("logp_ref", _as_float_array("logp_ref", logp_ref, 2), boolean)
     with np.errstate(over="ignore"):  # finite inputs further apart than float64 reaches: +-inf
         log_ratio, gap = new - old, ref - new
-    a = np.zeros_like(new) if advantages is None else _checked_advantages(advantages, boolean)
+    a = np.zeros_like(new)
+    if advantages is not NO_ADVANTAGES:
+        a = _checked_advantages(advantages, boolean)
     if per_response:
         _require_one_advantage_per_response(a, boolean, objective)
     lengths = boolean.sum(axis=1)
@@ -144,6 +148,8 @@ def _as_float_array(name: str, value: object, ndim: int, shape: str = "(B, T)") 
     """``value`` as a non-empty array of real numbers of ``ndim`` dimensions, booleans refused
     (:func:`_unmasked_finite` makes it float64)."""
     array = array_from(name, value, "an array")
+    if array.dtype.kind == "O" and all(isinstance(x, int) for x in array.ravel()):
+        raise ValueError(f"{name} holds an integer too large for float64")
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
     if array.ndim != ndim or array.size == 0:
@@ -166,9 +172,12 @@ def _checked_mask(value: object, shape: tuple[int, ...], new_name: str = "logp_n
 def _flags(name: str, value: object, ndim: int) -> BoolArray:
     """A boolean (or 0/1) array of ``ndim`` dimensions, as booleans."""
     array = array_from(name, value, "an array")
-    if array.dtype == bool and array.ndim == ndim and array.size:
+    shape = "(B, T)" if ndim == 2 else "(B,)"
+    if array.dtype == bool:
+        if array.ndim != ndim or not array.size:
+            raise ValueError(f"{name} must be a non-empty {shape} array, got shape {array.shape}")
         return array.copy()
-    numbers = _as_float_array(name, array, ndim, shape="(B, T)" if ndim == 2 else "(B,)")
+    numbers = _as_float_array(name, array, ndim, shape=shape)
     if not np.isin(numbers, (0.0, 1.0)).all():
         raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
     return numbers == 1.0
@@ -187,7 +196,14 @@ def _checked_rollout_weight(weights: object, keep: object, mask: BoolArray) -> F
                 f"rollout_weights has shape {array.shape}; it must be "
                 f"({len(mask)}, 1) or {mask.shape}"
             )
-        weight = _unmasked_finite("rollout_weights", np.broadcast_to(array, mask.shape), mask)
+        weight = np.broadcast_to(array, mask.shape)
+        if (mask & np.isposinf(weight)).any():  # rollout_weights(..., clip_max=None) overflowed
+            i, t = np.argwhere(mask & np.isposinf(weight))[0]
+            raise ValueError(
+                f"rollout_weights[{i}, {t}] is inf; weights must be finite: bound them with "
+                "clip_max"
+            )
+        weight = _unmasked_finite("rollout_weights", weight, mask)
         negative = mask & (weight < 0)
         if negative.any():
             i, t = np.argwhere(negative)[0]
@@ -235,7 +251,9 @@ def _checked_advantages(value: object, mask: BoolArray) -> FloatArray:
                 f"advantages has {len(per_response)} entries for {len(mask)} responses"
             )
         return np.where(mask, per_response[:, None], 0.0)
-    array = _as_float_array("advantages", value, 2, shape="(B,) or (B, T)")
+    array = _as_float_array("advantages", value, 2, shape="(B,), (B, 1) or (B, T)")
+    if array.shape == (len(mask), 1):  # one per response, as TRL's advantages[:, None]
+        array = np.broadcast_to(array, mask.shape)
     return _unmasked_finite("advantages", array, mask)
 
 

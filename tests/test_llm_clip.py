@@ -551,8 +551,35 @@ def test_each_check_names_the_argument(change, error, message):
         (llm_clip.off_policy_keep, {"logp_new": [[0.0]], "logp_rollout": [[0.0]],
                                     "advantages": [1.0], "mask": [[True]], "threshold": None},
          "threshold must be a real number"),
+        (llm_clip.off_policy_keep, {"logp_new": [[0.0]], "logp_rollout": [[0.0]],
+                                    "advantages": None, "mask": [[True]], "threshold": 0.5},
+         "advantages must be an array of numbers, got NoneType"),
+        (policy_loss, {**GOOD, "advantages": None}, "advantages must be an array"),
+        (llm_clip.clip_ratio_trl, {**GOOD, "advantages": None}, "advantages must be an array"),
+        (policy_loss, {**GOOD, "mask": np.ones(2, bool)}, r"mask must be a non-empty \(B, T\)"),
+        (policy_loss, {**GOOD, "keep": True}, r"keep must be a non-empty \(B,\) array"),
+        (policy_loss, {**GOOD, "rollout_weights": [[10**400, 1]]}, "integer too large"),
+        (policy_loss, {**GOOD, "rollout_weights": [[math.inf, 1.0]]}, "bound them with clip_max"),
     ],
 )  # fmt: skip
 def test_each_public_function_names_its_bad_argument(function, arguments, message):
     with pytest.raises((TypeError, ValueError), match=message):
         function(**arguments)
+
+
+def test_advantages_one_per_response_as_a_column_as_trl_passes_them():
+    """(B, 1) advantages, TRL's ``advantages[:, None]``, are one per response."""
+    batch = kink_free_batch()
+    for objective in ("grpo", "gspo"):
+        column = policy_loss(**{**batch, "advantages": batch["advantages"][:, None]},
+                             objective=objective)  # fmt: skip
+        assert column == policy_loss(**batch, objective=objective)
+
+
+def test_gae_and_group_advantages_ignore_the_callers_numpy_error_settings():
+    """A product that underflows to 0 is no error, whatever np.seterr says."""
+    with np.errstate(all="raise"):
+        advantages, _ = llm_clip.gae([1.0, 1.0], [0.5, 0.5], [0, 0], 1e-170, 0,
+                                     gamma=1e-170, lam=0.5)  # fmt: skip
+        assert np.isfinite(advantages).all()
+        assert np.isfinite(llm_clip.group_advantages([1e-300, 0.0, 0.0, 0.0], 4)).all()
