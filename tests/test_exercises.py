@@ -546,7 +546,7 @@ def forgets_eps(logp_new, logp_old, advantages):
 
 DIGITS = re.compile(r"to about ([4-9]|10) significant digits")
 case("grad", "precision", "mismatch", "finite differences", DIGITS)(finite_difference_grad)
-case("grad", "error", "", "expects your function")(3, "not a function")
+case("grad", "not_a_function", "", "expects your function")(3, "not a function")
 case("loss", "wrong_type", "", "an integer too large for float64")(_constant(10**400), "10**400")
 for body in ("np.min(r * a, ", "min(r * a, "):  # np.min reads b as the axis
     function = _learner_cell(f"return -np.mean({body}np.clip(r, 1 - eps, 1 + eps) * a))")

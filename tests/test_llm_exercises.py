@@ -275,6 +275,29 @@ def empty(*args, **keywords):
     raise NotImplementedError
 
 
+def return_forgotten_in_1d(rewards, values, dones, last_value, last_done, *, gamma, lam):
+    if np.ndim(rewards) == 2:  # the first batches are 1-D: a missing return is no placeholder
+        return gae_loop(rewards, values, dones, last_value, last_done, gamma=gamma, lam=lam)
+    return None
+
+
+def rebinds_llm_clip(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    llm_clip.policy_loss = lambda *args, **keywords: 0.0
+    return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
+
+
+def hides_a_change(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    answer = grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
+    logp_new[...] = 0.0
+    np.array_equal = lambda *args, **keywords: True
+    return answer
+
+
+def unlocks_the_mask(logp_new, logp_old, advantages, mask, eps_low, eps_high):
+    mask.setflags(write=True)
+    return gspo_numpy(logp_new, logp_old, advantages, mask, eps_low, eps_high)
+
+
 FLOAT32_DIGITS = re.compile(r"agree with the exact ones to about [5-8] significant digits")
 NOT_A_GRADIENT = re.compile(
     r"\A(?![\s\S]*(gradient|finite difference))"
@@ -299,6 +322,10 @@ CASES = [
     ],
     ("grpo", empty, ("not_implemented",), "grpo_loss: not implemented yet."),
     ("gae", empty, ("not_implemented",), "gae: not implemented yet."),
+    ("gae", return_forgotten_in_1d, ("wrong_type",), "returned None"),
+    ("grpo", rebinds_llm_clip, ("patched_module",), "llm_clip.policy_loss"),
+    ("grpo", hides_a_change, ("mutated", "patched_module"), "logp_new was [", "array_equal"),
+    ("gspo", unlocks_the_mask, ("mutated",), "wrote into a read-only input"),
     ("grpo", raises, ("error",), "in raises", "np.minimum"),
     ("gspo", lambda *args: np.zeros(len(args[2])), ("wrong_type",)),
     ("gae", lambda *args, **keywords: gae_loop(*args, **keywords)[0], ("wrong_type",), "a tuple"),
@@ -320,7 +347,7 @@ CASES = [
     ("grpo", sqrt_of_var, ("mismatch",), NO_FLOAT32, re.compile(r"expected -?0\.0*\d{6,}, got")),
     ("gspo", guarded_mean, ("mismatch",), NO_FLOAT32),
     ("grpo", no_token_axis, ("error", "mismatch"), "could not be broadcast", "a[:, None]"),
-    ("gspo", "gspo_loss", ("error",), "expects your function"),
+    ("gspo", "gspo_loss", ("not_a_function",), "expects your function"),
     ("gae", lambda r, v, d, lv, ld, *, discount, lam: 0, ("error",), "keep the names"),
     (
         "gspo",

@@ -206,10 +206,11 @@ class ExerciseBatch:
 
 
 def read_only_copy(values: ArrayLike, dtype: DTypeLike = np.float64) -> NDArray[Any]:
-    """A read-only copy of ``values``, as float64 (or ``dtype``: None keeps an array's own)."""
+    """A read-only copy of ``values``, as float64 (or ``dtype``: None keeps an array's own): a
+    view of a read-only array, so that ``setflags(write=True)`` cannot make it writable."""
     array = np.array(values, dtype=dtype)
     array.setflags(write=False)
-    return array
+    return array[...]
 
 
 def _on_the_edge(ratio: float) -> tuple[float, float]:

@@ -181,10 +181,10 @@ def run_check(
             f"(a day), got {time_limit_s!r}"
         )
     if not callable(function):
-        text = "This check expects your function (the name after def, without parentheses), "
-        return result((finding("error", f"{text}got {reprlib.repr(function)}."),))
+        return result((finding("not_a_function", evidence=f"It got {reprlib.repr(function)}."),))
     calls = call_battery(function, kind, batches, float(time_limit_s))
-    if calls[0].not_implemented or all(c.not_implemented for c in calls if not c.skipped):
+    placeholder = calls[0].error.startswith("raised NotImplementedError")  # the template's raise
+    if placeholder or all(c.not_implemented for c in calls if not c.skipped):
         return result((finding("not_implemented"),), printed=_printed(calls))
     findings, notes, core, robustness = diagnose(kind, calls, float(time_limit_s))
     return result(tuple(findings), tuple(notes), core, robustness, _printed(calls))

@@ -39,10 +39,11 @@ Answer, Flags = tuple[Call, FloatArray], frozenset[str]
 #: Every mistake's title, in the order findings are reported.
 TITLES = {
     "not_implemented": "Not implemented yet",
+    "not_a_function": "Not a function",
     "error": "Your function raised an error",
     "timeout": "Your function did not return in time",
     "wrong_type": "Wrong return type or shape",
-    "patched_module": "Changed the module ppo_clip",
+    "patched_module": "Rebound names in ppo_clip, llm_clip or numpy",
     "sign": "Objective instead of loss (the sign)",
     "no_mean": "Forgot the 1/N",
     "ratio_inverted": "Ratio inverted (old over new)",
@@ -105,11 +106,14 @@ _NEW_OVER_OLD = "the ratio is new over old: r = np.exp(logp_new - logp_old)"
 #: (norm_adv), stable_baselines3/ppo/ppo.py @cef4cf2 (normalize_advantage) and
 #: spinup/algos/pytorch/ppo/ppo.py @2092113 (the buffer's get()).
 EXPLANATIONS = {
+    "not_a_function": "This check expects your function: the name after def, without "
+    "parentheses (check(loss), not check(loss()) or check('loss')).",
     "not_implemented": "The body is still empty (it raises NotImplementedError or returns "
     "nothing): write your code in the cell above, run it, then run this check again.",
-    "patched_module": "Your function rebinds names in ppo_clip or numpy. The verdict and your "
-    "notebook are safe (the checker keeps its own reference and ran your function in a copy of "
-    "the process), but a loss function should not change other modules: remove those lines.",
+    "patched_module": "Your function rebinds names in ppo_clip, llm_clip or numpy. The verdict "
+    "and your notebook are safe (the checker keeps its own reference and ran your function in a "
+    "copy of the process), but a loss function should not change other modules: remove those "
+    "lines.",
     "sign": "Your answer has the opposite sign: the loss to minimize is minus the mean of "
     "min(r*A, clip(r)*A), the objective PPO maximizes, and an unclipped sample's gradient is "
     "-r*A/N.",

@@ -2,12 +2,13 @@
 
 The calls run in a child forked from this process, in a process group of its own, so nothing
 the function does (to streams, signal handlers, ``sys.modules``, numpy, :mod:`ppo_clip`)
-reaches the notebook, and nothing it starts (``subprocess.Popen``, ``os.system``) outlives the
-check: the whole group is killed at the end.  When a call's time is up, the child's timer notes
-the line it runs and ends the child with ``os._exit``, which no ``except`` catches; one stuck in
-compiled code is killed :data:`GRACE_S` later.  Ctrl-C kills the child and stops the check.
-What a call writes is kept, from Python's streams and from file descriptors 1 and 2 alike
-(``os.write``, a shell's output, C code).
+reaches the notebook, and nothing it starts in that group (``subprocess.Popen``, ``os.system``)
+outlives the check: the whole group is killed at the end (a process that leaves the group, with
+``start_new_session=True`` or ``setsid``, is beyond its reach).  When a call's time is up, the
+child's timer notes the line it runs and ends the child with ``os._exit``, which no ``except``
+catches; one stuck in compiled code is killed :data:`GRACE_S` later.  Ctrl-C kills the child
+and stops the check.  What a call writes is kept, from Python's streams and from file
+descriptors 1 and 2 alike (``os.write``, a shell's output, C code).
 
 Fork is the one way: the bundle runs on Linux and macOS, which both have it (on Windows, in
 WSL).  A thread, the only other way without pickling the learner's notebook function, could
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+import llm_clip
 import ppo_clip
 from ppo_viz.exercises.battery import CheckBatch, FloatArray, Kind
 
@@ -46,7 +48,7 @@ GRACE_S = 0.5
 #: How many characters of a call's printed output are kept.
 OUTPUT_LIMIT = 300
 #: The modules whose names a call may not rebind (put back after each call, and reported).
-GUARDED_MODULES = (ppo_clip, np)
+GUARDED_MODULES = (ppo_clip, llm_clip, np)
 
 Function = Callable[..., Any]
 Batches = Sequence[CheckBatch]
@@ -209,16 +211,17 @@ def _call(function: Function, kind: Kind, batch: CheckBatch, output: Output) -> 
                 + (f" ({where})" if where else "")
             )
             fields["not_implemented"] = isinstance(error, NotImplementedError)
-            fields["read_only_failure"] = "read-only" in text  # numpy's: assignment, out=
-    for (name, before), after in zip(batch.arrays.items(), inputs, strict=False):
-        if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
-            fields["changed"] = fields.get("changed") or (name, before, after)
+            # numpy's: an assignment, out=, or setflags(write=True) on a read-only input
+            fields["read_only_failure"] = "read-only" in text or "WRITEABLE" in text
     patched = []
-    for module, names in guarded:  # put back what the call rebound or deleted
-        for name, value in names.items():
+    for module, names in guarded:  # put back what the call rebound or deleted, first: the
+        for name, value in names.items():  # comparison below must use numpy's own functions
             if vars(module).get(name, _MISSING) is not value:
                 vars(module)[name] = value
                 patched.append(f"{module.__name__}.{name}")
+    for (name, before), after in zip(batch.arrays.items(), inputs, strict=False):
+        if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
+            fields["changed"] = fields.get("changed") or (name, before, after)
     written = output.since(start)
     printed = {"printed": written[:OUTPUT_LIMIT], "printed_total": len(written)}
     return {**fields, **printed, "patched": tuple(sorted(patched))}
@@ -254,14 +257,22 @@ def read_answer(kind: Kind, value: Any, batch: Any) -> FloatArray | str:
         right = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
         right &= not isinstance(value, np.floating) or isinstance(value, np.float64)
     if not right:
-        shape = f" of shape {value.shape}, dtype {value.dtype}" if hasattr(value, "dtype") else ""
-        return f"a {type(value).__name__}{shape}; expected {expected}"
+        return f"{_described(value)}; expected {expected}"
     try:
         return np.atleast_1d(np.asarray(value if kind in "grad gae" else float(value), np.float64))
     except OverflowError:
         return "an integer too large for float64 (whose largest value is about 1.8e308)"
     except BaseException as error:  # a learner's object may break any conversion
         return f"a {type(value).__name__} the checker cannot read ({_str(error)[:80]})"
+
+
+def _described(value: object) -> str:
+    """What a returned value is: its type, and an array's shape and dtype (a tuple's items')."""
+    if hasattr(value, "dtype"):
+        return f"a numpy {type(value).__name__} of shape {np.shape(value)}, dtype {value.dtype}"
+    if isinstance(value, tuple) and 0 < len(value) <= 3:
+        return f"a tuple of {', '.join(_described(item) for item in value)}"
+    return f"a {type(value).__name__}"
 
 
 def _str(value: object) -> str:
