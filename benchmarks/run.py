@@ -218,7 +218,9 @@ def browser_tables(feels: dict[str, list[browser.Feel]], base: str) -> str:
                 "Feel targets (JupyterLab in headless Chromium)",
                 ["notebook", "target", "now", f"at {base}"],
                 targets,
-                f"{met} of {len(targets)} targets met now.",
+                f"{met} of {len(targets)} targets met now."
+                if targets
+                else "No feel target measured: the browser did not run (see below).",
             ),
             table(
                 "Feel in the browser: one slider per notebook",
@@ -328,4 +330,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt:  # the temporary baseline is removed on the way out; nothing written
+        say("interrupted: nothing was written")
+        raise SystemExit(130) from None

@@ -7,6 +7,7 @@ From the repository root::
                                                   # writes experiments/RESULTS_LLM.md,
                                                   # rlhf_study.json and two figures
     python -m experiments.rlhf_study --quick      # a smoke run in seconds; writes nothing
+                                                  # unless --output-dir is given
     python -m experiments.rlhf_study --restate    # the statistics, tables and figures derived
                                                   # again from the committed per-seed values
     python -m experiments.rlhf_study --method gspo --learning-rate 0.03 --updates 4 \\

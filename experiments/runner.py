@@ -153,7 +153,11 @@ def study_parser(command: str, doc: str, flag: str, flag_help: str, fresh_from: 
     never used) and ``--jobs`` (worker processes, by default as many as this process may use
     CPUs)."""
     parser = StudyParser(command, description=doc.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a few seconds; writes nothing")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few seconds; writes nothing unless --output-dir is given",
+    )
     parser.add_argument(flag, action="store_true", help=flag_help)
     parser.add_argument("--output-dir", type=Path, help="where to write the results")
     first = f"first seed ({fresh_from} or more: all fresh)"

@@ -6,6 +6,7 @@ From the repository root::
                                                       # 2 free cores); writes experiments/
                                                       # RESULTS.md, why_clip.json, why_clip.png
     python -m experiments.why_clip --quick            # a smoke run in seconds; writes nothing
+                                                      # unless --output-dir is given
     python -m experiments.why_clip --seed-offset 5000 # the whole study on fresh seeds
                                                       # (a scratch folder)
     python -m experiments.why_clip --setting cartpole --method ppo --value 0.001 \\
