@@ -27,7 +27,6 @@ from tiny_lm import (
     PROMPTS,
     Engine,
     FloatArray,
-    Packed,
     Responses,
     Scored,
     TinyLM,
@@ -57,7 +56,7 @@ SOURCES = {
     "steps_per_generation": (1, 2, 4, 8),
 }
 #: The learning rate of the GRPO run whose policies serve as "k iterations ahead".
-AHEAD_LEARNING_RATE = 1e-2
+AHEAD_LEARNING_RATE, MAX_STALE = 1e-2, 8
 
 
 @dataclass(frozen=True)
@@ -82,14 +81,13 @@ class MismatchBatch:
 
 
 @cache
-def policies_ahead(k: int, seed: int = 0) -> tuple[TinyLM, ...]:
-    """The policy of a GRPO run (mu = 1) after 0, 1, ..., ``k`` iterations from the reference:
-    entry ``k`` is the trainer's when the engine still serves entry 0."""
-    trainer = Trainer(
-        methods_named(["grpo"]), TrainSettings(updates=1, learning_rate=AHEAD_LEARNING_RATE), [seed]
-    )
+def policies_ahead(seed: int = 0) -> tuple[TinyLM, ...]:
+    """The policy of a GRPO run (mu = 1) after 0, 1, ..., :data:`MAX_STALE` iterations from the
+    reference: entry ``k`` is the trainer's while the engine still serves entry 0."""
+    settings = TrainSettings(updates=1, learning_rate=AHEAD_LEARNING_RATE)
+    trainer = Trainer(methods_named(["grpo"]), settings, [seed])
     kept = [TinyLM([p.copy() for p in trainer.policy.params])]
-    for _ in range(k):
+    for _ in range(MAX_STALE):
         trainer.iteration()
         kept.append(TinyLM([p.copy() for p in trainer.policy.params]))
     return tuple(kept)
@@ -99,20 +97,20 @@ def mismatch_batch(
     engine: Engine, runs: int, seed: int, stale: int = 0, trainer_policy: TinyLM | None = None
 ) -> MismatchBatch:
     """``runs`` batches sampled by ``engine`` from the policy ``stale`` iterations behind the
-    trainer's (:func:`policies_ahead`; stale 0: the reference itself, or ``trainer_policy``)."""
-    policies = policies_ahead(stale)
-    current = trainer_policy or policies[-1]
-    served = trainer_policy or policies[0]
+    trainer's (:func:`policies_ahead`: the reference serves; stale 0: the reference trains), or
+    from ``trainer_policy`` when given (it trains and serves)."""
+    policies = policies_ahead()
+    current, served = policies[stale], policies[0]
+    if trainer_policy is not None:
+        current = served = trainer_policy
     rng = np.random.default_rng([STREAM, seed])
-    chosen = np.stack(
-        [rng.choice(len(PROMPTS), PROMPTS_PER_BATCH, replace=False) for _ in range(runs)]
-    )
-    prompts = np.repeat(chosen, GROUP, axis=1)
+    draws = [rng.choice(len(PROMPTS), PROMPTS_PER_BATCH, replace=False) for _ in range(runs)]
+    prompts = np.repeat(np.stack(draws), GROUP, axis=1)
     uniforms = rng.random((runs, prompts.shape[1], MAX_LEN))
     responses = engine_sample(served.repeated(runs), prompts, uniforms, engine)
     reward = rewards(responses)[0]
     advantages = np.stack([llm_clip.group_advantages(r, GROUP) for r in reward])
-    batch: Packed = pack(responses)
+    batch = pack(responses)
     model = current.repeated(runs)
     logp_rollout = engine_logp(served.repeated(runs), batch, engine)
     return MismatchBatch(responses, advantages, score(model, batch), logp_rollout, model)
@@ -195,7 +193,7 @@ def bias_by_correction(
     """Per correction, :func:`gradient_bias` of ``runs`` batches from ``engine`` (and ``stale``)
     against the same draws from the trainer's own policy; ``"control"``: two on-policy sets of
     independent draws (its bias is noise only, the floor's size)."""
-    current = policies_ahead(stale)[-1]
+    current = policies_ahead()[stale]
     on = gradients(mismatch_batch(Engine(), runs, seed, trainer_policy=current))["none"]
     off = gradients(mismatch_batch(engine, runs, seed, stale))
     out = {name: gradient_bias(g, on) for name, g in off.items()}

@@ -1,0 +1,192 @@
+"""Notebook 9's figures: the engine's sliders (:class:`MismatchExplorer`) and the study's curves.
+
+Every number comes from :mod:`ppo_viz.mismatch.measures` (and so from :mod:`tiny_lm` and
+:mod:`llm_clip`) or from the committed study, ``experiments/mismatch_study.json``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ppo_viz.app import LiveFigure, selection
+from ppo_viz.html import Markup, tag
+from ppo_viz.mismatch import measures
+from ppo_viz.numbers import rounded
+from ppo_viz.results import RESULTS_DIR, load_results
+from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
+from tiny_lm import Engine
+
+RESULTS_JSON = RESULTS_DIR / "mismatch_study.json"
+#: Batches the live figure draws at each setting (32 responses each), and their seed.
+RUNS, SEED = 8, 0
+#: Gap bins on a symmetric log axis (linear within 1e-4 of 0); gaps beyond go to the end bins.
+LINEAR = 1e-4
+EDGES = np.concatenate([-np.logspace(0.5, -4, 10), [0.0], np.logspace(-4, 0.5, 10)])
+#: How each correction is drawn, everywhere in the notebook.
+STYLES = {
+    "none": (PALETTE["black"], "o"),
+    "token_truncate": (PALETTE["blue"], "s"),
+    "token_mask": (PALETTE["sky_blue"], "x"),
+    "sequence_truncate": (PALETTE["vermillion"], "^"),
+    "sequence_mask": (PALETTE["orange"], "v"),
+    "opsm": (PALETTE["green"], "D"),
+}
+TICKS = [-1.0, -1e-2, -1e-4, 0.0, 1e-4, 1e-2, 1.0]
+SLIDERS = {"bits": "logits' bits", "top_p": "top-p", "stale": "stale (iterations)"}
+#: The sliders' positions: the study's sizes (bits 0 stands for exact, None).
+SIZES = {
+    name: (0, *sizes[1:]) if name == "bits" else sizes for name, sizes in measures.SOURCES.items()
+}
+
+
+@cache
+def settled(bits: Any, top_p: float, stale: int) -> measures.MismatchBatch:
+    """The live figure's batches at one setting (computed once)."""
+    return measures.mismatch_batch(Engine(bits=bits, top_p=top_p), RUNS, SEED, stale)
+
+
+def committed_bias(bits: Any, top_p: float, stale: int) -> dict[str, dict[str, float]] | None:
+    """The study's gradient bias per correction at this setting, if it measured it (one source
+    on at most), else None."""
+    on = {"bits": bits, "top_p": top_p, "stale": stale}
+    changed = [s for s, v in on.items() if v != measures.SOURCES[s][0]]
+    if len(changed) > 1 or not RESULTS_JSON.exists():
+        return None
+    source = changed[0] if changed else "bits"
+    curve = load_results(RESULTS_JSON)["curves"][source]
+    return curve[list(measures.SOURCES[source]).index(on[source])]["bias"]
+
+
+class MismatchExplorer(LiveFigure):
+    """Gaps, each mode's weights, OPSM's dropped responses and the gradient's bias, live."""
+
+    description = "An inference engine's mismatch: gaps, weights, OPSM and the gradient's bias"
+
+    def __init__(self, bits: int = 8, top_p: float = 1.0, stale: int = 0) -> None:
+        start = {"bits": bits, "top_p": top_p, "stale": stale}  # bits 0: exact
+        controls = {
+            name: selection(label, SIZES[name], start[name]) for name, label in SLIDERS.items()
+        }
+        labels = [("exact", 0), *((str(b), b) for b in SIZES["bits"][1:])]
+        controls["bits"] = selection(SLIDERS["bits"], labels, bits)  # type: ignore[arg-type]
+        with figure_style():
+            figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
+            gap_ax, weight_ax, opsm_ax, bias_ax = figure.subplots(2, 2).ravel()
+        for ax in (gap_ax, weight_ax, opsm_ax):
+            ax.set_xscale("symlog", linthresh=LINEAR)
+            ax.set_xlim(EDGES[0], EDGES[-1])
+            ax.set_xticks(TICKS, ["−1", "−0.01", "", "0", "", "0.01", "1"])
+        self.hist = gap_ax.stairs(np.zeros(len(EDGES) - 1), EDGES, fill=True, color=COLORS["band"])
+        gap_ax.set(title="gaps logp_old − logp_rollout", ylabel="share of tokens", ylim=(0, 1))
+        self.weights = {
+            mode: weight_ax.scatter(
+                [],
+                [],
+                s=40 if "trunc" in mode else 12,
+                marker=STYLES[mode][1],
+                label=mode.replace("_", " "),
+                **colored(STYLES[mode][0], mode),
+            )
+            for mode in measures.MODES
+        }
+        weight_ax.axhline(measures.CLIP_MAX, color=COLORS["threshold_alt"], ls=":", lw=1)
+        weight_ax.set(title="each token's weight (batch 1)", ylim=(-0.1, 3.4), xlabel="gap")
+        self.kept = opsm_ax.scatter([], [], s=16, color=STYLES["opsm"][0], label="kept")
+        self.dropped = opsm_ax.scatter([], [], s=30, color=COLORS["error"], marker="x",
+                                       label="dropped by OPSM")  # fmt: skip
+        opsm_ax.axvline(measures.OPSM_THRESHOLD, color=COLORS["threshold"], ls="--", lw=1)
+        opsm_ax.set(title="responses (all batches)", ylim=(-3.2, 3.2), ylabel="advantage",
+                    xlabel="mean of logp_rollout − logp_old")  # fmt: skip
+        x = np.arange(len(measures.CORRECTIONS))
+        self.bars = bias_ax.bar(x, np.zeros(len(x)), color=[STYLES[c][0] for c in STYLES])
+        (self.floor,) = bias_ax.plot(x, np.zeros(len(x)), "_", ms=22, color=COLORS["threshold"])
+        self.note = bias_ax.text(0.5, 0.6, "", transform=bias_ax.transAxes, ha="center")
+        bias_ax.set_xticks(x, ["none", "tok\ntrunc", "tok\nmask", "seq\ntrunc", "seq\nmask", "OPSM"])
+        bias_ax.set(title="gradient bias (study; — its floor)", ylim=(0, 2.2))
+        legend_below(figure, ncols=3, handles=[*self.weights.values(), self.kept, self.dropped])
+        moving = [self.hist, *self.weights.values(), self.kept, self.dropped, *self.bars]
+        super().__init__(figure, self.update, controls, moving=[*moving, self.floor, self.note],
+                         rows=[list(SLIDERS)])  # fmt: skip
+
+    def update(self, bits: int, top_p: float, stale: int) -> Markup:
+        """Move every artist to the batches at this setting; the readout's numbers."""
+        bits = bits or None  # 0: exact
+        batch = settled(bits, top_p, stale)
+        gaps = measures.gaps(batch)
+        counts, _ = np.histogram(np.clip(gaps, EDGES[0], EDGES[-1]), EDGES)
+        self.hist.set_data(counts / gaps.size)
+        chosen = measures.corrections(batch, 0)
+        mask, token_gaps = batch.mask[0], (batch.logp_old - batch.logp_rollout)[0]
+        for mode, scatter in self.weights.items():
+            w = np.broadcast_to(chosen[mode]["rollout_weights"], mask.shape)
+            scatter.set_offsets(np.column_stack([token_gaps[mask], w[mask]]))
+        keep, mean_gap = opsm_points(batch)
+        points = np.column_stack([mean_gap, batch.advantages.ravel()])
+        self.kept.set_offsets(points[keep])
+        self.dropped.set_offsets(points[~keep])
+        bias = committed_bias(bits, top_p, stale)
+        for bar, name in zip(self.bars, measures.CORRECTIONS, strict=True):
+            bar.set_height(0.0 if bias is None else min(bias[name]["bias"], 2.2))
+        floors = [np.nan if bias is None else bias[c]["floor"] for c in measures.CORRECTIONS]
+        self.floor.set_ydata(floors)
+        self.note.set_text("" if bias else "measured one source at a time")
+        clip = measures.ratio_at_mu1(batch)["clipped"]
+        text = (
+            f"{gaps.size} tokens in {RUNS} batches; clipped at μ = 1 with the engine's log-probs "
+            f"as old: {rounded(clip, 3)}; weights ≠ 1 (token modes): "
+            f"{rounded(np.mean(np.abs(np.exp(gaps) - 1) > 1e-12), 3)}; OPSM drops "
+            f"{int((~keep).sum())} of {keep.size} responses."
+        )
+        return tag("div", text, classes="ppo")
+
+
+def colored(color: str, mode: str) -> dict[str, Any]:
+    """A truncating mode's markers hollow (the masking one's show through), a masking mode's
+    filled."""
+    return {"facecolors": "none", "edgecolors": color} if "trunc" in mode else {"color": color}
+
+
+def opsm_points(batch: measures.MismatchBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Every response's OPSM decision and its mean of ``logp_rollout - logp_old`` (mu = 1)."""
+    keep = np.concatenate([measures.corrections(batch, r)["opsm"]["keep"] for r in range(RUNS)])
+    d = np.where(batch.mask, batch.logp_rollout - batch.logp_old, 0.0).sum(-1)
+    return keep, (d / batch.mask.sum(-1)).ravel()
+
+
+def study_figure(results: dict[str, Any]) -> Figure:
+    """The committed study: gradient bias per correction over each source's sizes (its floor
+    shaded), then each correction's difference in final accuracy from none on the confirmation
+    seeds, with its simultaneous band."""
+    sources = results["sources"]
+    with figure_style():
+        figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
+        axes = figure.subplots(2, len(sources), sharex="col")
+    for column, (source, sizes) in enumerate(sources.items()):
+        x = np.arange(len(sizes))
+        top, bottom = axes[0, column], axes[1, column]
+        if source in results["curves"]:
+            curve = results["curves"][source]
+            floor = [m["bias"]["none"]["floor"] for m in curve]
+            top.fill_between(x, 0, floor, color=COLORS["guide"], alpha=0.3, lw=0)
+            for name, (color, marker) in STYLES.items():
+                top.plot(x, [m["bias"][name]["bias"] for m in curve], marker=marker, color=color)
+        else:
+            share = results["trained_clip_fraction"][source]
+            top.plot(x, share, marker="o", color=COLORS["clipped"], label="clipped, new/old")
+            top.set_ylabel("share clipped at μ = 1")
+        for name, (color, marker) in list(STYLES.items())[1:]:
+            band = results["bands"][f"{source}/{name}/score"]["confirmation"]
+            bottom.fill_between(x, band["low"], band["high"], color=color, alpha=0.15, lw=0)
+            bottom.plot(x, band["mean"], marker=marker, color=color, label=name)
+        bottom.axhline(0, color=COLORS["zero_line"], lw=0.8)
+        bottom.set_xticks(x, ["off" if i == 0 else str(z) for i, z in enumerate(sizes)])
+        top.set_title(source.replace("_", " "))
+        bottom.set_xlabel(source.replace("_", " "))
+    axes[0, 0].set_ylabel("gradient bias")
+    axes[1, 0].set_ylabel("Δ final accuracy")
+    legend_below(figure, ncols=5, handles=axes[1, 0].get_lines()[:5])
+    return figure
