@@ -2,13 +2,10 @@
 
 From the repository root::
 
-    python -m experiments.mismatch_study            # the whole study (RESULTS_MISMATCH.md gives
-                                                    # its measured time); writes
-                                                    # experiments/RESULTS_MISMATCH.md and
-                                                    # mismatch_study.json
+    python -m experiments.mismatch_study            # the study (about 7 minutes on 2 cores):
+                                                    # RESULTS_MISMATCH.md, mismatch_study.json
     python -m experiments.mismatch_study --quick    # a smoke run in seconds; writes nothing
-    python -m experiments.mismatch_study --restate  # the statistics and the report derived
-                                                    # again from the committed per-seed values
+    python -m experiments.mismatch_study --restate  # statistics and report again from the JSON
 
 Four sources of mismatch, each over its size (:data:`SOURCES`), the others off: the engine's
 logits rounded to ``bits`` significant bits, its nucleus ``top_p``, a policy ``stale``
@@ -55,7 +52,7 @@ from experiments.runner import (
 from ppo_viz.machine import fingerprint
 from ppo_viz.mismatch import measures
 from ppo_viz.results import RESULTS_DIR, load_results
-from tiny_lm import reference_model
+from tiny_lm import V, reference_model
 from tiny_rlhf import TrainSettings, methods_named, train
 
 COMMAND = "python -m experiments.mismatch_study"
@@ -175,6 +172,7 @@ def results_of(
             "opsm_threshold": measures.OPSM_THRESHOLD,
             "clip_max": measures.CLIP_MAX,
             "parameters": sum(p[0].size for p in reference_model().params),
+            "vocabulary": V,
             "sources": {s: list(v) for s, v in sources.items()},
             "cells": [{**asdict(c), "raw": raw[c.key]} for c in cells],
         }
@@ -282,7 +280,9 @@ def report(results: dict[str, Any]) -> str:
         lines.append(f"| {f['source']} | {f['correction']} | {f['metric']} | {sizes} | {diffs} |")
     nulls = sorted({f"{n['source']}/{n['correction']}" for n in results["nulls"]
                     if n["metric"] == "score"})  # fmt: skip
-    lines += [f"\nNot detectable here (final accuracy): {', '.join(nulls) or 'none'}.", LIMITS]
+    bf16 = results["curves"]["bits"][results["sources"]["bits"].index(8)]["gap_quantiles"]
+    limits = LIMITS.format(vocabulary=results["vocabulary"], low=bf16[0], high=bf16[2])
+    lines += [f"\nNot detectable here (final accuracy): {', '.join(nulls) or 'none'}.", limits]
     return "\n".join(lines) + "\n"
 
 
@@ -293,10 +293,11 @@ It shows the mechanisms, each measured above: under top-p alone every gap is at 
 engine renormalises over fewer tokens), so every weight is at most 1 and a clip_max has nothing
 to cut, and no weight brings back the tokens the engine never samples; a stale policy makes gaps
 of both signs, which the weights re-weight; several steps per generated batch clip at μ = 1
-while the engine's weights stay 1. It cannot show bf16 at scale: 15 tokens and logits of order
-10 leave rounding gaps of about 1e-2 here, where a vocabulary of 100k tokens, responses of
-thousands and kernels that differ between engine and trainer compound them; nor MoE routing that
-differs between the two, collapse over long training, or the throughput a stale engine buys."""
+while the engine's weights stay 1. It cannot show bf16 at scale: a vocabulary of {vocabulary}
+tokens leaves bf16's gaps within [{low:+.3f}, {high:+.3f}] (1% to 99%) here, where 100k tokens,
+responses of thousands and kernels that differ between engine and trainer compound them; nor
+MoE routing that differs between the two, collapse over long training, or the throughput a
+stale engine buys."""
 
 
 def write(results: dict[str, Any], output: Path) -> None:
