@@ -216,7 +216,7 @@ def test_the_explorer_draws_the_measurements_of_its_setting():
     assert len(app.dropped.get_offsets()) == dropped > 0
     stale = load_results(apps.RESULTS_JSON)["curves"]["stale"][measures.SOURCES["stale"].index(4)]
     heights = [bar.get_height() for bar in app.bars]
-    assert heights == [min(stale["bias"][c]["bias"], 2.2) for c in measures.CORRECTIONS]
+    assert heights == [min(stale["bias"][c]["bias"], 3.0) for c in measures.CORRECTIONS]
     clipped = plain(app.readout.value).split("as old: ")[1].split(";")[0]
     assert float(clipped) == pytest.approx(measures.ratio_at_mu1(batch)["clipped"], abs=6e-4)
     app.controls["top_p"].value = 0.9  # two sources on: the study measured one at a time

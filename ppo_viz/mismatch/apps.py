@@ -66,7 +66,7 @@ class MismatchExplorer(LiveFigure):
 
     description = "An inference engine's mismatch: gaps, weights, OPSM and the gradient's bias"
 
-    def __init__(self, bits: int = 8, top_p: float = 1.0, stale: int = 0) -> None:
+    def __init__(self, bits: int = 0, top_p: float = 1.0, stale: int = 2) -> None:
         start = {"bits": bits, "top_p": top_p, "stale": stale}  # bits 0: exact
         controls = {
             name: selection(label, SIZES[name], start[name]) for name, label in SLIDERS.items()
@@ -102,11 +102,14 @@ class MismatchExplorer(LiveFigure):
         opsm_ax.set(title="responses (all batches)", ylim=(-3.2, 3.2), ylabel="advantage",
                     xlabel="mean of logp_rollout − logp_old")  # fmt: skip
         x = np.arange(len(measures.CORRECTIONS))
-        self.bars = bias_ax.bar(x, np.zeros(len(x)), color=[STYLES[c][0] for c in STYLES])
-        (self.floor,) = bias_ax.plot(x, np.zeros(len(x)), "_", ms=22, color=COLORS["threshold"])
+        bias_ax.set(yscale="log", ylim=(3e-3, 3.0))
+        self.bars = bias_ax.bar(x, np.full(len(x), 1.0), color=[STYLES[c][0] for c in STYLES])
+        (self.floor,) = bias_ax.plot(x, np.full(len(x), 1.0), "_", ms=22, color=COLORS["threshold"])
         self.note = bias_ax.text(0.5, 0.6, "", transform=bias_ax.transAxes, ha="center")
-        bias_ax.set_xticks(x, ["none", "tok\ntrunc", "tok\nmask", "seq\ntrunc", "seq\nmask", "OPSM"])
-        bias_ax.set(title="gradient bias (study; — its floor)", ylim=(0, 2.2))
+        bias_ax.set_xticks(
+            x, ["none", "tok\ntrunc", "tok\nmask", "seq\ntrunc", "seq\nmask", "OPSM"]
+        )
+        bias_ax.set_title("gradient bias (study; — its floor)")
         legend_below(figure, ncols=3, handles=[*self.weights.values(), self.kept, self.dropped])
         moving = [self.hist, *self.weights.values(), self.kept, self.dropped, *self.bars]
         super().__init__(figure, self.update, controls, moving=[*moving, self.floor, self.note],
@@ -130,7 +133,7 @@ class MismatchExplorer(LiveFigure):
         self.dropped.set_offsets(points[~keep])
         bias = committed_bias(bits, top_p, stale)
         for bar, name in zip(self.bars, measures.CORRECTIONS, strict=True):
-            bar.set_height(0.0 if bias is None else min(bias[name]["bias"], 2.2))
+            bar.set_height(0.0 if bias is None else min(bias[name]["bias"], 3.0))
         floors = [np.nan if bias is None else bias[c]["floor"] for c in measures.CORRECTIONS]
         self.floor.set_ydata(floors)
         self.note.set_text("" if bias else "measured one source at a time")
@@ -176,17 +179,20 @@ def study_figure(results: dict[str, Any]) -> Figure:
                 top.plot(x, [m["bias"][name]["bias"] for m in curve], marker=marker, color=color)
         else:
             share = results["trained_clip_fraction"][source]
-            top.plot(x, share, marker="o", color=COLORS["clipped"], label="clipped, new/old")
-            top.set_ylabel("share clipped at μ = 1")
+            top.plot(x, share, marker="o", color=STYLES["none"][0])
+            top.set_ylabel("share clipped at μ = 1 (training)")
         for name, (color, marker) in list(STYLES.items())[1:]:
             band = results["bands"][f"{source}/{name}/score"]["confirmation"]
             bottom.fill_between(x, band["low"], band["high"], color=color, alpha=0.15, lw=0)
             bottom.plot(x, band["mean"], marker=marker, color=color, label=name)
         bottom.axhline(0, color=COLORS["zero_line"], lw=0.8)
         bottom.set_xticks(x, ["off" if i == 0 else str(z) for i, z in enumerate(sizes)])
-        top.set_title(source.replace("_", " "))
+        top.set_title(
+            {"top_p": "top-p", "steps_per_generation": "steps per batch"}.get(source, source)
+        )
         bottom.set_xlabel(source.replace("_", " "))
     axes[0, 0].set_ylabel("gradient bias")
     axes[1, 0].set_ylabel("Δ final accuracy")
-    legend_below(figure, ncols=5, handles=axes[1, 0].get_lines()[:5])
+    handles = [*axes[0, 0].get_lines()[:1], *axes[1, 0].get_lines()[:5]]
+    legend_below(figure, ncols=6, handles=handles, labels=[s.replace("_", " ") for s in STYLES])
     return figure
