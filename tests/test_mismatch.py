@@ -24,6 +24,7 @@ from ppo_viz.results import load_results
 from tiny_lm import (
     MAX_LEN,
     Engine,
+    V,
     engine_logp,
     engine_sample,
     pack,
@@ -238,11 +239,27 @@ def test_the_committed_study_keeps_its_controls():
     assert max(ratios) < 2.0
 
 
-def test_the_prose_states_the_study_numbers():
+def test_the_prose_states_the_study_numbers_and_its_claims_hold():
     results = load_results(apps.RESULTS_JSON)
     prose = markdown_of(NOTEBOOK)
-    assert_states(prose, f"{results['seeds_per_set']} seeds", f"{results['batches']} batches")
+    seeds, batches = results["seeds_per_set"], results["batches"]
+    assert_states(prose, f"{seeds} + {seeds} seeds", f"{seeds} discovery", f"{batches} batches")
     assert_states(prose, f"{results['parameters']:,} parameters", f"{measures.OPSM_THRESHOLD:g}")
+    assert_states(prose, f"vocabulary of {V} tokens", f"with {V} tokens")
+    found = {
+        (f["source"], f["correction"]): f for f in results["findings"] if f["metric"] == "score"
+    }
+    # "under top-p the weights do not change accuracy, OPSM does"; "rounding barely moves anything"
+    for mode in llm_clip.ROLLOUT_MODES:
+        assert ("top_p", mode) not in found
+    assert all(d > 0 for d in found["top_p", "opsm"]["diff"])
+    assert not any(source == "bits" for source, _ in found)
+    # "against a stale engine every correction gives back accuracy, more the staler the engine"
+    for correction in measures.CORRECTIONS[1:]:
+        stale = found["stale", correction]
+        assert stale["sizes"] == list(measures.SOURCES["stale"][1:])
+        assert stale["diff"] == sorted(stale["diff"])
+        assert stale["diff"][0] > 0
 
 
 @pytest.mark.notebook

@@ -35,12 +35,12 @@ STYLES = {
     "sequence_mask": (PALETTE["orange"], "v"),
     "opsm": (PALETTE["green"], "D"),
 }
+TITLES = {"top_p": "top-p", "steps_per_generation": "steps per batch"}
 TICKS = [-1.0, -1e-2, -1e-4, 0.0, 1e-4, 1e-2, 1.0]
 SLIDERS = {"bits": "logits' bits", "top_p": "top-p", "stale": "stale (iterations)"}
-#: The sliders' positions: the study's sizes (bits 0 stands for exact, None).
-SIZES = {
-    name: (0, *sizes[1:]) if name == "bits" else sizes for name, sizes in measures.SOURCES.items()
-}
+#: The sliders' positions: the study's sizes ("exact" bits is 0, for None).
+BITS = [("exact", 0), *((str(b), b) for b in measures.SOURCES["bits"][1:])]
+SIZES = {**measures.SOURCES, "bits": BITS}
 
 
 @cache
@@ -50,15 +50,13 @@ def settled(bits: Any, top_p: float, stale: int) -> measures.MismatchBatch:
 
 
 def committed_bias(bits: Any, top_p: float, stale: int) -> dict[str, dict[str, float]] | None:
-    """The study's gradient bias per correction at this setting, if it measured it (one source
-    on at most), else None."""
+    """The study's gradient bias per correction here, if it measured it (one source on), or None."""
     on = {"bits": bits, "top_p": top_p, "stale": stale}
-    changed = [s for s, v in on.items() if v != measures.SOURCES[s][0]]
+    changed = [s for s, v in on.items() if v != measures.SOURCES[s][0]] or ["bits"]
     if len(changed) > 1 or not RESULTS_JSON.exists():
         return None
-    source = changed[0] if changed else "bits"
-    curve = load_results(RESULTS_JSON)["curves"][source]
-    return curve[list(measures.SOURCES[source]).index(on[source])]["bias"]
+    curve = load_results(RESULTS_JSON)["curves"][changed[0]]
+    return curve[measures.SOURCES[changed[0]].index(on[changed[0]])]["bias"]
 
 
 class MismatchExplorer(LiveFigure):
@@ -68,11 +66,7 @@ class MismatchExplorer(LiveFigure):
 
     def __init__(self, bits: int = 0, top_p: float = 1.0, stale: int = 2) -> None:
         start = {"bits": bits, "top_p": top_p, "stale": stale}  # bits 0: exact
-        controls = {
-            name: selection(label, SIZES[name], start[name]) for name, label in SLIDERS.items()
-        }
-        labels = [("exact", 0), *((str(b), b) for b in SIZES["bits"][1:])]
-        controls["bits"] = selection(SLIDERS["bits"], labels, bits)  # type: ignore[arg-type]
+        controls = {k: selection(label, SIZES[k], start[k]) for k, label in SLIDERS.items()}
         with figure_style():
             figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
             gap_ax, weight_ax, opsm_ax, bias_ax = figure.subplots(2, 2).ravel()
@@ -82,17 +76,7 @@ class MismatchExplorer(LiveFigure):
             ax.set_xticks(TICKS, ["−1", "−0.01", "", "0", "", "0.01", "1"])
         self.hist = gap_ax.stairs(np.zeros(len(EDGES) - 1), EDGES, fill=True, color=COLORS["band"])
         gap_ax.set(title="gaps logp_old − logp_rollout", ylabel="share of tokens", ylim=(0, 1))
-        self.weights = {
-            mode: weight_ax.scatter(
-                [],
-                [],
-                s=40 if "trunc" in mode else 12,
-                marker=STYLES[mode][1],
-                label=mode.replace("_", " "),
-                **colored(STYLES[mode][0], mode),
-            )
-            for mode in measures.MODES
-        }
+        self.weights = {m: weight_ax.scatter([], [], **marks(m)) for m in measures.MODES}
         weight_ax.axhline(measures.CLIP_MAX, color=COLORS["threshold_alt"], ls=":", lw=1)
         weight_ax.set(title="each token's weight (batch 1)", ylim=(-0.1, 3.4), xlabel="gap")
         self.kept = opsm_ax.scatter([], [], s=16, color=STYLES["opsm"][0], label="kept")
@@ -106,9 +90,7 @@ class MismatchExplorer(LiveFigure):
         self.bars = bias_ax.bar(x, np.full(len(x), 1.0), color=[STYLES[c][0] for c in STYLES])
         (self.floor,) = bias_ax.plot(x, np.full(len(x), 1.0), "_", ms=22, color=COLORS["threshold"])
         self.note = bias_ax.text(0.5, 0.6, "", transform=bias_ax.transAxes, ha="center")
-        bias_ax.set_xticks(
-            x, ["none", "tok\ntrunc", "tok\nmask", "seq\ntrunc", "seq\nmask", "OPSM"]
-        )
+        bias_ax.set_xticks(x, [c.replace("_", "\n").replace("uence", "") for c in STYLES])
         bias_ax.set_title("gradient bias (study; — its floor)")
         legend_below(figure, ncols=3, handles=[*self.weights.values(), self.kept, self.dropped])
         moving = [self.hist, *self.weights.values(), self.kept, self.dropped, *self.bars]
@@ -137,20 +119,19 @@ class MismatchExplorer(LiveFigure):
         floors = [np.nan if bias is None else bias[c]["floor"] for c in measures.CORRECTIONS]
         self.floor.set_ydata(floors)
         self.note.set_text("" if bias else "measured one source at a time")
-        clip = measures.ratio_at_mu1(batch)["clipped"]
-        text = (
-            f"{gaps.size} tokens in {RUNS} batches; clipped at μ = 1 with the engine's log-probs "
-            f"as old: {rounded(clip, 3)}; weights ≠ 1 (token modes): "
-            f"{rounded(np.mean(np.abs(np.exp(gaps) - 1) > 1e-12), 3)}; OPSM drops "
-            f"{int((~keep).sum())} of {keep.size} responses."
-        )
+        clip = rounded(measures.ratio_at_mu1(batch)["clipped"], 3)
+        text = f"{gaps.size} tokens in {RUNS} batches; clipped at μ = 1 with the engine's "
+        text += f"log-probs as old: {clip}; OPSM drops {(~keep).sum()} of {keep.size} responses."
         return tag("div", text, classes="ppo")
 
 
-def colored(color: str, mode: str) -> dict[str, Any]:
-    """A truncating mode's markers hollow (the masking one's show through), a masking mode's
-    filled."""
-    return {"facecolors": "none", "edgecolors": color} if "trunc" in mode else {"color": color}
+def marks(mode: str) -> dict[str, Any]:
+    """A truncating mode's markers large and hollow (a masking one's show through), filled."""
+    color, marker = STYLES[mode]
+    if "trunc" in mode:
+        return {"s": 40, "marker": marker, "facecolors": "none", "edgecolors": color,
+                "label": mode.replace("_", " ")}  # fmt: skip
+    return {"s": 12, "marker": marker, "color": color, "label": mode.replace("_", " ")}
 
 
 def opsm_points(batch: measures.MismatchBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -161,9 +142,8 @@ def opsm_points(batch: measures.MismatchBatch) -> tuple[np.ndarray, np.ndarray]:
 
 
 def study_figure(results: dict[str, Any]) -> Figure:
-    """The committed study: gradient bias per correction over each source's sizes (its floor
-    shaded), then each correction's difference in final accuracy from none on the confirmation
-    seeds, with its simultaneous band."""
+    """The study: each correction's gradient bias over a source's sizes (the floor shaded), and
+    its difference in final accuracy from none (confirmation seeds) with its simultaneous band."""
     sources = results["sources"]
     with figure_style():
         figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
@@ -187,9 +167,7 @@ def study_figure(results: dict[str, Any]) -> Figure:
             bottom.plot(x, band["mean"], marker=marker, color=color, label=name)
         bottom.axhline(0, color=COLORS["zero_line"], lw=0.8)
         bottom.set_xticks(x, ["off" if i == 0 else str(z) for i, z in enumerate(sizes)])
-        top.set_title(
-            {"top_p": "top-p", "steps_per_generation": "steps per batch"}.get(source, source)
-        )
+        top.set_title(TITLES.get(source, source))
         bottom.set_xlabel(source.replace("_", " "))
     axes[0, 0].set_ylabel("gradient bias")
     axes[1, 0].set_ylabel("Δ final accuracy")
