@@ -1,8 +1,5 @@
-"""Notebook 9's figures: the engine's sliders (:class:`MismatchExplorer`) and the study's curves.
-
-Every number comes from :mod:`ppo_viz.mismatch.measures` (and so from :mod:`tiny_lm` and
-:mod:`llm_clip`) or from the committed study, ``experiments/mismatch_study.json``.
-"""
+"""Notebook 9's figures: the engine's sliders (:class:`MismatchExplorer`) and the study's curves,
+every number from :mod:`ppo_viz.mismatch.measures` or ``experiments/mismatch_study.json``."""
 
 from __future__ import annotations
 
@@ -67,9 +64,16 @@ class MismatchExplorer(LiveFigure):
     def __init__(self, bits: int = 0, top_p: float = 1.0, stale: int = 2) -> None:
         start = {"bits": bits, "top_p": top_p, "stale": stale}  # bits 0: exact
         controls = {k: selection(label, SIZES[k], start[k]) for k, label in SLIDERS.items()}
-        with figure_style():
+        with figure_style():  # every artist made inside: presentation mode's type sizes
             figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
-            gap_ax, weight_ax, opsm_ax, bias_ax = figure.subplots(2, 2).ravel()
+            self.panels(figure)
+        moving = [self.hist, *self.weights.values(), self.kept, self.dropped, *self.bars]
+        super().__init__(figure, self.update, controls, moving=[*moving, self.floor, self.note],
+                         rows=[list(SLIDERS)])  # fmt: skip
+
+    def panels(self, figure: Figure) -> None:
+        """The four panels and their moving artists."""
+        gap_ax, weight_ax, opsm_ax, bias_ax = figure.subplots(2, 2).ravel()
         for ax in (gap_ax, weight_ax, opsm_ax):
             ax.set_xscale("symlog", linthresh=LINEAR)
             ax.set_xlim(EDGES[0], EDGES[-1])
@@ -93,9 +97,6 @@ class MismatchExplorer(LiveFigure):
         bias_ax.set_xticks(x, [c.replace("_", "\n").replace("uence", "") for c in STYLES])
         bias_ax.set_title("gradient bias (study; — its floor)")
         legend_below(figure, ncols=3, handles=[*self.weights.values(), self.kept, self.dropped])
-        moving = [self.hist, *self.weights.values(), self.kept, self.dropped, *self.bars]
-        super().__init__(figure, self.update, controls, moving=[*moving, self.floor, self.note],
-                         rows=[list(SLIDERS)])  # fmt: skip
 
     def update(self, bits: int, top_p: float, stale: int) -> Markup:
         """Move every artist to the batches at this setting; the readout's numbers."""
@@ -109,15 +110,13 @@ class MismatchExplorer(LiveFigure):
         for mode, scatter in self.weights.items():
             w = np.broadcast_to(chosen[mode]["rollout_weights"], mask.shape)
             scatter.set_offsets(np.column_stack([token_gaps[mask], w[mask]]))
-        keep, mean_gap = opsm_points(batch)
-        points = np.column_stack([mean_gap, batch.advantages.ravel()])
+        keep, points = opsm_points(batch)
         self.kept.set_offsets(points[keep])
         self.dropped.set_offsets(points[~keep])
         bias = committed_bias(bits, top_p, stale)
         for bar, name in zip(self.bars, measures.CORRECTIONS, strict=True):
             bar.set_height(0.0 if bias is None else min(bias[name]["bias"], 3.0))
-        floors = [np.nan if bias is None else bias[c]["floor"] for c in measures.CORRECTIONS]
-        self.floor.set_ydata(floors)
+        self.floor.set_ydata([np.nan if not bias else bias[c]["floor"] for c in STYLES])
         self.note.set_text("" if bias else "measured one source at a time")
         clip = rounded(measures.ratio_at_mu1(batch)["clipped"], 3)
         text = f"{gaps.size} tokens in {RUNS} batches; clipped at μ = 1 with the engine's "
@@ -128,49 +127,51 @@ class MismatchExplorer(LiveFigure):
 def marks(mode: str) -> dict[str, Any]:
     """A truncating mode's markers large and hollow (a masking one's show through), filled."""
     color, marker = STYLES[mode]
-    if "trunc" in mode:
-        return {"s": 40, "marker": marker, "facecolors": "none", "edgecolors": color,
-                "label": mode.replace("_", " ")}  # fmt: skip
-    return {"s": 12, "marker": marker, "color": color, "label": mode.replace("_", " ")}
+    paint = {"facecolors": "none", "edgecolors": color, "s": 40} if "trunc" in mode else {"s": 12}
+    return {"color": color, "marker": marker, "label": mode.replace("_", " ")} | paint
 
 
 def opsm_points(batch: measures.MismatchBatch) -> tuple[np.ndarray, np.ndarray]:
-    """Every response's OPSM decision and its mean of ``logp_rollout - logp_old`` (mu = 1)."""
+    """Every response's OPSM decision, and its mean of ``logp_rollout - logp_old`` (mu = 1) and
+    advantage as a point."""
     keep = np.concatenate([measures.corrections(batch, r)["opsm"]["keep"] for r in range(RUNS)])
-    d = np.where(batch.mask, batch.logp_rollout - batch.logp_old, 0.0).sum(-1)
-    return keep, (d / batch.mask.sum(-1)).ravel()
+    d = np.where(batch.mask, batch.logp_rollout - batch.logp_old, 0.0).sum(-1) / batch.mask.sum(-1)
+    return keep, np.column_stack([d.ravel(), batch.advantages.ravel()])
 
 
 def study_figure(results: dict[str, Any]) -> Figure:
     """The study: each correction's gradient bias over a source's sizes (the floor shaded), and
     its difference in final accuracy from none (confirmation seeds) with its simultaneous band."""
-    sources = results["sources"]
-    with figure_style():
+    with figure_style():  # every artist made inside: presentation mode's type sizes
         figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
-        axes = figure.subplots(2, len(sources), sharex="col")
-    for column, (source, sizes) in enumerate(sources.items()):
-        x = np.arange(len(sizes))
-        top, bottom = axes[0, column], axes[1, column]
-        if source in results["curves"]:
-            curve = results["curves"][source]
-            floor = [m["bias"]["none"]["floor"] for m in curve]
-            top.fill_between(x, 0, floor, color=COLORS["guide"], alpha=0.3, lw=0)
-            for name, (color, marker) in STYLES.items():
-                top.plot(x, [m["bias"][name]["bias"] for m in curve], marker=marker, color=color)
-        else:
-            share = results["trained_clip_fraction"][source]
-            top.plot(x, share, marker="o", color=STYLES["none"][0])
-            top.set_ylabel("share clipped at μ = 1 (training)")
-        for name, (color, marker) in list(STYLES.items())[1:]:
-            band = results["bands"][f"{source}/{name}/score"]["confirmation"]
-            bottom.fill_between(x, band["low"], band["high"], color=color, alpha=0.15, lw=0)
-            bottom.plot(x, band["mean"], marker=marker, color=color, label=name)
-        bottom.axhline(0, color=COLORS["zero_line"], lw=0.8)
-        bottom.set_xticks(x, ["off" if i == 0 else str(z) for i, z in enumerate(sizes)])
-        top.set_title(TITLES.get(source, source))
-        bottom.set_xlabel(source.replace("_", " "))
-    axes[0, 0].set_ylabel("gradient bias")
-    axes[1, 0].set_ylabel("Δ final accuracy")
-    handles = [*axes[0, 0].get_lines()[:1], *axes[1, 0].get_lines()[:5]]
-    legend_below(figure, ncols=6, handles=handles, labels=[s.replace("_", " ") for s in STYLES])
+        axes = figure.subplots(2, len(results["sources"]), sharex="col")
+        for column, source in enumerate(results["sources"]):
+            draw_source(axes[0, column], axes[1, column], source, results)
+        axes[0, 0].set_ylabel("gradient bias")
+        axes[1, 0].set_ylabel("Δ final accuracy")
+        handles = [*axes[0, 0].get_lines()[:1], *axes[1, 0].get_lines()[:5]]
+        legend_below(figure, ncols=6, handles=handles, labels=[s.replace("_", " ") for s in STYLES])
     return figure
+
+
+def draw_source(top: Any, bottom: Any, source: str, results: dict[str, Any]) -> None:
+    """One source's column of :func:`study_figure`."""
+    sizes = results["sources"][source]
+    x = np.arange(len(sizes))
+    if source in results["curves"]:
+        curve = results["curves"][source]
+        floor = [m["bias"]["none"]["floor"] for m in curve]  # shaded: what noise alone gives
+        top.fill_between(x, 0, floor, color=COLORS["guide"], alpha=0.3, lw=0)
+        for name, (color, marker) in STYLES.items():
+            top.plot(x, [m["bias"][name]["bias"] for m in curve], marker=marker, color=color)
+    else:
+        top.plot(x, results["trained_clip_fraction"][source], marker="o", color=STYLES["none"][0])
+        top.set_ylabel("share clipped at μ = 1 (training)")
+    for name, (color, marker) in list(STYLES.items())[1:]:
+        band = results["bands"][f"{source}/{name}/score"]["confirmation"]
+        bottom.fill_between(x, band["low"], band["high"], color=color, alpha=0.15, lw=0)
+        bottom.plot(x, band["mean"], marker=marker, color=color, label=name)
+    bottom.axhline(0, color=COLORS["zero_line"], lw=0.8)
+    bottom.set_xticks(x, ["off" if i == 0 else str(z) for i, z in enumerate(sizes)])
+    top.set_title(TITLES.get(source, source))
+    bottom.set_xlabel(source.replace("_", " "))

@@ -150,10 +150,8 @@ def bias_by_correction(engine: Engine, runs: int, seed: int, stale: int = 0) -> 
     current = policies_ahead()[stale]
     on = gradients(mismatch_batch(Engine(), runs, seed, trainer_policy=current))["none"]
     off = gradients(mismatch_batch(engine, runs, seed, stale))
-    out = {name: gradient_bias(g, on) for name, g in off.items()}
     other = gradients(mismatch_batch(Engine(), runs, seed + 1, trainer_policy=current))["none"]
-    out["control"] = gradient_bias(other, on)
-    return out
+    return {n: gradient_bias(g, on) for n, g in off.items()} | {"control": gradient_bias(other, on)}
 
 
 def rollout_at(source: str, size: object, correction: str = "none") -> Rollout:
