@@ -175,6 +175,22 @@ def test_several_steps_per_generated_batch_clip_at_mu_1_and_one_step_never_does(
     assert four["grpo"].clip_fraction.max() > 0
 
 
+def test_each_source_and_correction_names_its_rollout():
+    for source, sizes in measures.SOURCES.items():
+        for correction in measures.CORRECTIONS:
+            rollout = measures.rollout_at(source, sizes[-1], correction)
+            engine = Engine(**{source: sizes[-1]}) if source in ("bits", "top_p") else Engine()
+            assert rollout.engine == engine
+            assert rollout.stale == (sizes[-1] if source == "stale" else 0)
+            assert rollout.steps_per_generation == (sizes[-1] if "steps" in source else 1)
+            c = rollout.correction
+            assert (c is None) == (correction == "none")
+            assert correction in ("none", "opsm") or (c.mode, c.opsm) == (correction, None)
+            assert correction != "opsm" or (c.mode, c.opsm) == (None, measures.OPSM_THRESHOLD)
+    with pytest.raises(ValueError, match="source"):
+        measures.rollout_at("temperature", 0.5)
+
+
 @pytest.mark.parametrize(
     ("make", "error", "name"),
     [

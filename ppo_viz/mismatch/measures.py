@@ -159,8 +159,8 @@ def rollout_at(source: str, size: object, correction: str = "none") -> Rollout:
     with a correction of :data:`CORRECTIONS` by name (TRL's bounds, OPSM at its threshold)."""
     if source not in SOURCES or correction not in CORRECTIONS:
         raise ValueError(f"no source {source!r} or correction {correction!r}; see SOURCES")
-    fixed = None if correction == "none" else Correction(mode=correction, clip_max=CLIP_MAX)
-    fixed = Correction(mode=None, opsm=OPSM_THRESHOLD) if correction == "opsm" else fixed
+    named = {"none": None, "opsm": Correction(mode=None, opsm=OPSM_THRESHOLD)}
+    fixed = named[correction] if correction in named else Correction(correction, clip_max=CLIP_MAX)
     engine = Engine(**{source: size}) if source in ("bits", "top_p") else Engine()
     counts = {k: size if k == source else v for k, v in (("stale", 0), ("steps_per_generation", 1))}
     return Rollout(engine, correction=fixed, **counts)  # type: ignore[arg-type]
