@@ -258,10 +258,8 @@ def report(results: dict[str, Any]) -> str:
             cells += [f"{bias[k]['bias']:.3f}" for k in cols] + [f"{bias['none']['floor']:.3f}"]
             lines.append(f"| {source} | {size} | " + " | ".join(cells) + " |")
     ratios = [v["bias"] / v["floor"] for v in c["independent_on_policy"]]
-    trained = "; ".join(
-        f"{k} {', '.join(f'{v:.3f}' for v in vs)}"
-        for k, vs in results["trained_clip_fraction"].items()
-    )
+    shares = results["trained_clip_fraction"]
+    trained = "; ".join(f"{k} {', '.join(f'{v:.3f}' for v in vs)}" for k, vs in shares.items())
     lines += [
         "\n## Controls\n",
         "- Every source off: each correction trains exactly as none on every seed: "
@@ -280,8 +278,10 @@ def report(results: dict[str, Any]) -> str:
         lines.append(f"| {f['source']} | {f['correction']} | {f['metric']} | {sizes} | {diffs} |")
     nulls = sorted({f"{n['source']}/{n['correction']}" for n in results["nulls"]
                     if n["metric"] == "score"})  # fmt: skip
-    bf16 = results["curves"]["bits"][results["sources"]["bits"].index(8)]["gap_quantiles"]
-    limits = LIMITS.format(vocabulary=results["vocabulary"], low=bf16[0], high=bf16[2])
+    bits = results["sources"]["bits"]
+    at = bits.index(8) if 8 in bits else -1  # bf16's 8 bits (--quick has others)
+    q = results["curves"]["bits"][at]["gap_quantiles"]
+    limits = LIMITS.format(vocabulary=results["vocabulary"], bits=bits[at], low=q[0], high=q[2])
     lines += [f"\nNot detectable here (final accuracy): {', '.join(nulls) or 'none'}.", limits]
     return "\n".join(lines) + "\n"
 
@@ -293,11 +293,11 @@ It shows the mechanisms, each measured above: under top-p alone every gap is at 
 engine renormalises over fewer tokens), so every weight is at most 1 and a clip_max has nothing
 to cut, and no weight brings back the tokens the engine never samples; a stale policy makes gaps
 of both signs, which the weights re-weight; several steps per generated batch clip at μ = 1
-while the engine's weights stay 1. It cannot show bf16 at scale: a vocabulary of {vocabulary}
-tokens leaves bf16's gaps within [{low:+.3f}, {high:+.3f}] (1% to 99%) here, where 100k tokens,
-responses of thousands and kernels that differ between engine and trainer compound them; nor
-MoE routing that differs between the two, collapse over long training, or the throughput a
-stale engine buys."""
+while the engine's weights stay 1. It cannot show bf16 at scale: with {vocabulary} tokens the
+gaps of {bits} bits lie within [{low:+.3f}, {high:+.3f}] (1% to 99%) here, where 100k tokens,
+long responses and kernels that differ between engine and trainer compound them; nor MoE
+routing that differs between the two, collapse over long training, or the throughput a stale
+engine buys."""
 
 
 def write(results: dict[str, Any], output: Path) -> None:

@@ -3,11 +3,9 @@ tiny_rlhf, the measurements of ppo_viz.mismatch, notebook 9's explorer and its p
 
 * An exact engine is no engine: the same responses as ``tiny_lm.sample``, the trainer's own
   log-probabilities to the bit, every correction's weight 1 and training identical.
-* Truncation renormalises; under top-p or top-k alone every gap is at most 0 (weights <= 1);
-  bits round as bf16 does.
+* Truncation renormalises; under top-p or top-k alone every gap is <= 0; bits round as bf16's.
 * Staleness serves the policy k iterations old; several steps per batch clip at mu = 1.
-* The explorer draws what llm_clip and the measurements give; the prose's numbers are the
-  committed study's.
+* The explorer draws llm_clip's numbers; the prose's numbers are the committed study's.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from notebook_runner import NOTEBOOK_DIR, output_problems, run_committed
 
 import llm_clip
 from bandit import log_softmax
+from experiments import mismatch_study
 from ppo_viz.mismatch import apps, measures
 from ppo_viz.results import load_results
 from tiny_lm import (
@@ -291,3 +290,11 @@ def test_the_notebook_runs_and_shows_the_study_findings():
     for finding in results["findings"][:3]:
         assert finding["correction"] in shown
     assert seconds < 120  # the brief's 60 s, with room for a loaded machine
+
+
+@pytest.mark.slow
+def test_the_quick_study_prints_its_report_and_writes_nothing(capsys):
+    before = {path: path.stat().st_mtime_ns for path in mismatch_study.FILES[:2]}
+    assert mismatch_study.main(["--quick", "--jobs", "1"]) == 0
+    assert "## Findings" in capsys.readouterr().out
+    assert {path: path.stat().st_mtime_ns for path in mismatch_study.FILES[:2]} == before
