@@ -458,14 +458,14 @@ class Engine:
     top_k: int = 0
 
     def __post_init__(self) -> None:
-        for name, low in (("bits", 2), ("top_k", 0)):
+        for name, (low, high) in {"bits": (2, 52), "top_k": (0, V)}.items():  # 52: float64's
             value = getattr(self, name)
             if value is None and name == "bits":
                 continue
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
                 raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
-            if not low <= value <= (52 if name == "bits" else V):
-                raise ValueError(f"{name} must be from {low} to {52 if name == 'bits' else V}")
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be from {low} to {high}, got {value}")
         if isinstance(self.top_p, bool) or not isinstance(self.top_p, numbers.Real):
             raise TypeError(f"top_p must be a number, got {type(self.top_p).__name__}")
         if not 0.0 < self.top_p <= 1.0:
