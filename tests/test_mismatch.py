@@ -1,5 +1,4 @@
-"""Ratios that are not 1 (issue 45): the engine of tiny_lm, the trainer's rollout settings of
-tiny_rlhf, the measurements of ppo_viz.mismatch, notebook 9's explorer and its prose.
+"""Ratios that are not 1 (issue 45): tiny_lm's engine, tiny_rlhf's rollouts, notebook 9.
 
 * An exact engine is no engine: the same responses as ``tiny_lm.sample``, the trainer's own
   log-probabilities to the bit, every correction's weight 1 and training identical.
@@ -257,13 +256,14 @@ def test_the_committed_study_keeps_its_controls():
 def test_the_prose_states_the_study_numbers_and_its_claims_hold():
     results = load_results(apps.RESULTS_JSON)
     prose = markdown_of(NOTEBOOK)
-    seeds, batches = results["seeds_per_set"], results["batches"]
-    assert_states(prose, f"{seeds} + {seeds} seeds", f"{seeds} discovery", f"{batches} batches")
-    assert_states(prose, f"{results['parameters']:,} parameters", f"{measures.OPSM_THRESHOLD:g}")
-    assert_states(prose, f"vocabulary of {V} tokens", f"with {V} tokens")
-    found = {
-        (f["source"], f["correction"]): f for f in results["findings"] if f["metric"] == "score"
-    }
+    seeds, batches, m = results["seeds_per_set"], results["batches"], measures
+    assert_states(prose, f"{seeds} + {seeds} seeds", f"{seeds} discovery", f"{batches} batches",
+                  f"{results['parameters']:,} parameters", f"{m.OPSM_THRESHOLD:g}")  # fmt: skip
+    linear, bound = f"$10^{{{np.log10(apps.LINEAR):.0f}}}$", f"none below, {m.CLIP_MAX:g} above"
+    group = f"{apps.RUNS} GRPO batches ({m.PROMPTS_PER_BATCH} prompts, groups of {m.GROUP})"
+    assert_states(prose, f"vocabulary of {V} tokens", f"with {V} tokens", linear, bound, group)
+    found = [f for f in results["findings"] if f["metric"] == "score"]
+    found = {(f["source"], f["correction"]): f for f in found}
     # "under top-p the weights do not change accuracy, OPSM does"; "rounding barely moves anything"
     for mode in llm_clip.ROLLOUT_MODES:
         assert ("top_p", mode) not in found
