@@ -150,7 +150,7 @@ def study_figure(results: dict[str, Any]) -> Figure:
         axes[0, 0].set_ylabel("gradient bias")
         axes[1, 0].set_ylabel("Δ final accuracy")
         handles = [*axes[0, 0].get_lines()[:1], *axes[1, 0].get_lines()[:5]]
-        legend_below(figure, ncols=6, handles=handles, labels=[s.replace("_", " ") for s in STYLES])
+        legend_below(figure, ncols=3, handles=handles, labels=[s.replace("_", " ") for s in STYLES])
     return figure
 
 
@@ -166,7 +166,7 @@ def draw_source(top: Any, bottom: Any, source: str, results: dict[str, Any]) -> 
             top.plot(x, [m["bias"][name]["bias"] for m in curve], marker=marker, color=color)
     else:
         top.plot(x, results["trained_clip_fraction"][source], marker="o", color=STYLES["none"][0])
-        top.set_ylabel("share clipped at μ = 1 (training)")
+        top.set_ylabel("clipped in training")
     for name, (color, marker) in list(STYLES.items())[1:]:
         band = results["bands"][f"{source}/{name}/score"]["confirmation"]
         bottom.fill_between(x, band["low"], band["high"], color=color, alpha=0.15, lw=0)
@@ -174,4 +174,4 @@ def draw_source(top: Any, bottom: Any, source: str, results: dict[str, Any]) -> 
     bottom.axhline(0, color=COLORS["zero_line"], lw=0.8)
     bottom.set_xticks(x, ["off" if i == 0 else str(z) for i, z in enumerate(sizes)])
     top.set_title(TITLES.get(source, source))
-    bottom.set_xlabel(source.replace("_", " "))
+    bottom.set_xlabel(TITLES.get(source, source))
