@@ -483,7 +483,8 @@ class Rollout:
     from the policy ``stale`` iterations old (an asynchronous trainer), split into
     ``steps_per_generation`` minibatches of responses, one Adam step each (per update), and
     corrected by ``correction`` (None: not at all).  The defaults reproduce the trainer without
-    an engine to the bit."""
+    an engine to the bit.  With several steps per generation the ratio is not 1 at mu = 1 from
+    the second step on, and the clip can engage (the module's "never" holds for one step)."""
 
     engine: Engine = field(default_factory=Engine)
     stale: int = 0
