@@ -242,10 +242,10 @@ def report(results: dict[str, Any]) -> str:
         f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
         f"({b * results['responses_per_batch']:,} responses), the same random numbers on both "
         "sides; floor: its Monte Carlo standard error. Clipped at μ = 1: tokens whose gradient "
-        "GRPO's clip switches off when the engine's log-probabilities serve as logp_old.\n",
-        "| source | size | gap mean [1%, 99%] | clipped at μ = 1 | bias: "
-        + " | ".join(cols)
-        + " | floor |",
+        "GRPO's clip switches off when the engine's log-probabilities serve as logp_old (verl, "
+        "TRL); outside: |r − 1| > ε whatever A (CleanRL).\n",
+        "| source | size | gap mean [1%, 99%] | clipped at μ = 1 (outside) | bias: "
+        f"{' | '.join(cols)} | floor |",
         "|---" * 9 + "|",
     ]
     for source, curve in results["curves"].items():
@@ -253,7 +253,7 @@ def report(results: dict[str, Any]) -> str:
             q, bias = m["gap_quantiles"], m["bias"]
             cells = [
                 f"{m['gap_mean']:+.4f} [{q[0]:+.3f}, {q[2]:+.3f}]",
-                f"{m['mu1']['clipped']:.3f}",
+                f"{m['mu1']['clipped']:.3f} ({m['mu1']['outside']:.3f})",
             ]
             cells += [f"{bias[k]['bias']:.3f}" for k in cols] + [f"{bias['none']['floor']:.3f}"]
             lines.append(f"| {source} | {size} | " + " | ".join(cells) + " |")

@@ -37,8 +37,7 @@ AHEAD_LEARNING_RATE, MAX_STALE = 1e-2, 8
 
 @dataclass(frozen=True)
 class MismatchBatch:
-    """``runs`` batches: responses, GRPO's advantages ``(runs, B)``, the trainer's scores (its
-    ``logp``: ``logp_old``), the engine's ``logp_rollout`` and the trainer's ``model``."""
+    """``runs`` batches: responses, advantages, the trainer's scores, the engine's logp, model."""
 
     responses: lm.Responses
     advantages: FloatArray
@@ -95,14 +94,16 @@ def gaps(batch: MismatchBatch) -> FloatArray:
 
 
 def ratio_at_mu1(batch: MismatchBatch) -> dict[str, float]:
-    """The share of tokens GRPO's clip switches off at mu = 1 when the engine's log-probabilities
-    serve as ``logp_old`` (verl's bypass mode): llm_clip's ``is_clipped``."""
-    clipped = sum(
-        llm_clip.token_breakdown(batch.logp_old[r], batch.logp_rollout[r], batch.advantages[r],
-                                 batch.mask[r], objective="grpo").is_clipped.sum()
-        for r in range(len(batch.mask))
-    )  # fmt: skip
-    return {"clipped": float(clipped / batch.mask.sum())}
+    """At mu = 1 with the engine's log-probabilities as ``logp_old`` (verl's bypass mode), the
+    share of tokens GRPO's clip switches off (``clipped``: llm_clip's ``is_clipped``, as verl and
+    TRL count) and of tokens outside the band whatever their A (``outside``: CleanRL's)."""
+    clipped = outside = 0.0
+    arrays = (batch.logp_old, batch.logp_rollout, batch.advantages, batch.mask)
+    for old, engine, a, m in zip(*arrays, strict=True):
+        clipped += llm_clip.token_breakdown(old, engine, a, m, objective="grpo").is_clipped.sum()
+        outside += llm_clip.clip_fraction_cleanrl(old, engine, m)["losses/clipfrac"] * m.sum()
+    n = batch.mask.sum()
+    return {"clipped": float(clipped / n), "outside": float(outside / n)}
 
 
 def corrections(batch: MismatchBatch, run: int) -> dict[str, dict[str, np.ndarray | None]]:
