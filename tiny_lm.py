@@ -433,3 +433,102 @@ def right_answer_probability(model: TinyLM) -> FloatArray:
         mask[:, number, : len(target)] = True
     prompts = np.broadcast_to(np.arange(len(PROMPTS)), (runs, len(PROMPTS)))
     return np.exp(score(model, pack(Responses(prompts, tokens, mask))).logp.sum(axis=-1))
+
+
+# --------------------------------------------------------------------------
+# The rollout engine (issue 45): how vLLM or SGLang samples, in miniature
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An inference engine's departures from the trainer, each a switch with a size.
+
+    ``bits``: the logits rounded to that many significant bits (bf16 keeps 8; None: exact);
+    ``top_p``: nucleus sampling, the fewest most likely tokens whose probability reaches
+    ``top_p`` (1: off); ``top_k``: only the ``top_k`` most likely tokens (0: off).  Top-k is
+    applied first, then top-p on what it kept, as vLLM does.  The engine reports the
+    log-probabilities of the distribution it sampled from (vLLM's ``processed_logprobs``, which
+    TRL asks for), where the trainer's recomputation does not truncate.
+    """
+
+    bits: int | None = None
+    top_p: float = 1.0
+    top_k: int = 0
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in {"bits": (2, 52), "top_k": (0, V)}.items():  # 52: float64's
+            value = getattr(self, name)
+            if value is None and name == "bits":
+                continue
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be from {low} to {high}, got {value}")
+        if isinstance(self.top_p, bool) or not isinstance(self.top_p, numbers.Real):
+            raise TypeError(f"top_p must be a number, got {type(self.top_p).__name__}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+
+    @property
+    def exact(self) -> bool:
+        """True when the engine samples from the trainer's own distribution."""
+        return self.bits is None and self.top_p == 1.0 and self.top_k == 0
+
+    def logits(self, logits: FloatArray) -> FloatArray:
+        """The logits the engine samples from ``(..., V)``: rounded, and ``-inf`` on the tokens
+        top-k and top-p leave out (their ``log_softmax`` is the truncated, renormalised
+        distribution); ``logits`` itself when the engine is exact."""
+        if self.exact:
+            return logits
+        z = logits if self.bits is None else _rounded(logits, self.bits)
+        if self.top_k:
+            kth = -np.sort(-z, axis=-1)[..., self.top_k - 1 : self.top_k]
+            z = np.where(z >= kth, z, -np.inf)
+        if self.top_p < 1.0:
+            probs = np.exp(log_softmax(z))
+            order = np.argsort(-probs, axis=-1, kind="stable")
+            ranked = np.take_along_axis(probs, order, axis=-1)
+            before = ranked.cumsum(axis=-1) - ranked  # the mass of the likelier tokens
+            drop = np.zeros(z.shape, dtype=bool)
+            np.put_along_axis(drop, order, before >= self.top_p, axis=-1)
+            z = np.where(drop, -np.inf, z)
+        return z
+
+
+def _rounded(x: FloatArray, bits: int) -> FloatArray:
+    """``x`` rounded to ``bits`` significant bits (round half to even, as bf16 rounds)."""
+    mantissa, exponent = np.frexp(x)
+    return np.ldexp(np.round(np.ldexp(mantissa, bits)), exponent - bits)
+
+
+class _Served:
+    """A model behind an engine: its ``forward`` gives the logits the engine samples from."""
+
+    def __init__(self, model: TinyLM, engine: Engine) -> None:
+        self.model, self.engine = model, engine
+
+    def forward(self, x: FloatArray) -> tuple[FloatArray, Cache]:
+        logits, cache = self.model.forward(x)
+        return self.engine.logits(logits), cache
+
+
+def engine_sample(
+    model: TinyLM, prompts: IntArray, uniforms: FloatArray, engine: Engine
+) -> Responses:
+    """Responses drawn as :func:`sample` draws them, from ``engine``'s distribution (the same
+    responses when the engine is exact)."""
+    if not isinstance(engine, Engine):
+        raise TypeError(f"engine must be an Engine, got {type(engine).__name__}")
+    return sample(_Served(model, engine), prompts, uniforms)  # type: ignore[arg-type]
+
+
+def engine_logp(model: TinyLM, batch: Packed, engine: Engine) -> FloatArray:
+    """The engine's log-probability of each response token ``(runs, B, MAX_LEN)`` (0 on
+    padding): of the truncated, renormalised distribution of rounded logits, as an engine with
+    ``processed_logprobs`` reports it.  With an exact engine, :func:`score`'s ``logp`` to the
+    bit.  (A token the engine did not sample from could be ``-inf``.)"""
+    logits, _ = model.forward(batch.x)
+    log_probs = log_softmax(engine.logits(logits))
+    taken = np.take_along_axis(log_probs, batch.tokens[..., None], axis=-1)[..., 0]
+    return batch.unpacked(taken)

@@ -50,19 +50,21 @@ from tiny_lm import (
     RIGHT_LENGTH,
     Adam,
     BoolArray,
+    Engine,
     FloatArray,
     IntArray,
     Packed,
     Responses,
     Scored,
     TinyLM,
+    engine_logp,
+    engine_sample,
     entropy,
     pack,
     parameter_grad,
     reference_model,
     rewards,
     right_answer_probability,
-    sample,
     score,
 )
 
@@ -189,16 +191,20 @@ CURVES = tuple(f.name for f in fields(History))[3:-1]
 
 
 def train(
-    methods: Sequence[Method], settings: TrainSettings, seeds: Sequence[int]
+    methods: Sequence[Method],
+    settings: TrainSettings,
+    seeds: Sequence[int],
+    rollout: Rollout | None = None,
 ) -> dict[str, History]:
     """Train every method on every seed, side by side: each method's :class:`History`.
 
     ``methods``: distinct :class:`Method` objects (e.g. ``methods_named(["grpo"])``);
     ``seeds``: distinct whole numbers >= 0.  Anything else is a ``TypeError`` or ``ValueError``
-    naming the argument.
+    naming the argument.  ``rollout``: how the batches are generated (:class:`Rollout`; None:
+    by the current policy itself, exactly).
     """
     _check_train_inputs(methods, settings, seeds)
-    trainer = Trainer(methods, settings, seeds)
+    trainer = Trainer(methods, settings, seeds, rollout)
     curves = {name: np.zeros((trainer.runs, settings.iterations)) for name in CURVES}
     for iteration in range(settings.iterations):
         for name, values in trainer.iteration().items():
@@ -247,9 +253,15 @@ class Trainer:
     the frozen reference, and one iteration."""
 
     def __init__(
-        self, methods: Sequence[Method], settings: TrainSettings, seeds: Sequence[int]
+        self,
+        methods: Sequence[Method],
+        settings: TrainSettings,
+        seeds: Sequence[int],
+        rollout: Rollout | None = None,
     ) -> None:
         self.methods, self.settings = list(methods), settings
+        self.rollout = checked_rollout(rollout, settings)
+        self.served: list[list[FloatArray]] = []  # the engine's weights, oldest first
         self.run_methods = [m for m in self.methods for _ in seeds]
         self.runs = len(self.run_methods)
         self.rngs = [np.random.default_rng([SAMPLING_STREAM, seed]) for seed in seeds]
@@ -278,10 +290,20 @@ class Trainer:
         copies = len(self.methods)
         return np.tile(np.array(prompts), (copies, 1)), np.tile(np.array(uniforms), (copies, 1, 1))
 
+    def generate(self) -> tuple[Responses, TinyLM]:
+        """A batch sampled by the rollout's engine from the policy ``stale`` iterations old
+        (the oldest kept, early on), and that policy."""
+        sampler = self.policy
+        if self.rollout.stale:
+            self.served = [*self.served, [p.copy() for p in self.policy.params]]
+            self.served = self.served[-(self.rollout.stale + 1) :]
+            sampler = TinyLM(self.served[0])
+        return engine_sample(sampler, *self.draw(), self.rollout.engine), sampler
+
     def iteration(self) -> dict[str, FloatArray]:
         """Sample a batch, score it, take the mu updates; what :class:`History` keeps of it."""
         s = self.settings
-        responses = sample(self.policy, *self.draw())
+        responses, sampler = self.generate()
         reward, right, malformed = rewards(responses)
         batch = pack(responses)
         old = score(self.policy, batch)
@@ -289,16 +311,24 @@ class Trainer:
         advantages = self.advantages(responses, reward, old, ref)
         clip_low, clip_high = np.zeros(self.runs), np.zeros(self.runs)
         tokens = responses.mask.sum(axis=(1, 2))
+        logp_rollout = self.rollout.logp(sampler, batch)
         new = old  # at the first update the policy is the old one: the same numbers
-        for update in range(s.updates):
-            if update:
+        steps = [rows for _ in range(s.updates) for rows in self.rollout.minibatches(s.batch_size)]
+        for step, rows in enumerate(steps):
+            if step:
                 new = score(self.policy, batch)
             dloss_dlogp = np.zeros_like(new.logp)
             for run in range(self.runs):
-                b = self.breakdown(run, new.logp, old.logp, advantages, responses.mask, ref.logp)
-                dloss_dlogp[run] = b.grad
-                clip_low[run] += (b.is_clipped & (advantages[run] < 0)).sum()
-                clip_high[run] += (b.is_clipped & (advantages[run] > 0)).sum()
+                arrays = (new.logp, old.logp, advantages, responses.mask, ref.logp)
+                arrays = tuple(a[:, rows] for a in arrays)
+                per_response = self.run_methods[run].advantages != "gae"  # OPSM's condition
+                corrected = self.rollout.corrected(
+                    run, *arrays[:4], logp_rollout, rows, per_response
+                )
+                b = self.breakdown(run, *arrays, **corrected)
+                dloss_dlogp[run, rows] = b.grad
+                clip_low[run] += (b.is_clipped & (arrays[2][run] < 0)).sum()
+                clip_high[run] += (b.is_clipped & (arrays[2][run] > 0)).sum()
             grads = parameter_grad(self.policy, new, dloss_dlogp)
             self.optimizer.step(grads, s.learning_rate)
         kl_ref = (np.exp(old.log_probs) * (old.log_probs - ref.log_probs)).sum(axis=-1)
@@ -326,8 +356,10 @@ class Trainer:
         advantages: FloatArray,
         mask: BoolArray,
         logp_ref: FloatArray,
+        **corrected: Any,
     ) -> llm_clip.TokenBreakdown:
-        """:func:`llm_clip.token_breakdown` of one run's batch, with its method's settings."""
+        """:func:`llm_clip.token_breakdown` of one run's batch, with its method's settings
+        (and ``rollout_weights``/``keep``, when a :class:`Correction` gives them)."""
         method = self.run_methods[run]
         kl_coef = 0.0 if method.advantages == "gae" else self.settings.kl_coef
         return llm_clip.token_breakdown(
@@ -341,6 +373,7 @@ class Trainer:
             max_len=MAX_LEN,
             logp_ref=logp_ref[run] if kl_coef else None,
             kl_coef=kl_coef,
+            **corrected,
         )
 
     def advantages(
@@ -415,3 +448,105 @@ def methods_named(keys: Sequence[str]) -> list[Method]:
     if unknown:
         raise ValueError(f"no method is named {unknown[0]!r}; choose from {', '.join(METHODS)}")
     return [METHODS[key] for key in keys]
+
+
+# --------------------------------------------------------------------------
+# Batches from an inference engine (issue 45): ratios that are not 1
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Correction:
+    """What the trainer does about the engine: TRL 1.16's importance weights
+    (:func:`llm_clip.rollout_weights`; ``mode`` None: none) and DeepSeek-V3.2's off-policy
+    sequence masking at threshold ``opsm`` (:func:`llm_clip.off_policy_keep`; None: off; for
+    the group methods, whose advantage is one per response).  The defaults are TRL's."""
+
+    mode: str | None = "sequence_mask"
+    clip_min: float | None = None
+    clip_max: float | None = 3.0
+    opsm: float | None = None
+
+    def __post_init__(self) -> None:
+        one, mask = np.zeros((1, 1)), np.ones((1, 1), dtype=bool)
+        if self.mode is not None:  # the library's own checks, naming the bad argument
+            llm_clip.rollout_weights(
+                one, one, mask, mode=self.mode, clip_min=self.clip_min, clip_max=self.clip_max
+            )
+        if self.opsm is not None:
+            llm_clip.off_policy_keep(one, one, [0.0], mask, threshold=self.opsm)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """How a batch is generated and used: sampled by ``engine`` (:class:`tiny_lm.Engine`)
+    from the policy ``stale`` iterations old (an asynchronous trainer), split into
+    ``steps_per_generation`` minibatches of responses, one Adam step each (per update), and
+    corrected by ``correction`` (None: not at all).  The defaults reproduce the trainer without
+    an engine to the bit.  With several steps per generation the ratio is not 1 at mu = 1 from
+    the second step on, and the clip can engage (the module's "never" holds for one step)."""
+
+    engine: Engine = field(default_factory=Engine)
+    stale: int = 0
+    steps_per_generation: int = 1
+    correction: Correction | None = None
+
+    def __post_init__(self) -> None:
+        checked_fields(self, {"stale": (0, 64, True), "steps_per_generation": (1, 64, True)})
+        if not isinstance(self.engine, Engine):
+            raise TypeError(f"engine must be an Engine, got {type(self.engine).__name__}")
+        if not isinstance(self.correction, (Correction, type(None))):
+            raise TypeError(f"correction must be a Correction or None, got {self.correction!r}")
+
+    def minibatches(self, batch_size: int) -> list[slice]:
+        """The responses of each optimizer step on one batch."""
+        size = batch_size // self.steps_per_generation
+        if self.steps_per_generation == 1:
+            return [slice(None)]
+        return [slice(i * size, (i + 1) * size) for i in range(self.steps_per_generation)]
+
+    def logp(self, sampler: TinyLM, batch: Packed) -> FloatArray | None:
+        """The engine's log-probabilities of the batch, where a correction needs them."""
+        return None if self.correction is None else engine_logp(sampler, batch, self.engine)
+
+    def corrected(
+        self,
+        run: int,
+        logp_new: FloatArray,
+        logp_old: FloatArray,
+        advantages: FloatArray,
+        mask: BoolArray,
+        logp_rollout: FloatArray | None,
+        rows: slice,
+        per_response: bool = True,
+    ) -> dict[str, np.ndarray]:
+        """``rollout_weights``/``keep`` of one run's minibatch for :func:`llm_clip.token_breakdown`
+        (TRL: weights from the batch's ``logp_old``, OPSM's mask from the current ``logp_new``;
+        no OPSM unless the advantages are ``per_response``, so not for PPO's)."""
+        c, out = self.correction, {}
+        if c is None or logp_rollout is None:
+            return out
+        engine, m = logp_rollout[run, rows], mask[run]
+        if c.mode is not None:
+            out["rollout_weights"] = llm_clip.rollout_weights(
+                logp_old[run], engine, m, mode=c.mode, clip_min=c.clip_min, clip_max=c.clip_max
+            )
+        if c.opsm is not None and per_response:
+            keep = llm_clip.off_policy_keep(
+                logp_new[run], engine, advantages[run], m, threshold=c.opsm
+            )
+            out["keep"] = keep
+        return out
+
+
+def checked_rollout(rollout: object, settings: TrainSettings) -> Rollout:
+    """``rollout`` (None: :class:`Rollout`'s defaults), its minibatches fitting the batch."""
+    rollout = Rollout() if rollout is None else rollout
+    if not isinstance(rollout, Rollout):
+        raise TypeError(f"rollout must be a Rollout or None, got {type(rollout).__name__}")
+    if settings.batch_size % rollout.steps_per_generation:
+        raise ValueError(
+            f"steps_per_generation ({rollout.steps_per_generation}) must divide the batch of "
+            f"{settings.batch_size} responses"
+        )
+    return rollout

@@ -49,10 +49,11 @@ PROBES = {
     "numerics_and_rlhf": "cap",
     "clipping_in_llm_training": "eps-high",
     "where_the_advantage_comes_from": "lam",
+    "ratios_that_are_not_1": "stale",
 }
 #: Notebooks whose probed slider acts on release (``continuous_update=False``: each setting
 #: trains, as in notebook 4's explorer): judged by the figure after the release, not a rate.
-ON_RELEASE = {"why_clip"}
+ON_RELEASE = {"why_clip", "ratios_that_are_not_1"}
 #: The feel targets (issue 30): a step; a setting of a slider that trains; a drag.
 STEP_TARGET_S = 0.150
 SETTING_TARGET_S = 0.250
