@@ -36,22 +36,16 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from experiments.evidence import SEED_SETS, sign_of, simultaneous_band
 from experiments.report import INTERVALS, json_text, machine_line, write_report
-from experiments.runner import (
-    output_folder,
-    rederive_folder,
-    run_and_write,
-    run_cells,
-    study_parser,
-)
+from experiments.runner import parse_study, run_study, study_parser
 from ppo_viz.machine import fingerprint
 from ppo_viz.mismatch import measures
-from ppo_viz.results import RESULTS_DIR, load_results
+from ppo_viz.results import RESULTS_DIR
 from tiny_lm import V, reference_model
 from tiny_rlhf import TrainSettings, methods_named, train
 
@@ -119,8 +113,23 @@ def cells_of(seeds: int, iterations: int, batches: int, offset: int, sources: di
     return cells
 
 
-FULL = (SEEDS_PER_SET, SETTINGS.iterations, BATCHES, 0, SOURCES)
-QUICK = (3, 10, 16, 0, {s: sizes[:2] for s, sizes in SOURCES.items()})
+class Plan(NamedTuple):
+    """What a run covers: seeds per set, iterations, measurement batches, the first seed and
+    the sizes of each source."""
+
+    seeds: int
+    iterations: int
+    batches: int
+    offset: int
+    sources: dict
+
+    @property
+    def cells(self) -> list[Cell]:
+        return cells_of(*self)
+
+
+FULL = Plan(SEEDS_PER_SET, SETTINGS.iterations, BATCHES, 0, SOURCES)
+QUICK = Plan(3, 10, 16, 0, {s: sizes[:2] for s, sizes in SOURCES.items()})
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
@@ -307,40 +316,31 @@ def write(results: dict[str, Any], output: Path) -> None:
     )
 
 
+def restated(results: dict[str, Any]) -> dict[str, Any]:
+    """Stored results with their statistics derived again from the per-seed values."""
+    derived = ("curves", "bands", "findings", "nulls", "controls")
+    return summarize({k: v for k, v in results.items() if k not in derived})
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = study_parser(
-        __doc__, "--restate", "derive the statistics and report again from the JSON", 24
+    restate = "derive the statistics and report again from the JSON"
+    parser = study_parser(COMMAND, __doc__, "--restate", restate, SEEDS_PER_SET * len(SEED_SETS))
+    parsed = parse_study(
+        parser,
+        argv,
+        "--restate",
+        (FULL, QUICK),
+        lambda plan, args: plan._replace(offset=args.seed_offset),
+        FILES,
+        SCRATCH_DIR,
     )
-    args = parser.parse_args(argv)
-    if args.restate:
-        chosen = args.quick or bool(args.seed_offset)
-        output = rederive_folder(parser, "--restate", chosen, args.output_dir, FILES)
-        results = load_results(output / FILES[0].name)
-        write(
-            summarize(
-                {
-                    k: results[k]
-                    for k in results
-                    if k not in ("curves", "bands", "findings", "nulls", "controls")
-                }
-            ),
-            output,
-        )
-        return 0
-    seeds, iterations, batches, _, sources = QUICK if args.quick else FULL
-    full = (seeds, iterations, batches, args.seed_offset, sources)
-    cells = cells_of(*full)
-    output = output_folder(parser, args, full == FULL, SCRATCH_DIR, FILES)
-    return run_and_write(
-        cells,
-        output,
-        FILES[-1].name,
-        lambda cache, progress: run_cells(cells, cache, args.jobs, run_cell, progress),
+    return run_study(
+        parsed,
+        FILES,
+        restated,
+        run_cell,
         lambda cell: cell.label(),
-        lambda raw, seconds, resumed: {
-            **results_of(cells, raw, seconds, args.jobs, full),
-            "resumed_cells": resumed,
-        },
+        lambda plan, raw, seconds, jobs: results_of(plan.cells, raw, seconds, jobs, plan),
         write,
         report,
     )

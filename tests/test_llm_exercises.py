@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import llm_clip
-from ppo_viz.exercises import check_gae, gae
+from ppo_viz.exercises import check_corrected_loss, check_gae, gae, rollout
 from ppo_viz.exercises.llm import (
     EXCLUSIVE,
     MISTAKES,
@@ -192,12 +192,40 @@ def gae_vectorised(rewards, values, dones, last_value, last_done, *, gamma, lam)
     return advantages, advantages + values
 
 
+# -- The loss with the rollout engine's corrections (notebook 9), as TRL writes it -------------
+
+
+def corrected_numpy(
+    logp_new, logp_old, logp_rollout, advantages, mask, logp_ref, *, mode, clip_max, threshold,
+    beta, mistakes=(),
+):  # fmt: skip
+    seen = np.ones_like(mask) if "padding_counted" in mistakes else mask
+    d = logp_rollout - logp_old if "ratio_inverted" in mistakes else logp_old - logp_rollout
+    d = np.where(seen, d, 0.0)
+    if mode.startswith("sequence"):
+        total = d.sum(axis=1, keepdims=True)
+        d = total / seen.sum(axis=1, keepdims=True) if "sequence_mean" in mistakes else total
+    w = np.exp(d)
+    truncate = mode.endswith("truncate") != ("mode_confused" in mistakes)
+    w = np.minimum(w, clip_max) if truncate else np.where(w > clip_max, 0.0, w)
+    gap = np.where(seen, logp_rollout - logp_new, 0.0) * (-1 if "opsm_sign" in mistakes else 1)
+    statistic = gap.sum(axis=1) / (1 if "opsm_sum" in mistakes else seen.sum(axis=1))
+    keep = ((advantages >= 0) | (statistic <= threshold))[:, None]
+    r, a = np.exp(np.where(mask, logp_new - logp_old, 0.0)), advantages[:, None]
+    term = np.minimum(r * a, np.clip(r, 0.8, 1.2) * a)
+    d_ref = np.where(mask, logp_ref - logp_new, 0.0)
+    kl = beta * (np.exp(d_ref) - d_ref - 1)
+    per_token = w * keep * (term - kl) if "kl_weighted" in mistakes else w * keep * term - kl
+    return -float((np.where(mask, per_token, 0.0).sum(axis=1) / mask.sum(axis=1)).mean())
+
+
 #: Each exercise's check, its learner with switchable mistakes, the groups of mistakes it
 #: names (each named alone, as the learner's code writes it: k1 or k2 for kl_estimator).
 CHECKS = {
     "grpo": (check_grpo_loss, grpo_numpy, EXCLUSIVE["grpo"]),
     "gspo": (check_gspo_loss, gspo_numpy, EXCLUSIVE["gspo"]),
     "gae": (check_gae, gae_loop, gae.GROUPS),
+    "rollout": (check_corrected_loss, corrected_numpy, rollout.GROUPS),
 }
 CODES = {"kl_estimator": ("k1", "k2")}
 #: Each mistake's key by the code the learner's function takes, and the exercises it has.
@@ -210,6 +238,7 @@ PAIRS = {
     "gspo": "no_mask+product sign+token_clip arithmetic_mean+sign clip_only+no_mask "
     "over_T+ratio_inverted bounds_swapped+max_for_min",
     "gae": "forwards+no_bootstrap discounted_returns+swapped dones_shifted+no_bootstrap",
+    "rollout": "ratio_inverted+kl_weighted mode_confused+opsm_sum padding_counted+sequence_mean",
 }
 
 
@@ -382,7 +411,7 @@ def test_each_function_gets_its_diagnosis(exercise, function, mistakes, texts):
     if not mistakes:
         assert result.matching_core == result.core_batches
         assert "passed" in result.headline()
-    texts_of = gae.MISTAKES if exercise == "gae" else MISTAKES
+    texts_of = {"gae": gae.MISTAKES, "rollout": rollout.MISTAKES}.get(exercise, MISTAKES)
     for finding in result.findings:
         if finding.key in texts_of:
             assert (finding.title, finding.message) == texts_of[finding.key]

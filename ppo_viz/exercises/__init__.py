@@ -42,6 +42,7 @@ from ppo_viz.exercises.checker import (
 )
 from ppo_viz.exercises.gae import check_gae
 from ppo_viz.exercises.questions import ConceptQuestion, concept_questions
+from ppo_viz.exercises.rollout import check_corrected_loss
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "battery",
     "check",
     "check_clip_fraction",
+    "check_corrected_loss",
     "check_gae",
     "check_grad",
     "check_loss",

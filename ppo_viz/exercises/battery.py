@@ -28,7 +28,7 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 #: The exercises: notebook 6's three, by the kind of value their function returns, notebook 7's
 #: two losses (:mod:`.llm`) and notebook 8's GAE (:mod:`.gae`).
-Kind = Literal["loss", "clip_fraction", "grad", "grpo", "gspo", "gae"]
+Kind = Literal["loss", "clip_fraction", "grad", "grpo", "gspo", "gae", "rollout"]
 #: What a batch is there to test: the contract on realistic inputs, or float64's edges.
 Role = Literal["core", "robustness"]
 #: The name of the learner's function for each exercise.

@@ -1,0 +1,152 @@
+"""Notebook 9's exercise: GRPO's loss with the rollout engine's corrections, as TRL applies them.
+
+:func:`check_corrected_loss` is the same check as the others (:func:`.run_check`) on this
+module's :func:`battery`.  The learner writes::
+
+    corrected_loss(logp_new, logp_old, logp_rollout, advantages, mask, logp_ref,
+                   *, mode, clip_max, threshold, beta)
+
+GRPO's loss (each answer's mean over its tokens, then the mean over answers; eps 0.2) whose
+token terms are multiplied by TRL's importance weights (``mode``, ``clip_max``, no lower bound)
+and by OPSM's keep (``threshold``), with ``beta`` times k3 to the reference added *unweighted*.
+Every answer is compared with :func:`llm_clip.policy_loss` given :func:`llm_clip.rollout_weights`
+and :func:`llm_clip.off_policy_keep`; each mistake of :data:`MISTAKES` is those functions on
+changed inputs (:func:`corrected_answer`).  Every batch holds finite values on its padding, so
+a padding counted shows in the answer.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+import llm_clip
+from ppo_viz.exercises.battery import ExerciseBatch
+from ppo_viz.exercises.checker import CheckResult, run_check
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise
+from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
+
+_GAP = "d = logp_old - logp_rollout on the answer's own tokens (trainer over engine)"
+#: Every mistake the check names: its title and what the learner reads.
+TITLES = {
+    "ratio_inverted": "Importance ratio inverted (engine over trainer)",
+    "mode_confused": "Masked where truncating was asked (or the reverse)",
+    "padding_counted": "Padding counted in the weights or in OPSM's mean",
+    "opsm_sum": "OPSM with the sum of the gaps, not their mean",
+    "opsm_sign": "OPSM's gap with the wrong sign",
+    "sequence_mean": "Sequence weight from the mean of the gaps, not their sum",
+    "kl_weighted": "The KL term weighted too",
+    "precision": "Close, but not to float64 precision",
+}
+#: What the learner reads about each mistake.
+EXPLANATIONS = {
+    "ratio_inverted": f"The weight corrects for sampling from the engine, so it is the trainer's "
+    f"probability over the engine's: exp(d) with {_GAP}.",
+    "mode_confused": "A *_truncate mode clamps each weight to clip_max (np.minimum(w, clip_max)); "
+    "a *_mask mode sets every weight above clip_max to 0 and keeps the others as they are.",
+    "padding_counted": "Padding holds finite numbers that belong to no answer: use "
+    "np.where(mask, d, 0.0) before a sum, and divide OPSM's sum by the answer's own token count, "
+    "mask.sum(axis=1).",
+    "opsm_sum": "OPSM compares the *mean* over the answer's tokens of logp_rollout - logp_new "
+    "with the threshold (TRL's get_off_policy_mask); the sequence weight is the one that takes "
+    "the sum, exp(sum_t d).",
+    "opsm_sign": "OPSM's gap estimates KL(engine || current policy): logp_rollout - logp_new, "
+    "positive where the current policy finds the answer less likely than the engine did.",
+    "sequence_mean": "A sequence_* weight is the product of the token ratios, exp(sum_t d) over "
+    "the answer's tokens (TRL); the mean of the gaps is GSPO's ratio and OPSM's statistic.",
+    "kl_weighted": "TRL multiplies the policy term by the weight and by OPSM's keep, then adds "
+    "beta * k3 to every token unweighted: a dropped answer still pays its KL.",
+    "precision": "Your answers agree with llm_clip's to about float32's 7 significant digits, "
+    "not float64's: compute in float64 throughout.",
+}
+MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
+#: The mistakes in groups of those that exclude one another.
+GROUPS = [
+    ("ratio_inverted",),
+    ("mode_confused",),
+    ("padding_counted",),
+    ("opsm_sign", "opsm_sum"),
+    ("sequence_mean",),
+    ("kl_weighted",),
+]
+_SWAPPED_MODE = {
+    "token_truncate": "token_mask",
+    "token_mask": "token_truncate",
+    "sequence_truncate": "sequence_mask",
+    "sequence_mask": "sequence_truncate",
+}
+
+
+def corrected_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> float:
+    """The loss of an implementation with ``mistakes``: llm_clip's functions on changed inputs."""
+    new, old, rollout, advantages, mask = batch.arrays.values()
+    (logp_ref,), k = batch.extras, batch.keywords
+    m = mistakes
+    mode = _SWAPPED_MODE[k["mode"]] if "mode_confused" in m else k["mode"]
+    seen = np.ones_like(mask) if "padding_counted" in m else mask  # padding read as tokens
+    engine, trainer = (old, rollout) if "ratio_inverted" in m else (rollout, old)
+    if "sequence_mean" in m and mode.startswith("sequence"):
+        mean_gap = np.where(seen, trainer - engine, 0.0).sum(axis=1) / seen.sum(axis=1)
+        raw = np.exp(mean_gap)[:, None]
+        weights = np.minimum(raw, k["clip_max"])
+        weights = weights if mode.endswith("truncate") else np.where(raw > k["clip_max"], 0.0, raw)
+    else:
+        weights = llm_clip.rollout_weights(trainer, engine, seen, mode=mode, clip_max=k["clip_max"])
+    gap = np.where(seen, rollout - new, 0.0)
+    if "opsm_sign" in m:
+        gap = -gap
+    statistic = gap.sum(axis=1) / (1 if "opsm_sum" in m else seen.sum(axis=1))
+    keep = (advantages >= 0) | (statistic <= k["threshold"])
+    b = llm_clip.token_breakdown(
+        new, old, advantages, mask, objective="grpo", logp_ref=logp_ref, kl_coef=k["beta"],
+        rollout_weights=weights, keep=keep,
+    )  # fmt: skip
+    if "kl_weighted" not in m:
+        return b.loss
+    per_token = b.rollout_weight * (b.term - k["beta"] * b.kl)
+    return float(-(b.weight * per_token).sum())
+
+
+EXERCISES["rollout"] = Exercise(MISTAKES, GROUPS, corrected_answer)
+
+#: The batches, by name: mode, clip_max, threshold, beta and the seed of the arrays.
+BATCHES = {
+    "TRL's default": ("sequence_mask", 3.0, 0.05, 0.04, 11),
+    "token truncation": ("token_truncate", 1.5, 0.1, 0.1, 12),
+    "sequence truncation": ("sequence_truncate", 2.0, 0.02, 0.05, 13),
+}
+
+
+def _batch(name: str) -> ExerciseBatch:
+    """Batch ``name``: six answers of 2 to 5 tokens to three prompts, an engine that is far off
+    on some of them (so weights pass ``clip_max`` and OPSM drops some answers), padding finite."""
+    mode, clip_max, threshold, beta, seed = BATCHES[name]
+    rng = np.random.default_rng(seed)
+    lengths = np.array([5, 2, 4, 3, 5, 2])
+    mask = np.arange(5) < lengths[:, None]
+    old = rng.uniform(-3.0, -0.05, mask.shape)
+    off = rng.normal(0.0, 0.15, mask.shape) + np.array([0.0, 0.6, -0.4, 0.0, 0.3, -0.5])[:, None]
+    rollout = old - off  # the engine's log-probabilities, some answers far from the trainer's
+    new = old + rng.normal(0.0, 0.1, mask.shape)
+    advantages = np.array([1.0, -1.0, 0.5, -0.5, -1.5, 1.5])
+    logp_ref = new + rng.normal(0.0, 0.2, mask.shape)
+    arrays = {"logp_new": new, "logp_old": old, "logp_rollout": rollout,
+              "advantages": advantages, "mask": mask}  # fmt: skip
+    keywords = {"mode": mode, "clip_max": clip_max, "threshold": threshold, "beta": beta}
+    lesson = f"{mode}, clip_max {clip_max:g}, threshold {threshold:g}, beta {beta:g}"
+    return ExerciseBatch(name, lesson, arrays, (logp_ref,), keywords)
+
+
+@cache
+def battery() -> tuple[ExerciseBatch, ...]:
+    """The batches :func:`check_corrected_loss` runs: three modes, padding finite."""
+    return tuple(_batch(name) for name in BATCHES)
+
+
+def check_corrected_loss(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
+    """Check ``corrected_loss(logp_new, logp_old, logp_rollout, advantages, mask, logp_ref, *,
+    mode, clip_max, threshold, beta)`` against :mod:`llm_clip`."""
+    return run_check(
+        "corrected_loss", "rollout", function, battery(), time_limit_s, "llm_clip.policy_loss"
+    )
