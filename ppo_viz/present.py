@@ -132,7 +132,8 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
 
     Sets the ``_xsrf`` cookie, without which Voilà's request to stop a closed page's kernel is
     refused (voila-dashboards/voila issue 1458); in lecture mode keeps only the lecture's
-    cells; and ends the page with links to the previous and next notebook.
+    cells; ends the page with links to the previous and next notebook; and titles the page
+    (its browser tab) with the notebook's title.
     """
     handler.xsrf_token  # noqa: B018 -- reading it sets the cookie on this response
     lecture = os.environ.get(LECTURE_VARIABLE) == "1"
@@ -140,6 +141,7 @@ def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
     path = Path(cwd or ".").resolve() / Path(requested).name  # Voilà's cwd
     page = lecture_view(notebook, path.name) if lecture else copy.deepcopy(notebook)
     page["cells"].append(navigation_cell(path, lecture))
+    page.metadata["title"] = title_of(notebook) or export.shown(path.stem)  # the tab's title
     return page
 
 

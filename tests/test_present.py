@@ -118,12 +118,18 @@ def fits_under_its_controls(app_class: type) -> bool:
 
 @pytest.mark.parametrize("app_class", live_figure_classes(), ids=lambda cls: cls.__qualname__)
 def test_in_presentation_mode_every_figure_text_is_at_least_14_pt_and_fits(monkeypatch, app_class):
-    """As wide as a projector, every text at least 14 pt; where it must fit under its controls,
-    at most 680 pixels tall, and no title, legend or label cut off by the figure's edge, at
-    the starting settings and with each slider at each end of its range."""
+    """As wide as a projector, every text at least 14 pt, a Reset button (notebook 2's stepper
+    had none); where it must fit under its controls, at most 680 pixels tall, and no title,
+    legend or label cut off by the figure's edge, at the starting settings and with each
+    slider at each end of its range."""
     monkeypatch.setenv(PRESENT_VARIABLE, "1")
     app = app_class()
     LOOK_AHEAD.cancel_all()  # notebook 4's explorer ran ahead: the tests after it need the CPU
+    shown, boxes = [], [app]
+    while boxes:  # every widget on screen: the app's children, theirs, ...
+        shown += boxes
+        boxes = [child for box in boxes for child in getattr(box, "children", ())]
+    assert app.reset_button in shown
     figure = app.figure
     width_px = figure.get_figwidth() * figure.dpi
     assert width_px <= PROJECTOR["width"] - 48, "wider than a 1280-pixel screen"
@@ -272,8 +278,9 @@ def test_the_outline_of_any_notebook_lists_its_sections_and_words(
 def test_a_lecture_page_opens_with_the_notebooks_title_or_else_its_file_name(
     monkeypatch, tmp_path, first_cell, title
 ):
-    """The title, then the cells tagged ``lecture`` in order, then the links to the others.  A
-    notebook whose heading was empty opened its lecture page with an empty heading."""
+    """The title, then the cells tagged ``lecture`` in order, then the links to the others; the
+    title names the browser's tab too.  A notebook whose heading was empty opened its lecture
+    page with an empty heading; every tab was titled with the notebook's file name."""
     monkeypatch.setenv(present.LECTURE_VARIABLE, "1")
     request = SimpleNamespace(path="/voila/render/my%20talk.ipynb")
     new_cell, tags = nbformat.v4.new_markdown_cell, {"tags": [LECTURE_TAG]}
@@ -281,6 +288,7 @@ def test_a_lecture_page_opens_with_the_notebooks_title_or_else_its_file_name(
     notebook = nbformat.v4.new_notebook(cells=cells)
     page = present.prepare_page(SimpleNamespace(xsrf_token="", request=request), notebook, "")
     assert [cell.source for cell in page.cells[:-1]] == [f"# {title}", first_cell, "2"]
+    assert page.metadata["title"] == title
     assert len(notebook.cells) == 3  # the notebook itself is unchanged
 
 

@@ -2,7 +2,8 @@
 
 Every number comes from the batch's :class:`ppo_clip.ClipBreakdown`, printed exactly by
 :mod:`ppo_viz.numbers` (a ragged value gets a rounder form beside it): the card says what *this*
-machine computed.  The sample view is one template, :data:`SAMPLE_VIEW`, filled by markupsafe.
+machine computed; on a projector (presentation mode) to six significant digits.  The sample
+view is one template, :data:`SAMPLE_VIEW`, filled by markupsafe.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import math
 
 import numpy as np
 
+from ppo_viz import numbers
 from ppo_viz.html import Markup, table, tag
-from ppo_viz.numbers import approx, exact, exact_or_approx, listing, vector
+from ppo_viz.numbers import approx, exact_or_approx, listing, rounded, vector
 from ppo_viz.stepper.batch import StepperBatch, compare_with_module
+from ppo_viz.style import presenting
 
 #: The card's rows in bold: what the sample adds to the loss and the gradient.
 BOLD = ("min keeps", "contribution to the loss", "gradient entry")
@@ -35,6 +38,12 @@ SAMPLE_VIEW = Markup("""<div class="ppo ppo-row">
     {ending}
   </div>
 </div>""")
+
+
+def exact(value: float) -> str:
+    """:func:`ppo_viz.numbers.exact`; in presentation mode six significant digits, so that a
+    projector shows ``0.9``, not ``0.8999999999999999``."""
+    return rounded(value, 6) if presenting() else numbers.exact(value)
 
 
 def clip_rule(advantage: float, ratio: float, lower: float, upper: float, clipped: bool) -> str:
@@ -123,7 +132,7 @@ def sample_rows(batch: StepperBatch, t: int) -> list[tuple[str, float, str]]:
 def number_html(value: float, *, strong: bool = False) -> Markup:
     """``value`` exactly, followed by a grey ``(≈ 0.6)`` where the exact value is ragged."""
     shown = tag("span", exact(value), classes="ppo-num ppo-strong" if strong else "ppo-num")
-    short = approx(value)
+    short = None if presenting() else approx(value)
     if short is None:
         return shown
     return shown + "\u00a0" + tag("span", f"(≈\u00a0{short})", classes="ppo-num ppo-muted")
@@ -169,7 +178,7 @@ def sample_view_html(batch: StepperBatch, step: int) -> Markup:
         loss=number_html(b.partial_loss(seen), strong=True),
         clipped=clipped.size,
         clipped_samples=listing(clipped),
-        grad=vector(b.grad[:seen], unseen=b.n - seen),
+        grad=vector(b.grad[:seen], unseen=b.n - seen, each=exact),
         ending=ending,
     )
 
