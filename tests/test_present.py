@@ -11,6 +11,7 @@ pages gone, nothing written into the notebooks' folder and nothing fetched from 
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 import signal
@@ -213,12 +214,8 @@ def test_the_links_between_pages_reach_any_notebook_and_show_its_title_as_text(
     """``[title](file)`` lost the link for a space, ``]``, ``"``; sent ``#``, ``?``, ``%25``
     elsewhere; showed ``<i>`` as markup; a notebook without cells raised IndexError; and a page
     whose address is percent-encoded (Voilà's request path) had no links at all."""
-    monkeypatch.delenv(present.LECTURE_VARIABLE, raising=False)
     write_talk(tmp_path, name, title)
-    following = write_talk(tmp_path, "02_next page.ipynb", "Next")
-    request = SimpleNamespace(path="/voila/render/" + urllib.parse.quote(following.name))
-    handler = SimpleNamespace(xsrf_token="", request=request)
-    page = present.prepare_page(handler, nbformat.v4.new_notebook(), str(tmp_path))
+    page = present.page_of(write_talk(tmp_path, "02_next page.ipynb", "Next"), lecture=False)
     markdown = ast.literal_eval(page.cells[-1].source.split("Markdown(", 1)[1][:-1])
     shown = BeautifulSoup(markdown2html_mistune(markdown), "html.parser")
     assert [(a.get_text(), file_behind(a["href"])) for a in shown.select("a")] == [
@@ -228,16 +225,17 @@ def test_the_links_between_pages_reach_any_notebook_and_show_its_title_as_text(
 
 @pytest.fixture
 def voila_stub(monkeypatch) -> list[SimpleNamespace]:
-    """Voilà replaced by a record of what it would serve: the folder, the notebooks there, the
-    announcement and the environment ``serve()`` set (set back after the test)."""
+    """Voilà replaced by a record of what it would serve: the folder, the pages there, the
+    announcement, the pages run ahead and the environment ``serve()`` set (set back after)."""
     served = []
 
-    def voila(port, said):
-        copies = {p.name: p.read_bytes() for p in Path.cwd().glob("*.ipynb")}
+    def voila(port, said, ahead):
+        pages = {p.name: nbformat.read(p, as_version=4) for p in Path.cwd().glob("*.ipynb")}
         environ = {name: os.environ[name] for name in (PRESENT_VARIABLE, "PYTHONPATH")}
-        served.append(SimpleNamespace(folder=Path.cwd(), copies=copies, said=said, environ=environ))
+        record = {"folder": Path.cwd(), "pages": pages, "said": said, "ahead": ahead}
+        served.append(SimpleNamespace(**record, environ=environ))
 
-    for name in (PRESENT_VARIABLE, present.LECTURE_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
+    for name in (PRESENT_VARIABLE, "JUPYTER_PATH", "PYTHONPATH"):
         monkeypatch.setenv(name, os.environ.get(name, ""))
     monkeypatch.setattr(present, "run_voila", voila)
     return served
@@ -260,7 +258,7 @@ def test_a_notebook_of_any_name_is_served_at_a_percent_encoded_address(
     encoded = urllib.parse.quote(name, errors="surrogateescape")  # a byte not UTF-8: %FF
     assert address == f"http://127.0.0.1:1/voila/render/{encoded}"
     assert file_behind(address) == f"/voila/render/{name}"
-    assert name in served.copies
+    assert name in served.pages
 
 
 @pytest.mark.parametrize("name", ["01_talk.ipynb", "my talk.ipynb", "-talk.ipynb"])
@@ -281,15 +279,12 @@ def test_a_lecture_page_opens_with_the_notebooks_title_or_else_its_file_name(
     """The title, then the cells tagged ``lecture`` in order, then the links to the others; the
     title names the browser's tab too.  A notebook whose heading was empty opened its lecture
     page with an empty heading; every tab was titled with the notebook's file name."""
-    monkeypatch.setenv(present.LECTURE_VARIABLE, "1")
-    request = SimpleNamespace(path="/voila/render/my%20talk.ipynb")
     new_cell, tags = nbformat.v4.new_markdown_cell, {"tags": [LECTURE_TAG]}
     cells = [new_cell(first_cell, metadata=tags), new_cell("skipped"), new_cell("2", metadata=tags)]
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    page = present.prepare_page(SimpleNamespace(xsrf_token="", request=request), notebook, "")
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), tmp_path / "my talk.ipynb")
+    page = present.page_of(tmp_path / "my talk.ipynb", lecture=True)
     assert [cell.source for cell in page.cells[:-1]] == [f"# {title}", first_cell, "2"]
     assert page.metadata["title"] == title
-    assert len(notebook.cells) == 3  # the notebook itself is unchanged
 
 
 NOT_A_NOTEBOOK = "{tmp}/02_corrupt.ipynb is not a readable notebook"
@@ -341,13 +336,22 @@ def test_the_readme_command_presents_the_lecture():
     assert f"stopped after {IDLE_KERNEL_S} seconds idle" in README.read_text(encoding="utf-8")
 
 
-def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(voila_stub):
-    """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/."""
-    assert present.main([str(NOTEBOOKS / "01_clipped_surrogate.ipynb"), "--port", "1"]) == 0
+@pytest.mark.parametrize("lecture", [False, True], ids=["whole", "lecture"])
+def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(voila_stub, lecture):
+    """Voilà ran notebook 1 in notebooks/, so its save cell wrote notebooks/build/.  The pages
+    a teacher goes on to are run ahead: with --lecture every one, else the next one."""
+    first = NOTEBOOKS / "01_clipped_surrogate.ipynb"
+    assert present.main([str(first), "--port", "1", *["--lecture"] * lecture]) == 0
     (served,) = voila_stub
     assert not served.folder.is_relative_to(NOTEBOOKS)
     notebooks = present.sibling_notebooks(NOTEBOOKS, False)
-    assert served.copies == {p.name: p.read_bytes() for p in notebooks}
+    sources = {name: [cell.source for cell in page.cells] for name, page in served.pages.items()}
+    expected = {
+        p.name: [cell.source for cell in present.page_of(p, lecture).cells] for p in notebooks
+    }
+    assert sources == expected
+    route = [p.name for p in present.sibling_notebooks(NOTEBOOKS, lecture)]
+    assert served.ahead == (route if lecture else route[:2])
     assert served.environ["PYTHONPATH"].split(os.pathsep)[0] == str(NOTEBOOKS)
     assert served.environ[PRESENT_VARIABLE] == "1"
     assert not served.folder.exists()
@@ -499,10 +503,11 @@ def handle_value(app) -> float:
 
 
 def check_the_keys(page, name: str, starts: list[float]) -> None:
-    """``n`` brings the next heading to the top; with the first app in view, ``→`` steps a
-    stepper to its next sample, and ``r`` sets another figure back to its start (its first
-    slider was dragged by :func:`check_the_room_sees_it`, which gave ``starts``)."""
-    page.evaluate("() => document.activeElement?.blur()")
+    """With a slider's handle focused, as after a drag (the keys did nothing then): ``n``
+    brings the next heading to the top; with the first app in view, ``→`` steps a stepper to
+    its next sample, and ``r`` sets another figure back to its start (its first slider was
+    dragged by :func:`check_the_room_sees_it`, which gave ``starts``)."""
+    page.locator(".ppo-app .noUi-handle").first.focus()
     page.locator("#rendered_cells h1").first.scroll_into_view_if_needed()
     page.keyboard.press("n")
     tops = page.evaluate(
@@ -537,9 +542,84 @@ def test_the_printed_address_of_any_notebook_answers(tmp_path, name, lecture):
             assert answer.status == 200
 
 
+#: On a slide: Python's text for an object (``WorkedExample(logp_new=``, ``array(``, a dict)
+#: or a float past the prose's precision (seven digits or more after the point).
+RAW_OUTPUT = re.compile(r"\b[A-Za-z_]\w*\(\w+=|array\(|\{'|\d\.\d{7,}")
+#: Seconds from a click on a link to the next page, its figures drawn (2 s on a quiet machine).
+NEXT_PAGE_S = 3
+#: The page's last cell ran, every output is drawn, every figure has a canvas with a size.
+PAGE_READY = """() => Boolean(document.querySelector('.jp-OutputArea-output hr'))
+  && Array.from(document.querySelectorAll('.jp-OutputArea-output')).every((o) => o.children.length)
+  && Array.from(document.querySelectorAll('.ppo-app'))
+    .every((app) => app.querySelector('.ppo-figure canvas')?.height > 0)"""
+#: Per app, the height from its first control to the bottom of its figure, in pixels.
+CONTROLS_AND_FIGURE = """() => Array.from(document.querySelectorAll('.ppo-app')).map((app) => {
+  const parts = app.querySelectorAll('.ppo-main-control, .ppo-next, .ppo-reset, .ppo-figure');
+  const boxes = Array.from(parts).map((e) => e.getBoundingClientRect());
+  return Math.max(...boxes.map((b) => b.bottom)) - Math.min(...boxes.map((b) => b.top));
+})"""
+
+
+def check_the_slides_read_well(page, name: str) -> None:
+    """The tab's title is the notebook's; no output shows Python's text for an object or a
+    float past the prose's precision; each figure fits under its controls on the screen."""
+    (path,) = NOTEBOOKS.glob(f"{name}.ipynb")
+    assert page.title() == present.title_of(nbformat.read(path, as_version=4)), name
+    raw = [
+        t for t in page.locator(".jp-OutputArea-output").all_inner_texts() if RAW_OUTPUT.search(t)
+    ]
+    assert not raw, f"{name}: {raw}"
+    tall = [round(h) for h in page.evaluate(CONTROLS_AND_FIGURE) if h > PROJECTOR["height"]]
+    assert not tall, f"{name}: controls and figure {tall} pixels tall"
+
+
+def check_a_dropdown_then_r(page) -> None:
+    """After a choice in the first dropdown (it keeps the focus), ``r`` sets it back."""
+    choice = page.locator(".ppo-app select").first
+    start = choice.evaluate("(element) => element.selectedIndex")
+    choice.focus()
+    choice.select_option(index=(start + 1) % choice.locator("option").count())
+    page.wait_for_timeout(500)
+    page.keyboard.press("r")
+    page.wait_for_function(
+        "([element, index]) => element.selectedIndex === index",
+        arg=[choice.element_handle(), start],
+        timeout=30_000,
+    )
+
+
+def wait_until_idle(server: subprocess.Popen, timeout_s: float = 240) -> None:
+    """Until the server's kernels (those running pages ahead too) use no CPU for 2 seconds."""
+    deadline, used = time.monotonic() + timeout_s, -1.0
+    while time.monotonic() < deadline:
+        before, used = used, 0.0
+        for kernel in kernels_of(server):
+            with contextlib.suppress(psutil.Error):
+                used += sum(kernel.cpu_times()[:2])
+        if 0 <= used - before < 0.1:
+            return
+        time.sleep(2)
+    raise AssertionError("the kernels running pages ahead never went idle")
+
+
+def next_page(page, server: subprocess.Popen) -> float:
+    """Click the link to the next page once the server ran it ahead; the seconds until it
+    shows in the same tab with its figures drawn."""
+    link = page.locator(".jp-OutputArea-output a", has_text="→")
+    following = urllib.parse.unquote(link.get_attribute("href"))
+    wait_until_idle(server)
+    clicked = time.monotonic()
+    link.click()
+    page.wait_for_url(lambda url: url.endswith(urllib.parse.quote(following)), wait_until="commit")
+    page.wait_for_function(PAGE_READY, polling=100, timeout=60_000)
+    assert len(page.context.pages) == 1, "the link opened another tab"
+    return time.monotonic() - clicked
+
+
 @pytest.mark.browser
 def test_the_lecture_in_chromium():
-    """The README's command: notebooks 1 to 3, page after page through their links."""
+    """The README's command: notebooks 1 to 3 and the RLHF add-on, page after page through
+    their links in one tab, each next page ready within seconds; a lost kernel says so."""
     require_browser()
     before = folder_state(NOTEBOOKS, notebooks=True)
     shots = OUTPUT_DIR / "present"
@@ -558,24 +638,31 @@ def test_the_lecture_in_chromium():
                     else None
                 ),
             )
+            page = open_page(context, address, said, LECTURE_NOTEBOOKS[0])
             for stem in LECTURE_NOTEBOOKS:
-                page = open_page(context, address, said, stem)
                 assert stem in page.url
+                check_the_slides_read_well(page, stem)
                 starts = check_the_room_sees_it(page, stem)
                 page.screenshot(path=str(shots / f"lecture-{stem}.png"))
                 check_the_keys(page, stem, starts)
-                link = page.locator(".jp-OutputArea-output a", has_text="→")
-                following = link.get_attribute("href") if link.count() else None
-                if following:
-                    address = urllib.parse.urljoin(page.url, following)
-                page.close(run_before_unload=True)  # as a closed tab: its kernel is shut down
-            assert following.endswith(f"{ADD_ON}.ipynb")  # then the RLHF add-on
-        # The pages' kernels stop as they close; the one of the page fetched without a browser
-        # stops once idle for IDLE_KERNEL_S seconds.
-        deadline = time.monotonic() + 60
-        while kernels_of(server) and time.monotonic() < deadline:
-            time.sleep(2)
-        assert not kernels_of(server), "kernels of closed pages still run after a minute"
+                seconds = next_page(page, server)
+                assert seconds <= NEXT_PAGE_S, f"the page after {stem} took {seconds:.1f} s"
+            assert page.url.endswith(f"{ADD_ON}.ipynb")  # then the RLHF add-on
+            check_the_slides_read_well(page, ADD_ON)
+            check_a_dropdown_then_r(page)
+            # The pages left stopped their kernels; the one fetched without a browser stops once
+            # idle for IDLE_KERNEL_S seconds: what runs is this page's and at most one per page.
+            running, deadline = kernels_of(server), time.monotonic() + 60
+            while len(running) > len(LECTURE_NOTEBOOKS) + 2 and time.monotonic() < deadline:
+                time.sleep(2)
+                running = kernels_of(server)
+            assert len(running) <= len(LECTURE_NOTEBOOKS) + 2, "kernels of pages left still run"
+            for kernel in running:
+                kernel.kill()
+            notice = page.locator("#ppo-lost-kernel")
+            notice.wait_for(state="visible", timeout=30_000)
+            assert "Reload the page" in notice.inner_text()
+            page.screenshot(path=str(shots / "lecture-lost-kernel.png"))
     assert not outside, f"the lecture fetched from outside the machine: {outside}"
     assert folder_state(NOTEBOOKS, notebooks=True) == before, (
         "loading the lecture wrote into notebooks/"
