@@ -562,7 +562,8 @@ CONTROLS_AND_FIGURE = """() => Array.from(document.querySelectorAll('.ppo-app'))
 
 def check_the_slides_read_well(page, name: str) -> None:
     """The tab's title is the notebook's; no output shows Python's text for an object or a
-    float past the prose's precision; each figure fits under its controls on the screen."""
+    float past the prose's precision; each figure fits under its controls on the screen, and a
+    stepper's buttons stay on it while its cards under the figure are read."""
     (path,) = NOTEBOOKS.glob(f"{name}.ipynb")
     assert page.title() == present.title_of(nbformat.read(path, as_version=4)), name
     raw = [
@@ -571,6 +572,11 @@ def check_the_slides_read_well(page, name: str) -> None:
     assert not raw, f"{name}: {raw}"
     tall = [round(h) for h in page.evaluate(CONTROLS_AND_FIGURE) if h > PROJECTOR["height"]]
     assert not tall, f"{name}: controls and figure {tall} pixels tall"
+    for cards in page.locator(".ppo-sample-view").all():  # a stepper's, under its figure
+        cards.evaluate("(element) => element.scrollIntoView({block: 'end'})")
+        button = cards.locator("xpath=ancestor::*[contains(@class, 'ppo-app')][1]")
+        box = button.locator(".ppo-next").bounding_box()
+        assert 0 <= box["y"] <= PROJECTOR["height"] - box["height"], f"{name}: Next left the screen"
 
 
 def check_a_dropdown_then_r(page) -> None:
