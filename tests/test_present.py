@@ -552,6 +552,9 @@ PAGE_READY = """() => Boolean(document.querySelector('.jp-OutputArea-output hr')
   && Array.from(document.querySelectorAll('.jp-OutputArea-output')).every((o) => o.children.length)
   && Array.from(document.querySelectorAll('.ppo-app'))
     .every((app) => app.querySelector('.ppo-figure canvas')?.height > 0)"""
+#: The controls' labels cut short ("short answer: to…").
+CUT_LABELS = """() => Array.from(document.querySelectorAll('.ppo-app .widget-label'))
+  .filter((label) => label.scrollWidth > label.clientWidth + 1).map((label) => label.textContent)"""
 #: Per app, the height from its first control to the bottom of its figure, in pixels.
 CONTROLS_AND_FIGURE = """() => Array.from(document.querySelectorAll('.ppo-app')).map((app) => {
   const parts = app.querySelectorAll('.ppo-main-control, .ppo-next, .ppo-reset, .ppo-figure');
@@ -562,8 +565,9 @@ CONTROLS_AND_FIGURE = """() => Array.from(document.querySelectorAll('.ppo-app'))
 
 def check_the_slides_read_well(page, name: str) -> None:
     """The tab's title is the notebook's; no output shows Python's text for an object or a
-    float past the prose's precision; each figure fits under its controls on the screen, and a
-    stepper's buttons stay on it while its cards under the figure are read."""
+    float past the prose's precision; no control's label is cut short; each figure fits under
+    its controls on the screen, and a stepper's buttons stay on it while its cards under the
+    figure are read."""
     (path,) = NOTEBOOKS.glob(f"{name}.ipynb")
     assert page.title() == present.title_of(nbformat.read(path, as_version=4)), name
     raw = [
@@ -572,6 +576,7 @@ def check_the_slides_read_well(page, name: str) -> None:
     assert not raw, f"{name}: {raw}"
     tall = [round(h) for h in page.evaluate(CONTROLS_AND_FIGURE) if h > PROJECTOR["height"]]
     assert not tall, f"{name}: controls and figure {tall} pixels tall"
+    assert not page.evaluate(CUT_LABELS), f"{name}: labels cut short"
     for cards in page.locator(".ppo-sample-view").all():  # a stepper's, under its figure
         cards.evaluate("(element) => element.scrollIntoView({block: 'end'})")
         button = cards.locator("xpath=ancestor::*[contains(@class, 'ppo-app')][1]")
