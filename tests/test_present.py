@@ -552,6 +552,15 @@ PAGE_READY = """() => Boolean(document.querySelector('.jp-OutputArea-output hr')
   && Array.from(document.querySelectorAll('.jp-OutputArea-output')).every((o) => o.children.length)
   && Array.from(document.querySelectorAll('.ppo-app'))
     .every((app) => app.querySelector('.ppo-figure canvas')?.height > 0)"""
+#: How much the page jumped while it loaded: its cumulative layout shift, as Chromium measures
+#: it (the share of the screen that moved, times how far; "good" below 0.1).  It was 0.16-0.32.
+LAYOUT_SHIFT = """() => new Promise((resolve) => {
+  let total = 0;
+  new PerformanceObserver((entries) => {
+    for (const shift of entries.getEntries()) if (!shift.hadRecentInput) total += shift.value;
+  }).observe({type: 'layout-shift', buffered: true});
+  setTimeout(() => resolve(total), 500);
+})"""
 #: The controls' labels cut short ("short answer: to…").
 CUT_LABELS = """() => Array.from(document.querySelectorAll('.ppo-app .widget-label'))
   .filter((label) => label.scrollWidth > label.clientWidth + 1).map((label) => label.textContent)"""
@@ -564,10 +573,11 @@ CONTROLS_AND_FIGURE = """() => Array.from(document.querySelectorAll('.ppo-app'))
 
 
 def check_the_slides_read_well(page, name: str) -> None:
-    """The tab's title is the notebook's; no output shows Python's text for an object or a
-    float past the prose's precision; no control's label is cut short; each figure fits under
-    its controls on the screen, and a stepper's buttons stay on it while its cards under the
-    figure are read."""
+    """The page did not jump while it loaded; the tab's title is the notebook's; no output
+    shows Python's text for an object or a float past the prose's precision; no control's
+    label is cut short; each figure fits under its controls on the screen, and a stepper's
+    buttons stay on it while its cards under the figure are read."""
+    assert page.evaluate(LAYOUT_SHIFT) < 0.1, f"{name} jumped while it loaded"
     (path,) = NOTEBOOKS.glob(f"{name}.ipynb")
     assert page.title() == present.title_of(nbformat.read(path, as_version=4)), name
     raw = [
