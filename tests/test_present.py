@@ -32,6 +32,7 @@ from ppo_viz.present import (
     navigation_cell,
     outline,
 )
+from ppo_viz.stepper import BatchStepper
 from ppo_viz.style import PRESENT_VARIABLE
 from ppo_viz.why_clip.apps import LOOK_AHEAD
 
@@ -343,3 +344,17 @@ def test_the_server_runs_on_a_copy_of_the_notebooks_removed_after(voila_stub, le
     assert served.environ["PYTHONPATH"].split(os.pathsep)[0] == str(NOTEBOOKS)
     assert served.environ[PRESENT_VARIABLE] == "1"
     assert not served.folder.exists()
+
+
+def test_on_a_projector_the_stepper_shows_no_sixteen_digit_float(monkeypatch):
+    """Notebook 2's slides showed ``0.8999999999999999`` and the loss ``-0.5375000000000001``;
+    in a notebook the stepper still prints every value exactly."""
+    stepper = BatchStepper(inputs=False)
+    stepper.go(stepper.batch.n - 1)
+    assert "-0.5375000000000001" in stepper.sample_view.value  # exactly, in a notebook
+    monkeypatch.setenv(PRESENT_VARIABLE, "1")
+    for step in range(stepper.batch.n):
+        stepper.go(step)
+        stepper.refresh()
+        shown = stepper.sample_view.value + stepper.clip_fractions.value
+        assert not re.findall(r"\d\.\d{7,}", shown), f"sample {step}"
