@@ -167,12 +167,14 @@ class LiveFigure(StaticFallback, widgets.VBox):
             control.observe(lambda _change: self._held or self.refresh(), names="value")
         self._start = self.values()
         boxes = [[self.controls[name] for name in row] for row in rows]
-        if boxes:  # a Reset button at the end of the last row
-            reset = widgets.Button(description="Reset", tooltip="Back to the starting settings")
-            reset.layout.width = "auto"
-            reset.add_class(RESET_CLASS)
-            reset.on_click(lambda _: self.reset())
-            boxes[-1].append(reset)
+        #: Sets every control back to its start; at the end of the last row (without rows,
+        #: the app places it).
+        self.reset_button = widgets.Button(description="Reset", tooltip="Back to the start")
+        self.reset_button.layout.width = "auto"
+        self.reset_button.add_class(RESET_CLASS)
+        self.reset_button.on_click(lambda _: self.reset())
+        if boxes:
+            boxes[-1].append(self.reset_button)
         top = [widgets.HTML(style_tag()), *above, *(widgets.HBox(row) for row in boxes)]
         super().__init__([*top, self.message, self.readout, self.canvas, *below])
         self.add_class("ppo-app")

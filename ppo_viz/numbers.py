@@ -7,6 +7,7 @@ Two forms cover every need:
   that must agree with :mod:`ppo_clip` "to the last float" use it.
 * :func:`rounded` prints a few significant digits for prose, tables and
   figure labels, switching to e-notation for huge or tiny values.
+* :func:`presented` is :func:`exact`, rounded to four digits on a projector.
 
 Both spell ``inf``, ``-inf`` and ``nan`` out and print ``-0.0`` as ``0``.
 :func:`approx` says whether a ragged exact value has a rounder neighbour
@@ -29,6 +30,18 @@ def exact(value: float) -> str:
     if number.is_integer() and abs(number) < 2.0**53:  # -0.0 too
         return str(int(number))
     return repr(number)  # "inf", "-inf", "nan" as they are
+
+
+def presented(value: float) -> str:
+    """:func:`exact` in a notebook; in presentation mode (``PPO_PRESENT=1``) four significant
+    digits, so that a projector shows ``0.9``, not ``0.8999999999999999``.
+
+    >>> presented(0.8999999999999999) in ("0.8999999999999999", "0.9")
+    True
+    """
+    from ppo_viz.style import presenting  # matplotlib's, loaded only when asked
+
+    return rounded(value) if presenting() else exact(value)
 
 
 def rounded(value: float, digits: int = 4) -> str:

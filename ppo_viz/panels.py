@@ -171,7 +171,7 @@ def draw_objective_panel(
         jump_other_side=gradient_ax.plot([], [], **jump, mfc="white")[0],
     )
     objective_ax.set_ylabel("objective term")
-    gradient_ax.set_ylabel("d loss / d log π_new  (N = 1)")
+    gradient_ax.set_ylabel("d loss / d log π_new\n(N = 1)")  # two lines: within its axes
     gradient_ax.set_xlabel("ratio r = π_new / π_old")
     return artists
 

@@ -13,22 +13,25 @@ next notebook.  With ``--lecture`` a page shows only the cells tagged ``lecture`
 JupyterLab: the property inspector's cell tags), under the notebook's title; only those cells
 run.  Tag or untag a cell to change the lecture; ``--outline`` lists its sections and words.
 
-Voilà runs every cell and shows only the prose and the outputs, cell by cell as they run
-(progressive rendering; with Voilà 0.5.13's default the whole page waits for the last cell).
+Voilà runs every cell and shows only the prose and the outputs.  Each page of the route (with
+``--lecture`` every lecture page, else the notebook asked for and the next) is run ahead in a
+kernel of its own (Voilà's preheated kernels, :data:`AHEAD`), so a link to it shows the page
+at once; a page opened while its kernel is taken runs then, and shows when its last cell ran.
 A page no longer stops for good at an ``interact`` cell: see :func:`_publish_on_own_socket`.
 The pages use the ``lecture`` template next to this file (Voilà's lab template with large type,
 loading nothing from the network, and keys for a lecture), and the kernels run in presentation
 mode (``PPO_PRESENT=1``): every figure is drawn larger, every text at least 14 pt on a
 1280 x 800 projector (:data:`ppo_viz.style.PRESENT_DPI`).
 
-Voilà serves a copy of the notebooks' folder from a temporary folder, removed at the end, so
-what their cells write (notebook 1's slide) never lands beside the notebooks; the notebooks' own
+Voilà serves the pages (:func:`page_of`) from a temporary folder, removed at the end, so what
+their cells write (notebook 1's slide) never lands beside the notebooks; the notebooks' own
 folder is on the kernels' import path, as the working directory is in JupyterLab.
 
-A page's kernel stops when the page closes (Voilà's own request on ``beforeunload``, which
-needs the ``_xsrf`` cookie :func:`prepare_page` sets: voila-dashboards/voila issue 1458), and a
-kernel no page is connected to is stopped after :data:`IDLE_KERNEL_S` seconds idle
-(jupyter_server's ``MappingKernelManager.cull_idle_timeout``), so reloads do not pile them up.
+A page's kernel stops when the page closes (Voilà's own request on ``beforeunload``; with no
+``_xsrf`` cookie, which a preheated page never sets, the server must not ask for one:
+voila-dashboards/voila issue 1458), and a kernel no page is connected to is stopped after
+:data:`IDLE_KERNEL_S` seconds idle (jupyter_server's ``MappingKernelManager.cull_idle_timeout``;
+the kernels run ahead are spared), so reloads do not pile them up.
 """
 
 from __future__ import annotations
@@ -39,13 +42,11 @@ import copy
 import importlib.util
 import os
 import re
-import shutil
 import socket
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import nbformat
 
@@ -58,8 +59,9 @@ TEMPLATES = Path(__file__).with_name("lecture")
 DEFAULT_NOTEBOOK = Path("notebooks") / "01_clipped_surrogate.ipynb"
 #: The tag of the cells that make the lecture.
 LECTURE_TAG = "lecture"
-#: Set in Voilà's environment by ``--lecture``: pages show only the lecture's cells.
-LECTURE_VARIABLE = "PPO_LECTURE"
+#: How many kernels run each page of the route ahead, and how long after one is taken (in
+#: seconds) the next starts, so that the page on screen answers first.
+AHEAD, REFILL_DELAY_S = 1, 5
 #: A kernel no page is connected to is stopped after this many seconds without activity.
 IDLE_KERNEL_S = 30
 #: How often the server looks for such kernels, in seconds.
@@ -127,25 +129,30 @@ def outline(directory: Path, also: Path | None = None) -> list[tuple[str, list[s
 # -- the server -------------------------------------------------------------------------------
 
 
-def prepare_page(handler: Any, notebook: Any, cwd: str) -> Any:
-    """Voilà's prelaunch hook: the notebook a page shows.
-
-    Sets the ``_xsrf`` cookie, without which Voilà's request to stop a closed page's kernel is
-    refused (voila-dashboards/voila issue 1458); in lecture mode keeps only the lecture's
-    cells; and ends the page with links to the previous and next notebook.
-    """
-    handler.xsrf_token  # noqa: B018 -- reading it sets the cookie on this response
-    lecture = os.environ.get(LECTURE_VARIABLE) == "1"
-    requested = unquote(handler.request.path, errors="surrogateescape")  # export.address undone
-    path = Path(cwd or ".").resolve() / Path(requested).name  # Voilà's cwd
+def page_of(path: Path, lecture: bool) -> Any:
+    """The notebook Voilà serves for the notebook at ``path``: with ``lecture`` only its
+    lecture's cells, ended by links to the previous and next notebook, and titled (in the
+    browser's tab) with the notebook's title or else its file's name."""
+    notebook = export.read_notebook(path)
     page = lecture_view(notebook, path.name) if lecture else copy.deepcopy(notebook)
     page["cells"].append(navigation_cell(path, lecture))
+    page.metadata["title"] = title_of(notebook) or export.shown(path.stem)
     return page
 
 
-def run_voila(port: int, announce: str) -> None:
+def run_ahead(route: list[Path], notebook: Path, lecture: bool) -> list[str]:
+    """The names of the pages of ``route`` to run ahead: with ``lecture`` every one, else
+    ``notebook`` and the one after it."""
+    if lecture or notebook not in route:
+        return [path.name for path in route]
+    at = route.index(notebook)
+    return [path.name for path in route[at : at + 2]]
+
+
+def run_voila(port: int, announce: str, ahead: list[str]) -> None:
     """Voilà with the lecture's configuration, serving the working directory on ``port`` of
-    127.0.0.1 until Ctrl-C or SIGTERM; prints ``announce`` once the server answers."""
+    127.0.0.1 until Ctrl-C or SIGTERM, with the pages named in ``ahead`` run ahead; prints
+    ``announce`` once the server answers."""
     from jupyter_core.utils import ensure_event_loop
     from nbclient.output_widget import OutputWidget
     from traitlets.config import Config
@@ -159,8 +166,11 @@ def run_voila(port: int, announce: str) -> None:
     config.Voila.port_retries = 0  # a busy port is an error, never another port
     config.VoilaConfiguration.template = "lecture"
     config.VoilaConfiguration.theme = "light"
-    config.VoilaConfiguration.progressive_rendering = True
-    config.VoilaConfiguration.prelaunch_hook = prepare_page
+    config.VoilaConfiguration.preheat_kernel = True  # Voilà: not with progressive rendering
+    pools = {name: {"pool_size": AHEAD} for name in ahead}
+    config.VoilaKernelManager.kernel_pools_config = {"default": {"pool_size": 0}, **pools}
+    config.VoilaKernelManager.fill_delay = REFILL_DELAY_S
+    config.Voila.tornado_settings = {"disable_check_xsrf": True}  # 127.0.0.1 only, no login
     config.MappingKernelManager.cull_idle_timeout = IDLE_KERNEL_S
     config.MappingKernelManager.cull_interval = CULL_INTERVAL_S
     config.MappingKernelManager.cull_connected = False  # an open page keeps its kernel
@@ -241,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="ppo-lecture-") as scratch:
         for notebook in sibling_notebooks(args.notebook.parent, False, also=args.notebook):
-            shutil.copyfile(notebook, Path(scratch) / notebook.name)
+            nbformat.write(page_of(notebook, args.lecture), Path(scratch) / notebook.name)
         return serve(args, Path(scratch))
 
 
@@ -266,7 +276,7 @@ def refusal(args: argparse.Namespace) -> str | None:
 
 
 def serve(args: argparse.Namespace, scratch: Path) -> int:
-    """Run Voilà in this process on the notebooks copied into ``scratch`` until it stops.
+    """Run Voilà in this process on the pages written into ``scratch`` until it stops.
 
     Its kernels start in ``scratch``, as in JupyterLab they start in the notebooks' folder,
     with this process's environment, in presentation mode.  Voilà stops them on Ctrl-C and on
@@ -277,15 +287,15 @@ def serve(args: argparse.Namespace, scratch: Path) -> int:
     # Voilà finds the lecture template on Jupyter's path; kernels import from the notebooks' folder.
     os.environ |= {
         PRESENT_VARIABLE: "1",
-        LECTURE_VARIABLE: "1" if args.lecture else "0",
         "JUPYTER_PATH": os.pathsep.join([str(TEMPLATES), *jupyter_path]),
         "PYTHONPATH": kernel_environment(args.notebook.parent)["PYTHONPATH"],
     }
     view = "lecture" if args.lecture else "presentation"
     url = f"http://127.0.0.1:{port}/voila/render/{export.address(args.notebook.name)}"
+    route = sibling_notebooks(args.notebook.parent, args.lecture, also=args.notebook)
     with contextlib.chdir(scratch):
         said = f"Lecture ({view}): {export.shown(args.notebook.name)} at {url} (Ctrl-C stops)"
-        run_voila(port, said)
+        run_voila(port, said, run_ahead(route, args.notebook, args.lecture))
     return 0
 
 

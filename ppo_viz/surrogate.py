@@ -44,6 +44,8 @@ SAMPLE_LABEL = {
     "fontsize": "small",
     "fontweight": "bold",
     "color": COLORS["sample"],
+    # On a white ground: readable where it crosses a curve or the band.
+    "bbox": {"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
 }
 
 

@@ -514,7 +514,7 @@ def test_the_notebooks_prose_states_the_modules_numbers():
         f"= {rounded(b.grad[3])}$",
         f"= {rounded(float(b.objective_term.sum()))}$",
         f"${rounded(b.loss)}$",
-        f"`{two.band_fraction!r}`",
+        f"`{exact(two.band_fraction)}`",  # as the lecture prints it
         f"`{two.clip_fraction!r}`",
         f"also `{float(inverse.mean())!r}`",
         f"`{exact(zero_eps.loss)}`",

@@ -117,7 +117,7 @@ class EpochsExplorer(LiveFigure):
         with figure_style():
             size = style.figure_size((9.0, 7.4), present=style.PRESENT_MAX_SIZE)
             self.figure = Figure(figsize=size, layout="constrained")
-            heights = (1.3, 1.0, 1.0) if presenting else (2.4, 0.17 * n, 1.8)
+            heights = (1.2, 0.8, 1.4) if presenting else (2.4, 0.17 * n, 1.8)
             rows = self.figure.add_gridspec(3, 1, height_ratios=heights)
             columns = rows[:2].subgridspec(2, len(COLUMNS), height_ratios=heights[:2])
             top, maps = columns.subplots(sharex=True)  # the top row's epoch axis is the map's

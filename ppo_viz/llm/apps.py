@@ -137,7 +137,7 @@ class ClipFractionExplorer(LiveFigure):
             }
             left.axvline(1.0, color=COLORS["start"], lw=0.8, ls=":")
             left.set(xlim=(1 - reach, 1 + reach), ylim=(-1.9, 1.9), xlabel="token ratio r")
-            left.set_ylabel("advantage A of its answer")
+            left.set_ylabel("advantage A of its answer\n(its tokens drawn a little apart)")
             band = Line2D([], [], lw=8, label="band 1 ± ε", **BAND)
             legend_below(figure, 2, handles=[*self.points.values(), band], fontsize="small")
             self.bars = right.bar(FRACTIONS, [0, 0, 0], color=COLORS["zero_grad"]).patches

@@ -187,6 +187,7 @@ class BatchStepper(LiveFigure):
         super().__init__(
             self.plot.figure, self._show, controls, moving=moving, rows=[], above=above, below=below
         )
+        stepping.children += (self.reset_button,)  # back to sample 0
         self.sample_view = self.readout
         self.sample_view.add_class("ppo-sample-view")
         self._write_fields(batch)

@@ -11,6 +11,7 @@ import contextlib
 import re
 import reprlib
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -19,7 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 import ppo_clip
 from ppo_viz.app import InputError
 from ppo_viz.html import page, table
-from ppo_viz.numbers import exact, rounded, vector
+from ppo_viz.numbers import exact, presented, rounded, vector
 
 FloatArray = NDArray[np.float64]
 
@@ -294,6 +295,7 @@ def compare_with_module(
         ("clip fraction", b.clip_fraction, ppo_clip.clip_fraction),
         ("gradient", b.grad, ppo_clip.ppo_clip_grad),
     ):
-        shown, module = vector if name == "gradient" else exact, function(*args)
+        shown = partial(vector, each=presented) if name == "gradient" else presented
+        module = function(*args)
         rows.append((name, shown(walked), shown(module), bool(np.array_equal(walked, module))))
     return ModuleCheck(tuple(rows))

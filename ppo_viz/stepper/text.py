@@ -2,7 +2,8 @@
 
 Every number comes from the batch's :class:`ppo_clip.ClipBreakdown`, printed exactly by
 :mod:`ppo_viz.numbers` (a ragged value gets a rounder form beside it): the card says what *this*
-machine computed.  The sample view is one template, :data:`SAMPLE_VIEW`, filled by markupsafe.
+machine computed; on a projector (presentation mode) to four significant digits.  The sample
+view is one template, :data:`SAMPLE_VIEW`, filled by markupsafe.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import math
 import numpy as np
 
 from ppo_viz.html import Markup, table, tag
-from ppo_viz.numbers import approx, exact, exact_or_approx, listing, vector
+from ppo_viz.numbers import approx, exact_or_approx, listing, presented, vector
 from ppo_viz.stepper.batch import StepperBatch, compare_with_module
+from ppo_viz.style import presenting
 
 #: The card's rows in bold: what the sample adds to the loss and the gradient.
 BOLD = ("min keeps", "contribution to the loss", "gradient entry")
@@ -54,17 +56,18 @@ def clip_rule(advantage: float, ratio: float, lower: float, upper: float, clippe
         )
     good = advantage > 0
     edge, name, past = (upper, "1 + ε", ">") if good else (lower, "1 − ε", "<")
-    start = f"A = {exact(advantage)} {'>' if good else '<'} 0 and r = {exact(ratio)}"
+    at = presented(edge)
+    start = f"A = {presented(advantage)} {'>' if good else '<'} 0 and r = {presented(ratio)}"
     verdict = "so clipped" if clipped else "so not clipped"
     if ratio == edge:
         text = (
-            f"{start} is exactly {name} = {exact(edge)}, not {'above' if good else 'below'} it; "
-            f"the comparison is strict (clipped only if r {past} {exact(edge)}), {verdict}: "
+            f"{start} is exactly {name} = {at}, not {'above' if good else 'below'} it; "
+            f"the comparison is strict (clipped only if r {past} {at}), {verdict}: "
             "the gradient stays on."
         )
     elif clipped:
         text = (
-            f"{start} {past} {exact(edge)} = {name}, {verdict}: the policy already made this "
+            f"{start} {past} {at} = {name}, {verdict}: the policy already made this "
             f"{'good action more' if good else 'bad action less'} likely than the band allows, "
             "so the min keeps the flat clip(r)·A and the gradient is switched off."
         )
@@ -78,7 +81,7 @@ def clip_rule(advantage: float, ratio: float, lower: float, upper: float, clippe
                 f"r {way} the band, the unfavourable way for a {'good' if good else 'bad'} "
                 f"action, so the min keeps r·A and the full gradient {back}."
             )
-        text = f"{start} {'<' if good else '>'} {exact(edge)} = {name}, {verdict}: {why}"
+        text = f"{start} {'<' if good else '>'} {at} = {name}, {verdict}: {why}"
         if math.isinf(ratio):
             text += " Here r·A is −inf, so the loss is +inf: the true float64 value, not an error."
     ulps = abs(float(ratio) - edge) / math.ulp(edge)  # inf for an edge at 0
@@ -96,8 +99,8 @@ def sample_rows(batch: StepperBatch, t: int) -> list[tuple[str, float, str]]:
     b, a = batch.breakdown, float(batch.advantages[t])
     typed_new = typed_old = "typed as a log-probability"
     if batch.prob_new is not None and batch.prob_old is not None:
-        typed_new = f"log of π_new = {exact(batch.prob_new[t])}"
-        typed_old = f"log of π_old = {exact(batch.prob_old[t])}"
+        typed_new = f"log of π_new = {presented(batch.prob_new[t])}"
+        typed_old = f"log of π_old = {presented(batch.prob_old[t])}"
     smaller = "clip(r)·A" if b.objective_term[t] == b.clipped_term[t] else "r·A"
     kept = f"the smaller candidate, {smaller}"
     if b.unclipped_term[t] == b.clipped_term[t]:
@@ -113,7 +116,7 @@ def sample_rows(batch: StepperBatch, t: int) -> list[tuple[str, float, str]]:
         ("ratio r", b.ratio[t], "exp(log-ratio)"),
         ("advantage A", a, "used as given"),
         ("r·A", b.unclipped_term[t], "candidate 1: unclipped"),
-        (f"clip(r, {exact(b.lower)}, {exact(b.upper)})·A", b.clipped_term[t], candidate_2),
+        (f"clip(r, {presented(b.lower)}, {presented(b.upper)})·A", b.clipped_term[t], candidate_2),
         ("min keeps", b.objective_term[t], kept),
         ("contribution to the loss", b.loss_contribution[t], f"−(1/N) × kept, N = {b.n}"),
         ("gradient entry", b.grad[t], grad),
@@ -122,8 +125,8 @@ def sample_rows(batch: StepperBatch, t: int) -> list[tuple[str, float, str]]:
 
 def number_html(value: float, *, strong: bool = False) -> Markup:
     """``value`` exactly, followed by a grey ``(≈ 0.6)`` where the exact value is ragged."""
-    shown = tag("span", exact(value), classes="ppo-num ppo-strong" if strong else "ppo-num")
-    short = approx(value)
+    shown = tag("span", presented(value), classes="ppo-num ppo-strong" if strong else "ppo-num")
+    short = None if presenting() else approx(value)
     if short is None:
         return shown
     return shown + "\u00a0" + tag("span", f"(≈\u00a0{short})", classes="ppo-num ppo-muted")
@@ -169,7 +172,7 @@ def sample_view_html(batch: StepperBatch, step: int) -> Markup:
         loss=number_html(b.partial_loss(seen), strong=True),
         clipped=clipped.size,
         clipped_samples=listing(clipped),
-        grad=vector(b.grad[:seen], unseen=b.n - seen),
+        grad=vector(b.grad[:seen], unseen=b.n - seen, each=presented),
         ending=ending,
     )
 
@@ -189,7 +192,7 @@ def clip_fractions_html(batch: StepperBatch) -> Markup:
     odd = "ppo-text-error" if only_band.size else "ppo-text-info"
     header = ["", "this project, TRL, verl", "SB3, CleanRL, OpenAI Baselines, Spinning Up"]
     shown = ((b.clip_fraction, "ppo-text-info"), (b.band_fraction, odd))
-    values = [tag("span", exact(value), classes=f"ppo-big {colour}") for value, colour in shown]
+    values = [tag("span", presented(value), classes=f"ppo-big {colour}") for value, colour in shown]
     counted = (b.is_clipped, b.outside_band)
     samples = [f"{np.count_nonzero(m)} of {b.n}: {listing(np.flatnonzero(m))}" for m in counted]
     rows = [
