@@ -75,8 +75,10 @@ response.  The file reads top to bottom:
 Bad input raises a ``TypeError`` or ``ValueError`` naming the argument (:mod:`llm_clip_inputs`).
 Where the contract is silent this module does what TRL does: the KL term is added per token and
 aggregated with the objective's own aggregation, for GSPO and CISPO too
-(``grpo_trainer.py`` L3121); an aggregation given to GSPO is applied to its per-token loss
-(TRL L3124-3142; verl ignores it and always uses seq-mean-token-mean, ``core_algos.py`` L1312).
+(``grpo_trainer.py`` L3121; TRL 1.16.0's default ``use_bias_correction_kl`` also multiplies
+k3 by the token's ratio r, L3104-3105: here, as with it False, it is not); an aggregation given
+to GSPO is applied to its per-token loss (TRL L3124-3142; verl ignores it and always uses
+seq-mean-token-mean, ``core_algos.py`` L1312).
 SAPO's ``tau_pos``/``tau_neg`` are refused by the other objectives, and ``eps_low``/``eps_high``
 by SAPO, which has no band: a setting never silently does nothing.
 
@@ -170,7 +172,9 @@ class Options(TypedDict, total=False):
     temperatures for ``A > 0`` and ``A <= 0`` (default 1.0 and 1.05; refused by the others).
     ``rollout_weights``: (B, 1) or (B, T), at least 0 (:func:`rollout_weights`), multiplies each
     token's policy term before the aggregation, as TRL multiplies ``per_token_loss``
-    (``grpo_trainer.py`` 1.16.0 L3146-3147); the KL term is not weighted.  ``keep``: (B,)
+    (``grpo_trainer.py`` 1.16.0 L3146-3147); the KL term is not weighted (TRL 1.16's default
+    ``use_bias_correction_kl`` multiplies it by the token's ratio r instead, L3104-3105; this
+    module adds k3 as TRL does with it False).  ``keep``: (B,)
     booleans (:func:`off_policy_keep`): a dropped response's policy terms are 0, its tokens still
     count in the aggregation's denominators (TRL L3140-3141).  A weight of 0 makes a term exactly
     0, even an overflowed one.

@@ -8,7 +8,9 @@ module's :func:`battery`.  The learner writes::
 
 GRPO's loss (each answer's mean over its tokens, then the mean over answers; eps 0.2) whose
 token terms are multiplied by TRL's importance weights (``mode``, ``clip_max``, no lower bound)
-and by OPSM's keep (``threshold``), with ``beta`` times k3 to the reference added *unweighted*.
+and by OPSM's keep (``threshold``), with ``beta`` times k3 to the reference added, weighted by
+neither: TRL with ``use_bias_correction_kl=False`` (its default, True, multiplies the KL by the
+trainer's own ratio, ``grpo_trainer.py`` 1.16.0 L3104-3105).
 Every answer is compared with :func:`llm_clip.policy_loss` given :func:`llm_clip.rollout_weights`
 and :func:`llm_clip.off_policy_keep`; each mistake of :data:`MISTAKES` is those functions on
 changed inputs (:func:`corrected_answer`).  Every batch holds finite values on its padding, so
@@ -56,7 +58,7 @@ EXPLANATIONS = {
     "sequence_mean": "A sequence_* weight is the product of the token ratios, exp(sum_t d) over "
     "the answer's tokens (TRL); the mean of the gaps is GSPO's ratio and OPSM's statistic.",
     "kl_weighted": "TRL multiplies the policy term by the weight and by OPSM's keep, then adds "
-    "beta * k3 to every token unweighted: a dropped answer still pays its KL.",
+    "beta * k3 to every token, weighted by neither: a dropped answer still pays its KL.",
     "precision": "Your answers agree with llm_clip's to about float32's 7 significant digits, "
     "not float64's: compute in float64 throughout.",
 }
@@ -112,7 +114,7 @@ EXERCISES["rollout"] = Exercise(MISTAKES, GROUPS, corrected_answer)
 
 #: The batches, by name: mode, clip_max, threshold, beta and the seed of the arrays.
 BATCHES = {
-    "TRL's default": ("sequence_mask", 3.0, 0.05, 0.04, 11),
+    "sequence mask": ("sequence_mask", 3.0, 0.05, 0.04, 11),
     "token truncation": ("token_truncate", 1.5, 0.1, 0.1, 12),
     "sequence truncation": ("sequence_truncate", 2.0, 0.02, 0.05, 13),
 }

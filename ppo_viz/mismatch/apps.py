@@ -88,7 +88,7 @@ class MismatchExplorer(LiveFigure):
                                        label="dropped by OPSM")  # fmt: skip
         opsm_ax.axvline(measures.OPSM_THRESHOLD, color=COLORS["threshold"], ls="--", lw=1)
         opsm_ax.set(title="responses (all batches)", ylim=(-3.2, 3.2), ylabel="advantage",
-                    xlabel="mean of logp_rollout − logp_old")  # fmt: skip
+                    xlabel="mean of logp_rollout − logp_new (= logp_old at μ = 1)")  # fmt: skip
         x = np.arange(len(measures.CORRECTIONS))
         bias_ax.set(yscale="log", ylim=(3e-3, 3.0))
         self.bars = bias_ax.bar(x, np.full(len(x), 1.0), color=[STYLES[c][0] for c in STYLES])
