@@ -214,13 +214,28 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     same = all(
         got["train", s, z, c, seed_set][m] == got["train", s, z, "none", seed_set][m]
         for s, z, seed_set in off
-        for c in measures.CORRECTIONS
+        for c in measures.CORRECTIONS[:-1]  # the control, negatives_dropped, acts anyway
         for m in (*METRICS, "clip_fraction")
     )
+    opsm_vs_dropped = {}  # OPSM minus its control: what OPSM does beyond dropping negatives
+    for source, sizes in sources.items():
+        per_set = {
+            seed_set: simultaneous_band(
+                np.subtract(
+                    *[[got["train", source, z, k, seed_set]["score"] for z in sizes]
+                      for k in ("opsm", "negatives_dropped")]
+                ).T
+            )
+            for seed_set in SEED_SETS
+        }  # fmt: skip
+        signs = [[sign_of(ci) for ci in zip(b["low"], b["high"])] for b in per_set.values()]  # noqa: B905
+        agreed = [z for z, a, b in zip(sizes, *signs, strict=True) if a and a == b]
+        diff = [per_set[SEED_SETS[1]]["mean"][sizes.index(z)] for z in agreed]
+        opsm_vs_dropped[source] = {"sizes": agreed, "diff": diff, "bands": per_set}
     exact = curves[MEASURED[0]][0]["bias"]
     controls = {
         "identical_without_mismatch": same,
-        "exact_engine_bias": max(v["bias"] for k, v in exact.items() if k != "control"),
+        "exact_engine_bias": max(exact[k]["bias"] for k in measures.CORRECTIONS[:-1]),
         "independent_on_policy": [m["bias"]["control"] for v in curves.values() for m in v],
     }
     clipped = {
@@ -228,7 +243,17 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         for s, zs in sources.items()
     }
     derived = {"curves": curves, "bands": bands, "findings": findings, "nulls": nulls}
+    derived["opsm_vs_negatives_dropped"] = opsm_vs_dropped
     return {**results, **derived, "controls": controls, "trained_clip_fraction": clipped}
+
+
+def _difference_by_size(item: tuple[str, dict[str, Any]]) -> str:
+    """``source at sizes by differences``, or that none was detectable."""
+    source, found = item
+    if not found["sizes"]:
+        return f"{source}: not detectable here"
+    diffs = ", ".join(f"{d:+.3f}" for d in found["diff"])
+    return f"{source} at {', '.join(map(str, found['sizes']))} by {diffs}"
 
 
 def report(results: dict[str, Any]) -> str:
@@ -245,7 +270,9 @@ def report(results: dict[str, Any]) -> str:
         f"learning rate {s['learning_rate']:g}, {s['iterations']} iterations of "
         f"{s['prompts_per_batch']} × {s['group_size']} responses; {results['seeds_per_set']} seeds "
         f"per set ({sets}). Corrections: TRL's four modes (clip_max {results['clip_max']:g}, no "
-        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}. Bands: max-t simultaneous "
+        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}, and its control: every "
+        "negative-advantage response dropped whatever its gap (negatives_dropped). Bands: max-t "
+        "simultaneous "
         f"95% over a source's sizes, {INTERVALS}.",
         "\n## One batch at each size\n",
         f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
@@ -278,6 +305,10 @@ def report(results: dict[str, Any]) -> str:
         f"{min(ratios):.2f} to {max(ratios):.2f} (noise alone gives about 1).",
         "- Share of tokens clipped by the trainer's own ratio (new / old, TRL's recomputation), "
         f"confirmation seeds, per size: {trained}.",
+        "- OPSM minus its control (every negative answer dropped, whatever the gap), final "
+        "accuracy, where both sets' bands exclude 0: "
+        + "; ".join(map(_difference_by_size, results["opsm_vs_negatives_dropped"].items()))
+        + ".",
         "\n## Findings: both seed sets' bands exclude 0 on the same side\n",
         "| source | correction | metric | sizes | difference from none (confirmation) |",
         "|---" * 5 + "|",
@@ -318,7 +349,7 @@ def write(results: dict[str, Any], output: Path) -> None:
 
 def restated(results: dict[str, Any]) -> dict[str, Any]:
     """Stored results with their statistics derived again from the per-seed values."""
-    derived = ("curves", "bands", "findings", "nulls", "controls")
+    derived = ("curves", "bands", "findings", "nulls", "controls", "opsm_vs_negatives_dropped")
     return summarize({k: v for k, v in results.items() if k not in derived})
 
 

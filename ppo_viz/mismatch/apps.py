@@ -31,6 +31,7 @@ STYLES = {
     "sequence_truncate": (PALETTE["vermillion"], "^"),
     "sequence_mask": (PALETTE["orange"], "v"),
     "opsm": (PALETTE["green"], "D"),
+    "negatives_dropped": (PALETTE["purple"], "P"),
 }
 TITLES = {"top_p": "top-p", "steps_per_generation": "steps per batch"}
 TICKS = [-1.0, -1e-2, -1e-4, 0.0, 1e-4, 1e-2, 1.0]
@@ -149,7 +150,7 @@ def study_figure(results: dict[str, Any]) -> Figure:
             draw_source(axes[0, column], axes[1, column], source, results)
         axes[0, 0].set_ylabel("gradient bias")
         axes[1, 0].set_ylabel("Δ final accuracy")
-        handles = [*axes[0, 0].get_lines()[:1], *axes[1, 0].get_lines()[:5]]
+        handles = [*axes[0, 0].get_lines()[:1], *axes[1, 0].get_lines()[: len(STYLES) - 1]]
         legend_below(figure, ncols=3, handles=handles, labels=[s.replace("_", " ") for s in STYLES])
     return figure
 

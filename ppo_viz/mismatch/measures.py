@@ -25,7 +25,10 @@ from tiny_rlhf import Correction, Rollout, Trainer, TrainSettings, methods_named
 PROMPTS_PER_BATCH, GROUP, STREAM = 4, 8, 45_2025
 #: The corrections compared: TRL's four modes (its bounds: none below, 3 above) and OPSM.
 MODES = llm_clip.ROLLOUT_MODES
-CORRECTIONS, CLIP_MAX = ("none", *MODES, "opsm"), 3.0
+#: The corrections, and a control: every negative-advantage response dropped whatever its gap
+#: (OPSM at a threshold no mean gap reaches), which OPSM becomes where every gap passes its own.
+CORRECTIONS, CLIP_MAX = ("none", *MODES, "opsm", "negatives_dropped"), 3.0
+NEVER = -1e308  #: a threshold below every mean gap
 #: OPSM's threshold on a response's mean gap (chosen for this model: its gaps are small).
 OPSM_THRESHOLD = 0.02
 #: Each source of mismatch and its sizes, the first "off" (:class:`tiny_rlhf.Rollout`).
@@ -114,10 +117,11 @@ def corrections(batch: MismatchBatch, run: int) -> dict[str, dict[str, np.ndarra
     for mode in MODES:
         w = llm_clip.rollout_weights(old, engine, mask, mode=mode, clip_max=CLIP_MAX)
         out[mode] = {"rollout_weights": w}
-    keep = llm_clip.off_policy_keep(
-        old, engine, batch.advantages[run], mask, threshold=OPSM_THRESHOLD
+    keep, dropped = (
+        llm_clip.off_policy_keep(old, engine, batch.advantages[run], mask, threshold=threshold)
+        for threshold in (OPSM_THRESHOLD, NEVER)
     )
-    return {**out, "opsm": {"keep": keep}}
+    return {**out, "opsm": {"keep": keep}, "negatives_dropped": {"keep": dropped}}
 
 
 def gradients(batch: MismatchBatch) -> dict[str, FloatArray]:
@@ -161,6 +165,7 @@ def rollout_at(source: str, size: object, correction: str = "none") -> Rollout:
     if source not in SOURCES or correction not in CORRECTIONS:
         raise ValueError(f"no source {source!r} or correction {correction!r}; see SOURCES")
     named = {"none": None, "opsm": Correction(mode=None, opsm=OPSM_THRESHOLD)}
+    named["negatives_dropped"] = Correction(mode=None, opsm=NEVER)
     fixed = named[correction] if correction in named else Correction(correction, clip_max=CLIP_MAX)
     engine = Engine(**{source: size}) if source in ("bits", "top_p") else Engine()
     counts = {k: size if k == source else v for k, v in (("stale", 0), ("steps_per_generation", 1))}
