@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from helpers import assert_drawn_in_place, assert_states, markdown_of
 
-from experiments.cartpole_agent import CartPoleAgent, bootstrapped, value_loss
+from experiments.cartpole_agent import CartPoleAgent, CartPoleSettings, bootstrapped, value_loss
 from experiments.networks import Adam
 from ppo_viz.advantage import apps, study
 from ppo_viz.numbers import rounded
@@ -187,6 +187,7 @@ def test_the_prose_states_the_settings_from_the_constants():
     assert_states(prose, f"{study.TRAIN_STEPS:,} steps, seed {study.SEED}")
     assert_states(prose, f"{study.REFERENCE_RUNS} times", f"Another {study.ESTIMATOR_RUNS}")
     assert_states(prose, f"trained one plus {study.SHIFT:g}")
+    assert_states(prose, f"notebook 4's runs are {CartPoleSettings().total_steps:,} steps")
 
 
 def test_gae_trades_the_bias_between_the_actions_for_variance():
