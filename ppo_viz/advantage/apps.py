@@ -129,9 +129,10 @@ CRITIC_COLORS = (PALETTE["blue"], PALETTE["orange"], PALETTE["purple"])
 
 def value_clip_figure(clip_coef: float = 0.2) -> Figure:
     """One sample's value loss against the new value V: unclipped and CleanRL's clipped, for
-    the episode's first state (old value from the critic, target its realised return)."""
+    the episode's first state (old value from the critic, target its GAE return at lambda 0.95,
+    as the agent trains)."""
     episode = study.play_outs()[0]
-    old, target = episode.values[0], study.advantages_of(episode, 0.99, 1.0)[1][0]
+    old, target = episode.values[0], study.advantages_of(episode, 0.99, 0.95)[1][0]
     grid = np.linspace(old - 5, target + 5, 801)[:, None]
     shape = np.ones_like(grid)
     plain = value_loss(grid, target * shape)[0]
@@ -143,7 +144,12 @@ def value_clip_figure(clip_coef: float = 0.2) -> Figure:
         ax.plot(grid, clipped, **style.LINES["clipped"], label=f"clip_vloss, ε = {clip_coef:g}")
         ax.axvspan(old - clip_coef, old + clip_coef, color=COLORS["band"], alpha=0.4, lw=0)
         ax.axvline(old, color=COLORS["guide"], ls=":", label=f"V_old = {rounded(old, 3)}")
-        ax.axvline(target, color=COLORS["start"], ls=":", label=f"return R = {rounded(target, 3)}")
+        ax.axvline(
+            target,
+            color=COLORS["start"],
+            ls=":",
+            label=f"target R (λ = 0.95) = {rounded(target, 3)}",
+        )
         ax.set(xlabel="new value V of the first state", ylabel="value loss of this sample")
         ax.legend(loc="center right", fontsize="small")
     return figure
