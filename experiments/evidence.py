@@ -21,6 +21,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ppo_viz.results import SEED_SETS as SEED_SETS  # the two sets of seeds, in order
+from ppo_viz.results import THIRD_SET
+
+#: Every set of seeds, in order: the RLHF study adds a third (:data:`THIRD_SET`).
+ALL_SEED_SETS = (*SEED_SETS, THIRD_SET)
 
 #: The bootstrap's own seed, its number of resamples and the interval's coverage.
 BOOTSTRAP_SEED = 1707_06347
