@@ -164,10 +164,10 @@ def effects_figure(results: Mapping[str, Any]) -> Figure:
             ax.minorticks_off()
             ax.tick_params(labelbottom=True, labelsize="x-small")
             ax.title.set_fontsize("small")
-        figure.supxlabel("Adam's learning rate")
         figure.supylabel("method minus its comparison (the finding's metric)")
         figure.suptitle(
-            "Each finding's paired difference, mean and simultaneous 95% band over "
+            "Each finding's paired difference against Adam's learning rate:\n"
+            "mean and simultaneous 95% band over "
             f"{results['sets']['confirmation']['seeds']} confirmation seeds; filled: all three "
             "sets agree"
         )
