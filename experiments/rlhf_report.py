@@ -128,7 +128,7 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "(for all responses and for the wrong ones: which prompts were drawn does not move it) "
         "and the entropy per token; the share of tokens clipped over all updates.",
         "",
-        "**Protocol**: a finding is a published claim (quoted from its paper), or a control "
+        "**Protocol**: a finding is a published claim (as its paper makes it), or a control "
         "that changes one thing, about two methods and one metric. On each set of seeds its "
         "curve is the paired difference, seed by seed, at every learning rate and every μ it "
         "is tested at, with a simultaneous 95% band over all those settings (max-t studentized "
