@@ -102,6 +102,12 @@ METHODS = {
         Method("dapo_sym", "DAPO, ε_high 0.2", "dapo", eps_high=0.2),
         Method("gspo", "GSPO", "gspo", eps_low=3e-4, eps_high=4e-4),
         Method("cispo", "CISPO", "cispo", eps_low=1.0, eps_high=0.2),
+        # controls, each one change from a method above (issue 44): GSPO's band on GRPO's
+        # token ratios, GRPO's band on GSPO's sequence ratio, Dr. GRPO's two changes apart
+        Method("grpo_tight", "GRPO, ε 0.02", "grpo", eps_low=0.02, eps_high=0.02),
+        Method("gspo_wide", "GSPO, ε 0.2", "gspo", eps_low=0.2, eps_high=0.2),
+        Method("dr_grpo_agg", "Dr. GRPO's aggregation only", "dr_grpo"),
+        Method("grpo_mean", "GRPO, no std division", "grpo", advantages="group_mean"),
     )
 }
 

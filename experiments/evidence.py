@@ -1,14 +1,15 @@
-"""What both studies' claims rest on: two sets of seeds, seeded bootstrap intervals, paired
-differences and their verdicts, and how often a fresh set of seeds would repeat a verdict.
+"""What both studies' claims rest on: sets of seeds, seeded bootstrap intervals, paired
+differences and their verdicts, and simultaneous bands over a curve of paired differences.
 
 Every study runs each cell on two sets of seeds (:data:`SEED_SETS`): claims and best settings
 are chosen on the *discovery* set and checked on the *confirmation* set, free of the winner's
-curse.  Every method of a set runs on the same seeds with the same random numbers, so two
-methods compare seed by seed (:func:`paired`): the mean of the per-seed differences, with a
-bootstrap 95% interval; one that holds 0 says *not distinguishable with these seeds*, not
-"equal".  The bootstrap's resamples come from a fixed seed (integers only: the same values
-give the same interval on any machine).  Which comparisons a study makes is its own
-(:mod:`experiments.claims`, :mod:`experiments.rlhf_findings`).
+curse; the RLHF study runs a third (:data:`THIRD_SET`) that counts how many stated findings
+hold on seeds that stated none.  Every method of a set runs on the same seeds with the same
+random numbers, so two methods compare seed by seed (:func:`paired`): the mean of the per-seed
+differences, with a bootstrap 95% interval; one that holds 0 says *not distinguishable with
+these seeds*, not "equal".  The bootstrap's resamples come from a fixed seed (integers only:
+the same values give the same interval on any machine).  Which comparisons a study makes is its
+own (:mod:`experiments.claims`, :mod:`experiments.rlhf_findings`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ppo_viz.results import SEED_SETS as SEED_SETS  # the two sets of seeds, in order
+from ppo_viz.results import THIRD_SET
+
+#: Every set of seeds, in order: the RLHF study adds a third (:data:`THIRD_SET`).
+ALL_SEED_SETS = (*SEED_SETS, THIRD_SET)
 
 #: The bootstrap's own seed, its number of resamples and the interval's coverage.
 BOOTSTRAP_SEED = 1707_06347
@@ -92,19 +97,6 @@ def fresh_verdicts(differences: np.ndarray) -> np.ndarray:
     verdicts[mean - half > 0] = HIGHER
     verdicts[mean + half < 0] = LOWER
     return verdicts
-
-
-def replication_chance(ci: Sequence[float], sign: int) -> float:
-    """How often a fresh set of as many seeds would give an interval that excludes 0 on the
-    side ``sign``, were the true difference at the near end of ``ci`` (a cautious guess: the
-    point estimate of a cell chosen for its strength tends to be lucky).  Normal
-    approximation: an interval is its mean plus or minus 1.96 standard errors."""
-    low, high = ci
-    error = (high - low) / (2 * Z95)
-    near = low if sign > 0 else -high  # the end of the interval nearer to 0, signed
-    if error == 0:
-        return float(near > 0)
-    return 0.5 * (1 + math.erf((near / error - Z95) / math.sqrt(2)))
 
 
 def stable_range(values: Sequence[float], success_shares: Sequence[float]) -> list[float] | None:

@@ -11,20 +11,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.report import INTERVALS, json_text, machine_line, write_report
+from experiments.report import json_text, machine_line, write_report
 from ppo_viz.results import Table, markdown
-from ppo_viz.rlhf.figures import curves_figure, score_figure
+from ppo_viz.rlhf.figures import curves_figure, effects_figure, score_figure
 from ppo_viz.rlhf.results import (
     CURVES_FIGURE,
+    EFFECTS_FIGURE,
     RESULTS_JSON,
     RESULTS_MARKDOWN,
     SCORE_FIGURE,
-    best_table,
+    curve_table,
     finding_sentence,
     findings_table,
     label,
     score_table,
-    versus_grpo_table,
 )
 
 #: The cell whose curves over training the second figure shows.
@@ -37,7 +37,7 @@ def methods_table(results: Mapping[str, Any]) -> Table:
     advantages = {
         "group": "group's, over its std",
         "group_mean": "group's, mean only",
-        "gae": "GAE with a value model; KL in the reward",
+        "gae": "GAE with a value model; KL in the reward (another algorithm)",
     }
     rows = []
     for key, m in results["methods"].items():
@@ -54,9 +54,10 @@ def methods_table(results: Mapping[str, Any]) -> Table:
 def results_markdown(results: Mapping[str, Any]) -> str:
     """RESULTS_LLM.md: how and where it was made, the design, the findings and every table."""
     machine, sets, s, m = results["machine"], results["sets"], results["settings"], results["model"]
-    seeds = sets["discovery"]["seeds"]
-    first = sets["discovery"]["first_seed"]
-    fresh = sets["confirmation"]["first_seed"]
+    ranges = ", ".join(
+        f"{v['seeds']} {name} seeds ({v['first_seed']}–{v['first_seed'] + v['seeds'] - 1})"
+        for name, v in sets.items()
+    )
     cells = len(results["cells"])
     lines = [
         "# RLHF in miniature: GRPO-family trainers on a tiny language model",
@@ -92,8 +93,8 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         f"**Model**: one tanh layer of {m['hidden']} units over one-hot features of the "
         f"prompt's digits, the position and the previous token ({m['vocabulary']}-token "
         f"vocabulary; {m['parameters']:,} parameters), with hand-written backpropagation. "
-        "Every run starts from the same reference, distilled "
-        "from a noisy teacher, which answers "
+        "Every run starts from the same reference (seeds vary the sampling, not the start), "
+        "distilled from a noisy teacher, which answers "
         f"{results['reference_accuracy']:.1%} of the prompts right (exact probability, "
         "averaged over prompts); its longer counts are harder.",
         "",
@@ -101,31 +102,41 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         f"{s['group_size']} responses to each of {s['prompts_per_batch']} prompts, then takes "
         "μ Adam steps on that batch, every token's gradient from `llm_clip.token_breakdown`. "
         f"KL to the reference in the loss: β = {s['kl_coef']:g} (PPO's is in its reward, "
-        "β = 0.05). No dynamic sampling, overlong shaping, entropy bonus or gradient clipping.",
+        "β = 0.05). No dynamic sampling, overlong shaping, entropy bonus or gradient clipping. "
+        "Every method runs on the same learning-rate grid, although masking and advantage "
+        "scaling change the step each takes: compare curves, not one learning rate.",
         "",
         *markdown(methods_table(results)),
+        "",
+        "The last four rows are controls, each one change from a method above it: GRPO with "
+        "a token-level band of 0.02, and GSPO at GRPO's 0.2 (is GSPO's gain its sequence ratio "
+        "or its band?); Dr. GRPO's aggregation with GRPO's std-scaled advantages, and GRPO's "
+        "objective with mean-only advantages (Dr. GRPO's two changes apart). **PPO** is another "
+        "algorithm, not a control: it differs from GRPO in four ways at once (GAE advantages "
+        "from a value model, the KL in the reward, token-mean aggregation, advantages whitened "
+        "over the batch), so no finding compares it.",
         "",
         "**Grid and seeds**: learning rates "
         + ", ".join(f"{v:g}" for v in results["learning_rates"])
         + "; μ = "
         + ", ".join(str(v) for v in results["updates"])
-        + f". Each cell runs {seeds} discovery seeds ({first}–{first + seeds - 1}) and "
-        f"{seeds} confirmation seeds ({fresh}–{fresh + seeds - 1}); every method of a set "
-        "runs on the same seeds with the same prompts and uniform numbers. Per seed: the final "
-        "policy's exact probability of answering right, averaged over all prompts (the "
-        "*accuracy*), the mean batch reward over training, and over the last quarter of "
-        "training the mean response length, its excess over the right response's length (for "
-        "all responses and for the wrong ones: which prompts were drawn does not move it) and "
-        "the entropy per token; the share of tokens clipped over all updates.",
+        + f". Each cell runs {ranges}; every method of a set runs on the same seeds with the "
+        "same prompts and uniform numbers. Per seed: the final policy's exact probability of "
+        "answering right, averaged over all prompts (the *accuracy*: the prompts training draws "
+        "from, none held out), the mean batch reward over training, and over the last quarter "
+        "of training the mean response length, its excess over the right response's length "
+        "(for all responses and for the wrong ones: which prompts were drawn does not move it) "
+        "and the entropy per token; the share of tokens clipped over all updates.",
         "",
-        "**Protocol**: a finding is a published claim about two methods and one metric. On the "
-        "discovery seeds, among the cells where the claim can be tested, the one with the "
-        "strongest paired difference in the claimed direction is chosen, and the one with the "
-        "strongest against it; each is checked at the same cell on the confirmation seeds. A "
-        "side is confirmed when both sets' 95% intervals exclude 0 on that side. Best learning "
-        "rates are chosen on the discovery seeds and scored on the confirmation seeds. "
-        f"Intervals are {INTERVALS} of a mean, or of a mean paired difference over seeds; one that "
-        f'holds 0 reads "not distinguishable with {seeds} seeds".',
+        "**Protocol**: a finding is a published claim (as its paper makes it), or a control "
+        "that changes one thing, about two methods and one metric. On each set of seeds its "
+        "curve is the paired difference, seed by seed, at every learning rate and every μ it "
+        "is tested at, with a simultaneous 95% band over all those settings (max-t studentized "
+        "bootstrap, 10,000 resamples of whole seeds from a fixed seed: all its points hold their "
+        "true values together in about 95% of seed sets). A finding is stated where the "
+        "discovery and the confirmation sets' bands both exclude 0 on one side; the third set "
+        "tests the statement. A side with no such setting is *not detectable here*. No "
+        "best-versus-best comparison is made: every learning rate is shown.",
         "",
         f"![Final accuracy against the learning rate, per μ]({SCORE_FIGURE.name})",
         "",
@@ -135,7 +146,12 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "",
         "## Findings",
         "",
+        f"![Each finding's paired difference against the learning rate, per μ, with its "
+        f"simultaneous 95% band]({EFFECTS_FIGURE.name})",
+        "",
         *markdown(findings_table(results)),
+        "",
+        third_set_line(results),
         "",
     ]
     for finding in results["findings"]:
@@ -153,25 +169,42 @@ def results_markdown(results: Mapping[str, Any]) -> str:
             f"their stored per-seed values equal in every cell ({same}).",
             "",
         ]
-    lines += ["## Each method at its best learning rate", ""]
-    for mu in results["updates"]:
-        lines += [f"μ = {mu}:", "", *markdown(best_table(results, mu)), ""]
+    lines += [
+        "## The curves",
+        "",
+        "Per finding, each cell is the confirmation set's mean difference at that learning rate "
+        "and μ, then one mark per set (discovery, confirmation, third): + where its simultaneous "
+        "band is above 0, − below, · where it holds 0.",
+        "",
+    ]
+    for finding in results["findings"]:
+        lines += [f"**{finding['key']}**:", "", *markdown(curve_table(results, finding)), ""]
     lines += ["## Final accuracy at every learning rate (confirmation seeds)", ""]
     for mu in results["updates"]:
         lines += [f"μ = {mu}:", "", *markdown(score_table(results, "confirmation", mu)), ""]
-    lines += [
-        "## Final accuracy minus GRPO's at the same learning rate and μ (paired, confirmation)",
-        "",
-    ]
-    for mu in results["updates"]:
-        lines += [f"μ = {mu}:", "", *markdown(versus_grpo_table(results, "confirmation", mu)), ""]
     return "\n".join(lines)
+
+
+def third_set_line(results: Mapping[str, Any]) -> str:
+    """How many stated findings the third set confirms (by its own bands, as the first two)."""
+    count = results["third_set"]
+    third = results["sets"].get("replication", {"seeds": 0, "first_seed": 0})
+    return (
+        f"**The third set** ({third['seeds']} seeds from {third['first_seed']}, run by the same "
+        f"command) tests the statements: of the {count['stated']} sides that discovery and "
+        f"confirmation state somewhere, it confirms {count['held_everywhere']} at every stated "
+        f"setting and {count['held_somewhere']} at some, and contradicts "
+        f"{count['contradicted']} anywhere. The findings give only the settings where all three "
+        "sets agree."
+    )
 
 
 def write_results(results: Mapping[str, Any], output: Path) -> None:
     """The four files, into ``output`` (:func:`experiments.report.write_report`)."""
     files = {RESULTS_JSON: json_text(results), RESULTS_MARKDOWN: results_markdown(results)}
     files[SCORE_FIGURE] = (score_figure(results), 110)
+    if results["findings"]:
+        files[EFFECTS_FIGURE] = (effects_figure(results), 110)
     lr, mu = CURVES_CELL
     if lr in results["learning_rates"] and mu in results["updates"]:
         files[CURVES_FIGURE] = (curves_figure(results, lr, mu), 110)

@@ -2,10 +2,10 @@
 
 From the repository root::
 
-    python -m experiments.rlhf_study              # the whole study (about 9 minutes of CPU;
+    python -m experiments.rlhf_study              # the whole study (about 20 minutes of CPU;
                                                   # RESULTS_LLM.md gives the measured time);
                                                   # writes experiments/RESULTS_LLM.md,
-                                                  # rlhf_study.json and two figures
+                                                  # rlhf_study.json and three figures
     python -m experiments.rlhf_study --quick      # a smoke run in seconds; writes nothing
                                                   # unless --output-dir is given
     python -m experiments.rlhf_study --restate    # the statistics, tables and figures derived
@@ -14,23 +14,24 @@ From the repository root::
         --seed-offset 1000                        # a slice on fresh seeds (scratch folder)
 
 What runs is :data:`FULL_PLAN`: every method of :data:`tiny_rlhf.METHODS` (GRPO, the
-unclipped control, PPO, Dr. GRPO, DAPO with and without clip-higher, GSPO, CISPO) at every
-learning rate of :data:`LEARNING_RATES` and every mu of :data:`UPDATES`, each cell on two
-sets of seeds: the *discovery* set (seeds ``offset .. offset + 19``), on which findings and
-best settings are chosen, and the *confirmation* set (the next 20 seeds), on which they are
-checked (:mod:`experiments.rlhf_findings`).  Every method of a set runs on the same seeds
-with the same prompts and uniform numbers, so methods compare seed by seed.
+unclipped control, PPO, Dr. GRPO, DAPO with and without clip-higher, GSPO, CISPO, and four
+controls that each change one thing) at every learning rate of :data:`LEARNING_RATES` and every
+mu of :data:`UPDATES`, each cell on three sets of seeds
+(:data:`experiments.evidence.ALL_SEED_SETS`, 20 seeds each from ``offset``): findings are
+stated where the *discovery* and *confirmation* sets agree, and the *replication* set counts
+how many hold (:mod:`experiments.rlhf_findings`).  Every method of a set runs on the same
+seeds with the same prompts and uniform numbers, so methods compare seed by seed.
 
 Why these cells: one run (40 iterations of 32 responses) costs about 0.04 s of one CPU at
-mu = 1 and 0.12 s at mu = 8 (the committed run's cells), so a cell of 20 seeds takes 1 to 4 s
-and the 384 cells about 9 minutes of CPU, under 5 minutes on two cores of its own: the whole
-grid fits the 20-minute budget, so no factor is cut.
+mu = 1 and 0.12 s at mu = 8, so a cell of 20 seeds takes 1 to 4 s and the 864 cells about
+20 minutes of CPU, about 10 minutes on two cores of its own: the whole grid fits the
+30-minute budget, so no factor is cut.
 
 It runs as every study does (:mod:`experiments.runner`; its cache ``rlhf_study.cells.jsonl``,
 an unknown ``--method``, ``--learning-rate`` or ``--updates`` refused before any work, a
 partial run written to :data:`SCRATCH_DIR`).  A run is chaotic, so it reproduces exactly only
 on a machine with the recorded fingerprint, elsewhere as aggregates.  ``--seed-offset N`` runs
-on seeds ``N, N + 1, ...``: fresh ones once ``N`` is at least 40 (the committed study's two
+on seeds ``N, N + 1, ...``: fresh ones once ``N`` is at least 60 (the committed study's three
 sets).
 """
 
@@ -55,7 +56,7 @@ from typing import Any
 import numpy as np
 
 import tiny_lm
-from experiments.evidence import SEED_SETS
+from experiments.evidence import ALL_SEED_SETS as SETS
 from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown, write_results
 from experiments.runner import (
@@ -131,11 +132,11 @@ class Plan:
     seed_offset: int = 0
 
     def first_seed(self, seed_set: str) -> int:
-        return self.seed_offset + SEED_SETS.index(seed_set) * self.seeds
+        return self.seed_offset + SETS.index(seed_set) * self.seeds
 
     @property
     def cells(self) -> list[Cell]:
-        grid = itertools.product(SEED_SETS, self.methods, self.updates, self.learning_rates)
+        grid = itertools.product(SETS, self.methods, self.updates, self.learning_rates)
         return [
             Cell(
                 s,
@@ -183,7 +184,7 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
     """The plan that made ``results``, from the settings, grid, methods and seeds they store
     (so a committed study is re-run as it ran, whatever today's defaults)."""
     grid = (tuple(results["methods"]), tuple(results["learning_rates"]), tuple(results["updates"]))
-    seeds = results["sets"][SEED_SETS[0]]["seeds"]
+    seeds = results["sets"][SETS[0]]["seeds"]
     return Plan(*grid, TrainSettings(**results["settings"]), seeds, results["seed_offset"])
 
 
@@ -241,7 +242,7 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         "cpu_seconds": round(sum(c["cpu_seconds"] for c in cells)),
         "jobs": jobs,
         "seed_offset": plan.seed_offset,
-        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SEED_SETS},
+        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SETS},
         "settings": base,
         "learning_rates": list(plan.learning_rates),
         "updates": list(plan.updates),
@@ -280,7 +281,7 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     of processes the arguments ask for; every mistake is refused here, before any work."""
     restate = "derive the statistics, tables and figures again from the per-seed values of the "
     restate += "results in --output-dir (default: the committed ones); trains nothing"
-    parser = study_parser(COMMAND, __doc__, "--restate", restate, 40)
+    parser = study_parser(COMMAND, __doc__, "--restate", restate, 3 * SEEDS_PER_SET)
     parser.add_argument("--method", action="append", default=[], choices=tuple(METHODS))
     parser.add_argument("--learning-rate", action="append", type=float, default=[])
     parser.add_argument("--updates", action="append", type=int, default=[], help="mu")

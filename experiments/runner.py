@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from experiments.evidence import SEED_SETS
+from experiments.evidence import ALL_SEED_SETS
 
 Runner = Callable[[Any], dict[str, Any]]
 Results = dict[str, Any]
@@ -85,10 +85,10 @@ def run_cells(
     progress: Callable[[Any], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Run every cell not in ``cache`` with ``runner`` (in ``jobs`` processes, started set by
-    set in the order of :data:`~experiments.evidence.SEED_SETS`, the costliest first within a
+    set in the order of :data:`~experiments.evidence.ALL_SEED_SETS`, the costliest first within a
     set), appending each to ``cache`` as it finishes; return each key's raw numbers.
     ``progress`` hears of every cell once it is done (a cached one at once)."""
-    cells = sorted(cells, key=lambda c: (SEED_SETS.index(c.seed_set), -c.cost))
+    cells = sorted(cells, key=lambda c: (ALL_SEED_SETS.index(c.seed_set), -c.cost))
     done = read_cache(cache)
     todo: dict[str, Any] = {}
     for cell in cells:

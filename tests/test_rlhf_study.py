@@ -22,12 +22,12 @@ from helpers import assert_states, plain, simulating_another_cpu
 
 from experiments import rlhf_findings as findings
 from experiments import rlhf_study as command
-from experiments.evidence import bootstrap_interval, paired, sign_of
+from experiments.evidence import bootstrap_interval, paired, sign_of, simultaneous_band
 from ppo_viz.machine import fingerprint
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
 from ppo_viz.rlhf.apps import TrainingExplorer, smoothed
-from ppo_viz.rlhf.figures import CURVE_PANELS, curves_figure, score_figure
+from ppo_viz.rlhf.figures import CURVE_PANELS, curves_figure, effects_figure, score_figure
 from ppo_viz.rlhf.results import (
     cell_of,
     load_results,
@@ -78,69 +78,93 @@ def test_rerunning_the_reference_and_a_cell_reproduces_the_committed_numbers():
 # --------------------------------------------------------------------------
 
 
-def recomputed(finding, where, seed_set):
-    """A finding's paired difference at ``where``, from the stored per-seed values."""
-    cells = [
-        cell_of(committed(), seed_set, finding[m], where[lr], where["updates"])["per_seed"]
-        for m, lr in (("method", "learning_rate"), ("versus", "versus_learning_rate"))
-    ]
-    d = np.subtract(*(np.array(c[finding["metric"]], dtype=float) for c in cells))
-    d = d[np.isfinite(d)]
-    return d.mean(), bootstrap_interval(d)
-
-
-#: A verdict from whether each side (supports, against) was confirmed.
-VERDICTS = {
-    (True, False): "reproduces",
-    (True, True): "depends on the setting",
-    (False, True): "reversed",
-    (False, False): "not reproduced",
-}
+def stored_differences(finding: dict, seed_set: str) -> np.ndarray:
+    """(seeds, settings): the finding's paired differences, from the stored per-seed values."""
+    columns = []
+    for mu, lr in finding["settings"]:
+        mine, theirs = (
+            np.array(
+                cell_of(committed(), seed_set, m, lr, mu)["per_seed"][finding["metric"]], float
+            )
+            for m in (finding["method"], finding["versus"])
+        )
+        columns.append(mine - theirs)
+    d = np.array(columns).T
+    return d[np.isfinite(d).all(axis=1)]
 
 
 @pytest.mark.parametrize("index", range(len(findings.FINDINGS)))
-def test_each_finding_is_its_stored_seeds_chosen_on_discovery_and_worded_by_its_intervals(index):
-    """Each side of a finding: its cell the strongest on the discovery seeds in that
-    direction; its numbers the paired differences of the stored per-seed values; confirmed
-    where both sets' intervals exclude 0 on that side; the verdict from the two sides."""
+def test_each_finding_is_its_stored_seeds_curves_and_stated_where_the_sets_agree(index):
+    """Each finding: tested at every learning rate and its mu; on each set its curve is the
+    simultaneous band of the stored per-seed differences; a side is stated where discovery's
+    and confirmation's bands exclude 0 on that side, held where the third set's does too, and
+    contradicted where the third set's excludes 0 on the other side."""
     results, claim = committed(), findings.FINDINGS[index]
     finding = results["findings"][index]
     assert finding["key"] == claim.key
-    places = findings.candidates(claim, results)
-    strengths = [
-        findings.strength(findings.compare(claim, results, p, "discovery")) for p in places
-    ]
+    mus = [mu for mu in claim.updates if mu in results["updates"]]
+    assert finding["settings"] == [[mu, lr] for mu in mus for lr in results["learning_rates"]]
+    signs = {}
+    for seed_set, stored in finding["curves"].items():
+        band = simultaneous_band(stored_differences(finding, seed_set))
+        for key in ("mean", "low", "high"):
+            assert stored[key] == pytest.approx(band[key], rel=1e-12, abs=1e-15), seed_set
+        low, high = np.array(band["low"]), np.array(band["high"])
+        signs[seed_set] = np.where(low > 0, 1, np.where(high < 0, -1, 0))
+        assert stored["sign"] == signs[seed_set].tolist()
+    assert list(signs) == ["discovery", "confirmation", "replication"]
     for side, sign in (("supports", claim.direction), ("against", -claim.direction)):
-        entry = finding[side]
-        assert entry["where"] == places[int(np.argmax(np.array(strengths) * sign))]
-        for seed_set in ("discovery", "confirmation"):
-            diff, ci = recomputed(finding, entry["where"], seed_set)
-            assert entry[seed_set]["diff"] == pytest.approx(diff, rel=1e-12, abs=1e-15)
-            assert entry[seed_set]["ci"] == pytest.approx(list(ci), rel=1e-12, abs=1e-15)
-        excluded = [sign_of(entry[s]["ci"]) == sign for s in ("discovery", "confirmation")]
-        assert entry["confirmed"] == all(excluded), side
-    confirmed = (finding["supports"]["confirmed"], finding["against"]["confirmed"])
-    if confirmed == (True, False) and finding["against"]["discovered"]:
-        assert finding["verdict"] == findings.UNSETTLED
-    else:
-        assert finding["verdict"] == VERDICTS[confirmed]
+        at = [
+            i for i, s in enumerate(finding["settings"]) if all(signs[k][i] == sign for k in signs)
+        ]
+        both = [
+            s
+            for i, s in enumerate(finding["settings"])
+            if signs["discovery"][i] == sign == signs["confirmation"][i]
+        ]
+        assert finding[side]["stated"] == both, side
+        assert finding[side]["held"] == [finding["settings"][i] for i in at], side
+        third = signs["replication"]
+        assert finding[side]["contradicted"] == [
+            s for i, s in enumerate(finding["settings"]) if s in both and third[i] == -sign
+        ]
+
+
+def test_the_third_set_count_is_the_stated_sides_that_hold_on_it():
+    results = committed()
+    sides = [f[s] for f in results["findings"] for s in ("supports", "against") if f[s]["stated"]]
+    assert results["third_set"] == {
+        "stated": len(sides),
+        "held_everywhere": sum(s["held"] == s["stated"] for s in sides),
+        "held_somewhere": sum(bool(s["held"]) for s in sides),
+        "contradicted": sum(bool(s["contradicted"]) for s in sides),
+    }
+    assert results["third_set"]["contradicted"] == 0  # what the notebook says
 
 
 def test_with_one_update_nothing_is_clipped_and_the_clip_variants_are_one_run():
     facts = committed()["facts_at_one_update"]
     assert facts["largest_clip_fraction"] == 0
-    assert facts["identical"] == {"grpo = gspo = unclipped": True, "dapo = dapo_sym = cispo": True}
+    assert facts["identical"] == {
+        "grpo = gspo = unclipped = grpo_tight = gspo_wide": True,
+        "dapo = dapo_sym = cispo": True,
+    }
 
 
-def test_the_best_learning_rates_are_chosen_on_the_discovery_seeds():
-    results = committed()
-    for method, per_mu in results["best"].items():
-        for mu, entry in per_mu.items():
-            means = {
-                lr: np.mean(cell_of(results, "discovery", method, lr, int(mu))["per_seed"]["score"])
-                for lr in results["learning_rates"]
-            }
-            assert entry["learning_rate"] == max(means, key=means.get)
+def test_each_control_changes_one_thing_of_the_method_it_controls():
+    """GRPO at ε 0.02 and GSPO at ε 0.2 change only the band; Dr. GRPO's aggregation alone and
+    GRPO's mean-only advantages each one of Dr. GRPO's two changes."""
+    ran = committed()["methods"]
+
+    def changed(a: str, b: str) -> set:
+        return {k for k in ran[a] if k not in ("key", "label") and ran[a][k] != ran[b][k]}
+
+    assert changed("grpo_tight", "grpo") == {"eps_low", "eps_high"}
+    assert changed("gspo_wide", "gspo") == {"eps_low", "eps_high"}
+    assert changed("dr_grpo_agg", "grpo") == {"objective"}
+    assert changed("dr_grpo_agg", "dr_grpo") == {"advantages"}
+    assert changed("grpo_mean", "grpo") == {"advantages"}
+    assert changed("grpo_mean", "dr_grpo") == {"objective"}
 
 
 # --------------------------------------------------------------------------
@@ -162,6 +186,19 @@ def test_the_score_figure_draws_each_methods_committed_means():
                     for lr in results["learning_rates"]
                 ]
                 assert line.get_ydata().tolist() == expected
+
+
+def test_the_effects_figure_draws_each_findings_confirmation_curve():
+    results = committed()
+    figure = effects_figure(results)
+    assert len(figure.axes) == len(results["findings"])
+    for ax, finding in zip(figure.axes, results["findings"], strict=True):
+        settings = [tuple(s) for s in finding["settings"]]
+        for line in (line for line in ax.get_lines() if line.get_gid()):
+            mu = int(line.get_gid())
+            at = [settings.index((mu, lr)) for lr in results["learning_rates"]]
+            expected = [finding["curves"]["confirmation"]["mean"][i] for i in at]
+            assert line.get_ydata().tolist() == expected
 
 
 def test_the_curves_figure_draws_the_committed_curves():
@@ -252,25 +289,22 @@ FRESH_OFFSET = 5000
 
 
 @pytest.mark.slow
-def test_a_fresh_seed_rerun_keeps_every_firmly_confirmed_finding():
-    """Each confirmed side that a fresh set of seeds would confirm nearly always (its
-    ``replication_chance`` at least 0.95), re-run at its cell on 20 seeds from 5000: the
-    interval still excludes 0 on that side."""
-    results = committed()
+def test_a_fresh_seed_rerun_keeps_every_stated_finding():
+    """Each side held on all three sets, re-run at its first held setting on 20 seeds from
+    5000: the paired interval excludes 0 on that side."""
     checked = 0
-    for finding in results["findings"]:
+    for finding in committed()["findings"]:
         for side, sign in (("supports", finding["direction"]), ("against", -finding["direction"])):
-            entry = finding[side]
-            if not entry["confirmed"] or entry["replication_chance"] < 0.95:
+            if not finding[side]["held"]:
                 continue
-            where, per_seed = entry["where"], []
-            for method, lr in (
-                (finding["method"], where["learning_rate"]),
-                (finding["versus"], where["versus_learning_rate"]),
-            ):
-                settings = TrainSettings(learning_rate=lr, updates=where["updates"])
-                cell = command.Cell("fresh", method, settings, FRESH_OFFSET, 20)
-                per_seed.append(command.run_cell(cell)["per_seed"][finding["metric"]])
+            mu, lr = finding[side]["held"][0]
+            settings = TrainSettings(learning_rate=lr, updates=mu)
+            per_seed = [
+                command.run_cell(command.Cell("fresh", m, settings, FRESH_OFFSET, 20))["per_seed"][
+                    finding["metric"]
+                ]
+                for m in (finding["method"], finding["versus"])
+            ]
             comparison = paired(*per_seed)
             assert sign_of(comparison["ci"]) == sign, (finding["key"], side, comparison)
             checked += 1

@@ -54,6 +54,8 @@ def test_with_one_update_nothing_is_clipped_and_only_the_aggregation_matters():
         assert (history.clip_fraction == 0).all()
     assert same_runs(runs["grpo"], runs["gspo"])
     assert same_runs(runs["grpo"], runs["unclipped"])
+    assert same_runs(runs["grpo"], runs["grpo_tight"])  # the controls of GSPO's band
+    assert same_runs(runs["grpo"], runs["gspo_wide"])
     assert same_runs(runs["dapo"], runs["dapo_sym"])
     assert same_runs(runs["dapo"], runs["cispo"])
     assert not same_runs(runs["grpo"], runs["dapo"])  # seq-mean-token-mean against token-mean

@@ -51,8 +51,9 @@ CONTROLS = {
     "kl_place": ("KL to the reference", KL_PLACES),
     "group_size": ("group size G", (2, MAX_GROUP)),
 }
-#: The objectives whose advantages skip the group's std (tiny_rlhf's trainers: Dr. GRPO's).
-UNSCALED = {m.objective for m in tiny_rlhf.METHODS.values() if m.advantages == "group_mean"}
+#: The objectives whose advantages skip the group's std: Dr. GRPO's, as tiny_rlhf trains it
+#: (its controls mix objectives and advantages, so they do not decide it).
+UNSCALED = {tiny_rlhf.METHODS["dr_grpo"].objective}
 PADDING = "#E6E6E6"
 PUSH_COLORS = LinearSegmentedColormap.from_list(
     "push", [PALETTE["vermillion"], "#FFFFFF", PALETTE["blue"]]

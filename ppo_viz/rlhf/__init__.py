@@ -2,8 +2,8 @@
 
 * :mod:`.results`: the committed results of ``python -m experiments.rlhf_study`` and the
   sentences and tables made from them;
-* :mod:`.figures`: final accuracy against the learning rate per method, and response length
-  and entropy over training;
+* :mod:`.figures`: final accuracy against the learning rate per method, each finding's
+  curve with its simultaneous band, and response length and entropy over training;
 * :mod:`.apps`: :class:`TrainingExplorer`, the trainers run live on a few seeds.
 
 The model, the task and the trainers are the top-level modules :mod:`tiny_lm` and
@@ -11,7 +11,13 @@ The model, the task and the trainers are the top-level modules :mod:`tiny_lm` an
 """
 
 from ppo_viz.rlhf.apps import TrainingExplorer
-from ppo_viz.rlhf.figures import curves_figure, score_figure
+from ppo_viz.rlhf.figures import curves_figure, effects_figure, score_figure
 from ppo_viz.rlhf.results import load_results
 
-__all__ = ["TrainingExplorer", "curves_figure", "load_results", "score_figure"]
+__all__ = [
+    "TrainingExplorer",
+    "curves_figure",
+    "effects_figure",
+    "load_results",
+    "score_figure",
+]

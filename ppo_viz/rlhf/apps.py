@@ -65,7 +65,7 @@ class TrainingExplorer(LiveFigure):
             empty = {key: {name: [np.nan] * 2 for name, _, _ in CURVE_PANELS} for key in METHODS}
             self.lines = draw_curves(figure, np.arange(2.0), empty, labels, len(CURVE_PANELS))
         boxes = [f"show_{key}" for key in METHODS]
-        rows = [["learning_rate", "updates"], ["kl_coef"], boxes[:4], boxes[4:]]
+        rows = [["learning_rate", "updates"], ["kl_coef"], boxes[:4], boxes[4:8], boxes[8:]]
         moving = [line for group in self.lines.values() for line in group]
         super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 

@@ -2,6 +2,9 @@
 
 * :func:`score_figure`: per mu, each method's mean final accuracy against the learning rate
   (log axis), the reference's accuracy dotted;
+* :func:`effects_figure`: each finding's curve, the paired difference against the learning
+  rate per mu, with its simultaneous 95% band (confirmation seeds), a point filled where all
+  three sets' bands exclude 0;
 * :func:`draw_curves`: batch reward, response length, the wrong
   responses' length minus the right response's (so that the prompts drawn do not move it) and
   entropy per token over training, one line per method (the mean over seeds).
@@ -33,7 +36,14 @@ METHOD_LINES: dict[str, dict[str, Any]] = {
     "dapo_sym": {"color": PALETTE["orange"], "lw": 1.6, "ls": (0, (1, 1.5))},
     "gspo": {"color": PALETTE["purple"], "lw": 2.0, "ls": (0, (4, 1.5))},
     "cispo": {"color": PALETTE["sky_blue"], "lw": 2.0, "ls": (0, (6, 1.5, 1.5, 1.5))},
+    # the controls: thin, in the colour of the method each changes by one thing
+    "grpo_tight": {"color": PALETTE["blue"], "lw": 1.2, "ls": (0, (1, 1.5))},
+    "gspo_wide": {"color": PALETTE["purple"], "lw": 1.2, "ls": (0, (1, 1.5))},
+    "dr_grpo_agg": {"color": PALETTE["green"], "lw": 1.2, "ls": (0, (4, 1.5))},
+    "grpo_mean": {"color": PALETTE["green"], "lw": 1.2, "ls": (0, (1, 1.5))},
 }
+#: Each mu's colour in :func:`effects_figure`.
+MU_COLORS = {1: PALETTE["olive"], 2: PALETTE["sky_blue"], 4: PALETTE["blue"], 8: PALETTE["black"]}
 #: The curves over training: what each panel shows, its title and its y limits.
 CURVE_PANELS = (
     ("reward", "batch reward", (-0.1, 1.02)),
@@ -116,4 +126,52 @@ def curves_figure(results: Mapping[str, Any], lr: float, mu: int) -> Figure:
         figure = Figure(figsize=figure_size((9.0, 5.6), (9.6, 5.0)), layout="constrained")
         draw_curves(figure, iterations, curves, labels)
         figure.suptitle(f"lr {lr:g}, μ = {mu}: means over {seeds} confirmation seeds")
+    return figure
+
+
+def effects_figure(results: Mapping[str, Any]) -> Figure:
+    """One panel per finding: its paired difference against the learning rate, a line per mu
+    (the confirmation seeds' mean) in its simultaneous 95% band, a filled point where the
+    discovery, confirmation and third sets' bands all exclude 0 on one side, 0 dotted."""
+    findings, lrs = results["findings"], np.array(results["learning_rates"])
+    with figure_style():
+        figure = Figure(figsize=figure_size((11.0, 11.0), (9.6, 5.44)), layout="constrained")
+        columns = 4
+        grid = figure.subplots(-(-len(findings) // columns), columns, sharex=True).flat
+        for ax in grid[len(findings) :]:
+            ax.remove()
+        for ax, finding in zip(grid, findings, strict=False):
+            settings, curves = [tuple(s) for s in finding["settings"]], finding["curves"]
+            band = curves["confirmation"]
+            for mu in dict.fromkeys(mu for mu, _ in settings):
+                at = [settings.index((mu, lr)) for lr in lrs]
+                mean = np.array(band["mean"])[at]
+                low, high = np.array(band["low"])[at], np.array(band["high"])[at]
+                color = MU_COLORS.get(mu, PALETTE["grey"])
+                ax.fill_between(lrs, low, high, color=color, alpha=0.15, lw=0)
+                ax.plot(lrs, mean, color=color, lw=1.3, label=f"μ = {mu}", gid=str(mu))
+                agree = [
+                    len({c["sign"][i] for c in curves.values()} - {0}) == 1
+                    and all(c["sign"][i] for c in curves.values())
+                    for i in at
+                ]
+                ax.plot(lrs, np.where(agree, mean, np.nan), "o", color=color, ms=3.5)
+            ax.axhline(0.0, color=COLORS["guide"], lw=0.8, ls=":")
+            ax.set(
+                xscale="log", title="\n".join(textwrap.wrap(finding["key"].replace("_", " "), 28))
+            )
+            ax.set_xticks(lrs[::2], [f"{lr:g}" for lr in lrs[::2]], minor=False)
+            ax.minorticks_off()
+            ax.tick_params(labelbottom=True, labelsize="x-small")
+            ax.title.set_fontsize("small")
+        figure.supylabel("method minus its comparison (the finding's metric)")
+        figure.suptitle(
+            "Each finding's paired difference against Adam's learning rate:\n"
+            "mean and simultaneous 95% band over "
+            f"{results['sets']['confirmation']['seeds']} confirmation seeds; filled: all three "
+            "sets agree"
+        )
+        lines = [[ln for ln in ax.get_lines() if ln.get_gid()] for ax in figure.axes]
+        handles = max(lines, key=len)
+        legend_below(figure, 4, handles=handles)
     return figure
