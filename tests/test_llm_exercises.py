@@ -219,6 +219,29 @@ def corrected_numpy(
     return -float((np.where(mask, per_token, 0.0).sum(axis=1) / mask.sum(axis=1)).mean())
 
 
+def corrected_variant(variant):
+    """A corrected loss with a mistake the check does not name but must not pass: no clip, the
+    token_mask mode read as truncation, OPSM's mean over T or against logp_old."""
+
+    def corrected_loss(
+        new, old, rollout, advantages, mask, ref, *, mode, clip_max, threshold, beta
+    ):
+        if variant == "token_mask_as_truncate" and mode == "token_mask":
+            mode = "token_truncate"
+        w = llm_clip.rollout_weights(old, rollout, mask, mode=mode, clip_max=clip_max)
+        logp = old if variant == "opsm_old" else new
+        gap = np.where(mask, rollout - logp, 0.0)
+        n = mask.shape[1] if variant == "opsm_over_T" else mask.sum(axis=1)
+        keep = ((advantages >= 0) | (gap.sum(axis=1) / n <= threshold))[:, None]
+        r, a = np.exp(np.where(mask, new - old, 0.0)), advantages[:, None]
+        term = r * a if variant == "unclipped" else np.minimum(r * a, np.clip(r, 0.8, 1.2) * a)
+        d = np.where(mask, ref - new, 0.0)
+        per_token = w * keep * term - beta * (np.exp(d) - d - 1)
+        return -float((np.where(mask, per_token, 0.0).sum(axis=1) / mask.sum(axis=1)).mean())
+
+    return corrected_loss
+
+
 #: Each exercise's check, its learner with switchable mistakes, the groups of mistakes it
 #: names (each named alone, as the learner's code writes it: k1 or k2 for kl_estimator).
 CHECKS = {
@@ -352,6 +375,10 @@ CASES = [
     ("grpo", empty, ("not_implemented",), "grpo_loss: not implemented yet."),
     ("gae", empty, ("not_implemented",), "gae: not implemented yet."),
     ("gae", return_forgotten_in_1d, ("wrong_type",), "returned None"),
+    *[
+        ("rollout", corrected_variant(v), ("mismatch",))
+        for v in ("unclipped", "token_mask_as_truncate", "opsm_old", "opsm_over_T")
+    ],
     ("grpo", rebinds_llm_clip, ("patched_module",), "llm_clip.policy_loss"),
     ("grpo", hides_a_change, ("mutated", "patched_module"), "logp_new was [", "array_equal"),
     ("gspo", unlocks_the_mask, ("mutated",), "wrote into a read-only input"),

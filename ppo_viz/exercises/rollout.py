@@ -112,29 +112,41 @@ def corrected_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset(
 
 EXERCISES["rollout"] = Exercise(MISTAKES, GROUPS, corrected_answer)
 
-#: The batches, by name: mode, clip_max, threshold, beta and the seed of the arrays.
+#: The batches, by name: mode, clip_max, threshold, beta and the seed of the arrays; one per
+#: mode, so that each mode's rule (and mask against truncate) is tested.
 BATCHES = {
     "sequence mask": ("sequence_mask", 3.0, 0.05, 0.04, 11),
     "token truncation": ("token_truncate", 1.5, 0.1, 0.1, 12),
     "sequence truncation": ("sequence_truncate", 2.0, 0.02, 0.05, 13),
+    "token mask": ("token_mask", 1.5, 0.08, 0.02, 14),
 }
+#: Each answer's engine offset (logp_old - logp_rollout, before noise) and advantage: weights
+#: past clip_max on answers of both signs, and negative answers OPSM keeps and drops.
+OFFSETS = np.array([0.5, 0.6, -0.35, -0.3, 0.3, -0.5])
+ADVANTAGES = np.array([1.0, -1.0, 0.5, -0.5, -1.5, 1.5])
 
 
 def _batch(name: str) -> ExerciseBatch:
-    """Batch ``name``: six answers of 2 to 5 tokens to three prompts, an engine that is far off
-    on some of them (so weights pass ``clip_max`` and OPSM drops some answers), padding finite."""
+    """Batch ``name``: six answers of 2 to 5 tokens; ratios new/old that leave GRPO's band on
+    both sides; an engine far off on some answers; padding finite and far from the answers'
+    values (a padding counted shows)."""
     mode, clip_max, threshold, beta, seed = BATCHES[name]
     rng = np.random.default_rng(seed)
     lengths = np.array([5, 2, 4, 3, 5, 2])
     mask = np.arange(5) < lengths[:, None]
     old = rng.uniform(-3.0, -0.05, mask.shape)
-    off = rng.normal(0.0, 0.15, mask.shape) + np.array([0.0, 0.6, -0.4, 0.0, 0.3, -0.5])[:, None]
-    rollout = old - off  # the engine's log-probabilities, some answers far from the trainer's
-    new = old + rng.normal(0.0, 0.1, mask.shape)
-    advantages = np.array([1.0, -1.0, 0.5, -0.5, -1.5, 1.5])
+    off = rng.normal(0.0, 0.15, mask.shape) + OFFSETS[:, None]
+    rollout = np.where(mask, old - off, old - 2.0)  # the engine's; its padding far off
+    new = old + rng.normal(0.0, 0.3, mask.shape)  # r = new / old leaves [0.8, 1.2] often
+    # OPSM's mean gap near its threshold on two answers with A < 0: answer 4's half of it (kept;
+    # its sum is past it), answer 3's 1.3 times it (dropped; over T, not its 3 tokens, kept)
+    for answer, share in ((4, 0.5), (3, 1.3)):
+        n = lengths[answer]
+        spread = rng.normal(0.0, 0.1, n)
+        rollout[answer, :n] = new[answer, :n] + share * threshold + spread - spread.mean()
     logp_ref = new + rng.normal(0.0, 0.2, mask.shape)
     arrays = {"logp_new": new, "logp_old": old, "logp_rollout": rollout,
-              "advantages": advantages, "mask": mask}  # fmt: skip
+              "advantages": ADVANTAGES.copy(), "mask": mask}  # fmt: skip
     keywords = {"mode": mode, "clip_max": clip_max, "threshold": threshold, "beta": beta}
     lesson = f"{mode}, clip_max {clip_max:g}, threshold {threshold:g}, beta {beta:g}"
     return ExerciseBatch(name, lesson, arrays, (logp_ref,), keywords)
@@ -142,7 +154,7 @@ def _batch(name: str) -> ExerciseBatch:
 
 @cache
 def battery() -> tuple[ExerciseBatch, ...]:
-    """The batches :func:`check_corrected_loss` runs: three modes, padding finite."""
+    """The batches :func:`check_corrected_loss` runs: the four modes, padding finite."""
     return tuple(_batch(name) for name in BATCHES)
 
 
