@@ -353,8 +353,19 @@ def run_study(
     from."""
     plan, output, jobs = parsed
     if plan is None:
-        write(rederived(json.loads((output / files[0].name).read_text("utf-8"))), output)
-        print(f"derived {output / files[0].name} and its report again", file=sys.stderr)
+        path = output / files[0].name
+        try:
+            results = rederived(json.loads(path.read_text("utf-8")))
+        except (KeyError, IndexError, TypeError, ValueError) as error:  # whole JSON, bad content
+            what = f"{type(error).__name__}: {error}"[:120]
+            print(f"error: {path} is not the whole results of this study ({what}); run the "
+                  "study again to make it", file=sys.stderr)  # fmt: skip
+            return 2
+        except KeyboardInterrupt:
+            print("interrupted: the results were left as they were", file=sys.stderr)
+            return 130
+        write(results, output)
+        print(f"derived {path} and its report again", file=sys.stderr)
         return 0
     cache = None if output is None else output / files[-1].name
     earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
@@ -369,8 +380,12 @@ def run_study(
         return 130
     progress.close()
     seconds = time.perf_counter() - started
-    results = {**results_of(plan, raw, earlier + seconds, jobs), "resumed_cells": resumed}
-    note_wall_seconds(cache, seconds)  # kept if writing the results fails
+    note_wall_seconds(cache, seconds)  # kept if the statistics or the writing fail
+    try:
+        results = {**results_of(plan, raw, earlier + seconds, jobs), "resumed_cells": resumed}
+    except KeyboardInterrupt:  # every cell finished: the statistics were being derived
+        print(interrupted_message(cache), file=sys.stderr)
+        return 130
     if output is None:
         print(markdown(results))
         return 0

@@ -553,3 +553,21 @@ def test_the_quick_run_prints_its_report_and_writes_nothing(study, scratch, caps
     assert "## Findings" in shown or "## Claims" in shown
     assert committed_files() == before
     assert not scratch.exists()
+
+
+@pytest.mark.parametrize("study", [*STUDIES, "mismatch"])
+def test_results_whose_content_is_damaged_are_refused_in_one_line(study, tmp_path, capsys):
+    """Whole JSON of this study that lost everything but its command: one line naming the file and status 2 on
+    a rederive, not a traceback; nothing is written."""
+    from experiments import mismatch_study
+
+    command, option = (mismatch_study, "--restate") if study == "mismatch" else STUDIES[study][:2]
+    results = json.loads(command.FILES[0].read_text(encoding="utf-8"))
+    damaged = tmp_path / command.FILES[0].name
+    damaged.write_text(json.dumps({"command": results["command"]}), encoding="utf-8")
+    before = listing(tmp_path)
+    assert command.main([option, "--output-dir", str(tmp_path)]) == 2
+    shown = capsys.readouterr().err
+    assert f"{damaged} is not the whole results" in shown
+    assert len(shown.strip().splitlines()) == 1
+    assert listing(tmp_path) == before
