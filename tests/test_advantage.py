@@ -9,6 +9,7 @@ number of one machine is pinned.
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
 
 import nbformat
@@ -284,3 +285,29 @@ def test_one_markdown_cell_is_the_lecture_with_the_loss_in_pytorch():
     assert [c.cell_type for c in lecture] == ["markdown"]
     assert "```python" in lecture[0].source
     assert "loss.backward()" in lecture[0].source
+
+
+@pytest.mark.parametrize(
+    ("app", "arguments", "message"),
+    [
+        ("advantage", {"lam": 2.0}, "λ must be a multiple of 0.05 from 0 to 1, got 2.0"),
+        ("advantage", {"lam": 0.33}, "λ must be a multiple of 0.05"),
+        ("advantage", {"gamma": 0.5}, "γ must be one of 0.9, 0.95, 0.98, 0.99, got 0.5"),
+        ("mismatch", {"bits": 5}, "logits' bits must be one of 0, 10, 8, 7, 6 (0: exact), got 5"),
+        ("mismatch", {"stale": 3}, "stale (iterations) must be one of 0, 1, 2, 4, 8, got 3"),
+    ],
+)
+def test_the_new_explorers_refuse_settings_their_study_has_no_numbers_for(app, arguments, message):
+    """At construction a ValueError; in ``update`` an InputError before any artist moves (the
+    message shown in place, the last figure kept)."""
+    from ppo_viz.app import InputError
+    from ppo_viz.mismatch.apps import MismatchExplorer
+
+    kind = apps.AdvantageExplorer if app == "advantage" else MismatchExplorer
+    with pytest.raises(ValueError, match=re.escape(message)):
+        kind(**arguments)
+    explorer = kind()
+    before = explorer.png()
+    with pytest.raises(InputError, match=re.escape(message)):
+        explorer.update(**{**explorer.values(), **arguments})
+    assert explorer.png() == before

@@ -557,8 +557,8 @@ def test_the_quick_run_prints_its_report_and_writes_nothing(study, scratch, caps
 
 @pytest.mark.parametrize("study", [*STUDIES, "mismatch"])
 def test_results_whose_content_is_damaged_are_refused_in_one_line(study, tmp_path, capsys):
-    """Whole JSON of this study that lost everything but its command: one line naming the file and status 2 on
-    a rederive, not a traceback; nothing is written."""
+    """Whole JSON of this study that lost everything but its command: one line naming the file
+    and status 2 on a rederive, not a traceback; nothing is written."""
     from experiments import mismatch_study
 
     command, option = (mismatch_study, "--restate") if study == "mismatch" else STUDIES[study][:2]

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from experiments.cartpole_agent import value_loss
 from ppo_viz import style
 from ppo_viz.advantage import study
-from ppo_viz.app import LiveFigure, selection, slider
+from ppo_viz.app import InputError, LiveFigure, selection, slider
 from ppo_viz.numbers import rounded
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 
@@ -38,6 +38,10 @@ class AdvantageExplorer(LiveFigure):
     description = "GAE(λ) against a Monte Carlo reference on one CartPole episode"
 
     def __init__(self, gamma: float = 0.99, lam: float = 0.95) -> None:
+        try:
+            self.row_of(gamma, lam)
+        except InputError as error:  # the start values, refused as a slider would not
+            raise ValueError(f"AdvantageExplorer: {error}") from None
         self.studies = {g: study.gamma_study(g) for g in study.GAMMAS}
         with figure_style():  # the fonts of presentation mode, for every text
             self._build(lam)
@@ -75,8 +79,20 @@ class AdvantageExplorer(LiveFigure):
         top.legend(loc="upper right", fontsize="small", ncols=2)
         legend_below(self.figure, ncols=3, handles=list(self.curves.values()))
 
+    @staticmethod
+    def row_of(gamma: object, lam: object) -> int:
+        """The row of :data:`study.LAMBDAS` for ``lam``; an :class:`InputError` for a ``gamma``
+        or ``lam`` the study has no numbers for."""
+        if gamma not in study.GAMMAS:
+            raise InputError(f"γ must be one of {', '.join(map(str, study.GAMMAS))}, got {gamma!r}")
+        row = round(lam * 20) if isinstance(lam, (int, float)) and 0 <= lam <= 1 else -1
+        if row < 0 or abs(lam - study.LAMBDAS[row]) > 1e-6:
+            raise InputError(f"λ must be a multiple of 0.05 from 0 to 1, got {lam!r}")
+        return row
+
     def update(self, gamma: float, lam: float) -> str:
-        s, row = self.studies[gamma], round(lam * 20)
+        row = self.row_of(gamma, lam)  # first: a setting without numbers moves nothing
+        s = self.studies[gamma]
         self.reference.set_ydata(s.reference)
         self.target.set_ydata(s.reference + s.policy_values - self.critic)
         self.mean.set_ydata(s.mean[row])

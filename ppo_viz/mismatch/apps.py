@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ppo_viz.app import LiveFigure, selection
+from ppo_viz.app import InputError, LiveFigure, selection
 from ppo_viz.html import Markup, tag
 from ppo_viz.mismatch import measures
 from ppo_viz.numbers import rounded
@@ -57,6 +57,16 @@ def committed_bias(bits: Any, top_p: float, stale: int) -> dict[str, dict[str, f
     return curve[measures.SOURCES[changed[0]].index(on[changed[0]])]["bias"]
 
 
+def refuse_unmeasured(**settings: object) -> None:
+    """An :class:`InputError` naming a setting that is not one of the study's sizes."""
+    for name, value in settings.items():
+        sizes = [size for _, size in SIZES[name]] if name == "bits" else list(SIZES[name])
+        if value not in sizes:
+            listed = ", ".join(map(str, sizes))
+            exact = " (0: exact)" if name == "bits" else ""
+            raise InputError(f"{SLIDERS[name]} must be one of {listed}{exact}, got {value!r}")
+
+
 class MismatchExplorer(LiveFigure):
     """Gaps, each mode's weights, OPSM's dropped responses and the gradient's bias, live."""
 
@@ -64,6 +74,10 @@ class MismatchExplorer(LiveFigure):
 
     def __init__(self, bits: int = 0, top_p: float = 1.0, stale: int = 2) -> None:
         start = {"bits": bits, "top_p": top_p, "stale": stale}  # bits 0: exact
+        try:
+            refuse_unmeasured(**start)
+        except InputError as error:  # the start values, refused as a slider would not
+            raise ValueError(str(error)) from None
         controls = {k: selection(label, SIZES[k], start[k]) for k, label in SLIDERS.items()}
         with figure_style():  # every artist made inside: presentation mode's type sizes
             figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
@@ -101,6 +115,7 @@ class MismatchExplorer(LiveFigure):
 
     def update(self, bits: int, top_p: float, stale: int) -> Markup:
         """Move every artist to the batches at this setting; the readout's numbers."""
+        refuse_unmeasured(bits=bits, top_p=top_p, stale=stale)
         bits = bits or None  # 0: exact
         batch = settled(bits, top_p, stale)
         gaps = measures.gaps(batch)
