@@ -307,6 +307,13 @@ def wait_until_idle(server: subprocess.Popen, timeout_s: float = 240) -> None:
     raise AssertionError("the kernels running pages ahead never went idle")
 
 
+def next_page_bound() -> float:
+    """:data:`NEXT_PAGE_S` on a quiet machine, more as the suite's other workers load it (a
+    page run ahead only has to be drawn; one run on the click took 5-50 s even when quiet)."""
+    busy = os.getloadavg()[0] / (os.cpu_count() or 1)
+    return NEXT_PAGE_S * max(1.0, 1.5 * busy)
+
+
 def next_page(page, server: subprocess.Popen) -> float:
     """Click the link to the next page once the server ran it ahead; the seconds until it
     shows in the same tab with its figures drawn."""
@@ -350,8 +357,8 @@ def test_the_lecture_in_chromium():
                 starts = check_the_room_sees_it(page, stem)
                 page.screenshot(path=str(shots / f"lecture-{stem}.png"))
                 check_the_keys(page, stem, starts)
-                seconds = next_page(page, server)
-                assert seconds <= NEXT_PAGE_S, f"the page after {stem} took {seconds:.1f} s"
+                seconds, bound = next_page(page, server), next_page_bound()
+                assert seconds <= bound, f"the page after {stem} took {seconds:.1f} s ({bound:.1f})"
             assert page.url.endswith(f"{ADD_ON}.ipynb")  # then the RLHF add-on
             check_the_slides_read_well(page, ADD_ON)
             check_a_dropdown_then_r(page)
