@@ -19,13 +19,13 @@ import llm_clip
 from ppo_viz.exercises import check_corrected_loss, check_gae, gae, rollout
 from ppo_viz.exercises.llm import (
     EXCLUSIVE,
-    MISTAKES,
     battery,
     check_grpo_loss,
     check_gspo_loss,
     grpo_answer,
     gspo_answer,
 )
+from ppo_viz.exercises.mistakes import EXERCISES
 from ppo_viz.numbers import rounded
 
 # -- GRPO's loss, three ways -------------------------------------------------------------------
@@ -438,10 +438,11 @@ def test_each_function_gets_its_diagnosis(exercise, function, mistakes, texts):
     if not mistakes:
         assert result.matching_core == result.core_batches
         assert "passed" in result.headline()
-    texts_of = {"gae": gae.MISTAKES, "rollout": rollout.MISTAKES}.get(exercise, MISTAKES)
+    own = EXERCISES[exercise]
     for finding in result.findings:
-        if finding.key in texts_of:
-            assert (finding.title, finding.message) == texts_of[finding.key]
+        if finding.key in own.titles:
+            assert finding.title == own.titles[finding.key]
+            assert finding.message == own.explanations[finding.key]
             assert finding.evidence.startswith("On batch") or "agree with" in finding.evidence
             assert finding.title in card
     for shown in texts:

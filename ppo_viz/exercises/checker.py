@@ -211,11 +211,6 @@ class ExerciseSummary(str):
 
     results: tuple[CheckResult, ...]
 
-    @property
-    def all_passed(self) -> bool:
-        """Whether every exercise passed its core batches."""
-        return all(result.passed for result in self.results)
-
     def _repr_html_(self) -> str:
         return str(page(tag("pre", str(self), classes="ppo-summary")))
 

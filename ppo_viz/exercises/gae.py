@@ -4,8 +4,8 @@
 ``gae(rewards, values, dones, last_value, last_done, *, gamma, lam)``, with the arguments of
 :func:`llm_clip.gae`, returns ``(advantages, returns)``; it runs in the sandbox on each batch of
 :func:`battery` and every answer is compared with :func:`llm_clip.gae`.  The mistakes it names
-are one table, :data:`MISTAKES`, and :func:`gae_answer` says what an implementation with some of
-them returns: CleanRL's loop, with each mistake changing the step it affects.
+are :data:`TITLES` (with :data:`EXPLANATIONS`), and :func:`gae_answer` says what an
+implementation with some of them returns: CleanRL's loop, each mistake changing its step.
 """
 
 from __future__ import annotations
@@ -54,8 +54,6 @@ EXPLANATIONS = {
     "not float64's: compute in float64 throughout (np.zeros_like of a float32 array, np.float32 or "
     "dtype=np.float32 keep about 7 significant digits).",
 }
-#: Each mistake's title and explanation, as :class:`.Exercise` takes them.
-MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 #: The mistakes in groups of those that exclude one another.
 GROUPS = [
     ("forwards",),
@@ -118,7 +116,7 @@ def _discounted(rewards: np.ndarray, discount: np.ndarray, end: np.ndarray) -> n
     return _sweep(start, discount)
 
 
-EXERCISES["gae"] = Exercise(MISTAKES, GROUPS, gae_answer)
+EXERCISES["gae"] = Exercise(TITLES, EXPLANATIONS, GROUPS, gae_answer)
 
 #: The batches, by name: dones (T,) or (T, N), last_done, gamma, lam and the seed of the
 #: rewards, values and last_value.

@@ -3,7 +3,7 @@
 :func:`check_grpo_loss` and :func:`check_gspo_loss` are notebook 6's check (:func:`.run_check`)
 on this module's :func:`battery`: the learner's function runs in notebook 6's sandbox (a copy of
 the process, a time limit), every answer is compared with :mod:`llm_clip`, and the checker's
-search (:func:`.value_findings`) names the fewest :data:`MISTAKES` that explain every answer:
+search (:func:`.value_findings`) names the fewest :data:`TITLES` that explain every answer:
 each mistake's answer is llm_clip's on changed inputs (advantages without the std, a mask of
 ones, ...), registered in :data:`.EXERCISES`.  The result is notebook 6's card
 (:class:`.CheckResult`).  The learner's functions take, in this order::
@@ -115,8 +115,6 @@ EXPLANATIONS = {
     "float64's: compute in float64 throughout (float32 arrays, np.float32 or dtype=np.float32 keep "
     "about 7 significant digits).",
 }
-#: Each mistake's title and explanation, as :class:`.Exercise` takes them.
-MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 #: Each exercise's mistakes, in groups of those that exclude one another.
 EXCLUSIVE = {
     "grpo": [
@@ -238,8 +236,8 @@ def _padding_overflows(gap: np.ndarray, mask: np.ndarray, a: np.ndarray) -> bool
 
 
 EXERCISES.update(
-    grpo=Exercise(MISTAKES, EXCLUSIVE["grpo"], grpo_answer),
-    gspo=Exercise(MISTAKES, EXCLUSIVE["gspo"], gspo_answer),
+    grpo=Exercise(TITLES, EXPLANATIONS, EXCLUSIVE["grpo"], grpo_answer),
+    gspo=Exercise(TITLES, EXPLANATIONS, EXCLUSIVE["gspo"], gspo_answer),
 )
 
 

@@ -84,11 +84,12 @@ VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
 
 class Exercise(NamedTuple):
     """An exercise whose answers another module computes (notebook 7's, registered by
-    :mod:`.llm`; notebook 8's, by :mod:`.gae`): its mistakes' titles and explanations, its
-    mistakes in groups that exclude one another, and what an implementation with some mistakes
-    answers on a batch (an array, a float, or a list of the forms it may take)."""
+    :mod:`.llm`; notebook 8's, by :mod:`.gae`): its mistakes' titles and explanations (by key),
+    its mistakes in groups that exclude one another, and what an implementation with some
+    mistakes answers on a batch (an array, a float, or a list of the forms it may take)."""
 
-    texts: Mapping[str, tuple[str, str]]
+    titles: Mapping[str, str]
+    explanations: Mapping[str, str]
     groups: Sequence[tuple[str, ...]]
     answer: Callable[[Any, Flags], Any]
 
@@ -211,7 +212,8 @@ def finding(
     """Mistake ``key``'s finding, with its own explanation unless ``text`` is given (in its
     exercise's own words for an :data:`EXERCISES` ``kind``)."""
     if kind in EXERCISES:
-        return Finding(key, *EXERCISES[kind].texts[key], evidence)
+        exercise = EXERCISES[kind]
+        return Finding(key, exercise.titles[key], exercise.explanations[key], evidence)
     further = batch.further if batch is not None else ""
     return Finding(key, TITLES[key], text or EXPLANATIONS[key], evidence, further)
 

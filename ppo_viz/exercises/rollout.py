@@ -12,7 +12,7 @@ and by OPSM's keep (``threshold``), with ``beta`` times k3 to the reference adde
 neither: TRL with ``use_bias_correction_kl=False`` (its default, True, multiplies the KL by the
 trainer's own ratio, ``grpo_trainer.py`` 1.16.0 L3104-3105).
 Every answer is compared with :func:`llm_clip.policy_loss` given :func:`llm_clip.rollout_weights`
-and :func:`llm_clip.off_policy_keep`; each mistake of :data:`MISTAKES` is those functions on
+and :func:`llm_clip.off_policy_keep`; each mistake of :data:`TITLES` is those functions on
 changed inputs (:func:`corrected_answer`).  Every batch holds finite values on its padding, so
 a padding counted shows in the answer.
 """
@@ -62,7 +62,6 @@ EXPLANATIONS = {
     "precision": "Your answers agree with llm_clip's to about float32's 7 significant digits, "
     "not float64's: compute in float64 throughout.",
 }
-MISTAKES = {key: (title, EXPLANATIONS[key]) for key, title in TITLES.items()}
 #: The mistakes in groups of those that exclude one another.
 GROUPS = [
     ("ratio_inverted",),
@@ -110,7 +109,7 @@ def corrected_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset(
     return float(-(b.weight * per_token).sum())
 
 
-EXERCISES["rollout"] = Exercise(MISTAKES, GROUPS, corrected_answer)
+EXERCISES["rollout"] = Exercise(TITLES, EXPLANATIONS, GROUPS, corrected_answer)
 
 #: The batches, by name: mode, clip_max, threshold, beta and the seed of the arrays; one per
 #: mode, so that each mode's rule (and mask against truncate) is tested.
