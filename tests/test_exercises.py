@@ -576,30 +576,46 @@ OWN_WORDS = {"error", "timeout", "wrong_type", "mismatch"}
 
 @pytest.mark.parametrize("row", CASES, ids=[row.id for row in CASES])
 def test_each_function_gets_its_diagnosis(row):
-    """The keys, titles and explanations of its findings (each with the batch where it shows),
-    the card's colour, the texts; and ppo_clip as the notebook had it."""
+    """Its diagnosis (:func:`assert_diagnosis`), and ppo_clip as the notebook had it."""
     module = dict(vars(ppo_clip))
     result = check(row.kind, row.function)
     assert vars(ppo_clip).keys() == module.keys()
     assert all(vars(ppo_clip)[name] is value for name, value in module.items())
+    assert_diagnosis(result, row.mistakes, row.notes, row.texts)
+
+
+def assert_diagnosis(result: Any, mistakes: tuple, notes: tuple = (), texts: Any = ()) -> None:
+    """Every check's card (notebooks 6 to 9): the keys of its findings and notes; their titles
+    and explanations, the exercise's own for its value mistakes; their evidence, on the batch
+    where each shows; the card's colour; the texts (or patterns) it must show; no traceback."""
     text, card = str(result), html.unescape(result._repr_html_())
-    assert (result.mistakes, result.note_keys) == (row.mistakes, row.notes), text
-    assert result.passed == (not row.mistakes)
+    assert (result.mistakes, result.note_keys) == (mistakes, notes), text
+    assert result.passed == (not mistakes)
+    assert result.matching_core == result.core_batches or not result.passed
     colour = {"passed": "ok", "needs work": "error", "not implemented yet": "info"}[result.status]
     assert f"ppo-check-{result.status.replace(' ', '-')}" in card
     assert f"ppo-message-{colour}" in card
     assert result.headline() in card
     assert text == result.headline() or result.findings or result.notes
+    own = EXERCISES.get(result.kind)
+    values = own.titles if own else (*VALUE_MISTAKES[result.kind], "precision")
     for found in result.findings + result.notes:
+        mine = own is not None and found.key in own.titles
+        titles, explanations = (own.titles, own.explanations) if mine else (TITLES, EXPLANATIONS)
         assert found.further in card
-        assert found.title == TITLES[found.key]
-        assert found.key in OWN_WORDS or found.message == EXPLANATIONS[found.key]
+        assert found.title == titles[found.key]
+        assert found.key in OWN_WORDS or found.message == explanations[found.key]
         assert found.evidence or found.key in {"error", "timeout", "not_implemented"}
+        assert (
+            found.key not in values
+            or found.evidence.startswith("On batch")
+            or ("agree with" in found.evidence)
+        )
         assert found.evidence in card
         assert found.title in card or not result.implemented
     assert "Traceback" not in text
     assert "File " not in text
-    for shown in row.texts:
+    for shown in texts:
         assert shown.search(text) if isinstance(shown, re.Pattern) else shown in text, shown
 
 

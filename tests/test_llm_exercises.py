@@ -7,13 +7,13 @@ in every style and name each mistake, alone and in pairs: one table (:data:`CASE
 
 from __future__ import annotations
 
-import html
 import math
 import re
 import time
 
 import numpy as np
 import pytest
+from test_exercises import assert_diagnosis
 
 import llm_clip
 from ppo_viz.exercises import check_corrected_loss, check_gae, gae, rollout
@@ -22,10 +22,8 @@ from ppo_viz.exercises.llm import (
     battery,
     check_grpo_loss,
     check_gspo_loss,
-    grpo_answer,
     gspo_answer,
 )
-from ppo_viz.exercises.mistakes import EXERCISES
 from ppo_viz.numbers import rounded
 
 # -- GRPO's loss, three ways -------------------------------------------------------------------
@@ -431,41 +429,7 @@ CASES = [
 def test_each_function_gets_its_diagnosis(exercise, function, mistakes, texts):
     """A correct function passes in each style (numpy, loops, masked arrays); each mistake is
     named alone and in pairs, with its title on the card and the batch where it shows."""
-    result = CHECKS[exercise][0](function)
-    text, card = str(result), html.unescape(result._repr_html_())
-    assert result.mistakes == mistakes, text
-    assert f"ppo-check-{result.status.replace(' ', '-')}" in card
-    if not mistakes:
-        assert result.matching_core == result.core_batches
-        assert "passed" in result.headline()
-    own = EXERCISES[exercise]
-    for finding in result.findings:
-        if finding.key in own.titles:
-            assert finding.title == own.titles[finding.key]
-            assert finding.message == own.explanations[finding.key]
-            assert finding.evidence.startswith("On batch") or "agree with" in finding.evidence
-            assert finding.title in card
-    for shown in texts:
-        assert shown.search(text) if isinstance(shown, re.Pattern) else shown in text, shown
-
-
-def test_the_reference_answers_are_llm_clips():
-    for batch in battery("grpo"):
-        mask, group_size, eps, beta, ref = batch.extras
-        a = llm_clip.group_advantages(batch.arrays["rewards"], group_size)
-        new, old = batch.arrays["logp_new"], batch.arrays["logp_old"]
-        options = dict(objective="grpo", eps_low=eps, logp_ref=ref, kl_coef=beta)
-        assert grpo_answer(batch) == [llm_clip.policy_loss(new, old, a, mask, **options)]
-    for batch in battery("gspo"):
-        mask, low, high = batch.extras
-        arrays = (*batch.arrays.values(), mask)
-        options = dict(objective="gspo", eps_low=low, eps_high=high)
-        assert gspo_answer(batch) == llm_clip.policy_loss(*arrays, **options)
-    for batch in gae.battery():
-        answer = llm_clip.gae(*batch.arrays.values(), *batch.extras, **batch.keywords)
-        np.testing.assert_array_equal(
-            gae.gae_answer(batch)[0], np.concatenate([np.ravel(x) for x in answer])
-        )
+    assert_diagnosis(CHECKS[exercise][0](function), mistakes, (), texts)
 
 
 def test_the_gae_batches_end_episodes_mid_rollout_and_at_the_last_step_in_both_shapes():
