@@ -40,7 +40,6 @@ import numpy as np
 import pytest
 import reference
 from helpers import assert_states
-from markupsafe import escape
 from notebook_runner import execute_notebook, output_problems, printed_text, run_committed
 
 import ppo_clip
@@ -1268,17 +1267,15 @@ def test_summary_of_a_finished_notebook():
     for key, question in questions.items():
         question.choose(question.answer if key != "wrong_way" else 0)
     questions["wrong_way"].choose(questions["wrong_way"].answer)
-    summary = exercise_summary(
-        textbook_loss, learner_clip_fraction("sign_blind"), learner_grad(), questions
-    )
-    text = str(summary)
-    loss, fraction, grad = summary.results
-    assert [result.passed for result in summary.results] == [True, False, True]
+    functions = (textbook_loss, learner_clip_fraction("sign_blind"), learner_grad())
+    text = exercise_summary(*functions, questions)
+    results = loss, fraction, grad = [check(*row) for row in zip(KINDS, functions, strict=True)]
+    assert [result.passed for result in results] == [True, False, True]
     assert (loss.note_keys, grad.matching_robustness) == (("nan_overflow",), ROBUST)
     lines = text.splitlines()
     assert whole_numbers(lines[1]) == [2, 3]  # passed, of three
     assert fraction.findings[0].title in text  # what the failed one needs
-    for result in summary.results:  # each line says how its exercise did, with the numbers
+    for result in results:  # each line says how its exercise did, with the numbers
         said = "\n".join(line for line in lines if result.exercise in line)
         assert CORE in whole_numbers(said) or not result.passed
         assert all(note.title in text for note in result.notes)
@@ -1289,7 +1286,6 @@ def test_summary_of_a_finished_notebook():
     wrong_way = questions["wrong_way"]
     assert re.search(rf"{re.escape(wrong_way.title)}\s+{re.escape(wrong_way.outcome)}", text)
     assert whole_numbers(wrong_way.outcome) == [2]  # tries
-    assert escape(text) in summary._repr_html_()
 
 
 def test_summary_with_empty_bodies():

@@ -33,7 +33,6 @@ True
 from ppo_viz.exercises.battery import battery
 from ppo_viz.exercises.checker import (
     CheckResult,
-    ExerciseSummary,
     check,
     check_clip_fraction,
     check_grad,
@@ -49,7 +48,6 @@ __all__ = [
     "TIME_LIMIT_S",
     "CheckResult",
     "ConceptQuestion",
-    "ExerciseSummary",
     "battery",
     "check",
     "check_clip_fraction",

@@ -205,16 +205,6 @@ def check_grad(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> Che
     return check("grad", function, time_limit_s=time_limit_s)
 
 
-class ExerciseSummary(str):
-    """Every check and concept question in one plain text to paste to a teacher, shown as
-    preformatted text; ``results`` holds the three :class:`CheckResult`."""
-
-    results: tuple[CheckResult, ...]
-
-    def _repr_html_(self) -> str:
-        return str(page(tag("pre", str(self), classes="ppo-summary")))
-
-
 def exercise_summary(
     loss: Function,
     clip_fraction: Function,
@@ -222,8 +212,9 @@ def exercise_summary(
     questions: Mapping[str, ConceptQuestion] | Iterable[ConceptQuestion] = (),
     *,
     time_limit_s: float = TIME_LIMIT_S,
-) -> ExerciseSummary:
-    """Check all three functions and collect the concept questions' outcomes.
+) -> str:
+    """Check all three functions and collect the concept questions' outcomes, in one plain text
+    to paste to a teacher.
 
     ``questions`` is :func:`.concept_questions`'s mapping (or its values); anything else raises
     ``TypeError``.  Nothing the three functions do raises: see :func:`check`.
@@ -247,9 +238,7 @@ def exercise_summary(
         lines.append(f"Concept questions right at the first try: {right} of {len(chosen)}")
         width = max(len(q.title) for q in chosen)
         lines += [f"  {q.title.ljust(width)}  {q.outcome}" for q in chosen]
-    summary = ExerciseSummary("\n".join(lines))
-    summary.results = results
-    return summary
+    return "\n".join(lines)
 
 
 def _statuses(result: CheckResult) -> list[str]:
