@@ -312,6 +312,7 @@ WRONG_IMPLEMENTATIONS = [
 EVIDENCE = {
     ("loss", "sign"): ("On batch 'one sample' (N = 1, eps = 0.2): expected -1.25, got 1.25.",),
     ("grad", "clip_only"): ("sample 0 (r = 0.5, A = 2.5): expected -1.25, got 0.",),
+    ("loss", "normalized"): ("norm_adv", "normalize_advantage"),  # where each library does it
     ("clip_fraction", "non_strict"): (  # two of its three samples
         "ratios exactly on the band's edges",
         f"expected 0, got {rounded(2 / 3)}.",
@@ -1224,10 +1225,6 @@ def test_no_text_says_every_epoch_starts_at_r_equal_one():
         assert wrong not in joined
 
 
-def test_the_normalization_advice_names_where_each_library_normalizes():
-    assert_states(EXPLANATIONS["normalized"], "norm_adv", "normalize_advantage")
-
-
 def test_a_question_needs_exactly_one_right_option():
     facts = {"is_clipped": True, "grad": 0.0}
     options = {"clipped": ({"is_clipped": True}, ""), "grad 0": ({"grad": 0.0}, "")}
@@ -1238,7 +1235,7 @@ def test_a_question_needs_exactly_one_right_option():
     assert (question.answer, question.options[1].label) == (1, "no False")
 
 
-def test_a_question_displays_as_html_where_widgets_do_not_run():
+def test_a_question_starts_unanswered_and_displays_as_html_where_widgets_do_not_run():
     question = concept_questions()["favourable"]
     bundle = question._repr_mimebundle_()
     assert WIDGET_VIEW_MIME in bundle
@@ -1248,10 +1245,6 @@ def test_a_question_displays_as_html_where_widgets_do_not_run():
     assert "Show the answer" in page
     assert bundle["text/plain"].startswith("Concept question: A sample has A = +2")
     assert "RadioButtons" not in bundle["text/plain"]
-
-
-def test_a_question_starts_unanswered_and_carries_the_browser_tests_hook():
-    question = concept_questions()["why_min"]
     assert "ppo-quiz" in question._dom_classes  # the browser tests look for it
     assert question.choice.value is None
     assert question.outcome == "not answered"

@@ -87,13 +87,9 @@ def corrected_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset(
     mode = _SWAPPED_MODE[k["mode"]] if "mode_confused" in m else k["mode"]
     seen = np.ones_like(mask) if "padding_counted" in m else mask  # padding read as tokens
     engine, trainer = (old, rollout) if "ratio_inverted" in m else (rollout, old)
-    if "sequence_mean" in m and mode.startswith("sequence"):
-        mean_gap = np.where(seen, trainer - engine, 0.0).sum(axis=1) / seen.sum(axis=1)
-        raw = np.exp(mean_gap)[:, None]
-        weights = np.minimum(raw, k["clip_max"])
-        weights = weights if mode.endswith("truncate") else np.where(raw > k["clip_max"], 0.0, raw)
-    else:
-        weights = llm_clip.rollout_weights(trainer, engine, seen, mode=mode, clip_max=k["clip_max"])
+    if "sequence_mean" in m and mode.startswith("sequence"):  # the gaps' sum is then their mean
+        trainer = engine + (trainer - engine) / seen.sum(axis=1, keepdims=True)
+    weights = llm_clip.rollout_weights(trainer, engine, seen, mode=mode, clip_max=k["clip_max"])
     gap = np.where(seen, rollout - new, 0.0)
     if "opsm_sign" in m:
         gap = -gap
