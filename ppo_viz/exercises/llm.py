@@ -3,7 +3,7 @@
 :func:`check_grpo_loss` and :func:`check_gspo_loss` are notebook 6's check (:func:`.run_check`)
 on this module's :func:`battery`: the learner's function runs in notebook 6's sandbox (a copy of
 the process, a time limit), every answer is compared with :mod:`llm_clip`, and the checker's
-search (:func:`.value_findings`) names the fewest :data:`TITLES` that explain every answer:
+search (:func:`.value_findings`) names the fewest mistakes (:data:`TITLES`) explaining every answer:
 each mistake's answer is llm_clip's on changed inputs (advantages without the std, a mask of
 ones, ...), registered in :data:`.EXERCISES`.  The result is notebook 6's card
 (:class:`.CheckResult`).  The learner's functions take, in this order::

@@ -19,7 +19,6 @@ fork gets a ``RuntimeError`` saying so rather than a check that cannot keep its 
 from __future__ import annotations
 
 import contextlib
-import io
 import multiprocessing
 import numbers
 import os
@@ -165,32 +164,30 @@ def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sen
 class Output:
     """What calls write, to Python's streams and to file descriptors 1 and 2, once installed.
 
-    The descriptors go to a temporary file, so ``os.write(1, ...)``, the output of a shell that
-    ``os.system`` starts and C code's are kept too (where the descriptors exist).
+    All of it is appended to one temporary file, so ``os.write(1, ...)``, the output of a shell
+    that ``os.system`` starts and C code's are kept too (where the descriptors exist).
     """
 
     def __init__(self) -> None:
-        self.text = io.StringIO()
-        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - the child's, until it ends
+        # appended to whoever writes; the child's until it ends
+        self.text = tempfile.TemporaryFile("a+", encoding="utf-8", errors="replace")  # noqa: SIM115
 
     def install(self) -> None:
         """Send ``sys.stdout``, ``sys.stderr`` and descriptors 1 and 2 here, for good (in the
         child)."""
         for fd in (1, 2):
-            os.dup2(self.file.fileno(), fd)
+            os.dup2(self.text.fileno(), fd)
         sys.stdout = sys.stderr = self.text
 
-    def mark(self) -> tuple[int, int]:
+    def mark(self) -> int:
         """Where the output ends now (for :meth:`since`)."""
-        return self.text.tell(), os.lseek(self.file.fileno(), 0, os.SEEK_END)
+        self.text.flush()
+        return os.fstat(self.text.fileno()).st_size
 
-    def since(self, mark: tuple[int, int]) -> str:
-        """Everything written since ``mark``: the streams' text, then the descriptors'."""
-        fd = self.file.fileno()
-        end = os.lseek(fd, 0, os.SEEK_END)
-        os.lseek(fd, mark[1], os.SEEK_SET)
-        written = os.read(fd, end - mark[1])  # a file: all of it (and back at its end)
-        return self.text.getvalue()[mark[0] :] + written.decode(errors="replace")
+    def since(self, mark: int) -> str:
+        """Everything written since ``mark`` (nothing if the file was cut shorter)."""
+        end = self.mark()
+        return os.pread(self.text.fileno(), max(end - mark, 0), mark).decode(errors="replace")
 
 
 def _call(function: Function, kind: Kind, batch: CheckBatch, output: Output) -> Fields:
