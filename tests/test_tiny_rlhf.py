@@ -69,21 +69,18 @@ def test_the_unclipped_control_never_clips_and_gspo_clips_most_tokens():
     assert runs["gspo"].clip_fraction.mean() > 0.3 > runs["grpo"].clip_fraction.mean()
 
 
-def test_a_run_depends_only_on_its_seed_and_method():
+def test_a_run_depends_only_on_its_seed_and_method_and_methods_share_each_seeds_draws():
+    trainer = Trainer([METHODS["grpo"], METHODS["cispo"]], SHORT, (5, 6))
+    prompts, uniforms = trainer.draw()
+    assert np.array_equal(prompts[:2], prompts[2:])
+    assert np.array_equal(uniforms[:2], uniforms[2:])
+    assert (np.bincount(prompts[0]) % SHORT.group_size == 0).all()  # whole groups
     alone = train([METHODS["dapo"]], SHORT, (3,))["dapo"]
     together = train([METHODS["ppo"], METHODS["dapo"]], SHORT, (1, 3))["dapo"]
     for name in [*CURVES, "score"]:
         assert np.array_equal(getattr(alone, name)[0], getattr(together, name)[1], equal_nan=True)
     again = train([METHODS["dapo"]], SHORT, (3,))["dapo"]
     assert same_runs(alone, again)
-
-
-def test_every_method_sees_the_same_prompts_and_uniforms_on_a_seed():
-    trainer = Trainer([METHODS["grpo"], METHODS["cispo"]], SHORT, (5, 6))
-    prompts, uniforms = trainer.draw()
-    assert np.array_equal(prompts[:2], prompts[2:])
-    assert np.array_equal(uniforms[:2], uniforms[2:])
-    assert (np.bincount(prompts[0]) % SHORT.group_size == 0).all()  # whole groups
 
 
 def test_an_update_follows_llm_clips_gradient_through_the_model():
