@@ -140,7 +140,7 @@ def _pushes_right(actions: object, shape: tuple[int, ...], name: str) -> NDArray
         raise ValueError(f"{wanted}; got {actions!r}") from None
     if given.dtype.kind not in "biu":
         raise TypeError(f"{wanted}; got {actions!r}")
-    if given.shape != shape or not np.isin(given, (0, 1)).all():
+    if given.shape != shape or not ((given == 0) | (given == 1)).all():
         raise ValueError(f"{wanted}; got {actions!r}")
     return given == 1
 
