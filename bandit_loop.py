@@ -72,16 +72,6 @@ class BanditLoopSettings:
         checked_fields(self, SETTING_RANGES)
         object.__setattr__(self, "arm_means", tuple(float(mu) for mu in self.arm_means))
 
-    @property
-    def random_reward(self) -> float:
-        """The uniform policy's true reward: the 0 of the normalized score."""
-        return float(np.mean(self.arm_means))
-
-    @property
-    def best_reward(self) -> float:
-        """The best arm's true mean: the 1 of the normalized score."""
-        return max(self.arm_means)
-
 
 @dataclass(frozen=True)
 class BanditLoopHistory:
@@ -112,14 +102,15 @@ class BanditLoopHistory:
     @property
     def collapsed(self) -> NDArray[np.bool_]:
         """Per policy, whether it sits on a wrong arm (see :data:`COLLAPSE_PROBABILITY`)."""
-        wrong = np.array(self.settings.arm_means) < self.settings.best_reward
+        wrong = np.array(self.settings.arm_means) < max(self.settings.arm_means)
         return self.probs[..., wrong].max(axis=-1) >= COLLAPSE_PROBABILITY
 
     @property
     def score(self) -> FloatArray:
-        """Per seed, the final policy's true reward normalized: uniform policy 0, best arm 1."""
-        s = self.settings
-        return (self.true_reward[:, -1] - s.random_reward) / (s.best_reward - s.random_reward)
+        """Per seed, the final policy's true reward normalized: the uniform policy's (the arms'
+        mean) 0, the best arm's 1."""
+        uniform, best = float(np.mean(self.settings.arm_means)), max(self.settings.arm_means)
+        return (self.true_reward[:, -1] - uniform) / (best - uniform)
 
 
 def run_bandit_loop(

@@ -61,6 +61,10 @@ PROMPT_A = np.array([a for a, _ in PROMPTS])
 PROMPT_B = np.array([b for _, b in PROMPTS])
 #: The length of each prompt's right response, ``<eos>`` included.
 RIGHT_LENGTH = PROMPT_B - PROMPT_A + 2
+#: Each prompt's right response ``(len(PROMPTS), MAX_LEN)``: its digits, then ``<eos>`` padding.
+RIGHT_TOKENS = np.where(
+    np.arange(MAX_LEN) < RIGHT_LENGTH[:, None] - 1, PROMPT_A[:, None] + 1 + np.arange(MAX_LEN), EOS
+)
 #: The reward of a right, a well-formed wrong and a malformed response.
 REWARD_RIGHT, REWARD_WRONG, REWARD_MALFORMED = 1.0, 0.0, -0.5
 #: One-hot features: a (10), b (10), the position (MAX_LEN), the previous token (V + 1).
@@ -77,8 +81,7 @@ def right_response(prompt: int) -> list[int]:
         raise TypeError(f"prompt must be a whole number, got {type(prompt).__name__}")
     if not 0 <= prompt < len(PROMPTS):  # PROMPTS[-1] would answer the last prompt
         raise ValueError(f"prompt must be from 0 to {len(PROMPTS) - 1}, got {prompt}")
-    a, b = PROMPTS[prompt]
-    return [*(DIGIT_TOKENS[a : b + 1].tolist()), EOS]
+    return RIGHT_TOKENS[prompt, : RIGHT_LENGTH[prompt]].tolist()
 
 
 # --------------------------------------------------------------------------
@@ -115,13 +118,8 @@ def rewards(responses: Responses) -> tuple[FloatArray, BoolArray, BoolArray]:
     is_digit = (tokens >= DIGIT_TOKENS[0]) & (tokens <= DIGIT_TOKENS[-1])
     answer = mask & (tokens != EOS)
     well_formed = ~responses.truncated & (responses.lengths > 1) & ~(answer & ~is_digit).any(-1)
-    right = np.zeros(tokens.shape[:-1], dtype=bool)
-    for number in np.unique(responses.prompts):
-        expected = np.full(MAX_LEN, EOS)
-        target = right_response(number)
-        expected[: len(target)] = target
-        asked = responses.prompts == number
-        right |= asked & ((tokens == expected) | ~mask).all(-1) & (responses.lengths == len(target))
+    expected, length = RIGHT_TOKENS[responses.prompts], RIGHT_LENGTH[responses.prompts]
+    right = ((tokens == expected) | ~mask).all(-1) & (responses.lengths == length)
     reward = np.where(right, REWARD_RIGHT, np.where(well_formed, REWARD_WRONG, REWARD_MALFORMED))
     return reward, right, ~well_formed
 
@@ -237,7 +235,7 @@ class Packed:
 
     def gathered(self, per_token: np.ndarray) -> np.ndarray:
         """``per_token`` ``(runs, B, MAX_LEN)`` at each run's rows ``(runs, N)``."""
-        return np.take_along_axis(per_token.reshape(len(self.rows), -1), self.rows, axis=1)
+        return _gathered(per_token, self.rows)
 
     def unpacked(self, per_row: FloatArray) -> FloatArray:
         """A per-row quantity ``(runs, N)`` back at its tokens ``(runs, B, MAX_LEN)``, 0 on
@@ -260,13 +258,13 @@ def pack(responses: Responses) -> Packed:
     counts = flat.sum(axis=1)
     rows = np.argsort(~flat, axis=1, kind="stable")[:, : counts.max()]
     valid = np.arange(rows.shape[1]) < counts[:, None]
-
-    def gathered(per_token: np.ndarray) -> np.ndarray:
-        return np.take_along_axis(per_token.reshape(runs, -1), rows, axis=1)
-
     prompts = np.take_along_axis(responses.prompts, rows // length, axis=1)
-    x = features(prompts, rows % length, gathered(previous_tokens(responses.tokens)))
-    return Packed(x, rows, valid, gathered(responses.tokens), shape)
+    x = features(prompts, rows % length, _gathered(previous_tokens(responses.tokens), rows))
+    return Packed(x, rows, valid, _gathered(responses.tokens, rows), shape)
+
+
+def _gathered(per_token: np.ndarray, rows: IntArray) -> np.ndarray:
+    return np.take_along_axis(per_token.reshape(len(rows), -1), rows, axis=1)
 
 
 @dataclass
@@ -424,15 +422,11 @@ def reference_model() -> TinyLM:
 def right_answer_probability(model: TinyLM) -> FloatArray:
     """Per run and prompt ``(runs, len(PROMPTS))``: the exact probability that the model
     answers right (the product of its probabilities of the right response's tokens)."""
-    runs = model.runs
-    tokens = np.full((runs, len(PROMPTS), MAX_LEN), EOS)
-    mask = np.zeros(tokens.shape, dtype=bool)
-    for number in range(len(PROMPTS)):
-        target = right_response(number)
-        tokens[:, number, : len(target)] = target
-        mask[:, number, : len(target)] = True
-    prompts = np.broadcast_to(np.arange(len(PROMPTS)), (runs, len(PROMPTS)))
-    return np.exp(score(model, pack(Responses(prompts, tokens, mask))).logp.sum(axis=-1))
+    shape = (model.runs, len(PROMPTS), MAX_LEN)
+    mask = np.broadcast_to(np.arange(MAX_LEN) < RIGHT_LENGTH[:, None], shape)
+    prompts = np.broadcast_to(np.arange(len(PROMPTS)), shape[:2])
+    responses = Responses(prompts, np.broadcast_to(RIGHT_TOKENS, shape), mask)
+    return np.exp(score(model, pack(responses)).logp.sum(axis=-1))
 
 
 # --------------------------------------------------------------------------
@@ -528,7 +522,4 @@ def engine_logp(model: TinyLM, batch: Packed, engine: Engine) -> FloatArray:
     padding): of the truncated, renormalised distribution of rounded logits, as an engine with
     ``processed_logprobs`` reports it.  With an exact engine, :func:`score`'s ``logp`` to the
     bit.  (A token the engine did not sample from could be ``-inf``.)"""
-    logits, _ = model.forward(batch.x)
-    log_probs = log_softmax(engine.logits(logits))
-    taken = np.take_along_axis(log_probs, batch.tokens[..., None], axis=-1)[..., 0]
-    return batch.unpacked(taken)
+    return score(_Served(model, engine), batch).logp  # type: ignore[arg-type]

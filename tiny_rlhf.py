@@ -187,8 +187,6 @@ class History:
             wrong = self.wrong.sum(axis=0)
             total = self.wrong_excess.sum(axis=0)
             return np.divide(total, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0)
-        if name == "clip_fraction":
-            return self.clip_fraction.mean(axis=0)
         return getattr(self, name).mean(axis=0)
 
 
@@ -324,17 +322,26 @@ class Trainer:
             if step:
                 new = score(self.policy, batch)
             dloss_dlogp = np.zeros_like(new.logp)
-            for run in range(self.runs):
+            for run, method in enumerate(self.run_methods):
                 arrays = (new.logp, old.logp, advantages, responses.mask, ref.logp)
-                arrays = tuple(a[:, rows] for a in arrays)
-                per_response = self.run_methods[run].advantages != "gae"  # OPSM's condition
-                corrected = self.rollout.corrected(
-                    run, *arrays[:4], logp_rollout, rows, per_response
+                logp_new, logp_old, adv, mask, logp_ref = (a[run, rows] for a in arrays)
+                engine = None if logp_rollout is None else logp_rollout[run, rows]
+                group = method.advantages != "gae"  # one advantage per response: OPSM applies
+                corrected = self.rollout.corrected(logp_new, logp_old, adv, mask, engine, group)
+                kl_coef = self.settings.kl_coef if group else 0.0  # PPO's KL is in its reward
+                b = llm_clip.token_breakdown(
+                    *(logp_new, logp_old, adv, mask),
+                    objective=method.objective,
+                    eps_low=method.eps_low,
+                    eps_high=method.eps_high,
+                    max_len=MAX_LEN,
+                    logp_ref=logp_ref if kl_coef else None,
+                    kl_coef=kl_coef,
+                    **corrected,
                 )
-                b = self.breakdown(run, *arrays, **corrected)
                 dloss_dlogp[run, rows] = b.grad
-                clip_low[run] += (b.is_clipped & (arrays[2][run] < 0)).sum()
-                clip_high[run] += (b.is_clipped & (arrays[2][run] > 0)).sum()
+                clip_low[run] += (b.is_clipped & (adv < 0)).sum()
+                clip_high[run] += (b.is_clipped & (adv > 0)).sum()
             grads = parameter_grad(self.policy, new, dloss_dlogp)
             self.optimizer.step(grads, s.learning_rate)
         kl_ref = (np.exp(old.log_probs) * (old.log_probs - ref.log_probs)).sum(axis=-1)
@@ -354,34 +361,6 @@ class Trainer:
             "clip_high": clip_high / (tokens * s.updates),
         }
 
-    def breakdown(
-        self,
-        run: int,
-        logp_new: FloatArray,
-        logp_old: FloatArray,
-        advantages: FloatArray,
-        mask: BoolArray,
-        logp_ref: FloatArray,
-        **corrected: Any,
-    ) -> llm_clip.TokenBreakdown:
-        """:func:`llm_clip.token_breakdown` of one run's batch, with its method's settings
-        (and ``rollout_weights``/``keep``, when a :class:`Correction` gives them)."""
-        method = self.run_methods[run]
-        kl_coef = 0.0 if method.advantages == "gae" else self.settings.kl_coef
-        return llm_clip.token_breakdown(
-            logp_new[run],
-            logp_old[run],
-            advantages[run],
-            mask[run],
-            objective=method.objective,
-            eps_low=method.eps_low,
-            eps_high=method.eps_high,
-            max_len=MAX_LEN,
-            logp_ref=logp_ref[run] if kl_coef else None,
-            kl_coef=kl_coef,
-            **corrected,
-        )
-
     def advantages(
         self, responses: Responses, reward: FloatArray, old: Scored, ref: Scored
     ) -> FloatArray:
@@ -397,7 +376,10 @@ class Trainer:
         if self.critic is not None:
             ppo = self.ppo_runs
             kl = old.logp[ppo] - ref.logp[ppo]  # k1 of each token, as TRL's default estimator
-            out[ppo] = self.ppo_advantages(responses_of(responses, ppo), reward[ppo], kl)
+            ppo_responses = Responses(
+                responses.prompts[ppo], responses.tokens[ppo], responses.mask[ppo]
+            )
+            out[ppo] = self.ppo_advantages(ppo_responses, reward[ppo], kl)
         return out
 
     def ppo_advantages(
@@ -439,11 +421,6 @@ class Trainer:
             d_rows = np.where(batch.valid, batch.gathered(values - returns), 0.0) / n
             grads = self.critic.backward(cache, d_rows[..., None])
             self.critic_optimizer.step(grads, self.settings.learning_rate)
-
-
-def responses_of(responses: Responses, runs: BoolArray) -> Responses:
-    """The responses of some runs."""
-    return Responses(*(getattr(responses, f.name)[runs] for f in fields(responses)))
 
 
 def methods_named(keys: Sequence[str]) -> list[Method]:
@@ -507,8 +484,6 @@ class Rollout:
     def minibatches(self, batch_size: int) -> list[slice]:
         """The responses of each optimizer step on one batch."""
         size = batch_size // self.steps_per_generation
-        if self.steps_per_generation == 1:
-            return [slice(None)]
         return [slice(i * size, (i + 1) * size) for i in range(self.steps_per_generation)]
 
     def logp(self, sampler: TinyLM, batch: Packed) -> FloatArray | None:
@@ -517,14 +492,12 @@ class Rollout:
 
     def corrected(
         self,
-        run: int,
         logp_new: FloatArray,
         logp_old: FloatArray,
         advantages: FloatArray,
         mask: BoolArray,
         logp_rollout: FloatArray | None,
-        rows: slice,
-        per_response: bool = True,
+        per_response: bool,
     ) -> dict[str, np.ndarray]:
         """``rollout_weights``/``keep`` of one run's minibatch for :func:`llm_clip.token_breakdown`
         (TRL: weights from the batch's ``logp_old``, OPSM's mask from the current ``logp_new``;
@@ -532,16 +505,14 @@ class Rollout:
         c, out = self.correction, {}
         if c is None or logp_rollout is None:
             return out
-        engine, m = logp_rollout[run, rows], mask[run]
         if c.mode is not None:
             out["rollout_weights"] = llm_clip.rollout_weights(
-                logp_old[run], engine, m, mode=c.mode, clip_min=c.clip_min, clip_max=c.clip_max
+                logp_old, logp_rollout, mask, mode=c.mode, clip_min=c.clip_min, clip_max=c.clip_max
             )
         if c.opsm is not None and per_response:
-            keep = llm_clip.off_policy_keep(
-                logp_new[run], engine, advantages[run], m, threshold=c.opsm
+            out["keep"] = llm_clip.off_policy_keep(
+                logp_new, logp_rollout, advantages, mask, threshold=c.opsm
             )
-            out["keep"] = keep
         return out
 
 

@@ -69,21 +69,18 @@ def test_the_unclipped_control_never_clips_and_gspo_clips_most_tokens():
     assert runs["gspo"].clip_fraction.mean() > 0.3 > runs["grpo"].clip_fraction.mean()
 
 
-def test_a_run_depends_only_on_its_seed_and_method():
+def test_a_run_depends_only_on_its_seed_and_method_and_methods_share_each_seeds_draws():
+    trainer = Trainer([METHODS["grpo"], METHODS["cispo"]], SHORT, (5, 6))
+    prompts, uniforms = trainer.draw()
+    assert np.array_equal(prompts[:2], prompts[2:])
+    assert np.array_equal(uniforms[:2], uniforms[2:])
+    assert (np.bincount(prompts[0]) % SHORT.group_size == 0).all()  # whole groups
     alone = train([METHODS["dapo"]], SHORT, (3,))["dapo"]
     together = train([METHODS["ppo"], METHODS["dapo"]], SHORT, (1, 3))["dapo"]
     for name in [*CURVES, "score"]:
         assert np.array_equal(getattr(alone, name)[0], getattr(together, name)[1], equal_nan=True)
     again = train([METHODS["dapo"]], SHORT, (3,))["dapo"]
     assert same_runs(alone, again)
-
-
-def test_every_method_sees_the_same_prompts_and_uniforms_on_a_seed():
-    trainer = Trainer([METHODS["grpo"], METHODS["cispo"]], SHORT, (5, 6))
-    prompts, uniforms = trainer.draw()
-    assert np.array_equal(prompts[:2], prompts[2:])
-    assert np.array_equal(uniforms[:2], uniforms[2:])
-    assert (np.bincount(prompts[0]) % SHORT.group_size == 0).all()  # whole groups
 
 
 def test_an_update_follows_llm_clips_gradient_through_the_model():
@@ -130,22 +127,14 @@ def test_the_history_records_what_its_docstring_says():
 
 
 @pytest.mark.parametrize(
-    ("options", "said"),
-    [
-        ({"updates": 0}, "updates must be between 1 and 64, got 0"),
-        ({"learning_rate": float("nan")}, "learning_rate must be between"),
-        ({"group_size": 2.5}, "group_size must be a whole number"),
-        ({"iterations": "40"}, "iterations must be a number, got str"),
-        ({"kl_coef": True}, "kl_coef must be a number, got bool"),
+    ("make", "said"),
+    [  # bandit.checked_fields's NaN, not-whole and str cases: test_why_clip's, test_epochs'
+        (lambda: TrainSettings(updates=0), "updates must be between 1 and 64, got 0"),
+        (lambda: TrainSettings(kl_coef=True), "kl_coef must be a number, got bool"),
+        (lambda: methods_named(["GRPO"]), "no method is named 'GRPO'; choose from grpo, unclipped"),
+        (lambda: train([], SHORT, (0,)), "at least one method"),
     ],
 )
-def test_bad_settings_are_refused_by_name(options, said):
+def test_bad_settings_and_unknown_methods_are_refused_by_name(make, said):
     with pytest.raises((TypeError, ValueError), match=said):
-        TrainSettings(**options)
-
-
-def test_an_unknown_method_is_refused_with_the_valid_ones():
-    with pytest.raises(ValueError, match="no method is named 'GRPO'; choose from grpo, unclipped"):
-        methods_named(["GRPO"])
-    with pytest.raises(ValueError, match="at least one method"):
-        train([], SHORT, (0,))
+        make()
