@@ -39,8 +39,6 @@ from ppo_viz.numerics.figures import (
     TokenRatioExplorer,
     VariantsExplorer,
     response_figure,
-    stretch_ratio,
-    unstretch_ratio,
 )
 from ppo_viz.panels import ratio_grid
 from ppo_viz.style import COLORS
@@ -388,14 +386,6 @@ def test_every_value_drawn_is_inside_the_fixed_axes(tokens_app):
         assert LOG_RATIO_LIMITS[0] < running.min()  # clipped only above, past float64's limit
     tokens_app.controls["length"].value = 1
     assert [(ax.get_xlim(), ax.get_ylim()) for ax in tokens_app.figure.axes] == limits
-
-
-def test_stretched_axis_is_monotonic_and_inverts():
-    ratios = np.geomspace(0.5, 40.0, 200)
-    stretched = stretch_ratio(ratios)
-    assert np.all(np.diff(stretched) > 0)
-    np.testing.assert_allclose(unstretch_ratio(stretched), ratios, rtol=1e-12)
-    assert stretch_ratio(1.0) == 0.0
 
 
 def test_thresholds_do_not_reuse_the_objective_colours(tokens_app, variants_app):
