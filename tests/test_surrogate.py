@@ -11,7 +11,7 @@ import matplotlib
 import nbformat
 import numpy as np
 import pytest
-from helpers import log_landing_on
+from helpers import assert_panel_draws, log_landing_on
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -27,33 +27,13 @@ def explorer() -> SurrogateExplorer:
     return SurrogateExplorer()
 
 
-def _assert_column_matches_module(plot: SurrogateExplorer, sign: int, advantage: float, eps: float):
-    artists = plot.columns[sign]
-    grid = artists.objective.get_xdata()
-    sweep = ppo_clip.ratio_sweep(grid, sign * advantage, eps)
-    np.testing.assert_array_equal(artists.objective.get_ydata(), sweep.objective_term)
-    np.testing.assert_array_equal(artists.unclipped.get_ydata(), sweep.unclipped_term)
-    np.testing.assert_array_equal(artists.clip_only.get_ydata(), sweep.clipped_term)
-    # The gradient lines have gaps (NaN) where they jump; every drawn point is the module's.
-    xs, ys = (np.asarray(v) for v in artists.gradient.get_data())
-    drawn = ~np.isnan(xs)
-    np.testing.assert_array_equal(xs[drawn], grid)
-    np.testing.assert_array_equal(ys[drawn], ppo_clip.ratio_sweep(grid, sign * advantage, eps).grad)
-    _, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
-    xs, ys = (np.asarray(v) for v in artists.gradient_clip_only.get_data())
-    np.testing.assert_array_equal(ys[~np.isnan(xs)], clip_only_grad)
-    for band in artists.bands:
-        assert band.get_x() == pytest.approx(1 - eps)
-        assert band.get_x() + band.get_width() == pytest.approx(1 + eps)
-
-
 @pytest.mark.parametrize("eps", [0.0, 0.2, 1.0])
 @pytest.mark.parametrize("advantage", ADVANTAGE_RANGE)
 def test_sliders_redraw_the_modules_curves(explorer, eps, advantage):
     explorer.controls["eps"].value = eps
     explorer.controls["advantage"].value = advantage
     for sign in (+1, -1):
-        _assert_column_matches_module(explorer, sign, advantage, eps)
+        assert_panel_draws(explorer.columns[sign], sign * advantage, eps)
 
 
 @pytest.mark.parametrize("eps", [0.3, 0.35, 1.0])
