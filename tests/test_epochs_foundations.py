@@ -47,7 +47,6 @@ from ppo_viz.epochs.training import (
     FAR,
     HALVING_FROM,
     HARD_MARGIN,
-    TINY_STEP,
     TOTAL_MOVEMENT,
     Settings,
     arm_sums,
@@ -201,7 +200,6 @@ def test_a_study_run_is_the_training_loops_run():
 
 
 def test_the_study_keeps_the_total_movement(study, prose):
-    assert STEP_SIZES[-1] == TINY_STEP
     np.testing.assert_array_equal(np.diff(np.log2(STEP_SIZES)), -1.0)  # halving each time
     default = DEFAULT_STEP_SIZE * DEFAULT_EPOCHS
     assert_states(
@@ -278,7 +276,8 @@ def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
     for earlier in range(seed):  # the first seed the rule picks
         other = batch_of(earlier)
         if np.bincount(other.actions, minlength=K).min() >= 2 and one_signed_arms(other):
-            step_1, tiny = (run_with_step_size("clipped", s, batch=other) for s in (1.0, TINY_STEP))
+            runs = small_step_study(("clipped",), (1.0, STEP_SIZES[-1]), batch=other)
+            step_1, tiny = runs["clipped"]
             soft = tiny.largest_excursion >= max(step_1.largest_excursion / 2, 5 * HARD_MARGIN)
             assert not soft or tiny.farthest_arm not in one_signed_arms(other)
 

@@ -89,7 +89,6 @@ FAR = 0.1
 #: 1/32, each half the one before), and how close to the band the smallest keeps PPO's ratios.
 TOTAL_MOVEMENT = 16.0
 STEP_SIZES: tuple[float, ...] = tuple(4.0 / 2.0**k for k in range(8))
-TINY_STEP = STEP_SIZES[-1]
 HARD_MARGIN = 0.01
 #: The step size from which on PPO's largest excursion roughly halves with the step size.
 HALVING_FROM = 1.0
