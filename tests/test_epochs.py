@@ -136,14 +136,13 @@ def test_each_epoch_is_one_gradient_step_on_the_objectives_loss(objective):
     assert run.true_reward[-1] == pytest.approx(softmax(run.logits[-1]) @ ARM_MEANS)
 
 
-def test_the_unclipped_loss_is_linear_in_the_policy(runs, favoured):
+def test_the_unclipped_loss_is_linear_in_the_policy(runs):
     """The prose's identity: L = -sum_k pi_k / pi_old_k * (1/N) sum_{a_t = k} A_t."""
     run = runs["unclipped"]
     sums = arm_sums(run.batch)
     for logits in run.logits[::5]:
         linear = -np.sum(softmax(logits) * K * sums / run.batch.n)
         assert loss_at(logits, run.batch, EPS, "unclipped") == pytest.approx(linear, abs=1e-14)
-    assert favoured == int(np.argmax(sums))
 
 
 def test_samples_of_one_arm_share_one_ratio(runs):
@@ -380,8 +379,9 @@ def explorer(fresh_explorer: EpochsExplorer) -> EpochsExplorer:
     return fresh_explorer
 
 
-def assert_figure_shows(app: EpochsExplorer, expected: Settings) -> None:
-    """Every drawn value is the value of ``run_all(expected)``; the table agrees."""
+def assert_figure_shows(app: EpochsExplorer, expected: Settings, *, message: bool = False) -> None:
+    """Every drawn value is the value of ``run_all(expected)``; the table agrees; a message
+    shows only with ``message`` (the last good run stays on screen under it)."""
     runs = run_all(expected)
     assert app.settings == expected
     for objective, run in runs.items():
@@ -407,7 +407,7 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings) -> None:
         assert to_rgba(label.get_color()) == to_rgba(colors[batch.actions[t]])
     edges = np.cumsum(np.bincount(batch.actions, minlength=K))[:-1] - 0.5
     assert [line.get_ydata()[0] for line in app.columns["clipped"]["separators"]] == list(edges)
-    assert app.message.value == ""
+    assert (app.message.value != "") == message
 
 
 def test_the_explorer_starts_at_the_documented_defaults(fresh_explorer):
@@ -507,21 +507,12 @@ def test_a_seed_the_app_cannot_use_shows_a_short_message_and_keeps_the_run(explo
     assert plain(explorer.message.value).startswith(said)
     assert "Fix the batch seed to apply other changes." in plain(explorer.message.value)
     assert len(explorer.message.value) < 600
-    assert_figure_shows_settings_only(explorer, Settings(seed=10))
+    assert_figure_shows(explorer, Settings(seed=10), message=True)
     explorer.controls["early_stop"].value = True  # the control still responds; nothing redraws
     assert not explorer.controls["target_kl"].disabled
     assert explorer.settings == Settings(seed=10)
     explorer.controls["seed"].value = 11
     assert_figure_shows(explorer, Settings(seed=11, target_kl=DEFAULT_TARGET_KL))
-
-
-def assert_figure_shows_settings_only(app: EpochsExplorer, expected: Settings) -> None:
-    """The last good run is still on screen (the message line is not empty)."""
-    run = run_all(expected)["clipped"]
-    assert app.settings == expected
-    np.testing.assert_array_equal(
-        app.columns["clipped"]["arms"][0].get_ydata(), run.arm_ratios()[:, 0]
-    )
 
 
 @pytest.mark.parametrize("seed", [2.5, 3.0, float("nan"), "12", "seven", True, None])
@@ -541,7 +532,7 @@ def test_a_nan_from_code_shows_a_message_until_a_good_value_replaces_it(explorer
     assert said.startswith(f"{widget.description} is nan")
     explorer.controls["epochs"].value = 10  # another control: the message stays, nothing redraws
     assert plain(explorer.message.value) == said
-    assert_figure_shows_settings_only(explorer, Settings(target_kl=explorer.settings.target_kl))
+    assert_figure_shows(explorer, Settings(target_kl=explorer.settings.target_kl), message=True)
     widget.value = good
     assert_figure_shows(explorer, Settings(n_epochs=10, target_kl=explorer.settings.target_kl))
 
