@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import other_cpu
+import pytest
 import reference
 
 import ppo_clip
@@ -233,3 +234,21 @@ def assert_drawn_in_place(app, name: str, values: Sequence[object]) -> None:
             draws.clear()
     finally:
         app.controls[name].value = start
+
+
+def assert_panel_draws(panel, advantage: float, eps: float, **variant) -> None:
+    """A :mod:`ppo_viz.panels` column draws :func:`ppo_clip.ratio_sweep` on its own grid: the
+    three terms, both gradients (broken where they jump), and the band ``variant`` sets."""
+    grid = panel.objective.get_xdata()
+    sweep = ppo_clip.ratio_sweep(grid, advantage, eps, **variant)
+    np.testing.assert_array_equal(panel.objective.get_ydata(), sweep.objective_term)
+    np.testing.assert_array_equal(panel.unclipped.get_ydata(), sweep.unclipped_term)
+    np.testing.assert_array_equal(panel.clip_only.get_ydata(), sweep.clipped_term)
+    _, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
+    for line, grad in ((panel.gradient, sweep.grad), (panel.gradient_clip_only, clip_only_grad)):
+        x, y = (np.asarray(values, dtype=float) for values in line.get_data())
+        np.testing.assert_array_equal(x[~np.isnan(x)], grid)  # NaN: a gap where it jumps
+        np.testing.assert_array_equal(y[~np.isnan(x)], grad)
+    for band in panel.bands:
+        assert band.get_x() == pytest.approx(sweep.lower)
+        assert band.get_x() + band.get_width() == pytest.approx(sweep.upper)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from fractions import Fraction
 
@@ -28,12 +29,11 @@ from bandit import ARM_MEANS, KL_TERMS, approx_kl, exact_kl, softmax
 from ppo_clip import OBJECTIVES
 from ppo_viz.epochs import InterpolationExplorer
 from ppo_viz.epochs.foundations import (
+    DRIFTING_SEED,
     FACTORS,
     STEP_SIZES,
     STUDY_BATCHES,
-    drifting_seed,
     estimator_studies,
-    line_as_told,
     one_signed_arms,
     ppo_update_line,
     run_with_step_size,
@@ -47,7 +47,6 @@ from ppo_viz.epochs.training import (
     FAR,
     HALVING_FROM,
     HARD_MARGIN,
-    TINY_STEP,
     TOTAL_MOVEMENT,
     Settings,
     arm_sums,
@@ -116,7 +115,7 @@ def test_the_curves_are_minus_ppo_clips_loss_and_the_marker_and_readout_show_the
     assert list(explorer.peak.get_xdata()) == [factor]
     assert f"largest at t = {rounded(factor, 3)}" in plain(explorer.readout.value)
     assert f"KL(π_old ‖ π_θ) = {rounded(kl, 3)}" in plain(explorer.readout.value)
-    assert explorer.line.peak(0.0)[0] == 0.0  # and out with ε on a grid of 11 (line_as_told)
+    assert explorer.line.peak(0.0)[0] == 0.0  # and out with ε on a grid of 11 (test below)
 
 
 @pytest.mark.parametrize("eps", [0.2, 0.05, 0.5])
@@ -163,9 +162,16 @@ def test_what_the_notebook_says_about_the_line(line):
         assert (terms.clipped_term[hurt] > terms.unclipped_term[hurt]).all()  # optimistic
         wrong_way[index] = hurt.any()
     assert wrong_way.any()  # such samples are on the line
-    # Where PPO's curve peaks and falls, and the unclipped one climbs: the rule line_as_told,
-    # which test_the_starting_batch_meets_the_documented_rule checks on this line.
-    assert line_as_told(line)
+    # PPO's objective peaks within 0.2 of t = 1, at a KL below 0.05, and falls past its peak;
+    # the unclipped surrogate climbs for every t >= 0; the peak moves out with ε (from t = 0 at
+    # ε = 0) on a grid of 11 ε: point (6) of the rule that chose the batch (MISLEADING_SEED).
+    factor, _, kl = line.peak(EPS)
+    assert abs(factor - 1) <= 0.2
+    assert kl < 0.05
+    assert (np.diff(clipped[line.factors >= factor]) <= 0).all()
+    assert (np.diff(unclipped[line.factors >= 0]) > 0).all()
+    peaks = [line.peak(e) for e in np.linspace(0, 0.5, 11)]
+    assert all(a[0] < b[0] and a[2] < b[2] for a, b in itertools.pairwise(peaks))
 
 
 def test_the_line_explorer_refuses_a_bad_eps():
@@ -194,7 +200,6 @@ def test_a_study_run_is_the_training_loops_run():
 
 
 def test_the_study_keeps_the_total_movement(study, prose):
-    assert STEP_SIZES[-1] == TINY_STEP
     np.testing.assert_array_equal(np.diff(np.log2(STEP_SIZES)), -1.0)  # halving each time
     default = DEFAULT_STEP_SIZE * DEFAULT_EPOCHS
     assert_states(
@@ -236,7 +241,7 @@ def test_the_small_step_figure_shows_every_ratio_of_its_runs():
     """Notebook 3's left and middle panels set their y limits from the runs they draw, so the
     step-size-2 peaks the prose calls "well past the edge" are on screen."""
     code = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
-    figure_cell = next(source for source in code if "drift_seed = drifting_seed()" in source)
+    figure_cell = next(source for source in code if "drift_seed = DRIFTING_SEED" in source)
     namespace = {"seed": Settings().seed}
     exec(code[0], namespace)  # the notebook's imports
     exec(figure_cell.replace("plt.show()", "pass"), namespace)
@@ -249,10 +254,10 @@ def test_the_small_step_figure_shows_every_ratio_of_its_runs():
 
 
 def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
-    """Notebook 3: on the batch drifting_seed picks, the arm that ends farthest out has samples
+    """Notebook 3: on the batch of DRIFTING_SEED, the arm that ends farthest out has samples
     all of one sign, and PPO's excursion does not shrink with the step size: nothing pulls that
     arm back."""
-    seed = drifting_seed()
+    seed = DRIFTING_SEED
     batch = batch_of(seed)
     assert np.bincount(batch.actions, minlength=K).min() >= 2
     assert one_signed_arms(batch_of(Settings().seed)) == []  # notebook 3's batch has none
@@ -271,7 +276,8 @@ def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
     for earlier in range(seed):  # the first seed the rule picks
         other = batch_of(earlier)
         if np.bincount(other.actions, minlength=K).min() >= 2 and one_signed_arms(other):
-            step_1, tiny = (run_with_step_size("clipped", s, batch=other) for s in (1.0, TINY_STEP))
+            runs = small_step_study(("clipped",), (1.0, STEP_SIZES[-1]), batch=other)
+            step_1, tiny = runs["clipped"]
             soft = tiny.largest_excursion >= max(step_1.largest_excursion / 2, 5 * HARD_MARGIN)
             assert not soft or tiny.farthest_arm not in one_signed_arms(other)
 

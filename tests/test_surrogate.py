@@ -11,12 +11,13 @@ import matplotlib
 import nbformat
 import numpy as np
 import pytest
-from helpers import log_landing_on
+from helpers import assert_panel_draws, log_landing_on
 from matplotlib.figure import Figure
 from PIL import Image
 
 import ppo_clip
 from ppo_viz.export import WIDGET_VIEW_MIME
+from ppo_viz.numbers import rounded
 from ppo_viz.panels import draw_objective_panel, ratio_grid, set_fixed_limits
 from ppo_viz.surrogate import ADVANTAGE_RANGE, RATIO_AXIS, SurrogateExplorer
 
@@ -26,59 +27,36 @@ def explorer() -> SurrogateExplorer:
     return SurrogateExplorer()
 
 
-def _assert_column_matches_module(plot: SurrogateExplorer, sign: int, advantage: float, eps: float):
-    artists = plot.columns[sign]
-    grid = artists.objective.get_xdata()
-    sweep = ppo_clip.ratio_sweep(grid, sign * advantage, eps)
-    np.testing.assert_array_equal(artists.objective.get_ydata(), sweep.objective_term)
-    np.testing.assert_array_equal(artists.unclipped.get_ydata(), sweep.unclipped_term)
-    np.testing.assert_array_equal(artists.clip_only.get_ydata(), sweep.clipped_term)
-    # The gradient lines have gaps (NaN) where they jump; every drawn point is the module's.
-    xs, ys = (np.asarray(v) for v in artists.gradient.get_data())
-    drawn = ~np.isnan(xs)
-    np.testing.assert_array_equal(xs[drawn], grid)
-    np.testing.assert_array_equal(ys[drawn], ppo_clip.ratio_sweep(grid, sign * advantage, eps).grad)
-    _, clip_only_grad = ppo_clip.objective_terms(sweep, "clip_only")
-    xs, ys = (np.asarray(v) for v in artists.gradient_clip_only.get_data())
-    np.testing.assert_array_equal(ys[~np.isnan(xs)], clip_only_grad)
-    for band in artists.bands:
-        assert band.get_x() == pytest.approx(1 - eps)
-        assert band.get_x() + band.get_width() == pytest.approx(1 + eps)
-
-
 @pytest.mark.parametrize("eps", [0.0, 0.2, 1.0])
 @pytest.mark.parametrize("advantage", ADVANTAGE_RANGE)
 def test_sliders_redraw_the_modules_curves(explorer, eps, advantage):
     explorer.controls["eps"].value = eps
     explorer.controls["advantage"].value = advantage
     for sign in (+1, -1):
-        _assert_column_matches_module(explorer, sign, advantage, eps)
+        assert_panel_draws(explorer.columns[sign], sign * advantage, eps)
 
 
-def test_zero_gradient_region_is_where_the_module_clips(explorer):
-    explorer.controls["eps"].value = 0.3
-    positive = explorer.columns[+1].zero_grad[0]
-    negative = explorer.columns[-1].zero_grad[0]
-    assert positive.get_x() == pytest.approx(1.3, abs=0.01)
-    assert negative.get_x() < 0.0  # drawn past the axis' left end
-    assert negative.get_x() + negative.get_width() == pytest.approx(0.7, abs=0.01)
-    inside = ratio_grid(0.3, r_axis=RATIO_AXIS)
-    sweep = ppo_clip.ratio_sweep(inside, 1.0, 0.3)
-    assert inside[sweep.is_clipped].min() == pytest.approx(positive.get_x())
-
-
-def test_eps_one_never_clips_negative_advantages(explorer):
-    explorer.controls["eps"].value = 1.0
-    zero = explorer.columns[-1].zero_grad[0]
-    assert zero.get_width() == 0.0
-    assert "never clipped" in explorer.columns[-1].objective_ax.get_title()
-
-
-def test_titles_and_readout_use_the_modules_band(explorer):
-    explorer.controls["eps"].value = 0.35
-    assert "r > 1.35" in explorer.columns[+1].objective_ax.get_title()
-    assert "r < 0.65" in explorer.columns[-1].objective_ax.get_title()
-    assert "[0.65, 1.35]" in explorer.readout.value
+@pytest.mark.parametrize("eps", [0.3, 0.35, 1.0])
+def test_zero_gradient_regions_titles_and_readout_follow_the_modules_band(explorer, eps):
+    """The shading starts at the first ratio the module clips; at eps = 1 no ratio is below
+    1 - eps, so nothing is shaded, the A < 0 title says "never clipped" and no jump is drawn."""
+    explorer.controls["eps"].value = eps
+    positive, negative = (explorer.columns[s].zero_grad[0] for s in (+1, -1))
+    grid = ratio_grid(eps, r_axis=RATIO_AXIS)
+    assert grid[ppo_clip.ratio_sweep(grid, 1.0, eps).is_clipped].min() == positive.get_x()
+    assert positive.get_x() == pytest.approx(1 + eps, abs=0.01)
+    titles = [explorer.columns[s].objective_ax.get_title() for s in (+1, -1)]
+    assert f"r > {1 + eps:.2f}" in titles[0]
+    assert f"[{rounded(1 - eps, 3)}, {rounded(1 + eps, 3)}]" in explorer.readout.value
+    if eps == 1.0:
+        assert negative.get_width() == 0.0
+        assert "never clipped" in titles[1]
+        assert len(explorer.columns[-1].jump_kept.get_xdata()) == 0
+        assert not np.isnan(explorer.columns[-1].gradient.get_xdata()).any()
+    else:
+        assert negative.get_x() < 0.0  # drawn past the axis' left end
+        assert negative.get_x() + negative.get_width() == pytest.approx(1 - eps, abs=0.01)
+        assert f"r < {1 - eps:.2f}" in titles[1]
 
 
 def test_worked_example_points_show_each_samples_own_term_and_gradient(explorer):
@@ -136,20 +114,6 @@ def test_save_writes_a_slide_of_the_current_setting(explorer, tmp_path):
     png, svg = explorer.save(tmp_path / "slides" / "objective")
     assert Image.open(png).size[0] == 2000
     assert "1.30" in svg.read_text()
-
-
-def test_dual_clip_shades_both_clipped_regions():
-    figure = Figure()
-    top, bottom = figure.subplots(2, 1)
-    panel = draw_objective_panel(top, bottom)
-    panel.update(-1.0, 0.2, dual_clip=2.0)
-    below, above = panel.zero_grad[0], panel.zero_grad_other_side[0]
-    assert below.get_x() < 0.0
-    assert below.get_x() + below.get_width() == pytest.approx(0.8, abs=0.01)
-    assert above.get_x() == pytest.approx(2.0, abs=0.01)
-    assert above.get_x() + above.get_width() > 3.0
-    panel.update(-1.0, 0.2)
-    assert panel.zero_grad_other_side[0].get_width() == 0.0
 
 
 @pytest.mark.parametrize("r_axis", [(0.0, 3.0), (0.5, 2.0), (0.0, 4.0)])
@@ -252,13 +216,6 @@ def test_the_gradient_jump_is_drawn_as_a_jump_on_the_modules_values(explorer, si
     gap = np.flatnonzero(np.isnan(xs))
     assert len(gap) == 1
     assert edge in (xs[gap[0] - 1], xs[gap[0] + 1])
-
-
-def test_no_jump_where_nothing_is_clipped(explorer):
-    explorer.controls["eps"].value = 1.0  # 1 - eps = 0: no ratio is below it
-    panel = explorer.columns[-1]
-    assert len(panel.jump_kept.get_xdata()) == 0
-    assert not np.isnan(panel.gradient.get_xdata()).any()
 
 
 def test_the_legend_has_six_entries_one_per_objective_and_mark(explorer):

@@ -2,8 +2,8 @@
 
 The bandit and the training step are :mod:`bandit`'s (shared with notebook 4).
 
-* :mod:`.training`: the batch (:func:`batch_of`, and the rule that picks the misleading one,
-  :func:`misleading_seed` by :data:`MISLEADING_RULES`), :class:`Settings`, :class:`Run`,
+* :mod:`.training`: the batch (:func:`batch_of`, and the misleading one the notebook starts
+  from, :data:`MISLEADING_SEED`), :class:`Settings`, :class:`Run`,
   :func:`train`, :func:`run_all`;
 * :mod:`.app`: :class:`EpochsExplorer`, the three runs under their controls;
 * :mod:`.foundations`: the line through PPO's update (the PPO paper's Figure 2), the
@@ -14,7 +14,7 @@ The bandit and the training step are :mod:`bandit`'s (shared with notebook 4).
 
 from ppo_viz.epochs.app import EpochsExplorer
 from ppo_viz.epochs.foundations import (
-    drifting_seed,
+    DRIFTING_SEED,
     estimator_studies,
     one_signed_arms,
     ppo_update_line,
@@ -25,12 +25,11 @@ from ppo_viz.epochs.text import bandit_table, batch_table, kl_estimator_table
 from ppo_viz.epochs.training import (
     BIG_STEP,
     COLUMNS,
-    MISLEADING_RULES,
+    MISLEADING_SEED,
     Column,
     Settings,
     batch_of,
     hard_constraint_optimum,
-    misleading_seed,
     run_all,
     survey,
 )
@@ -38,7 +37,8 @@ from ppo_viz.epochs.training import (
 __all__ = [
     "BIG_STEP",
     "COLUMNS",
-    "MISLEADING_RULES",
+    "DRIFTING_SEED",
+    "MISLEADING_SEED",
     "Column",
     "EpochsExplorer",
     "InterpolationExplorer",
@@ -46,11 +46,9 @@ __all__ = [
     "bandit_table",
     "batch_of",
     "batch_table",
-    "drifting_seed",
     "estimator_studies",
     "hard_constraint_optimum",
     "kl_estimator_table",
-    "misleading_seed",
     "one_signed_arms",
     "ppo_update_line",
     "run_all",

@@ -33,10 +33,10 @@ from ppo_viz.epochs.training import (
     DEFAULT_EPS,
     DEFAULT_STEP_SIZE,
     DEFAULT_TARGET_KL,
+    MISLEADING_SEED,
     SETTING_RANGES,
     Run,
     Settings,
-    misleading_seed,
     n_samples,
     run_all,
 )
@@ -70,7 +70,7 @@ class EpochsExplorer(LiveFigure):
     Every change trains the objectives again (cached per settings) and moves the
     figure and the summary table above it.  A setting the app cannot use (a seed out of
     range, a NaN set from code) shows a message and keeps the last good runs.  The arguments
-    are the controls' starting values (the seed: :func:`misleading_seed`); one out of range
+    are the controls' starting values (the seed: :data:`MISLEADING_SEED`); one out of range
     raises a ``ValueError`` naming it, rather than being clamped by a slider.
     """
 
@@ -81,10 +81,9 @@ class EpochsExplorer(LiveFigure):
         eps: float = DEFAULT_EPS,
         step_size: float = DEFAULT_STEP_SIZE,
         n_epochs: int = DEFAULT_EPOCHS,
-        seed: int | None = None,
+        seed: int = MISLEADING_SEED,
         target_kl: float | None = None,
     ) -> None:
-        seed = misleading_seed() if seed is None else seed
         #: The settings on screen (the last good ones while an entry is bad).
         self.settings = Settings(eps, step_size, n_epochs, seed, target_kl)
         self.runs: dict[str, Run] = {}

@@ -5,14 +5,13 @@ The old policy is uniform over the K arms and draws one batch of :func:`n_sample
 side (:func:`bandit.epochs_on_batch`, every ratio and gradient from :mod:`ppo_clip`) and
 keeps every epoch of each in a :class:`Run`; :func:`run_all` trains every objective of
 :data:`COLUMNS` (PPO's, the unclipped and the clip-only, unless a teacher adds one) with the
-same :class:`Settings`.  The batch the notebook starts from is chosen by a rule,
-:func:`misleading_seed`, computed when first asked for, so it holds for any arm means.
+same :class:`Settings`.  The batch the notebook starts from is :data:`MISLEADING_SEED`'s.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -66,8 +65,22 @@ DEFAULT_EPOCHS = 30
 DEFAULT_TARGET_KL = 0.02
 #: Pulls per arm in a batch, on average: the batch has ``PULLS_PER_ARM * K`` samples.
 PULLS_PER_ARM = 3
-#: How many batch seeds :func:`misleading_seed` looks through.
-SEED_SEARCH = 100_000
+#: The batch seed notebook 3 starts from, chosen because its batch shows what the notebook
+#: says of it (tests/test_epochs.py and tests/test_epochs_foundations.py check each point on it).
+#: The batch (1) draws every arm at least twice, with samples of both signs for every arm;
+#: (2) puts its largest advantage sum on an arm whose true mean is below the old policy's true
+#: reward (it favours a bad arm); (3) at the default settings leaves the unclipped run with less
+#: true reward than the old policy had, PPO with more and the clip-only run with less than PPO,
+#: and in the clip-only run the favoured arm's ratio, once outside the band, never returns;
+#: (4) at step size :data:`BIG_STEP` PPO's first step carries a ratio more than :data:`FAR`
+#: outside the band, a later step pulls it back and another throws it out by more than
+#: :data:`FAR` again, and at step size 2 a ratio is more than :data:`FAR` outside in two epochs
+#: or more; (5) in the small-step study PPO's largest excursion shrinks by a factor 0.35 to
+#: 0.75 with each halving of the step size from :data:`HALVING_FROM` on, to at most
+#: :data:`HARD_MARGIN` at the smallest, while clip-only's stays above five times that; (6)
+#: along the line through PPO's default update (the PPO paper's Figure 2) the objectives behave
+#: as the notebook says.
+MISLEADING_SEED = 1747
 #: The big step of the section "A soft trust region", and how far outside the band the
 #: notebook calls "far" (at the big step, and at the small-step study's step size 2).
 BIG_STEP = 3.0
@@ -76,7 +89,6 @@ FAR = 0.1
 #: 1/32, each half the one before), and how close to the band the smallest keeps PPO's ratios.
 TOTAL_MOVEMENT = 16.0
 STEP_SIZES: tuple[float, ...] = tuple(4.0 / 2.0**k for k in range(8))
-TINY_STEP = STEP_SIZES[-1]
 HARD_MARGIN = 0.01
 #: The step size from which on PPO's largest excursion roughly halves with the step size.
 HALVING_FROM = 1.0
@@ -136,7 +148,7 @@ def outside_band(ratios: ArrayLike, band: tuple[float, float] = DEFAULT_BAND) ->
 class Settings:
     """Everything a run depends on, checked on creation (hashable, so runs are cached).
 
-    ``seed`` defaults to :func:`misleading_seed`; ``target_kl=None`` trains for all
+    ``seed`` defaults to :data:`MISLEADING_SEED`; ``target_kl=None`` trains for all
     ``n_epochs``, a number stops early once the k3 estimate exceeds it.  A value out of range
     raises a ``ValueError`` naming it (a ``TypeError``: not a number).
     """
@@ -144,7 +156,7 @@ class Settings:
     eps: float = DEFAULT_EPS
     step_size: float = DEFAULT_STEP_SIZE
     n_epochs: int = DEFAULT_EPOCHS
-    seed: int = field(default_factory=lambda: misleading_seed())
+    seed: int = MISLEADING_SEED
     target_kl: float | None = None
 
     def __post_init__(self) -> None:
@@ -312,122 +324,3 @@ def hard_constraint_optimum(batch: Batch, eps: float = DEFAULT_EPS) -> FloatArra
         ratios[arm] += raise_by
         room -= raise_by * old[arm]
     return ratios
-
-
-def arm_signs(batch: Batch) -> tuple[IntArray, BoolArray, BoolArray]:
-    """``(..., K)`` each: how many samples of each arm the batch (or each of many) drew, and
-    whether one of them has ``A > 0``, and whether one has ``A < 0``."""
-    of_arm = batch.actions[..., None] == np.arange(len(ARM_MEANS))
-    sign = np.sign(batch.advantages)[..., None]
-    return (
-        of_arm.sum(axis=-2),
-        ((sign > 0) & of_arm).any(axis=-2),
-        ((sign < 0) & of_arm).any(axis=-2),
-    )
-
-
-def _draws_both_signs_of_every_arm(batch: Batch) -> BoolArray:
-    drawn, up, down = arm_signs(batch)
-    return ((drawn >= 2) & up & down).all(axis=-1)
-
-
-def _favours_a_bad_arm(batch: Batch) -> BoolArray:
-    return np.array(ARM_MEANS)[np.argmax(arm_sums(batch), axis=-1)] < start_reward()
-
-
-def _default_runs_end_as_told(batch: Batch) -> BoolArray:
-    probs = {o: policies_per_epoch(batch, o) for o in ppo_clip.OBJECTIVES}
-    final = {o: p[-1] @ ARM_MEANS for o, p in probs.items()}
-    favoured = np.argmax(arm_sums(batch), axis=-1)
-    ratio = probs["clip_only"][:, np.arange(favoured.size), favoured] * len(ARM_MEANS)
-    out = outside_band(ratio) > 0  # (epochs + 1, seeds): the favoured arm outside the band
-    stays_out = (out | (np.cumsum(out, axis=0) == 0)).all(axis=0) & out.any(axis=0)
-    start = start_reward()
-    return (
-        (final["unclipped"] < start)
-        & (start < final["clipped"])
-        & (final["clip_only"] < final["clipped"])
-        & stays_out
-    )
-
-
-def _big_steps_overshoot(batch: Batch) -> BoolArray:
-    from ppo_viz.epochs.foundations import run_with_step_size  # it imports this module
-
-    total = BIG_STEP * DEFAULT_EPOCHS
-    big = run_with_step_size("clipped", BIG_STEP, total=total, batch=batch).farthest_out[1:]
-    moves = np.diff(big, axis=0)
-    two_far = (run_with_step_size("clipped", 2.0, batch=batch).farthest_out > FAR).sum(0) >= 2
-    return (big[0] > FAR) & (moves < 0).any(axis=0) & (moves > FAR).any(axis=0) & two_far
-
-
-def _figure_2_as_told(batch: Batch) -> BoolArray:
-    from ppo_viz.epochs.foundations import UpdateLine, line_as_told  # it imports this module
-
-    start = np.zeros((len(batch.actions), len(ARM_MEANS)))
-    method = Settings(seed=0).method("clipped")
-    *_, end = epochs_on_batch(start, batch, method, DEFAULT_STEP_SIZE, DEFAULT_EPOCHS)
-    lines = [
-        UpdateLine(Batch(*(getattr(batch, f.name)[i] for f in fields(Batch))), start[i], logits, "")
-        for i, logits in enumerate(end.logits)
-    ]
-    return np.array([line_as_told(line) for line in lines], dtype=bool)
-
-
-def _small_steps_make_the_band_hard(batch: Batch) -> BoolArray:
-    from ppo_viz.epochs.foundations import small_step_study  # it imports this module
-
-    study = small_step_study(batch=batch)
-    ppo, clip_only = (np.array([r.largest_excursion for r in study[o]]) for o in study)
-    ppo = ppo[STEP_SIZES.index(HALVING_FROM) :]
-    return (
-        ((0.35 * ppo[:-1] < ppo[1:]) & (ppo[1:] < 0.75 * ppo[:-1])).all(axis=0)
-        & (ppo[-1] <= HARD_MARGIN)
-        & (clip_only.min(axis=0) > 5 * HARD_MARGIN)
-    )
-
-
-#: What notebook 3 says of its batch, rule by rule, for :func:`first_seed`.
-MISLEADING_RULES = {
-    "draws every arm at least twice, with samples of both signs": _draws_both_signs_of_every_arm,
-    "favours an arm worse than the old policy": _favours_a_bad_arm,
-    "the default runs end as the notebook says": _default_runs_end_as_told,
-    "big steps carry a ratio far outside the band again and again": _big_steps_overshoot,
-    "tiny steps make PPO's band hard, not clip-only's": _small_steps_make_the_band_hard,
-    "the line through PPO's update looks as the notebook says": _figure_2_as_told,
-}
-
-
-def first_seed(rules: Mapping[str, Callable[[Batch], BoolArray]], search: int = SEED_SEARCH) -> int:
-    """The first batch seed below ``search`` whose batch meets every rule of ``rules`` (each
-    takes batches ``(seeds, N)`` and says which meet it; a rule sees only the batches that met
-    the rules before it, so the cheap ones come first)."""
-    for first in range(0, search, 2000):
-        seeds = np.arange(first, min(first + 2000, search))
-        for rule in rules.values():
-            seeds = seeds[rule(draw_batches(seeds))] if seeds.size else seeds
-        if seeds.size:
-            return int(seeds[0])
-    raise ValueError(f"no batch seed below {search} meets {list(rules)} with arm means {ARM_MEANS}")
-
-
-@functools.cache
-def misleading_seed() -> int:
-    """The batch seed notebook 3 starts from: the first seed whose batch meets every rule of
-    :data:`MISLEADING_RULES`, that is, shows what the notebook says of it.
-
-    That batch (1) draws every arm at least twice, with samples of both signs for every arm;
-    (2) puts its largest advantage sum on an arm whose true mean is below the old policy's true
-    reward (it favours a bad arm); (3) at the default settings leaves the unclipped run with
-    less true reward than the old policy had, PPO with more and the clip-only run with less
-    than PPO, and in the clip-only run the favoured arm's ratio, once outside the band, never
-    returns; (4) at step size :data:`BIG_STEP` PPO's first step carries a ratio more than
-    :data:`FAR` outside the band, a later step pulls it back and another throws it out by
-    more than :data:`FAR` again, and at step size 2 a ratio is more than :data:`FAR` outside
-    in two epochs or more; (5) in the small-step study PPO's largest excursion shrinks by a
-    factor 0.35 to 0.75 with each halving of the step size from :data:`HALVING_FROM` on, to at
-    most :data:`HARD_MARGIN` at the smallest, while clip-only's stays above five times that;
-    (6) along the line through PPO's default update (the PPO paper's Figure 2) the objectives
-    behave as the notebook says (:func:`~ppo_viz.epochs.foundations.line_as_told`).
-    """
-    return first_seed(MISLEADING_RULES)

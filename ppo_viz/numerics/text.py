@@ -27,7 +27,7 @@ FLOAT32_SUMMARY = "For implementers: the same ratio with float32 on the way"
 
 @dataclass(frozen=True, repr=False)
 class Demo:
-    """A result shown as a table with notes under it: HTML in a notebook, text elsewhere.
+    """A result shown in a notebook as a table with notes under it.
 
     ``columns`` maps each column's heading to its cells.  ``kinds`` gives each note a colour
     (``"error"`` or ``"ok"``; plain by default) and ``clipped`` marks the clipped rows.  With
@@ -57,9 +57,6 @@ class Demo:
         if self.summary is None:
             return str(content)
         return str(tag("details", tag("summary", self.summary, classes="ppo-strong"), content))
-
-    def __repr__(self) -> str:
-        return "\n".join([" | ".join(self.columns), *map(" | ".join, self.rows), *self.notes])
 
 
 def yes_no(flag: bool) -> str:
