@@ -165,28 +165,28 @@ class NotebookExpectation:
     """What a notebook must show after Run All.
 
     ``controls``: the name of each main control (classes ``ppo-main-control`` and
-    ``ppo-control-<name>``); ``stepper``: it has ``ppo-next``/``ppo-prev`` buttons and a
-    ``ppo-sample-view`` readout; ``min_figures``: how many ``ppo-figure`` canvases at least;
-    ``extra_classes``: other classes that must be on screen.
+    ``ppo-control-<name>``); ``min_figures``: how many ``ppo-figure`` canvases at least;
+    ``extra_classes``: other classes that must be on screen (a stepper's ``ppo-next``).
     """
 
     controls: tuple[str, ...] = ()
-    stepper: bool = False
     min_figures: int = 0
     extra_classes: tuple[str, ...] = field(default=())
 
 
-def expect(controls: str = "", figures: int = 0, stepper: bool = False, extra: str = ""):
+def expect(controls: str = "", figures: int = 0, extra: str = ""):
     """A :class:`NotebookExpectation`, its names given as one space-separated string each."""
-    return NotebookExpectation(tuple(controls.split()), stepper, figures, tuple(extra.split()))
+    return NotebookExpectation(tuple(controls.split()), figures, tuple(extra.split()))
 
 
+#: A stepper's buttons and readout.
+STEPPER = "ppo-next ppo-prev ppo-sample-view"
 #: Per notebook, keyed by its name without the number (so renumbering keeps them): its
-#: main controls, how many ppo-figure canvases it shows at least, whether it has the
-#: worked-example stepper, other classes.  A new or changed notebook needs only its line here.
+#: main controls, how many ppo-figure canvases it shows at least, other classes (a stepper's).
+#: A new or changed notebook needs only its line here.
 EXPECTATIONS: dict[str, NotebookExpectation] = {
     "clipped_surrogate": expect("eps advantage worked-example", 1),
-    "worked_example": expect("sample", 1, stepper=True),
+    "worked_example": expect("sample", 1, STEPPER),
     "epochs_on_one_batch": expect(
         "eps step-size epochs seed early-stop target-kl figure2-eps", figures=2
     ),
@@ -206,7 +206,7 @@ EXPECTATIONS: dict[str, NotebookExpectation] = {
         extra="ppo-check",
     ),
     "where_the_advantage_comes_from": expect("gamma lam", figures=1),
-    "smoke": expect("eps", 1, stepper=True),
+    "smoke": expect("eps", 1),
 }
 
 
@@ -278,7 +278,6 @@ class NotebookPage:
         self.ui = ui or server.kind
         self.console: list[str] = []
         self.timings: dict[str, float] = {}  # seconds per phase, saved with the screenshots
-        self.used_keys: list[str] = []  # the key (sequence) that moved each control
         page.on("console", self._log_console)
         page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
 
@@ -498,7 +497,6 @@ class NotebookPage:
                 f"{name}: pressing {tried} on the focused {kind} did not change its value "
                 f"(stays {value_before!r})"
             ]
-        self.used_keys.append(move)
         pixels_after = self.wait_for_change(lambda: self.figure_pixels(scope), pixels_before)
         failures = []
         if [p["hash"] for p in pixels_after] == [p["hash"] for p in pixels_before]:
