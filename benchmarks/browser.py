@@ -180,7 +180,7 @@ def measure(
                         feel.problem = f"{type(error).__name__}: {str(error)[:200]}"
                     finally:
                         page.close()
-                        labs[label].shutdown_all_kernels()
+                        labs[label].shutdown_kernels()
                 feels[label].append(feel)
     return feels
 

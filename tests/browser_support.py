@@ -327,7 +327,7 @@ class NotebookPage:
             }""",
             self.path,
         )
-        stopping = threading.Thread(target=self.server.shutdown_kernel_of, args=(self.path,))
+        stopping = threading.Thread(target=self.server.shutdown_kernels, args=(self.path,))
         stopping.start()
         _stopping[id(self.server), self.path] = stopping
 

@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,8 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+
+from ppo_viz.present import free_port
 
 ServerKind = Literal["lab", "notebook"]
 
@@ -49,13 +50,6 @@ TEST_SETTINGS: dict[str, dict[str, Any]] = {
 
 #: Server extensions that could write files into the repository (LSP's .virtual_documents).
 TEST_SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False}}}
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class JupyterServer:
@@ -144,15 +138,16 @@ class JupyterServer:
     def stop(self) -> None:
         """Shut down kernels, end the server process and its group, remove temp files."""
         if self.process is not None and self.process.poll() is None:
-            self.shutdown_all_kernels()
+            self.shutdown_kernels()
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-        if self.process is not None:
-            self._end_process_group(self.process.pid)
+        if self.process is not None:  # what is left of its group: its kernels, if anything
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         self.process = None
         shutil.rmtree(self._home, ignore_errors=True)
 
@@ -169,24 +164,15 @@ class JupyterServer:
         """The open notebook sessions (path and kernel)."""
         return list(self.api("api/sessions"))
 
-    def shutdown_all_kernels(self) -> None:
-        """Delete every session and kernel (frees CPU between notebooks)."""
-        try:
+    def shutdown_kernels(self, path: str | None = None) -> None:
+        """Delete the sessions of the notebook at ``path`` (relative to the root), kernels too;
+        without ``path`` every session and kernel (frees CPU between notebooks)."""
+        with contextlib.suppress(urllib.error.URLError, OSError):
             for session in self.sessions():
-                self.api(f"api/sessions/{session['id']}", method="DELETE")
-            for kernel in self.api("api/kernels"):
-                self.api(f"api/kernels/{kernel['id']}", method="DELETE")
-        except (urllib.error.URLError, OSError):
-            pass
-
-    def shutdown_kernel_of(self, path: str) -> None:
-        """Delete the sessions of the notebook at ``path`` (relative to the root), kernels too."""
-        try:
-            for session in self.sessions():
-                if session.get("path") == path:
+                if path in (None, session.get("path")):
                     self.api(f"api/sessions/{session['id']}", method="DELETE", timeout=30)
-        except (urllib.error.URLError, OSError):
-            pass
+            for kernel in self.api("api/kernels") if path is None else ():
+                self.api(f"api/kernels/{kernel['id']}", method="DELETE")
 
     def log_tail(self, n_chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
@@ -234,9 +220,3 @@ class JupyterServer:
                 time.sleep(0.25)
         self.stop()
         raise RuntimeError(f"jupyter {self.kind} not ready after {self.startup_timeout} s")
-
-    @staticmethod
-    def _end_process_group(pid: int) -> None:
-        """Kill what is left of the group led by our server (its kernels), if anything."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)

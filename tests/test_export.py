@@ -6,8 +6,8 @@ load MathJax from the site's own small copy and nothing from a CDN, and every up
 stops the command with one line before any notebook runs.  Notebook-marked tests run the
 command on the fixture notebook (pages, figures, index, warnings), on a notebook that raises,
 and stop a run with Ctrl-C.  Browser tests open pages from disk with the network blocked:
-formulas in every delimiter JupyterLab knows are typeset, and the pages of the fixture and of
-notebook 1 show every figure.  The other notebooks' pages are checked in test_notebooks.py.
+formulas in every delimiter JupyterLab knows are typeset, and notebook 1's page shows every
+figure.  The other notebooks' pages are checked in test_notebooks.py.
 """
 
 from __future__ import annotations
@@ -172,7 +172,9 @@ def test_ordinary_outputs_pass_unchanged() -> None:
 # -- fast: nothing from the network, MathJax from the site's own copy --------------------------
 
 
-def test_a_page_loads_scripts_only_from_the_sites_own_mathjax(tmp_path: Path) -> None:
+def test_pages_load_scripts_only_from_the_sites_own_small_mathjax(tmp_path: Path) -> None:
+    """The copy is only what TeX input and the HTML-CSS output load: 2.4 MB of the package's
+    9.6 MB, with its licence and the page's web font."""
     url = copy_mathjax(tmp_path)
     page = page_of(tmp_path, displayed(live_figure(readout="r")), mathjax_url=url)
     assert script_sources(page) == [url]  # no require.js, which only a CDN serves
@@ -181,21 +183,16 @@ def test_a_page_loads_scripts_only_from_the_sites_own_mathjax(tmp_path: Path) ->
     for name in url.split("config=")[1].split(","):
         assert (tmp_path / MATHJAX_DIR / "config" / f"{name}.js").is_file()
     assert not re.search(r"""(src|href)=["']https?:""", page)
-
-
-def test_mathjax_url_loads_mathjax_from_elsewhere(tmp_path: Path) -> None:
-    cdn = "https://cdn.example.org/mathjax/2.7.9/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
-    assert script_sources(page_of(tmp_path, mathjax_url=cdn)) == [cdn]
-
-
-def test_the_sites_copy_of_mathjax_is_small_and_keeps_its_licence(tmp_path: Path) -> None:
-    """Only what TeX input and the HTML-CSS output load: 2.4 MB of the package's 9.6 MB."""
-    copy_mathjax(tmp_path)
     files = [path for path in (tmp_path / MATHJAX_DIR).rglob("*") if path.is_file()]
     megabytes = sum(path.stat().st_size for path in files) / 1e6
     assert megabytes < 3, f"the site's MathJax takes {megabytes:.1f} MB in {len(files)} files"
     assert "Apache License" in (tmp_path / MATHJAX_DIR / "LICENSE").read_text()
     assert list((tmp_path / MATHJAX_DIR).rglob("STIX-Web/woff/*.woff"))  # the page's web font
+
+
+def test_mathjax_url_loads_mathjax_from_elsewhere(tmp_path: Path) -> None:
+    cdn = "https://cdn.example.org/mathjax/2.7.9/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
+    assert script_sources(page_of(tmp_path, mathjax_url=cdn)) == [cdn]
 
 
 # -- fast: what is wrong is said in one line, before any notebook runs -------------------------
@@ -622,15 +619,6 @@ def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> 
         return failures + [f"asked the network for {url}" for url in browser.blocked]
     finally:
         page.close()
-
-
-@pytest.mark.browser
-@pytest.mark.notebook
-@pytest.mark.timeout(120)
-def test_the_fixtures_page_shows_its_figure_offline(
-    offline_browser: OfflineBrowser, site_run: SiteRun
-) -> None:
-    assert offline_page_problems(offline_browser, site_run.out / "01_smoke.html", 1) == []
 
 
 @pytest.mark.browser
