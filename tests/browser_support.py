@@ -59,6 +59,9 @@ CONTROL_KINDS = {
     "number": ("input[type=number]", (("ArrowUp", "Enter"), ("ArrowDown", "Enter"))),
     "checkbox": ("input[type=checkbox]", (("Space",),)),
 }
+#: The value of a control's focused element: a slider handle's, a field's, a checkbox's.
+CONTROL_VALUE = """(e) => e.getAttribute('aria-valuenow')
+  ?? (e.type === 'checkbox' ? String(e.checked) : e.value)"""
 VIEWPORT = {"width": 1400, "height": 1500}
 INSTALL_HINT = (
     "install it with `apt-get install chromium` (Debian/Ubuntu) and "
@@ -262,20 +265,20 @@ _stopping: dict[tuple[int, str], threading.Thread] = {}
 class NotebookPage:
     """One notebook opened in JupyterLab (``ui="lab"``) or Notebook 7 (``ui="notebook"``).
 
-    ``ui`` defaults to the server's kind; a JupyterLab server serves Notebook 7's pages too.
+    The JupyterLab server (:class:`lab_server.JupyterServer`) serves Notebook 7's pages too.
     :meth:`open` loads the notebook's URL; on a page already showing a JupyterLab whose server
     exposes the app (:class:`lab_server.JupyterServer` does), it opens the notebook in that
     page instead, which saves loading JupyterLab again.  :meth:`close` closes it unsaved.
     """
 
     def __init__(
-        self, page: Any, server: Any, relative_path: str, workspace: str, ui: str | None = None
+        self, page: Any, server: Any, relative_path: str, workspace: str, ui: str = "lab"
     ) -> None:
         self.page = page
         self.server = server
         self.path = relative_path
         self.workspace = workspace
-        self.ui = ui or server.kind
+        self.ui = ui
         self.console: list[str] = []
         self.timings: dict[str, float] = {}  # seconds per phase, saved with the screenshots
         page.on("console", self._log_console)
@@ -432,46 +435,6 @@ class NotebookPage:
         )
         return next(kinds, "other")
 
-    def control_value(self, control: Any) -> str:
-        """What the control shows as its value (a slider's readout, an input's value)."""
-        kind = self.control_kind(control)
-        if kind == "other":
-            return control.inner_text()
-        focus, readout = (
-            control.locator(CONTROL_KINDS[kind][0]).first,
-            control.locator(".widget-readout"),
-        )
-        if kind == "slider":
-            return (
-                readout.first.inner_text().strip()
-                if readout.count()
-                else focus.get_attribute("aria-valuenow") or ""
-            )
-        return focus.input_value() if kind == "number" else str(focus.is_checked())
-
-    def press_on_control(self, control: Any, keys: tuple[str, ...]) -> None:
-        """Focus the control (a slider's handle, or its input) and press ``keys`` in turn."""
-        target = control.locator(CONTROL_KINDS[self.control_kind(control)][0]).first
-        target.scroll_into_view_if_needed()
-        target.focus()
-        for key in keys:
-            self.page.keyboard.press(key)
-
-    def move_control(
-        self, control: Any, moves: tuple[tuple[str, ...], ...]
-    ) -> tuple[str, str, str | None]:
-        """Apply the first of ``moves`` (key sequences) that changes the control's value.
-
-        Returns (value before, value after, the move that worked as "Key+Key", or None).
-        """
-        before = self.control_value(control)
-        for keys in moves:
-            self.press_on_control(control, keys)
-            after = self.wait_for_change(lambda: self.control_value(control), before, 3)
-            if after != before:
-                return before, after, "+".join(keys)
-        return before, before, None
-
     def move_control_changes_figure(
         self, control: Any, scope: Any, shots: Path, name: str, arrows_only: bool = True
     ) -> list[str]:
@@ -489,14 +452,25 @@ class NotebookPage:
         pixels_before = self.figure_pixels(scope)
         if not pixels_before:
             return [f"{name}: no ppo-figure canvas next to the control"]
-        moves = CONTROL_KINDS[kind][1][: 2 if arrows_only and kind == "slider" else None]
-        value_before, value_after, move = self.move_control(control, moves)
-        if move is None:
+        focus, moves = CONTROL_KINDS[kind]
+        target = control.locator(focus).first
+        moves = moves[: 2 if arrows_only and kind == "slider" else None]
+        read = functools.partial(target.evaluate, CONTROL_VALUE)
+        value_before = value_after = read()
+        for keys in moves:  # the first that changes the value
+            target.scroll_into_view_if_needed()
+            target.focus()
+            for key in keys:
+                self.page.keyboard.press(key)
+            if (value_after := self.wait_for_change(read, value_before, 3)) != value_before:
+                break
+        else:
             tried = ", ".join("+".join(keys) for keys in moves)
             return [
                 f"{name}: pressing {tried} on the focused {kind} did not change its value "
                 f"(stays {value_before!r})"
             ]
+        move = "+".join(keys)
         pixels_after = self.wait_for_change(lambda: self.figure_pixels(scope), pixels_before)
         failures = []
         if [p["hash"] for p in pixels_after] == [p["hash"] for p in pixels_before]:

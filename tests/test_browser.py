@@ -93,9 +93,7 @@ def lab_server(browser: Any) -> Iterator[JupyterServer]:
     beside the notebooks; the smoke fixture imports its app from its folder, on the path.
     """
     fixtures = {"PYTHONPATH": str(FIXTURE_NOTEBOOK.parent)}
-    with JupyterServer(
-        "lab", REPO_ROOT, environment=fixtures, kernels_beside_notebooks=False
-    ) as server:
+    with JupyterServer(REPO_ROOT, environment=fixtures) as server:
         yield server
 
 
@@ -113,7 +111,7 @@ def open_and_run_all(
     notebook: Path,
     shots: Path,
     page: Any = None,
-    ui: str | None = None,
+    ui: str = "lab",
     settle_s: float = 0.5,
 ) -> NotebookPage:
     """Open ``notebook`` (in ``page``, else a new page; in ``ui``), Run All from the menu, wait.
@@ -138,7 +136,7 @@ def open_and_run_all(
             nb.save_console(shots / "console.log")
         assert not problems, f"{notebook.name} after Run All:\n" + "\n".join(problems)
         unexecuted = [i for i, p in enumerate(prompts) if not p[1:-2].isdigit()]
-        assert prompts, f"{notebook.name}: no code cell found in {server.kind}"
+        assert prompts, f"{notebook.name}: no code cell found"
         assert not unexecuted, (
             f"{notebook.name}: code cells {unexecuted} show no execution count "
             f"after {RUN_ALL_TIMEOUT_S} s (prompts {prompts})\n" + server.log_tail(1500)
