@@ -23,9 +23,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -163,24 +162,17 @@ def output_dir(name: str) -> Path:
 # -- expectations ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NotebookExpectation:
-    """What a notebook must show after Run All.
+class NotebookExpectation(NamedTuple):
+    """What a notebook must show after Run All, names space-separated: its main controls
+    (classes ``ppo-main-control`` and ``ppo-control-<name>``), how many ``ppo-figure``
+    canvases at least, and other classes that must be on screen (a stepper's ``ppo-next``)."""
 
-    ``controls``: the name of each main control (classes ``ppo-main-control`` and
-    ``ppo-control-<name>``); ``min_figures``: how many ``ppo-figure`` canvases at least;
-    ``extra_classes``: other classes that must be on screen (a stepper's ``ppo-next``).
-    """
-
-    controls: tuple[str, ...] = ()
+    controls: str = ""
     min_figures: int = 0
-    extra_classes: tuple[str, ...] = field(default=())
+    extra_classes: str = ""
 
 
-def expect(controls: str = "", figures: int = 0, extra: str = ""):
-    """A :class:`NotebookExpectation`, its names given as one space-separated string each."""
-    return NotebookExpectation(tuple(controls.split()), figures, tuple(extra.split()))
-
+expect = NotebookExpectation
 
 #: A stepper's buttons and readout.
 STEPPER = "ppo-next ppo-prev ppo-sample-view"
@@ -190,25 +182,23 @@ STEPPER = "ppo-next ppo-prev ppo-sample-view"
 EXPECTATIONS: dict[str, NotebookExpectation] = {
     "clipped_surrogate": expect("eps advantage worked-example", 1),
     "worked_example": expect("sample", 1, STEPPER),
-    "epochs_on_one_batch": expect(
-        "eps step-size epochs seed early-stop target-kl figure2-eps", figures=2
-    ),
+    "epochs_on_one_batch": expect("eps step-size epochs seed early-stop target-kl figure2-eps", 2),
     "why_clip": expect(
         "range-show-ppo range-show-unclipped range-show-early-stop epochs batch-size iterations "
         "step-size show-ppo show-unclipped show-kl-adaptive-001 cartpole-cell cartpole-show-ppo "
         "cartpole-show-unclipped",
-        figures=3,
-        extra="ppo-more-seeds",
+        3,
+        "ppo-more-seeds",
     ),
     "numerics_and_rlhf": expect("length shift eps-low eps-high cap cap-on", 2),
-    "exercises": expect(extra="ppo-quiz"),
+    "exercises": expect(extra_classes="ppo-quiz"),
     "clipping_in_llm_training": expect(
         "objective mu eps-low eps-high beta kl-place group-size short long advantage eps "
         "learning-rate updates kl-coef",
-        figures=4,
-        extra="ppo-check",
+        4,
+        "ppo-check",
     ),
-    "where_the_advantage_comes_from": expect("gamma lam", figures=1),
+    "where_the_advantage_comes_from": expect("gamma lam", 1),
     "smoke": expect("eps", 1),
 }
 

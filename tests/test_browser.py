@@ -158,9 +158,11 @@ def check_controls(nb: NotebookPage, expectation: NotebookExpectation, name: str
     wanted = {  # a selector, and what its absence means
         f".{MAIN_CONTROL}.{CONTROL_PREFIX}{control}": f"no main control '{MAIN_CONTROL} "
         f"{CONTROL_PREFIX}{control}'"
-        for control in expectation.controls
+        for control in expectation.controls.split()
     }
-    wanted |= {f".{css}": f"nothing with class {css!r}" for css in expectation.extra_classes}
+    wanted |= {
+        f".{css}": f"nothing with class {css!r}" for css in expectation.extra_classes.split()
+    }
     failures = [
         f"{name}: {said}" for css, said in wanted.items() if not nb.page.locator(css).count()
     ]
