@@ -58,9 +58,14 @@ CONTROL_KINDS = {
     "number": ("input[type=number]", (("ArrowUp", "Enter"), ("ArrowDown", "Enter"))),
     "checkbox": ("input[type=checkbox]", (("Space",),)),
 }
-#: The value of a control's focused element: a slider handle's, a field's, a checkbox's.
-CONTROL_VALUE = """(e) => e.getAttribute('aria-valuenow')
-  ?? (e.type === 'checkbox' ? String(e.checked) : e.value)"""
+#: What a control shows as its value: a slider's readout (its handle's value is rounded),
+#: a field's value, a checkbox's state.
+CONTROL_VALUE = """(control) => {
+  const readout = control.querySelector('.widget-readout'), input = control.querySelector('input');
+  if (readout) return readout.textContent.trim();
+  if (!input) return control.querySelector('.noUi-handle').getAttribute('aria-valuenow');
+  return input.type === 'checkbox' ? String(input.checked) : input.value;
+}"""
 VIEWPORT = {"width": 1400, "height": 1500}
 INSTALL_HINT = (
     "install it with `apt-get install chromium` (Debian/Ubuntu) and "
@@ -445,7 +450,7 @@ class NotebookPage:
         focus, moves = CONTROL_KINDS[kind]
         target = control.locator(focus).first
         moves = moves[: 2 if arrows_only and kind == "slider" else None]
-        read = functools.partial(target.evaluate, CONTROL_VALUE)
+        read = functools.partial(control.evaluate, CONTROL_VALUE)
         value_before = value_after = read()
         for keys in moves:  # the first that changes the value
             target.scroll_into_view_if_needed()
