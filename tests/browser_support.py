@@ -101,11 +101,10 @@ CANVAS_PIXELS = """(root) => Array.from(root.querySelectorAll('.ppo-figure')).ma
 MIN_INKED_SHARE = 0.005
 
 
-def browser_problem(executable: Path | None = None) -> str:
+def browser_problem() -> str:
     """Why Chromium cannot be driven here (empty when it can): no browser, or no Playwright."""
-    executable = executable or CHROMIUM
-    if not executable.exists():
-        return f"Chromium not found at {executable}"
+    if not CHROMIUM.exists():
+        return f"Chromium not found at {CHROMIUM}"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -121,35 +120,27 @@ def require_browser() -> None:
         (pytest.fail if required else pytest.skip)(f"{problem}: {INSTALL_HINT}")
 
 
-#: This process's Playwright and its headless Chromium per executable are started on first use
-#: and stopped at exit: a second ``sync_playwright()`` in one thread is refused, so every user
-#: (browser tests, the export's test, the benchmark) takes its contexts from the one browser.
 @functools.cache
-def _playwright() -> Any:
+def _chromium() -> Any:
+    """This process's Playwright and its headless :data:`CHROMIUM`, started on first use and
+    stopped at exit: a second ``sync_playwright()`` in one thread is refused, so every user
+    (browser tests, the export's test, the benchmark) takes its contexts from the one browser."""
     from playwright.sync_api import sync_playwright
 
     playwright = sync_playwright().start()
-    atexit.register(playwright.stop)  # after each browser's close (registered later)
-    return playwright
-
-
-@functools.cache
-def _chromium(executable: str) -> Any:
-    """The headless Chromium at ``executable``, started once."""
-    launch = _playwright().chromium.launch
-    browser = launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+    atexit.register(playwright.stop)  # after the browser's close (registered later)
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+    )
     atexit.register(browser.close)
     return browser
 
 
 @contextmanager
-def chromium_context(executable: Path | None = None) -> Iterator[Any]:
-    """A fresh browser context (its own storage and pages; a Playwright BrowserContext).
-
-    ``executable``: the Chromium to use (default :data:`CHROMIUM`), headless, started once
-    per process.
-    """
-    context = _chromium(str(executable or CHROMIUM)).new_context(viewport=VIEWPORT)
+def chromium_context() -> Iterator[Any]:
+    """A fresh browser context (its own storage and pages; a Playwright BrowserContext) of
+    this process's one headless Chromium."""
+    context = _chromium().new_context(viewport=VIEWPORT)
     try:
         yield context
     finally:

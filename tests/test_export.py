@@ -12,7 +12,6 @@ figure.  The other notebooks' pages are checked in test_notebooks.py.
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
@@ -23,7 +22,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,41 +323,27 @@ def test_the_runner_refuses_no_notebook_or_a_time_limit_that_is_no_limit(
 # -- with a kernel: the command line -----------------------------------------------------------
 
 
-@dataclass
-class SiteRun:
-    """The command run once on the fixture notebook and a plot, and what it printed."""
-
-    out: Path
-    status: int
-    printed: str
-    warned: str
-
-
-@pytest.fixture(scope="module")
-def site_run(tmp_path_factory: pytest.TempPathFactory) -> SiteRun:
-    """``python -m ppo_viz.export OUT --notebooks DIR``, with ``MPLBACKEND=Agg`` in this process
-    (as some tools set): the export must still draw ``plt.show()`` inline."""
-    source = tmp_path_factory.mktemp("notebooks")
+@pytest.mark.notebook
+@pytest.mark.timeout(120)
+def test_command_line_exports_pages_figures_and_an_index(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m ppo_viz.export OUT --notebooks DIR`` on the fixture notebook and a plot, with
+    ``MPLBACKEND=Agg`` in this process (as some tools set): the export still draws
+    ``plt.show()`` inline."""
+    source, out = tmp_path / "notebooks", tmp_path / "site"
+    source.mkdir()
     shutil.copy(FIXTURE_NOTEBOOK, source / "01_smoke.ipynb")
     shutil.copy(FIXTURE_NOTEBOOK.parent / "smoke_app.py", source / "smoke_app.py")
     plot = "import sys\nimport matplotlib.pyplot as plt\nplt.plot([0, 1])\nplt.show()\n"
     cells = [new_markdown_cell("# A plot"), new_code_cell(plot + "print('hm', file=sys.stderr)")]
     nbformat.write(new_notebook(cells=cells), source / "02_plot.ipynb")
-    out = tmp_path_factory.mktemp("site")
-    printed, warned = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, redirect_stdout(printed), redirect_stderr(warned):
-        patch.setenv("MPLBACKEND", "Agg")
-        status = main([str(out), "--notebooks", str(source)])
-    return SiteRun(out, status, printed.getvalue(), warned.getvalue())
-
-
-@pytest.mark.notebook
-@pytest.mark.timeout(120)
-def test_command_line_exports_pages_figures_and_an_index(site_run: SiteRun) -> None:
-    out = site_run.out
-    assert site_run.status == 0, site_run.warned
-    assert "  -> 01_smoke.html with 1 figure(s)" in site_run.printed.splitlines()
-    assert "warning: 02_plot.ipynb, cell 1 shows a warning or error: hm" in site_run.warned
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    status = main([str(out), "--notebooks", str(source)])
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    assert "  -> 01_smoke.html with 1 figure(s)" in printed.out.splitlines()
+    assert "warning: 02_plot.ipynb, cell 1 shows a warning or error: hm" in printed.err
     for page in ("01_smoke.html", "02_plot.html"):
         (figure,) = images((out / page).read_text())  # drawn inline although MPLBACKEND=Agg
         assert (out / figure).read_bytes().startswith(b"\x89PNG")
