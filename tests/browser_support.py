@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from ppo_viz.app import MAIN_CONTROL
-from ppo_viz.export import notebook_paths  # noqa: F401 -- the course notebooks, for the tests
+from ppo_viz.export import FIGURE_REPR, WIDGET_REPR, notebook_paths  # noqa: F401 -- re-exported
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
@@ -77,8 +77,8 @@ INSTALL_HINT = (
 PROBLEM_PATTERNS = [
     re.compile(r"Traceback \(most recent call last\)"),
     re.compile(r"Error displaying widget"),
-    re.compile(r"\b[A-Z]\w*\((value|children|description|layout|options)="),
-    re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>"),
+    WIDGET_REPR,
+    FIGURE_REPR,
 ]
 
 #: Reads each ``.ppo-figure`` canvas under an element: its size, how many pixels differ from
@@ -227,13 +227,13 @@ def blank_figures(pixels: list[dict[str, int]]) -> list[int]:
     ]
 
 
-def page_problems(page: Any, patterns: tuple[re.Pattern[str], ...] = ()) -> list[str]:
-    """Stderr and error outputs, outputs matching :data:`PROBLEM_PATTERNS` (or ``patterns``)
-    and open dialogs on ``page`` (a notebook, or a page exported from one), described short."""
+def page_problems(page: Any) -> list[str]:
+    """Stderr and error outputs, outputs matching :data:`PROBLEM_PATTERNS` and open dialogs on
+    ``page`` (a notebook, or a page exported from one), described short."""
     stderr = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
     found = [f"stderr/error output: {text.strip()[:800]}" for text in stderr.all_inner_texts()]
     for text in page.locator(".jp-OutputArea-output").all_inner_texts():
-        for pattern in (*PROBLEM_PATTERNS, *patterns):
+        for pattern in PROBLEM_PATTERNS:
             if pattern.search(text):
                 found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
                 break

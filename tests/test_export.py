@@ -47,8 +47,6 @@ from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
 from ppo_viz import export
 from ppo_viz.app import LiveFigure, slider
 from ppo_viz.export import (
-    FIGURE_REPR,
-    WIDGET_REPR,
     WIDGET_VIEW_MIME,
     ExportError,
     execute_notebook,
@@ -594,7 +592,7 @@ def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> 
                 fits: img.getBoundingClientRect().right <= document.body.clientWidth,
             }))"""
         )
-        failures = page_problems(page, (WIDGET_REPR, FIGURE_REPR)) + formula_problems(page)
+        failures = page_problems(page) + formula_problems(page)
         if len(shown) != figures:
             failures.append(f"{len(shown)} pictures for {figures} figures")
         failures += [
