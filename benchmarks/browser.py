@@ -180,7 +180,7 @@ def measure(
                         feel.problem = f"{type(error).__name__}: {str(error)[:200]}"
                     finally:
                         page.close()
-                        labs[label].shutdown_all_kernels()
+                        labs[label].shutdown_kernels()
                 feels[label].append(feel)
     return feels
 
@@ -190,10 +190,8 @@ def _lab(root: Path) -> lab_server.JupyterServer:
     default notebook settings; kernels start in a scratch folder (what a notebook writes
     never lands beside it), the notebooks' folder on their path."""
     return lab_server.JupyterServer(
-        "lab",
         root,
         environment={"PYTHONPATH": os.pathsep.join([str(root), str(root / "notebooks")])},
-        kernels_beside_notebooks=False,
         settings={lab_server.NOTEBOOK_SETTINGS: {}},
     )
 

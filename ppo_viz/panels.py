@@ -35,10 +35,10 @@ def ratio_grid(
     eps: float,
     *,
     r_axis: tuple[float, float] = R_AXIS,
-    points: int = GRID_POINTS,
     **variant: float | None,
 ) -> np.ndarray:
-    """An even grid over ``r_axis`` that also contains 1 and the kinks exactly.
+    """An even grid of :data:`GRID_POINTS` over ``r_axis`` that also contains 1 and the kinks
+    exactly.
 
     Including the band edges (and a dual-clip cap, if given in ``variant``) puts the kinks of
     the curves on the grid, so corners are drawn sharp instead of cut off.  ``variant`` takes
@@ -48,7 +48,7 @@ def ratio_grid(
     lower, upper = ppo_clip.clip_band(eps, variant.get("eps_low"), variant.get("eps_high"))
     kinks = [k for k in (1.0, lower, upper, variant.get("dual_clip")) if k is not None]
     inside = [k for k in kinks if low <= k <= high]
-    return np.unique(np.concatenate([np.linspace(low, high, points), inside]))
+    return np.unique(np.concatenate([np.linspace(low, high, GRID_POINTS), inside]))
 
 
 @dataclass

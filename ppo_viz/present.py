@@ -80,9 +80,7 @@ def lecture_view(notebook: Any, name: str = "") -> Any:
     """A copy of ``notebook`` with only its title and the cells tagged ``lecture``; the title
     is its first cell's heading or, without one, the stem of its file ``name``."""
     view = copy.deepcopy(notebook)
-    title = nbformat.v4.new_markdown_cell(
-        f"# {title_of(notebook) or export.shown(Path(name).stem)}"
-    )
+    title = nbformat.v4.new_markdown_cell(f"# {title_of(notebook, name)}")
     view["cells"] = [title, *(cell for cell in view["cells"] if is_lecture_cell(cell))]
     return view
 
@@ -103,8 +101,7 @@ def navigation_cell(path: Path, lecture: bool) -> Any:
     at = siblings.index(path) if path in siblings else -1
     for other, arrows in ((at - 1, "← {}"), (at + 1, "{} →")):
         if at >= 0 and 0 <= other < len(siblings):
-            shown = export.shown(siblings[other].stem)
-            title = title_of(export.read_notebook(siblings[other])) or shown
+            title = title_of(export.read_notebook(siblings[other]), siblings[other].name)
             links.append(link(arrows.format(title), siblings[other].name))
     text = "---\n\n<p>" + (" &nbsp;·&nbsp; ".join(links) or "The end.") + "</p>"
     return nbformat.v4.new_code_cell(f"from IPython.display import Markdown\n\nMarkdown({text!r})")
@@ -136,7 +133,7 @@ def page_of(path: Path, lecture: bool) -> Any:
     notebook = export.read_notebook(path)
     page = lecture_view(notebook, path.name) if lecture else copy.deepcopy(notebook)
     page["cells"].append(navigation_cell(path, lecture))
-    page.metadata["title"] = title_of(notebook) or export.shown(path.stem)
+    page.metadata["title"] = title_of(notebook, path.name)
     return page
 
 

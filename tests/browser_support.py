@@ -23,14 +23,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from ppo_viz.app import MAIN_CONTROL
-from ppo_viz.export import notebook_paths  # noqa: F401 -- the course notebooks, for the tests
+from ppo_viz.export import FIGURE_REPR, WIDGET_REPR, notebook_paths  # noqa: F401 -- re-exported
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = REPO_ROOT / "notebooks"
@@ -59,6 +58,14 @@ CONTROL_KINDS = {
     "number": ("input[type=number]", (("ArrowUp", "Enter"), ("ArrowDown", "Enter"))),
     "checkbox": ("input[type=checkbox]", (("Space",),)),
 }
+#: What a control shows as its value: a slider's readout (its handle's value is rounded),
+#: a field's value, a checkbox's state.
+CONTROL_VALUE = """(control) => {
+  const readout = control.querySelector('.widget-readout'), input = control.querySelector('input');
+  if (readout) return readout.textContent.trim();
+  if (!input) return control.querySelector('.noUi-handle').getAttribute('aria-valuenow');
+  return input.type === 'checkbox' ? String(input.checked) : input.value;
+}"""
 VIEWPORT = {"width": 1400, "height": 1500}
 INSTALL_HINT = (
     "install it with `apt-get install chromium` (Debian/Ubuntu) and "
@@ -70,8 +77,8 @@ INSTALL_HINT = (
 PROBLEM_PATTERNS = [
     re.compile(r"Traceback \(most recent call last\)"),
     re.compile(r"Error displaying widget"),
-    re.compile(r"\b[A-Z]\w*\((value|children|description|layout|options)="),
-    re.compile(r"<(matplotlib\.figure\.)?Figure size \d+x\d+ with \d+ Axes>"),
+    WIDGET_REPR,
+    FIGURE_REPR,
 ]
 
 #: Reads each ``.ppo-figure`` canvas under an element: its size, how many pixels differ from
@@ -94,11 +101,10 @@ CANVAS_PIXELS = """(root) => Array.from(root.querySelectorAll('.ppo-figure')).ma
 MIN_INKED_SHARE = 0.005
 
 
-def browser_problem(executable: Path | None = None) -> str:
+def browser_problem() -> str:
     """Why Chromium cannot be driven here (empty when it can): no browser, or no Playwright."""
-    executable = executable or CHROMIUM
-    if not executable.exists():
-        return f"Chromium not found at {executable}"
+    if not CHROMIUM.exists():
+        return f"Chromium not found at {CHROMIUM}"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -114,35 +120,27 @@ def require_browser() -> None:
         (pytest.fail if required else pytest.skip)(f"{problem}: {INSTALL_HINT}")
 
 
-#: This process's Playwright and its headless Chromium per executable are started on first use
-#: and stopped at exit: a second ``sync_playwright()`` in one thread is refused, so every user
-#: (browser tests, the export's test, the benchmark) takes its contexts from the one browser.
 @functools.cache
-def _playwright() -> Any:
+def _chromium() -> Any:
+    """This process's Playwright and its headless :data:`CHROMIUM`, started on first use and
+    stopped at exit: a second ``sync_playwright()`` in one thread is refused, so every user
+    (browser tests, the export's test, the benchmark) takes its contexts from the one browser."""
     from playwright.sync_api import sync_playwright
 
     playwright = sync_playwright().start()
-    atexit.register(playwright.stop)  # after each browser's close (registered later)
-    return playwright
-
-
-@functools.cache
-def _chromium(executable: str) -> Any:
-    """The headless Chromium at ``executable``, started once."""
-    launch = _playwright().chromium.launch
-    browser = launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+    atexit.register(playwright.stop)  # after the browser's close (registered later)
+    browser = playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+    )
     atexit.register(browser.close)
     return browser
 
 
 @contextmanager
-def chromium_context(executable: Path | None = None) -> Iterator[Any]:
-    """A fresh browser context (its own storage and pages; a Playwright BrowserContext).
-
-    ``executable``: the Chromium to use (default :data:`CHROMIUM`), headless, started once
-    per process.
-    """
-    context = _chromium(str(executable or CHROMIUM)).new_context(viewport=VIEWPORT)
+def chromium_context() -> Iterator[Any]:
+    """A fresh browser context (its own storage and pages; a Playwright BrowserContext) of
+    this process's one headless Chromium."""
+    context = _chromium().new_context(viewport=VIEWPORT)
     try:
         yield context
     finally:
@@ -160,53 +158,44 @@ def output_dir(name: str) -> Path:
 # -- expectations ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NotebookExpectation:
-    """What a notebook must show after Run All.
+class NotebookExpectation(NamedTuple):
+    """What a notebook must show after Run All, names space-separated: its main controls
+    (classes ``ppo-main-control`` and ``ppo-control-<name>``), how many ``ppo-figure``
+    canvases at least, and other classes that must be on screen (a stepper's ``ppo-next``)."""
 
-    ``controls``: the name of each main control (classes ``ppo-main-control`` and
-    ``ppo-control-<name>``); ``stepper``: it has ``ppo-next``/``ppo-prev`` buttons and a
-    ``ppo-sample-view`` readout; ``min_figures``: how many ``ppo-figure`` canvases at least;
-    ``extra_classes``: other classes that must be on screen.
-    """
-
-    controls: tuple[str, ...] = ()
-    stepper: bool = False
+    controls: str = ""
     min_figures: int = 0
-    extra_classes: tuple[str, ...] = field(default=())
+    extra_classes: str = ""
 
 
-def expect(controls: str = "", figures: int = 0, stepper: bool = False, extra: str = ""):
-    """A :class:`NotebookExpectation`, its names given as one space-separated string each."""
-    return NotebookExpectation(tuple(controls.split()), stepper, figures, tuple(extra.split()))
+expect = NotebookExpectation
 
-
+#: A stepper's buttons and readout.
+STEPPER = "ppo-next ppo-prev ppo-sample-view"
 #: Per notebook, keyed by its name without the number (so renumbering keeps them): its
-#: main controls, how many ppo-figure canvases it shows at least, whether it has the
-#: worked-example stepper, other classes.  A new or changed notebook needs only its line here.
+#: main controls, how many ppo-figure canvases it shows at least, other classes (a stepper's).
+#: A new or changed notebook needs only its line here.
 EXPECTATIONS: dict[str, NotebookExpectation] = {
     "clipped_surrogate": expect("eps advantage worked-example", 1),
-    "worked_example": expect("sample", 1, stepper=True),
-    "epochs_on_one_batch": expect(
-        "eps step-size epochs seed early-stop target-kl figure2-eps", figures=2
-    ),
+    "worked_example": expect("sample", 1, STEPPER),
+    "epochs_on_one_batch": expect("eps step-size epochs seed early-stop target-kl figure2-eps", 2),
     "why_clip": expect(
         "range-show-ppo range-show-unclipped range-show-early-stop epochs batch-size iterations "
         "step-size show-ppo show-unclipped show-kl-adaptive-001 cartpole-cell cartpole-show-ppo "
         "cartpole-show-unclipped",
-        figures=3,
-        extra="ppo-more-seeds",
+        3,
+        "ppo-more-seeds",
     ),
     "numerics_and_rlhf": expect("length shift eps-low eps-high cap cap-on", 2),
-    "exercises": expect(extra="ppo-quiz"),
+    "exercises": expect(extra_classes="ppo-quiz"),
     "clipping_in_llm_training": expect(
         "objective mu eps-low eps-high beta kl-place group-size short long advantage eps "
         "learning-rate updates kl-coef",
-        figures=4,
-        extra="ppo-check",
+        4,
+        "ppo-check",
     ),
-    "where_the_advantage_comes_from": expect("gamma lam", figures=1),
-    "smoke": expect("eps", 1, stepper=True),
+    "where_the_advantage_comes_from": expect("gamma lam", 1),
+    "smoke": expect("eps", 1),
 }
 
 
@@ -238,13 +227,13 @@ def blank_figures(pixels: list[dict[str, int]]) -> list[int]:
     ]
 
 
-def page_problems(page: Any, patterns: tuple[re.Pattern[str], ...] = ()) -> list[str]:
-    """Stderr and error outputs, outputs matching :data:`PROBLEM_PATTERNS` (or ``patterns``)
-    and open dialogs on ``page`` (a notebook, or a page exported from one), described short."""
+def page_problems(page: Any) -> list[str]:
+    """Stderr and error outputs, outputs matching :data:`PROBLEM_PATTERNS` and open dialogs on
+    ``page`` (a notebook, or a page exported from one), described short."""
     stderr = page.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
     found = [f"stderr/error output: {text.strip()[:800]}" for text in stderr.all_inner_texts()]
     for text in page.locator(".jp-OutputArea-output").all_inner_texts():
-        for pattern in (*PROBLEM_PATTERNS, *patterns):
+        for pattern in PROBLEM_PATTERNS:
             if pattern.search(text):
                 found.append(f"output matching {pattern.pattern!r}: {text.strip()[:400]}")
                 break
@@ -262,23 +251,22 @@ _stopping: dict[tuple[int, str], threading.Thread] = {}
 class NotebookPage:
     """One notebook opened in JupyterLab (``ui="lab"``) or Notebook 7 (``ui="notebook"``).
 
-    ``ui`` defaults to the server's kind; a JupyterLab server serves Notebook 7's pages too.
+    The JupyterLab server (:class:`lab_server.JupyterServer`) serves Notebook 7's pages too.
     :meth:`open` loads the notebook's URL; on a page already showing a JupyterLab whose server
     exposes the app (:class:`lab_server.JupyterServer` does), it opens the notebook in that
     page instead, which saves loading JupyterLab again.  :meth:`close` closes it unsaved.
     """
 
     def __init__(
-        self, page: Any, server: Any, relative_path: str, workspace: str, ui: str | None = None
+        self, page: Any, server: Any, relative_path: str, workspace: str, ui: str = "lab"
     ) -> None:
         self.page = page
         self.server = server
         self.path = relative_path
         self.workspace = workspace
-        self.ui = ui or server.kind
+        self.ui = ui
         self.console: list[str] = []
         self.timings: dict[str, float] = {}  # seconds per phase, saved with the screenshots
-        self.used_keys: list[str] = []  # the key (sequence) that moved each control
         page.on("console", self._log_console)
         page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
 
@@ -328,7 +316,7 @@ class NotebookPage:
             }""",
             self.path,
         )
-        stopping = threading.Thread(target=self.server.shutdown_kernel_of, args=(self.path,))
+        stopping = threading.Thread(target=self.server.shutdown_kernels, args=(self.path,))
         stopping.start()
         _stopping[id(self.server), self.path] = stopping
 
@@ -433,46 +421,6 @@ class NotebookPage:
         )
         return next(kinds, "other")
 
-    def control_value(self, control: Any) -> str:
-        """What the control shows as its value (a slider's readout, an input's value)."""
-        kind = self.control_kind(control)
-        if kind == "other":
-            return control.inner_text()
-        focus, readout = (
-            control.locator(CONTROL_KINDS[kind][0]).first,
-            control.locator(".widget-readout"),
-        )
-        if kind == "slider":
-            return (
-                readout.first.inner_text().strip()
-                if readout.count()
-                else focus.get_attribute("aria-valuenow") or ""
-            )
-        return focus.input_value() if kind == "number" else str(focus.is_checked())
-
-    def press_on_control(self, control: Any, keys: tuple[str, ...]) -> None:
-        """Focus the control (a slider's handle, or its input) and press ``keys`` in turn."""
-        target = control.locator(CONTROL_KINDS[self.control_kind(control)][0]).first
-        target.scroll_into_view_if_needed()
-        target.focus()
-        for key in keys:
-            self.page.keyboard.press(key)
-
-    def move_control(
-        self, control: Any, moves: tuple[tuple[str, ...], ...]
-    ) -> tuple[str, str, str | None]:
-        """Apply the first of ``moves`` (key sequences) that changes the control's value.
-
-        Returns (value before, value after, the move that worked as "Key+Key", or None).
-        """
-        before = self.control_value(control)
-        for keys in moves:
-            self.press_on_control(control, keys)
-            after = self.wait_for_change(lambda: self.control_value(control), before, 3)
-            if after != before:
-                return before, after, "+".join(keys)
-        return before, before, None
-
     def move_control_changes_figure(
         self, control: Any, scope: Any, shots: Path, name: str, arrows_only: bool = True
     ) -> list[str]:
@@ -490,15 +438,25 @@ class NotebookPage:
         pixels_before = self.figure_pixels(scope)
         if not pixels_before:
             return [f"{name}: no ppo-figure canvas next to the control"]
-        moves = CONTROL_KINDS[kind][1][: 2 if arrows_only and kind == "slider" else None]
-        value_before, value_after, move = self.move_control(control, moves)
-        if move is None:
+        focus, moves = CONTROL_KINDS[kind]
+        target = control.locator(focus).first
+        moves = moves[: 2 if arrows_only and kind == "slider" else None]
+        read = functools.partial(control.evaluate, CONTROL_VALUE)
+        value_before = value_after = read()
+        for keys in moves:  # the first that changes the value
+            target.scroll_into_view_if_needed()
+            target.focus()
+            for key in keys:
+                self.page.keyboard.press(key)
+            if (value_after := self.wait_for_change(read, value_before, 3)) != value_before:
+                break
+        else:
             tried = ", ".join("+".join(keys) for keys in moves)
             return [
                 f"{name}: pressing {tried} on the focused {kind} did not change its value "
                 f"(stays {value_before!r})"
             ]
-        self.used_keys.append(move)
+        move = "+".join(keys)
         pixels_after = self.wait_for_change(lambda: self.figure_pixels(scope), pixels_before)
         failures = []
         if [p["hash"] for p in pixels_after] == [p["hash"] for p in pixels_before]:

@@ -1,10 +1,12 @@
-"""Start and stop a private JupyterLab or Notebook 7 server for the browser tests.
+"""Start and stop a private JupyterLab server (it serves Notebook 7's pages too) for the
+browser tests and the benchmark.
 
 The server listens on 127.0.0.1 on a free port, with no token and no password,
 rooted at the repository.  Everything it could write (settings, workspaces,
 runtime files, config, checkpoints) lives in a temporary directory, and the
 settings it gets turn autosave off, so driving a notebook in the browser never
-rewrites the committed ``.ipynb`` files or adds files next to them.  JupyterLab
+rewrites the committed ``.ipynb`` files or adds files next to them; kernels start in a
+folder of the server's own, so what a cell writes lands there.  JupyterLab
 exposes its app object to the page (``window.jupyterapp``), so a test can open
 the next notebook without loading JupyterLab again.
 :meth:`JupyterServer.stop` shuts the server's kernels down through the REST API
@@ -19,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,9 +29,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-ServerKind = Literal["lab", "notebook"]
+from ppo_viz.present import free_port
 
 #: The notebook plugin's settings file (windowing: which cells the page lays out and paints).
 NOTEBOOK_SETTINGS = "@jupyterlab/notebook-extension/tracker.jupyterlab-settings"
@@ -47,46 +48,33 @@ TEST_SETTINGS: dict[str, dict[str, Any]] = {
     },
 }
 
+#: Seconds the server may take to answer.
+STARTUP_TIMEOUT_S = 60
 #: Server extensions that could write files into the repository (LSP's .virtual_documents).
 TEST_SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {"jupyter_lsp": False}}}
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class JupyterServer:
-    """One ``jupyter lab`` or ``jupyter notebook`` process, started and stopped by a test.
+    """One ``jupyter lab`` process, started and stopped by a test.
 
     Use as a context manager; ``url`` is the base URL (ending in ``/``).
     """
 
     def __init__(
         self,
-        kind: ServerKind,
         root_dir: Path,
-        startup_timeout: float = 60.0,
         environment: Mapping[str, str] | None = None,
         *,
-        kernels_beside_notebooks: bool = True,
         settings: Mapping[str, dict[str, Any]] | None = None,
     ) -> None:
-        self.kind = kind
         self.root_dir = Path(root_dir).resolve()
-        self.startup_timeout = startup_timeout
         #: Extra environment variables for the server and its kernels (e.g. ``PYTHONPATH``).
         self.environment = dict(environment or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.process: subprocess.Popen[bytes] | None = None
-        self._home = Path(tempfile.mkdtemp(prefix=f"ppo-jupyter-{kind}-"))
+        self._home = Path(tempfile.mkdtemp(prefix="ppo-jupyter-lab-"))
         self.log_path = self._home / "server.log"
-        #: Where kernels start: beside their notebook, as in JupyterLab, or (False) in a folder
-        #: of this server's, removed with it, so that what a test's cells write lands there.
-        self.kernel_dir = None if kernels_beside_notebooks else self._home / "kernels"
         #: The user settings written, by file: :data:`TEST_SETTINGS`, each file ``settings``
         #: names replaced by its (``{}``: JupyterLab's own defaults for that plugin).
         self.settings = {**TEST_SETTINGS, **(settings or {})}
@@ -106,7 +94,7 @@ class JupyterServer:
         command = [
             sys.executable,
             "-m",
-            "jupyterlab" if self.kind == "lab" else "notebook",
+            "jupyterlab",
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
@@ -120,12 +108,11 @@ class JupyterServer:
             # out of the repository (no notebooks/.ipynb_checkpoints/).
             f"--FileCheckpoints.checkpoint_dir={self._home / 'checkpoints'}",
             "--LabApp.extension_manager=readonly",  # no PyPI queries from the test server
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp
+            # A notebook's folder below it does not exist: kernels start at its root.
+            f"--MappingKernelManager.root_dir={self._home / 'kernels'}",
         ]
-        if self.kernel_dir is not None:  # a notebook's folder below it does not exist: its root
-            self.kernel_dir.mkdir()
-            command.append(f"--MappingKernelManager.root_dir={self.kernel_dir}")
-        if self.kind == "lab":
-            command.append("--LabApp.expose_app_in_browser=True")  # window.jupyterapp
+        (self._home / "kernels").mkdir()
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-root")  # containers and CI often run as root
         log = self.log_path.open("wb")
@@ -144,15 +131,16 @@ class JupyterServer:
     def stop(self) -> None:
         """Shut down kernels, end the server process and its group, remove temp files."""
         if self.process is not None and self.process.poll() is None:
-            self.shutdown_all_kernels()
+            self.shutdown_kernels()
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-        if self.process is not None:
-            self._end_process_group(self.process.pid)
+        if self.process is not None:  # what is left of its group: its kernels, if anything
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         self.process = None
         shutil.rmtree(self._home, ignore_errors=True)
 
@@ -169,24 +157,15 @@ class JupyterServer:
         """The open notebook sessions (path and kernel)."""
         return list(self.api("api/sessions"))
 
-    def shutdown_all_kernels(self) -> None:
-        """Delete every session and kernel (frees CPU between notebooks)."""
-        try:
+    def shutdown_kernels(self, path: str | None = None) -> None:
+        """Delete the sessions of the notebook at ``path`` (relative to the root), kernels too;
+        without ``path`` every session and kernel (frees CPU between notebooks)."""
+        with contextlib.suppress(urllib.error.URLError, OSError):
             for session in self.sessions():
-                self.api(f"api/sessions/{session['id']}", method="DELETE")
-            for kernel in self.api("api/kernels"):
-                self.api(f"api/kernels/{kernel['id']}", method="DELETE")
-        except (urllib.error.URLError, OSError):
-            pass
-
-    def shutdown_kernel_of(self, path: str) -> None:
-        """Delete the sessions of the notebook at ``path`` (relative to the root), kernels too."""
-        try:
-            for session in self.sessions():
-                if session.get("path") == path:
+                if path in (None, session.get("path")):
                     self.api(f"api/sessions/{session['id']}", method="DELETE", timeout=30)
-        except (urllib.error.URLError, OSError):
-            pass
+            for kernel in self.api("api/kernels") if path is None else ():
+                self.api(f"api/kernels/{kernel['id']}", method="DELETE")
 
     def log_tail(self, n_chars: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
@@ -220,12 +199,11 @@ class JupyterServer:
 
     def _wait_until_ready(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + self.startup_timeout
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
-                    f"jupyter {self.kind} exited with code {self.process.returncode}:\n"
-                    + self.log_tail()
+                    f"jupyter lab exited with code {self.process.returncode}:\n" + self.log_tail()
                 )
             try:
                 self.api("api/status", timeout=2)
@@ -233,10 +211,4 @@ class JupyterServer:
             except (urllib.error.URLError, OSError):
                 time.sleep(0.25)
         self.stop()
-        raise RuntimeError(f"jupyter {self.kind} not ready after {self.startup_timeout} s")
-
-    @staticmethod
-    def _end_process_group(pid: int) -> None:
-        """Kill what is left of the group led by our server (its kernels), if anything."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+        raise RuntimeError(f"jupyter lab not ready after {STARTUP_TIMEOUT_S} s")

@@ -118,4 +118,4 @@ def test_an_endless_loop_in_an_exercise_is_stopped_in_jupyterlab(
         nb.save_timings(shots / "timings.txt")
     finally:
         nb.page.close()
-        server.shutdown_all_kernels()
+        server.shutdown_kernels()

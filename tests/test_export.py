@@ -6,13 +6,12 @@ load MathJax from the site's own small copy and nothing from a CDN, and every up
 stops the command with one line before any notebook runs.  Notebook-marked tests run the
 command on the fixture notebook (pages, figures, index, warnings), on a notebook that raises,
 and stop a run with Ctrl-C.  Browser tests open pages from disk with the network blocked:
-formulas in every delimiter JupyterLab knows are typeset, and the pages of the fixture and of
-notebook 1 show every figure.  The other notebooks' pages are checked in test_notebooks.py.
+formulas in every delimiter JupyterLab knows are typeset, and notebook 1's page shows every
+figure.  The other notebooks' pages are checked in test_notebooks.py.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
@@ -23,7 +22,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,8 +47,6 @@ from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
 from ppo_viz import export
 from ppo_viz.app import LiveFigure, slider
 from ppo_viz.export import (
-    FIGURE_REPR,
-    WIDGET_REPR,
     WIDGET_VIEW_MIME,
     ExportError,
     execute_notebook,
@@ -172,7 +168,9 @@ def test_ordinary_outputs_pass_unchanged() -> None:
 # -- fast: nothing from the network, MathJax from the site's own copy --------------------------
 
 
-def test_a_page_loads_scripts_only_from_the_sites_own_mathjax(tmp_path: Path) -> None:
+def test_pages_load_scripts_only_from_the_sites_own_small_mathjax(tmp_path: Path) -> None:
+    """The copy is only what TeX input and the HTML-CSS output load: 2.4 MB of the package's
+    9.6 MB, with its licence and the page's web font."""
     url = copy_mathjax(tmp_path)
     page = page_of(tmp_path, displayed(live_figure(readout="r")), mathjax_url=url)
     assert script_sources(page) == [url]  # no require.js, which only a CDN serves
@@ -181,21 +179,16 @@ def test_a_page_loads_scripts_only_from_the_sites_own_mathjax(tmp_path: Path) ->
     for name in url.split("config=")[1].split(","):
         assert (tmp_path / MATHJAX_DIR / "config" / f"{name}.js").is_file()
     assert not re.search(r"""(src|href)=["']https?:""", page)
-
-
-def test_mathjax_url_loads_mathjax_from_elsewhere(tmp_path: Path) -> None:
-    cdn = "https://cdn.example.org/mathjax/2.7.9/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
-    assert script_sources(page_of(tmp_path, mathjax_url=cdn)) == [cdn]
-
-
-def test_the_sites_copy_of_mathjax_is_small_and_keeps_its_licence(tmp_path: Path) -> None:
-    """Only what TeX input and the HTML-CSS output load: 2.4 MB of the package's 9.6 MB."""
-    copy_mathjax(tmp_path)
     files = [path for path in (tmp_path / MATHJAX_DIR).rglob("*") if path.is_file()]
     megabytes = sum(path.stat().st_size for path in files) / 1e6
     assert megabytes < 3, f"the site's MathJax takes {megabytes:.1f} MB in {len(files)} files"
     assert "Apache License" in (tmp_path / MATHJAX_DIR / "LICENSE").read_text()
     assert list((tmp_path / MATHJAX_DIR).rglob("STIX-Web/woff/*.woff"))  # the page's web font
+
+
+def test_mathjax_url_loads_mathjax_from_elsewhere(tmp_path: Path) -> None:
+    cdn = "https://cdn.example.org/mathjax/2.7.9/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
+    assert script_sources(page_of(tmp_path, mathjax_url=cdn)) == [cdn]
 
 
 # -- fast: what is wrong is said in one line, before any notebook runs -------------------------
@@ -328,41 +321,27 @@ def test_the_runner_refuses_no_notebook_or_a_time_limit_that_is_no_limit(
 # -- with a kernel: the command line -----------------------------------------------------------
 
 
-@dataclass
-class SiteRun:
-    """The command run once on the fixture notebook and a plot, and what it printed."""
-
-    out: Path
-    status: int
-    printed: str
-    warned: str
-
-
-@pytest.fixture(scope="module")
-def site_run(tmp_path_factory: pytest.TempPathFactory) -> SiteRun:
-    """``python -m ppo_viz.export OUT --notebooks DIR``, with ``MPLBACKEND=Agg`` in this process
-    (as some tools set): the export must still draw ``plt.show()`` inline."""
-    source = tmp_path_factory.mktemp("notebooks")
+@pytest.mark.notebook
+@pytest.mark.timeout(120)
+def test_command_line_exports_pages_figures_and_an_index(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m ppo_viz.export OUT --notebooks DIR`` on the fixture notebook and a plot, with
+    ``MPLBACKEND=Agg`` in this process (as some tools set): the export still draws
+    ``plt.show()`` inline."""
+    source, out = tmp_path / "notebooks", tmp_path / "site"
+    source.mkdir()
     shutil.copy(FIXTURE_NOTEBOOK, source / "01_smoke.ipynb")
     shutil.copy(FIXTURE_NOTEBOOK.parent / "smoke_app.py", source / "smoke_app.py")
     plot = "import sys\nimport matplotlib.pyplot as plt\nplt.plot([0, 1])\nplt.show()\n"
     cells = [new_markdown_cell("# A plot"), new_code_cell(plot + "print('hm', file=sys.stderr)")]
     nbformat.write(new_notebook(cells=cells), source / "02_plot.ipynb")
-    out = tmp_path_factory.mktemp("site")
-    printed, warned = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, redirect_stdout(printed), redirect_stderr(warned):
-        patch.setenv("MPLBACKEND", "Agg")
-        status = main([str(out), "--notebooks", str(source)])
-    return SiteRun(out, status, printed.getvalue(), warned.getvalue())
-
-
-@pytest.mark.notebook
-@pytest.mark.timeout(120)
-def test_command_line_exports_pages_figures_and_an_index(site_run: SiteRun) -> None:
-    out = site_run.out
-    assert site_run.status == 0, site_run.warned
-    assert "  -> 01_smoke.html with 1 figure(s)" in site_run.printed.splitlines()
-    assert "warning: 02_plot.ipynb, cell 1 shows a warning or error: hm" in site_run.warned
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    status = main([str(out), "--notebooks", str(source)])
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    assert "  -> 01_smoke.html with 1 figure(s)" in printed.out.splitlines()
+    assert "warning: 02_plot.ipynb, cell 1 shows a warning or error: hm" in printed.err
     for page in ("01_smoke.html", "02_plot.html"):
         (figure,) = images((out / page).read_text())  # drawn inline although MPLBACKEND=Agg
         assert (out / figure).read_bytes().startswith(b"\x89PNG")
@@ -613,7 +592,7 @@ def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> 
                 fits: img.getBoundingClientRect().right <= document.body.clientWidth,
             }))"""
         )
-        failures = page_problems(page, (WIDGET_REPR, FIGURE_REPR)) + formula_problems(page)
+        failures = page_problems(page) + formula_problems(page)
         if len(shown) != figures:
             failures.append(f"{len(shown)} pictures for {figures} figures")
         failures += [
@@ -622,15 +601,6 @@ def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> 
         return failures + [f"asked the network for {url}" for url in browser.blocked]
     finally:
         page.close()
-
-
-@pytest.mark.browser
-@pytest.mark.notebook
-@pytest.mark.timeout(120)
-def test_the_fixtures_page_shows_its_figure_offline(
-    offline_browser: OfflineBrowser, site_run: SiteRun
-) -> None:
-    assert offline_page_problems(offline_browser, site_run.out / "01_smoke.html", 1) == []
 
 
 @pytest.mark.browser

@@ -143,17 +143,15 @@ def test_in_presentation_mode_every_figure_text_is_at_least_14_pt_and_fits(monke
 # -- the lecture: the cells tagged "lecture" --------------------------------------------------
 
 
-def test_the_lecture_is_notebooks_1_to_3_within_2500_words_as_the_readme_says():
+def test_the_readmes_route_is_the_lecture_tags_in_2500_words_and_45_minutes():
+    """Notebooks 1 to 3, then the RLHF add-on and the recap; the README's words and table."""
     route = outline(NOTEBOOKS)
     names = [*LECTURE_NOTEBOOKS, ADD_ON, RECAP]
     assert [name.removesuffix(".ipynb") for name, _, _ in route] == names
-    words = sum(words for _, _, words in route[:3])
+    route = route[:3]  # the add-on, notebook 7, follows it
+    words = sum(words for _, _, words in route)
     assert words <= LECTURE_WORDS
     assert f"{words:,} words of prose" in README.read_text(encoding="utf-8")
-
-
-def test_the_readmes_route_is_the_lecture_tags_and_adds_up_to_45_minutes():
-    route = outline(NOTEBOOKS)[:3]  # the add-on, notebook 7, follows it
     expected = "\n".join(
         f"| {{minutes}} | {int(name[:2])} | {'; '.join(headings)} |" for name, headings, _ in route
     )

@@ -56,10 +56,11 @@ def shown(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def title_of(notebook: Any) -> str:
-    """The notebook's title: its first cell's ``# `` heading, without the ``#``; or ""."""
+def title_of(notebook: Any, name: str = "") -> str:
+    """The notebook's title: its first cell's ``# `` heading, without the ``#``; without one,
+    the stem of its file ``name`` (:func:`shown`), or ""."""
     line = (notebook.cells[0].source.strip() if notebook.cells else "").partition("\n")[0]
-    return line[2:].strip() if line.startswith("# ") else ""
+    return line[2:].strip() if line.startswith("# ") else shown(Path(name).stem)
 
 
 def address(file_name: str) -> str:

@@ -114,7 +114,7 @@ def export_site(
     paths = [path.resolve() for path in export.notebook_paths(notebooks)]
     if not paths:
         raise SetupError(f"no notebooks (NN_*.ipynb) in {notebooks}; pass --notebooks DIR")
-    titles = [export.title_of(export.read_notebook(p)) or export.shown(p.stem) for p in paths]
+    titles = [export.title_of(export.read_notebook(p), p.name) for p in paths]
     prepare_output_dir(out_dir)
     staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=".ppo-export-"))
     try:
