@@ -19,7 +19,7 @@ import nbformat
 import numpy as np
 import pytest
 from helpers import assert_drawn_in_place, assert_states, markdown_of, plain
-from notebook_runner import execute_notebook, output_problems, run_committed
+from notebook_runner import run_committed
 
 import llm_clip
 from experiments.rlhf_findings import FINDINGS
@@ -528,15 +528,6 @@ def test_the_opening_names_the_lecture_cells_and_they_form_sections_1_to_4():
     assert [h[:5] for h in headings] == ["## 1.", "## 2.", "## 3.", "## 4."]
     assert lecture[0].cell_type == "code"
     assert "import" in lecture[0].source
-
-
-@pytest.mark.notebook
-def test_the_lecture_cells_run_on_their_own():
-    """Presentation mode's lecture view runs only the cells tagged ``lecture``."""
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    notebook.cells = [c for c in notebook.cells if "lecture" in c.metadata.get("tags", [])]
-    problems = output_problems(execute_notebook(notebook))
-    assert not problems, problems
 
 
 # -- Part B: training with these clips, from the study's committed results ---------------------

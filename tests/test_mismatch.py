@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import assert_states, markdown_of, plain
-from notebook_runner import NOTEBOOK_DIR, output_problems, run_committed
+from notebook_runner import NOTEBOOK_DIR, run_committed
 
 import llm_clip
 from bandit import log_softmax
@@ -294,8 +294,7 @@ def test_the_prose_states_the_study_numbers_and_its_claims_hold():
 
 @pytest.mark.notebook
 def test_the_notebook_runs_and_shows_the_study_findings():
-    notebook, seconds = run_committed(NOTEBOOK)
-    assert not output_problems(notebook)
+    notebook, seconds = run_committed(NOTEBOOK)  # its outputs' problems: test_notebooks.py
     shown = " ".join(
         plain(output.get("data", {}).get("text/html", "")) + output.get("text", "")
         for cell in notebook.cells
