@@ -119,7 +119,7 @@ class SpreadPanels:
         keys = MAIN_METHODS
         with figure_style():
             self.figure = Figure(figsize=(9.0, 3.9), layout="constrained")
-            self.axes = list(self.figure.subplots(1, len(panels)))
+            self.axes = list(self.figure.subplots(1, len(panels), sharex=True))
             for ax, panel in zip(self.axes, panels, strict=True):
                 ax.set(xlabel=xlabel, **panel)
                 if panel.get("yscale") == "log":
@@ -166,14 +166,11 @@ class SpreadPanels:
 def bandit_panels(arm_means: Sequence[float]) -> SpreadPanels:
     """The bandit's three panels against iterations: the true reward (the best arm's and the
     uniform policy's marked), the KL per update, the clip fraction."""
-    reward = {
-        "title": "true expected reward",
-        "ylim": (min(arm_means) - 0.05, max(arm_means) + 0.05),
-    }
+    low, high = min(arm_means), max(arm_means)
+    reward = {"title": "true expected reward", "ylim": (low - 0.05, high + 0.05)}
     kl = {"title": "approx. KL, policy i → i + 1", "yscale": "log", "ylim": (KL_FLOOR, 5.0)}
     clip = {"title": "clip fraction", "ylim": (-0.02, 0.6)}
-    guides = (max(arm_means), float(np.mean(arm_means)))
-    return SpreadPanels([reward, kl, clip], "iteration", guides)
+    return SpreadPanels([reward, kl, clip], "iteration", (high, float(np.mean(arm_means))))
 
 
 def show_bandit_runs(panels: SpreadPanels, runs: Mapping[str, BanditLoopHistory]) -> None:
@@ -184,8 +181,7 @@ def show_bandit_runs(panels: SpreadPanels, runs: Mapping[str, BanditLoopHistory]
         panels.show(0, key, policy_x, spread(run.true_reward))
         panels.show(1, key, update_x, spread(run.approx_kl), floor=KL_FLOOR)
         panels.show(2, key, update_x, spread(run.clip_fraction))
-    for ax in panels.axes:
-        ax.set_xlim(0.0, float(iterations))
+    panels.axes[0].set_xlim(0.0, float(iterations))  # the panels share it
 
 
 def cartpole_panels(random_return: float, episodes: int) -> SpreadPanels:
@@ -207,5 +203,4 @@ def show_cartpole_curves(
             rows = [np.array(row, dtype=float) for row in stored[name]]
             values = Spread(*rows) if len(rows) == 3 else Spread(rows[0], rows[0], rows[0])
             panels.show(panel, key, steps, values, floor=KL_FLOOR if panel == 2 else -np.inf)
-    for ax in panels.axes:
-        ax.set_xlim(0.0, float(steps[-1]))
+    panels.axes[0].set_xlim(0.0, float(steps[-1]))  # the panels share it
