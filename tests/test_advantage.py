@@ -175,12 +175,6 @@ def test_the_estimates_mean_and_spread_are_those_of_the_continuations(played):
     assert s.std[row] == pytest.approx(samples.std(axis=-1, ddof=1))
 
 
-def test_the_figure_fits_a_projector_in_presentation_mode(monkeypatch):
-    monkeypatch.setenv("PPO_PRESENT", "1")
-    app = apps.AdvantageExplorer()
-    assert app.figure.get_figheight() * app.figure.dpi <= 680
-
-
 # -- what the prose says ---------------------------------------------------------------------
 
 

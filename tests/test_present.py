@@ -311,7 +311,7 @@ def test_what_cannot_be_served_is_refused_in_one_line_before_voila_starts(
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("stem", LECTURE_NOTEBOOKS)
+@pytest.mark.parametrize("stem", [*LECTURE_NOTEBOOKS, ADD_ON])
 def test_the_lecture_cells_run_on_their_own(stem):
     """Only the tagged cells run in the lecture: they must need no other cell."""
     view = lecture_view(nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4))

@@ -532,13 +532,17 @@ def test_the_range_app_draws_the_committed_sweeps_and_marks_fresh_seeds(monkeypa
     assert app.more.progress.value == app.more.progress.max == len(kept)  # a step size at a time
 
 
-def test_the_bandit_app_draws_the_runs_of_its_settings():
-    app = BanditLoopExplorer()
+def test_the_bandit_app_draws_the_runs_of_its_settings_and_its_button_adds_seeds():
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
     app.controls["epochs"].value = 5
-    runs = run_bandit_methods(BanditLoopSettings(epochs=5), SEEDS)
-    for key, run in runs.items():
-        assert np.allclose(_line(app, 0, key).get_ydata(), spread(run.true_reward).mean)
-    assert f"{DEFAULT_SEEDS} seeds" in plain(app.readout.value)
+    for seeds in (DEFAULT_SEEDS, DEFAULT_SEEDS + MORE_BANDIT_SEEDS):
+        runs = run_bandit_methods(BanditLoopSettings(epochs=5, iterations=10), tuple(range(seeds)))
+        for key, run in runs.items():
+            assert np.allclose(_line(app, 0, key).get_ydata(), spread(run.true_reward).mean)
+        assert f"{seeds} seeds" in plain(app.readout.value)
+        app.more.button.click()
+    assert app.more.progress.value == app.more.progress.max == 1  # the methods side by side
+    assert not app.more.button.disabled
     app.controls["show_unclipped"].value = False
     assert not _line(app, 0, "unclipped").get_visible()
     assert _line(app, 0, "ppo").get_visible()
@@ -549,19 +553,6 @@ def test_a_new_iteration_count_shows_what_a_whole_redraw_shows_without_one():
     app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
     assert_drawn_in_place(app, "iterations", (20, 5))
     assert app.panels.axes[0].get_xlim() == (0.0, 10.0)
-
-
-def test_the_bandit_apps_button_adds_seeds():
-    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
-    app.more.button.click()
-    runs = run_bandit_methods(
-        BanditLoopSettings(iterations=10), tuple(range(DEFAULT_SEEDS + MORE_BANDIT_SEEDS))
-    )
-    for key, run in runs.items():
-        assert np.allclose(_line(app, 0, key).get_ydata(), spread(run.true_reward).mean)
-    assert f"{DEFAULT_SEEDS + MORE_BANDIT_SEEDS} seeds" in plain(app.readout.value)
-    assert app.more.progress.value == app.more.progress.max == 1  # the methods side by side
-    assert not app.more.button.disabled
 
 
 def test_the_bandit_figure_is_dimmed_while_its_runs_are_computed(monkeypatch):
@@ -623,15 +614,24 @@ def test_every_setting_one_slider_move_away_is_run_ahead_the_moved_slider_first(
         np.testing.assert_array_equal(app.runs(app.settings)[key].probs, run.probs)
 
 
-def test_after_the_look_ahead_gives_way_what_was_submitted_before_skips_or_stops(look_ahead):
-    """Whatever a move, a cell run again or the seeds button asks for runs next: every job
-    submitted before (any app's) is told to give way, the one under way included."""
-    gate = threading.Event()
-    under_way = look_ahead.submit(lambda: gate.wait(10) and look_ahead.gave_way())
+def test_a_new_setting_not_a_tick_makes_what_was_submitted_before_skip_or_stop(look_ahead):
+    """A tick only shows or hides curves: the settings run ahead stay the same.  Whatever a
+    move, a cell run again or the seeds button asks for runs next: every job submitted before
+    (any app's) is told to give way, the one under way included."""
+    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
+    look_ahead.cancel_all()  # the runs planned when it was built: not this test's
+    gates = [threading.Event(), threading.Event()]
+    ticked = look_ahead.submit(lambda: gates[0].wait(10) and look_ahead.gave_way())
+    planned = len(look_ahead.submitted)
+    app.controls["show_ppo"].value = False
+    gates[0].set()
+    assert ticked.result(timeout=10) is False
+    assert len(look_ahead.submitted) == planned
+    under_way = look_ahead.submit(lambda: gates[1].wait(10) and look_ahead.gave_way())
     queued = look_ahead.submit(look_ahead.gave_way)
     look_ahead.cancel_all()
     wanted = look_ahead.submit(look_ahead.gave_way)
-    gate.set()
+    gates[1].set()
     assert [f.result(timeout=10) for f in (under_way, queued, wanted)] == [True, True, False]
 
 
@@ -654,19 +654,6 @@ def test_in_a_kernel_the_look_ahead_starts_after_the_drawing(monkeypatch, look_a
     assert set(events[1:]) == {"ahead"}
 
 
-def test_ticking_a_method_leaves_the_look_ahead_going(look_ahead):
-    """A tick only shows or hides curves: the settings run ahead stay the same."""
-    app = BanditLoopExplorer(BanditLoopSettings(iterations=10))
-    look_ahead.cancel_all()  # the runs planned when it was built: not this test's
-    gate = threading.Event()
-    under_way = look_ahead.submit(lambda: gate.wait(10) and look_ahead.gave_way())
-    planned = len(look_ahead.submitted)
-    app.controls["show_ppo"].value = False
-    gate.set()
-    assert under_way.result(timeout=10) is False
-    assert len(look_ahead.submitted) == planned
-
-
 def test_a_side_by_side_run_gives_up_when_told_to():
     answers = iter([False, False, False, True])
     with pytest.raises(CancelledError, match="before iteration 3"):
@@ -675,38 +662,25 @@ def test_a_side_by_side_run_gives_up_when_told_to():
         )
 
 
-def printed_by_python(script: str) -> str:
-    """What ``script`` prints, run by a Python process of its own."""
+def test_importing_starts_no_thread_and_python_exits_without_waiting_for_the_look_ahead():
+    """The study's command imports the apps, then forks worker processes (forking a process
+    that has threads can deadlock): the look-ahead's thread starts with the first run.  A
+    kernel's exit or restart does not wait for its queue (seconds of runs)."""
+    script = (
+        "import threading, time\n"
+        "import experiments.why_clip\n"
+        "from ppo_viz.why_clip.apps import BanditLoopExplorer\n"
+        "print(threading.active_count())\n"
+        "app = BanditLoopExplorer()\n"
+        "app.controls['epochs'].value = 40\n"
+        "print(threading.active_count(), time.monotonic(), flush=True)\n"
+    )
     process = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
-    return process.stdout
-
-
-def test_python_exits_without_waiting_for_the_look_ahead():
-    """A kernel's exit or restart does not wait for the look-ahead's queue (seconds of runs)."""
-    script = (
-        "import time\n"
-        "from ppo_viz.why_clip.apps import BanditLoopExplorer\n"
-        "app = BanditLoopExplorer()\n"
-        "app.controls['epochs'].value = 40\n"
-        "print(time.monotonic(), flush=True)\n"
-    )
-    ended = float(printed_by_python(script))
-    assert time.monotonic() - ended < 3.0  # the queue holds 10 s or more
-
-
-def test_importing_the_apps_starts_no_thread():
-    """The study's command imports them, then forks worker processes (forking a process that
-    has threads can deadlock); the look-ahead's thread starts with the first run."""
-    script = (
-        "import threading\n"
-        "import experiments.why_clip, ppo_viz.why_clip.apps as apps\n"
-        "print(threading.active_count())\n"
-        "apps.LOOK_AHEAD.submit(int).result()\n"
-        "print(threading.active_count())\n"
-    )
-    assert printed_by_python(script).split() == ["1", "2"]
+    before, after, ended = process.stdout.split()
+    assert (before, after) == ("1", "2")
+    assert time.monotonic() - float(ended) < 3.0  # the queue holds 10 s or more
 
 
 def test_the_cartpole_app_shows_the_committed_curves_of_each_cell_and_set(monkeypatch):

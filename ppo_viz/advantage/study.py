@@ -203,8 +203,8 @@ def play_outs() -> tuple[Episode, Continuations, Continuations]:
 
 @dataclass(frozen=True)
 class GammaStudy:
-    """At one gamma, per step ``t``: the reference ``Q(s_t, a_t) - V(s_t)`` and its standard
-    error, ``policy_values`` (``V`` of the policy, from the reference's ``Q``); per lambda (rows
+    """At one gamma, per step ``t``: the reference ``Q(s_t, a_t) - V(s_t)``,
+    ``policy_values`` (``V`` of the policy, from the reference's ``Q``); per lambda (rows
     of :data:`LAMBDAS`) GAE's mean and std at ``(s_t, a_t)`` and the episode's own; ``curves``
     over the states (mean, half-width of a 95% interval): ``bias2`` (mean less reference,
     squared), ``action_bias2`` (of the part that differs between the actions, which alone
@@ -212,7 +212,6 @@ class GammaStudy:
 
     gamma: float
     reference: FloatArray
-    reference_se: FloatArray
     policy_values: FloatArray
     mean: FloatArray
     std: FloatArray
@@ -254,7 +253,7 @@ def gamma_study(gamma: float) -> GammaStudy:
     named = {"bias2": bias2, "action_bias2": action_bias2, "variance": variance}
     curves = {name: _over_states(np.array(rows)) for name, rows in named.items()}
     rows = (np.array(means), np.array(stds), np.array(own))
-    return GammaStudy(gamma, ref, np.sqrt(ref_var), (pi * q_mean).sum(axis=-1), *rows, curves)
+    return GammaStudy(gamma, ref, (pi * q_mean).sum(axis=-1), *rows, curves)
 
 
 def critics(gamma: float, shift: float = SHIFT) -> dict[str, FloatArray]:

@@ -26,14 +26,12 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib.figure import Figure
 
 from bandit_loop import STEP_SIZES, BanditLoopHistory, BanditLoopSettings, run_side_by_side
 from ppo_viz import app
 from ppo_viz.app import LiveFigure, checked_number, control_layout, selection
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
-from ppo_viz.style import figure_style
 from ppo_viz.why_clip import figures
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHOD_LINES, METHODS, run_bandit_methods
 from ppo_viz.why_clip.results import (
@@ -265,13 +263,10 @@ class BanditLoopExplorer(LiveFigure):
         }
         controls |= app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS})
         names = list(controls)
-        with figure_style():
-            figure = Figure(figsize=(9.0, 3.9), layout="constrained")
-            axes = figures.bandit_axes(figure, self.arm_means)
-            self.panels = figures.SpreadPanels(figure, axes, MAIN_METHODS)
+        self.panels = figures.bandit_panels(self.arm_means)
         self.more = SeedsButton(f"run {MORE_BANDIT_SEEDS} more seeds", self.add_seeds)
         super().__init__(
-            figure,
+            self.panels.figure,
             self.update,
             controls,
             moving=self.panels.moving,
@@ -402,14 +397,11 @@ class CartPoleExplorer(LiveFigure):
             "cartpole_seeds": sets,
             **app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS}, prefix="cartpole_"),
         }
-        with figure_style():
-            figure = Figure(figsize=(9.0, 3.9), layout="constrained")
-            axes = figures.cartpole_axes(figure, scale["random_return"], scale["episodes"])
-            self.panels = figures.SpreadPanels(figure, axes, MAIN_METHODS)
+        self.panels = figures.cartpole_panels(scale["random_return"], scale["episodes"])
         self._drawn: Any = None
         boxes = list(controls)[2:]
         super().__init__(
-            figure,
+            self.panels.figure,
             self.update,
             controls,
             moving=self.panels.moving,

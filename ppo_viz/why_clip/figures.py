@@ -108,23 +108,35 @@ def draw_sweep(
 
 
 class SpreadPanels:
-    """In each panel, per method, a line (the mean over seeds) and a band (25th to 75th
+    """A figure of panels against training (``panels``: each one's ``Axes.set`` arguments; a
+    log axis is read by decade, without minor ticks), dotted guide lines at ``guides`` in the
+    first; in each panel, per method, a line (the mean over seeds) and a band (25th to 75th
     percentile, for the methods in :data:`BANDED`); one legend under the panels."""
 
-    def __init__(self, figure: Figure, axes: Sequence[Axes], keys: Sequence[str]) -> None:
-        self.axes = list(axes)
-        self.lines = [
-            {key: ax.plot([], [], **METHOD_LINES[key], label=METHODS[key].label)[0] for key in keys}
-            for ax in self.axes
-        ]
-        handles = list(self.lines[0].values())
-        ncols = min(len(handles), 3)
-        legend_below(figure, ncols, handles=handles)
-        colors = {key: METHOD_LINES[key]["color"] for key in keys if key in BANDED}
-        self.bands = [
-            {key: ax.fill_between([0], [0], color=c, alpha=0.16, lw=0) for key, c in colors.items()}
-            for ax in self.axes
-        ]
+    def __init__(
+        self, panels: Sequence[Mapping[str, Any]], xlabel: str, guides: Sequence[float] = ()
+    ) -> None:
+        keys = MAIN_METHODS
+        with figure_style():
+            self.figure = Figure(figsize=(9.0, 3.9), layout="constrained")
+            self.axes = list(self.figure.subplots(1, len(panels), sharex=True))
+            for ax, panel in zip(self.axes, panels, strict=True):
+                ax.set(xlabel=xlabel, **panel)
+                if panel.get("yscale") == "log":
+                    ax.minorticks_off()  # 56 minor ticks would cost a third of each redraw
+            for level in guides:
+                self.axes[0].axhline(level, color=COLORS["guide"], lw=0.8, ls=":")
+            self.lines = [
+                {k: ax.plot([], [], **METHOD_LINES[k], label=METHODS[k].label)[0] for k in keys}
+                for ax in self.axes
+            ]
+            handles = list(self.lines[0].values())
+            legend_below(self.figure, min(len(handles), 3), handles=handles)
+            colors = {key: METHOD_LINES[key]["color"] for key in keys if key in BANDED}
+            self.bands = [
+                {k: ax.fill_between([0], [0], color=c, alpha=0.16, lw=0) for k, c in colors.items()}
+                for ax in self.axes
+            ]
 
     @property
     def moving(self) -> list[Any]:
@@ -151,19 +163,14 @@ class SpreadPanels:
                 artist.set_visible(key in shown)
 
 
-def bandit_axes(figure: Figure, arm_means: Sequence[float]) -> list[Axes]:
-    """The bandit's three panels against iterations, titled and limited: the true reward, the
-    KL per update, the clip fraction."""
-    reward, kl, clip = axes = list(figure.subplots(1, 3))
-    reward.set(title="true expected reward", ylim=(min(arm_means) - 0.05, max(arm_means) + 0.05))
-    for level in (max(arm_means), float(np.mean(arm_means))):
-        reward.axhline(level, color=COLORS["guide"], lw=0.8, ls=":")
-    kl.set(title="approx. KL, policy i → i + 1", yscale="log", ylim=(KL_FLOOR, 5.0))
-    kl.minorticks_off()  # read by decade; 56 minor ticks would cost a third of each redraw
-    clip.set(title="clip fraction", ylim=(-0.02, 0.6))
-    for ax in axes:
-        ax.set_xlabel("iteration")
-    return axes
+def bandit_panels(arm_means: Sequence[float]) -> SpreadPanels:
+    """The bandit's three panels against iterations: the true reward (the best arm's and the
+    uniform policy's marked), the KL per update, the clip fraction."""
+    low, high = min(arm_means), max(arm_means)
+    reward = {"title": "true expected reward", "ylim": (low - 0.05, high + 0.05)}
+    kl = {"title": "approx. KL, policy i → i + 1", "yscale": "log", "ylim": (KL_FLOOR, 5.0)}
+    clip = {"title": "clip fraction", "ylim": (-0.02, 0.6)}
+    return SpreadPanels([reward, kl, clip], "iteration", (high, float(np.mean(arm_means))))
 
 
 def show_bandit_runs(panels: SpreadPanels, runs: Mapping[str, BanditLoopHistory]) -> None:
@@ -174,21 +181,16 @@ def show_bandit_runs(panels: SpreadPanels, runs: Mapping[str, BanditLoopHistory]
         panels.show(0, key, policy_x, spread(run.true_reward))
         panels.show(1, key, update_x, spread(run.approx_kl), floor=KL_FLOOR)
         panels.show(2, key, update_x, spread(run.clip_fraction))
-    for ax in panels.axes:
-        ax.set_xlim(0.0, float(iterations))
+    panels.axes[0].set_xlim(0.0, float(iterations))  # the panels share it
 
 
-def cartpole_axes(figure: Figure, random_return: float, episodes: int) -> list[Axes]:
-    """CartPole's three panels: episode return, clip fraction and KL against steps."""
-    returns, clip, kl = axes = list(figure.subplots(1, 3))
-    returns.set(title=f"episode return (last {episodes} episodes)", ylim=(0.0, 520.0))
-    returns.axhline(random_return, color=COLORS["guide"], lw=0.8, ls=":")
-    clip.set(title="clip fraction (PPO's rule)", ylim=(-0.005, 0.4))
-    kl.set(title="approx. KL per iteration", yscale="log", ylim=(KL_FLOOR, 300.0))
-    kl.minorticks_off()  # as the bandit's
-    for ax in axes:
-        ax.set_xlabel("environment steps")
-    return axes
+def cartpole_panels(random_return: float, episodes: int) -> SpreadPanels:
+    """CartPole's three panels against steps: episode return (a random policy's marked), clip
+    fraction and KL."""
+    returns = {"title": f"episode return (last {episodes} episodes)", "ylim": (0.0, 520.0)}
+    clip = {"title": "clip fraction (PPO's rule)", "ylim": (-0.005, 0.4)}
+    kl = {"title": "approx. KL per iteration", "yscale": "log", "ylim": (KL_FLOOR, 300.0)}
+    return SpreadPanels([returns, clip, kl], "environment steps", (random_return,))
 
 
 def show_cartpole_curves(
@@ -201,5 +203,4 @@ def show_cartpole_curves(
             rows = [np.array(row, dtype=float) for row in stored[name]]
             values = Spread(*rows) if len(rows) == 3 else Spread(rows[0], rows[0], rows[0])
             panels.show(panel, key, steps, values, floor=KL_FLOOR if panel == 2 else -np.inf)
-    for ax in panels.axes:
-        ax.set_xlim(0.0, float(steps[-1]))
+    panels.axes[0].set_xlim(0.0, float(steps[-1]))  # the panels share it
