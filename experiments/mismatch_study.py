@@ -198,18 +198,10 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     for (source, sizes), c, metric in itertools.product(
         sources.items(), measures.CORRECTIONS[1:], METRICS
     ):
-        per_set = {}
-        for seed_set in SEED_SETS:
-            runs = [
-                [got["train", source, z, k, seed_set][metric] for z in sizes] for k in (c, "none")
-            ]
-            per_set[seed_set] = simultaneous_band(np.subtract(*runs).T)
-        bands[f"{source}/{c}/{metric}"] = per_set
-        signs = [[sign_of(ci) for ci in zip(b["low"], b["high"])] for b in per_set.values()]  # noqa: B905
-        agreed = [z for z, a, b in zip(sizes, *signs, strict=True) if a and a == b]
-        diff = [per_set[SEED_SETS[1]]["mean"][sizes.index(z)] for z in agreed]
-        entry = {"source": source, "correction": c, "metric": metric, "sizes": agreed, "diff": diff}
-        (findings if agreed else nulls).append(entry)
+        found = agreement(got, source, sizes, metric, c, "none")
+        bands[f"{source}/{c}/{metric}"] = found.pop("bands")
+        entry = {"source": source, "correction": c, "metric": metric, **found}
+        (findings if found["sizes"] else nulls).append(entry)
     off = [(s, sizes[0], seed_set) for s, sizes in sources.items() for seed_set in SEED_SETS]
     same = all(
         got["train", s, z, c, seed_set][m] == got["train", s, z, "none", seed_set][m]
@@ -217,21 +209,10 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         for c in measures.CORRECTIONS[:-1]  # the control, negatives_dropped, acts anyway
         for m in (*METRICS, "clip_fraction")
     )
-    opsm_vs_dropped = {}  # OPSM minus its control: what OPSM does beyond dropping negatives
-    for source, sizes in sources.items():
-        per_set = {
-            seed_set: simultaneous_band(
-                np.subtract(
-                    *[[got["train", source, z, k, seed_set]["score"] for z in sizes]
-                      for k in ("opsm", "negatives_dropped")]
-                ).T
-            )
-            for seed_set in SEED_SETS
-        }  # fmt: skip
-        signs = [[sign_of(ci) for ci in zip(b["low"], b["high"])] for b in per_set.values()]  # noqa: B905
-        agreed = [z for z, a, b in zip(sizes, *signs, strict=True) if a and a == b]
-        diff = [per_set[SEED_SETS[1]]["mean"][sizes.index(z)] for z in agreed]
-        opsm_vs_dropped[source] = {"sizes": agreed, "diff": diff, "bands": per_set}
+    opsm_vs_dropped = {  # OPSM minus its control: what OPSM does beyond dropping negatives
+        source: agreement(got, source, sizes, "score", "opsm", "negatives_dropped")
+        for source, sizes in sources.items()
+    }
     exact = curves[MEASURED[0]][0]["bias"]
     controls = {
         "identical_without_mismatch": same,
@@ -245,6 +226,24 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     derived = {"curves": curves, "bands": bands, "findings": findings, "nulls": nulls}
     derived["opsm_vs_negatives_dropped"] = opsm_vs_dropped
     return {**results, **derived, "controls": controls, "trained_clip_fraction": clipped}
+
+
+def agreement(
+    got: dict, source: str, sizes: list, metric: str, method: str, versus: str
+) -> dict[str, Any]:
+    """``method`` minus ``versus`` on ``metric``, seed by seed at each size of ``source``: each
+    set's simultaneous band (``bands``), the sizes where both sets' bands exclude 0 on the same
+    side and the confirmation set's mean difference there (``diff``)."""
+    bands = {}
+    for seed_set in SEED_SETS:
+        runs = [
+            [got["train", source, z, k, seed_set][metric] for z in sizes] for k in (method, versus)
+        ]
+        bands[seed_set] = simultaneous_band(np.subtract(*runs).T)
+    signs = [[sign_of(ci) for ci in zip(b["low"], b["high"], strict=True)] for b in bands.values()]
+    agreed = [i for i, (a, b) in enumerate(zip(*signs, strict=True)) if a and a == b]
+    mean = bands[SEED_SETS[1]]["mean"]
+    return {"sizes": [sizes[i] for i in agreed], "diff": [mean[i] for i in agreed], "bands": bands}
 
 
 def _difference_by_size(item: tuple[str, dict[str, Any]]) -> str:
