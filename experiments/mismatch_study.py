@@ -34,15 +34,16 @@ import json
 import sys
 import tempfile
 import time
+from argparse import ArgumentParser, Namespace
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from experiments import runner
 from experiments.evidence import SEED_SETS, sign_of, simultaneous_band
 from experiments.report import INTERVALS, json_text, machine_line, write_report
-from experiments.runner import parse_study, run_study, study_parser
 from ppo_viz.machine import fingerprint
 from ppo_viz.mismatch import measures
 from ppo_viz.results import RESULTS_DIR
@@ -128,8 +129,8 @@ class Plan(NamedTuple):
         return cells_of(*self)
 
 
-FULL = Plan(SEEDS_PER_SET, SETTINGS.iterations, BATCHES, 0, SOURCES)
-QUICK = Plan(3, 10, 16, 0, {s: sizes[:2] for s, sizes in SOURCES.items()})
+FULL_PLAN = Plan(SEEDS_PER_SET, SETTINGS.iterations, BATCHES, 0, SOURCES)
+QUICK_PLAN = Plan(3, 10, 16, 0, {s: sizes[:2] for s, sizes in SOURCES.items()})
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
@@ -161,11 +162,9 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     return {**raw, "cpu_seconds": time.process_time() - started}
 
 
-def results_of(
-    cells: list[Cell], raw: dict[str, Any], seconds: float, jobs: int, full: tuple
-) -> dict[str, Any]:
+def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
     """The results as plain data, statistics included."""
-    seeds, iterations, batches, offset, sources = full
+    cells, (seeds, iterations, batches, offset, sources) = plan.cells, plan
     return summarize(
         {
             "command": COMMAND,
@@ -255,7 +254,7 @@ def _difference_by_size(item: tuple[str, dict[str, Any]]) -> str:
     return f"{source} at {', '.join(map(str, found['sizes']))} by {diffs}"
 
 
-def report(results: dict[str, Any]) -> str:
+def results_markdown(results: dict[str, Any]) -> str:
     """RESULTS_MISMATCH.md: the settings, one batch per size, the controls, the findings."""
     s, b, c = results["settings"], results["batches"], results["controls"]
     sets = ", ".join(f"{k} from seed {v}" for k, v in results["sets"].items())
@@ -339,41 +338,33 @@ routing that differs between the two, collapse over long training, or the throug
 engine buys."""
 
 
-def write(results: dict[str, Any], output: Path) -> None:
-    write_report(
-        output,
-        {output / FILES[0].name: json_text(results), output / FILES[1].name: report(results)},
-    )
+def write_results(results: dict[str, Any], output: Path) -> None:
+    write_report(output, {FILES[0]: json_text(results), FILES[1]: results_markdown(results)})
 
 
-def restated(results: dict[str, Any]) -> dict[str, Any]:
+def rederived(results: dict[str, Any]) -> dict[str, Any]:
     """Stored results with their statistics derived again from the per-seed values."""
     derived = ("curves", "bands", "findings", "nulls", "controls", "opsm_vs_negatives_dropped")
     return summarize({k: v for k, v in results.items() if k not in derived})
 
 
+#: The flag that derives the report again from the results, and the first fresh seed.
+REDERIVE = ("--restate", "derive the statistics and report again from the JSON")
+FRESH_FROM = SEEDS_PER_SET * len(SEED_SETS)
+
+
+def add_options(parser: ArgumentParser) -> None:
+    """No options of its own: the study runs whole (:mod:`experiments.runner` adds every
+    study's)."""
+
+
+def sliced(plan: Plan, args: Namespace) -> Plan:
+    """``plan`` from the seed ``--seed-offset`` names."""
+    return plan._replace(offset=args.seed_offset)
+
+
 def main(argv: list[str] | None = None) -> int:
-    restate = "derive the statistics and report again from the JSON"
-    parser = study_parser(COMMAND, __doc__, "--restate", restate, SEEDS_PER_SET * len(SEED_SETS))
-    parsed = parse_study(
-        parser,
-        argv,
-        "--restate",
-        (FULL, QUICK),
-        lambda plan, args: plan._replace(offset=args.seed_offset),
-        FILES,
-        SCRATCH_DIR,
-    )
-    return run_study(
-        parsed,
-        FILES,
-        restated,
-        run_cell,
-        lambda cell: cell.label(),
-        lambda plan, raw, seconds, jobs: results_of(plan.cells, raw, seconds, jobs, plan),
-        write,
-        report,
-    )
+    return runner.main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":
