@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
 from experiments.evidence import LEVEL, RESAMPLES
+from ppo_viz.results import Table, markdown
 
 #: How both reports name their intervals.
 INTERVALS = (
@@ -32,6 +33,13 @@ def machine_line(machine: Mapping[str, str], reproduces: str) -> str:
         f"Machine: {machine['cpu']} ({machine['machine']}), numpy {machine['numpy']} with SIMD "
         f"{machine['simd']}. {reproduces}"
     )
+
+
+def document(*blocks: str | Sequence[str] | Table) -> str:
+    """A markdown document: its blocks one blank line apart, each a paragraph or a heading, a
+    list of lines, or a table (:func:`ppo_viz.results.markdown`); empty blocks are left out."""
+    texts = [markdown(b) if isinstance(b, tuple) else b for b in blocks]
+    return "\n\n".join(t if isinstance(t, str) else "\n".join(t) for t in texts if t) + "\n"
 
 
 def json_text(results: Mapping[str, Any]) -> str:
