@@ -98,22 +98,6 @@ class Cell:
         return f"{self.seed_set}: {self.kind} {self.source} {self.size}, {self.correction}"
 
 
-def cells_of(seeds: int, iterations: int, batches: int, offset: int, sources: dict) -> list[Cell]:
-    """The measurement cells, then every set's training cells."""
-    cells = [
-        Cell(SEED_SETS[0], "measure", s, size, "all", offset, 1, iterations, batches)
-        for s in MEASURED
-        for size in sources[s]
-    ]
-    for i, seed_set in enumerate(SEED_SETS):
-        for source, sizes in sources.items():
-            for size in sizes:
-                for c in measures.CORRECTIONS:
-                    first = offset + i * seeds
-                    cells.append(Cell(seed_set, "train", source, size, c, first, seeds, iterations))
-    return cells
-
-
 class Plan(NamedTuple):
     """What a run covers: seeds per set, iterations, measurement batches, the first seed and
     the sizes of each source."""
@@ -126,7 +110,21 @@ class Plan(NamedTuple):
 
     @property
     def cells(self) -> list[Cell]:
-        return cells_of(*self)
+        """The measurement cells, then every set's training cells."""
+        seeds, iterations, batches, offset, sources = self
+        cells = [
+            Cell(SEED_SETS[0], "measure", s, size, "all", offset, 1, iterations, batches)
+            for s in MEASURED
+            for size in sources[s]
+        ]
+        for seed_set, (source, sizes) in itertools.product(SEED_SETS, sources.items()):
+            first = offset + SEED_SETS.index(seed_set) * seeds
+            cells += [
+                Cell(seed_set, "train", source, z, c, first, seeds, iterations)
+                for z in sizes
+                for c in measures.CORRECTIONS
+            ]
+        return cells
 
 
 FULL_PLAN = Plan(SEEDS_PER_SET, SETTINGS.iterations, BATCHES, 0, SOURCES)

@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from argparse import ArgumentParser, Namespace
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -142,30 +142,6 @@ class Plan:
             )
             for s, m, mu, lr in grid
         ]
-
-    def sliced(
-        self,
-        methods: Sequence[str] = (),
-        learning_rates: Sequence[float] = (),
-        updates: Sequence[int] = (),
-        seeds: int | None = None,
-        seed_offset: int = 0,
-    ) -> Plan:
-        """This plan limited to some methods, learning rates and mu (none named: all); a
-        ``ValueError`` naming an unknown one and the valid ones."""
-        check_names(
-            ("method", methods, self.methods),
-            ("learning rate", learning_rates, self.learning_rates),
-            ("mu", updates, self.updates),
-        )
-        return replace(
-            self,
-            methods=kept(self.methods, methods),
-            learning_rates=kept(self.learning_rates, learning_rates),
-            updates=kept(self.updates, updates),
-            seeds=self.seeds if seeds is None else seeds,
-            seed_offset=seed_offset,
-        )
 
 
 FULL_PLAN = Plan(tuple(METHODS), LEARNING_RATES, UPDATES)
@@ -289,8 +265,21 @@ def add_options(parser: ArgumentParser) -> None:
 
 
 def sliced(plan: Plan, args: Namespace) -> Plan:
-    """``plan`` limited to the methods, learning rates, mu and seeds ``args`` name."""
-    return plan.sliced(args.method, args.learning_rate, args.updates, args.seeds, args.seed_offset)
+    """``plan`` limited to the methods, learning rates, mu and seeds ``args`` name (none named:
+    all); a ``ValueError`` naming an unknown one and the valid ones."""
+    check_names(
+        ("method", args.method, plan.methods),
+        ("learning rate", args.learning_rate, plan.learning_rates),
+        ("mu", args.updates, plan.updates),
+    )
+    return replace(
+        plan,
+        methods=kept(plan.methods, args.method),
+        learning_rates=kept(plan.learning_rates, args.learning_rate),
+        updates=kept(plan.updates, args.updates),
+        seeds=args.seeds or plan.seeds,
+        seed_offset=args.seed_offset,
+    )
 
 
 def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
