@@ -43,7 +43,7 @@ import numpy as np
 
 from experiments import runner
 from experiments.evidence import SEED_SETS, sign_of, simultaneous_band
-from experiments.report import INTERVALS, json_text, machine_line, write_report
+from experiments.report import INTERVALS, document, json_text, machine_line, write_report
 from ppo_viz.machine import fingerprint
 from ppo_viz.mismatch import measures
 from ppo_viz.results import RESULTS_DIR
@@ -257,73 +257,74 @@ def results_markdown(results: dict[str, Any]) -> str:
     s, b, c = results["settings"], results["batches"], results["controls"]
     sets = ", ".join(f"{k} from seed {v}" for k, v in results["sets"].items())
     cols = ("none", "token_truncate", "sequence_mask", "opsm")
-    lines = [
-        "# Ratios that are not 1: the engine's mismatch in miniature",
-        f"\nWritten by `{results['command']}` in {results['seconds']} s wall "
-        f"({results['cpu_seconds']} s CPU, {results['jobs']} processes). "
-        + machine_line(results["machine"], "Elsewhere the aggregates reproduce, not the bits."),
-        f"\nGRPO on the tiny model ({results['parameters']:,} parameters) at μ = {s['updates']}, "
-        f"learning rate {s['learning_rate']:g}, {s['iterations']} iterations of "
-        f"{s['prompts_per_batch']} × {s['group_size']} responses; {results['seeds_per_set']} seeds "
-        f"per set ({sets}). Corrections: TRL's four modes (clip_max {results['clip_max']:g}, no "
-        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}, and its control: every "
-        "negative-advantage response dropped whatever its gap (negatives_dropped). Bands: max-t "
-        "simultaneous "
-        f"95% over a source's sizes, {INTERVALS}.",
-        "\n## One batch at each size\n",
-        f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
-        f"({b * results['responses_per_batch']:,} responses), the same random numbers on both "
-        "sides; floor: its Monte Carlo standard error. Clipped at μ = 1: tokens whose gradient "
-        "GRPO's clip switches off when the engine's log-probabilities serve as logp_old (verl, "
-        "TRL); outside: |r − 1| > ε whatever A (CleanRL).\n",
-        "| source | size | gap mean [1%, 99%] | clipped at μ = 1 (outside) | bias: "
-        f"{' | '.join(cols)} | floor |",
-        "|---" * 9 + "|",
-    ]
+    header = ["source", "size", "gap mean [1%, 99%]", "clipped at μ = 1 (outside)"]
+    batches = [*header, *(f"bias: {k}" if k == cols[0] else k for k in cols), "floor"], []
     for source, curve in results["curves"].items():
         for size, m in zip(results["sources"][source], curve, strict=True):
             q, bias = m["gap_quantiles"], m["bias"]
-            cells = [
-                f"{m['gap_mean']:+.4f} [{q[0]:+.3f}, {q[2]:+.3f}]",
-                f"{m['mu1']['clipped']:.3f} ({m['mu1']['outside']:.3f})",
-            ]
-            cells += [f"{bias[k]['bias']:.3f}" for k in cols] + [f"{bias['none']['floor']:.3f}"]
-            lines.append(f"| {source} | {size} | " + " | ".join(cells) + " |")
+            batches[1].append(
+                [source, str(size), f"{m['gap_mean']:+.4f} [{q[0]:+.3f}, {q[2]:+.3f}]"]
+                + [f"{m['mu1']['clipped']:.3f} ({m['mu1']['outside']:.3f})"]
+                + [f"{bias[k]['bias']:.3f}" for k in cols]
+                + [f"{bias['none']['floor']:.3f}"]
+            )
     ratios = [v["bias"] / v["floor"] for v in c["independent_on_policy"]]
     shares = results["trained_clip_fraction"]
     trained = "; ".join(f"{k} {', '.join(f'{v:.3f}' for v in vs)}" for k, vs in shares.items())
-    lines += [
-        "\n## Controls\n",
-        "- Every source off: each correction trains exactly as none on every seed: "
-        f"**{'yes' if c['identical_without_mismatch'] else 'NO'}**; the exact engine's gradient "
-        f"bias under every correction: {c['exact_engine_bias']:g}.",
-        "- Two on-policy estimates from independent draws: bias / its floor from "
-        f"{min(ratios):.2f} to {max(ratios):.2f} (noise alone gives about 1).",
-        "- Share of tokens clipped by the trainer's own ratio (new / old, TRL's recomputation), "
-        f"confirmation seeds, per size: {trained}.",
-        "- OPSM minus its control (every negative answer dropped, whatever the gap), final "
-        "accuracy, where both sets' bands exclude 0: "
-        + "; ".join(map(_difference_by_size, results["opsm_vs_negatives_dropped"].items()))
-        + ".",
-        "\n## Findings: both seed sets' bands exclude 0 on the same side\n",
-        "| source | correction | metric | sizes | difference from none (confirmation) |",
-        "|---" * 5 + "|",
-    ]
-    for f in results["findings"]:
-        sizes, diffs = ", ".join(map(str, f["sizes"])), ", ".join(f"{d:+.3f}" for d in f["diff"])
-        lines.append(f"| {f['source']} | {f['correction']} | {f['metric']} | {sizes} | {diffs} |")
+    found = (
+        ["source", "correction", "metric", "sizes", "difference from none (confirmation)"],
+        [
+            [f["source"], f["correction"], f["metric"], ", ".join(map(str, f["sizes"])), diffs]
+            for f in results["findings"]
+            for diffs in [", ".join(f"{d:+.3f}" for d in f["diff"])]
+        ],
+    )
     nulls = sorted({f"{n['source']}/{n['correction']}" for n in results["nulls"]
                     if n["metric"] == "score"})  # fmt: skip
     bits = results["sources"]["bits"]
     at = bits.index(8) if 8 in bits else -1  # bf16's 8 bits (--quick has others)
     q = results["curves"]["bits"][at]["gap_quantiles"]
-    limits = LIMITS.format(vocabulary=results["vocabulary"], bits=bits[at], low=q[0], high=q[2])
-    lines += [f"\nNot detectable here (final accuracy): {', '.join(nulls) or 'none'}.", limits]
-    return "\n".join(lines) + "\n"
+    return document(
+        "# Ratios that are not 1: the engine's mismatch in miniature",
+        f"Written by `{results['command']}` in {results['seconds']} s wall "
+        f"({results['cpu_seconds']} s CPU, {results['jobs']} processes). "
+        + machine_line(results["machine"], "Elsewhere the aggregates reproduce, not the bits."),
+        f"GRPO on the tiny model ({results['parameters']:,} parameters) at μ = {s['updates']}, "
+        f"learning rate {s['learning_rate']:g}, {s['iterations']} iterations of "
+        f"{s['prompts_per_batch']} × {s['group_size']} responses; {results['seeds_per_set']} seeds "
+        f"per set ({sets}). Corrections: TRL's four modes (clip_max {results['clip_max']:g}, no "
+        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}, and its control: every "
+        "negative-advantage response dropped whatever its gap (negatives_dropped). Bands: max-t "
+        f"simultaneous 95% over a source's sizes, {INTERVALS}.",
+        "## One batch at each size",
+        f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
+        f"({b * results['responses_per_batch']:,} responses), the same random numbers on both "
+        "sides; floor: its Monte Carlo standard error. Clipped at μ = 1: tokens whose gradient "
+        "GRPO's clip switches off when the engine's log-probabilities serve as logp_old (verl, "
+        "TRL); outside: |r − 1| > ε whatever A (CleanRL).",
+        batches,
+        "## Controls",
+        [
+            "- Every source off: each correction trains exactly as none on every seed: "
+            f"**{'yes' if c['identical_without_mismatch'] else 'NO'}**; the exact engine's "
+            f"gradient bias under every correction: {c['exact_engine_bias']:g}.",
+            "- Two on-policy estimates from independent draws: bias / its floor from "
+            f"{min(ratios):.2f} to {max(ratios):.2f} (noise alone gives about 1).",
+            "- Share of tokens clipped by the trainer's own ratio (new / old, TRL's "
+            f"recomputation), confirmation seeds, per size: {trained}.",
+            "- OPSM minus its control (every negative answer dropped, whatever the gap), final "
+            "accuracy, where both sets' bands exclude 0: "
+            + "; ".join(map(_difference_by_size, results["opsm_vs_negatives_dropped"].items()))
+            + ".",
+        ],
+        "## Findings: both seed sets' bands exclude 0 on the same side",
+        found,
+        f"Not detectable here (final accuracy): {', '.join(nulls) or 'none'}.",
+        LIMITS.format(vocabulary=results["vocabulary"], bits=bits[at], low=q[0], high=q[2]),
+    )
 
 
-LIMITS = """
-## What a 2,000-parameter model can and cannot show
+LIMITS = """## What a 2,000-parameter model can and cannot show
 
 It shows the mechanisms, each measured above: under top-p alone every gap is at most 0 (the
 engine renormalises over fewer tokens), so every weight is at most 1 and a clip_max has nothing

@@ -158,7 +158,10 @@ def parse(study: ModuleType, argv: list[str] | None) -> tuple[Any, Path | None, 
     ``FULL_PLAN`` or ``QUICK_PLAN`` to what they name (a ``ValueError`` says what is wrong).
     The flag gives no plan (None), the folder whose results it derives again
     (:func:`rederive_folder`) and one job; with any other option but ``--output-dir`` and
-    ``--jobs`` it is refused, naming that option."""
+    ``--jobs`` it is refused, naming that option.  A run writes into ``--output-dir``; nothing
+    for ``--quick`` (None); the committed ``FILES``' folder for the full plan; else the study's
+    ``SCRATCH_DIR`` (which a run says); the folder is made and proven writable before any work
+    (:func:`writable`)."""
     flag, flag_help = study.REDERIVE
     parser = StudyParser(study.COMMAND, description=study.__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -186,26 +189,12 @@ def parse(study: ModuleType, argv: list[str] | None) -> tuple[Any, Path | None, 
         plan = study.sliced(study.QUICK_PLAN if args.quick else full, args)
     except ValueError as error:
         parser.error(str(error))
-    folder = output_folder(parser, args, plan == full, study.SCRATCH_DIR, study.FILES)
-    return plan, folder, args.jobs
-
-
-def output_folder(
-    parser: argparse.ArgumentParser,
-    args: argparse.Namespace,
-    full: bool,
-    scratch: Path,
-    files: Files,
-) -> Path | None:
-    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); the committed
-    ``files``' folder for the full plan; else ``scratch`` (which a run says).  The folder is
-    made and proven writable before any work (:func:`writable`)."""
     if args.output_dir is None and args.quick:
-        return None
-    output = args.output_dir or (files[0].parent if full else scratch)
-    if output == scratch:
+        return plan, None, args.jobs
+    output = args.output_dir or (study.FILES[0].parent if plan == full else study.SCRATCH_DIR)
+    if output == study.SCRATCH_DIR:
         print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
-    return writable(parser, output, files)
+    return plan, writable(parser, output, study.FILES), args.jobs
 
 
 def writable(parser: argparse.ArgumentParser, folder: Path, files: Files) -> Path:
