@@ -44,7 +44,6 @@ import numpy as np
 from experiments import runner
 from experiments.evidence import SEED_SETS, sign_of, simultaneous_band
 from experiments.report import INTERVALS, document, json_text, machine_line, write_report
-from ppo_viz.machine import fingerprint
 from ppo_viz.mismatch import measures
 from ppo_viz.results import RESULTS_DIR
 from tiny_lm import V, reference_model
@@ -160,16 +159,11 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     return {**raw, "cpu_seconds": time.process_time() - started}
 
 
-def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
+def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data, statistics included."""
     cells, (seeds, iterations, batches, offset, sources) = plan.cells, plan
     return summarize(
         {
-            "command": COMMAND,
-            "machine": fingerprint(),
-            "seconds": round(seconds),
-            "cpu_seconds": round(sum(raw[c.key]["cpu_seconds"] for c in cells)),
-            "jobs": jobs,
             "settings": {**asdict(SETTINGS), "iterations": iterations, "method": "grpo"},
             "seeds_per_set": seeds,
             "sets": {s: offset + i * seeds for i, s in enumerate(SEED_SETS)},

@@ -63,7 +63,6 @@ from experiments.rlhf_findings import summarize
 from experiments.rlhf_report import results_markdown as results_markdown
 from experiments.rlhf_report import write_results as write_results
 from experiments.runner import check_names, digits, kept, seed_count
-from ppo_viz.machine import fingerprint
 from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
 from tiny_rlhf import METHODS, History, TrainSettings, train
@@ -189,7 +188,7 @@ def seed_values(history: History) -> dict[str, np.ndarray]:
     }
 
 
-def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
+def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data (``rlhf_study.json``), findings included."""
     cells = []
     for cell in plan.cells:
@@ -207,11 +206,6 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         )
     base = {k: v for k, v in asdict(plan.base).items() if k not in ("learning_rate", "updates")}
     results = {
-        "command": COMMAND,
-        "machine": fingerprint(),
-        "seconds": round(seconds),
-        "cpu_seconds": round(sum(c["cpu_seconds"] for c in cells)),
-        "jobs": jobs,
         "seed_offset": plan.seed_offset,
         "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SETS},
         "settings": base,

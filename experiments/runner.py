@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from experiments.evidence import ALL_SEED_SETS
+from ppo_viz.machine import fingerprint
 
 Runner = Callable[[Any], dict[str, Any]]
 Files = Sequence[Path]  # a study's files, its results first
@@ -320,8 +321,10 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
     ``FILES``) are derived again (``study.rederived``) and written.  Else the plan's cells run
     (``study.run_cell``, in ``--jobs`` processes, cached in the output folder under the last of
     ``FILES``' names) behind a progress bar,
-    ``study.results_of(plan, raw, seconds, jobs)`` makes the results (the wall seconds of every
-    session that ran them; ``resumed_cells``: those an earlier one finished) and
+    ``study.results_of(plan, raw)`` makes the results, after what every study records: its
+    command, the machine (:func:`ppo_viz.machine.fingerprint`), the wall seconds of every session
+    that ran them, the cells' CPU seconds and the jobs (``resumed_cells``: the cells an earlier
+    session finished); then
     ``study.write_results(results, output)`` writes them (``study.results_markdown`` printed
     when there is no output folder); 130 on Ctrl-C, the finished cells kept in the cache for the
     same command to resume from."""
@@ -357,8 +360,10 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     note_wall_seconds(cache, seconds)  # kept if the statistics or the writing fail
     try:
-        made = study.results_of(plan, raw, earlier + seconds, jobs)
-        results = {**made, "resumed_cells": resumed}
+        cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
+        made = {"command": study.COMMAND, "machine": fingerprint()}
+        made |= {"seconds": round(earlier + seconds), "cpu_seconds": round(cpu), "jobs": jobs}
+        results = {**made, **study.results_of(plan, raw), "resumed_cells": resumed}
     except KeyboardInterrupt:  # every cell finished: the statistics were being derived
         print(interrupted_message(cache), file=sys.stderr)
         return 130

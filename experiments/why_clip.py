@@ -76,7 +76,6 @@ from experiments.study import Cell, Sweep, summarize_sweep
 from experiments.study import run_cell as run_cell  # what experiments.runner calls
 from experiments.why_clip_report import results_markdown as results_markdown
 from experiments.why_clip_report import write_results as write_results
-from ppo_viz.machine import fingerprint
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1
 
@@ -173,7 +172,7 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
     return Plan(tuple(sweeps), results["seed_offset"], tuple(results["seed_sets"]))
 
 
-def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
+def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data (``why_clip.json``), with the claims evaluated on them: what
     ran (the plan's sweeps with their settings, and each method as data) and what it gave."""
     sweeps = {}
@@ -183,13 +182,7 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
             by_set.setdefault(cell.seed_set, {}).setdefault(cell.method, {})
             by_set[cell.seed_set][cell.method][cell.value] = raw[cell.key]
         sweeps[sweep.name] = summarize_sweep(sweep, by_set, plan.seed_offset)
-    cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
     results = {
-        "command": COMMAND,
-        "machine": fingerprint(),
-        "seconds": round(seconds),
-        "cpu_seconds": round(cpu),
-        "jobs": jobs,
         "seed_offset": plan.seed_offset,
         "seed_sets": list(plan.seed_sets),
         "stable_share": STABLE_SHARE,
