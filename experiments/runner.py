@@ -320,14 +320,13 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
     No plan (its ``REDERIVE`` flag): the results in the output folder (the first of its
     ``FILES``) are derived again (``study.rederived``) and written.  Else the plan's cells run
     (``study.run_cell``, in ``--jobs`` processes, cached in the output folder under the last of
-    ``FILES``' names) behind a progress bar,
-    ``study.results_of(plan, raw)`` makes the results, after what every study records: its
-    command, the machine (:func:`ppo_viz.machine.fingerprint`), the wall seconds of every session
-    that ran them, the cells' CPU seconds and the jobs (``resumed_cells``: the cells an earlier
-    session finished); then
+    ``FILES``' names) behind a progress bar; ``study.results_of(plan, raw)`` makes the results,
+    after what every study records: its command, the machine
+    (:func:`ppo_viz.machine.fingerprint`), the wall seconds of every session that ran them, the
+    cells' CPU seconds and the jobs (``resumed_cells``: the cells an earlier session finished);
     ``study.write_results(results, output)`` writes them (``study.results_markdown`` printed
-    when there is no output folder); 130 on Ctrl-C, the finished cells kept in the cache for the
-    same command to resume from."""
+    when there is no output folder).  130 on Ctrl-C, the finished cells kept in the cache for
+    the same command to resume from."""
     files = study.FILES
     plan, output, jobs = parse(study, argv)
     if plan is None:
