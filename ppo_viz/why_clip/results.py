@@ -143,12 +143,6 @@ def stable_text(stable: Sequence[float] | None) -> str:
     return low if low == high else f"{low} – {high}"
 
 
-def not_distinguishable_note(results: Mapping[str, Any], name: str) -> str:
-    """What ``n.d.`` means in a sweep's tables."""
-    seeds = results["sweeps"][name]["seeds"]
-    return f"n.d.: not distinguishable with {seeds} seeds (the 95% interval holds 0)"
-
-
 # -- the tables ------------------------------------------------------------------------------
 
 
