@@ -38,8 +38,6 @@ def cells(means: list[float], succeed: list[float], rng: np.random.Generator, sp
             "value": value,
             "scores": (mean + spread * rng.standard_normal(SEEDS)).tolist(),
             "succeeded": "".join("1" if u < share else "0" for u in rng.random(SEEDS)),
-            "solved": 0,
-            "mean": mean,
         }
         for value, mean, share in zip(VALUES, means, succeed, strict=True)
     ]
