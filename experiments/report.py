@@ -1,10 +1,11 @@
 """Writing a study's results: its JSON, its markdown report and its figures, together.
 
-Both studies (``python -m experiments.why_clip`` and ``python -m experiments.rlhf_study``)
-write through :func:`write_report`, every file whole or not at all.  The markdown's tables are the
-notebooks' (:data:`ppo_viz.results.Table`, written by :func:`ppo_viz.results.markdown`), so
-the files and the notebooks show the same numbers; what both reports say of the machine and
-of the intervals is written here once.
+Every study (``python -m experiments.why_clip``, ``rlhf_study``, ``mismatch_study``) writes
+through :func:`write_report`, every file whole or not at all, and its report as a list of
+blocks (:func:`document`).  The markdown's tables are the notebooks'
+(:data:`ppo_viz.results.Table`, written by :func:`ppo_viz.results.markdown`), so the files and
+the notebooks show the same numbers; what the reports say of the machine and of the intervals
+is written here once.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Running a study's cells, for :mod:`experiments.why_clip` and :mod:`experiments.rlhf_study`.
+"""Running a study's cells, for every study command (why_clip, rlhf_study, mismatch_study).
 
 Every study command runs the same way.  Its cells run in ``--jobs`` worker processes (default:
 every CPU this process may use) with one BLAS thread each, behind a progress bar on stderr,
@@ -13,11 +13,11 @@ the valid ones, a folder that cannot be written in one line.  Only the full plan
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds), a ``seed_set``, a ``label()`` for the progress bar, and is run by a
 function of the cell that returns its raw numbers as plain data (:func:`run_cells`;
-:class:`ProgressBar`).  A study is its module, which names
-what differs (its plans, options, cells, statistics and report); the commands share their
-options and how their arguments become a plan and a folder (:func:`parse`; every mistake one
-line, status 2; a slice's names checked by :func:`check_names`, folders by
-:func:`cannot_write`) and what they then do (:func:`main`).
+:class:`ProgressBar`).  A study is its module, which names what differs (its plans, options,
+cells, statistics and report); the commands share their options and how their arguments
+become a plan and a folder (:func:`parse`; every mistake one line, status 2; a slice's names
+checked by :func:`check_names`, folders by :func:`cannot_write`) and what they then do
+(:func:`main`).
 """
 
 from __future__ import annotations
