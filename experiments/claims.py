@@ -10,7 +10,7 @@ it free of the winner's curse).  Three kinds:
   distinguishable`` (the interval holds 0: not distinguishable with these seeds, which is not
   "equal");
 * :class:`UpperEnd`: the top of ``a``'s stable range (the largest step size at which at least
-  90% of its seeds succeed) above ``b``'s, or above a step size.  Ranges are compared by their
+  90% of its seeds succeed) above ``b``'s.  Ranges are compared by their
   upper ends: their lower ends are the grid's edge on the bandit, and on CartPole the budget of
   50,000 steps (a small learning rate is too slow there, not unstable).  No stable step size at
   all counts as below every one.  The interval of an upper end is the 2.5th to 97.5th
@@ -86,16 +86,13 @@ class Arm:
 @dataclass(frozen=True)
 class Claim:
     """One claim: ``key`` names it, ``says`` states it in words (no numbers: the tables give
-    them), ``expect`` is its verdict."""
+    them), ``arms`` are the arms it compares (``a``, ``b``, ...) and ``expect`` is its verdict."""
 
     key: str
     says: str
-    a: Arm
+    arms: tuple[Arm, ...]
     expect: str
     kind = ""
-
-    def arms(self) -> tuple[Arm, ...]:
-        return (self.a,)
 
 
 @dataclass(frozen=True)
@@ -103,11 +100,7 @@ class Difference(Claim):
     """``a`` minus ``b``, seed by seed: :data:`HIGHER`, :data:`LOWER` or
     :data:`NOT_DISTINGUISHABLE`."""
 
-    b: Arm = Arm("", "")
     kind = "difference"
-
-    def arms(self) -> tuple[Arm, ...]:
-        return (self.a, self.b)
 
     def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
         found = paired(data[0]["scores"], data[1]["scores"])
@@ -124,12 +117,7 @@ class Interaction(Difference):
     arms ran on the same seeds), for example the unclipped surrogate's loss against PPO at
     K = 10 minus at K = 4."""
 
-    c: Arm = Arm("", "")
-    d: Arm = Arm("", "")
     kind = "interaction"
-
-    def arms(self) -> tuple[Arm, ...]:
-        return (self.a, self.b, self.c, self.d)
 
     def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
         return super().on_set(_interaction_as_pair(data))
@@ -146,29 +134,21 @@ def _interaction_as_pair(data: Sequence[Any]) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class UpperEnd(Claim):
-    """The top of ``a``'s stable range above ``b``'s (an arm: its step size is ignored) or
-    above the step size ``than``: :data:`ABOVE` or :data:`NOT_ABOVE`."""
+    """The top of ``a``'s stable range above ``b``'s (the arms' step sizes are ignored):
+    :data:`ABOVE` or :data:`NOT_ABOVE`."""
 
-    b: Arm | None = None
-    than: float | None = None
     kind = "upper end"
-
-    def arms(self) -> tuple[Arm, ...]:
-        return (self.a,) if self.b is None else (self.a, self.b)
 
     def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
         tops = [top_of(sweep_cells) for sweep_cells in data]
         draws = resamples(len(data[0][0]["succeeded"]))
         intervals = [top_interval(sweep_cells, draws) for sweep_cells in data]
-        if self.b is None:
-            tops.append(self.than)
         above = (tops[0] or 0.0) > (tops[1] or 0.0)
         return {"estimate": tops, "ci": intervals, "verdict": ABOVE if above else NOT_ABOVE}
 
     def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
         tops = [tops_of(sweep_cells, draws) for sweep_cells in pooled]
-        other = tops[1] if self.b is not None else np.full(len(draws), self.than)
-        return np.where(tops[0] > other, ABOVE, NOT_ABOVE).astype(object)
+        return np.where(tops[0] > tops[1], ABOVE, NOT_ABOVE).astype(object)
 
 
 @dataclass(frozen=True)
@@ -240,8 +220,7 @@ def read_claims(path: Path = CLAIMS_TABLE) -> tuple[Claim, ...]:
             sweep, _, rest = text.partition(":")
             method, _, value = rest.partition("@")
             arms.append(Arm(sweep, method, float(value) if value else None))
-        a, *others = arms
-        claims.append(KINDS[row["kind"]](row["key"], row["says"], a, row["expect"], *others))
+        claims.append(KINDS[row["kind"]](row["key"], row["says"], tuple(arms), row["expect"]))
     return tuple(claims)
 
 
@@ -287,7 +266,7 @@ def pooled_data(data: Sequence[Any]) -> Any:
 
 def available(results: Mapping[str, Any], claim: Claim) -> bool:
     """Whether the results hold every arm the claim compares, on some seed set."""
-    for arm in claim.arms():
+    for arm in claim.arms:
         sweep = results["sweeps"].get(arm.sweep)
         if sweep is None or arm.method not in sweep["methods"]:
             return False
@@ -299,7 +278,7 @@ def available(results: Mapping[str, Any], claim: Claim) -> bool:
 def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
     """One claim on each seed set the results hold, its flip chance and its status."""
     sets = [s for s in SEED_SETS if s in results["seed_sets"]]
-    data = {s: [arm_data(results, arm, s, claim) for arm in claim.arms()] for s in sets}
+    data = {s: [arm_data(results, arm, s, claim) for arm in claim.arms] for s in sets}
     entry: dict[str, Any] = {
         "key": claim.key,
         "kind": claim.kind,
@@ -307,18 +286,16 @@ def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
         "expect": claim.expect,
         "arms": [
             {"sweep": arm.sweep, "method": arm.method, "value": value_of(results, arm)}
-            for arm in claim.arms()
+            for arm in claim.arms
         ],
     }
-    if isinstance(claim, UpperEnd) and claim.than is not None:
-        entry["than"] = claim.than
     for seed_set in sets:
         found = claim.on_set(data[seed_set])
-        seeds = results["sweeps"][claim.a.sweep]["seeds"]
+        seeds = results["sweeps"][claim.arms[0].sweep]["seeds"]
         entry[seed_set] = {**found, "holds": found["verdict"] == claim.expect, "seeds": seeds}
     if len(sets) == 2:
         pooled = [pooled_data(pair) for pair in zip(data[sets[0]], data[sets[1]], strict=True)]
-        seeds = results["sweeps"][claim.a.sweep]["seeds"]
+        seeds = results["sweeps"][claim.arms[0].sweep]["seeds"]
         draws = resamples(2 * seeds, seeds)
         flips = claim.fresh_verdicts(pooled, draws) != claim.expect
         entry["flip"] = float(flips.mean())

@@ -55,16 +55,6 @@ def bootstrap_interval(values: ArrayLike) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def mean_interval(values: Sequence[float | None]) -> dict[str, Any]:
-    """The mean of the finite values (None: a seed without one), its bootstrap interval and
-    their number ``n``; ``mean`` and ``ci`` are None when no value is finite."""
-    finite = np.asarray(values, dtype=float)
-    finite = finite[np.isfinite(finite)]
-    if not finite.size:
-        return {"mean": None, "ci": None, "n": 0}
-    return {"mean": float(finite.mean()), "ci": list(bootstrap_interval(finite)), "n": finite.size}
-
-
 def paired(values: ArrayLike, reference: ArrayLike) -> dict[str, Any]:
     """``values - reference`` seed by seed, over the seeds where both are finite: the mean
     difference ``diff``, its bootstrap interval ``ci`` and the number of seeds ``n``."""

@@ -34,16 +34,16 @@ import json
 import sys
 import tempfile
 import time
+from argparse import ArgumentParser, Namespace
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from experiments import runner
 from experiments.evidence import SEED_SETS, sign_of, simultaneous_band
-from experiments.report import INTERVALS, json_text, machine_line, write_report
-from experiments.runner import parse_study, run_study, study_parser
-from ppo_viz.machine import fingerprint
+from experiments.report import INTERVALS, document, json_text, machine_line, write_report
 from ppo_viz.mismatch import measures
 from ppo_viz.results import RESULTS_DIR
 from tiny_lm import V, reference_model
@@ -97,22 +97,6 @@ class Cell:
         return f"{self.seed_set}: {self.kind} {self.source} {self.size}, {self.correction}"
 
 
-def cells_of(seeds: int, iterations: int, batches: int, offset: int, sources: dict) -> list[Cell]:
-    """The measurement cells, then every set's training cells."""
-    cells = [
-        Cell(SEED_SETS[0], "measure", s, size, "all", offset, 1, iterations, batches)
-        for s in MEASURED
-        for size in sources[s]
-    ]
-    for i, seed_set in enumerate(SEED_SETS):
-        for source, sizes in sources.items():
-            for size in sizes:
-                for c in measures.CORRECTIONS:
-                    first = offset + i * seeds
-                    cells.append(Cell(seed_set, "train", source, size, c, first, seeds, iterations))
-    return cells
-
-
 class Plan(NamedTuple):
     """What a run covers: seeds per set, iterations, measurement batches, the first seed and
     the sizes of each source."""
@@ -125,11 +109,25 @@ class Plan(NamedTuple):
 
     @property
     def cells(self) -> list[Cell]:
-        return cells_of(*self)
+        """The measurement cells, then every set's training cells."""
+        seeds, iterations, batches, offset, sources = self
+        cells = [
+            Cell(SEED_SETS[0], "measure", s, size, "all", offset, 1, iterations, batches)
+            for s in MEASURED
+            for size in sources[s]
+        ]
+        for seed_set, (source, sizes) in itertools.product(SEED_SETS, sources.items()):
+            first = offset + SEED_SETS.index(seed_set) * seeds
+            cells += [
+                Cell(seed_set, "train", source, z, c, first, seeds, iterations)
+                for z in sizes
+                for c in measures.CORRECTIONS
+            ]
+        return cells
 
 
-FULL = Plan(SEEDS_PER_SET, SETTINGS.iterations, BATCHES, 0, SOURCES)
-QUICK = Plan(3, 10, 16, 0, {s: sizes[:2] for s, sizes in SOURCES.items()})
+FULL_PLAN = Plan(SEEDS_PER_SET, SETTINGS.iterations, BATCHES, 0, SOURCES)
+QUICK_PLAN = Plan(3, 10, 16, 0, {s: sizes[:2] for s, sizes in SOURCES.items()})
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
@@ -161,18 +159,11 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     return {**raw, "cpu_seconds": time.process_time() - started}
 
 
-def results_of(
-    cells: list[Cell], raw: dict[str, Any], seconds: float, jobs: int, full: tuple
-) -> dict[str, Any]:
+def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data, statistics included."""
-    seeds, iterations, batches, offset, sources = full
+    cells, (seeds, iterations, batches, offset, sources) = plan.cells, plan
     return summarize(
         {
-            "command": COMMAND,
-            "machine": fingerprint(),
-            "seconds": round(seconds),
-            "cpu_seconds": round(sum(raw[c.key]["cpu_seconds"] for c in cells)),
-            "jobs": jobs,
             "settings": {**asdict(SETTINGS), "iterations": iterations, "method": "grpo"},
             "seeds_per_set": seeds,
             "sets": {s: offset + i * seeds for i, s in enumerate(SEED_SETS)},
@@ -198,18 +189,10 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     for (source, sizes), c, metric in itertools.product(
         sources.items(), measures.CORRECTIONS[1:], METRICS
     ):
-        per_set = {}
-        for seed_set in SEED_SETS:
-            runs = [
-                [got["train", source, z, k, seed_set][metric] for z in sizes] for k in (c, "none")
-            ]
-            per_set[seed_set] = simultaneous_band(np.subtract(*runs).T)
-        bands[f"{source}/{c}/{metric}"] = per_set
-        signs = [[sign_of(ci) for ci in zip(b["low"], b["high"])] for b in per_set.values()]  # noqa: B905
-        agreed = [z for z, a, b in zip(sizes, *signs, strict=True) if a and a == b]
-        diff = [per_set[SEED_SETS[1]]["mean"][sizes.index(z)] for z in agreed]
-        entry = {"source": source, "correction": c, "metric": metric, "sizes": agreed, "diff": diff}
-        (findings if agreed else nulls).append(entry)
+        found = agreement(got, source, sizes, metric, c, "none")
+        bands[f"{source}/{c}/{metric}"] = found.pop("bands")
+        entry = {"source": source, "correction": c, "metric": metric, **found}
+        (findings if found["sizes"] else nulls).append(entry)
     off = [(s, sizes[0], seed_set) for s, sizes in sources.items() for seed_set in SEED_SETS]
     same = all(
         got["train", s, z, c, seed_set][m] == got["train", s, z, "none", seed_set][m]
@@ -217,21 +200,10 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         for c in measures.CORRECTIONS[:-1]  # the control, negatives_dropped, acts anyway
         for m in (*METRICS, "clip_fraction")
     )
-    opsm_vs_dropped = {}  # OPSM minus its control: what OPSM does beyond dropping negatives
-    for source, sizes in sources.items():
-        per_set = {
-            seed_set: simultaneous_band(
-                np.subtract(
-                    *[[got["train", source, z, k, seed_set]["score"] for z in sizes]
-                      for k in ("opsm", "negatives_dropped")]
-                ).T
-            )
-            for seed_set in SEED_SETS
-        }  # fmt: skip
-        signs = [[sign_of(ci) for ci in zip(b["low"], b["high"])] for b in per_set.values()]  # noqa: B905
-        agreed = [z for z, a, b in zip(sizes, *signs, strict=True) if a and a == b]
-        diff = [per_set[SEED_SETS[1]]["mean"][sizes.index(z)] for z in agreed]
-        opsm_vs_dropped[source] = {"sizes": agreed, "diff": diff, "bands": per_set}
+    opsm_vs_dropped = {  # OPSM minus its control: what OPSM does beyond dropping negatives
+        source: agreement(got, source, sizes, "score", "opsm", "negatives_dropped")
+        for source, sizes in sources.items()
+    }
     exact = curves[MEASURED[0]][0]["bias"]
     controls = {
         "identical_without_mismatch": same,
@@ -247,6 +219,24 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     return {**results, **derived, "controls": controls, "trained_clip_fraction": clipped}
 
 
+def agreement(
+    got: dict, source: str, sizes: list, metric: str, method: str, versus: str
+) -> dict[str, Any]:
+    """``method`` minus ``versus`` on ``metric``, seed by seed at each size of ``source``: each
+    set's simultaneous band (``bands``), the sizes where both sets' bands exclude 0 on the same
+    side and the confirmation set's mean difference there (``diff``)."""
+    bands = {}
+    for seed_set in SEED_SETS:
+        runs = [
+            [got["train", source, z, k, seed_set][metric] for z in sizes] for k in (method, versus)
+        ]
+        bands[seed_set] = simultaneous_band(np.subtract(*runs).T)
+    signs = [[sign_of(ci) for ci in zip(b["low"], b["high"], strict=True)] for b in bands.values()]
+    agreed = [i for i, (a, b) in enumerate(zip(*signs, strict=True)) if a and a == b]
+    mean = bands[SEED_SETS[1]]["mean"]
+    return {"sizes": [sizes[i] for i in agreed], "diff": [mean[i] for i in agreed], "bands": bands}
+
+
 def _difference_by_size(item: tuple[str, dict[str, Any]]) -> str:
     """``source at sizes by differences``, or that none was detectable."""
     source, found = item
@@ -256,78 +246,79 @@ def _difference_by_size(item: tuple[str, dict[str, Any]]) -> str:
     return f"{source} at {', '.join(map(str, found['sizes']))} by {diffs}"
 
 
-def report(results: dict[str, Any]) -> str:
+def results_markdown(results: dict[str, Any]) -> str:
     """RESULTS_MISMATCH.md: the settings, one batch per size, the controls, the findings."""
     s, b, c = results["settings"], results["batches"], results["controls"]
     sets = ", ".join(f"{k} from seed {v}" for k, v in results["sets"].items())
     cols = ("none", "token_truncate", "sequence_mask", "opsm")
-    lines = [
-        "# Ratios that are not 1: the engine's mismatch in miniature",
-        f"\nWritten by `{results['command']}` in {results['seconds']} s wall "
-        f"({results['cpu_seconds']} s CPU, {results['jobs']} processes). "
-        + machine_line(results["machine"], "Elsewhere the aggregates reproduce, not the bits."),
-        f"\nGRPO on the tiny model ({results['parameters']:,} parameters) at μ = {s['updates']}, "
-        f"learning rate {s['learning_rate']:g}, {s['iterations']} iterations of "
-        f"{s['prompts_per_batch']} × {s['group_size']} responses; {results['seeds_per_set']} seeds "
-        f"per set ({sets}). Corrections: TRL's four modes (clip_max {results['clip_max']:g}, no "
-        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}, and its control: every "
-        "negative-advantage response dropped whatever its gap (negatives_dropped). Bands: max-t "
-        "simultaneous "
-        f"95% over a source's sizes, {INTERVALS}.",
-        "\n## One batch at each size\n",
-        f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
-        f"({b * results['responses_per_batch']:,} responses), the same random numbers on both "
-        "sides; floor: its Monte Carlo standard error. Clipped at μ = 1: tokens whose gradient "
-        "GRPO's clip switches off when the engine's log-probabilities serve as logp_old (verl, "
-        "TRL); outside: |r − 1| > ε whatever A (CleanRL).\n",
-        "| source | size | gap mean [1%, 99%] | clipped at μ = 1 (outside) | bias: "
-        f"{' | '.join(cols)} | floor |",
-        "|---" * 9 + "|",
-    ]
+    header = ["source", "size", "gap mean [1%, 99%]", "clipped at μ = 1 (outside)"]
+    batches = [*header, *(f"bias: {k}" if k == cols[0] else k for k in cols), "floor"], []
     for source, curve in results["curves"].items():
         for size, m in zip(results["sources"][source], curve, strict=True):
             q, bias = m["gap_quantiles"], m["bias"]
-            cells = [
-                f"{m['gap_mean']:+.4f} [{q[0]:+.3f}, {q[2]:+.3f}]",
-                f"{m['mu1']['clipped']:.3f} ({m['mu1']['outside']:.3f})",
-            ]
-            cells += [f"{bias[k]['bias']:.3f}" for k in cols] + [f"{bias['none']['floor']:.3f}"]
-            lines.append(f"| {source} | {size} | " + " | ".join(cells) + " |")
+            batches[1].append(
+                [source, str(size), f"{m['gap_mean']:+.4f} [{q[0]:+.3f}, {q[2]:+.3f}]"]
+                + [f"{m['mu1']['clipped']:.3f} ({m['mu1']['outside']:.3f})"]
+                + [f"{bias[k]['bias']:.3f}" for k in cols]
+                + [f"{bias['none']['floor']:.3f}"]
+            )
     ratios = [v["bias"] / v["floor"] for v in c["independent_on_policy"]]
     shares = results["trained_clip_fraction"]
     trained = "; ".join(f"{k} {', '.join(f'{v:.3f}' for v in vs)}" for k, vs in shares.items())
-    lines += [
-        "\n## Controls\n",
-        "- Every source off: each correction trains exactly as none on every seed: "
-        f"**{'yes' if c['identical_without_mismatch'] else 'NO'}**; the exact engine's gradient "
-        f"bias under every correction: {c['exact_engine_bias']:g}.",
-        "- Two on-policy estimates from independent draws: bias / its floor from "
-        f"{min(ratios):.2f} to {max(ratios):.2f} (noise alone gives about 1).",
-        "- Share of tokens clipped by the trainer's own ratio (new / old, TRL's recomputation), "
-        f"confirmation seeds, per size: {trained}.",
-        "- OPSM minus its control (every negative answer dropped, whatever the gap), final "
-        "accuracy, where both sets' bands exclude 0: "
-        + "; ".join(map(_difference_by_size, results["opsm_vs_negatives_dropped"].items()))
-        + ".",
-        "\n## Findings: both seed sets' bands exclude 0 on the same side\n",
-        "| source | correction | metric | sizes | difference from none (confirmation) |",
-        "|---" * 5 + "|",
-    ]
-    for f in results["findings"]:
-        sizes, diffs = ", ".join(map(str, f["sizes"])), ", ".join(f"{d:+.3f}" for d in f["diff"])
-        lines.append(f"| {f['source']} | {f['correction']} | {f['metric']} | {sizes} | {diffs} |")
+    found = (
+        ["source", "correction", "metric", "sizes", "difference from none (confirmation)"],
+        [
+            [f["source"], f["correction"], f["metric"], ", ".join(map(str, f["sizes"])), diffs]
+            for f in results["findings"]
+            for diffs in [", ".join(f"{d:+.3f}" for d in f["diff"])]
+        ],
+    )
     nulls = sorted({f"{n['source']}/{n['correction']}" for n in results["nulls"]
                     if n["metric"] == "score"})  # fmt: skip
     bits = results["sources"]["bits"]
     at = bits.index(8) if 8 in bits else -1  # bf16's 8 bits (--quick has others)
     q = results["curves"]["bits"][at]["gap_quantiles"]
-    limits = LIMITS.format(vocabulary=results["vocabulary"], bits=bits[at], low=q[0], high=q[2])
-    lines += [f"\nNot detectable here (final accuracy): {', '.join(nulls) or 'none'}.", limits]
-    return "\n".join(lines) + "\n"
+    return document(
+        "# Ratios that are not 1: the engine's mismatch in miniature",
+        f"Written by `{results['command']}` in {results['seconds']} s wall "
+        f"({results['cpu_seconds']} s CPU, {results['jobs']} processes). "
+        + machine_line(results["machine"], "Elsewhere the aggregates reproduce, not the bits."),
+        f"GRPO on the tiny model ({results['parameters']:,} parameters) at μ = {s['updates']}, "
+        f"learning rate {s['learning_rate']:g}, {s['iterations']} iterations of "
+        f"{s['prompts_per_batch']} × {s['group_size']} responses; {results['seeds_per_set']} seeds "
+        f"per set ({sets}). Corrections: TRL's four modes (clip_max {results['clip_max']:g}, no "
+        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}, and its control: every "
+        "negative-advantage response dropped whatever its gap (negatives_dropped). Bands: max-t "
+        f"simultaneous 95% over a source's sizes, {INTERVALS}.",
+        "## One batch at each size",
+        f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
+        f"({b * results['responses_per_batch']:,} responses), the same random numbers on both "
+        "sides; floor: its Monte Carlo standard error. Clipped at μ = 1: tokens whose gradient "
+        "GRPO's clip switches off when the engine's log-probabilities serve as logp_old (verl, "
+        "TRL); outside: |r − 1| > ε whatever A (CleanRL).",
+        batches,
+        "## Controls",
+        [
+            "- Every source off: each correction trains exactly as none on every seed: "
+            f"**{'yes' if c['identical_without_mismatch'] else 'NO'}**; the exact engine's "
+            f"gradient bias under every correction: {c['exact_engine_bias']:g}.",
+            "- Two on-policy estimates from independent draws: bias / its floor from "
+            f"{min(ratios):.2f} to {max(ratios):.2f} (noise alone gives about 1).",
+            "- Share of tokens clipped by the trainer's own ratio (new / old, TRL's "
+            f"recomputation), confirmation seeds, per size: {trained}.",
+            "- OPSM minus its control (every negative answer dropped, whatever the gap), final "
+            "accuracy, where both sets' bands exclude 0: "
+            + "; ".join(map(_difference_by_size, results["opsm_vs_negatives_dropped"].items()))
+            + ".",
+        ],
+        "## Findings: both seed sets' bands exclude 0 on the same side",
+        found,
+        f"Not detectable here (final accuracy): {', '.join(nulls) or 'none'}.",
+        LIMITS.format(vocabulary=results["vocabulary"], bits=bits[at], low=q[0], high=q[2]),
+    )
 
 
-LIMITS = """
-## What a 2,000-parameter model can and cannot show
+LIMITS = """## What a 2,000-parameter model can and cannot show
 
 It shows the mechanisms, each measured above: under top-p alone every gap is at most 0 (the
 engine renormalises over fewer tokens), so every weight is at most 1 and a clip_max has nothing
@@ -340,41 +331,33 @@ routing that differs between the two, collapse over long training, or the throug
 engine buys."""
 
 
-def write(results: dict[str, Any], output: Path) -> None:
-    write_report(
-        output,
-        {output / FILES[0].name: json_text(results), output / FILES[1].name: report(results)},
-    )
+def write_results(results: dict[str, Any], output: Path) -> None:
+    write_report(output, {FILES[0]: json_text(results), FILES[1]: results_markdown(results)})
 
 
-def restated(results: dict[str, Any]) -> dict[str, Any]:
+def rederived(results: dict[str, Any]) -> dict[str, Any]:
     """Stored results with their statistics derived again from the per-seed values."""
     derived = ("curves", "bands", "findings", "nulls", "controls", "opsm_vs_negatives_dropped")
     return summarize({k: v for k, v in results.items() if k not in derived})
 
 
+#: The flag that derives the report again from the results, and the first fresh seed.
+REDERIVE = ("--restate", "derive the statistics and report again from the JSON")
+FRESH_FROM = SEEDS_PER_SET * len(SEED_SETS)
+
+
+def add_options(parser: ArgumentParser) -> None:
+    """No options of its own: the study runs whole (:mod:`experiments.runner` adds every
+    study's)."""
+
+
+def sliced(plan: Plan, args: Namespace) -> Plan:
+    """``plan`` from the seed ``--seed-offset`` names."""
+    return plan._replace(offset=args.seed_offset)
+
+
 def main(argv: list[str] | None = None) -> int:
-    restate = "derive the statistics and report again from the JSON"
-    parser = study_parser(COMMAND, __doc__, "--restate", restate, SEEDS_PER_SET * len(SEED_SETS))
-    parsed = parse_study(
-        parser,
-        argv,
-        "--restate",
-        (FULL, QUICK),
-        lambda plan, args: plan._replace(offset=args.seed_offset),
-        FILES,
-        SCRATCH_DIR,
-    )
-    return run_study(
-        parsed,
-        FILES,
-        restated,
-        run_cell,
-        lambda cell: cell.label(),
-        lambda plan, raw, seconds, jobs: results_of(plan.cells, raw, seconds, jobs, plan),
-        write,
-        report,
-    )
+    return runner.main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

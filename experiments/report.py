@@ -1,10 +1,11 @@
 """Writing a study's results: its JSON, its markdown report and its figures, together.
 
-Both studies (``python -m experiments.why_clip`` and ``python -m experiments.rlhf_study``)
-write through :func:`write_report`, every file whole or not at all.  The markdown's tables are the
-notebooks' (:data:`ppo_viz.results.Table`, written by :func:`ppo_viz.results.markdown`), so
-the files and the notebooks show the same numbers; what both reports say of the machine and
-of the intervals is written here once.
+Every study (``python -m experiments.why_clip``, ``rlhf_study``, ``mismatch_study``) writes
+through :func:`write_report`, every file whole or not at all, and its report as a list of
+blocks (:func:`document`).  The markdown's tables are the notebooks'
+(:data:`ppo_viz.results.Table`, written by :func:`ppo_viz.results.markdown`), so the files and
+the notebooks show the same numbers; what the reports say of the machine and of the intervals
+is written here once.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
 from experiments.evidence import LEVEL, RESAMPLES
+from ppo_viz.results import Table, markdown
 
 #: How both reports name their intervals.
 INTERVALS = (
@@ -32,6 +34,13 @@ def machine_line(machine: Mapping[str, str], reproduces: str) -> str:
         f"Machine: {machine['cpu']} ({machine['machine']}), numpy {machine['numpy']} with SIMD "
         f"{machine['simd']}. {reproduces}"
     )
+
+
+def document(*blocks: str | Sequence[str] | Table) -> str:
+    """A markdown document: its blocks one blank line apart, each a paragraph or a heading, a
+    list of lines, or a table (:func:`ppo_viz.results.markdown`); empty blocks are left out."""
+    texts = [markdown(b) if isinstance(b, tuple) else b for b in blocks]
+    return "\n\n".join(t if isinstance(t, str) else "\n".join(t) for t in texts if t) + "\n"
 
 
 def json_text(results: Mapping[str, Any]) -> str:

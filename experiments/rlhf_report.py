@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.report import json_text, machine_line, write_report
-from ppo_viz.results import Table, markdown
+from experiments.report import document, json_text, machine_line, write_report
+from ppo_viz.results import Table
 from ppo_viz.rlhf.figures import curves_figure, effects_figure, score_figure
 from ppo_viz.rlhf.results import (
     CURVES_FIGURE,
@@ -59,9 +59,8 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         for name, v in sets.items()
     )
     cells = len(results["cells"])
-    lines = [
+    blocks = [
         "# RLHF in miniature: GRPO-family trainers on a tiny language model",
-        "",
         f"Written by `{results['command']}` in {results['seconds']} s with {results['jobs']} "
         f"worker processes on a shared machine: {results['cpu_seconds']} s of CPU for the "
         f"{cells} cells and {results['summary_cpu_seconds']} s for the statistics, so about "
@@ -73,23 +72,19 @@ def results_markdown(results: Mapping[str, Any]) -> str:
             if results.get("resumed_cells")
             else ""
         ),
-        "",
         machine_line(
             machine,
             "A training run is chaotic: one last-bit difference in numpy's exp or tanh changes "
             "it from then on, so these numbers reproduce exactly only on a machine with this "
             "fingerprint, and elsewhere as aggregates over seeds.",
         ),
-        "",
         "## Design",
-        "",
         "**Task** (`tiny_lm.py`): count from a to b. The prompt is two digits a < b (b − a from "
         f"1 to 5, {m['prompts']} prompts); the right response is a, a+1, …, b and then `<eos>`. "
         "Reward 1 for the right response, 0 for a well-formed wrong one (digits, then "
         "`<eos>`), −0.5 for a malformed one (a non-digit token, an empty answer, or no `<eos>` "
         f"within {m['max_len']} tokens). Length and correctness pull apart: a wrong response "
         "can be short (it stopped early) or long (it overshot, or ran on).",
-        "",
         f"**Model**: one tanh layer of {m['hidden']} units over one-hot features of the "
         f"prompt's digits, the position and the previous token ({m['vocabulary']}-token "
         f"vocabulary; {m['parameters']:,} parameters), with hand-written backpropagation. "
@@ -97,7 +92,6 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "distilled from a noisy teacher, which answers "
         f"{results['reference_accuracy']:.1%} of the prompts right (exact probability, "
         "averaged over prompts); its longer counts are harder.",
-        "",
         f"**Training** (`tiny_rlhf.py`): {s['iterations']} iterations; each samples "
         f"{s['group_size']} responses to each of {s['prompts_per_batch']} prompts, then takes "
         "μ Adam steps on that batch, every token's gradient from `llm_clip.token_breakdown`. "
@@ -105,9 +99,7 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "β = 0.05). No dynamic sampling, overlong shaping, entropy bonus or gradient clipping. "
         "Every method runs on the same learning-rate grid, although masking and advantage "
         "scaling change the step each takes: compare curves, not one learning rate.",
-        "",
-        *markdown(methods_table(results)),
-        "",
+        methods_table(results),
         "The last four rows are controls, each one change from a method above it: GRPO with "
         "a token-level band of 0.02, and GSPO at GRPO's 0.2 (is GSPO's gain its sequence ratio "
         "or its band?); Dr. GRPO's aggregation with GRPO's std-scaled advantages, and GRPO's "
@@ -115,7 +107,6 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "algorithm, not a control: it differs from GRPO in four ways at once (GAE advantages "
         "from a value model, the KL in the reward, token-mean aggregation, advantages whitened "
         "over the batch), so no finding compares it.",
-        "",
         "**Grid and seeds**: learning rates "
         + ", ".join(f"{v:g}" for v in results["learning_rates"])
         + "; μ = "
@@ -127,7 +118,6 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "of training the mean response length, its excess over the right response's length "
         "(for all responses and for the wrong ones: which prompts were drawn does not move it) "
         "and the entropy per token; the share of tokens clipped over all updates.",
-        "",
         "**Protocol**: a finding is a published claim (as its paper makes it), or a control "
         "that changes one thing, about two methods and one metric. On each set of seeds its "
         "curve is the paired difference, seed by seed, at every learning rate and every μ it "
@@ -137,52 +127,41 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         "discovery and the confirmation sets' bands both exclude 0 on one side; the third set "
         "tests the statement. A side with no such setting is *not detectable here*. No "
         "best-versus-best comparison is made: every learning rate is shown.",
-        "",
         f"![Final accuracy against the learning rate, per μ]({SCORE_FIGURE.name})",
-        "",
         f"![Batch reward, response length, the wrong responses' excess length and entropy over "
         f"training at lr "
         f"{CURVES_CELL[0]:g}, μ = {CURVES_CELL[1]}]({CURVES_FIGURE.name})",
-        "",
         "## Findings",
-        "",
         f"![Each finding's paired difference against the learning rate, per μ, with its "
         f"simultaneous 95% band]({EFFECTS_FIGURE.name})",
-        "",
-        *markdown(findings_table(results)),
-        "",
+        findings_table(results),
         third_set_line(results),
-        "",
     ]
-    for finding in results["findings"]:
-        lines += [f"- {finding_sentence(results, finding)}", ""]
+    blocks += [f"- {finding_sentence(results, finding)}" for finding in results["findings"]]
     facts = results["facts_at_one_update"]
     if facts and facts["identical"]:
         same = "; ".join(
             f"{group}: {'yes' if ok else 'NO'}" for group, ok in facts["identical"].items()
         )
-        lines += [
+        blocks.append(
             "**With μ = 1** the policy that is trained is the one that sampled, so every ratio "
             "is exactly 1: the largest clip fraction of any μ = 1 cell is "
             f"{facts['largest_clip_fraction']:g} (the clip fraction that trainers log is 0, "
             "TRL issue #3120), and methods that differ only in their clip are the same run, "
-            f"their stored per-seed values equal in every cell ({same}).",
-            "",
-        ]
-    lines += [
+            f"their stored per-seed values equal in every cell ({same})."
+        )
+    blocks += [
         "## The curves",
-        "",
         "Per finding, each cell is the confirmation set's mean difference at that learning rate "
         "and μ, then one mark per set (discovery, confirmation, third): + where its simultaneous "
         "band is above 0, − below, · where it holds 0.",
-        "",
     ]
     for finding in results["findings"]:
-        lines += [f"**{finding['key']}**:", "", *markdown(curve_table(results, finding)), ""]
-    lines += ["## Final accuracy at every learning rate (confirmation seeds)", ""]
+        blocks += [f"**{finding['key']}**:", curve_table(results, finding)]
+    blocks.append("## Final accuracy at every learning rate (confirmation seeds)")
     for mu in results["updates"]:
-        lines += [f"μ = {mu}:", "", *markdown(score_table(results, "confirmation", mu)), ""]
-    return "\n".join(lines)
+        blocks += [f"μ = {mu}:", score_table(results, "confirmation", mu)]
+    return document(*blocks)
 
 
 def third_set_line(results: Mapping[str, Any]) -> str:

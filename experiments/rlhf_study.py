@@ -45,10 +45,11 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import itertools
 import json
+import sys
 import tempfile
 import time
-from argparse import Namespace
-from collections.abc import Mapping, Sequence
+from argparse import ArgumentParser, Namespace
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -56,19 +57,12 @@ from typing import Any
 import numpy as np
 
 import tiny_lm
+from experiments import runner
 from experiments.evidence import ALL_SEED_SETS as SETS
 from experiments.rlhf_findings import summarize
-from experiments.rlhf_report import results_markdown, write_results
-from experiments.runner import (
-    check_names,
-    digits,
-    kept,
-    parse_study,
-    run_study,
-    seed_count,
-    study_parser,
-)
-from ppo_viz.machine import fingerprint
+from experiments.rlhf_report import results_markdown as results_markdown
+from experiments.rlhf_report import write_results as write_results
+from experiments.runner import check_names, digits, kept, seed_count
 from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
 from tiny_rlhf import METHODS, History, TrainSettings, train
@@ -148,30 +142,6 @@ class Plan:
             for s, m, mu, lr in grid
         ]
 
-    def sliced(
-        self,
-        methods: Sequence[str] = (),
-        learning_rates: Sequence[float] = (),
-        updates: Sequence[int] = (),
-        seeds: int | None = None,
-        seed_offset: int = 0,
-    ) -> Plan:
-        """This plan limited to some methods, learning rates and mu (none named: all); a
-        ``ValueError`` naming an unknown one and the valid ones."""
-        check_names(
-            ("method", methods, self.methods),
-            ("learning rate", learning_rates, self.learning_rates),
-            ("mu", updates, self.updates),
-        )
-        return replace(
-            self,
-            methods=kept(self.methods, methods),
-            learning_rates=kept(self.learning_rates, learning_rates),
-            updates=kept(self.updates, updates),
-            seeds=self.seeds if seeds is None else seeds,
-            seed_offset=seed_offset,
-        )
-
 
 FULL_PLAN = Plan(tuple(METHODS), LEARNING_RATES, UPDATES)
 #: A smoke test of the command: three methods, one learning rate, two mu, 4 seeds per set.
@@ -218,7 +188,7 @@ def seed_values(history: History) -> dict[str, np.ndarray]:
     }
 
 
-def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
+def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data (``rlhf_study.json``), findings included."""
     cells = []
     for cell in plan.cells:
@@ -236,11 +206,6 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
         )
     base = {k: v for k, v in asdict(plan.base).items() if k not in ("learning_rate", "updates")}
     results = {
-        "command": COMMAND,
-        "machine": fingerprint(),
-        "seconds": round(seconds),
-        "cpu_seconds": round(sum(c["cpu_seconds"] for c in cells)),
-        "jobs": jobs,
         "seed_offset": plan.seed_offset,
         "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SETS},
         "settings": base,
@@ -269,44 +234,56 @@ def with_statistics(results: dict[str, Any]) -> dict[str, Any]:
     return results
 
 
-def restated(results: Mapping[str, Any]) -> dict[str, Any]:
+def rederived(results: Mapping[str, Any]) -> dict[str, Any]:
     """Stored results with their statistics derived again, in place of the stored ones, from
     the per-seed values they keep (after a change to the findings or the report; nothing is
     trained)."""
     return with_statistics({**results, "cells": [dict(cell) for cell in results["cells"]]})
 
 
-def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
-    """The plan (None for ``--restate``), the output folder (None: print only) and the number
-    of processes the arguments ask for; every mistake is refused here, before any work."""
-    restate = "derive the statistics, tables and figures again from the per-seed values of the "
-    restate += "results in --output-dir (default: the committed ones); trains nothing"
-    parser = study_parser(COMMAND, __doc__, "--restate", restate, 3 * SEEDS_PER_SET)
+#: The flag that derives the report again from the results, and the first fresh seed.
+REDERIVE = (
+    "--restate",
+    "derive the statistics, tables and figures again from the per-seed values of the results "
+    "in --output-dir (default: the committed ones); trains nothing",
+)
+FRESH_FROM = 3 * SEEDS_PER_SET
+
+
+def add_options(parser: ArgumentParser) -> None:
+    """The options of this study's slices (:mod:`experiments.runner` adds every study's)."""
     parser.add_argument("--method", action="append", default=[], choices=tuple(METHODS))
     parser.add_argument("--learning-rate", action="append", type=float, default=[])
     parser.add_argument("--updates", action="append", type=int, default=[], help="mu")
     parser.add_argument("--seeds", type=seed_count, help="seeds per set (default 20)")
-    return parse_study(
-        parser, argv, "--restate", (FULL_PLAN, QUICK_PLAN), sliced, FILES, SCRATCH_DIR
-    )
 
 
 def sliced(plan: Plan, args: Namespace) -> Plan:
-    """``plan`` limited to the methods, learning rates, mu and seeds ``args`` name."""
-    return plan.sliced(args.method, args.learning_rate, args.updates, args.seeds, args.seed_offset)
+    """``plan`` limited to the methods, learning rates, mu and seeds ``args`` name (none named:
+    all); a ``ValueError`` naming an unknown one and the valid ones."""
+    check_names(
+        ("method", args.method, plan.methods),
+        ("learning rate", args.learning_rate, plan.learning_rates),
+        ("mu", args.updates, plan.updates),
+    )
+    return replace(
+        plan,
+        methods=kept(plan.methods, args.method),
+        learning_rates=kept(plan.learning_rates, args.learning_rate),
+        updates=kept(plan.updates, args.updates),
+        seeds=args.seeds or plan.seeds,
+        seed_offset=args.seed_offset,
+    )
+
+
+def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
+    """The plan (None for ``--restate``), the output folder (None: print only) and the number
+    of processes the arguments ask for; every mistake is refused here, before any work."""
+    return runner.parse(sys.modules[__name__], argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_study(
-        parse(argv),
-        FILES,
-        restated,
-        run_cell,
-        lambda cell: cell.label(),
-        results_of,
-        write_results,
-        results_markdown,
-    )
+    return runner.main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

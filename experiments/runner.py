@@ -1,4 +1,4 @@
-"""Running a study's cells, for :mod:`experiments.why_clip` and :mod:`experiments.rlhf_study`.
+"""Running a study's cells, for every study command (why_clip, rlhf_study, mismatch_study).
 
 Every study command runs the same way.  Its cells run in ``--jobs`` worker processes (default:
 every CPU this process may use) with one BLAS thread each, behind a progress bar on stderr,
@@ -11,11 +11,13 @@ the valid ones, a folder that cannot be written in one line.  Only the full plan
 ``--output-dir`` names one.  The results record the machine (:func:`ppo_viz.machine.fingerprint`).
 
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
-estimated CPU seconds) and is run by a function of the cell that returns its raw numbers as
-plain data (:func:`run_cells`; :class:`ProgressBar`).  The commands share their options
-(:func:`study_parser`; every mistake one line, status 2), how their arguments become a plan
-and a folder (:func:`parse_study`; a slice's names checked by :func:`check_names`, folders by
-:func:`cannot_write`) and what they then do (:func:`run_study`).
+estimated CPU seconds), a ``seed_set``, a ``label()`` for the progress bar, and is run by a
+function of the cell that returns its raw numbers as plain data (:func:`run_cells`;
+:class:`ProgressBar`).  A study is its module, which names what differs (its plans, options,
+cells, statistics and report); the commands share their options and how their arguments
+become a plan and a folder (:func:`parse`; every mistake one line, status 2; a slice's names
+checked by :func:`check_names`, folders by :func:`cannot_write`) and what they then do
+(:func:`main`).
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 from experiments.evidence import ALL_SEED_SETS
+from ppo_viz.machine import fingerprint
 
 Runner = Callable[[Any], dict[str, Any]]
-Results = dict[str, Any]
 Files = Sequence[Path]  # a study's files, its results first
 
 
@@ -146,13 +149,22 @@ class StudyParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def study_parser(command: str, doc: str, flag: str, flag_help: str, fresh_from: int) -> StudyParser:
-    """A study command's parser, named by its ``command``, with what every study takes:
-    ``--quick``, ``flag`` (derive the statistics and the report again from the results),
-    ``--output-dir``, ``--seed-offset`` (``fresh_from`` or more: seeds the committed study
-    never used) and ``--jobs`` (worker processes, by default as many as this process may use
-    CPUs)."""
-    parser = StudyParser(command, description=doc.split("\n\n")[0])
+def parse(study: ModuleType, argv: list[str] | None) -> tuple[Any, Path | None, int]:
+    """A study command's arguments as ``(plan, output folder, jobs)``, every mistake refused
+    before any work (one line, status 2).  Every study takes ``--quick``, its ``REDERIVE``
+    flag (derive the statistics and the report again from the results), ``--output-dir``,
+    ``--seed-offset`` (``FRESH_FROM`` or more: seeds the committed study never used) and
+    ``--jobs`` (worker processes, by default as many as this process may use CPUs);
+    ``study.add_options`` adds its own, and ``study.sliced(plan, args)`` limits its
+    ``FULL_PLAN`` or ``QUICK_PLAN`` to what they name (a ``ValueError`` says what is wrong).
+    The flag gives no plan (None), the folder whose results it derives again
+    (:func:`rederive_folder`) and one job; with any other option but ``--output-dir`` and
+    ``--jobs`` it is refused, naming that option.  A run writes into ``--output-dir``; nothing
+    for ``--quick`` (None); the committed ``FILES``' folder for the full plan; else the study's
+    ``SCRATCH_DIR`` (which a run says); the folder is made and proven writable before any work
+    (:func:`writable`)."""
+    flag, flag_help = study.REDERIVE
+    parser = StudyParser(study.COMMAND, description=study.__doc__.split("\n\n")[0])
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -160,28 +172,11 @@ def study_parser(command: str, doc: str, flag: str, flag_help: str, fresh_from: 
     )
     parser.add_argument(flag, action="store_true", help=flag_help)
     parser.add_argument("--output-dir", type=Path, help="where to write the results")
-    first = f"first seed ({fresh_from} or more: all fresh)"
+    first = f"first seed ({study.FRESH_FROM} or more: all fresh)"
     parser.add_argument("--seed-offset", type=whole_number, default=0, help=first)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
-    return parser
-
-
-def parse_study(
-    parser: argparse.ArgumentParser,
-    argv: list[str] | None,
-    flag: str,
-    plans: tuple[Any, Any],
-    sliced: Callable[[Any, argparse.Namespace], Any],
-    files: Files,
-    scratch: Path,
-) -> tuple[Any, Path | None, int]:
-    """A study command's arguments as ``(plan, output folder, jobs)``, every mistake refused
-    before any work (one line, status 2).  ``plans`` are the full and the quick plan;
-    ``sliced(plan, args)`` limits one to what the options name (a ``ValueError`` says what is
-    wrong).  ``flag`` (:func:`study_parser`'s) gives no plan (None), the folder whose results
-    it derives again (:func:`rederive_folder`) and one job; with any other option but
-    ``--output-dir`` and ``--jobs`` it is refused, naming that option."""
+    study.add_options(parser)
     args, defaults = parser.parse_args(argv), vars(parser.parse_args([]))
     if getattr(args, flag[2:]):
         free = (flag[2:], "output_dir", "jobs")
@@ -189,31 +184,18 @@ def parse_study(
         if given:
             option = "--" + given[0].replace("_", "-")
             parser.error(f"{flag} takes no option but --output-dir and --jobs: {option}")
-        return None, rederive_folder(parser, flag, args.output_dir, files), 1
-    full, quick = plans
+        return None, rederive_folder(parser, flag, args.output_dir, study.FILES), 1
+    full = study.FULL_PLAN
     try:
-        plan = sliced(quick if args.quick else full, args)
+        plan = study.sliced(study.QUICK_PLAN if args.quick else full, args)
     except ValueError as error:
         parser.error(str(error))
-    return plan, output_folder(parser, args, plan == full, scratch, files), args.jobs
-
-
-def output_folder(
-    parser: argparse.ArgumentParser,
-    args: argparse.Namespace,
-    full: bool,
-    scratch: Path,
-    files: Files,
-) -> Path | None:
-    """Where a run writes: ``--output-dir``; nothing for ``--quick`` (None); the committed
-    ``files``' folder for the full plan; else ``scratch`` (which a run says).  The folder is
-    made and proven writable before any work (:func:`writable`)."""
     if args.output_dir is None and args.quick:
-        return None
-    output = args.output_dir or (files[0].parent if full else scratch)
-    if output == scratch:
+        return plan, None, args.jobs
+    output = args.output_dir or (study.FILES[0].parent if plan == full else study.SCRATCH_DIR)
+    if output == study.SCRATCH_DIR:
         print(f"a partial run: writing to {output} (--output-dir names another)", file=sys.stderr)
-    return writable(parser, output, files)
+    return plan, writable(parser, output, study.FILES), args.jobs
 
 
 def writable(parser: argparse.ArgumentParser, folder: Path, files: Files) -> Path:
@@ -256,19 +238,19 @@ BAR_WIDTH = 30
 
 class ProgressBar:
     """``[######......]  40%  12/388 cells  8:02 left  <the last cell>`` on stderr, counting
-    the cells' estimated CPU seconds; drawn at once, before any cell finishes.  ``describe``
-    names a cell."""
+    the cells' estimated CPU seconds; drawn at once, before any cell finishes, each cell named
+    by its ``label()``."""
 
-    def __init__(self, cells: Sequence[Any], describe: Callable[[Any], str]) -> None:
+    def __init__(self, cells: Sequence[Any]) -> None:
         self.total = sum(cell.cost for cell in cells) or 1.0
-        self.cells, self.describe = len(cells), describe
+        self.cells = len(cells)
         self.done, self.count, self.started = 0.0, 0, time.perf_counter()
         self.draw("starting")
 
     def __call__(self, cell: Any) -> None:
         self.done += cell.cost
         self.count += 1
-        self.draw(self.describe(cell))
+        self.draw(cell.label())
 
     def draw(self, last: str) -> None:
         share = min(1.0, self.done / self.total)
@@ -331,31 +313,26 @@ def rederive_folder(
     parser.exit(2, f"{parser.prog}: error: {flag} needs {path}: {wrong}; {again} makes it\n")
 
 
-def run_study(
-    parsed: tuple[Any, Path | None, int],
-    files: Files,
-    rederived: Callable[[Results], Results],
-    run_cell: Runner,
-    describe: Callable[[Any], str],
-    results_of: Callable[[Any, dict[str, Any], float, int], Results],
-    write: Callable[[Results, Path], None],
-    markdown: Callable[[Results], str],
-) -> int:
-    """A study command's work, once :func:`parse_study` gave ``(plan, output, jobs)``.
+def main(study: ModuleType, argv: list[str] | None = None) -> int:
+    """A study command (``study``: its module) with the arguments ``argv``: :func:`parse`, then
+    the work.
 
-    No plan: the results in ``output`` (the first of ``files``) are derived again
-    (``rederived``) and written.  Else the plan's cells run (``run_cell``, in ``jobs``
-    processes, cached in ``output`` under the last of ``files``' names) behind a progress bar
-    (``describe`` names a cell), ``results_of(plan, raw, seconds, jobs)`` makes the results
-    (the wall seconds of every session that ran them; ``resumed_cells``: those an earlier one
-    finished) and ``write`` writes them into ``output`` (``markdown`` printed when there is
-    none); 130 on Ctrl-C, the finished cells kept in the cache for the same command to resume
-    from."""
-    plan, output, jobs = parsed
+    No plan (its ``REDERIVE`` flag): the results in the output folder (the first of its
+    ``FILES``) are derived again (``study.rederived``) and written.  Else the plan's cells run
+    (``study.run_cell``, in ``--jobs`` processes, cached in the output folder under the last of
+    ``FILES``' names) behind a progress bar; ``study.results_of(plan, raw)`` makes the results,
+    after what every study records: its command, the machine
+    (:func:`ppo_viz.machine.fingerprint`), the wall seconds of every session that ran them, the
+    cells' CPU seconds and the jobs (``resumed_cells``: the cells an earlier session finished);
+    ``study.write_results(results, output)`` writes them (``study.results_markdown`` printed
+    when there is no output folder).  130 on Ctrl-C, the finished cells kept in the cache for
+    the same command to resume from."""
+    files = study.FILES
+    plan, output, jobs = parse(study, argv)
     if plan is None:
         path = output / files[0].name
         try:
-            results = rederived(json.loads(path.read_text("utf-8")))
+            results = study.rederived(json.loads(path.read_text("utf-8")))
         except (KeyError, IndexError, TypeError, ValueError) as error:  # whole JSON, bad content
             what = f"{type(error).__name__}: {error}"[:120]
             print(f"error: {path} is not the whole results of this study ({what}); run the "
@@ -364,15 +341,15 @@ def run_study(
         except KeyboardInterrupt:
             print("interrupted: the results were left as they were", file=sys.stderr)
             return 130
-        write(results, output)
+        study.write_results(results, output)
         print(f"derived {path} and its report again", file=sys.stderr)
         return 0
     cache = None if output is None else output / files[-1].name
     earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
-    progress = ProgressBar(plan.cells, describe)
+    progress = ProgressBar(plan.cells)
     started = time.perf_counter()
     try:
-        raw = run_cells(plan.cells, cache, jobs, run_cell, progress)
+        raw = run_cells(plan.cells, cache, jobs, study.run_cell, progress)
     except KeyboardInterrupt:
         progress.close()
         note_wall_seconds(cache, time.perf_counter() - started)
@@ -382,14 +359,17 @@ def run_study(
     seconds = time.perf_counter() - started
     note_wall_seconds(cache, seconds)  # kept if the statistics or the writing fail
     try:
-        results = {**results_of(plan, raw, earlier + seconds, jobs), "resumed_cells": resumed}
+        cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
+        made = {"command": study.COMMAND, "machine": fingerprint()}
+        made |= {"seconds": round(earlier + seconds), "cpu_seconds": round(cpu), "jobs": jobs}
+        results = {**made, **study.results_of(plan, raw), "resumed_cells": resumed}
     except KeyboardInterrupt:  # every cell finished: the statistics were being derived
         print(interrupted_message(cache), file=sys.stderr)
         return 130
     if output is None:
-        print(markdown(results))
+        print(study.results_markdown(results))
         return 0
-    write(results, output)
+    study.write_results(results, output)
     if cache is not None:
         cache.unlink(missing_ok=True)
     print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)

@@ -103,8 +103,10 @@ class Cell:
             return per_iteration * self.seeds * s.iterations
         return BANDIT_SECONDS * self.seeds * s.iterations * s.batch_size * epochs
 
-    def label(self, swept: str) -> str:
-        return f"{self.sweep}: {METHODS[self.method].label}, {swept} {self.value:g}"
+    def label(self) -> str:
+        swept = "learning rate" if isinstance(self.settings, CartPoleSettings) else "step size"
+        method = METHODS[self.method].label
+        return f"{self.seed_set}, {self.sweep}: {method}, {swept} {self.value:g}"
 
     @property
     def value(self) -> float:

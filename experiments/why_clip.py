@@ -58,28 +58,24 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
+import sys
 import tempfile
-from argparse import Namespace
+from argparse import ArgumentParser, Namespace
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bandit_loop import STEP_SIZES, BanditLoopSettings
+from experiments import runner
 from experiments.cartpole_agent import CartPoleSettings
 from experiments.claims import evaluate_claims
 from experiments.evidence import SEED_SETS, STABLE_SHARE
-from experiments.runner import (
-    check_names,
-    kept,
-    parse_study,
-    run_study,
-    seed_count,
-    study_parser,
-)
-from experiments.study import Cell, Sweep, run_cell, summarize_sweep
-from experiments.why_clip_report import results_markdown, write_results
-from ppo_viz.machine import fingerprint
+from experiments.runner import check_names, kept, seed_count
+from experiments.study import Cell, Sweep, summarize_sweep
+from experiments.study import run_cell as run_cell  # what experiments.runner calls
+from experiments.why_clip_report import results_markdown as results_markdown
+from experiments.why_clip_report import write_results as write_results
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 from ppo_viz.why_clip.results import FILES, PAPER_TABLE_1
 
@@ -176,7 +172,7 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
     return Plan(tuple(sweeps), results["seed_offset"], tuple(results["seed_sets"]))
 
 
-def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> dict[str, Any]:
+def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data (``why_clip.json``), with the claims evaluated on them: what
     ran (the plan's sweeps with their settings, and each method as data) and what it gave."""
     sweeps = {}
@@ -186,13 +182,7 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
             by_set.setdefault(cell.seed_set, {}).setdefault(cell.method, {})
             by_set[cell.seed_set][cell.method][cell.value] = raw[cell.key]
         sweeps[sweep.name] = summarize_sweep(sweep, by_set, plan.seed_offset)
-    cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
     results = {
-        "command": COMMAND,
-        "machine": fingerprint(),
-        "seconds": round(seconds),
-        "cpu_seconds": round(cpu),
-        "jobs": jobs,
         "seed_offset": plan.seed_offset,
         "seed_sets": list(plan.seed_sets),
         "stable_share": STABLE_SHARE,
@@ -203,11 +193,13 @@ def results_of(plan: Plan, raw: dict[str, Any], seconds: float, jobs: int) -> di
     return {**results, "claims": evaluate_claims(results)}
 
 
-def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
-    """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
-    of processes the arguments ask for; every mistake is refused here, before any work."""
-    rewrite = "write RESULTS.md, the figure and the claims again from why_clip.json; runs nothing"
-    parser = study_parser(COMMAND, __doc__, "--rewrite", rewrite, 800)
+#: The flag that derives the report again from the results, and the first fresh seed.
+REDERIVE = ("--rewrite", "write RESULTS.md, the figure and the claims again from why_clip.json")
+FRESH_FROM = 800
+
+
+def add_options(parser: ArgumentParser) -> None:
+    """The options of this study's slices (:mod:`experiments.runner` adds every study's)."""
     names = ", ".join(sweep.name for sweep in FULL_PLAN.sweeps)
     parser.add_argument("--setting", action="append", default=[], help=f"only this: {names}")
     parser.add_argument(
@@ -221,9 +213,6 @@ def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
     )
     parser.add_argument("--bandit-seeds", type=seed_count, help="bandit seeds per cell and set")
     parser.add_argument("--cartpole-seeds", type=seed_count, help="CartPole seeds per cell and set")
-    return parse_study(
-        parser, argv, "--rewrite", (FULL_PLAN, QUICK_PLAN), sliced, FILES, SCRATCH_DIR
-    )
 
 
 def sliced(plan: Plan, args: Namespace) -> Plan:
@@ -235,18 +224,19 @@ def sliced(plan: Plan, args: Namespace) -> Plan:
     )
 
 
+def rederived(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Stored results with their claims evaluated again (nothing runs)."""
+    return {**results, "claims": evaluate_claims(results)}
+
+
+def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
+    """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
+    of processes the arguments ask for; every mistake is refused here, before any work."""
+    return runner.parse(sys.modules[__name__], argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    swept = {sweep.name: sweep.swept.replace("_", " ") for sweep in FULL_PLAN.sweeps}
-    return run_study(
-        parse(argv),
-        FILES,
-        lambda results: {**results, "claims": evaluate_claims(results)},
-        run_cell,
-        lambda c: f"{c.seed_set}, {c.label(swept[c.sweep])}",
-        results_of,
-        write_results,
-        results_markdown,
-    )
+    return runner.main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

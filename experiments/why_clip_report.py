@@ -14,8 +14,8 @@ from typing import Any
 
 from experiments.claims import FLIP_HEDGED, FLIP_PLAIN, FLIP_RESAMPLES, keeps_every_verdict
 from experiments.evidence import STABLE_SHARE
-from experiments.report import INTERVALS, json_text, machine_line, write_report
-from ppo_viz.results import Table, markdown
+from experiments.report import INTERVALS, document, json_text, machine_line, write_report
+from ppo_viz.results import Table
 from ppo_viz.why_clip.figures import HEADLINE, range_figure, results_figure
 from ppo_viz.why_clip.methods import MAIN_METHODS, METHODS
 from ppo_viz.why_clip.results import (
@@ -26,7 +26,6 @@ from ppo_viz.why_clip.results import (
     claims_table,
     difference,
     in_tier,
-    not_distinguishable_note,
     one_set,
     range_table,
     seed_sets,
@@ -56,8 +55,8 @@ def sweep_table(results: Mapping[str, Any], name: str, paired: bool = False) -> 
     return header, rows
 
 
-def header_lines(results: Mapping[str, Any]) -> list[str]:
-    """How, when and where the results were made."""
+def header(results: Mapping[str, Any]) -> list[str]:
+    """How, when and where the results were made: the title and two paragraphs."""
     machine, sweeps = results["machine"], results["sweeps"]
     sets = seed_sets(results)
     seeds = "; ".join(
@@ -67,11 +66,9 @@ def header_lines(results: Mapping[str, Any]) -> list[str]:
     cpu = results.get("cpu_seconds", 0)
     return [
         "# Why PPO clips, measured as a range of step sizes, on fresh seeds",
-        "",
         f"Written by `{results['command']}` in {results['seconds']} s with {results['jobs']} "
         f"worker processes on a shared machine; the cells took {cpu} CPU seconds in all "
         f"(about {cpu / 120:.0f} minutes on 2 free cores). Seeds: {seeds}.",
-        "",
         machine_line(
             machine,
             "numpy's exp, log and tanh can differ in the last bit on another CPU or SIMD level, "
@@ -80,13 +77,11 @@ def header_lines(results: Mapping[str, Any]) -> list[str]:
             "decimals); CartPole's exactly only on a machine with this fingerprint, and "
             "elsewhere as aggregates over seeds.",
         ),
-        "",
     ]
 
 
 DESIGN = [
     "## Design",
-    "",
     "Each sweep varies one step size with everything else fixed: the bandit's gradient step on "
     "the logits, CartPole's Adam learning rate. The epochs per batch K are a factor of their "
     "own: the bandit at K = 20; CartPole at K = 4 for six methods, and at K = 1 and K = 10 for "
@@ -101,7 +96,6 @@ DESIGN = [
     f"seeds succeed. Intervals are {INTERVALS} of the mean, or of the "
     "mean paired difference; a difference whose interval holds 0 is *not distinguishable* with "
     "that many seeds (n.d.), which does not make the two equal.",
-    "",
     "**Replication.** Every cell ran on two sets of seeds. The claims below were chosen on the "
     "*discovery* set and committed before the *confirmation* set's results, as many fresh "
     "seeds, were read (its cells had started to run); on the bandit, seeds 400 to 799 had "
@@ -113,7 +107,6 @@ DESIGN = [
     "Ranges are compared by their upper ends: their lower ends are the grid's edge on the "
     "bandit (0.05) for most methods, and a budget limit on CartPole (with 50,000 steps a small "
     "learning rate learns too slowly: at CleanRL's 2.5e-4 no seed of any method solves it).",
-    "",
     "**How often a verdict would flip.** For each claim, fresh sets of as many seeds are drawn "
     f"({FLIP_RESAMPLES:,} times, with replacement) from both sets pooled, each judged by the "
     "normal-approximation 95% interval of a difference (a quick stand-in for the percentile "
@@ -122,7 +115,6 @@ DESIGN = [
     "*flip chance*, a rough plug-in estimate. A claim that holds on "
     f"both sets is stated when its flip chance is at most {FLIP_PLAIN:.0%}; up to "
     f"{FLIP_HEDGED:.0%} it is a tendency, given with its flip chance; beyond, it is not stated.",
-    "",
     "CartPole's agent is CleanRL's `ppo.py` in numpy with three deviations: the value loss is "
     "not clipped, a truncated episode is bootstrapped from its last observation, and the "
     "learning rate falls to 0 over the run's 50,000 steps (CleanRL: 500,000). Early stopping "
@@ -130,7 +122,6 @@ DESIGN = [
     "estimate of the KL on that minibatch is compared with 1.5 x 0.01 = 0.015, and once it "
     "exceeds it the run takes no more steps on that rollout (on the bandit, a minibatch is the "
     "whole batch).",
-    "",
 ]
 
 
@@ -138,7 +129,7 @@ DESIGN = [
 TIER_TITLES = {"Stated": "stated", "Held on both sets, not robust": "hedged", "Not stated": "other"}
 
 
-def claims_lines(results: Mapping[str, Any]) -> list[str]:
+def claims_blocks(results: Mapping[str, Any]) -> list[str | Table]:
     """The claims: each with both sets' estimates, intervals and verdicts, its flip chance and
     whether it is stated."""
     claims = results.get("claims", [])
@@ -148,7 +139,6 @@ def claims_lines(results: Mapping[str, Any]) -> list[str]:
     flips = sum(c["flip"] for c in shown)
     return [
         "## Claims, checked on fresh seeds",
-        "",
         f"{len(shown)} of {len(claims)} claims are stated: each held on both sets and would flip "
         f"on at most {FLIP_PLAIN:.0%} of fresh sets. By their flip chances, a re-run on other "
         f"fresh seeds would reverse about {flips:.2f} of them on average, and keep every one with "
@@ -157,68 +147,66 @@ def claims_lines(results: Mapping[str, Any]) -> list[str]:
         f"both sets but would flip on more than {FLIP_PLAIN:.0%} (up to {FLIP_HEDGED:.0%}) of "
         "fresh sets: tendencies, given with their flip chance, not findings. The rest are not "
         "stated.",
-        "",
         *(
-            line
+            block
             for title, tier in TIER_TITLES.items()
-            for line in (f"### {title}", "", *markdown(claims_table(results, tier=tier)), "")
+            for block in (f"### {title}", claims_table(results, tier=tier))
         ),
     ]
 
 
-def sweep_lines(results: Mapping[str, Any], name: str) -> list[str]:
+def sweep_blocks(results: Mapping[str, Any], name: str) -> list[str | Table]:
     """One sweep: its ranges on each set, then per set its means and paired differences."""
     sweep = results["sweeps"][name]
-    lines = [
+    blocks = [
         f"## {sweep['title']}: each method's stable range",
-        "",
-        *markdown(range_table(results, name)),
-        "",
-        f"{not_distinguishable_note(results, name)}.",
-        "",
+        range_table(results, name),
+        f"n.d.: not distinguishable with {sweep['seeds']} seeds (the 95% interval holds 0).",
     ]
     for seed_set in seed_sets(results):
         view = one_set(results, seed_set)
         where = f"{seed_set} set ({seeds_text(sweep, seed_set)})"
-        lines += [f"Mean score per step size, {where} (seeds that succeeded, that collapsed):", ""]
-        lines += [*markdown(sweep_table(view, name)), ""]
+        blocks += [f"Mean score per step size, {where} (seeds that succeeded, that collapsed):"]
+        blocks += [sweep_table(view, name)]
         if "ppo" in sweep["methods"] and len(sweep["methods"]) > 1:
-            lines += [f"Score minus PPO's (ε = 0.2) at the same step size, {where}:", ""]
-            lines += [*markdown(sweep_table(view, name, paired=True)), ""]
-    return lines
+            blocks += [f"Score minus PPO's (ε = 0.2) at the same step size, {where}:"]
+            blocks += [sweep_table(view, name, paired=True)]
+    return blocks
 
 
 def results_markdown(results: Mapping[str, Any]) -> str:
     """RESULTS.md: how and where it was made, the design, the claims, the figure, every table."""
-    lines = [*header_lines(results), *DESIGN, *claims_lines(results)]
-    lines += [
+    figure = (
         f"![Final score against step size, every seed set together; lines are means, the "
         f"shading (PPO and unclipped) the 10th to 90th percentile of the seeds; the strips "
         f"mark the step sizes where at least {STABLE_SHARE:.0%} of the seeds succeed on each "
-        f"set]({RESULTS_FIGURE.name})",
-        "",
+        f"set]({RESULTS_FIGURE.name})"
+    )
+    sweeps = [b for name in results["sweeps"] for b in sweep_blocks(results, name)]
+    table_1s = [
+        block
+        for seed_set in seed_sets(results)
+        for block in (f"On the {seed_set} set:", table_1(one_set(results, seed_set)))
     ]
-    for name in results["sweeps"]:
-        lines += sweep_lines(results, name)
-    lines += [
-        "## Next to the PPO paper's Table 1",
-        "",
-        f"{PAPER}: the average normalized score over seven MuJoCo tasks (one million steps, "
-        "3 seeds each; 0 a random policy, 1 the best result; the paper notes that one task, "
-        "HalfCheetah, pulls the unclipped row below 0). The paper ran every task with one shared "
-        "set of hyperparameters (its Table 3: Adam 3e-4, 10 epochs, minibatches of 64, "
-        "horizon 2048), searching only ε, β and d_targ. Here: mean ± half the 95% interval, at "
-        "a fixed step size or at the method's best on the discovery set. Magnitudes do not "
-        "compare across these columns or with the paper's: each task normalizes differently, "
-        "is easier or harder, and runs another budget; only the order of the methods within a "
-        "column can be compared, and where two methods' intervals overlap, not even that.",
-        "",
-    ]
-    for seed_set in seed_sets(results):
-        lines += [f"On the {seed_set} set:", "", *markdown(table_1(one_set(results, seed_set)))]
-        lines.append("")
-    lines += ["## Settings", "", *(f"- {line}" for line in settings_lines(results))]
-    return "\n".join([*lines, ""])
+    settings = [f"- {line}" for line in settings_lines(results)]
+    return document(
+        *header(results), *DESIGN, *claims_blocks(results), figure, *sweeps, *TABLE_1, *table_1s,
+        "## Settings", settings,
+    )  # fmt: skip
+
+
+TABLE_1 = [
+    "## Next to the PPO paper's Table 1",
+    f"{PAPER}: the average normalized score over seven MuJoCo tasks (one million steps, "
+    "3 seeds each; 0 a random policy, 1 the best result; the paper notes that one task, "
+    "HalfCheetah, pulls the unclipped row below 0). The paper ran every task with one shared "
+    "set of hyperparameters (its Table 3: Adam 3e-4, 10 epochs, minibatches of 64, "
+    "horizon 2048), searching only ε, β and d_targ. Here: mean ± half the 95% interval, at "
+    "a fixed step size or at the method's best on the discovery set. Magnitudes do not "
+    "compare across these columns or with the paper's: each task normalizes differently, "
+    "is easier or harder, and runs another budget; only the order of the methods within a "
+    "column can be compared, and where two methods' intervals overlap, not even that.",
+]
 
 
 def figure_panels(results: Mapping[str, Any]) -> list[tuple[str, list[str]]]:

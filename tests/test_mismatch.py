@@ -16,7 +16,6 @@ from notebook_runner import NOTEBOOK_DIR, run_committed
 
 import llm_clip
 from bandit import log_softmax
-from experiments import mismatch_study
 from ppo_viz.mismatch import apps, measures
 from ppo_viz.results import load_results
 from tiny_lm import (
@@ -294,11 +293,3 @@ def test_the_notebook_runs_and_shows_the_study_findings():
     for finding in results["findings"][:3]:
         assert finding["correction"] in shown
     assert seconds < 120  # the brief's 60 s, with room for a loaded machine
-
-
-@pytest.mark.slow
-def test_the_quick_study_prints_its_report_and_writes_nothing(capsys):
-    before = {path: path.stat().st_mtime_ns for path in mismatch_study.FILES[:2]}
-    assert mismatch_study.main(["--quick", "--jobs", "1"]) == 0
-    assert "## Findings" in capsys.readouterr().out
-    assert {path: path.stat().st_mtime_ns for path in mismatch_study.FILES[:2]} == before

@@ -9,7 +9,8 @@ a side with no such setting reads "not detectable here", never "equal".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,12 +74,8 @@ def grid_text(settings: Sequence[Sequence[float]], learning_rates: Sequence[floa
     parts = []
     for mu in sorted({int(m) for m, _ in settings}):
         at = sorted(learning_rates.index(lr) for m, lr in settings if m == mu)
-        runs: list[list[int]] = []
-        for i in at:
-            if runs and i == runs[-1][-1] + 1:
-                runs[-1].append(i)
-            else:
-                runs.append([i])
+        neighbours = itertools.groupby(enumerate(at), lambda pair: pair[1] - pair[0])
+        runs = [[i for _, i in run] for _, run in neighbours]
         text = [
             f"{learning_rates[r[0]]:g}" + (f"–{learning_rates[r[-1]]:g}" if len(r) > 1 else "")
             for r in runs
@@ -158,18 +155,10 @@ def curve_table(results: Mapping[str, Any], finding: Mapping[str, Any]) -> Table
 
 def score_table(results: Mapping[str, Any], seed_set: str, mu: int) -> Table:
     """Per method: the mean final accuracy at each learning rate, at one mu."""
-    return per_learning_rate(
-        results, seed_set, mu, lambda cell: f"{cell['mean']['score']['mean']:.3f}"
-    )
-
-
-def per_learning_rate(
-    results: Mapping[str, Any], seed_set: str, mu: int, text: Callable[[dict], str]
-) -> Table:
-    """Per method, ``text`` of its cell at each learning rate, at one mu."""
     lrs = results["learning_rates"]
-    header = ["method", *(f"lr {lr:g}" for lr in lrs)]
-    methods = list(results["methods"])
-    cells = {m: [cell_of(results, seed_set, m, lr, mu) for lr in lrs] for m in methods}
-    rows = [[label(results, m), *map(text, cells[m])] for m in methods]
-    return header, rows
+    rows = [
+        [label(results, m)]
+        + [f"{cell_of(results, seed_set, m, lr, mu)['mean']['score']['mean']:.3f}" for lr in lrs]
+        for m in results["methods"]
+    ]
+    return ["method", *(f"lr {lr:g}" for lr in lrs)], rows

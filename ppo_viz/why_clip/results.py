@@ -143,12 +143,6 @@ def stable_text(stable: Sequence[float] | None) -> str:
     return low if low == high else f"{low} – {high}"
 
 
-def not_distinguishable_note(results: Mapping[str, Any], name: str) -> str:
-    """What ``n.d.`` means in a sweep's tables."""
-    seeds = results["sweeps"][name]["seeds"]
-    return f"n.d.: not distinguishable with {seeds} seeds (the 95% interval holds 0)"
-
-
 # -- the tables ------------------------------------------------------------------------------
 
 
@@ -225,9 +219,8 @@ def claim_estimate(claim: Mapping[str, Any], seed_set: str) -> str:
         return f"{text}: {verdict}"
     if claim["kind"] == "stable":
         return f"{estimate(found['estimate'], found['ci'])} succeed: {verdict}"
-    tops = [top_text(top, ci) for top, ci in zip(found["estimate"], found["ci"], strict=False)]
-    other = tops[1] if len(tops) == 2 else step_text(claim["than"])
-    return f"{tops[0]} vs {other}: {verdict}"
+    tops = [top_text(top, ci) for top, ci in zip(found["estimate"], found["ci"], strict=True)]
+    return f"{tops[0]} vs {tops[1]}: {verdict}"
 
 
 def top_text(top: float | None, ci: Sequence[float | None]) -> str:
