@@ -57,11 +57,12 @@ response.  The file reads top to bottom:
      SAPO and GMPO functions agree with this module's loss and autograd gradient to 7e-8
      relative (its ``+ 1e-8`` denominators), TRL 1.16.0's SAPO lines to 3e-15.
 
-3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's), :func:`gae` (PPO's,
-   from a value model), the rollout engine's corrections (:func:`rollout_weights`,
-   :func:`off_policy_keep`, passed to the loss as ``rollout_weights=`` and ``keep=``) and the
-   clip fraction as CleanRL, verl and TRL each log it
+3. **Around the loss**: the clip fraction as CleanRL, verl and TRL each log it
    (:func:`clip_fraction_cleanrl`, :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
+   Re-exported from their own modules: :func:`group_advantages` (GRPO's and Dr. GRPO's) and
+   :func:`gae` (PPO's, from a value model) from :mod:`llm_advantages`; the rollout engine's
+   corrections :func:`rollout_weights` and :func:`off_policy_keep` (passed to the loss as
+   ``rollout_weights=`` and ``keep=``) and :data:`ROLLOUT_MODES` from :mod:`rollout_correction`.
 4. **Float64's limits**, decided by :mod:`ppo_clip`'s rules: never NaN; a token with
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
@@ -105,16 +106,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
+from llm_advantages import gae, group_advantages
 from llm_clip_inputs import NO_ADVANTAGES, Batch, checked_batch, checked_choice
-from ppo_clip_exact import exact_loss, gradient_entry, rounded, times_advantage
+from ppo_clip_exact import exact_loss, gradient_entry, row_sums, times_advantage
 from ppo_clip_exact import float64_limits_handled_below as _float64_limits_handled_below
+from rollout_correction import ROLLOUT_MODES, off_policy_keep, rollout_weights
 
 if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
     from typing_extensions import Unpack
@@ -258,7 +260,7 @@ def token_breakdown(
     grad_weight = rollout
     if spec.per_response and b.rollout_weight is not None:
         # a response's ratio moves with each of its tokens: their weights reach it as their mean
-        grad_weight = np.broadcast_to(_row_means(rollout, b)[:, None], rollout.shape)
+        grad_weight = np.broadcast_to(row_sums(rollout, b.mask, b.lengths)[:, None], rollout.shape)
     with _float64_limits_handled_below():
         parts = spec.parts(b)
         term = times_advantage(math.prod(parts.term_factors), b.advantages)
@@ -387,7 +389,8 @@ def _gspo(b: Batch) -> _Parts:
     Since ``d s_i / d logp_new_t = s_i / n_i``, every token of an unclipped response gets
     ``-w * s_i * A_i``: the gradient of verl's GSPO-token form too (``core_algos.py`` L1297).
     """
-    sequence_ratio = np.exp(_mean_log_ratio(b))[:, None] * np.ones_like(b.log_ratio)  # s_i
+    log_s = row_sums(b.logp_new, b.mask, b.lengths, minus=b.logp_old)
+    sequence_ratio = np.exp(log_s)[:, None] * np.ones_like(b.log_ratio)  # s_i
     return _clipped(sequence_ratio, b)
 
 
@@ -432,7 +435,7 @@ def _gmpo(b: Batch) -> _Parts:
     low, high = np.where(a < 0, -b.eps_low, -np.inf), np.where(a > 0, b.eps_high, np.inf)
     clipped = (log_ratio < low) | (log_ratio > high)  # the pessimistic side only
     kept = np.where(a == 0, 0.0, np.clip(log_ratio, low, high))
-    ratio = np.exp(_row_means(kept, b))[:, None] * np.ones_like(log_ratio)
+    ratio = np.exp(row_sums(kept, b.mask, b.lengths))[:, None] * np.ones_like(log_ratio)
     return _Parts(ratio, clipped, (ratio,), np.where(clipped, 0.0, ratio))
 
 
@@ -484,238 +487,9 @@ DAPO_EPS_HIGH = SPECS["dapo"].eps_high
 
 
 # --------------------------------------------------------------------------
-# 3. Around the loss: group advantages, GAE and the three clip fractions
+# 3. Around the loss: the three clip fractions (the advantages: llm_advantages; the rollout
+#    engine's corrections: rollout_correction)
 # --------------------------------------------------------------------------
-
-MAX_REWARD = 1e150  #: the largest |reward| (gae: |value| too): squares and sums fit float64
-
-
-def group_advantages(
-    rewards: ArrayLike, group_size: int, *, scale_by_std: bool = True, std_eps: float = 1e-4
-) -> FloatArray:
-    """GRPO's advantages: each reward minus its group's mean, over the group's std + std_eps.
-
-    The ``group_size`` responses to one prompt are consecutive, as TRL's
-    ``rewards.view(-1, num_generations)`` (``grpo_trainer.py`` L2685-2707).  GRPO
-    (arXiv 2402.03300) divides by the std; Dr. GRPO (arXiv 2503.20783) does
-    not (``scale_by_std=False``).  The std is the sample std (ddof=1) of TRL's ``nanstd``
-    (``trl/trainer/utils.py`` L873-879) and verl's ``torch.std`` (``core_algos.py`` L320);
-    ``std_eps`` is TRL's 1e-4 (verl's is 1e-6, L271).
-
-    >>> group_advantages([1.0, 0.0, 0.0, 0.0], 4).round(4)
-    array([ 1.4997, -0.4999, -0.4999, -0.4999])
-    >>> group_advantages([1.0, 0.0, 0.0, 0.0], 4, scale_by_std=False)
-    array([ 0.75, -0.25, -0.25, -0.25])
-    """
-    values = checks.checked_finite_vector("rewards", rewards)
-    if np.abs(values).max() > MAX_REWARD:
-        raise ValueError(f"rewards must be at most {MAX_REWARD:g} in magnitude")
-    size = checks.checked_count("group_size", group_size, len(values))
-    if size < 2 or len(values) % size:
-        raise ValueError(
-            f"group_size must be at least 2 and divide the {len(values)} rewards, got {size}"
-        )
-    if not isinstance(scale_by_std, (bool, np.bool_)):  # "False" or None would read as a truth
-        raise TypeError(f"scale_by_std must be True or False, got {scale_by_std!r}")
-    small = checks.checked_real("std_eps", std_eps)
-    if small <= 0:
-        raise ValueError(f"std_eps must be positive, got {small!r}")
-    groups = values.reshape(-1, size)
-    with np.errstate(under="ignore"):  # a tiny reward's square may underflow to 0: harmless
-        centered = groups - groups.mean(axis=1, keepdims=True)
-        if scale_by_std:
-            centered = centered / (groups.std(axis=1, ddof=1, keepdims=True) + small)
-    return centered.reshape(-1) + 0.0
-
-
-def gae(
-    rewards: ArrayLike,
-    values: ArrayLike,
-    dones: ArrayLike,
-    last_value: ArrayLike,
-    last_done: ArrayLike,
-    *,
-    gamma: float,
-    lam: float,
-) -> tuple[FloatArray, FloatArray]:
-    """PPO's advantages by GAE(lambda) (arXiv 1506.02438) and value targets: ``(A, A + V)``.
-
-    Time is the first axis: ``rewards``, ``values`` (V of each observation) and ``dones`` are
-    (T,), or (T, N) for N environments; ``last_value`` and ``last_done``, of the observation
-    after the rollout, are numbers or (N,).  ``dones[t]`` says observation t *starts* an
-    episode (CleanRL's ``next_done``): the episode ended at step t - 1.  From the last step
-    back, with ``next_value, next_done = values[t + 1], dones[t + 1]`` (``last_value,
-    last_done`` at the last step)::
-
-        delta = rewards[t] + gamma * next_value * (1 - next_done) - values[t]
-        A[t]  = delta + gamma * lam * (1 - next_done) * A[t + 1]        (A[T] = 0)
-
-    as CleanRL's ``ppo.py`` (``fe8d8a0``, L217-231), operation for operation: the same floats.
-    ``lam = 0`` gives the one-step TD error, ``lam = 1`` the discounted return minus V.
-
-    A *termination* (the pole fell, EOS) has no future: its step is ``r - V(s)``.  A
-    *truncation* (a time limit, CartPole's 500 steps) cuts a state that has one, so it should
-    be bootstrapped from V of the truncated observation, which is not in ``values`` (the
-    environment has reset).  Both mark the next observation as a start; the CartPole agent
-    (``experiments/cartpole_agent.py``) puts a truncation's bootstrap in its reward, adding
-    ``gamma * V(final observation)``.  CleanRL does not (L206): a time limit counts as a
-    failure there.  :mod:`tiny_rlhf` calls this with ``gamma`` 1 on each response's tokens,
-    ``last_value`` 0 and V and r 0 on padding: a response ends by termination.
-
-    >>> advantages, returns = gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
-    ...                           last_value=2.0, last_done=False, gamma=0.5, lam=1.0)
-    >>> advantages  # step 1 ends an episode; step 3 is bootstrapped from last_value
-    array([1. , 0.5, 1.5, 1.5])
-    >>> returns  # lam = 1: the discounted returns, 1 + 0.5 * 1 and 1 + 0.5 * 2
-    array([1.5, 1. , 2. , 2. ])
-    >>> gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
-    ...     last_value=2.0, last_done=True, gamma=0.5, lam=1.0)[1]  # terminated at the end
-    array([1.5, 1. , 1.5, 1. ])
-
-    Bad input (a shape, a NaN, ``dones`` not 0/1, ``gamma`` or ``lam`` outside [0, 1], a reward
-    or value beyond :data:`MAX_REWARD` in magnitude, where the sums could overflow) raises a
-    ``TypeError`` or ``ValueError`` naming the argument.
-    """
-    r = _rollout_array("rewards", rewards)
-    shapes = [(), r.shape[1:]]  # last_value and last_done: a number, or one per environment
-    v = _rollout_array("values", values, [r.shape])
-    starts = _rollout_array("dones", dones, [r.shape], flags=True)
-    next_value = _rollout_array("last_value", last_value, shapes)
-    for name, array in (("rewards", r), ("values", v), ("last_value", next_value)):
-        if np.abs(array).max() > MAX_REWARD:
-            raise ValueError(f"{name} must be at most {MAX_REWARD:g} in magnitude")
-    next_nonterminal = 1.0 - _rollout_array("last_done", last_done, shapes, flags=True)
-    gamma, lam = checks.checked_eps("gamma", gamma), checks.checked_eps("lam", lam)
-    advantages = np.zeros_like(r)
-    following = 0.0
-    with np.errstate(under="ignore"):  # a product below 1e-308 rounds to 0: harmless
-        for t in reversed(range(len(r))):
-            delta = r[t] + gamma * next_value * next_nonterminal - v[t]
-            advantages[t] = following = delta + gamma * lam * next_nonterminal * following
-            next_value, next_nonterminal = v[t], 1.0 - starts[t]
-    return advantages, advantages + v
-
-
-def _rollout_array(
-    name: str, value: object, shapes: list[tuple[int, ...]] | None = None, *, flags: bool = False
-) -> FloatArray:
-    """``value`` as float64, checked by :mod:`ppo_clip_inputs`'s rules (row by row if 2-D): of
-    one of ``shapes`` (``None``: any (T,) or (T, N)); ``flags``: booleans, or 0 and 1 only."""
-    try:
-        ndim = np.ndim(value)
-        if flags and np.asarray(value).dtype == bool:
-            value = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):  # ragged: named by checked_finite_vector
-        ndim = 1
-    if ndim == 0 and shapes is not None and () in shapes:
-        array = np.array(checks.checked_real(name, value))
-    elif ndim == 2:
-        rows = [checks.checked_finite_vector(f"{name}[{t}]", row) for t, row in enumerate(value)]
-        array = np.array(rows) if rows else np.zeros((0, 0))
-    elif ndim > 2:
-        raise ValueError(f"{name} must be (T,) or (T, N), got {ndim} dimensions")
-    else:
-        array = checks.checked_finite_vector(name, value)
-    if not array.size:  # a (0, N) array: a 1-D one or an empty row is named above
-        raise ValueError(f"{name} is empty; it needs at least one step")
-    if shapes is not None and array.shape not in shapes:
-        wanted = " or ".join("a number" if not s else str(s) for s in dict.fromkeys(shapes))
-        raise ValueError(f"{name} has shape {array.shape}; with these rewards it must be {wanted}")
-    if flags and not np.isin(array, (0.0, 1.0)).all():
-        raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
-    return array
-
-
-RolloutMode = Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
-ROLLOUT_MODES: tuple[RolloutMode, ...] = get_args(RolloutMode)
-
-
-def rollout_weights(
-    logp_old: ArrayLike,
-    logp_rollout: ArrayLike,
-    mask: ArrayLike,
-    *,
-    mode: RolloutMode,
-    clip_min: float | None = None,
-    clip_max: float | None = 3.0,
-) -> FloatArray:
-    """The importance weights that correct for the rollout engine, as TRL computes them.
-
-    The engine (vLLM, SGLang) sampled each token with log-probability ``logp_rollout``; the
-    trainer's own recomputation is ``logp_old``.  With ``d = logp_old - logp_rollout`` on unmasked
-    tokens (0 on padding), ``token_*`` modes give ``exp(d)`` per token, (B, T), and
-    ``sequence_*`` modes ``exp(sum_t d)`` per response, (B, 1): the product of its tokens'
-    ratios.  ``*_truncate`` clamps the weights to ``[clip_min, clip_max]`` (truncated importance
-    sampling, TIS); ``*_mask`` sets every weight outside it to 0 (IcePop-style).  ``None``
-    leaves that side open.  TRL 1.16.0 ``grpo_trainer.py`` L2660-2707 (its default:
-    ``sequence_mask``, ``clip_max`` 3).  verl 0.9.1 (``rollout_corr_helper.py`` L522-596)
-    differs: it clamps ``d`` (or the sum) to [-20, 20] before ``exp``, sets padding to 0, its
-    truncation has an upper bound only (default 2) and its mask keeps ``[lower, upper]``.
-
-    >>> old = np.log([[0.5, 0.5], [0.5, 0.5]])
-    >>> engine = np.log([[0.25, 0.5], [0.5, 1.0]])  # the engine's probabilities
-    >>> rollout_weights(old, engine, [[True, True], [True, False]], mode="token_truncate")
-    array([[2., 1.],
-           [1., 1.]])
-    >>> rollout_weights(old, engine, [[True, True], [True, True]], mode="sequence_mask",
-    ...                 clip_min=0.4, clip_max=1.5)  # 2 * 1 is above 1.5: masked
-    array([[0. ],
-           [0.5]])
-
-    Bad input raises a ``TypeError`` or ``ValueError`` naming the argument; ``clip_min`` and
-    ``clip_max`` are None or numbers >= 0 with ``clip_min <= clip_max``.  Where ``exp``
-    overflows the weight is ``inf`` before the bound (truncated to ``clip_max``, masked to 0).
-    """
-    mode = checked_choice("mode", mode, ROLLOUT_MODES)
-    bounds = [
-        None if value is None else checks.checked_real(name, value)
-        for name, value in (("clip_min", clip_min), ("clip_max", clip_max))
-    ]
-    for name, bound in zip(("clip_min", "clip_max"), bounds, strict=True):
-        if bound is not None and bound < 0:
-            raise ValueError(f"{name} must be at least 0, got {bound!r}")
-    low, high = (-math.inf if bounds[0] is None else bounds[0]), bounds[1]
-    high = math.inf if high is None else high
-    if low > high:
-        raise ValueError(f"clip_min ({low!r}) must not exceed clip_max ({high!r})")
-    b = _checked(logp_old, logp_rollout, NO_ADVANTAGES, mask, objective="ppo",
-                 names=("logp_old", "logp_rollout"))  # fmt: skip
-    gap = _row_log_ratios(b, mean=False)[:, None] if mode.startswith("sequence") else b.log_ratio
-    with _float64_limits_handled_below():
-        weight = np.exp(gap)
-    if mode.endswith("truncate"):
-        return np.clip(weight, low, high)
-    return np.where((weight < low) | (weight > high), 0.0, weight)
-
-
-def off_policy_keep(
-    logp_new: ArrayLike,
-    logp_rollout: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    threshold: float,
-) -> BoolArray:
-    """DeepSeek-V3.2's off-policy sequence masking (OPSM): which responses to keep, (B,).
-
-    A response is kept if its advantage is >= 0 or the mean over its unmasked tokens of
-    ``logp_rollout - logp_new`` (an estimate of KL(rollout || current)) is <= ``threshold``: a
-    response that is both far off-policy and pushed down is dropped (TRL 1.16.0
-    ``GRPOTrainer.get_off_policy_mask``, ``grpo_trainer.py`` L2945-2973).  Note the level: the
-    *mean* gap over tokens, where a ``sequence_*`` rollout weight is the *sum*'s ``exp``.
-    ``advantages``: (B,), or (B, T) with one value per response.  Pass the result as
-    ``keep=`` to :func:`policy_loss`.
-
-    >>> new = np.log([[0.5, 0.5], [0.5, 0.5]])
-    >>> engine = np.log([[0.9, 0.9], [0.9, 0.9]])  # mean gap log(1.8) = 0.59 on both
-    >>> off_policy_keep(new, engine, [1.0, -1.0], [[True, True], [True, True]], threshold=0.5)
-    array([ True, False])
-    """
-    limit = checks.checked_real("threshold", threshold)
-    b = _checked(logp_new, logp_rollout, advantages, mask, objective="gspo",  # per response
-                 names=("logp_new", "logp_rollout"), caller="off_policy_keep")  # fmt: skip
-    first = b.advantages[np.arange(len(b.mask)), np.argmax(b.mask, axis=1)]
-    return (first >= 0) | (-_row_log_ratios(b, mean=True) <= limit)
 
 
 def clip_fraction_cleanrl(
@@ -769,7 +543,8 @@ def clip_fraction_verl(
         }
     with _float64_limits_handled_below():
         if kind == "sequence":
-            ratio = np.exp(np.minimum(_mean_log_ratio(b), 10.0))[:, None] * np.ones_like(a)
+            log_s = row_sums(b.logp_new, b.mask, b.lengths, minus=b.logp_old)
+            ratio = np.exp(np.minimum(log_s, 10.0))[:, None] * np.ones_like(a)
         else:
             ratio = np.exp(np.clip(b.log_ratio, -20.0, 20.0))
         if kind == "detached":
@@ -854,47 +629,17 @@ def _gradient_beyond_float64(
         grad[i, t] = gradient_entry(g, a, n, b.kl_coef, exp_d, at, float(rollout[i, t]))
 
 
-def _row_means(values: FloatArray, b: Batch) -> FloatArray:
-    """Each response's mean of ``values`` over its tokens (GMPO's mean clipped log-ratio); where
-    the float64 sum of finite values overflowed, the exact mean rounded once."""
-    with _float64_limits_handled_below():
-        mean = np.where(b.mask, values, 0.0).sum(axis=1) / b.lengths
-    for i in np.flatnonzero(~np.isfinite(mean)):
-        row = values[i, b.mask[i]]
-        if np.isfinite(row).all():
-            mean[i] = rounded(sum(map(Fraction, row.tolist())) / int(b.lengths[i]))
-    return mean
-
-
-def _mean_log_ratio(b: Batch) -> FloatArray:
-    """``(1/n_i) sum_t (logp_new - logp_old)`` per response (GSPO's ``log s_i``)."""
-    return _row_log_ratios(b, mean=True)
-
-
-def _row_log_ratios(b: Batch, *, mean: bool) -> FloatArray:
-    """``sum_t (logp_new - logp_old)`` per response, over ``n_i`` if ``mean``; where float64
-    overflowed on the way (a sum past 1.8e308, or ``inf - inf``), the exact value rounded once."""
-    divisor = b.lengths if mean else 1
-    with _float64_limits_handled_below():
-        total = b.log_ratio.sum(axis=1) / divisor
-    for i in np.flatnonzero(~np.isfinite(total)):
-        new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))
-        total[i] = rounded((new - old) / (int(b.lengths[i]) if mean else 1))
-    return total
-
-
 def _checked(
     logp_new: object, logp_old: object, advantages: object, mask: object, *, objective: object,
     eps_low: object = None, eps_high: object = None, aggregation: object = None,
     max_len: object = None, logp_ref: object = None, kl_coef: object = 0.0,
     tau_pos: object = None, tau_neg: object = None, rollout_weights: object = None,
-    keep: object = None, names: tuple[str, str] = ("logp_new", "logp_old"), caller: str = "",
+    keep: object = None,
 ) -> Batch:  # fmt: skip
     """The inputs checked (:mod:`llm_clip_inputs`), with the objective's defaults filled in.
 
     A band given to an objective without one (SAPO) and a temperature given to one without
     (all but SAPO) are refused rather than ignored, so that no setting silently does nothing.
-    ``names`` and ``caller`` (for a function that is not an objective) are for the messages.
     """
     spec = SPECS[checked_choice("objective", objective, OBJECTIVES)]
     for settings, values, default in (
@@ -910,11 +655,11 @@ def _checked(
         eps_high = eps_low if spec.eps_high is None else spec.eps_high
     tau = spec.tau or (1.0, 1.0)
     return checked_batch(
-        logp_new, logp_old, advantages, mask, objective=caller or spec.name,
+        logp_new, logp_old, advantages, mask, objective=spec.name,
         per_response=spec.per_response,
         eps_low=eps_low, eps_high=eps_high, aggregation=checked_choice(
             "aggregation", spec.aggregation if aggregation is None else aggregation, AGGREGATIONS
         ), max_len=max_len, logp_ref=logp_ref, kl_coef=kl_coef,
         tau=(tau[0] if tau_pos is None else tau_pos, tau[1] if tau_neg is None else tau_neg),
-        rollout_weights=rollout_weights, keep=keep, names=names,
+        rollout_weights=rollout_weights, keep=keep,
     )  # fmt: skip

@@ -68,20 +68,21 @@ def checked_batch(
     advantages: object,
     mask: object,
     *,
-    objective: str,
-    per_response: bool,
-    eps_low: object,
-    eps_high: object,
-    aggregation: str,
-    max_len: object,
-    logp_ref: object,
-    kl_coef: object,
+    objective: str = "",
+    per_response: bool = False,
+    eps_low: object = 0.0,
+    eps_high: object = 0.0,
+    aggregation: str = "token-mean",
+    max_len: object = None,
+    logp_ref: object = None,
+    kl_coef: object = 0.0,
     tau: tuple[object, object] = (1.0, 1.0),
     rollout_weights: object = None,
     keep: object = None,
     names: tuple[str, str] = ("logp_new", "logp_old"),
 ) -> Batch:
-    """Check every input (``objective`` and ``aggregation`` are already valid names).
+    """Check every input (``objective`` and ``aggregation`` are already valid names; the
+    defaults are those of a function with no band, KL or aggregation of its own).
 
     ``advantages=NO_ADVANTAGES`` means all 0 (for the functions that take none).  With
     ``per_response`` (GSPO, GMPO) a (B, T) array must be constant on each response's tokens.
