@@ -258,11 +258,8 @@ class ClipBreakdown:
         With a dual-clip cap ``c``, a negative-advantage sample keeps
         ``max(min(r*A, clip(r)*A), c*A)``: its term never falls below ``c*A``.
         """
-        kept = np.minimum(self.unclipped_term, self.clipped_term)
-        if self.dual_clip is None:
-            return kept
-        floor = times_advantage(self.dual_clip, self.advantages)
-        return np.where(self.advantages < 0, np.maximum(kept, floor), kept)
+        kept = _kept_ratio(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
+        return times_advantage(kept, self.advantages)
 
     @cached_property
     def is_clipped(self) -> BoolArray:

@@ -45,23 +45,23 @@ def checked_log_ratio(
     finite are the inputs searched for the entry to name; finite inputs whose
     difference float64 cannot hold give a log-ratio of ``+-inf``.
     """
-    logp_new = _as_vector("logp_new", logp_new)
-    logp_old = _as_vector("logp_old", logp_old)
-    advantages = _as_vector("advantages", advantages)
-    if not len(logp_new) == len(logp_old) == len(advantages):
-        _raise_for_different_lengths(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
+    given = {"logp_new": logp_new, "logp_old": logp_old, "advantages": advantages}
+    arrays = {name: _as_vector(name, value) for name, value in given.items()}
+    if len({len(array) for array in arrays.values()}) > 1:
+        described = ", ".join(f"{name} has {len(array)}" for name, array in arrays.items())
+        raise ValueError(f"inputs must have the same length: {described}")
+    logp_new, logp_old, advantages = arrays.values()
     with np.errstate(over="ignore"):  # finite inputs further apart than float64 reaches: +-inf,
         log_ratio = logp_new - logp_old  # whose exp (inf or 0) is the ratio in float64 too
     if not (np.isfinite(log_ratio).all() and np.isfinite(advantages).all()):
-        _raise_for_the_first_non_finite(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
+        for name, array in arrays.items():
+            float64_of(name, array)  # names the first NaN or infinity
     return log_ratio, advantages
 
 
 def checked_finite_vector(name: str, value: ArrayLike) -> FloatArray:
     """:func:`_as_vector`, and a ``ValueError`` naming the first NaN or infinite entry."""
-    array = _as_vector(name, value)
-    _raise_for_the_first_non_finite(**{name: array})
-    return array
+    return float64_of(name, _as_vector(name, value))
 
 
 # --------------------------------------------------------------------------
@@ -91,7 +91,8 @@ def real_array(
     then returned as such) and ``ValueError`` for the wrong shape or a number too large for
     float64.  The dtype is kept; :func:`float64_of` converts and checks finiteness.
     """
-    array = value if _is_plain_array(value) else array_from(name, value, f"a {shape} array")
+    plain = isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray)
+    array = value if plain else array_from(name, value, f"a {shape} array")
     if array.dtype.kind == "O":
         array = _object_array_as_float(name, array, value, ndim, shape)
     if array.dtype.kind not in ("iufb" if booleans else "iuf"):
@@ -122,10 +123,6 @@ def float64_of(
         problem = _TOO_LARGE if np.isfinite(array[index]) else f"{why} must be finite"
         raise ValueError(f"{name}[{', '.join(map(str, index))}] is {array[index]!s}; {problem}")
     return converted
-
-
-def _is_plain_array(value: object) -> bool:
-    return isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray)
 
 
 def array_from(name: str, value: object, what: str = "a 1-D array") -> np.ndarray:
@@ -242,22 +239,10 @@ def _object_array_as_float(
     return floats
 
 
-def _raise_for_the_first_non_finite(**arrays: FloatArray) -> None:
-    """Raise a ``ValueError`` naming the first NaN or infinite entry of ``arrays``, if any."""
-    for name, array in arrays.items():
-        float64_of(name, array)
-
-
 def _dtype_description(dtype: np.dtype) -> str:
     """A plain name for a dtype that is not real numbers."""
     descriptions = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "bytes"}
     return descriptions.get(dtype.kind, "not real numbers")
-
-
-def _raise_for_different_lengths(**arrays: FloatArray) -> None:
-    """Raise a ``ValueError`` that lists the length of each of ``arrays``."""
-    described = ", ".join(f"{name} has {len(array)}" for name, array in arrays.items())
-    raise ValueError(f"inputs must have the same length: {described}")
 
 
 # --------------------------------------------------------------------------
