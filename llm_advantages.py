@@ -131,25 +131,19 @@ def gae(
 def _rollout_array(
     name: str, value: object, shapes: list[tuple[int, ...]] | None = None, *, flags: bool = False
 ) -> FloatArray:
-    """``value`` as float64, checked by :mod:`ppo_clip_inputs`'s rules (row by row if 2-D): of
-    one of ``shapes`` (``None``: any (T,) or (T, N)); ``flags``: booleans, or 0 and 1 only."""
+    """``value`` as float64, checked by :mod:`ppo_clip_inputs`'s rules: of one of ``shapes``
+    (``None``: any (T,) or (T, N)); ``flags``: booleans, or 0 and 1 only."""
     try:
         ndim = np.ndim(value)
         if flags and np.asarray(value).dtype == bool:
             value = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):  # ragged: named by checked_finite_vector
+    except (TypeError, ValueError):  # ragged: named by real_array
         ndim = 1
     if ndim == 0 and shapes is not None and () in shapes:
         array = np.array(checks.checked_real(name, value))
-    elif ndim == 2:
-        rows = [checks.checked_finite_vector(f"{name}[{t}]", row) for t, row in enumerate(value)]
-        array = np.array(rows) if rows else np.zeros((0, 0))
-    elif ndim > 2:
-        raise ValueError(f"{name} must be (T,) or (T, N), got {ndim} dimensions")
     else:
-        array = checks.checked_finite_vector(name, value)
-    if not array.size:  # a (0, N) array: a 1-D one or an empty row is named above
-        raise ValueError(f"{name} is empty; it needs at least one step")
+        array = checks.real_array(name, value, 2 if ndim == 2 else 1, "(T,) or (T, N)")
+        array = checks.float64_of(name, array)
     if shapes is not None and array.shape not in shapes:
         wanted = " or ".join("a number" if not s else str(s) for s in dict.fromkeys(shapes))
         raise ValueError(f"{name} has shape {array.shape}; with these rewards it must be {wanted}")
