@@ -93,7 +93,6 @@ from llm_clip_inputs import NO_ADVANTAGES, Batch
 from llm_objectives import (
     AGGREGATIONS,
     DAPO_EPS_HIGH,
-    DEFAULT_AGGREGATION,
     DEFAULT_EPS,
     OBJECTIVES,
     SPECS,
@@ -113,7 +112,6 @@ if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings
 __all__ = [
     "AGGREGATIONS",
     "DAPO_EPS_HIGH",
-    "DEFAULT_AGGREGATION",
     "DEFAULT_EPS",
     "OBJECTIVES",
     "ROLLOUT_MODES",

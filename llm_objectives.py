@@ -48,7 +48,6 @@ from ppo_clip_exact import row_sums
 __all__ = [
     "AGGREGATIONS",
     "DAPO_EPS_HIGH",
-    "DEFAULT_AGGREGATION",
     "DEFAULT_EPS",
     "OBJECTIVES",
     "SPECS",
@@ -235,8 +234,6 @@ SPECS: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
                   eps_low=0.4, band="log-ratio", per_response=True, in_trl=False),
 )}  # fmt: skip
 OBJECTIVES: tuple[str, ...] = tuple(SPECS)
-#: Each objective's own aggregation, used when ``aggregation`` is None.
-DEFAULT_AGGREGATION: dict[str, Aggregation] = {k: s.aggregation for k, s in SPECS.items()}
 #: DAPO's clip-higher (arXiv 2503.14476): its ``eps_high`` defaults to 0.28.
 DAPO_EPS_HIGH = SPECS["dapo"].eps_high
 

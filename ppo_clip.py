@@ -426,7 +426,6 @@ def objective_terms(
 
     Works on a :func:`ratio_sweep` too (N = 1).
     """
-    objective = _checked_objective(objective)
     if objective == "clipped":
         terms = breakdown.objective_term
     else:
@@ -483,7 +482,6 @@ def surrogate_loss(
     :func:`ppo_clip_loss`), ``"unclipped"`` (``r*A``) or ``"clip_only"``
     (``clip(r)*A``).
     """
-    objective = _checked_objective(objective)
     return _loss_of(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
 
 
@@ -501,7 +499,6 @@ def surrogate_grad(
     every sample.  ``"clip_only"``: ``-r*A/N`` where ``1 - eps <= r <= 1 + eps``
     and 0 outside the band, whatever the advantage's sign.
     """
-    objective = _checked_objective(objective)
     return objective_grad(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
 
 

@@ -221,7 +221,7 @@ def test_default_aggregations_and_bands():
     }
     for objective in OBJECTIVES:
         b = token_breakdown(logp_new, logp_old, [1.0, 1.0], mask, objective=objective, max_len=5)
-        np.testing.assert_allclose(b.weight, weights[llm_clip.DEFAULT_AGGREGATION[objective]])
+        np.testing.assert_allclose(b.weight, weights[llm_clip.SPECS[objective].aggregation])
         spec = llm_clip.SPECS[objective]  # CISPO: its weight clipped, its gradient kept
         high = spec.default_band[1] if spec.band else math.inf
         edge = {"ratio": 1 + high, "log-ratio": math.exp(high)}.get(spec.band, math.inf)
