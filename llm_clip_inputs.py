@@ -1,8 +1,9 @@
 """The input checks of :mod:`llm_clip`: every message names the argument and the problem.
 
 Kept apart from the math so that ``llm_clip.py`` reads like the formulas, as
-:mod:`ppo_clip_inputs` is for :mod:`ppo_clip` (whose checks of single numbers, of what numpy
-would misread as an array, and of booleans among numbers are reused here).
+:mod:`ppo_clip_inputs` is for :mod:`ppo_clip`, whose reading of an array
+(:func:`ppo_clip_inputs.real_array`, :func:`ppo_clip_inputs.float64_of`) and of single numbers
+is used here too, with the same messages.
 :func:`checked_batch` returns the inputs as the math needs them, a :class:`Batch` of (B, T)
 float64 arrays with 0 on padding, or raises ``TypeError`` (not an array of real numbers) or
 ``ValueError`` (a wrong shape, a value out of range, a NaN or infinity among the unmasked

@@ -4,7 +4,9 @@ Kept apart from the math so that ``ppo_clip.py`` reads like the formulas.
 Each function returns its input as the type the math needs (a float64 array,
 a float, an int, ``None``) or raises ``TypeError`` (not real numbers, or not
 the kind of container numpy reads as a batch) or ``ValueError`` (a wrong
-shape, length or range, or a value that is not finite in float64).
+shape, length or range, or a value that is not finite in float64).  :func:`real_array` and
+:func:`float64_of`, the one reading of an array, serve :mod:`llm_clip_inputs` and
+:mod:`llm_advantages` too.
 """
 
 from __future__ import annotations
