@@ -291,26 +291,6 @@ def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None
 
 @EXAMPLES
 @given(batch=batches(), variant=VARIANTS)
-# Found in CI: an overflowed ratio times the tiniest negative advantage is +inf.
-@example(
-    batch=DrawnBatch(logp_new=[0.0], logp_old=[-710.0], advantages=[-5e-324], eps=0.0), variant={}
-)
-# Found in CI: the test's own mean of subnormal terms underflows (under the caller's "raise").
-@example(
-    batch=DrawnBatch(
-        logp_new=[0.0, -1.0],
-        logp_old=[0.0, 0.0],
-        advantages=[0.0, 1.1125369292536007e-308],
-        eps=0.0,
-    ),
-    variant={},
-)
-# Found by CI under PPO_SIMULATED_CPU=ulp-down: r = e^709 times A = -3 overflows as a float
-# product, the loss r * 3 / 2 does not.
-@example(
-    batch=DrawnBatch([0.0, -145.0], [0.0, -854.0], [0.0, -3.0], 0.2),
-    variant={"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None},
-)
 def test_matches_the_plain_python_reference(batch, variant):
     with np.errstate(all="raise"):  # the module never depends on the caller's error state
         check_batch_against_reference(batch, variant)
@@ -387,6 +367,24 @@ NAMED_EDGES = {
     "a dual-clip cap": (*FOUR, 0.2, {"dual_clip": 3.0}, [True, False, True, True]),
     "a dual-clip cap tames an overflowed ratio": (
         [0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], 0.2, {"dual_clip": 3.0}, [True, False]),
+    # where float64 overflows on the way to a finite loss: the exact loss rounded once
+    "the issue's case: four terms of +-1.7e308 cancel exactly, the loss is -1/5": (
+        [0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308], 0.2, {}, [False] * 5),
+    "issue 16's case: 1.2 * 1.7e308 and r * -1.7e308 are +-inf, their mean is finite": (
+        [0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308], 0.2, {}, [True, False]),
+    "two terms of about -1.35e308: their float64 sum overflows, the mean does not": (
+        [0.0, 0.0], [-709.5, -709.5], [-1.0, -1.0], 0.2, {}, [False, False]),
+    # found in CI
+    "an overflowed ratio times the tiniest negative advantage is +inf": (
+        [0.0], [-710.0], [-5e-324], 0.0, {}, [False]),
+    "the test's own mean of subnormal terms underflows (under the caller's raise)": (
+        [0.0, -1.0], [0.0, 0.0], [0.0, 1.1125369292536007e-308], 0.0, {}, [False, False]),
+    "ulp-down: r = e^709 times A = -3 overflows as a float product, r * 3 / 2 does not": (
+        [0.0, -145.0], [0.0, -854.0], [0.0, -3.0], 0.2,
+        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None}, [False, False]),
+    "test_numerics: r = e^709.5 with A = -2 and a band of width 0": (
+        [0.0, 0.0], [0.0, -709.5], [0.0, -2.0], 0.2,
+        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None}, [False, False]),
 }  # fmt: skip
 
 
@@ -403,8 +401,10 @@ def test_exp_of_log_is_exact_on_the_boundaries_used_below():
 def test_the_contracts_named_edges_match_the_reference(
     logp_new, logp_old, advantages, eps, variant, clipped
 ):
-    """Every quantity the reference's, never NaN, no warning; the samples named clip."""
-    check_batch_against_reference(DrawnBatch(logp_new, logp_old, advantages, eps), variant)
+    """Every quantity the reference's, never NaN, no warning, whatever the caller's numpy error
+    state; the samples named clip."""
+    with np.errstate(all="raise"):
+        check_batch_against_reference(DrawnBatch(logp_new, logp_old, advantages, eps), variant)
     breakdown = ppo_clip.clip_breakdown(logp_new, logp_old, advantages, eps, **variant)
     assert breakdown.is_clipped.tolist() == clipped
 
@@ -445,22 +445,6 @@ def overflowing_batches(draw) -> tuple[DrawnBatch, dict]:
 
 @settings(max_examples=200, deadline=None)
 @given(case=overflowing_batches())
-# The issue's case: four terms of +-1.7e308 cancel exactly; the loss is -1/5.
-@example(
-    case=(DrawnBatch([0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308], 0.2), {})
-)
-# Issue 16's case: +A clipped at 1.2 * 1.7e308 (inf in float64), -A keeps r * -1.7e308
-# (-inf); exactly, the loss is 0.5 * 1.7e308 * (e^0.5 - 1.2), finite.
-@example(case=(DrawnBatch([0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308], 0.2), {}))
-# Two terms of about -1.35e308: their float64 sum overflows although the mean does not.
-@example(case=(DrawnBatch([0.0, 0.0], [-709.5, -709.5], [-1.0, -1.0], 0.2), {}))
-# Found in CI (tests/test_numerics.py): r = e^709.5 with A = -2 and a band of width 0.
-@example(
-    case=(
-        DrawnBatch([0.0, 0.0], [0.0, -709.5], [0.0, -2.0], 0.2),
-        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None},
-    )
-)
 def test_the_loss_is_the_exact_loss_rounded_once_where_float64_overflows(case):
     batch, variant = case
     breakdown = ppo_clip.clip_breakdown(*batch, **variant)
