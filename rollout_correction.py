@@ -69,15 +69,11 @@ def rollout_weights(
     overflows the weight is ``inf`` before the bound (truncated to ``clip_max``, masked to 0).
     """
     mode = checked_choice("mode", mode, ROLLOUT_MODES)
-    bounds = [
-        None if value is None else checks.checked_real(name, value)
-        for name, value in (("clip_min", clip_min), ("clip_max", clip_max))
-    ]
-    for name, bound in zip(("clip_min", "clip_max"), bounds, strict=True):
-        if bound is not None and bound < 0:
+    low = -math.inf if clip_min is None else checks.checked_real("clip_min", clip_min)
+    high = math.inf if clip_max is None else checks.checked_real("clip_max", clip_max)
+    for name, bound in (("clip_min", low), ("clip_max", high)):
+        if -math.inf < bound < 0:
             raise ValueError(f"{name} must be at least 0, got {bound!r}")
-    low, high = (-math.inf if bounds[0] is None else bounds[0]), bounds[1]
-    high = math.inf if high is None else high
     if low > high:
         raise ValueError(f"clip_min ({low!r}) must not exceed clip_max ({high!r})")
     b = checked_batch(
