@@ -31,37 +31,15 @@ response.  The file reads top to bottom:
 1. **The textbook**: :func:`policy_loss`, :func:`policy_loss_grad` and :func:`token_breakdown`
    (each token's ratio, clip decision, term, weight and gradient, e.g. for a heat map).
 2. **The objectives**: one :class:`ObjectiveSpec` each in :data:`SPECS` (its parts function,
-   default aggregation and band, label, formula, paper and the trainer lines it follows).
-   Sources, read at these commits: TRL ``f2cd577`` (``trl/trainer/grpo_trainer.py``), verl
-   ``b178a3c`` (``verl/trainer/ppo/core_algos.py``), CleanRL ``fe8d8a0`` (``cleanrl/ppo.py``),
-   the RLHF book ``a66b0bf`` (``book/chapters/06-policy-gradients.md``); SAPO and GMPO from
-   the packages TRL 1.16.0 and verl 0.9.1 (PyPI wheels).  Where the libraries differ:
-
-   * PPO follows verl's ``compute_policy_loss_vanilla`` without its log-ratio clamp to
-     [-20, 20] (L1212) and its dual clip ``clip_ratio_c = 3`` for ``A < 0`` (L1229-1235; see
-     ``ppo_clip.clip_breakdown``).  GRPO's A is usually :func:`group_advantages`.
-   * Dr. GRPO: advantages not divided by the group's std (``scale_by_std=False``); verl's
-     ``seq-mean-token-sum-norm`` divides by ``max_len`` only, not by B (L1076).
-   * DAPO: the normalizer is the batch's token count; its dynamic sampling and overlong
-     shaping are outside the loss.  GSPO's paper uses tiny ranges: ``eps_low=3e-4,
-     eps_high=4e-4``.
-   * CISPO: TRL clips one side only, at ``epsilon_high`` itself (``clamp(coef_1,
-     max=epsilon_high)``, L3081; recommended 5.0): here ``eps_low=1, eps_high=4``.
-   * SAPO follows TRL (no clamp of ``log r``); verl clamps ``log r`` to [-20, 20] first
-     (L1666), which zeroes the (already vanishing) gradient beyond, and divides by
-     ``n_i + 1e-8`` (``agg_loss`` L1196).  Both always aggregate seq-mean-token-mean.
-   * GMPO follows verl, but divides by ``n_i``, not ``n_i + 1e-8`` (L1984, L1987), and applies an
-     ``aggregation`` given to it to its per-token loss, as for GSPO (verl always takes the mean
-     over responses, L2000).  TRL 1.16.0 has no GMPO.
-   * Run on CPU on random masked batches (a scratch check, not a test): verl 0.9.1's own
-     SAPO and GMPO functions agree with this module's loss and autograd gradient to 7e-8
-     relative (its ``+ 1e-8`` denominators), TRL 1.16.0's SAPO lines to 3e-15.
-
-3. **Around the loss**: :func:`group_advantages` (GRPO's and Dr. GRPO's), :func:`gae` (PPO's,
-   from a value model), the rollout engine's corrections (:func:`rollout_weights`,
-   :func:`off_policy_keep`, passed to the loss as ``rollout_weights=`` and ``keep=``) and the
-   clip fraction as CleanRL, verl and TRL each log it
+   default aggregation and band, label, formula, paper and the trainer lines it follows), in
+   :mod:`llm_objectives` with the sources each follows and where the libraries differ;
+   re-exported here.
+3. **Around the loss**: the clip fraction as CleanRL, verl and TRL each log it
    (:func:`clip_fraction_cleanrl`, :func:`clip_fraction_verl`, :func:`clip_ratio_trl`).
+   Re-exported from their own modules: :func:`group_advantages` (GRPO's and Dr. GRPO's) and
+   :func:`gae` (PPO's, from a value model) from :mod:`llm_advantages`; the rollout engine's
+   corrections :func:`rollout_weights` and :func:`off_policy_keep` (passed to the loss as
+   ``rollout_weights=`` and ``keep=``) and :data:`ROLLOUT_MODES` from :mod:`rollout_correction`.
 4. **Float64's limits**, decided by :mod:`ppo_clip`'s rules: never NaN; a token with
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
@@ -103,18 +81,30 @@ array([[ 0.      , -0.183333, -0.1     ],
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
-from typing import TYPE_CHECKING, Literal, NamedTuple, TypedDict, get_args
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
-from llm_clip_inputs import NO_ADVANTAGES, Batch, checked_batch, checked_choice
-from ppo_clip_exact import exact_loss, gradient_entry, rounded, times_advantage
+from llm_advantages import gae, group_advantages
+from llm_clip_inputs import NO_ADVANTAGES, Batch
+from llm_objectives import (
+    AGGREGATIONS,
+    DAPO_EPS_HIGH,
+    DEFAULT_EPS,
+    OBJECTIVES,
+    SPECS,
+    Aggregation,
+    Objective,
+    ObjectiveSpec,
+    Parts,
+    checked,
+)
+from ppo_clip_exact import exact_loss, gradient_entry, row_sums, times_advantage
 from ppo_clip_exact import float64_limits_handled_below as _float64_limits_handled_below
+from rollout_correction import ROLLOUT_MODES, off_policy_keep, rollout_weights
 
 if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings at run time
     from typing_extensions import Unpack
@@ -122,7 +112,6 @@ if TYPE_CHECKING:  # Python 3.10's typing has no Unpack; annotations are strings
 __all__ = [
     "AGGREGATIONS",
     "DAPO_EPS_HIGH",
-    "DEFAULT_AGGREGATION",
     "DEFAULT_EPS",
     "OBJECTIVES",
     "ROLLOUT_MODES",
@@ -144,13 +133,6 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
-Objective = str  #: a key of :data:`SPECS`
-Aggregation = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
-
-AGGREGATIONS: tuple[Aggregation, ...] = get_args(Aggregation)
-#: ``eps_low``'s default, unless the objective's entry says otherwise.
-DEFAULT_EPS = 0.2
-
 
 # --------------------------------------------------------------------------
 # 1. The textbook: the loss, its gradient, and every per-token quantity
@@ -252,13 +234,13 @@ def token_breakdown(
     as given (never normalized); GSPO and GMPO need the same value on each response's tokens.
     The keyword arguments are :class:`Options`.
     """
-    b = _checked(logp_new, logp_old, advantages, mask, **options)
+    b = checked(logp_new, logp_old, advantages, mask, **options)
     rollout = np.where(b.mask, 1.0, 0.0) if b.rollout_weight is None else b.rollout_weight
     spec = SPECS[b.objective]
     grad_weight = rollout
     if spec.per_response and b.rollout_weight is not None:
         # a response's ratio moves with each of its tokens: their weights reach it as their mean
-        grad_weight = np.broadcast_to(_row_means(rollout, b)[:, None], rollout.shape)
+        grad_weight = np.broadcast_to(row_sums(rollout, b.mask, b.lengths)[:, None], rollout.shape)
     with _float64_limits_handled_below():
         parts = spec.parts(b)
         term = times_advantage(math.prod(parts.term_factors), b.advantages)
@@ -306,416 +288,9 @@ def _aggregate(per_token: FloatArray, b: Batch) -> float:
 
 
 # --------------------------------------------------------------------------
-# 2. The objectives: one registry entry each, and what their terms are made of
+# 3. Around the loss: the three clip fractions (2, the objectives, is llm_objectives; the
+#    advantages are llm_advantages; the rollout engine's corrections rollout_correction)
 # --------------------------------------------------------------------------
-
-
-class _Parts(NamedTuple):
-    """One objective's per-token pieces: ``term = product(term_factors) * A`` and
-    ``d term / d logp_new = grad_factor * A`` (GSPO's, GMPO's: what reaches each token)."""
-
-    ratio: FloatArray
-    is_clipped: BoolArray
-    term_factors: tuple[FloatArray, ...]
-    grad_factor: FloatArray
-
-
-@dataclass(frozen=True)
-class ObjectiveSpec:
-    """Everything about one objective, read by this module, its tests, the widgets and
-    notebook 7: adding an objective is its ``parts`` function and one entry in :data:`SPECS`
-    (plus its formula in the independent reference, ``tests/llm_reference.py``).
-
-    ``parts`` computes each token's term and gradient (:class:`_Parts`); ``aggregation`` is its
-    default; ``eps_low``/``eps_high`` the default band (``eps_high`` None: ``eps_low``'s
-    value), on the ratio (``band="ratio"``: ``[1 - eps_low, 1 + eps_high]``), on ``log r``
-    (``"log-ratio"``: ``[-eps_low, eps_high]``) or none (``None``: ``eps_*`` refused);
-    ``tau`` SAPO's default ``(tau_pos, tau_neg)`` (None: ``tau_*`` refused); ``per_response``:
-    one advantage per response; ``detached_weight``: the ratio enters as a weight held constant
-    (stop-gradient, CISPO), so a token outside the band keeps its push.  ``label``, ``formula``,
-    ``paper`` (arXiv id) and ``follows`` (the trainer lines, version or commit first) are for
-    tables; ``in_trl``: TRL's ``GRPOTrainer`` has this loss (``clip_ratio_trl`` reports ``{}``
-    otherwise; PPO, not in TRL, is read there as token-level).  What verl logs as its clip
-    fraction follows from ``band``, ``per_response`` and ``detached_weight``
-    (:meth:`clip_kind`).
-    """
-
-    name: str
-    label: str
-    parts: Callable[[Batch], _Parts]
-    aggregation: Aggregation
-    formula: str
-    paper: str
-    follows: str
-    eps_low: float | None = DEFAULT_EPS
-    eps_high: float | None = None
-    band: Literal["ratio", "log-ratio"] | None = "ratio"
-    tau: tuple[float, float] | None = None
-    per_response: bool = False
-    detached_weight: bool = False
-    in_trl: bool = True
-
-    @property
-    def clip_kind(self) -> Literal["token", "sequence", "detached", "soft", "log-ratio"]:
-        """How the objective limits a ratio: a hard clip per token or per response, a detached
-        clipped weight, a soft gate (no band) or a clip of ``log r``."""
-        if self.band is None:
-            return "soft"
-        if self.band == "log-ratio":
-            return "log-ratio"
-        if self.detached_weight:
-            return "detached"
-        return "sequence" if self.per_response else "token"
-
-    @property
-    def default_band(self) -> tuple[float, float] | None:
-        """``(eps_low, eps_high)`` when neither is given; None for an objective without a band."""
-        if self.band is None:
-            return None
-        return self.eps_low, self.eps_low if self.eps_high is None else self.eps_high
-
-
-def _token_clip(b: Batch) -> _Parts:
-    """PPO's clipped term on each token's ratio ``r = exp(logp_new - logp_old)``: PPO, GRPO,
-    Dr. GRPO, DAPO differ only in their aggregation and band (:data:`SPECS`)."""
-    return _clipped(np.exp(b.log_ratio), b)
-
-
-def _gspo(b: Batch) -> _Parts:
-    """GSPO: PPO's clip on ``s_i = exp((1/n_i) sum_t (logp_new - logp_old))``, one per response.
-
-    Since ``d s_i / d logp_new_t = s_i / n_i``, every token of an unclipped response gets
-    ``-w * s_i * A_i``: the gradient of verl's GSPO-token form too (``core_algos.py`` L1297).
-    """
-    sequence_ratio = np.exp(_mean_log_ratio(b))[:, None] * np.ones_like(b.log_ratio)  # s_i
-    return _clipped(sequence_ratio, b)
-
-
-def _cispo(b: Batch) -> _Parts:
-    """CISPO: ``term = sg[clip(r)] * A * logp_new``; each token's gradient ``-w * clip(r) * A``
-    is never 0 unless A is (``is_clipped``: where the weight differs from ``r``)."""
-    ratio = np.exp(b.log_ratio)
-    weight = np.clip(ratio, b.lower, b.upper)  # sg[clip(r)]: a constant to the gradient
-    return _Parts(ratio, weight != ratio, (weight, b.logp_new), weight)
-
-
-def _sapo(b: Batch) -> _Parts:
-    """SAPO's soft gate: ``term = f(r) * A``, ``f(r) = sigmoid(tau * (r - 1)) * 4 / tau``.
-
-    ``f(1) = 2 / tau`` and ``f'(1) = 1``: near ``r = 1`` it is the unclipped surrogate; far
-    from 1 the gradient ``r * f'(r) * A = 4 * r * s * (1 - s) * A`` (``s`` the sigmoid) fades
-    but is 0 only where float64 underflows.  Sigmoids as ``exp(-logaddexp(0, -x))``, so an
-    overflowed ratio gives ``f = 4 / tau`` and a gradient of 0, never NaN.  No token is clipped.
-    For ``tau`` far below 1 the loss's float64 value loses digits: each term carries ``2/tau * A``,
-    which cancels between answers whose advantages sum to 0 (the gradient does not).
-    """
-    ratio = np.exp(b.log_ratio)
-    tau = np.where(b.advantages > 0, b.tau_pos, b.tau_neg)
-    x = tau * (ratio - 1.0)
-    gate = np.exp(-np.logaddexp(0.0, -x))  # sigmoid(x)
-    # r * sigmoid(x) * sigmoid(-x), the ratio taken inside the exp: 0, not inf * 0, at r = inf
-    slope = 4.0 * gate * np.exp(b.log_ratio - np.logaddexp(0.0, x))
-    slope[np.isposinf(b.log_ratio)] = 0.0  # log r itself overflowed: inf - inf above
-    return _Parts(ratio, np.zeros_like(b.mask), (gate * (4.0 / tau),), slope)
-
-
-def _gmpo(b: Batch) -> _Parts:
-    """GMPO: each token's ``log r`` clipped in log space on the pessimistic side, then
-    ``ratio_i = exp(mean of the clipped log-ratios)`` per response, ``term = ratio_i * A_i``.
-
-    ``sgn(A) * min(sgn(A) * log r, sgn(A) * clamp(log r, -eps_low, eps_high))`` is
-    ``min(log r, eps_high)`` for ``A > 0``, ``max(log r, -eps_low)`` for ``A < 0`` and 0 for
-    ``A == 0`` (its ratio is 1).  A token clipped there passes no gradient; the others get
-    ``-w * ratio_i * A_i`` (``d ratio_i / d logp_new_t = ratio_i / n_i``).
-    """
-    a, log_ratio = b.advantages, b.log_ratio
-    low, high = np.where(a < 0, -b.eps_low, -np.inf), np.where(a > 0, b.eps_high, np.inf)
-    clipped = (log_ratio < low) | (log_ratio > high)  # the pessimistic side only
-    kept = np.where(a == 0, 0.0, np.clip(log_ratio, low, high))
-    ratio = np.exp(_row_means(kept, b))[:, None] * np.ones_like(log_ratio)
-    return _Parts(ratio, clipped, (ratio,), np.where(clipped, 0.0, ratio))
-
-
-def _clipped(ratio: FloatArray, b: Batch) -> _Parts:
-    """PPO's clipped term on ``ratio`` (a token's or a response's)."""
-    advantages = b.advantages
-    # min(r*A, clip(r)*A) = A * min(r, upper) for A > 0 and A * max(r, lower) for A < 0
-    kept = np.where(advantages > 0, np.minimum(ratio, b.upper), np.maximum(ratio, b.lower))
-    clipped = ((advantages > 0) & (ratio > b.upper)) | ((advantages < 0) & (ratio < b.lower))
-    return _Parts(ratio, clipped, (kept,), np.where(clipped, 0.0, ratio))
-
-
-_CLIPPED_TERM = "min(r·A, clip(r, 1 − ε_low, 1 + ε_high)·A)"
-_TRL, _VERL = "TRL f2cd577 grpo_trainer.py", "verl b178a3c core_algos.py"
-_TRL_116, _VERL_091 = "TRL 1.16.0 grpo_trainer.py", "verl 0.9.1 core_algos.py"
-
-#: The objectives, in the order of every menu and table.  Where verl and TRL differ, ``follows``
-#: names the one followed; the module docstring's part 2 says what the other does.
-SPECS: dict[str, ObjectiveSpec] = {spec.name: spec for spec in (
-    ObjectiveSpec("ppo", "PPO", _token_clip, "token-mean", _CLIPPED_TERM, "1707.06347",
-                  f"{_VERL} L1216-1227 (compute_policy_loss_vanilla), L1055-1058 (token-mean)"),
-    ObjectiveSpec("grpo", "GRPO", _token_clip, "seq-mean-token-mean", _CLIPPED_TERM, "2402.03300",
-                  f'{_TRL} L3084-3091, L3125 (loss_type="grpo")'),
-    ObjectiveSpec("dr_grpo", "Dr. GRPO", _token_clip, "seq-mean-token-sum-norm", _CLIPPED_TERM,
-                  "2503.20783", f'{_TRL} L3135 (loss_type="dr_grpo", max_completion_length)'),
-    ObjectiveSpec("dapo", "DAPO", _token_clip, "token-mean", _CLIPPED_TERM, "2503.14476",
-                  f'{_TRL} L3139-3141 (loss_type="dapo")', eps_high=0.28),
-    ObjectiveSpec("gspo", "GSPO", _gspo, "seq-mean-token-mean",
-                  "min(s·A, clip(s, 1 − ε_low, 1 + ε_high)·A), s = exp(mean log r) per answer",
-                  "2507.18071", f'{_TRL} L3058 (importance_sampling_level="sequence")',
-                  per_response=True),
-    ObjectiveSpec("cispo", "CISPO", _cispo, "token-mean",
-                  "sg[clip(r, 1 − ε_low, 1 + ε_high)]·A·log π_new", "2506.13585",
-                  f"{_VERL} L1753-1758 (compute_policy_loss_cispo)", detached_weight=True),
-    ObjectiveSpec("sapo", "SAPO", _sapo, "seq-mean-token-mean",
-                  "f(r)·A, f(r) = σ(τ(r − 1))·4/τ, τ = τ_pos if A > 0 else τ_neg", "2511.20347",
-                  f'{_TRL_116} L3121-3124, L3153-3154 (loss_type="sapo"); {_VERL_091} L1623-1703',
-                  eps_low=None, band=None, tau=(1.0, 1.05)),
-    ObjectiveSpec("gmpo", "GMPO", _gmpo, "seq-mean-token-mean",
-                  "exp(mean of clip(log r, −ε_low, ε_high), pessimistic side)·A per answer",
-                  "2507.20673", f"{_VERL_091} L1929-2011 (compute_policy_loss_geo_mean)",
-                  eps_low=0.4, band="log-ratio", per_response=True, in_trl=False),
-)}  # fmt: skip
-OBJECTIVES: tuple[str, ...] = tuple(SPECS)
-#: Each objective's own aggregation, used when ``aggregation`` is None.
-DEFAULT_AGGREGATION: dict[str, Aggregation] = {k: s.aggregation for k, s in SPECS.items()}
-#: DAPO's clip-higher (arXiv 2503.14476): its ``eps_high`` defaults to 0.28.
-DAPO_EPS_HIGH = SPECS["dapo"].eps_high
-
-
-# --------------------------------------------------------------------------
-# 3. Around the loss: group advantages, GAE and the three clip fractions
-# --------------------------------------------------------------------------
-
-MAX_REWARD = 1e150  #: the largest |reward| (gae: |value| too): squares and sums fit float64
-
-
-def group_advantages(
-    rewards: ArrayLike, group_size: int, *, scale_by_std: bool = True, std_eps: float = 1e-4
-) -> FloatArray:
-    """GRPO's advantages: each reward minus its group's mean, over the group's std + std_eps.
-
-    The ``group_size`` responses to one prompt are consecutive, as TRL's
-    ``rewards.view(-1, num_generations)`` (``grpo_trainer.py`` L2685-2707).  GRPO
-    (arXiv 2402.03300) divides by the std; Dr. GRPO (arXiv 2503.20783) does
-    not (``scale_by_std=False``).  The std is the sample std (ddof=1) of TRL's ``nanstd``
-    (``trl/trainer/utils.py`` L873-879) and verl's ``torch.std`` (``core_algos.py`` L320);
-    ``std_eps`` is TRL's 1e-4 (verl's is 1e-6, L271).
-
-    >>> group_advantages([1.0, 0.0, 0.0, 0.0], 4).round(4)
-    array([ 1.4997, -0.4999, -0.4999, -0.4999])
-    >>> group_advantages([1.0, 0.0, 0.0, 0.0], 4, scale_by_std=False)
-    array([ 0.75, -0.25, -0.25, -0.25])
-    """
-    values = checks.checked_finite_vector("rewards", rewards)
-    if np.abs(values).max() > MAX_REWARD:
-        raise ValueError(f"rewards must be at most {MAX_REWARD:g} in magnitude")
-    size = checks.checked_count("group_size", group_size, len(values))
-    if size < 2 or len(values) % size:
-        raise ValueError(
-            f"group_size must be at least 2 and divide the {len(values)} rewards, got {size}"
-        )
-    if not isinstance(scale_by_std, (bool, np.bool_)):  # "False" or None would read as a truth
-        raise TypeError(f"scale_by_std must be True or False, got {scale_by_std!r}")
-    small = checks.checked_real("std_eps", std_eps)
-    if small <= 0:
-        raise ValueError(f"std_eps must be positive, got {small!r}")
-    groups = values.reshape(-1, size)
-    with np.errstate(under="ignore"):  # a tiny reward's square may underflow to 0: harmless
-        centered = groups - groups.mean(axis=1, keepdims=True)
-        if scale_by_std:
-            centered = centered / (groups.std(axis=1, ddof=1, keepdims=True) + small)
-    return centered.reshape(-1) + 0.0
-
-
-def gae(
-    rewards: ArrayLike,
-    values: ArrayLike,
-    dones: ArrayLike,
-    last_value: ArrayLike,
-    last_done: ArrayLike,
-    *,
-    gamma: float,
-    lam: float,
-) -> tuple[FloatArray, FloatArray]:
-    """PPO's advantages by GAE(lambda) (arXiv 1506.02438) and value targets: ``(A, A + V)``.
-
-    Time is the first axis: ``rewards``, ``values`` (V of each observation) and ``dones`` are
-    (T,), or (T, N) for N environments; ``last_value`` and ``last_done``, of the observation
-    after the rollout, are numbers or (N,).  ``dones[t]`` says observation t *starts* an
-    episode (CleanRL's ``next_done``): the episode ended at step t - 1.  From the last step
-    back, with ``next_value, next_done = values[t + 1], dones[t + 1]`` (``last_value,
-    last_done`` at the last step)::
-
-        delta = rewards[t] + gamma * next_value * (1 - next_done) - values[t]
-        A[t]  = delta + gamma * lam * (1 - next_done) * A[t + 1]        (A[T] = 0)
-
-    as CleanRL's ``ppo.py`` (``fe8d8a0``, L217-231), operation for operation: the same floats.
-    ``lam = 0`` gives the one-step TD error, ``lam = 1`` the discounted return minus V.
-
-    A *termination* (the pole fell, EOS) has no future: its step is ``r - V(s)``.  A
-    *truncation* (a time limit, CartPole's 500 steps) cuts a state that has one, so it should
-    be bootstrapped from V of the truncated observation, which is not in ``values`` (the
-    environment has reset).  Both mark the next observation as a start; the CartPole agent
-    (``experiments/cartpole_agent.py``) puts a truncation's bootstrap in its reward, adding
-    ``gamma * V(final observation)``.  CleanRL does not (L206): a time limit counts as a
-    failure there.  :mod:`tiny_rlhf` calls this with ``gamma`` 1 on each response's tokens,
-    ``last_value`` 0 and V and r 0 on padding: a response ends by termination.
-
-    >>> advantages, returns = gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
-    ...                           last_value=2.0, last_done=False, gamma=0.5, lam=1.0)
-    >>> advantages  # step 1 ends an episode; step 3 is bootstrapped from last_value
-    array([1. , 0.5, 1.5, 1.5])
-    >>> returns  # lam = 1: the discounted returns, 1 + 0.5 * 1 and 1 + 0.5 * 2
-    array([1.5, 1. , 2. , 2. ])
-    >>> gae([1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0, 0, 1, 0],
-    ...     last_value=2.0, last_done=True, gamma=0.5, lam=1.0)[1]  # terminated at the end
-    array([1.5, 1. , 1.5, 1. ])
-
-    Bad input (a shape, a NaN, ``dones`` not 0/1, ``gamma`` or ``lam`` outside [0, 1], a reward
-    or value beyond :data:`MAX_REWARD` in magnitude, where the sums could overflow) raises a
-    ``TypeError`` or ``ValueError`` naming the argument.
-    """
-    r = _rollout_array("rewards", rewards)
-    shapes = [(), r.shape[1:]]  # last_value and last_done: a number, or one per environment
-    v = _rollout_array("values", values, [r.shape])
-    starts = _rollout_array("dones", dones, [r.shape], flags=True)
-    next_value = _rollout_array("last_value", last_value, shapes)
-    for name, array in (("rewards", r), ("values", v), ("last_value", next_value)):
-        if np.abs(array).max() > MAX_REWARD:
-            raise ValueError(f"{name} must be at most {MAX_REWARD:g} in magnitude")
-    next_nonterminal = 1.0 - _rollout_array("last_done", last_done, shapes, flags=True)
-    gamma, lam = checks.checked_eps("gamma", gamma), checks.checked_eps("lam", lam)
-    advantages = np.zeros_like(r)
-    following = 0.0
-    with np.errstate(under="ignore"):  # a product below 1e-308 rounds to 0: harmless
-        for t in reversed(range(len(r))):
-            delta = r[t] + gamma * next_value * next_nonterminal - v[t]
-            advantages[t] = following = delta + gamma * lam * next_nonterminal * following
-            next_value, next_nonterminal = v[t], 1.0 - starts[t]
-    return advantages, advantages + v
-
-
-def _rollout_array(
-    name: str, value: object, shapes: list[tuple[int, ...]] | None = None, *, flags: bool = False
-) -> FloatArray:
-    """``value`` as float64, checked by :mod:`ppo_clip_inputs`'s rules (row by row if 2-D): of
-    one of ``shapes`` (``None``: any (T,) or (T, N)); ``flags``: booleans, or 0 and 1 only."""
-    try:
-        ndim = np.ndim(value)
-        if flags and np.asarray(value).dtype == bool:
-            value = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):  # ragged: named by checked_finite_vector
-        ndim = 1
-    if ndim == 0 and shapes is not None and () in shapes:
-        array = np.array(checks.checked_real(name, value))
-    elif ndim == 2:
-        rows = [checks.checked_finite_vector(f"{name}[{t}]", row) for t, row in enumerate(value)]
-        array = np.array(rows) if rows else np.zeros((0, 0))
-    elif ndim > 2:
-        raise ValueError(f"{name} must be (T,) or (T, N), got {ndim} dimensions")
-    else:
-        array = checks.checked_finite_vector(name, value)
-    if not array.size:  # a (0, N) array: a 1-D one or an empty row is named above
-        raise ValueError(f"{name} is empty; it needs at least one step")
-    if shapes is not None and array.shape not in shapes:
-        wanted = " or ".join("a number" if not s else str(s) for s in dict.fromkeys(shapes))
-        raise ValueError(f"{name} has shape {array.shape}; with these rewards it must be {wanted}")
-    if flags and not np.isin(array, (0.0, 1.0)).all():
-        raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
-    return array
-
-
-RolloutMode = Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
-ROLLOUT_MODES: tuple[RolloutMode, ...] = get_args(RolloutMode)
-
-
-def rollout_weights(
-    logp_old: ArrayLike,
-    logp_rollout: ArrayLike,
-    mask: ArrayLike,
-    *,
-    mode: RolloutMode,
-    clip_min: float | None = None,
-    clip_max: float | None = 3.0,
-) -> FloatArray:
-    """The importance weights that correct for the rollout engine, as TRL computes them.
-
-    The engine (vLLM, SGLang) sampled each token with log-probability ``logp_rollout``; the
-    trainer's own recomputation is ``logp_old``.  With ``d = logp_old - logp_rollout`` on unmasked
-    tokens (0 on padding), ``token_*`` modes give ``exp(d)`` per token, (B, T), and
-    ``sequence_*`` modes ``exp(sum_t d)`` per response, (B, 1): the product of its tokens'
-    ratios.  ``*_truncate`` clamps the weights to ``[clip_min, clip_max]`` (truncated importance
-    sampling, TIS); ``*_mask`` sets every weight outside it to 0 (IcePop-style).  ``None``
-    leaves that side open.  TRL 1.16.0 ``grpo_trainer.py`` L2660-2707 (its default:
-    ``sequence_mask``, ``clip_max`` 3).  verl 0.9.1 (``rollout_corr_helper.py`` L522-596)
-    differs: it clamps ``d`` (or the sum) to [-20, 20] before ``exp``, sets padding to 0, its
-    truncation has an upper bound only (default 2) and its mask keeps ``[lower, upper]``.
-
-    >>> old = np.log([[0.5, 0.5], [0.5, 0.5]])
-    >>> engine = np.log([[0.25, 0.5], [0.5, 1.0]])  # the engine's probabilities
-    >>> rollout_weights(old, engine, [[True, True], [True, False]], mode="token_truncate")
-    array([[2., 1.],
-           [1., 1.]])
-    >>> rollout_weights(old, engine, [[True, True], [True, True]], mode="sequence_mask",
-    ...                 clip_min=0.4, clip_max=1.5)  # 2 * 1 is above 1.5: masked
-    array([[0. ],
-           [0.5]])
-
-    Bad input raises a ``TypeError`` or ``ValueError`` naming the argument; ``clip_min`` and
-    ``clip_max`` are None or numbers >= 0 with ``clip_min <= clip_max``.  Where ``exp``
-    overflows the weight is ``inf`` before the bound (truncated to ``clip_max``, masked to 0).
-    """
-    mode = checked_choice("mode", mode, ROLLOUT_MODES)
-    bounds = [
-        None if value is None else checks.checked_real(name, value)
-        for name, value in (("clip_min", clip_min), ("clip_max", clip_max))
-    ]
-    for name, bound in zip(("clip_min", "clip_max"), bounds, strict=True):
-        if bound is not None and bound < 0:
-            raise ValueError(f"{name} must be at least 0, got {bound!r}")
-    low, high = (-math.inf if bounds[0] is None else bounds[0]), bounds[1]
-    high = math.inf if high is None else high
-    if low > high:
-        raise ValueError(f"clip_min ({low!r}) must not exceed clip_max ({high!r})")
-    b = _checked(logp_old, logp_rollout, NO_ADVANTAGES, mask, objective="ppo",
-                 names=("logp_old", "logp_rollout"))  # fmt: skip
-    gap = _row_log_ratios(b, mean=False)[:, None] if mode.startswith("sequence") else b.log_ratio
-    with _float64_limits_handled_below():
-        weight = np.exp(gap)
-    if mode.endswith("truncate"):
-        return np.clip(weight, low, high)
-    return np.where((weight < low) | (weight > high), 0.0, weight)
-
-
-def off_policy_keep(
-    logp_new: ArrayLike,
-    logp_rollout: ArrayLike,
-    advantages: ArrayLike,
-    mask: ArrayLike,
-    *,
-    threshold: float,
-) -> BoolArray:
-    """DeepSeek-V3.2's off-policy sequence masking (OPSM): which responses to keep, (B,).
-
-    A response is kept if its advantage is >= 0 or the mean over its unmasked tokens of
-    ``logp_rollout - logp_new`` (an estimate of KL(rollout || current)) is <= ``threshold``: a
-    response that is both far off-policy and pushed down is dropped (TRL 1.16.0
-    ``GRPOTrainer.get_off_policy_mask``, ``grpo_trainer.py`` L2945-2973).  Note the level: the
-    *mean* gap over tokens, where a ``sequence_*`` rollout weight is the *sum*'s ``exp``.
-    ``advantages``: (B,), or (B, T) with one value per response.  Pass the result as
-    ``keep=`` to :func:`policy_loss`.
-
-    >>> new = np.log([[0.5, 0.5], [0.5, 0.5]])
-    >>> engine = np.log([[0.9, 0.9], [0.9, 0.9]])  # mean gap log(1.8) = 0.59 on both
-    >>> off_policy_keep(new, engine, [1.0, -1.0], [[True, True], [True, True]], threshold=0.5)
-    array([ True, False])
-    """
-    limit = checks.checked_real("threshold", threshold)
-    b = _checked(logp_new, logp_rollout, advantages, mask, objective="gspo",  # per response
-                 names=("logp_new", "logp_rollout"), caller="off_policy_keep")  # fmt: skip
-    first = b.advantages[np.arange(len(b.mask)), np.argmax(b.mask, axis=1)]
-    return (first >= 0) | (-_row_log_ratios(b, mean=True) <= limit)
 
 
 def clip_fraction_cleanrl(
@@ -727,7 +302,7 @@ def clip_fraction_cleanrl(
     over the unmasked tokens as one minibatch.  Sign-blind: a token that moved the
     unfavourable way counts, although its gradient flows.
     """
-    b = _checked(logp_new, logp_old, NO_ADVANTAGES, mask, objective="ppo")
+    b = checked(logp_new, logp_old, NO_ADVANTAGES, mask, objective="ppo")
     clip_coef = checks.checked_eps("eps", eps)
     with _float64_limits_handled_below():
         outside = np.abs(np.exp(b.log_ratio) - 1.0) > clip_coef
@@ -757,7 +332,7 @@ def clip_fraction_verl(
     ``[-eps_low, eps_high]``, either side, with ``A > 0`` and (lower) ``A < 0`` (L2003-2005).
     """
     options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
-    b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
+    b = checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     cap = checks.checked_dual_clip(dual_clip)
     kind, a = SPECS[b.objective].clip_kind, b.advantages
     if kind in ("soft", "log-ratio"):  # a soft gate has no band: nothing lies outside it
@@ -769,7 +344,8 @@ def clip_fraction_verl(
         }
     with _float64_limits_handled_below():
         if kind == "sequence":
-            ratio = np.exp(np.minimum(_mean_log_ratio(b), 10.0))[:, None] * np.ones_like(a)
+            log_s = row_sums(b.logp_new, b.mask, b.lengths, minus=b.logp_old)
+            ratio = np.exp(np.minimum(log_s, 10.0))[:, None] * np.ones_like(a)
         else:
             ratio = np.exp(np.clip(b.log_ratio, -20.0, 20.0))
         if kind == "detached":
@@ -808,7 +384,7 @@ def clip_ratio_trl(
     It logs no clip metric for SAPO and has no GMPO: ``{}`` for both (TRL 1.16.0 L3276-3290).
     """
     options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
-    b = _checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
+    b = checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     spec = SPECS[b.objective]
     if not spec.in_trl or spec.clip_kind == "soft":
         return {}
@@ -841,9 +417,7 @@ def _token_mean(flags: BoolArray, b: Batch) -> float:
 # --------------------------------------------------------------------------
 
 
-def _gradient_beyond_float64(
-    grad: FloatArray, parts: _Parts, b: Batch, rollout: FloatArray
-) -> None:
+def _gradient_beyond_float64(grad: FloatArray, parts: Parts, b: Batch, rollout: FloatArray) -> None:
     """Decide, in place, the gradient entries float64 left not finite
     (:func:`ppo_clip_exact.gradient_entry`: ``-(g*A*rollout + kl_coef*expm1(d)) / D``)."""
     for i, t in zip(*np.nonzero(~np.isfinite(grad)), strict=True):
@@ -852,69 +426,3 @@ def _gradient_beyond_float64(
         g, a = float(parts.grad_factor[i, t]), float(b.advantages[i, t])
         at, n = f"logp_new[{i}, {t}]", int(b.denominator[i])
         grad[i, t] = gradient_entry(g, a, n, b.kl_coef, exp_d, at, float(rollout[i, t]))
-
-
-def _row_means(values: FloatArray, b: Batch) -> FloatArray:
-    """Each response's mean of ``values`` over its tokens (GMPO's mean clipped log-ratio); where
-    the float64 sum of finite values overflowed, the exact mean rounded once."""
-    with _float64_limits_handled_below():
-        mean = np.where(b.mask, values, 0.0).sum(axis=1) / b.lengths
-    for i in np.flatnonzero(~np.isfinite(mean)):
-        row = values[i, b.mask[i]]
-        if np.isfinite(row).all():
-            mean[i] = rounded(sum(map(Fraction, row.tolist())) / int(b.lengths[i]))
-    return mean
-
-
-def _mean_log_ratio(b: Batch) -> FloatArray:
-    """``(1/n_i) sum_t (logp_new - logp_old)`` per response (GSPO's ``log s_i``)."""
-    return _row_log_ratios(b, mean=True)
-
-
-def _row_log_ratios(b: Batch, *, mean: bool) -> FloatArray:
-    """``sum_t (logp_new - logp_old)`` per response, over ``n_i`` if ``mean``; where float64
-    overflowed on the way (a sum past 1.8e308, or ``inf - inf``), the exact value rounded once."""
-    divisor = b.lengths if mean else 1
-    with _float64_limits_handled_below():
-        total = b.log_ratio.sum(axis=1) / divisor
-    for i in np.flatnonzero(~np.isfinite(total)):
-        new, old = (sum(map(Fraction, logp[i, b.mask[i]])) for logp in (b.logp_new, b.logp_old))
-        total[i] = rounded((new - old) / (int(b.lengths[i]) if mean else 1))
-    return total
-
-
-def _checked(
-    logp_new: object, logp_old: object, advantages: object, mask: object, *, objective: object,
-    eps_low: object = None, eps_high: object = None, aggregation: object = None,
-    max_len: object = None, logp_ref: object = None, kl_coef: object = 0.0,
-    tau_pos: object = None, tau_neg: object = None, rollout_weights: object = None,
-    keep: object = None, names: tuple[str, str] = ("logp_new", "logp_old"), caller: str = "",
-) -> Batch:  # fmt: skip
-    """The inputs checked (:mod:`llm_clip_inputs`), with the objective's defaults filled in.
-
-    A band given to an objective without one (SAPO) and a temperature given to one without
-    (all but SAPO) are refused rather than ignored, so that no setting silently does nothing.
-    ``names`` and ``caller`` (for a function that is not an objective) are for the messages.
-    """
-    spec = SPECS[checked_choice("objective", objective, OBJECTIVES)]
-    for settings, values, default in (
-        (("eps_low", "eps_high"), (eps_low, eps_high), spec.band),
-        (("tau_pos", "tau_neg"), (tau_pos, tau_neg), spec.tau),
-    ):
-        for name, value in zip(settings, values, strict=True):
-            if value is not None and default is None:
-                raise ValueError(f"{name} does not apply to {spec.name}: leave it None")
-    if eps_low is None:  # no band (SAPO): the unused edges at 1
-        eps_low = 0.0 if spec.eps_low is None else spec.eps_low
-    if eps_high is None:
-        eps_high = eps_low if spec.eps_high is None else spec.eps_high
-    tau = spec.tau or (1.0, 1.0)
-    return checked_batch(
-        logp_new, logp_old, advantages, mask, objective=caller or spec.name,
-        per_response=spec.per_response,
-        eps_low=eps_low, eps_high=eps_high, aggregation=checked_choice(
-            "aggregation", spec.aggregation if aggregation is None else aggregation, AGGREGATIONS
-        ), max_len=max_len, logp_ref=logp_ref, kl_coef=kl_coef,
-        tau=(tau[0] if tau_pos is None else tau_pos, tau[1] if tau_neg is None else tau_neg),
-        rollout_weights=rollout_weights, keep=keep, names=names,
-    )  # fmt: skip

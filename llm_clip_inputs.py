@@ -1,8 +1,9 @@
 """The input checks of :mod:`llm_clip`: every message names the argument and the problem.
 
 Kept apart from the math so that ``llm_clip.py`` reads like the formulas, as
-:mod:`ppo_clip_inputs` is for :mod:`ppo_clip` (whose checks of single numbers, of what numpy
-would misread as an array, and of booleans among numbers are reused here).
+:mod:`ppo_clip_inputs` is for :mod:`ppo_clip`, whose reading of an array
+(:func:`ppo_clip_inputs.real_array`, :func:`ppo_clip_inputs.float64_of`) and of single numbers
+is used here too, with the same messages.
 :func:`checked_batch` returns the inputs as the math needs them, a :class:`Batch` of (B, T)
 float64 arrays with 0 on padding, or raises ``TypeError`` (not an array of real numbers) or
 ``ValueError`` (a wrong shape, a value out of range, a NaN or infinity among the unmasked
@@ -19,12 +20,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ppo_clip_inputs import (
-    array_from,
     checked_count,
     checked_eps,
     checked_finite_vector,
     checked_real,
-    refuse_booleans,
+    float64_of,
+    real_array,
 )
 
 __all__ = ["NO_ADVANTAGES", "Batch", "checked_batch", "checked_choice"]
@@ -68,20 +69,21 @@ def checked_batch(
     advantages: object,
     mask: object,
     *,
-    objective: str,
-    per_response: bool,
-    eps_low: object,
-    eps_high: object,
-    aggregation: str,
-    max_len: object,
-    logp_ref: object,
-    kl_coef: object,
+    objective: str = "",
+    per_response: bool = False,
+    eps_low: object = 0.0,
+    eps_high: object = 0.0,
+    aggregation: str = "token-mean",
+    max_len: object = None,
+    logp_ref: object = None,
+    kl_coef: object = 0.0,
     tau: tuple[object, object] = (1.0, 1.0),
     rollout_weights: object = None,
     keep: object = None,
     names: tuple[str, str] = ("logp_new", "logp_old"),
 ) -> Batch:
-    """Check every input (``objective`` and ``aggregation`` are already valid names).
+    """Check every input (``objective`` and ``aggregation`` are already valid names; the
+    defaults are those of a function with no band, KL or aggregation of its own).
 
     ``advantages=NO_ADVANTAGES`` means all 0 (for the functions that take none).  With
     ``per_response`` (GSPO, GMPO) a (B, T) array must be constant on each response's tokens.
@@ -104,14 +106,14 @@ def checked_batch(
     if coef and logp_ref is None:
         raise ValueError(f"kl_coef is {coef!r} but logp_ref is None: pass the reference's logp")
     new_name, old_name = names
-    new = _as_float_array(new_name, logp_new, 2)
+    new = real_array(new_name, logp_new, 2, "(B, T)")
     boolean = _checked_mask(mask, new.shape, new_name)
     new = _unmasked_finite(new_name, new, boolean, new_name)
-    old = _as_float_array(old_name, logp_old, 2)
+    old = real_array(old_name, logp_old, 2, "(B, T)")
     old = _unmasked_finite(old_name, old, boolean, new_name)
     ref = new
     if logp_ref is not None:
-        ref = _unmasked_finite("logp_ref", _as_float_array("logp_ref", logp_ref, 2), boolean)
+        ref = _unmasked_finite("logp_ref", real_array("logp_ref", logp_ref, 2, "(B, T)"), boolean)
     with np.errstate(over="ignore"):  # finite inputs further apart than float64 reaches: +-inf
         log_ratio, gap = new - old, ref - new
     a = np.zeros_like(new)
@@ -144,20 +146,6 @@ def checked_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     return value
 
 
-def _as_float_array(name: str, value: object, ndim: int, shape: str = "(B, T)") -> np.ndarray:
-    """``value`` as a non-empty array of real numbers of ``ndim`` dimensions, booleans refused
-    (:func:`_unmasked_finite` makes it float64)."""
-    array = array_from(name, value, "an array")
-    if array.dtype.kind == "O" and all(isinstance(x, int) for x in array.ravel()):
-        raise ValueError(f"{name} holds an integer too large for float64")
-    if array.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
-    if array.ndim != ndim or array.size == 0:
-        raise ValueError(f"{name} must be a non-empty {shape} array, got shape {array.shape}")
-    refuse_booleans(name, value)  # numpy reads [[True, -0.5]] as [[1.0, -0.5]] without a word
-    return array
-
-
 def _checked_mask(value: object, shape: tuple[int, ...], new_name: str = "logp_new") -> BoolArray:
     """A boolean (or 0/1) array of logp_new's shape in which every response has a token."""
     mask = _flags("mask", value, 2)
@@ -171,16 +159,10 @@ def _checked_mask(value: object, shape: tuple[int, ...], new_name: str = "logp_n
 
 def _flags(name: str, value: object, ndim: int) -> BoolArray:
     """A boolean (or 0/1) array of ``ndim`` dimensions, as booleans."""
-    array = array_from(name, value, "an array")
-    shape = "(B, T)" if ndim == 2 else "(B,)"
-    if array.dtype == bool:
-        if array.ndim != ndim or not array.size:
-            raise ValueError(f"{name} must be a non-empty {shape} array, got shape {array.shape}")
-        return array.copy()
-    numbers = _as_float_array(name, array, ndim, shape=shape)
-    if not np.isin(numbers, (0.0, 1.0)).all():
+    array = real_array(name, value, ndim, "(B, T)" if ndim == 2 else "(B,)", booleans=True)
+    if array.dtype != bool and not np.isin(array, (0, 1)).all():
         raise ValueError(f"{name} must hold booleans (or 0 and 1 only)")
-    return numbers == 1.0
+    return array == 1
 
 
 def _checked_rollout_weight(weights: object, keep: object, mask: BoolArray) -> FloatArray | None:
@@ -190,7 +172,7 @@ def _checked_rollout_weight(weights: object, keep: object, mask: BoolArray) -> F
         return None
     weight = np.ones(mask.shape)
     if weights is not None:
-        array = _as_float_array("rollout_weights", weights, 2, shape="(B, 1) or (B, T)")
+        array = real_array("rollout_weights", weights, 2, "(B, 1) or (B, T)")
         if array.shape not in ((len(mask), 1), mask.shape):
             raise ValueError(
                 f"rollout_weights has shape {array.shape}; it must be "
@@ -224,18 +206,7 @@ def _unmasked_finite(
     """``array`` as float64 with its padding set to 0, after checking its unmasked entries."""
     if array.shape != mask.shape:
         raise ValueError(f"{name} has shape {array.shape}; it must match {new_name}'s {mask.shape}")
-    with np.errstate(over="ignore"):  # a long double beyond float64 turns inf: named below
-        converted = array.astype(np.float64)
-    bad = mask & ~np.isfinite(converted)
-    if bad.any():
-        i, t = np.argwhere(bad)[0]
-        why = (
-            "too large for float64"
-            if np.isfinite(array[i, t])
-            else "unmasked values must be finite"
-        )
-        raise ValueError(f"{name}[{i}, {t}] is {array[i, t]!s}; {why}")
-    return np.where(mask, converted, 0.0)
+    return np.where(mask, float64_of(name, array, mask, why="unmasked values"), 0.0)
 
 
 def _checked_advantages(value: object, mask: BoolArray) -> FloatArray:
@@ -251,7 +222,7 @@ def _checked_advantages(value: object, mask: BoolArray) -> FloatArray:
                 f"advantages has {len(per_response)} entries for {len(mask)} responses"
             )
         return np.where(mask, per_response[:, None], 0.0)
-    array = _as_float_array("advantages", value, 2, shape="(B,), (B, 1) or (B, T)")
+    array = real_array("advantages", value, 2, "(B,), (B, 1) or (B, T)")
     if array.shape == (len(mask), 1):  # one per response, as TRL's advantages[:, None]
         array = np.broadcast_to(array, mask.shape)
     return _unmasked_finite("advantages", array, mask)

@@ -68,7 +68,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, NamedTuple, TypeVar
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -109,7 +109,6 @@ OBJECTIVES: tuple[Objective, ...] = ("clipped", "unclipped", "clip_only")
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
-_FloatOrArray = TypeVar("_FloatOrArray", float, FloatArray)
 
 
 # --------------------------------------------------------------------------
@@ -142,7 +141,7 @@ def ppo_clip_loss(
         loss = -terms.sum() / len(terms)  # -(1/N) * sum_t
     if not math.isfinite(loss):  # float64 overflowed on the way: part 4 decides
         return ClipBreakdown(log_ratio, ratio, advantages, 1 - eps, 1 + eps, len(terms)).loss
-    return _positive_zero(float(loss))
+    return float(loss) + 0.0  # + 0.0 turns -0.0 (every term 0) into the 0.0 a reader expects
 
 
 def clip_fraction(
@@ -192,7 +191,7 @@ def ppo_clip_grad(
     grad[clipped | (advantages == 0)] = 0.0  # a constant term (clipped, or A_t = 0): slope 0
     if not np.isfinite(grad).all():  # float64 overflowed on the way: part 4 decides
         return ClipBreakdown(log_ratio, ratio, advantages, 1 - eps, 1 + eps, len(ratio)).grad
-    return _positive_zero(grad)
+    return grad + 0.0  # -r*A/N is -0.0 where r or A is 0: + 0.0 makes it 0.0
 
 
 # --------------------------------------------------------------------------
@@ -258,11 +257,8 @@ class ClipBreakdown:
         With a dual-clip cap ``c``, a negative-advantage sample keeps
         ``max(min(r*A, clip(r)*A), c*A)``: its term never falls below ``c*A``.
         """
-        kept = np.minimum(self.unclipped_term, self.clipped_term)
-        if self.dual_clip is None:
-            return kept
-        floor = times_advantage(self.dual_clip, self.advantages)
-        return np.where(self.advantages < 0, np.maximum(kept, floor), kept)
+        kept = _kept_ratio(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
+        return times_advantage(kept, self.advantages)
 
     @cached_property
     def is_clipped(self) -> BoolArray:
@@ -286,7 +282,7 @@ class ClipBreakdown:
     def loss_contribution(self) -> FloatArray:
         """Each sample's share of the loss, ``-(1/N) * objective_term``."""
         with float64_limits_handled_below():  # a tiny term over N underflows to 0
-            return _positive_zero(-self.objective_term / self.batch_size)
+            return -self.objective_term / self.batch_size + 0.0
 
     @property
     def loss(self) -> float:
@@ -429,7 +425,6 @@ def objective_terms(
 
     Works on a :func:`ratio_sweep` too (N = 1).
     """
-    objective = _checked_objective(objective)
     if objective == "clipped":
         terms = breakdown.objective_term
     else:
@@ -466,7 +461,8 @@ def _loss_of(
         factor = _kept_ratio(b.ratio, b.advantages, b.lower, b.upper, b.dual_clip)[:count]
     else:
         factor = (b.ratio if objective == "unclipped" else b.clipped_ratio)[:count]
-    loss = _summed_loss(times_advantage(factor, advantages), b.batch_size)
+    with float64_limits_handled_below():  # numpy's float64 sum: not finite where it overflowed
+        loss = float(-times_advantage(factor, advantages).sum() / b.batch_size) + 0.0
     if math.isfinite(loss):
         return loss
     return exact_loss([factor], advantages, b.batch_size, f"the {objective} loss")
@@ -486,7 +482,6 @@ def surrogate_loss(
     :func:`ppo_clip_loss`), ``"unclipped"`` (``r*A``) or ``"clip_only"``
     (``clip(r)*A``).
     """
-    objective = _checked_objective(objective)
     return _loss_of(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
 
 
@@ -504,7 +499,6 @@ def surrogate_grad(
     every sample.  ``"clip_only"``: ``-r*A/N`` where ``1 - eps <= r <= 1 + eps``
     and 0 outside the band, whatever the advantage's sign.
     """
-    objective = _checked_objective(objective)
     return objective_grad(clip_breakdown(logp_new, logp_old, advantages, eps), objective)
 
 
@@ -572,18 +566,6 @@ def _checked_objective(objective: object) -> Objective:
 # --------------------------------------------------------------------------
 
 
-def _positive_zero(values: _FloatOrArray) -> _FloatOrArray:
-    """``values`` with every ``-0.0`` made ``0.0``: adding ``0.0`` does exactly that.
-
-    ``-r*A/N`` is ``-0.0`` where ``A`` or ``r`` is 0; a reader should see 0.  An
-    array (always one this module made) is changed in place.
-    """
-    if isinstance(values, np.ndarray):
-        values += 0.0
-        return values
-    return values + 0.0
-
-
 def _kept_ratio(
     ratio: FloatArray,
     advantages: FloatArray,
@@ -602,12 +584,6 @@ def _kept_ratio(
     return np.where(advantages > 0, np.minimum(ratio, upper), np.clip(ratio, lower, top))
 
 
-def _summed_loss(terms: FloatArray, n: int) -> float:
-    """``-(1/n) * sum(terms)``: numpy's float64 sum, not finite where it overflowed."""
-    with float64_limits_handled_below():
-        return _positive_zero(float(-terms.sum() / n))
-
-
 def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: int) -> FloatArray:
     """``-r*A/n`` where ``flowing``, 0 elsewhere and where ``A == 0``; never NaN."""
     grad = np.where(flowing & (advantages != 0), ratio, 0.0)  # inf * 0 is never formed
@@ -619,4 +595,4 @@ def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: 
         if not math.isfinite(np.add.reduce(grad)):  # each entry as gradient_entry decides
             for i in np.flatnonzero(~np.isfinite(grad)).tolist():
                 grad[i] = gradient_entry(float(ratio[i]), float(advantages[i]), n)
-    return _positive_zero(grad)
+    return grad + 0.0  # -0.0 made 0.0

@@ -88,6 +88,27 @@ def gradient_entry(
     return rounded(-(exact(kl_coef, exp_d) + (exact(g, a, weight) if policy else 0)) / n)
 
 
+def row_sums(
+    values: FloatArray, mask: NDArray[np.bool_], lengths: IntArray | None = None,
+    minus: FloatArray | None = None,
+) -> FloatArray:  # fmt: skip
+    """Each row's sum of ``values - minus`` over its unmasked entries, over ``lengths`` if given
+    (:mod:`llm_clip`'s GSPO ``log s_i``, GMPO's mean clipped log-ratio, a sequence rollout
+    weight's exponent).  Where float64 overflowed on the way (a sum past 1.8e308, or a
+    difference ``inf - inf``) and the row's entries are finite, the exact value rounded once."""
+    with float64_limits_handled_below():
+        differences = values if minus is None else values - minus
+        total = np.where(mask, differences, 0.0).sum(axis=1)
+        if lengths is not None:
+            total = total / lengths
+    for i in np.flatnonzero(~np.isfinite(total)):
+        plus, less = values[i, mask[i]], np.zeros(0) if minus is None else minus[i, mask[i]]
+        if np.isfinite(plus).all() and np.isfinite(less).all():
+            whole = sum(map(Fraction, plus.tolist())) - sum(map(Fraction, less.tolist()))
+            total[i] = rounded(whole / (1 if lengths is None else int(lengths[i])))
+    return total
+
+
 #: Every finite float64 value is a whole number of units of 2**-UNIT (the smallest subnormal).
 UNIT = 1074
 

@@ -4,7 +4,9 @@ Kept apart from the math so that ``ppo_clip.py`` reads like the formulas.
 Each function returns its input as the type the math needs (a float64 array,
 a float, an int, ``None``) or raises ``TypeError`` (not real numbers, or not
 the kind of container numpy reads as a batch) or ``ValueError`` (a wrong
-shape, length or range, or a value that is not finite in float64).
+shape, length or range, or a value that is not finite in float64).  :func:`real_array` and
+:func:`float64_of`, the one reading of an array, serve :mod:`llm_clip_inputs` and
+:mod:`llm_advantages` too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ __all__ = [
     "checked_finite_vector",
     "checked_log_ratio",
     "checked_real",
+    "float64_of",
+    "real_array",
     "refuse_booleans",
 ]
 
@@ -43,58 +47,84 @@ def checked_log_ratio(
     finite are the inputs searched for the entry to name; finite inputs whose
     difference float64 cannot hold give a log-ratio of ``+-inf``.
     """
-    logp_new = _as_vector("logp_new", logp_new)
-    logp_old = _as_vector("logp_old", logp_old)
-    advantages = _as_vector("advantages", advantages)
-    if not len(logp_new) == len(logp_old) == len(advantages):
-        _raise_for_different_lengths(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
+    given = {"logp_new": logp_new, "logp_old": logp_old, "advantages": advantages}
+    arrays = {name: _as_vector(name, value) for name, value in given.items()}
+    if len({len(array) for array in arrays.values()}) > 1:
+        described = ", ".join(f"{name} has {len(array)}" for name, array in arrays.items())
+        raise ValueError(f"inputs must have the same length: {described}")
+    logp_new, logp_old, advantages = arrays.values()
     with np.errstate(over="ignore"):  # finite inputs further apart than float64 reaches: +-inf,
         log_ratio = logp_new - logp_old  # whose exp (inf or 0) is the ratio in float64 too
     if not (np.isfinite(log_ratio).all() and np.isfinite(advantages).all()):
-        _raise_for_the_first_non_finite(logp_new=logp_new, logp_old=logp_old, advantages=advantages)
+        for name, array in arrays.items():
+            float64_of(name, array)  # names the first NaN or infinity
     return log_ratio, advantages
 
 
 def checked_finite_vector(name: str, value: ArrayLike) -> FloatArray:
     """:func:`_as_vector`, and a ``ValueError`` naming the first NaN or infinite entry."""
-    array = _as_vector(name, value)
-    _raise_for_the_first_non_finite(**{name: array})
-    return array
+    return float64_of(name, _as_vector(name, value))
 
 
 # --------------------------------------------------------------------------
 # Arrays: what numpy would misread is refused before numpy reads it
 # --------------------------------------------------------------------------
 
+_TOO_LARGE = "too large for float64 (whose largest finite value is about 1.8e308)"
+
 
 def _as_vector(name: str, value: ArrayLike) -> FloatArray:
-    """``value`` as a non-empty, 1-D float64 array, or raise naming ``name``.
+    """``value`` as a non-empty, 1-D float64 array (:func:`real_array`); finiteness is checked
+    by the caller (a long double float64 cannot hold is named here)."""
+    array = real_array(name, value)
+    if array.dtype.itemsize > 8:  # long double: may not fit
+        return float64_of(name, array)
+    return array.astype(np.float64, copy=False)
 
-    Raises ``TypeError`` for data that is not real numbers (booleans
-    included) and ``ValueError`` for the wrong shape or a number too large
-    for float64.  Finiteness is checked by the caller.
+
+def real_array(
+    name: str, value: object, ndim: int = 1, shape: str = "1-D", *, booleans: bool = False
+) -> np.ndarray:
+    """``value`` as a non-empty array of real numbers of ``ndim`` dimensions, or raise naming
+    ``name``: the one reading of an array for :mod:`ppo_clip` and :mod:`llm_clip`.
+
+    ``shape`` names the dimensions in messages (``"1-D"``, ``"(B, T)"``).  Raises ``TypeError``
+    for data that is not real numbers (booleans too, unless ``booleans``: an array of them is
+    then returned as such) and ``ValueError`` for the wrong shape or a number too large for
+    float64.  The dtype is kept; :func:`float64_of` converts and checks finiteness.
     """
-    array = value if _is_plain_array(value) else array_from(name, value)
+    plain = isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray)
+    array = value if plain else array_from(name, value, f"a {shape} array")
     if array.dtype.kind == "O":
-        array = _object_array_as_float(name, array, value)
-    if array.dtype.kind not in "iuf":
+        array = _object_array_as_float(name, array, value, ndim, shape)
+    if array.dtype.kind not in ("iufb" if booleans else "iuf"):
         raise TypeError(
             f"{name} must contain real numbers, got dtype {array.dtype} "
             f"({_dtype_description(array.dtype)})"
         )
-    if array.ndim != 1:
-        shape = "a scalar" if array.ndim == 0 else f"shape {array.shape}"
-        raise ValueError(f"{name} must be 1-D, got {shape}")
-    if len(array) == 0:
+    if array.ndim != ndim:
+        got = "a scalar" if array.ndim == 0 else f"shape {array.shape}"
+        raise ValueError(f"{name} must be {shape}, got {got}")
+    if array.size == 0:
         raise ValueError(f"{name} is empty; it needs at least one sample")
-    refuse_booleans(name, value)  # numpy reads [True, 0.5] as [1.0, 0.5] without a word
-    if array.dtype.itemsize > 8 and array.dtype.kind == "f":  # long double: may not fit
-        return _long_double_as_float(name, array)
-    return array.astype(np.float64, copy=False)
+    if not booleans:
+        refuse_booleans(name, value)  # numpy reads [True, 0.5] as [1.0, 0.5] without a word
+    return array
 
 
-def _is_plain_array(value: object) -> bool:
-    return isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray)
+def float64_of(
+    name: str, array: np.ndarray, mask: np.ndarray | None = None, why: str = "every value"
+) -> FloatArray:
+    """``array`` as float64, or a ``ValueError`` naming its first entry (where ``mask``) that is
+    not finite (``"{why} must be finite"``) or that float64 cannot hold (a long double)."""
+    with np.errstate(over="ignore", under="ignore"):  # named below, or rounded as float64 would
+        converted = array.astype(np.float64)
+    bad = ~np.isfinite(converted) if mask is None else mask & ~np.isfinite(converted)
+    if bad.any():
+        index = tuple(np.argwhere(bad)[0].tolist())
+        problem = _TOO_LARGE if np.isfinite(array[index]) else f"{why} must be finite"
+        raise ValueError(f"{name}[{', '.join(map(str, index))}] is {array[index]!s}; {problem}")
+    return converted
 
 
 def array_from(name: str, value: object, what: str = "a 1-D array") -> np.ndarray:
@@ -186,49 +216,29 @@ def _is_boolean(item: object) -> bool:
     return isinstance(item, (bool, np.bool_))
 
 
-def _object_array_as_float(name: str, array: NDArray[np.object_], value: object) -> FloatArray:
+def _object_array_as_float(
+    name: str, array: NDArray[np.object_], value: object, ndim: int, shape: str
+) -> FloatArray:
     """Convert a mixed-type array, naming the first entry that is not a usable number."""
-    if array.ndim == 0:
-        raise TypeError(f"{name} must be a 1-D array of numbers, got {type(value).__name__}")
-    if array.ndim != 1:
-        raise TypeError(f"{name} must be a 1-D array of numbers, got a nested or ragged sequence")
-    floats = []
-    for index, item in enumerate(array):
+    if array.ndim != ndim:
+        got = type(value).__name__ if array.ndim == 0 else "a nested or ragged sequence"
+        raise TypeError(f"{name} must be a {shape} array of numbers, got {got}")
+    floats = np.empty(array.shape)
+    for index, item in np.ndenumerate(array):
+        at = f"{name}[{', '.join(map(str, index))}]"
         if isinstance(item, np.ndarray) and item.ndim == 0:
             item = item[()]
         if _is_boolean(item):
-            raise TypeError(
-                f"{name} must contain only numbers: {name}[{index}] is {item!r}, a boolean"
-            )
+            raise TypeError(f"{name} must contain only numbers: {at} is {item!r}, a boolean")
         if not isinstance(item, numbers.Real):
             hint = (
                 f"; convert it first, e.g. [float(x) for x in {name}]"
                 if isinstance(item, decimal.Decimal)
                 else ""
             )
-            raise TypeError(f"{name} must contain only numbers: {name}[{index}] is {item!r}{hint}")
-        floats.append(_as_float(f"{name}[{index}]", item, "is"))
-    return np.array(floats, dtype=np.float64)
-
-
-def _long_double_as_float(name: str, array: np.ndarray) -> FloatArray:
-    """A long double array as float64, naming the first finite entry that float64 cannot hold."""
-    with np.errstate(over="ignore", under="ignore"):  # named below, or rounded as float64 would
-        converted = array.astype(np.float64)
-    overflowed = np.isinf(converted) & np.isfinite(array)
-    if overflowed.any():
-        index = int(np.argmax(overflowed))
-        raise ValueError(f"{name}[{index}] is {array[index]!s}, {_TOO_LARGE}")
-    return converted
-
-
-def _raise_for_the_first_non_finite(**arrays: FloatArray) -> None:
-    """Raise a ``ValueError`` naming the first NaN or infinite entry of ``arrays``, if any."""
-    for name, array in arrays.items():
-        finite = np.isfinite(array)
-        if not finite.all():
-            index = int(np.argmin(finite))
-            raise ValueError(f"{name}[{index}] is {array[index]}; every value must be finite")
+            raise TypeError(f"{name} must contain only numbers: {at} is {item!r}{hint}")
+        floats[index] = _as_float(at, item, "is")
+    return floats
 
 
 def _dtype_description(dtype: np.dtype) -> str:
@@ -237,17 +247,9 @@ def _dtype_description(dtype: np.dtype) -> str:
     return descriptions.get(dtype.kind, "not real numbers")
 
 
-def _raise_for_different_lengths(**arrays: FloatArray) -> None:
-    """Raise a ``ValueError`` that lists the length of each of ``arrays``."""
-    described = ", ".join(f"{name} has {len(array)}" for name, array in arrays.items())
-    raise ValueError(f"inputs must have the same length: {described}")
-
-
 # --------------------------------------------------------------------------
 # Single numbers
 # --------------------------------------------------------------------------
-
-_TOO_LARGE = "too large for float64 (whose largest finite value is about 1.8e308)"
 
 
 def _as_float(name: str, value: numbers.Real, verb: str = "must be finite; it is") -> float:

@@ -20,7 +20,7 @@ CPU; one that hard-codes a last bit, or compares numpy with ``math`` exactly, fa
 
 ``.ci/run`` runs the numeric, stepper and prose tests under each variant.  Locally::
 
-    PPO_SIMULATED_CPU=ulp-up .venv/bin/python -m pytest -m other_cpu
+    PPO_SIMULATED_CPU=ulp-up .venv/bin/python -m pytest $(.venv/bin/python tests/other_cpu.py files)
 """
 
 from __future__ import annotations

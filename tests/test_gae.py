@@ -140,12 +140,12 @@ TWO_ENVS = {**GOOD, "rewards": [[1.0, 2.0]], "values": [[0.0, 0.5]], "dones": [[
 @pytest.mark.parametrize(
     ("change", "error", "message"),
     [
-        ({"rewards": None}, TypeError, "rewards must be a 1-D array of numbers"),
+        ({"rewards": None}, TypeError, r"rewards must be a \(T,\) or \(T, N\) array of numbers"),
         ({"rewards": [True, False]}, TypeError, "rewards must contain real numbers"),
         ({"rewards": np.zeros((0, 2))}, ValueError, "rewards is empty"),
         ({"rewards": [[[1.0]]]}, ValueError, r"rewards must be \(T,\) or \(T, N\)"),
         ({"rewards": [1.0, math.nan]}, ValueError, r"rewards\[1\] is nan"),
-        ({**TWO_ENVS, "values": [[0.0, math.inf]]}, ValueError, r"values\[0\]\[1\] is inf"),
+        ({**TWO_ENVS, "values": [[0.0, math.inf]]}, ValueError, r"values\[0, 1\] is inf"),
         ({"values": [0.0, 0.5, 1.0]}, ValueError, r"values has shape \(3,\); .* must be \(2,\)"),
         ({"dones": [0, 2]}, ValueError, "dones must hold booleans"),
         ({"dones": [[0, 1]]}, ValueError, r"dones has shape \(1, 2\)"),

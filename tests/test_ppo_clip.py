@@ -43,9 +43,6 @@ CONTRACT_FUNCTIONS = (ppo_clip_loss, clip_fraction, ppo_clip_grad)
 # Print options as numpy ships them, so a repr test does not depend on other tests.
 NUMPY_DEFAULT_PRINT = {"precision": 8, "floatmode": "maxprec", "suppress": False, "legacy": False}
 
-#: Log-ratios whose exp lands exactly on the band's edges at eps = 0.2, on this machine.
-LOG_1_2 = log_landing_on(1.2)
-LOG_0_8 = log_landing_on(0.8)
 
 BREAKDOWN_ATTRIBUTES = (
     "ratio",
@@ -119,23 +116,6 @@ def test_one_ulp_on_a_ratio_can_change_the_losss_last_digit():
     assert losses[1] == pytest.approx(losses[0], rel=1e-15)
 
 
-def test_worked_example_breakdown_shows_ratios_and_which_samples_clip():
-    breakdown = clip_breakdown(*EXAMPLE_ARGS)
-    with np.printoptions(**NUMPY_DEFAULT_PRINT):
-        assert repr(breakdown.ratio) == "array([1.4, 1.1, 0.6, 0.9])"
-        assert repr(breakdown.clipped_ratio) == "array([1.2, 1.1, 0.8, 0.9])"
-        assert repr(breakdown.objective_term) == "array([ 1.2 ,  2.2 , -0.8 , -0.45])"
-    assert breakdown.is_clipped.tolist() == [True, False, True, False]
-    np.testing.assert_allclose(breakdown.unclipped_term, [1.4, 2.2, -0.6, -0.45], rtol=1e-15)
-    np.testing.assert_allclose(breakdown.clipped_term, [1.2, 2.2, -0.8, -0.45], rtol=1e-15)
-    assert breakdown.n == breakdown.batch_size == 4
-    assert (breakdown.lower, breakdown.upper) == (0.8, 1.2)
-    assert breakdown.dual_clip is None
-    assert breakdown.loss == ppo_clip_loss(*EXAMPLE_ARGS)
-    assert breakdown.clip_fraction == clip_fraction(*EXAMPLE_ARGS)
-    np.testing.assert_array_equal(breakdown.grad, ppo_clip_grad(*EXAMPLE_ARGS))
-
-
 def test_module_worked_example_is_the_contracts_and_fresh_each_time():
     example = ppo_clip.worked_example()
     for got, expected in zip(example, (*EXAMPLE_ARGS, 0.2), strict=True):
@@ -145,48 +125,9 @@ def test_module_worked_example_is_the_contracts_and_fresh_each_time():
 
 
 # --------------------------------------------------------------------------
-# Edges: overflow and underflow of the ratio
+# Edges: overflow and underflow of the ratio (the contract's named edges, one sample or a few,
+# are a table in test_ppo_clip_properties.py, checked against the reference)
 # --------------------------------------------------------------------------
-
-#: One sample: (logp_new, logp_old, A), then what the contract says: ratio, clipped, loss, grad.
-ONE_SAMPLE_EDGES = {
-    "overflowed ratio, A = 0": ((0.0, -1000.0, 0.0), math.inf, False, 0.0, 0.0),
-    "overflowed ratio, A > 0": ((0.0, -1000.0, 3.0), math.inf, True, -(1.2 * 3.0), 0.0),
-    "overflowed ratio, A < 0": ((0.0, -1000.0, -0.5), math.inf, False, math.inf, math.inf),
-    # r = exp(709) is finite, but r * A overflows: +-inf silently, as for exp itself
-    "r * A overflows, A < 0": ((0.0, -709.0, -10.0), "finite", False, math.inf, math.inf),
-    "r * A overflows, A > 0": ((0.0, -709.0, 10.0), "finite", True, -(1.2 * 10.0), 0.0),
-    "underflowed ratio, A < 0": ((-1000.0, 0.0, -2.0), 0.0, True, -(0.8 * -2.0), 0.0),
-    "underflowed ratio, A > 0": ((-1000.0, 0.0, 2.0), 0.0, False, 0.0, 0.0),
-}
-
-
-@pytest.mark.parametrize(
-    ("sample", "ratio", "clipped", "loss", "grad"),
-    ONE_SAMPLE_EDGES.values(),
-    ids=ONE_SAMPLE_EDGES,
-)
-def test_a_ratio_beyond_float64_gives_the_contracts_numbers_never_nan(
-    sample, ratio, clipped, loss, grad
-):
-    args = [[value] for value in sample]
-    breakdown = clip_breakdown(*args)
-    if ratio == "finite":
-        assert math.isfinite(breakdown.ratio[0])
-    else:
-        assert breakdown.ratio[0] == ratio
-    assert breakdown.is_clipped[0] == clipped
-    assert clip_fraction(*args) == float(clipped)
-    assert ppo_clip_loss(*args) == loss
-    assert ppo_clip_grad(*args).tolist() == [grad]
-
-
-def test_an_overflowed_ratio_with_zero_advantage_changes_the_batch_only_through_1_n():
-    ordinary = ([math.log(1.1)], [0.0], [2.0])
-    mixed = ([0.0, math.log(1.1)], [-1000.0, 0.0], [0.0, 2.0])
-    assert ppo_clip_loss(*mixed) == ppo_clip_loss(*ordinary) / 2
-    assert ppo_clip_grad(*mixed).tolist() == [0.0, ppo_clip_grad(*ordinary)[0] / 2]
-
 
 # Issue 24: exact where float64 can represent the answer (random batches near float64's limit
 # are a property test).  Each expectation is computed from this machine's ratio (its exp may
@@ -292,106 +233,10 @@ def test_the_callers_numpy_error_state_changes_nothing(call):
     np.testing.assert_equal(got, expected)
 
 
-def test_log_probabilities_too_far_apart_for_float64_give_an_infinite_ratio_without_a_warning():
-    """Finite inputs whose difference float64 cannot hold: the ratio is inf or 0, as exp says."""
-    far_apart = ([1e308, -1e308], [-1e308, 1e308], [-1.0, 1.0])
-    breakdown = clip_breakdown(*far_apart)  # under the default error state: no RuntimeWarning
-    assert breakdown.ratio.tolist() == [math.inf, 0.0]
-    assert ppo_clip_loss(*far_apart) == math.inf
-    assert ppo_clip_grad(*far_apart).tolist() == [math.inf, 0.0]
-
-
 # --------------------------------------------------------------------------
-# Edges: the band's boundary, strict comparisons, A == 0, eps = 0 and eps = 1, asymmetric
-# bounds and the dual-clip cap (ratios one float step either side of an edge or the cap,
-# against the reference, are a property test)
+# Advantages as given (the band's boundary, strict comparisons, eps = 0 and 1, asymmetric
+# bounds and the dual-clip cap are the named edges of test_ppo_clip_properties.py)
 # --------------------------------------------------------------------------
-
-
-def test_exp_of_log_is_exact_on_the_boundaries_used_below():
-    """A ratio exactly on an edge is a real case: some log-ratio lands there on any machine."""
-    assert abs(LOG_1_2 - math.log(1.2)) <= 8 * math.ulp(math.log(1.2))
-
-
-#: name: (logp_new, logp_old, advantages, clip_breakdown's keywords, which samples clip,
-#: exact ratios {index: r}).  Asymmetric bounds move each edge alone; a dual-clip cap c
-#: clips A < 0 above c.
-SIX = (np.log([1.25, 1.25, 0.75, 0.75, 1.3, 0.85]), [0.0] * 6, [1, -1, -1, 1, 1, -1])
-FOUR = (np.log([5.0, 2.0, 5.0, 0.5]), [0.0] * 4, [-1.0, -1.0, 1.0, -1.0])
-EDGE_CASES = {
-    # 1.2 from a positive log-probability and from one in range; 0.8 with A < 0; then r = 1
-    "a ratio exactly on an edge is not clipped": (
-        [LOG_1_2, 0.0, LOG_0_8, 0.0], [0.0, -LOG_1_2, 0.0, 0.0], [2.0, 2.0, -3.0, 0.5],
-        {"eps": 0.2}, [False] * 4, {0: 1.2, 1: 1.2, 2: 0.8, 3: 1.0},
-    ),
-    "one step past the edge is clipped": (
-        [LOG_1_2 + 1e-15], [0.0], [1.0], {"eps": 0.2}, [True], {},
-    ),
-    # A > 0 with r < 1 - eps and A < 0 with r > 1 + eps keep their full gradient
-    "moves that make the objective worse are never clipped": (
-        [math.log(0.3), math.log(3.0)], [0.0, 0.0], [1.0, -1.0], {"eps": 0.2}, [False, False],
-        {},
-    ),
-    **{
-        f"A == 0 is never clipped, eps = {eps}": (
-            [-1000.0, math.log(0.5), 0.0, math.log(2.0), 0.0], [0.0, 0.0, 0.0, 0.0, -1000.0],
-            [0.0, 0.0, -0.0, 0.0, 0.0], {"eps": eps}, [False] * 5, {},
-        )
-        for eps in (0.0, 0.2, 1.0)
-    },
-    "eps = 0 clips every favourable move but not r == 1": (
-        [-3.0, -3.0 + 1e-9, -3.0 - 1e-9, -3.0 - 1e-9, -3.0 + 1e-9, -3.0], [-3.0] * 6,
-        [1.0, 1.0, -1.0, 1.0, -1.0, -1.0], {"eps": 0.0},
-        [False, True, True, False, False, False], {0: 1.0, 5: 1.0},
-    ),
-    # 1 - eps = 0: even a ratio that underflowed to exactly 0 is not below it (strict)
-    "eps = 1 never clips a negative advantage": (
-        [-1000.0, -50.0, math.log(0.01), math.log(3.0)], [0.0] * 4, [-1.0, -2.0, -0.5, 1.0],
-        {"eps": 1.0}, [False, False, False, True], {0: 0.0},
-    ),
-    "symmetric": (*SIX, {"eps": 0.2}, [True, False, True, False, True, False], {}),
-    "eps_high": (*SIX, {"eps_high": 0.28}, [False, False, True, False, True, False], {}),
-    "eps_low": (*SIX, {"eps_low": 0.1}, [True, False, True, False, True, True], {}),
-    "eps_low and eps_high override eps": (
-        *SIX, {"eps": 0.5, "eps_low": 0.2, "eps_high": 0.2},
-        [True, False, True, False, True, False], {},
-    ),
-    "without a cap": (*FOUR, {}, [False, False, True, True], {}),
-    "a dual-clip cap": (*FOUR, {"dual_clip": 3.0}, [True, False, True, True], {}),
-    "a dual-clip cap tames an overflowed ratio": (
-        [0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], {"dual_clip": 3.0}, [True, False],
-        {0: math.inf},
-    ),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("logp_new", "logp_old", "advantages", "band", "clipped", "ratios"),
-    EDGE_CASES.values(),
-    ids=EDGE_CASES,
-)
-def test_clipping_is_strict_and_one_sided_and_its_gradient_is_minus_r_a_over_n_elsewhere(
-    logp_new, logp_old, advantages, band, clipped, ratios
-):
-    breakdown = clip_breakdown(logp_new, logp_old, advantages, **band)
-    r, a, n = breakdown.ratio, np.array(advantages), len(advantages)
-    eps, cap = band.get("eps", 0.2), band.get("dual_clip")
-    low, high = 1 - band.get("eps_low", eps), 1 + band.get("eps_high", eps)
-    assert {i: r[i] for i in ratios} == ratios
-    assert (breakdown.lower, breakdown.upper, breakdown.dual_clip) == (low, high, cap)
-    assert breakdown.is_clipped.tolist() == clipped
-    with np.errstate(all="ignore"):  # r = inf with A == 0: the NaN is replaced by 0
-        kept = np.minimum(r * a, np.clip(r, low, high) * a)
-        if cap is not None:
-            kept = np.where(a < 0, np.maximum(kept, cap * a), kept)
-        kept = np.where(a == 0, 0.0, kept)
-        grad = np.where(np.array(clipped) | (a == 0), 0.0, -(r * a) / n)
-    np.testing.assert_array_equal(breakdown.objective_term, kept)
-    got = (breakdown.clip_fraction, breakdown.grad.tolist(), breakdown.loss)
-    assert got == (sum(clipped) / n, grad.tolist(), -kept.sum() / n + 0.0)
-    if set(band) == {"eps"}:  # the contract functions give the same
-        args = (logp_new, logp_old, advantages, eps)
-        assert (clip_fraction(*args), ppo_clip_grad(*args).tolist(), ppo_clip_loss(*args)) == got
 
 
 def test_advantages_are_used_as_given_not_normalized():
@@ -451,23 +296,16 @@ def varied_batch(seed: int, n: int, eps: float):
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.1, 0.2, 0.3, 1.0])
-def test_loss_equals_the_common_max_form(eps):
+def test_loss_and_gradient_are_pytorch_autograd_of_the_common_max_form(eps):
     logp_new, logp_old, advantages = varied_batch(seed=7, n=2000, eps=eps)
     breakdown = clip_breakdown(logp_new, logp_old, advantages, eps)
     common = common_form_terms(breakdown.ratio, advantages, eps)
     np.testing.assert_array_equal(breakdown.objective_term, -common)
     loss = ppo_clip_loss(logp_new, logp_old, advantages, eps)
-    scale = np.abs(common).mean()
-    assert abs(loss - common.mean()) <= 1e-14 * scale
-
-
-@pytest.mark.parametrize("eps", [0.0, 0.1, 0.2, 0.3, 1.0])
-def test_gradient_equals_pytorch_style_autograd_of_the_common_form(eps):
-    logp_new, logp_old, advantages = varied_batch(seed=11, n=2000, eps=eps)
-    ratio = clip_breakdown(logp_new, logp_old, advantages, eps).ratio
-    on_boundary = (ratio == 1 - eps) | (ratio == 1 + eps)
+    assert abs(loss - common.mean()) <= 1e-14 * np.abs(common).mean()
+    on_boundary = (breakdown.ratio == 1 - eps) | (breakdown.ratio == 1 + eps)
     assert on_boundary.sum() >= 100  # the comparison covers the ties
-    expected = autograd_of_common_form(ratio, advantages, eps)
+    expected = autograd_of_common_form(breakdown.ratio, advantages, eps)
     grad = ppo_clip_grad(logp_new, logp_old, advantages, eps)
     np.testing.assert_array_equal(grad == 0, expected == 0)
     np.testing.assert_allclose(grad, expected, rtol=1e-15, atol=0)

@@ -30,8 +30,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 import reference
-from helpers import assert_loss_as_promised
-from hypothesis import event, example, given, settings
+from helpers import assert_loss_as_promised, log_landing_on
+from hypothesis import currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
 
 import ppo_clip
@@ -212,6 +212,12 @@ def assert_ratio_close_to_math_exp(got: float, expected: float, log_ratio: float
     assert abs(got - expected) <= 2 * math.ulp(expected), (got, expected)
 
 
+def note(text: str) -> None:
+    """hypothesis's ``event``; a named case (no hypothesis test) has none to record."""
+    if currently_in_test_context():
+        event(text)
+
+
 def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None) -> None:
     """Per sample the reference's, on the module's ratios; the loss as promised; with a
     variant (bounds and a cap), the breakdown; without, the contract functions too."""
@@ -224,7 +230,7 @@ def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None
         for name, column in per_sample(samples).items():
             assert getattr(breakdown, name).tolist() == column, name
         assert breakdown.clip_fraction == sum(sample.is_clipped for sample in samples) / n
-        event(f"variant: {assert_loss_as_promised(breakdown.loss, batch, samples, **variant)}")
+        note(f"variant: {assert_loss_as_promised(breakdown.loss, batch, samples, **variant)}")
         return
 
     breakdown = ppo_clip.clip_breakdown(*arrays, eps)
@@ -256,7 +262,7 @@ def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None
 
     # the loss, on the module's ratios; the textbook functions equal the breakdown's and the
     # variants' general form (symmetric bounds, no cap) bit for bit
-    event(assert_loss_as_promised(loss, batch, samples))
+    note(assert_loss_as_promised(loss, batch, samples))
     general = ppo_clip.clip_breakdown(*arrays, 0.5, eps_low=eps, eps_high=eps, dual_clip=None)
     for result in (breakdown, general):
         assert result.loss == loss
@@ -265,17 +271,17 @@ def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None
     assert ppo_clip.surrogate_loss(*arrays, eps) == loss
     assert ppo_clip.surrogate_grad(*arrays, eps).tobytes() == grad.tobytes()
 
-    event(f"N {'1' if n == 1 else '<= 64' if n <= 64 else '> 64'}")
+    note(f"N {'1' if n == 1 else '<= 64' if n <= 64 else '> 64'}")
     if math.isinf(loss):
-        event("loss is +inf")
+        note("loss is +inf")
     on_edge = any(
         (advantage > 0 and ratio == 1.0 + eps) or (advantage < 0 and ratio == 1.0 - eps)
         for ratio, advantage in zip(ratios, batch.advantages, strict=True)
     )
     if on_edge:
-        event("a ratio exactly on the edge it would clip past")
+        note("a ratio exactly on the edge it would clip past")
     if any(expected["is_clipped"]) and not all(expected["is_clipped"]):
-        event("some but not all samples clipped")
+        note("some but not all samples clipped")
 
 
 # --------------------------------------------------------------------------
@@ -285,26 +291,6 @@ def check_batch_against_reference(batch: DrawnBatch, variant: dict | None = None
 
 @EXAMPLES
 @given(batch=batches(), variant=VARIANTS)
-# Found in CI: an overflowed ratio times the tiniest negative advantage is +inf.
-@example(
-    batch=DrawnBatch(logp_new=[0.0], logp_old=[-710.0], advantages=[-5e-324], eps=0.0), variant={}
-)
-# Found in CI: the test's own mean of subnormal terms underflows (under the caller's "raise").
-@example(
-    batch=DrawnBatch(
-        logp_new=[0.0, -1.0],
-        logp_old=[0.0, 0.0],
-        advantages=[0.0, 1.1125369292536007e-308],
-        eps=0.0,
-    ),
-    variant={},
-)
-# Found by CI under PPO_SIMULATED_CPU=ulp-down: r = e^709 times A = -3 overflows as a float
-# product, the loss r * 3 / 2 does not.
-@example(
-    batch=DrawnBatch([0.0, -145.0], [0.0, -854.0], [0.0, -3.0], 0.2),
-    variant={"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None},
-)
 def test_matches_the_plain_python_reference(batch, variant):
     with np.errstate(all="raise"):  # the module never depends on the caller's error state
         check_batch_against_reference(batch, variant)
@@ -328,6 +314,99 @@ LARGE_SIZES = st.integers(0, 9).flatmap(
 )
 def test_more_than_4096_samples_and_positive_log_densities_match_the_reference(batch):
     check_batch_against_reference(batch)
+
+
+# --------------------------------------------------------------------------
+# The contract's named edges: each a batch checked as a drawn one is, and which samples clip
+# --------------------------------------------------------------------------
+
+#: Log-ratios whose exp lands exactly on the band's edges at eps = 0.2, on this machine.
+LOG_1_2, LOG_0_8 = log_landing_on(1.2), log_landing_on(0.8)
+SIX = (np.log([1.25, 1.25, 0.75, 0.75, 1.3, 0.85]).tolist(), [0.0] * 6, [1, -1, -1, 1, 1, -1])
+FOUR = (np.log([5.0, 2.0, 5.0, 0.5]).tolist(), [0.0] * 4, [-1.0, -1.0, 1.0, -1.0])
+A_ZERO = ([-1000.0, math.log(0.5), 0.0, math.log(2.0), 0.0], [0.0] * 4 + [-1000.0],
+          [0.0, 0.0, -0.0, 0.0, 0.0])  # fmt: skip
+#: name: (logp_new, logp_old, advantages, eps, clip_breakdown's variant, which samples clip)
+NAMED_EDGES = {
+    # one ratio beyond float64: inf (or 0); r = e^709 is finite but r * A overflows
+    "overflowed ratio, A = 0: adds exactly 0": ([0.0], [-1000.0], [0.0], 0.2, {}, [False]),
+    "overflowed ratio, A > 0: clipped": ([0.0], [-1000.0], [3.0], 0.2, {}, [True]),
+    "overflowed ratio, A < 0: the loss +inf": ([0.0], [-1000.0], [-0.5], 0.2, {}, [False]),
+    "r * A overflows, A < 0: the loss +inf": ([0.0], [-709.0], [-10.0], 0.2, {}, [False]),
+    "r * A overflows, A > 0: clipped": ([0.0], [-709.0], [10.0], 0.2, {}, [True]),
+    "underflowed ratio, A < 0: clipped": ([-1000.0], [0.0], [-2.0], 0.2, {}, [True]),
+    "underflowed ratio, A > 0": ([-1000.0], [0.0], [2.0], 0.2, {}, [False]),
+    "an overflowed ratio with A = 0 beside another sample": (
+        [0.0, math.log(1.1)], [-1000.0, 0.0], [0.0, 2.0], 0.2, {}, [False, False]),
+    "log-probabilities too far apart for float64": (
+        [1e308, -1e308], [-1e308, 1e308], [-1.0, 1.0], 0.2, {}, [False, False]),
+    # the boundary: 1.2 from a positive log-probability and from one in range, 0.8 with A < 0
+    "a ratio exactly on an edge is not clipped": (
+        [LOG_1_2, 0.0, LOG_0_8, 0.0], [0.0, -LOG_1_2, 0.0, 0.0], [2.0, 2.0, -3.0, 0.5], 0.2, {},
+        [False] * 4),
+    "one step past the edge is clipped": ([LOG_1_2 + 1e-15], [0.0], [1.0], 0.2, {}, [True]),
+    # A > 0 with r < 1 - eps and A < 0 with r > 1 + eps keep their full gradient
+    "moves that make the objective worse are never clipped": (
+        [math.log(0.3), math.log(3.0)], [0.0, 0.0], [1.0, -1.0], 0.2, {}, [False, False]),
+    **{f"A == 0 is never clipped, eps = {eps}": (*A_ZERO, eps, {}, [False] * 5)
+       for eps in (0.0, 0.2, 1.0)},
+    "eps = 0 clips every favourable move but not r == 1": (
+        [-3.0, -3.0 + 1e-9, -3.0 - 1e-9, -3.0 - 1e-9, -3.0 + 1e-9, -3.0], [-3.0] * 6,
+        [1.0, 1.0, -1.0, 1.0, -1.0, -1.0], 0.0, {}, [False, True, True, False, False, False]),
+    # 1 - eps = 0: even a ratio that underflowed to exactly 0 is not below it (strict)
+    "eps = 1 never clips a negative advantage": (
+        [-1000.0, -50.0, math.log(0.01), math.log(3.0)], [0.0] * 4, [-1.0, -2.0, -0.5, 1.0], 1.0,
+        {}, [False, False, False, True]),
+    # asymmetric bounds move each edge alone; a dual-clip cap c clips A < 0 above c
+    "symmetric": (*SIX, 0.2, {}, [True, False, True, False, True, False]),
+    "eps_high": (*SIX, 0.2, {"eps_high": 0.28}, [False, False, True, False, True, False]),
+    "eps_low": (*SIX, 0.2, {"eps_low": 0.1}, [True, False, True, False, True, True]),
+    "eps_low and eps_high override eps": (
+        *SIX, 0.5, {"eps_low": 0.2, "eps_high": 0.2}, [True, False, True, False, True, False]),
+    "without a cap": (*FOUR, 0.2, {}, [False, False, True, True]),
+    "a dual-clip cap": (*FOUR, 0.2, {"dual_clip": 3.0}, [True, False, True, True]),
+    "a dual-clip cap tames an overflowed ratio": (
+        [0.0, 0.0], [-1000.0, -1000.0], [-2.0, 0.0], 0.2, {"dual_clip": 3.0}, [True, False]),
+    # where float64 overflows on the way to a finite loss: the exact loss rounded once
+    "the issue's case: four terms of +-1.7e308 cancel exactly, the loss is -1/5": (
+        [0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308], 0.2, {}, [False] * 5),
+    "issue 16's case: 1.2 * 1.7e308 and r * -1.7e308 are +-inf, their mean is finite": (
+        [0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308], 0.2, {}, [True, False]),
+    "two terms of about -1.35e308: their float64 sum overflows, the mean does not": (
+        [0.0, 0.0], [-709.5, -709.5], [-1.0, -1.0], 0.2, {}, [False, False]),
+    # found in CI
+    "an overflowed ratio times the tiniest negative advantage is +inf": (
+        [0.0], [-710.0], [-5e-324], 0.0, {}, [False]),
+    "the test's own mean of subnormal terms underflows (under the caller's raise)": (
+        [0.0, -1.0], [0.0, 0.0], [0.0, 1.1125369292536007e-308], 0.0, {}, [False, False]),
+    "ulp-down: r = e^709 times A = -3 overflows as a float product, r * 3 / 2 does not": (
+        [0.0, -145.0], [0.0, -854.0], [0.0, -3.0], 0.2,
+        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None}, [False, False]),
+    "test_numerics: r = e^709.5 with A = -2 and a band of width 0": (
+        [0.0, 0.0], [0.0, -709.5], [0.0, -2.0], 0.2,
+        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None}, [False, False]),
+}  # fmt: skip
+
+
+def test_exp_of_log_is_exact_on_the_boundaries_used_below():
+    """A ratio exactly on an edge is a real case: some log-ratio lands there on any machine."""
+    assert abs(LOG_1_2 - math.log(1.2)) <= 8 * math.ulp(math.log(1.2))
+
+
+@pytest.mark.parametrize(
+    ("logp_new", "logp_old", "advantages", "eps", "variant", "clipped"),
+    NAMED_EDGES.values(),
+    ids=NAMED_EDGES,
+)
+def test_the_contracts_named_edges_match_the_reference(
+    logp_new, logp_old, advantages, eps, variant, clipped
+):
+    """Every quantity the reference's, never NaN, no warning, whatever the caller's numpy error
+    state; the samples named clip."""
+    with np.errstate(all="raise"):
+        check_batch_against_reference(DrawnBatch(logp_new, logp_old, advantages, eps), variant)
+    breakdown = ppo_clip.clip_breakdown(logp_new, logp_old, advantages, eps, **variant)
+    assert breakdown.is_clipped.tolist() == clipped
 
 
 # --------------------------------------------------------------------------
@@ -366,22 +445,6 @@ def overflowing_batches(draw) -> tuple[DrawnBatch, dict]:
 
 @settings(max_examples=200, deadline=None)
 @given(case=overflowing_batches())
-# The issue's case: four terms of +-1.7e308 cancel exactly; the loss is -1/5.
-@example(
-    case=(DrawnBatch([0.0] * 5, [0.0] * 5, [1.7e308, 1.0, 1.7e308, -1.7e308, -1.7e308], 0.2), {})
-)
-# Issue 16's case: +A clipped at 1.2 * 1.7e308 (inf in float64), -A keeps r * -1.7e308
-# (-inf); exactly, the loss is 0.5 * 1.7e308 * (e^0.5 - 1.2), finite.
-@example(case=(DrawnBatch([0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308], 0.2), {}))
-# Two terms of about -1.35e308: their float64 sum overflows although the mean does not.
-@example(case=(DrawnBatch([0.0, 0.0], [-709.5, -709.5], [-1.0, -1.0], 0.2), {}))
-# Found in CI (tests/test_numerics.py): r = e^709.5 with A = -2 and a band of width 0.
-@example(
-    case=(
-        DrawnBatch([0.0, 0.0], [0.0, -709.5], [0.0, -2.0], 0.2),
-        {"eps_low": 0.0, "eps_high": 0.0, "dual_clip": None},
-    )
-)
 def test_the_loss_is_the_exact_loss_rounded_once_where_float64_overflows(case):
     batch, variant = case
     breakdown = ppo_clip.clip_breakdown(*batch, **variant)
