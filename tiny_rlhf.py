@@ -44,6 +44,7 @@ import numpy as np
 
 import llm_clip
 from bandit import checked_fields
+from ppo_clip_inputs import checked_real
 from tiny_lm import (
     MAX_LEN,
     PROMPTS,
@@ -452,12 +453,12 @@ class Correction:
 
     def __post_init__(self) -> None:
         one, mask = np.zeros((1, 1)), np.ones((1, 1), dtype=bool)
-        if self.mode is not None:  # the library's own checks, naming the bad argument
-            llm_clip.rollout_weights(
-                one, one, mask, mode=self.mode, clip_min=self.clip_min, clip_max=self.clip_max
-            )
-        if self.opsm is not None:
-            llm_clip.off_policy_keep(one, one, [0.0], mask, threshold=self.opsm)
+        mode = "sequence_mask" if self.mode is None else self.mode  # bounds checked whatever mode
+        llm_clip.rollout_weights(  # the library's own checks, naming the bad field
+            one, one, mask, mode=mode, clip_min=self.clip_min, clip_max=self.clip_max
+        )
+        if self.opsm is not None:  # off_policy_keep's check of its threshold, under this name
+            checked_real("opsm", self.opsm)
 
 
 @dataclass(frozen=True)

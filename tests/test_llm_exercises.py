@@ -143,6 +143,16 @@ def gspo_masked(logp_new, logp_old, advantages, mask, eps_low=3e-4, eps_high=4e-
     )
 
 
+def in_float32(function):  # the learner's function on every float64 array cast to float32
+    return lambda *args: function(
+        *(np.float32(x) if np.ndim(x) and x.dtype == float else x for x in args)
+    )
+
+
+def over_int64_count(*args):  # in float32, the terms' sum over an int64 count: a float64 answer
+    return len(args[2]) * np.float32(gspo_masked(*args)) / np.int64(len(args[2]))
+
+
 def with_mistakes(function, *mistakes):
     def learner(*args, **keywords):
         return function(*args, **keywords, mistakes=mistakes)
@@ -400,6 +410,7 @@ CASES = [
     ("gae", with_mistakes(gae_loop, "forwards"), ("forwards",), re.compile(r"advantages\[\d")),
     ("grpo", sqrt_of_var, ("mismatch",), NO_FLOAT32, re.compile(r"expected -?0\.0*\d{6,}, got")),
     ("gspo", guarded_mean, ("mismatch",), NO_FLOAT32),
+    ("grpo", in_float32(grpo_numpy), ("precision",), "float32"),  # then float64 (mask of floats)
     ("grpo", no_token_axis, ("error", "mismatch"), "could not be broadcast", "a[:, None]"),
     ("gspo", "gspo_loss", ("not_a_function",), "expects your function"),
     ("gae", lambda r, v, d, lv, ld, *, discount, lam: 0, ("error",), "keep the names"),
@@ -416,6 +427,7 @@ CASES = [
             ("gspo", lambda *args: float(np.float32(gspo_masked(*args)))),
             ("grpo", lambda *args: float(np.float32(grpo_loops(*args)))),
             ("gae", with_mistakes(gae_loop, "float32")),
+            ("gspo", in_float32(over_int64_count)),
         ]
     ],
 ]

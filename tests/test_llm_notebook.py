@@ -395,7 +395,9 @@ def part_a_numbers() -> list[str]:
     start = inspect.signature(LengthBiasExplorer).parameters  # the length app's two answers
     short, long = start["short"].default, start["long"].default
     times = rounded(long / short)
+    (kl,) = [name for name in llm_clip.Options.__annotations__ if "kl" in name]  # policy_loss
     return [
+        f"$\\beta$, TRL's name, is `llm_clip`'s `{kl}`",  # section 7's exercise calls it beta
         f"$\\tau = {rounded(tau_pos)}$ for $A > 0$, {rounded(tau_neg)} otherwise",
         "Since $f(1) = 2/\\tau$ and $f'(1) = 1$",
         f"Its paper's $\\epsilon = {rounded(high)}$ bounds $\\log r$",
