@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from test_exercises import assert_diagnosis
 
+import llm_advantages
 import llm_clip
 from ppo_viz.exercises import check_corrected_loss, check_gae, gae, rollout
 from ppo_viz.exercises.llm import (
@@ -346,6 +347,11 @@ def rebinds_llm_clip(logp_new, logp_old, rewards, mask, group_size, eps, beta, l
     return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
 
 
+def rebinds_llm_advantages(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
+    llm_advantages.group_advantages = lambda *args, **keywords: 0.0
+    return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
+
+
 def hides_a_change(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
     answer = grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
     logp_new[...] = 0.0
@@ -388,6 +394,7 @@ CASES = [
         for v in ("unclipped", "token_mask_as_truncate", "opsm_old", "opsm_over_T")
     ],
     ("grpo", rebinds_llm_clip, ("patched_module",), "llm_clip.policy_loss"),
+    ("grpo", rebinds_llm_advantages, ("patched_module",), "llm_advantages.group_advantages"),
     ("grpo", hides_a_change, ("mutated", "patched_module"), "logp_new was [", "array_equal"),
     ("gspo", unlocks_the_mask, ("mutated",), "wrote into a read-only input"),
     ("grpo", raises, ("error",), "in raises", "np.minimum"),

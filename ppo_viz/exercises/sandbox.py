@@ -1,7 +1,7 @@
 """Running a learner's function on the battery: a time limit and Ctrl-C that always win.
 
 The calls run in a child forked from this process, in a process group of its own, so nothing
-the function does (to streams, signal handlers, ``sys.modules``, numpy, :mod:`ppo_clip`)
+the function does (to streams, signal handlers, ``sys.modules``, numpy, the project's modules)
 reaches the notebook, and nothing it starts in that group (``subprocess.Popen``, ``os.system``)
 outlives the check: the whole group is killed at the end (a process that leaves the group, with
 ``start_new_session=True`` or ``setsid``, is beyond its reach).  When a call's time is up, the
@@ -33,8 +33,12 @@ from typing import Any
 
 import numpy as np
 
+import llm_advantages
 import llm_clip
+import llm_objectives
 import ppo_clip
+import ppo_clip_exact
+import rollout_correction
 from ppo_viz.exercises.battery import CheckBatch, FloatArray, Kind
 
 #: Seconds one call of the learner's function may take.
@@ -47,7 +51,15 @@ GRACE_S = 0.5
 #: How many characters of a call's printed output are kept.
 OUTPUT_LIMIT = 300
 #: The modules whose names a call may not rebind (put back after each call, and reported).
-GUARDED_MODULES = (ppo_clip, llm_clip, np)
+GUARDED_MODULES = (
+    ppo_clip,
+    ppo_clip_exact,
+    llm_clip,
+    llm_objectives,
+    llm_advantages,
+    rollout_correction,
+    np,
+)
 
 Function = Callable[..., Any]
 Batches = Sequence[CheckBatch]
