@@ -148,7 +148,7 @@ class ClipFractionExplorer(LiveFigure):
             right.tick_params(axis="x", labelsize="small")
         self.shown: dict[str, float] = {}
         controls = {
-            "mu": slider("update μ", mu, (1, MAX_MU), 1, integer=True),
+            "mu": slider("μ (updates)", mu, (1, MAX_MU), 1, integer=True),
             "eps": slider("ε", eps, (0.0, 0.5), 0.01),
         }
         moving = [self.band, *self.points.values(), *self.bars, *self.bar_texts]

@@ -44,7 +44,7 @@ KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "
 #: the bounds are).
 CONTROLS = {
     "objective": ("objective", OBJECTIVES),
-    "mu": ("update μ", (1, MAX_MU)),
+    "mu": ("μ (updates)", (1, MAX_MU)),
     "eps_low": ("ε_low", (0.0, 1.0)),
     "eps_high": ("ε_high", (0.0, 1.0)),
     "beta": ("β (KL weight)", (0.0, 0.5)),
@@ -298,7 +298,9 @@ def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
         None: "no band but a soft gate",
     }[spec.band]
     steps = (
-        f"after {count(s.mu - 1, 'step')}" if s.mu > 1 else "no step yet: every ratio is exactly 1"
+        f"the last update, after {count(s.mu - 1, 'step')}"
+        if s.mu > 1
+        else "one update: every ratio is exactly 1"
     )
-    details = f" at update μ = {s.mu} ({steps}) · {band} · {switched} · loss {rounded(b.loss, 4)}"
+    details = f" at μ = {s.mu} ({steps}) · {band} · {switched} · loss {rounded(b.loss, 4)}"
     return tag("div", tag("b", spec.label), details, classes="ppo")
