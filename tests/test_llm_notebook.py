@@ -346,6 +346,10 @@ def part_a_numbers() -> list[str]:
     at_3, paper = (batch.logp_new[2], *first[1:]), {"eps_low": 3e-4, "eps_high": 4e-4}
     gspo = llm_clip.token_breakdown(*at_3, objective="gspo", **paper)
     cispo = push_expected(Setting(objective="cispo"))[0]
+    two_sided = Setting(objective="cispo")  # verl's cap, the map's; the paper's: above only
+    upper_only = push_expected(two_sided._replace(eps_low=1.0))[0].is_clipped.sum()
+    below = int((cispo.is_clipped & (cispo.ratio < 1)).sum())
+    assert int(cispo.is_clipped.sum()) == below + upper_only  # the same tokens above the cap
     silent = cispo.is_clipped & (cispo.grad == 0)  # "the one with no push has A = 0"
     assert silent.sum() == 1
     assert four[np.argwhere(silent)[0][0]] == 0.0
@@ -414,7 +418,11 @@ def part_a_numbers() -> list[str]:
         f"switches off {int(at[3].is_clipped.sum())} of the {tokens} tokens",
         f"of the {above[0.2]} tokens switched off above the band, {above[0.2] - above[0.28]} gets",
         f"only {int(push_expected(Setting(objective='gspo'))[0].is_clipped.any(1).sum())} answer",
+        f"two-sided cap $[{rounded(1 - two_sided.eps_low)}, {rounded(1 + two_sided.eps_high)}]$",
         f"{int(cispo.is_clipped.sum())} tokens have their weight capped",
+        f"({below} of them below {rounded(1 - two_sided.eps_low)})",
+        f"capped above only, at {rounded(1 + two_sided.eps_high)} (as Part B trains it), "
+        f"{upper_only} tokens are",
         f"{int(gspo.is_clipped.any(1).sum())} of the {len(batch.rewards)} answers are switched",
         f"the {len(zero)} answers with",
         f"with {short} and {long} tokens, each token of the short answer gets {times} times",

@@ -21,7 +21,7 @@ from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_LEN, MAX_MU, WEIGHTS, response_batch
 from ppo_viz.llm.tokens import Setting, breakdown
 from ppo_viz.numbers import count, rounded
-from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
+from ppo_viz.style import COLORS, figure_size, figure_style, legend_below
 
 
 def two_answers(short: int, long: int, advantage: float) -> dict[str, np.ndarray]:
@@ -88,7 +88,7 @@ class LengthBiasExplorer(LiveFigure):
                 place = "bottom" if total >= 0 else "top"
                 label.set(text=text, y=total + np.copysign(0.06, total), va=place)
             self.blocks[name].set_verts(stacks)
-            colour = PALETTE["vermillion"] if advantage < 0 else COLORS["clipped"]
+            colour = COLORS["push_down"] if advantage < 0 else COLORS["push_up"]
             self.blocks[name].set_facecolor(colour)
         grpo = self.shown["seq-mean-token-mean"][:, 0]
         text = "Same lengths or A = 0: every aggregation treats the two alike."
@@ -148,7 +148,7 @@ class ClipFractionExplorer(LiveFigure):
             right.tick_params(axis="x", labelsize="small")
         self.shown: dict[str, float] = {}
         controls = {
-            "mu": slider("update μ", mu, (1, MAX_MU), 1, integer=True),
+            "mu": slider("μ (updates)", mu, (1, MAX_MU), 1, integer=True),
             "eps": slider("ε", eps, (0.0, 0.5), 0.01),
         }
         moving = [self.band, *self.points.values(), *self.bars, *self.bar_texts]

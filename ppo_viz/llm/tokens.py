@@ -1,11 +1,11 @@
 """Notebook 7's heat map: which tokens each objective pushes, and how hard.
 
 :class:`TokenPushExplorer` draws every token of :func:`.response_batch` as a cell coloured by its
-*push*, ``-d loss / d logp_new`` from :func:`llm_clip.token_breakdown` (blue raises the token's
-log-probability, vermillion lowers it), with a purple frame where the clip switches the token's
-gradient off (dashed where the objective's weight is detached, as CISPO's: capped, its gradient
-kept).  Beside it, each answer's
-advantage and the sum of its tokens' pushes.  Controls: the objective, the update ``mu``, the
+*push*, ``-d loss / d logp_new`` from :func:`llm_clip.token_breakdown` (sky blue raises the
+token's log-probability, yellow lowers it: notebook 3's ``push_up`` and ``push_down``), with a
+purple frame where the clip switches the token's gradient off (dashed where the objective's
+weight is detached, as CISPO's: capped, its gradient kept).  Beside it, each answer's advantage
+and the sum of its tokens' pushes.  Controls: the objective, ``mu`` (updates on the batch), the
 band, ``beta`` with the KL in the loss (k3, GRPO) or in the reward (k1, PPO for RLHF), and the
 group size.  Choosing an objective moves the band's sliders to its own default band (DAPO's
 clip-higher, GMPO's band on ``log r``), and greys them out for SAPO, which has none: the same
@@ -33,7 +33,7 @@ from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, 
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
 from ppo_viz.numbers import count, rounded, signed
-from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
+from ppo_viz.style import COLORS, figure_size, figure_style, legend_below
 
 #: The choices of the two dropdowns, label to key: the objectives (llm_clip's registry), and
 #: where the KL goes (k3 per token in the loss, as GRPO; each answer's k1 = log pi_old -
@@ -44,7 +44,7 @@ KL_PLACES = {"in the loss (k3, GRPO)": "loss", "in the reward (k1, PPO-RLHF)": "
 #: the bounds are).
 CONTROLS = {
     "objective": ("objective", OBJECTIVES),
-    "mu": ("update μ", (1, MAX_MU)),
+    "mu": ("μ (updates)", (1, MAX_MU)),
     "eps_low": ("ε_low", (0.0, 1.0)),
     "eps_high": ("ε_high", (0.0, 1.0)),
     "beta": ("β (KL weight)", (0.0, 0.5)),
@@ -55,9 +55,11 @@ CONTROLS = {
 #: (its controls mix objectives and advantages, so they do not decide it).
 UNSCALED = {tiny_rlhf.METHODS["dr_grpo"].objective}
 PADDING = "#E6E6E6"
+#: A push down, none, up: notebook 3's colours, light enough that every token's text is dark.
 PUSH_COLORS = LinearSegmentedColormap.from_list(
-    "push", [PALETTE["vermillion"], "#FFFFFF", PALETTE["blue"]]
+    "push", [COLORS["push_down"], "#FFFFFF", COLORS["push_up"]]
 ).with_extremes(bad=PADDING)
+GLYPH_COLOR = "#222222"
 FRAME = {"facecolor": "none", "edgecolor": COLORS["zero_grad"], "linewidth": 1.8}
 
 
@@ -202,7 +204,9 @@ class TokenPushExplorer(LiveFigure):
                 np.zeros((1, MAX_LEN)), cmap=PUSH_COLORS, aspect="auto", interpolation="nearest"
             )
             self.image.set_norm(Normalize(-scale, scale))
-            self.glyphs = [self.ax.scatter([], [], marker=_glyph(t), lw=0) for t in VOCAB]
+            self.glyphs = [
+                self.ax.scatter([], [], marker=_glyph(t), lw=0, color=GLYPH_COLOR) for t in VOCAB
+            ]
             self.frames = self.ax.add_collection(PolyCollection([], **FRAME, zorder=3))
             self.bars_a = self.ax_a.add_collection(LineCollection([], color=COLORS["guide"]))
             self.bars_sum = self.ax_sum.add_collection(LineCollection([], color=COLORS["clipped"]))
@@ -270,15 +274,12 @@ class TokenPushExplorer(LiveFigure):
         batch = response_batch(s.group_size)
         push = -b.grad
         self.image.set_data(np.ma.masked_array(push, ~b.mask))
-        light = np.abs(push) < 0.55 * self.image.norm.vmax
-        for v, glyph in enumerate(self.glyphs):
-            glyph.set_facecolors(np.where(light[(batch.tokens == v) & b.mask], "#222222", "white"))
         self.frames.set_verts(_frames(np.argwhere(b.is_clipped)))
         self.frames.set_linestyle("--" if llm_clip.SPECS[s.objective].detached_weight else "-")
         for bars, values in ((self.bars_a, advantages(batch, s)), (self.bars_sum, push.sum(1))):
             bars.set_segments(_bars(values))
             bars.set_linewidth(0.6 * self._row_height())
-        self.bars_sum.set_colors(np.where(push.sum(1) < 0, PALETTE["vermillion"], PALETTE["blue"]))
+        self.bars_sum.set_colors(np.where(push.sum(1) < 0, COLORS["push_down"], COLORS["push_up"]))
         self.shown = b
         return readout(s, b)
 
@@ -298,7 +299,9 @@ def readout(s: Setting, b: llm_clip.TokenBreakdown) -> Markup:
         None: "no band but a soft gate",
     }[spec.band]
     steps = (
-        f"after {count(s.mu - 1, 'step')}" if s.mu > 1 else "no step yet: every ratio is exactly 1"
+        f"the last update, after {count(s.mu - 1, 'step')}"
+        if s.mu > 1
+        else "one update: every ratio is exactly 1"
     )
-    details = f" at update μ = {s.mu} ({steps}) · {band} · {switched} · loss {rounded(b.loss, 4)}"
+    details = f" at μ = {s.mu} ({steps}) · {band} · {switched} · loss {rounded(b.loss, 4)}"
     return tag("div", tag("b", spec.label), details, classes="ppo")
