@@ -257,13 +257,14 @@ def test_the_notebook_states_the_default_settings(prose):
     )
 
 
-def test_most_batches_point_at_a_good_arm_and_the_unclipped_run_wins_on_most():
+def test_most_batches_point_at_a_good_arm_and_the_unclipped_run_wins_on_most(prose):
     """The claims around the survey cell ("most batches ...", things to try 3), whose counts
-    the cell prints on the reader's machine."""
+    the cell prints on the reader's machine; the prose says the second count."""
     seeds = range(300)
     good_arm, unclipped_wins = survey(seeds)
     assert good_arm > len(seeds) / 2
     assert unclipped_wins > len(seeds) / 2
+    assert_states(prose, f"on {unclipped_wins} of {len(seeds)} batches the unclipped run ends")
 
 
 def test_the_runs_are_identical_until_a_ratio_leaves_the_band(runs):
@@ -327,11 +328,24 @@ def test_a_big_step_overshoots_before_anything_is_clipped(prose):
     assert "Settings(step_size=BIG_STEP)" in code
 
 
-def test_early_stopping_keeps_the_unclipped_runs_reward(runs, prose):
-    stopped = run_all(Settings(target_kl=DEFAULT_TARGET_KL))["unclipped"]
-    assert stopped.stopped_early
-    assert stopped.true_reward[-1] > runs["unclipped"].true_reward[-1] + 0.05
-    assert_states(prose, f"target of {DEFAULT_TARGET_KL:g}")
+def test_early_stopping_keeps_the_unclipped_runs_reward_and_stops_ppo_a_little_lower(runs, prose):
+    """The unclipped run stops after a few epochs and keeps more of its true reward; PPO stops
+    too, a little below its full run: the epochs and rewards the prose states are the summary
+    table's."""
+    stopped = run_all(Settings(target_kl=DEFAULT_TARGET_KL))
+    unclipped, ppo = stopped["unclipped"], stopped["clipped"]
+    assert unclipped.stopped_early
+    assert ppo.stopped_early
+    assert unclipped.true_reward[-1] > runs["unclipped"].true_reward[-1] + 0.05
+    assert ppo.true_reward[-1] < runs["clipped"].true_reward[-1]
+    ppo_reward, full_reward = (rounded(r.true_reward[-1], 3) for r in (ppo, runs["clipped"]))
+    assert_states(
+        prose,
+        f"target of {DEFAULT_TARGET_KL:g}",
+        f"stops after {unclipped.epochs_run} epochs",
+        f"PPO stops too, after {ppo.epochs_run}, a little below its full run "
+        f"({ppo_reward} against {full_reward})",
+    )
 
 
 def things_to_try(prose: str) -> list[list[float]]:

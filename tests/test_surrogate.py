@@ -11,7 +11,7 @@ import matplotlib
 import nbformat
 import numpy as np
 import pytest
-from helpers import assert_panel_draws, log_landing_on
+from helpers import assert_panel_draws, assert_states, log_landing_on, markdown_of
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -177,9 +177,9 @@ def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
     width = high - low
     assert np.all(np.diff(kl) > 0)
     assert width[-1] > 4 * width[1]
-    # "The PPO estimate stops rising after the first few steps, while the truth keeps climbing":
-    # from the first step where the A > 0 arm's ratio is above 1 + eps and the A < 0 arm's below
-    # 1 - eps (the A = 0 arm adds nothing), every batch's estimate is the same number.
+    # "The PPO estimate stops rising once the KL reaches about ..., while the truth keeps
+    # climbing": from the first step where the A > 0 arm's ratio is above 1 + eps and the A < 0
+    # arm's below 1 - eps (the A = 0 arm adds nothing), every batch's estimate is the same number.
     assert np.ptp(clipped.mean(axis=1)) < 0.1 * np.ptp(truth)
     assert np.all(np.diff(truth) > 0)
     pi_new = np.array([np.exp(np.log(pi_old) + s * advantage) for s in np.linspace(0, 3, 31)])
@@ -189,8 +189,14 @@ def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
     outside &= (ratios[:, advantage < 0] < lower).all(axis=1)
     first = int(np.argmax(outside))
     assert outside[first:].all()
-    assert 0 < first <= 5  # "the first few steps" of 31
+    assert 0 < first <= 5  # early: within the first few of 31 steps
     np.testing.assert_allclose(clipped[first:], clipped[[first]].repeat(len(truth) - first, 0))
+    # The prose says where on the figure's KL axis, and the clip size the cell used (the default).
+    assert_states(
+        markdown_of(NOTEBOOK),
+        f"once the KL reaches about {kl[first]:.1g},",
+        f"$\\epsilon = {ppo_clip.DEFAULT_EPS:g}$ (the next section draws it)",
+    )
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.2, 0.35])

@@ -195,7 +195,7 @@ class EpochsExplorer(LiveFigure):
         """Two legends of two rows each: the arms (four to a row), and the marks of the top
         row; the map's colours, and the objectives' lines of the bottom row."""
         arms = [
-            Line2D([], [], **look, **ARM_LINE, label=f"arm {arm} (μ = {signed(mu, 2)})")
+            Line2D([], [], **look, **ARM_LINE, label=f"arm {arm} (m = {signed(mu, 2)})")
             for arm, (look, mu) in enumerate(zip(styles, ARM_MEANS, strict=True))
         ]
         band = Patch(color=COLORS["band"], alpha=0.45, label="clip band [1−ε, 1+ε]")

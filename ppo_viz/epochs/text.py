@@ -38,7 +38,7 @@ def bandit_table() -> HTML:
         f"{rounded(REWARD_NOISE)}. The old policy's true expected reward is "
         f"{rounded(start_reward(), 3)}."
     )
-    return html_table(("arm", "true mean μ", "old policy π_old"), rows, caption)
+    return html_table(("arm", "true mean m", "old policy π_old"), rows, caption)
 
 
 def batch_table(seed: int) -> HTML:
@@ -56,7 +56,7 @@ def batch_table(seed: int) -> HTML:
         f"advantage A = R − mean reward. The batch favours arm {int(np.argmax(sums))}, the arm "
         "with the largest sum of A."
     )
-    header = ("arm", "true mean μ", "samples (advantage A)", "batch mean reward", "sum of A")
+    header = ("arm", "true mean m", "samples (advantage A)", "batch mean reward", "sum of A")
     return html_table(header, tuple(rows), caption)
 
 
