@@ -53,7 +53,7 @@ ADD_ON = "07_clipping_in_llm_training"
 #: After it, notebook 8's one-screen recap of PPO's loop (one cell tagged ``lecture``).
 RECAP = "08_where_the_advantage_comes_from"
 #: The notebooks whose opening states the README's minutes for self-study (all of 1 to 6).
-OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "04", "05", "06"]
+OPENINGS_WITH_SELF_STUDY = ["01", "02", "03", "04", "05", "06", "07", "08", "09"]
 
 
 def readme_part(name: str) -> str:
@@ -168,8 +168,8 @@ def test_the_readmes_route_is_the_lecture_tags_in_2500_words_and_45_minutes():
 
 
 def test_each_opening_states_the_readmes_minutes_for_self_study():
-    ranges = re.split(r", | and ", readme_part("self-study").strip())
-    assert len(ranges) == 6
+    ranges = re.split(r",\s+|\s+and\s+", readme_part("self-study").strip())
+    assert len(ranges) == len(OPENINGS_WITH_SELF_STUDY)
     for stem in OPENINGS_WITH_SELF_STUDY:
         assert f"About {ranges[int(stem) - 1]} minutes alone" in opening(stem), stem
 
