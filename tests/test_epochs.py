@@ -253,7 +253,7 @@ def test_the_notebook_states_the_default_settings(prose):
         f"$\\epsilon = {DEFAULT_EPS:g}$ for {DEFAULT_EPOCHS} epochs",
         f"epoch axis runs to {EPOCH_AXIS_MAX}",
         f"{DEFAULT_EPOCHS} epochs of step size {DEFAULT_STEP_SIZE:g}",
-        f"on average {PULLS_PER_ARM} per arm",
+        f"$N = {n_samples()}$ pulls from the {K} arms, on average {PULLS_PER_ARM} per arm",
     )
 
 
