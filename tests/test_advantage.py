@@ -244,6 +244,11 @@ def test_the_critics_gradient_dominates_and_normalising_changes_signs(played):
     value, policy = normed["norm"]["value c1·L^VF"], normed["norm"]["policy −L^CLIP"]
     assert value > 10 * policy
     assert value > 0.5  # the global clip is set by the critic
+    # the clip sees one gradient: the policy's parts add on shared parameters (triangle), the
+    # critic's stand beside them (Pythagoras)
+    entropy = normed["norm"]["entropy −c2·S"]
+    assert value <= normed["total"] <= np.hypot(value, policy + entropy) * (1 + 1e-12)
+    assert normed["total"] >= np.hypot(value, abs(policy - entropy)) * (1 - 1e-12)
     assert raw["norm"]["policy −L^CLIP"] > 5 * policy
     assert 0 < normed["flipped"] < len(played[0])
     assert normed["value"]["policy −L^CLIP"] == pytest.approx(0.0, abs=1e-12)

@@ -267,7 +267,9 @@ def critics(gamma: float, shift: float = SHIFT) -> dict[str, FloatArray]:
 def loss_parts(normalize: bool = True, gamma: float = 0.99, lam: float = 0.95) -> dict:
     """PPO's loss on the episode as one minibatch, by the agent's own functions: each part's
     value (as minimized: ``-L^CLIP``, ``c1 L^VF``, ``-c2 S``) and its gradient's norm on its
-    network (the policy's two parts, the critic's one); ``flipped``: how many advantages
+    network (the policy's two parts, the critic's one); ``total``: the norm of the whole gradient
+    that the one global clip sees (the policy's two parts added on their shared parameters, the
+    critic's beside them); ``flipped``: how many advantages
     normalisation turned to the other sign."""
     agent, episode, s = trained_agent(), play_outs()[0], SETTINGS
     advantages, returns = advantages_of(episode, gamma, lam)
@@ -291,5 +293,9 @@ def loss_parts(normalize: bool = True, gamma: float = 0.99, lam: float = 0.95) -
         "value c1·L^VF": float(loss[0]),
     }
     norm = {name: float(np.sqrt(sum((g**2).sum() for g in grad))) for name, grad in grads.items()}
+    policy, entropy = grads["policy −L^CLIP"], grads["entropy −c2·S"]  # the same parameters
+    shared = sum(((p + e) ** 2).sum() for p, e in zip(policy, entropy, strict=True))
+    total = float(np.sqrt(shared + norm["value c1·L^VF"] ** 2))
     flipped = int((np.sign(used[0]) != np.sign(advantages)).sum())
-    return {"value": value, "norm": norm, "flipped": flipped, "scale": float(advantages.std())}
+    return {"value": value, "norm": norm, "total": total, "flipped": flipped,
+            "scale": float(advantages.std())}  # fmt: skip
