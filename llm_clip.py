@@ -191,9 +191,10 @@ def policy_loss_grad(
     logp_new: ArrayLike, logp_old: ArrayLike, advantages: ArrayLike, mask: ArrayLike,
     **options: Unpack[Options],
 ) -> FloatArray:  # fmt: skip
-    """``d loss / d logp_new`` as autograd computes it, shape (B, T), 0 on padding (CISPO: its
-    weight ``clip(r)`` held constant, so not the derivative of the returned loss; see
-    :attr:`TokenBreakdown.grad`)."""
+    """``d loss / d logp_new`` as autograd computes it where its arithmetic stays finite (where
+    autograd would form ``inf * 0``, e.g. ``A == 0`` with an overflowed ratio, and give NaN, this
+    is the limit, 0), shape (B, T), 0 on padding (CISPO: its weight ``clip(r)`` held constant, so
+    not the derivative of the returned loss; see :attr:`TokenBreakdown.grad`)."""
     return token_breakdown(logp_new, logp_old, advantages, mask, **options).grad
 
 
@@ -206,8 +207,8 @@ class TokenBreakdown:
     off (strict, as in :mod:`ppo_clip`; CISPO: where its weight ``clip(r)`` differs from ``r``,
     the gradient kept; SAPO: nowhere); ``term`` the policy term (CISPO:
     ``clip(r)*A*logp_new``; SAPO: ``f(r)*A``); ``kl`` k3 (0 without ``logp_ref``); ``weight`` the
-    aggregation's ``w``; ``grad`` is ``d loss / d logp_new`` as autograd gives it (CISPO: with
-    the detached weight ``clip(r)`` a constant, as in verl and TRL); ``loss`` is
+    aggregation's ``w``; ``grad`` is ``d loss / d logp_new`` as autograd gives it where finite
+    (CISPO: with the detached weight ``clip(r)`` a constant, as in verl and TRL); ``loss`` is
     ``-sum(weight * (rollout_weight * term - kl_coef * kl))`` summed as the libraries sum, with
     ``rollout_weight`` the ``rollout_weights`` times ``keep`` (1 where neither is given).
     """
