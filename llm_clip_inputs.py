@@ -28,7 +28,7 @@ from ppo_clip_inputs import (
     real_array,
 )
 
-__all__ = ["NO_ADVANTAGES", "Batch", "checked_batch", "checked_choice"]
+__all__ = ["NO_ADVANTAGES", "Batch", "checked_batch"]
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -137,13 +137,6 @@ def checked_batch(
         objective, boolean, lengths, log_ratio, new, old, a, gap, low, high, 1.0 - low, 1.0 + high,
         aggregation, denominator, coef, *taus, weight,
     )  # fmt: skip
-
-
-def checked_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
-    """``value`` if it is one of ``choices``, else a ``ValueError`` listing them."""
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
 
 
 def _checked_mask(value: object, shape: tuple[int, ...], new_name: str = "logp_new") -> BoolArray:

@@ -42,8 +42,9 @@ from typing import Literal, NamedTuple, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from llm_clip_inputs import Batch, checked_batch, checked_choice
+from llm_clip_inputs import Batch, checked_batch
 from ppo_clip_exact import row_sums
+from ppo_clip_inputs import checked_choice
 
 __all__ = [
     "AGGREGATIONS",

@@ -75,6 +75,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ppo_clip_exact import exact_loss, float64_limits_handled_below, gradient_entry, times_advantage
 from ppo_clip_inputs import (
+    checked_choice,
     checked_count,
     checked_dual_clip,
     checked_eps,
@@ -556,9 +557,7 @@ def clip_band(eps: object, eps_low: object = None, eps_high: object = None) -> t
 
 def _checked_objective(objective: object) -> Objective:
     """``objective`` if it names one of :data:`OBJECTIVES`, else a ``ValueError``."""
-    if not isinstance(objective, str) or objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    return objective  # type: ignore[return-value]
+    return checked_choice("objective", objective, OBJECTIVES)  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "array_from",
+    "checked_choice",
     "checked_count",
     "checked_dual_clip",
     "checked_eps",
@@ -304,6 +305,13 @@ def checked_dual_clip(value: object) -> float | None:
     if cap <= 1.0:
         raise ValueError(f"dual_clip must be greater than 1, got {cap!r}")
     return cap
+
+
+def checked_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``, else a ``ValueError`` listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
 
 
 def checked_count(name: str, value: object, largest: int) -> int:

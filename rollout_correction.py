@@ -19,10 +19,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 import ppo_clip_inputs as checks
-from llm_clip_inputs import NO_ADVANTAGES, checked_batch, checked_choice
+from llm_clip_inputs import NO_ADVANTAGES, checked_batch
 from ppo_clip_exact import float64_limits_handled_below, row_sums
 
-__all__ = ["ROLLOUT_MODES", "off_policy_keep", "rollout_weights"]
+__all__ = ["ROLLOUT_MODES", "checked_bounds", "off_policy_keep", "rollout_weights"]
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
@@ -68,14 +68,8 @@ def rollout_weights(
     ``clip_max`` are None or numbers >= 0 with ``clip_min <= clip_max``.  Where ``exp``
     overflows the weight is ``inf`` before the bound (truncated to ``clip_max``, masked to 0).
     """
-    mode = checked_choice("mode", mode, ROLLOUT_MODES)
-    low = -math.inf if clip_min is None else checks.checked_real("clip_min", clip_min)
-    high = math.inf if clip_max is None else checks.checked_real("clip_max", clip_max)
-    for name, bound in (("clip_min", low), ("clip_max", high)):
-        if -math.inf < bound < 0:
-            raise ValueError(f"{name} must be at least 0, got {bound!r}")
-    if low > high:
-        raise ValueError(f"clip_min ({low!r}) must not exceed clip_max ({high!r})")
+    mode = checks.checked_choice("mode", mode, ROLLOUT_MODES)
+    low, high = checked_bounds(clip_min, clip_max)
     b = checked_batch(
         logp_old, logp_rollout, NO_ADVANTAGES, mask, names=("logp_old", "logp_rollout")
     )
@@ -87,6 +81,20 @@ def rollout_weights(
     if mode.endswith("truncate"):
         return np.clip(weight, low, high)
     return np.where((weight < low) | (weight > high), 0.0, weight)
+
+
+def checked_bounds(clip_min: object, clip_max: object) -> tuple[float, float]:
+    """``(clip_min, clip_max)`` of :func:`rollout_weights` as floats, None read as the open side
+    (``-inf``, ``inf``); each a number >= 0, ``clip_min <= clip_max``, else a ``TypeError`` or
+    ``ValueError`` naming it."""
+    low = -math.inf if clip_min is None else checks.checked_real("clip_min", clip_min)
+    high = math.inf if clip_max is None else checks.checked_real("clip_max", clip_max)
+    for name, bound in (("clip_min", low), ("clip_max", high)):
+        if -math.inf < bound < 0:
+            raise ValueError(f"{name} must be at least 0, got {bound!r}")
+    if low > high:
+        raise ValueError(f"clip_min ({low!r}) must not exceed clip_max ({high!r})")
+    return low, high
 
 
 def off_policy_keep(

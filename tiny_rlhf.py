@@ -44,7 +44,8 @@ import numpy as np
 
 import llm_clip
 from bandit import checked_fields
-from ppo_clip_inputs import checked_real
+from ppo_clip_inputs import checked_choice, checked_real
+from rollout_correction import ROLLOUT_MODES, checked_bounds
 from tiny_lm import (
     MAX_LEN,
     PROMPTS,
@@ -452,11 +453,9 @@ class Correction:
     opsm: float | None = None
 
     def __post_init__(self) -> None:
-        one, mask = np.zeros((1, 1)), np.ones((1, 1), dtype=bool)
-        mode = "sequence_mask" if self.mode is None else self.mode  # bounds checked whatever mode
-        llm_clip.rollout_weights(  # the library's own checks, naming the bad field
-            one, one, mask, mode=mode, clip_min=self.clip_min, clip_max=self.clip_max
-        )
+        if self.mode is not None:  # rollout_weights' own checks, naming the bad field
+            checked_choice("mode", self.mode, ROLLOUT_MODES)
+        checked_bounds(self.clip_min, self.clip_max)  # whatever the mode
         if self.opsm is not None:  # off_policy_keep's check of its threshold, under this name
             checked_real("opsm", self.opsm)
 
