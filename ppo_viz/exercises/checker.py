@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ppo_clip_inputs import checked_choice
 from ppo_viz.exercises.battery import FUNCTION_NAMES, GOING_FURTHER, Kind, Role, battery, lesson_of
 from ppo_viz.exercises.mistakes import Finding, differs, finding, numbers, value_findings
 from ppo_viz.exercises.questions import ConceptQuestion
@@ -156,8 +157,7 @@ def check(kind: Kind, function: Function, *, time_limit_s: float = TIME_LIMIT_S)
     check (``KeyboardInterrupt``).  Raises ``ValueError`` for an unknown ``kind`` or a time limit
     that is not a positive number of seconds up to :data:`.MAX_TIME_LIMIT_S`.
     """
-    if kind not in FUNCTION_NAMES:
-        raise ValueError(f"kind must be one of {tuple(FUNCTION_NAMES)}, got {kind!r}")
+    checked_choice("kind", kind, tuple(FUNCTION_NAMES))
     return run_check(FUNCTION_NAMES[kind], kind, function, battery(), time_limit_s)
 
 

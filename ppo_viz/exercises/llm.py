@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import llm_clip
+from ppo_clip_inputs import checked_choice
 from ppo_viz.exercises.battery import ExerciseBatch
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise
@@ -320,8 +321,7 @@ def _in_float32(batch: ExerciseBatch) -> ExerciseBatch:
 def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
     """The batches a check runs: small ones, the first again rounded to float32, then notebook
     7's batch at update 3."""
-    if exercise not in SMALL_BATCHES:
-        raise ValueError(f"exercise must be one of {tuple(SMALL_BATCHES)}, got {exercise!r}")
+    checked_choice("exercise", exercise, tuple(SMALL_BATCHES))
     small = [_small_batch(exercise, name) for name in SMALL_BATCHES[exercise]]
     return (*small, _in_float32(small[0]), _notebook_batch(exercise))
 

@@ -29,6 +29,7 @@ from matplotlib.textpath import TextPath
 
 import llm_clip
 import tiny_rlhf
+from ppo_clip_inputs import checked_choice
 from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
@@ -158,8 +159,7 @@ class TokenPushExplorer(LiveFigure):
         for name, value in setting._asdict().items():
             text, allowed = CONTROLS[name]
             if isinstance(allowed, dict):  # a dropdown: shows each label, holds its key
-                if value not in (keys := tuple(allowed.values())):
-                    raise ValueError(f"{name} must be one of {keys}, got {value!r}")
+                checked_choice(name, value, tuple(allowed.values()))
                 options = {"options": list(allowed.items()), "description": text}
                 controls[name] = widgets.Dropdown(value=value, **options, **control_layout())
             else:
