@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 from helpers import assert_drawn_in_place, assert_states, markdown_of
 
-from experiments.cartpole_agent import CartPoleAgent, CartPoleSettings, bootstrapped, value_loss
+from experiments.cartpole_agent import (
+    CartPoleAgent,
+    CartPoleSettings,
+    Rollout,
+    bootstrapped,
+    value_loss,
+)
 from experiments.evidence import simultaneous_band
 from experiments.networks import Adam
 from ppo_viz.advantage import apps, study
@@ -244,11 +250,12 @@ def test_the_critics_gradient_dominates_and_normalising_changes_signs(played):
     value, policy = normed["norm"]["value c1·L^VF"], normed["norm"]["policy −L^CLIP"]
     assert value > 10 * policy
     assert value > 0.5  # the global clip is set by the critic
-    # the clip sees one gradient: the policy's parts add on shared parameters (triangle), the
-    # critic's stand beside them (Pythagoras)
-    entropy = normed["norm"]["entropy −c2·S"]
-    assert value <= normed["total"] <= np.hypot(value, policy + entropy) * (1 + 1e-12)
-    assert normed["total"] >= np.hypot(value, abs(policy - entropy)) * (1 - 1e-12)
+    # the clip sees one gradient: the agent's own, of the whole loss on the episode
+    episode, agent = played[0], study.trained_agent()
+    advantages, returns = study.advantages_of(episode, 0.99, 0.95)
+    arrays = (episode.observations, episode.actions, episode.log_probs, advantages, returns)
+    whole = agent.gradients(Rollout(*(a[None] for a in arrays)))[0]
+    assert normed["total"] == pytest.approx(np.sqrt(sum((g**2).sum() for g in whole)), rel=1e-9)
     assert raw["norm"]["policy −L^CLIP"] > 5 * policy
     assert 0 < normed["flipped"] < len(played[0])
     assert normed["value"]["policy −L^CLIP"] == pytest.approx(0.0, abs=1e-12)
