@@ -17,7 +17,7 @@ import numpy as np
 import llm_clip
 from ppo_viz.exercises.battery import ExerciseBatch
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 
 _RECURSION = "A[t] = delta[t] + gamma * lam * (1 - dones[t + 1]) * A[t + 1]"
@@ -50,9 +50,8 @@ EXPLANATIONS = {
     "discounted_returns": "Your returns are the discounted sums of the rewards; the value targets "
     "are the advantages plus the values, returns = advantages + values (the λ-return), which equal "
     "the discounted rewards only at lam = 1.",
-    "precision": "Your answers agree with llm_clip.gae's to about float32's 7 significant digits, "
-    "not float64's: compute in float64 throughout (np.zeros_like of a float32 array, np.float32 or "
-    "dtype=np.float32 keep about 7 significant digits).",
+    "precision": float32_like("Your answers agree with llm_clip.gae's") + " np.zeros_like of a "
+    "float32 array is float32 too.",
 }
 #: The mistakes in groups of those that exclude one another.
 GROUPS = [

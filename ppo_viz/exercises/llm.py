@@ -29,7 +29,7 @@ import llm_clip
 from ppo_clip_inputs import checked_choice
 from ppo_viz.exercises.battery import ExerciseBatch
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
@@ -113,9 +113,7 @@ EXPLANATIONS = {
     "-1000), and exp(1000) is inf; inf * 0 is NaN, so multiplying term by the mask afterwards does "
     "not clean it. Mask before the exp: np.exp(np.where(mask, logp_new - logp_old, 0.0)), or keep "
     "the padding out with np.where(mask, term, 0.0).",
-    "precision": "Your loss agrees with llm_clip's to about float32's 7 significant digits, not "
-    "float64's: compute in float64 throughout (float32 arrays, np.float32 or dtype=np.float32 keep "
-    "about 7 significant digits).",
+    "precision": float32_like("Your loss agrees with llm_clip's"),
 }
 #: Each exercise's mistakes, in groups of those that exclude one another.
 EXCLUSIVE = {

@@ -103,6 +103,19 @@ _CLIPPED = "A > 0 with r > 1 + eps, or A < 0 with r < 1 - eps"
 _UNFAVOURABLE = "A > 0 with r < 1 - eps, or A < 0 with r > 1 + eps"
 _NEW_OVER_OLD = "the ratio is new over old: r = np.exp(logp_new - logp_old)"
 
+#: What every checker's "precision" finding advises: float32 is the usual cause.
+FLOAT64_ADVICE = (
+    "Compute in float64 throughout (float32 arrays, np.float32 or dtype=np.float32 keep about 7 "
+    "significant digits of each number, and fewer survive where terms cancel)"
+)
+
+
+def float32_like(agreeing: str) -> str:
+    """A checker's "precision" explanation: ``agreeing`` ("Your loss agrees with llm_clip's")
+    as closely as float32 can, and the advice."""
+    return f"{agreeing} as closely as float32 arithmetic can, not to float64's. {FLOAT64_ADVICE}."
+
+
 #: What the learner reads about each mistake.  Checked against cleanrl/ppo.py @020cf0e
 #: (norm_adv), stable_baselines3/ppo/ppo.py @cef4cf2 (normalize_advantage) and
 #: spinup/algos/pytorch/ppo/ppo.py @2092113 (the buffer's get()).
@@ -168,9 +181,8 @@ EXPLANATIONS = {
     "mutated": "Your function changes its input arrays, which the caller reuses (PPO runs "
     "several epochs on one batch): write x = x - y, not x -= y, or work on a copy.",
     "precision": "The checker compares with float64's precision, np.isclose with rtol = 1e-9 and "
-    "atol = 1e-12. Compute in float64 throughout (float32 arrays, np.float32 or "
-    "dtype=np.float32 keep about 7 significant digits), and compute the gradient from its "
-    "formula, -r*A/N, not by finite differences (which also average the two slopes at an edge).",
+    f"atol = 1e-12. {FLOAT64_ADVICE}, and compute the gradient from its formula, -r*A/N, not "
+    "by finite differences (which also average the two slopes at an edge).",
 }
 
 #: ``[0.5, 1, ...]``: at most 8 values, rounded (an input array, in messages).

@@ -26,7 +26,7 @@ import numpy as np
 import llm_clip
 from ppo_viz.exercises.battery import ExerciseBatch
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 
 _GAP = "d = logp_old - logp_rollout on the answer's own tokens (trainer over engine)"
@@ -59,8 +59,7 @@ EXPLANATIONS = {
     "the answer's tokens (TRL); the mean of the gaps is GSPO's ratio and OPSM's statistic.",
     "kl_weighted": "TRL multiplies the policy term by the weight and by OPSM's keep, then adds "
     "beta * k3 to every token, weighted by neither: a dropped answer still pays its KL.",
-    "precision": "Your answers agree with llm_clip's to about float32's 7 significant digits, "
-    "not float64's: compute in float64 throughout.",
+    "precision": float32_like("Your answers agree with llm_clip's"),
 }
 #: The mistakes in groups of those that exclude one another.
 GROUPS = [
