@@ -3,19 +3,20 @@ differences and their verdicts, and simultaneous bands over a curve of paired di
 
 Every study runs each cell on two sets of seeds (:data:`SEED_SETS`): claims and best settings
 are chosen on the *discovery* set and checked on the *confirmation* set, free of the winner's
-curse; the RLHF study runs a third (:data:`THIRD_SET`) that counts how many stated findings
-hold on seeds that stated none.  Every method of a set runs on the same seeds with the same
-random numbers, so two methods compare seed by seed (:func:`paired`): the mean of the per-seed
-differences, with a bootstrap 95% interval; one that holds 0 says *not distinguishable with
-these seeds*, not "equal".  The bootstrap's resamples come from a fixed seed (integers only:
-the same values give the same interval on any machine).  Which comparisons a study makes is its
-own (:mod:`experiments.claims`, :mod:`experiments.rlhf_findings`).
+curse; the LLM studies run a third (:data:`THIRD_SET`) that tests what the first two state
+(:func:`stated_side`, :func:`third_set_count`).  Every method of a set runs on the same seeds
+with the same random numbers, so two methods compare seed by seed (:func:`paired`): the mean of
+the per-seed differences, with a bootstrap 95% interval; one that holds 0 says *not
+distinguishable with these seeds*, not "equal".  The bootstrap's resamples come from a fixed
+seed (integers only: the same values give the same interval on any machine).  Which comparisons
+a study makes is its own (:mod:`experiments.claims`, :mod:`experiments.rlhf_findings`,
+:mod:`experiments.mismatch_study`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from numpy.typing import ArrayLike
 from ppo_viz.results import SEED_SETS as SEED_SETS  # the two sets of seeds, in order
 from ppo_viz.results import THIRD_SET
 
-#: Every set of seeds, in order: the RLHF study adds a third (:data:`THIRD_SET`).
+#: Every set of seeds, in order: the LLM studies add a third (:data:`THIRD_SET`).
 ALL_SEED_SETS = (*SEED_SETS, THIRD_SET)
 
 #: The bootstrap's own seed, its number of resamples and the interval's coverage.
@@ -87,6 +88,35 @@ def fresh_verdicts(differences: np.ndarray) -> np.ndarray:
     verdicts[mean - half > 0] = HIGHER
     verdicts[mean + half < 0] = LOWER
     return verdicts
+
+
+def stated_side(signs: Mapping[str, Sequence[int]], side: int) -> dict[str, list[int]]:
+    """One side (+1 or -1) of a curve tested on every set of :data:`ALL_SEED_SETS`, from each
+    set's :func:`sign_of` at each setting: the settings where discovery and confirmation both
+    put it on ``side`` (``stated``), where the third set does too (``held``) and where the
+    third set puts it on the other side (``contradicted``), as indices.
+
+    >>> signs = {"discovery": [1, 1, 0], "confirmation": [1, 1, 1], "replication": [1, -1, 1]}
+    >>> stated_side(signs, 1)
+    {'stated': [0, 1], 'held': [0], 'contradicted': [1]}
+    """
+    first, second, third = (signs[s] for s in ALL_SEED_SETS)
+    stated = [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a == b == side]
+    held, against = ([i for i in stated if third[i] == s] for s in (side, -side))
+    return {"stated": stated, "held": held, "contradicted": against}
+
+
+def third_set_count(sides: Sequence[Mapping[str, Sequence[Any]]]) -> dict[str, int]:
+    """Of the stated sides (each as :func:`stated_side` gives it; those stated nowhere are left
+    out): how many the third set confirms at every stated setting, at some, and how many it
+    contradicts somewhere."""
+    stated = [s for s in sides if s["stated"]]
+    return {
+        "stated": len(stated),
+        "held_everywhere": sum(len(s["held"]) == len(s["stated"]) for s in stated),
+        "held_somewhere": sum(bool(s["held"]) for s in stated),
+        "contradicted": sum(bool(s["contradicted"]) for s in stated),
+    }
 
 
 def stable_range(values: Sequence[float], success_shares: Sequence[float]) -> list[float] | None:

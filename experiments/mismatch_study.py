@@ -2,7 +2,8 @@
 
 From the repository root::
 
-    python -m experiments.mismatch_study            # the study (about 7 minutes on 2 cores):
+    python -m experiments.mismatch_study            # the study (about 7 minutes of CPU; its
+                                                    # report gives the measured time):
                                                     # RESULTS_MISMATCH.md, mismatch_study.json
     python -m experiments.mismatch_study --quick    # a smoke run in seconds; writes nothing
     python -m experiments.mismatch_study --restate  # statistics and report again from the JSON
@@ -15,10 +16,12 @@ model (:mod:`ppo_viz.mismatch.measures`): the gaps ``logp_old - logp_rollout``, 
 tokens clipped at mu = 1 by a trainer that takes the engine's log-probabilities as old, and
 the bias of the gradient against the same draws on-policy, uncorrected and under each
 correction, with its noise floor.  Then GRPO trains (mu = 1, :data:`SETTINGS`) at every size
-with no correction and with each of TRL's four modes and OPSM, on a discovery and a fresh
-confirmation set of seeds with shared random numbers: each correction's paired difference from
-none, with a simultaneous band over the sizes (:func:`experiments.evidence.simultaneous_band`).
-A finding is stated at the sizes where both sets' bands exclude 0 on the same side.
+with no correction and with each of TRL's four modes and OPSM, on three sets of seeds
+(:data:`experiments.evidence.ALL_SEED_SETS`) with shared random numbers: each correction's
+paired difference from none, with a simultaneous band over the sizes
+(:func:`experiments.evidence.simultaneous_band`).  A finding is stated at the sizes where the
+discovery and confirmation sets' bands exclude 0 on the same side and the third set's does too
+(:func:`experiments.evidence.stated_side`); the report counts what the third set confirms.
 
 It runs as every study does (:mod:`experiments.runner`: cache, resume, ``--jobs``).
 """
@@ -41,8 +44,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from experiments import runner
-from experiments.evidence import SEED_SETS, sign_of, simultaneous_band
+from experiments import evidence, report, runner
+from experiments.evidence import ALL_SEED_SETS, SEED_SETS, sign_of, simultaneous_band
 from experiments.report import INTERVALS, document, json_text, machine_line, write_report
 from ppo_viz.mismatch import measures
 from ppo_viz.results import RESULTS_DIR
@@ -116,8 +119,8 @@ class Plan(NamedTuple):
             for s in MEASURED
             for size in sources[s]
         ]
-        for seed_set, (source, sizes) in itertools.product(SEED_SETS, sources.items()):
-            first = offset + SEED_SETS.index(seed_set) * seeds
+        for seed_set, (source, sizes) in itertools.product(ALL_SEED_SETS, sources.items()):
+            first = offset + ALL_SEED_SETS.index(seed_set) * seeds
             cells += [
                 Cell(seed_set, "train", source, z, c, first, seeds, iterations)
                 for z in sizes
@@ -166,7 +169,7 @@ def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
         {
             "settings": {**asdict(SETTINGS), "iterations": iterations, "method": "grpo"},
             "seeds_per_set": seeds,
-            "sets": {s: offset + i * seeds for i, s in enumerate(SEED_SETS)},
+            "sets": {s: offset + i * seeds for i, s in enumerate(ALL_SEED_SETS)},
             "batches": batches,
             "responses_per_batch": measures.PROMPTS_PER_BATCH * measures.GROUP,
             "opsm_threshold": measures.OPSM_THRESHOLD,
@@ -181,7 +184,7 @@ def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
 
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
     """Curves of the measurements, the paired differences with their bands, the findings
-    (both sets agree) and the controls, derived from the cells."""
+    (all three sets agree), what the third set confirms and the controls, from the cells."""
     got = {tuple(c[k] for k in KEYS): c["raw"] for c in results["cells"]}
     sources = results["sources"]
     curves = {s: [got["measure", s, z, "all", SEED_SETS[0]] for z in sources[s]] for s in MEASURED}
@@ -193,7 +196,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         bands[f"{source}/{c}/{metric}"] = found.pop("bands")
         entry = {"source": source, "correction": c, "metric": metric, **found}
         (findings if found["sizes"] else nulls).append(entry)
-    off = [(s, sizes[0], seed_set) for s, sizes in sources.items() for seed_set in SEED_SETS]
+    off = [(s, sizes[0], seed_set) for s, sizes in sources.items() for seed_set in ALL_SEED_SETS]
     same = all(
         got["train", s, z, c, seed_set][m] == got["train", s, z, "none", seed_set][m]
         for s, z, seed_set in off
@@ -215,6 +218,14 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         for s, zs in sources.items()
     }
     derived = {"curves": curves, "bands": bands, "findings": findings, "nulls": nulls}
+    sides = [(f, side) for f in findings + nulls for side in f["sides"]]
+    derived["third_set"] = evidence.third_set_count([side for _, side in sides])
+    derived["unconfirmed"] = [  # the sizes the first two sets state and the third does not
+        {**{k: f[k] for k in ("source", "correction", "metric")}, "sizes": sizes}
+        for f, side in sides
+        for sizes in [[z for z in side["stated"] if z not in side["held"]]]
+        if sizes
+    ]
     derived["opsm_vs_negatives_dropped"] = opsm_vs_dropped
     return {**results, **derived, "controls": controls, "trained_clip_fraction": clipped}
 
@@ -223,18 +234,24 @@ def agreement(
     got: dict, source: str, sizes: list, metric: str, method: str, versus: str
 ) -> dict[str, Any]:
     """``method`` minus ``versus`` on ``metric``, seed by seed at each size of ``source``: each
-    set's simultaneous band (``bands``), the sizes where both sets' bands exclude 0 on the same
-    side and the confirmation set's mean difference there (``diff``)."""
+    set's simultaneous band (``bands``); per side of 0 that discovery and confirmation state
+    somewhere, the sizes stated, held and contradicted by the third set (``sides``,
+    :func:`~experiments.evidence.stated_side`); the sizes where all three sets agree and the
+    confirmation set's mean difference there (``sizes``, ``diff``)."""
     bands = {}
-    for seed_set in SEED_SETS:
+    for seed_set in ALL_SEED_SETS:
         runs = [
             [got["train", source, z, k, seed_set][metric] for z in sizes] for k in (method, versus)
         ]
         bands[seed_set] = simultaneous_band(np.subtract(*runs).T)
-    signs = [[sign_of(ci) for ci in zip(b["low"], b["high"], strict=True)] for b in bands.values()]
-    agreed = [i for i, (a, b) in enumerate(zip(*signs, strict=True)) if a and a == b]
-    mean = bands[SEED_SETS[1]]["mean"]
-    return {"sizes": [sizes[i] for i in agreed], "diff": [mean[i] for i in agreed], "bands": bands}
+    signs = {
+        k: [sign_of(ci) for ci in zip(b["low"], b["high"], strict=True)] for k, b in bands.items()
+    }
+    sides = [evidence.stated_side(signs, side) for side in (1, -1)]
+    held, mean = sorted(i for side in sides for i in side["held"]), bands[SEED_SETS[1]]["mean"]
+    named = [{k: [sizes[i] for i in v] for k, v in x.items()} for x in sides if x["stated"]]
+    found = {"sizes": [sizes[i] for i in held], "diff": [mean[i] for i in held]}
+    return {**found, "sides": named, "bands": bands}
 
 
 def _difference_by_size(item: tuple[str, dict[str, Any]]) -> str:
@@ -275,6 +292,11 @@ def results_markdown(results: dict[str, Any]) -> str:
     )
     nulls = sorted({f"{n['source']}/{n['correction']}" for n in results["nulls"]
                     if n["metric"] == "score"})  # fmt: skip
+    unconfirmed = [
+        f"{u['source']}/{u['correction']}/{u['metric']} at {', '.join(map(str, u['sizes']))}"
+        for u in results["unconfirmed"]
+    ]
+    third = {"seeds": results["seeds_per_set"], "first_seed": results["sets"][evidence.THIRD_SET]}
     bits = results["sources"]["bits"]
     at = bits.index(8) if 8 in bits else -1  # bf16's 8 bits (--quick has others)
     q = results["curves"]["bits"][at]["gap_quantiles"]
@@ -307,11 +329,13 @@ def results_markdown(results: dict[str, Any]) -> str:
             "- Share of tokens clipped by the trainer's own ratio (new / old, TRL's "
             f"recomputation), confirmation seeds, per size: {trained}.",
             "- OPSM minus its control (every negative answer dropped, whatever the gap), final "
-            "accuracy, where both sets' bands exclude 0: "
+            "accuracy, where all three sets' bands exclude 0: "
             + "; ".join(map(_difference_by_size, results["opsm_vs_negatives_dropped"].items()))
             + ".",
         ],
-        "## Findings: both seed sets' bands exclude 0 on the same side",
+        "## Findings: all three seed sets' bands exclude 0 on the same side",
+        report.third_set_line(results["third_set"], third)
+        + f" Stated by the first two, not by the third: {'; '.join(unconfirmed) or 'none'}.",
         found,
         f"Not detectable here (final accuracy): {', '.join(nulls) or 'none'}.",
         LIMITS.format(vocabulary=results["vocabulary"], bits=bits[at], low=q[0], high=q[2]),
@@ -343,7 +367,7 @@ def rederived(results: dict[str, Any]) -> dict[str, Any]:
 
 #: The flag that derives the report again from the results, and the first fresh seed.
 REDERIVE = ("--restate", "derive the statistics and report again from the JSON")
-FRESH_FROM = SEEDS_PER_SET * len(SEED_SETS)
+FRESH_FROM = SEEDS_PER_SET * len(ALL_SEED_SETS)
 
 
 def add_options(parser: ArgumentParser) -> None:

@@ -36,6 +36,20 @@ def machine_line(machine: Mapping[str, str], reproduces: str) -> str:
     )
 
 
+def third_set_line(count: Mapping[str, int], third: Mapping[str, int] | None) -> str:
+    """How many stated sides the third set confirms (``count``,
+    :func:`experiments.evidence.third_set_count`); ``third``: its ``seeds`` and ``first_seed``."""
+    third = third or {"seeds": 0, "first_seed": 0}
+    return (
+        f"**The third set** ({third['seeds']} seeds from {third['first_seed']}, run by the same "
+        f"command) tests the statements: of the {count['stated']} sides that discovery and "
+        f"confirmation state somewhere, it confirms {count['held_everywhere']} at every stated "
+        f"setting and {count['held_somewhere']} at some, and contradicts "
+        f"{count['contradicted']} anywhere. The findings give only the settings where all three "
+        "sets agree."
+    )
+
+
 def document(*blocks: str | Sequence[str] | Table) -> str:
     """A markdown document: its blocks one blank line apart, each a paragraph or a heading, a
     list of lines, or a table (:func:`ppo_viz.results.markdown`); empty blocks are left out."""

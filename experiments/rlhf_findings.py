@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.evidence import ALL_SEED_SETS, SEED_SETS, THIRD_SET, simultaneous_band
+from experiments.evidence import ALL_SEED_SETS, simultaneous_band, stated_side, third_set_count
 from ppo_viz.rlhf.results import cell_of
 
 METRICS = {
@@ -119,35 +119,16 @@ def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:
     too (``held``) and where it goes the other way (``contradicted``)."""
     settings = settings_of(finding, results)
     curves = {s: curve(finding, results, s) for s in ALL_SEED_SETS}
-    sides = {}
-    for name, sign in (("supports", finding.direction), ("against", -finding.direction)):
-        stated = [
-            i for i in range(len(settings)) if all(curves[s]["sign"][i] == sign for s in SEED_SETS)
-        ]
-        third = curves[THIRD_SET]["sign"]
-        sides[name] = {
-            "stated": [list(settings[i]) for i in stated],
-            "held": [list(settings[i]) for i in stated if third[i] == sign],
-            "contradicted": [list(settings[i]) for i in stated if third[i] == -sign],
-        }
+    signs = {s: c["sign"] for s, c in curves.items()}
+    sides = {
+        name: {k: [list(settings[i]) for i in v] for k, v in stated_side(signs, sign).items()}
+        for name, sign in (("supports", finding.direction), ("against", -finding.direction))
+    }
     return {
         **asdict(finding),
         "settings": [list(s) for s in settings],
         "curves": curves,
         **sides,
-    }
-
-
-def third_set_count(findings: list[dict[str, Any]]) -> dict[str, int]:
-    """Of the stated sides (a finding's side with a setting where discovery and confirmation
-    agree): how many the third set confirms at every stated setting, at some, and how many it
-    contradicts somewhere."""
-    stated = [f[side] for f in findings for side in ("supports", "against") if f[side]["stated"]]
-    return {
-        "stated": len(stated),
-        "held_everywhere": sum(s["held"] == s["stated"] for s in stated),
-        "held_somewhere": sum(bool(s["held"]) for s in stated),
-        "contradicted": sum(bool(s["contradicted"]) for s in stated),
     }
 
 
@@ -189,6 +170,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         and f.versus in results["methods"]
         and any(mu in results["updates"] for mu in f.updates)
     ]
-    results["third_set"] = third_set_count(results["findings"])
+    sides = [f[side] for f in results["findings"] for side in ("supports", "against")]
+    results["third_set"] = third_set_count(sides)
     results["facts_at_one_update"] = facts_at_one_update(results)
     return results

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.report import document, json_text, machine_line, write_report
+from experiments.evidence import THIRD_SET
+from experiments.report import document, json_text, machine_line, third_set_line, write_report
 from ppo_viz.results import Table
 from ppo_viz.rlhf.figures import curves_figure, effects_figure, score_figure
 from ppo_viz.rlhf.results import (
@@ -135,7 +136,7 @@ def results_markdown(results: Mapping[str, Any]) -> str:
         f"![Each finding's paired difference against the learning rate, per μ, with its "
         f"simultaneous 95% band]({EFFECTS_FIGURE.name})",
         findings_table(results),
-        third_set_line(results),
+        third_set_line(results["third_set"], results["sets"].get(THIRD_SET)),
     ]
     blocks += [f"- {finding_sentence(results, finding)}" for finding in results["findings"]]
     facts = results["facts_at_one_update"]
@@ -162,20 +163,6 @@ def results_markdown(results: Mapping[str, Any]) -> str:
     for mu in results["updates"]:
         blocks += [f"μ = {mu}:", score_table(results, "confirmation", mu)]
     return document(*blocks)
-
-
-def third_set_line(results: Mapping[str, Any]) -> str:
-    """How many stated findings the third set confirms (by its own bands, as the first two)."""
-    count = results["third_set"]
-    third = results["sets"].get("replication", {"seeds": 0, "first_seed": 0})
-    return (
-        f"**The third set** ({third['seeds']} seeds from {third['first_seed']}, run by the same "
-        f"command) tests the statements: of the {count['stated']} sides that discovery and "
-        f"confirmation state somewhere, it confirms {count['held_everywhere']} at every stated "
-        f"setting and {count['held_somewhere']} at some, and contradicts "
-        f"{count['contradicted']} anywhere. The findings give only the settings where all three "
-        "sets agree."
-    )
 
 
 def write_results(results: Mapping[str, Any], output: Path) -> None:

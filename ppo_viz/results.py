@@ -18,7 +18,7 @@ from typing import Any
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 #: Every study's two sets of seeds, in order: claims chosen on the first, checked on the second.
 SEED_SETS = ("discovery", "confirmation")
-#: The RLHF study's third set, which tests the protocol: how many stated findings hold on it.
+#: The LLM studies' third set, which tests the protocol: how many stated findings hold on it.
 THIRD_SET = "replication"
 
 Table = tuple[list[str], list[list[str]]]

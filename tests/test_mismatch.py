@@ -250,12 +250,22 @@ def test_the_committed_study_keeps_its_controls():
     assert max(ratios) < 2.0
 
 
+def test_a_finding_is_stated_only_where_all_three_sets_bands_agree():
+    results = load_results(apps.RESULTS_JSON)
+    for f in results["findings"] + results["nulls"]:
+        bands = results["bands"][f"{f['source']}/{f['correction']}/{f['metric']}"]
+        assert list(bands) == ["discovery", "confirmation", "replication"]
+        signs = [np.greater(b["low"], 0) * 1 - np.less(b["high"], 0) for b in bands.values()]
+        sizes = zip(results["sources"][f["source"]], np.column_stack(signs), strict=True)
+        assert f["sizes"] == [z for z, s in sizes if s[0] != 0 and (s == s[0]).all()], f
+
+
 def test_the_prose_states_the_study_numbers_and_its_claims_hold():
     results = load_results(apps.RESULTS_JSON)
     prose = markdown_of(NOTEBOOK)
     seeds, batches, m = results["seeds_per_set"], results["batches"], measures
-    assert_states(prose, f"{seeds} + {seeds} seeds", f"{seeds} discovery", f"{batches} batches",
-                  f"{results['parameters']:,} parameters", f"{m.OPSM_THRESHOLD:g}")  # fmt: skip
+    stated = (f"{seeds} + {seeds} + {seeds} seeds", f"{seeds} third", f"{batches} batches")
+    assert_states(prose, *stated, f"{results['parameters']:,} parameters", f"{m.OPSM_THRESHOLD:g}")
     linear, bound = f"$10^{{{np.log10(apps.LINEAR):.0f}}}$", f"none below, {m.CLIP_MAX:g} above"
     group = f"{apps.RUNS} GRPO batches ({m.PROMPTS_PER_BATCH} prompts, groups of {m.GROUP})"
     assert_states(prose, f"vocabulary of {V} tokens", f"with {V} tokens", linear, bound, group)
