@@ -7,7 +7,9 @@ in every style and name each mistake, alone and in pairs: one table (:data:`CASE
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import time
 
@@ -347,6 +349,26 @@ def rebinds_llm_clip(logp_new, logp_old, rewards, mask, group_size, eps, beta, l
     return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
 
 
+def forks(*args, **keywords):
+    """Both copies would answer: the checker must hear the one it started, once per batch."""
+    os.fork()
+    return gae_loop(*args, **keywords)
+
+
+def writes_into_every_descriptor(*args, **keywords):
+    for fd in range(3, 64):  # the checker's channel among them: bytes that are no message
+        with contextlib.suppress(OSError):
+            os.write(fd, b"\0\0\0\5hello")
+    return gae_loop(*args, **keywords)
+
+
+def tokens_only(*args, mode, **keywords):
+    """Written for the token modes; the sequence modes still raise the template's error."""
+    if mode.startswith("sequence"):
+        raise NotImplementedError
+    return corrected_numpy(*args, mode=mode, **keywords)
+
+
 def rebinds_llm_advantages(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref):
     llm_advantages.group_advantages = lambda *args, **keywords: 0.0
     return grpo_numpy(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
@@ -393,6 +415,9 @@ CASES = [
         ("rollout", corrected_variant(v), ("mismatch",))
         for v in ("unclipped", "token_mask_as_truncate", "opsm_old", "opsm_over_T")
     ],
+    ("gae", forks, (), "matches llm_clip.gae on all"),
+    ("rollout", tokens_only, ("error",), "raised NotImplementedError"),
+    ("gae", writes_into_every_descriptor, ("error",), "wrote into the checker's channel"),
     ("grpo", rebinds_llm_clip, ("patched_module",), "llm_clip.policy_loss"),
     ("grpo", rebinds_llm_advantages, ("patched_module",), "llm_advantages.group_advantages"),
     ("grpo", hides_a_change, ("mutated", "patched_module"), "logp_new was [", "array_equal"),
@@ -475,3 +500,17 @@ def test_a_function_that_never_returns_is_stopped_at_the_time_limit(check):
 def test_an_unknown_exercise_has_no_battery_and_the_error_names_it():
     with pytest.raises(ValueError, match=r"exercise must be one of \('grpo', 'gspo'\), got 'GRPO'"):
         battery("GRPO")
+
+
+@pytest.mark.parametrize("exercise", CHECKS)
+def test_a_notebook_that_rebinds_llm_clip_leaves_the_checks_answers_alone(monkeypatch, exercise):
+    """The checkers compute with their own copy of llm_clip: ``llm_clip.gae = my_gae`` in a
+    notebook would otherwise make ``check_gae(my_gae)`` pass whatever ``my_gae`` returns."""
+
+    def rebound(*args, **keywords):
+        raise AssertionError("the checker computed with the notebook's llm_clip")
+
+    for name in ("policy_loss", "group_advantages", "gae", "rollout_weights", "token_breakdown"):
+        monkeypatch.setattr(llm_clip, name, rebound)
+    check, correct, _ = CHECKS[exercise]
+    assert_diagnosis(check(correct), (), (), ())

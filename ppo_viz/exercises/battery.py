@@ -75,15 +75,18 @@ def lesson_of(batch: Any, which: str = "") -> str:
 
 def _private_copy(module: ModuleType) -> ModuleType:
     """``module`` executed again from its file, as a module no learner's code refers to."""
-    spec = importlib.util.spec_from_file_location(f"{__name__}._reference", module.__file__)
+    name = f"{__name__}._{module.__name__}"
+    spec = importlib.util.spec_from_file_location(name, module.__file__)
     copy = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[copy.__name__] = copy  # as an import does: its dataclasses look the module up
     spec.loader.exec_module(copy)  # type: ignore[union-attr]
     return copy
 
 
-#: The checker's own ``ppo_clip``: every reference answer and variant is computed with it.
+#: The checkers' own ``ppo_clip`` and ``llm_clip``: every reference answer and variant is computed
+#: with them, so a learner's notebook that rebinds ``llm_clip.gae`` cannot make a check pass.
 reference: ModuleType = _private_copy(ppo_clip)
+llm_reference: ModuleType = _private_copy(llm_clip)
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,8 +14,7 @@ from functools import cache
 
 import numpy as np
 
-import llm_clip
-from ppo_viz.exercises.battery import ExerciseBatch
+from ppo_viz.exercises.battery import ExerciseBatch, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
@@ -70,7 +69,7 @@ def gae_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> 
     bootstrap)."""
     (rewards, values, dones), (last_value, last_done) = batch.arrays.values(), batch.extras
     if not mistakes:
-        answer = llm_clip.gae(rewards, values, dones, last_value, last_done, **batch.keywords)
+        answer = llm_reference.gae(rewards, values, dones, last_value, last_done, **batch.keywords)
         return [np.concatenate([np.ravel(x) for x in answer])]
     gamma, lam, m = batch.keywords["gamma"], batch.keywords["lam"], mistakes
     gamma, lam = (lam, gamma) if "swapped" in m else (gamma, lam)

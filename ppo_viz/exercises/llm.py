@@ -25,9 +25,8 @@ from typing import Any
 
 import numpy as np
 
-import llm_clip
 from ppo_clip_inputs import checked_choice
-from ppo_viz.exercises.battery import ExerciseBatch
+from ppo_viz.exercises.battery import ExerciseBatch, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
@@ -147,10 +146,10 @@ def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     (new, old, rewards), m = batch.arrays.values(), mistakes
     mask, group_size, eps, beta, ref = batch.extras
     g = len(rewards) if "batch_std" in m else group_size
-    a = llm_clip.group_advantages(rewards, g, scale_by_std="no_std" not in m)
+    a = llm_reference.group_advantages(rewards, g, scale_by_std="no_std" not in m)
     if m & {"std_twice", "population_std", "std_eps"}:
         std = rewards.reshape(-1, g).std(axis=1, ddof=0 if "population_std" in m else 1)
-        centred = llm_clip.group_advantages(rewards, g, scale_by_std=False)
+        centred = llm_reference.group_advantages(rewards, g, scale_by_std=False)
         std = np.repeat(std + (1e-6 if "std_eps" in m else STD_EPS), g)
         a = centred / std ** (2 if "std_twice" in m else 1)
     eps = 0.2 if "fixed_eps" in m else eps
@@ -162,7 +161,7 @@ def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
         return [math.nan]
     if m & {"kl_sign", "kl_direction", "no_kl", "kl_estimator", "max_for_min"}:
         d, flip = ref - new, -1 if "max_for_min" in m else 1  # max(x, y) = -min(-x, -y)
-        policy = flip * llm_clip.policy_loss(new, new - gap, flip * a, mask, **options)
+        policy = flip * llm_reference.policy_loss(new, new - gap, flip * a, mask, **options)
         penalties = {"kl_direction": [np.expm1(-d) + d], "no_kl": [0 * d]}
         penalties["kl_estimator"] = [-d, d**2 / 2]
         k = next((penalties[key] for key in penalties if key in m), [np.expm1(d) - d])
@@ -170,7 +169,9 @@ def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
         value = [policy + sign * beta * _aggregate(x, mask, aggregation) for x in k]
     else:  # the KL keeps logp_new
         value = [
-            llm_clip.policy_loss(new, new - gap, a, mask, logp_ref=ref, kl_coef=beta, **options)
+            llm_reference.policy_loss(
+                new, new - gap, a, mask, logp_ref=ref, kl_coef=beta, **options
+            )
         ]
     scale = (-1 if "sign" in m else 1) * (mask.shape[1] if "token_sum" in m else 1)
     return [scale * v for v in value]
@@ -196,7 +197,7 @@ def gspo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     if "token_sum" in m:  # each answer's term on each of its tokens, summed
         options.update(aggregation="seq-mean-token-sum-norm", max_len=mask.shape[1])
     flip = -1 if "max_for_min" in m else 1
-    value = flip * llm_clip.policy_loss(old + gap, old, flip * a, mask, **options)
+    value = flip * llm_reference.policy_loss(old + gap, old, flip * a, mask, **options)
     return (-1 if "sign" in m else 1) * (mask.shape[1] if "token_sum" in m else 1) * value
 
 

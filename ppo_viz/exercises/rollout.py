@@ -23,8 +23,7 @@ from functools import cache
 
 import numpy as np
 
-import llm_clip
-from ppo_viz.exercises.battery import ExerciseBatch
+from ppo_viz.exercises.battery import ExerciseBatch, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
@@ -88,13 +87,15 @@ def corrected_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset(
     engine, trainer = (old, rollout) if "ratio_inverted" in m else (rollout, old)
     if "sequence_mean" in m and mode.startswith("sequence"):  # the gaps' sum is then their mean
         trainer = engine + (trainer - engine) / seen.sum(axis=1, keepdims=True)
-    weights = llm_clip.rollout_weights(trainer, engine, seen, mode=mode, clip_max=k["clip_max"])
+    weights = llm_reference.rollout_weights(
+        trainer, engine, seen, mode=mode, clip_max=k["clip_max"]
+    )
     gap = np.where(seen, rollout - new, 0.0)
     if "opsm_sign" in m:
         gap = -gap
     statistic = gap.sum(axis=1) / (1 if "opsm_sum" in m else seen.sum(axis=1))
     keep = (advantages >= 0) | (statistic <= k["threshold"])
-    b = llm_clip.token_breakdown(
+    b = llm_reference.token_breakdown(
         new, old, advantages, mask, objective="grpo", logp_ref=logp_ref, kl_coef=k["beta"],
         rollout_weights=weights, keep=keep,
     )  # fmt: skip

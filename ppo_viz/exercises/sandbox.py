@@ -130,6 +130,9 @@ def _in_a_child(function: Function, kind: Kind, batches: Batches, limit_s: float
                 child.join()
                 yield {"error": f"ended the Python process it ran in (exit code {child.exitcode})"}
                 return
+            except Exception as error:  # bytes written into the channel's descriptor
+                yield {"error": f"wrote into the checker's channel ({type(error).__name__})"}
+                return
             yield fields
             if fields.get("timed_out"):
                 return
@@ -157,9 +160,12 @@ def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sen
     output = Output()
     output.install()  # for good: nothing the child writes reaches the notebook
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the checker's to handle
+    me = os.getpid()  # a copy the function forks ends where it would report: one answer a call
 
     def time_up(signum: int, frame: Any) -> None:
-        sender.send({"timed_out": True, "where": _where(function, traceback.extract_stack(frame))})
+        if os.getpid() == me:
+            where = _where(function, traceback.extract_stack(frame))
+            sender.send({"timed_out": True, "where": where})
         os._exit(0)
 
     signal.signal(signal.SIGALRM, time_up)
@@ -170,6 +176,8 @@ def _child(function: Function, kind: Kind, batches: Batches, limit_s: float, sen
             warnings.simplefilter("ignore")
             fields = _call(function, kind, batch, output)
         signal.setitimer(signal.ITIMER_REAL, 0)
+        if os.getpid() != me:
+            os._exit(0)
         sender.send(fields)
 
 
