@@ -147,8 +147,8 @@ def gspo_masked(logp_new, logp_old, advantages, mask, eps_low=3e-4, eps_high=4e-
 
 
 def in_float32(function):  # the learner's function on every float64 array cast to float32
-    return lambda *args: function(
-        *(np.float32(x) if np.ndim(x) and x.dtype == float else x for x in args)
+    return lambda *args, **keywords: function(
+        *(np.float32(x) if np.ndim(x) and x.dtype == float else x for x in args), **keywords
     )
 
 
@@ -442,7 +442,13 @@ CASES = [
     ("gae", with_mistakes(gae_loop, "forwards"), ("forwards",), re.compile(r"advantages\[\d")),
     ("grpo", sqrt_of_var, ("mismatch",), NO_FLOAT32, re.compile(r"expected -?0\.0*\d{6,}, got")),
     ("gspo", guarded_mean, ("mismatch",), NO_FLOAT32),
-    ("grpo", in_float32(grpo_numpy), ("precision",), "float32"),  # then float64 (mask of floats)
+    ("grpo", in_float32(grpo_numpy), ("precision",), "float32"),
+    (
+        "rollout",
+        in_float32(corrected_numpy),
+        ("precision",),
+        "float32",
+    ),  # ends / an int64 count  # then float64 (mask of floats)
     ("grpo", no_token_axis, ("error", "mismatch"), "could not be broadcast", "a[:, None]"),
     ("gspo", "gspo_loss", ("not_a_function",), "expects your function"),
     ("gae", lambda r, v, d, lv, ld, *, discount, lam: 0, ("error",), "keep the names"),

@@ -208,6 +208,15 @@ class ExerciseBatch:
         return (*(a.copy() for a in self.arrays.values()), *extras)
 
 
+def in_float32(batch: ExerciseBatch) -> ExerciseBatch:
+    """``batch`` with its float arrays rounded to float32: float32 arithmetic answers it as
+    ``batch``, a float64 formula a little off does not (how a checker tells the two apart)."""
+    arrays = {k: np.float32(a).astype(float) if a.dtype.kind == "f" else a
+              for k, a in batch.arrays.items()}  # fmt: skip
+    lesson = f"{batch.lesson}, rounded to float32"
+    return replace(batch, name=f"{batch.name}, in float32", lesson=lesson, arrays=arrays)
+
+
 def read_only_copy(values: ArrayLike, dtype: DTypeLike = np.float64) -> NDArray[Any]:
     """A read-only copy of ``values``, as float64 (or ``dtype``: None keeps an array's own): a
     view of a read-only array, so that ``setflags(write=True)`` cannot make it writable."""

@@ -19,14 +19,13 @@ are), so a forgotten mask shows in the answer rather than as a NaN; GRPO's "extr
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from functools import cache
 from typing import Any
 
 import numpy as np
 
 from ppo_clip_inputs import checked_choice
-from ppo_viz.exercises.battery import ExerciseBatch, llm_reference
+from ppo_viz.exercises.battery import ExerciseBatch, in_float32, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
@@ -308,21 +307,13 @@ def _notebook_batch(exercise: str) -> ExerciseBatch:
     return _batch(exercise, "notebook 7's batch", lesson, *arrays, extras=(nb.mask, *extras))
 
 
-def _in_float32(batch: ExerciseBatch) -> ExerciseBatch:
-    """``batch`` with its arrays rounded to float32: float32 arithmetic answers it as ``batch``,
-    a float64 formula a little off does not (how the checker tells the two apart)."""
-    arrays = {name: np.float32(array).astype(float) for name, array in batch.arrays.items()}
-    lesson = f"{batch.lesson}, rounded to float32"
-    return replace(batch, name=f"{batch.name}, in float32", lesson=lesson, arrays=arrays)
-
-
 @cache
 def battery(exercise: str) -> tuple[ExerciseBatch, ...]:
     """The batches a check runs: small ones, the first again rounded to float32, then notebook
     7's batch at update 3."""
     checked_choice("exercise", exercise, tuple(SMALL_BATCHES))
     small = [_small_batch(exercise, name) for name in SMALL_BATCHES[exercise]]
-    return (*small, _in_float32(small[0]), _notebook_batch(exercise))
+    return (*small, in_float32(small[0]), _notebook_batch(exercise))
 
 
 # -- checking ------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from functools import cache
 
 import numpy as np
 
-from ppo_viz.exercises.battery import ExerciseBatch, llm_reference
+from ppo_viz.exercises.battery import ExerciseBatch, in_float32, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
 from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
@@ -149,8 +149,10 @@ def _batch(name: str) -> ExerciseBatch:
 
 @cache
 def battery() -> tuple[ExerciseBatch, ...]:
-    """The batches :func:`check_corrected_loss` runs: the four modes, padding finite."""
-    return tuple(_batch(name) for name in BATCHES)
+    """The batches :func:`check_corrected_loss` runs: the four modes, padding finite, then the
+    first again rounded to float32."""
+    batches = [_batch(name) for name in BATCHES]
+    return (*batches, in_float32(batches[0]))
 
 
 def check_corrected_loss(function: Function, *, time_limit_s: float = TIME_LIMIT_S) -> CheckResult:
