@@ -175,12 +175,13 @@ def gae_loop(rewards, values, dones, last_value, last_done, *, gamma, lam, mista
     steps = range(len(rewards)) if "forwards" in mistakes else reversed(range(len(rewards)))
     for t in steps:
         last = t == len(rewards) - 1
-        nonterminal = 1.0 - (dones[t] if shifted else last_done if last else dones[t + 1])
+        ending = 0.0 if "last_done_ignored" in mistakes else last_done
+        nonterminal = 1.0 - (dones[t] if shifted else ending if last else dones[t + 1])
         next_value = (0.0 if "no_bootstrap" in mistakes else last_value) if last else values[t + 1]
         bootstrap = 1.0 if "through_done" in mistakes else nonterminal
         delta = rewards[t] + gamma * next_value * bootstrap - values[t]
         advantages[t] = following = delta + gamma * lam * nonterminal * following
-    returns = advantages + values
+    returns = advantages.copy() if "returns_are_advantages" in mistakes else advantages + values
     if "discounted_returns" in mistakes:
         running = 0.0 if "no_bootstrap" in mistakes else last_value
         for t in reversed(range(len(rewards))):
@@ -416,6 +417,7 @@ CASES = [
         for v in ("unclipped", "token_mask_as_truncate", "opsm_old", "opsm_over_T")
     ],
     ("gae", forks, (), "matches llm_clip.gae on all"),
+    ("gae", lambda r, *_, **k: (np.full(r.shape, 1e39),) * 2, ("mismatch",)),  # past float32's
     ("rollout", tokens_only, ("error",), "raised NotImplementedError"),
     ("gae", writes_into_every_descriptor, ("error",), "wrote into the checker's channel"),
     ("grpo", rebinds_llm_clip, ("patched_module",), "llm_clip.policy_loss"),

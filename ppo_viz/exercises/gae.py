@@ -31,6 +31,8 @@ TITLES = {
     "through_done": "Bootstrapped through a termination",
     "swapped": "λ and γ swapped",
     "discounted_returns": "Returns as discounted rewards",
+    "returns_are_advantages": "Returns without the values",
+    "last_done_ignored": "last_done ignored",
     "precision": "Close, but not to float64 precision",
 }
 #: What the learner reads about each mistake.
@@ -49,16 +51,21 @@ EXPLANATIONS = {
     "discounted_returns": "Your returns are the discounted sums of the rewards; the value targets "
     "are the advantages plus the values, returns = advantages + values (the λ-return), which equal "
     "the discounted rewards only at lam = 1.",
+    "returns_are_advantages": "Your returns are the advantages; the value targets add the critic's "
+    "values back: returns = advantages + values.",
+    "last_done_ignored": "You bootstrap the last step from last_value even when last_done says the "
+    "observation after the rollout starts a new episode: its future is cut by (1 - last_done), "
+    "as dones[t + 1] cuts every other step's.",
     "precision": float32_like("Your answers agree with llm_clip.gae's") + " np.zeros_like of a "
     "float32 array is float32 too.",
 }
 #: The mistakes in groups of those that exclude one another.
 GROUPS = [
     ("forwards",),
-    ("dones_shifted", "through_done"),
+    ("dones_shifted", "through_done", "last_done_ignored"),
     ("no_bootstrap",),
     ("swapped",),
-    ("discounted_returns",),
+    ("discounted_returns", "returns_are_advantages"),
 ]
 
 
@@ -73,7 +80,7 @@ def gae_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> 
         return [np.concatenate([np.ravel(x) for x in answer])]
     gamma, lam, m = batch.keywords["gamma"], batch.keywords["lam"], mistakes
     gamma, lam = (lam, gamma) if "swapped" in m else (gamma, lam)
-    last = np.asarray(last_done, float)[None]
+    last = np.asarray(last_done, float)[None] * ("last_done_ignored" not in m)
     cuts = [np.concatenate([dones[1:], last])]  # step t's future is cut by dones[t + 1]
     if "dones_shifted" in m:
         cuts = [dones, np.concatenate([dones[:-1], last])]
@@ -87,7 +94,7 @@ def gae_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> 
             delta = rewards + gamma * next_values * (1 - bootstrap_cut) - values
             carry = gamma * lam * (1 - carry_cut)
             advantages = _sweep(delta, carry, backwards="forwards" not in m)
-            returns = [advantages + values]
+            returns = [advantages if "returns_are_advantages" in m else advantages + values]
             if "discounted_returns" in m:
                 returns = [
                     _discounted(rewards, gamma * (1 - bootstrap_cut), end)
