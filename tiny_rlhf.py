@@ -159,7 +159,8 @@ class History:
     token, and the share of tokens clipped with A < 0 (``clip_low``) and with A > 0
     (``clip_high``) over the mu updates (``TokenBreakdown.is_clipped``: for GSPO every token of
     a clipped response; for CISPO the tokens whose weight was capped, their gradient kept, on
-    either side of the band whatever the sign of A); ``score``, the final exact accuracy."""
+    either side of the band whatever the sign of A); ``score``, the final exact accuracy, the
+    mean over every prompt of ``accuracy`` ``(seeds, len(PROMPTS))``, each prompt's."""
 
     method: Method
     settings: TrainSettings
@@ -176,6 +177,7 @@ class History:
     clip_low: FloatArray = field(repr=False)
     clip_high: FloatArray = field(repr=False)
     score: FloatArray = field(repr=False)
+    accuracy: FloatArray = field(repr=False)
 
     @property
     def clip_fraction(self) -> FloatArray:
@@ -193,7 +195,7 @@ class History:
 
 
 #: What one iteration records per run (the fields of :class:`History` over iterations).
-CURVES = tuple(f.name for f in fields(History))[3:-1]
+CURVES = tuple(f.name for f in fields(History))[3:-2]
 
 
 def train(
@@ -201,21 +203,28 @@ def train(
     settings: TrainSettings,
     seeds: Sequence[int],
     rollout: Rollout | None = None,
+    *,
+    per_seed_reference: bool = False,
+    prompts: Sequence[int] | None = None,
 ) -> dict[str, History]:
     """Train every method on every seed, side by side: each method's :class:`History`.
 
     ``methods``: distinct :class:`Method` objects (e.g. ``methods_named(["grpo"])``);
     ``seeds``: distinct whole numbers >= 0.  Anything else is a ``TypeError`` or ``ValueError``
     naming the argument.  ``rollout``: how the batches are generated (:class:`Rollout`; None:
-    by the current policy itself, exactly).
+    by the current policy itself, exactly).  ``per_seed_reference``: each seed's runs start from
+    (and keep their KL to) ``reference_model(seed)``, distilled with the run's seed, instead of
+    the one shared reference; ``prompts``: the indices into :data:`tiny_lm.PROMPTS` training
+    draws from (None: all; the others are held out).  Their defaults change nothing.
     """
     _check_train_inputs(methods, settings, seeds)
-    trainer = Trainer(methods, settings, seeds, rollout)
+    trainer = Trainer(methods, settings, seeds, rollout, per_seed_reference, prompts)
     curves = {name: np.zeros((trainer.runs, settings.iterations)) for name in CURVES}
     for iteration in range(settings.iterations):
         for name, values in trainer.iteration().items():
             curves[name][:, iteration] = values
-    score = right_answer_probability(trainer.policy).mean(axis=1)
+    accuracy = right_answer_probability(trainer.policy)
+    score = accuracy.mean(axis=1)
     n = len(seeds)
     return {
         method.key: History(
@@ -224,6 +233,7 @@ def train(
             tuple(seeds),
             **{name: curves[name][i * n : (i + 1) * n] for name in CURVES},
             score=score[i * n : (i + 1) * n],
+            accuracy=accuracy[i * n : (i + 1) * n],
         )
         for i, method in enumerate(methods)
     }
@@ -264,16 +274,27 @@ class Trainer:
         settings: TrainSettings,
         seeds: Sequence[int],
         rollout: Rollout | None = None,
+        per_seed_reference: bool = False,
+        prompts: Sequence[int] | None = None,
     ) -> None:
         self.methods, self.settings = list(methods), settings
+        self.pool = checked_prompts(prompts, settings)
         self.rollout = checked_rollout(rollout, settings)
         self.served: list[list[FloatArray]] = []  # the engine's weights, oldest first
         self.run_methods = [m for m in self.methods for _ in seeds]
         self.runs = len(self.run_methods)
         self.rngs = [np.random.default_rng([SAMPLING_STREAM, seed]) for seed in seeds]
+        starts = [reference_model(seed) for seed in seeds] if per_seed_reference else []
         reference = reference_model()
-        self.reference = reference.repeated(self.runs)  # frozen
-        self.policy = reference.repeated(self.runs)
+
+        def start() -> TinyLM:  # each run's own arrays: the reference of its seed, or the one
+            if not starts:
+                return reference.repeated(self.runs)
+            runs = [m.params for _ in self.methods for m in starts]
+            return TinyLM([np.concatenate(p) for p in zip(*runs, strict=True)])
+
+        self.reference = start()  # frozen
+        self.policy = start()
         self.optimizer = Adam(self.policy.params)
         self.ppo_runs = np.array([m.advantages == "gae" for m in self.run_methods])
         critic_rngs = [
@@ -290,7 +311,7 @@ class Trainer:
         s = self.settings
         prompts, uniforms = [], []
         for rng in self.rngs:
-            chosen = rng.choice(len(PROMPTS), size=s.prompts_per_batch, replace=False)
+            chosen = self.pool[rng.choice(len(self.pool), size=s.prompts_per_batch, replace=False)]
             prompts.append(np.repeat(chosen, s.group_size))
             uniforms.append(rng.random((s.batch_size, MAX_LEN)))
         copies = len(self.methods)
@@ -514,6 +535,21 @@ class Rollout:
                 logp_new, logp_rollout, advantages, mask, threshold=c.opsm
             )
         return out
+
+
+def checked_prompts(prompts: object, settings: TrainSettings) -> IntArray:
+    """The prompts training draws from (None: every one), distinct indices into
+    :data:`tiny_lm.PROMPTS`, at least a batch's worth; else an error naming ``prompts``."""
+    if prompts is None:
+        return np.arange(len(PROMPTS))
+    pool = list(prompts) if isinstance(prompts, (Sequence, np.ndarray)) else [None]
+    if not all(isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in pool):
+        raise TypeError(f"prompts must be a list of prompt numbers, got {prompts!r}")
+    if len(set(pool)) != len(pool) or not all(0 <= p < len(PROMPTS) for p in pool):
+        raise ValueError(f"prompts must be distinct numbers from 0 to {len(PROMPTS) - 1}")
+    if len(pool) < settings.prompts_per_batch:
+        raise ValueError(f"prompts must hold at least {settings.prompts_per_batch} (a batch's)")
+    return np.array(pool)
 
 
 def checked_rollout(rollout: object, settings: TrainSettings) -> Rollout:
