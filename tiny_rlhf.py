@@ -74,6 +74,8 @@ from tiny_lm import (
 SAMPLING_STREAM, CRITIC_STREAM = 2_402_03300, 1_707_06347
 #: An upper clip edge no ratio reaches: the unclipped control (a ratio above it is inf).
 UNBOUNDED = sys.float_info.max
+#: The right answers' lengths, ``<eos>`` included (3 to 7).
+LENGTHS = np.unique(RIGHT_LENGTH)
 #: PPO's GAE lambda (gamma is 1) and the beta of its KL penalty in the reward (TRL's defaults).
 PPO_LAMBDA, PPO_KL_COEF = 0.95, 0.05
 
@@ -160,7 +162,9 @@ class History:
     (``clip_high``) over the mu updates (``TokenBreakdown.is_clipped``: for GSPO every token of
     a clipped response; for CISPO the tokens whose weight was capped, their gradient kept, on
     either side of the band whatever the sign of A); ``score``, the final exact accuracy, the
-    mean over every prompt of ``accuracy`` ``(seeds, len(PROMPTS))``, each prompt's."""
+    mean over every prompt of ``accuracy`` ``(seeds, len(PROMPTS))``, each prompt's;
+    ``clip_by_length`` ``(seeds, len(LENGTHS))``: per right-answer length, the share of the
+    tokens of responses to such prompts clipped over all updates (NaN where none was drawn)."""
 
     method: Method
     settings: TrainSettings
@@ -178,6 +182,7 @@ class History:
     clip_high: FloatArray = field(repr=False)
     score: FloatArray = field(repr=False)
     accuracy: FloatArray = field(repr=False)
+    clip_by_length: FloatArray = field(repr=False)
 
     @property
     def clip_fraction(self) -> FloatArray:
@@ -195,7 +200,7 @@ class History:
 
 
 #: What one iteration records per run (the fields of :class:`History` over iterations).
-CURVES = tuple(f.name for f in fields(History))[3:-2]
+CURVES = tuple(f.name for f in fields(History))[3:-3]
 
 
 def train(
@@ -225,6 +230,8 @@ def train(
             curves[name][:, iteration] = values
     accuracy = right_answer_probability(trainer.policy)
     score = accuracy.mean(axis=1)
+    clipped, tokens = trainer.by_length
+    by_length = np.divide(clipped, tokens, out=np.full(tokens.shape, np.nan), where=tokens > 0)
     n = len(seeds)
     return {
         method.key: History(
@@ -234,6 +241,7 @@ def train(
             **{name: curves[name][i * n : (i + 1) * n] for name in CURVES},
             score=score[i * n : (i + 1) * n],
             accuracy=accuracy[i * n : (i + 1) * n],
+            clip_by_length=by_length[i * n : (i + 1) * n],
         )
         for i, method in enumerate(methods)
     }
@@ -283,6 +291,7 @@ class Trainer:
         self.served: list[list[FloatArray]] = []  # the engine's weights, oldest first
         self.run_methods = [m for m in self.methods for _ in seeds]
         self.runs = len(self.run_methods)
+        self.by_length = np.zeros((2, self.runs, len(LENGTHS)))  # clipped tokens; all tokens
         self.rngs = [np.random.default_rng([SAMPLING_STREAM, seed]) for seed in seeds]
         starts = [reference_model(seed) for seed in seeds] if per_seed_reference else []
         reference = reference_model()
@@ -365,6 +374,9 @@ class Trainer:
                 dloss_dlogp[run, rows] = b.grad
                 clip_low[run] += (b.is_clipped & (adv < 0)).sum()
                 clip_high[run] += (b.is_clipped & (adv > 0)).sum()
+                at = RIGHT_LENGTH[responses.prompts[run, rows]] - LENGTHS[0]
+                for i, per_response in enumerate((b.is_clipped & mask, mask)):
+                    np.add.at(self.by_length[i, run], at, per_response.sum(axis=1))
             grads = parameter_grad(self.policy, new, dloss_dlogp)
             self.optimizer.step(grads, s.learning_rate)
         kl_ref = (np.exp(old.log_probs) * (old.log_probs - ref.log_probs)).sum(axis=-1)

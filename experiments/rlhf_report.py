@@ -7,10 +7,13 @@ figures too (:mod:`ppo_viz.rlhf.figures`), so the files and the notebook show th
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from experiments.report import document, json_text, machine_line, write_report
 from experiments.rlhf_findings import FINDINGS
@@ -22,6 +25,7 @@ from ppo_viz.rlhf.results import (
     RESULTS_JSON,
     RESULTS_MARKDOWN,
     SCORE_FIGURE,
+    cell_of,
     curve_table,
     finding_sentence,
     findings_table,
@@ -244,6 +248,27 @@ def transfer_section(t: Mapping[str, Any]) -> list[str | Table]:
         f"the trained prompts, {tally(on_trained)}. Each row: the mean difference over the "
         "seeds at each setting tested, and its band.",
         (["finding", "side", "compared", "mean [band] per setting", "here"], rows),
+        *length_table(t),
+    ]
+
+
+def length_table(t: Mapping[str, Any]) -> list[str | Table]:
+    """GSPO's and GRPO's clip fraction per right-answer length, from the transfer check's runs
+    (each cell's mean over its seeds that drew such a prompt); none where they were not kept."""
+    per_seed = t["cells"][0]["per_seed"]
+    lengths = [k.rpartition("_")[2] for k in per_seed if k.startswith("clip_fraction_")]
+    if not lengths or not {"grpo", "gspo"} <= set(t["methods"]):
+        return []
+    rows = []
+    for method, mu, lr in itertools.product(("grpo", "gspo"), t["updates"], t["learning_rates"]):
+        values = cell_of(t, "transfer", method, lr, mu)["per_seed"]
+        shares = (np.nanmean(np.array(values[f"clip_fraction_{n}"], float)) for n in lengths)
+        rows.append([label(t, method), f"{mu}", f"{lr:g}", *(f"{v:.3f}" for v in shares)])
+    return [
+        "**GSPO's clip fraction against answer length.** In the check's GRPO and GSPO runs, the "
+        "share of tokens clipped over all updates in responses to prompts whose right answer has "
+        f"{lengths[0]} to {lengths[-1]} tokens (`<eos>` included), each a mean over the seeds:",
+        (["method", "μ", "lr", *(f"{n} tokens" for n in lengths)], rows),
     ]
 
 

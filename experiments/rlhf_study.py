@@ -66,7 +66,7 @@ from experiments.rlhf_report import write_results as write_results
 from experiments.runner import check_names, digits, kept, seed_count
 from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
-from tiny_rlhf import METHODS, History, TrainSettings, train
+from tiny_rlhf import LENGTHS, METHODS, History, TrainSettings, train
 
 COMMAND = "python -m experiments.rlhf_study"
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_study_partial"
@@ -176,7 +176,8 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Train one cell; per seed what :data:`PER_SEED` names (a transfer cell: and the accuracy
-    on the ``held_out`` and the ``trained`` prompts), the curves, the CPU seconds."""
+    on the ``held_out`` and the ``trained`` prompts, and ``clip_fraction_<n>`` for right answers
+    of n tokens), the curves, the CPU seconds."""
     started = time.process_time()
     seeds = range(cell.first_seed, cell.first_seed + cell.seeds)
     options = {"per_seed_reference": True, "prompts": TRAINED} if cell.transfer else {}
@@ -184,6 +185,8 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     measured = seed_values(history)
     if cell.transfer:
         measured |= {k: history.accuracy[:, list(v)].mean(axis=1) for k, v in PROMPT_SPLIT.items()}
+        by_length = zip(LENGTHS, history.clip_by_length.T, strict=True)
+        measured |= {f"clip_fraction_{n}": values for n, values in by_length}
     per_seed = {name: digits(values, 4) for name, values in measured.items()}
     keep = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
     curves = {name: digits(history.curve(name)[keep], 3) for name in CURVE_NAMES}

@@ -2,7 +2,7 @@
 
 From the repository root::
 
-    python -m experiments.rlhf_transfer            # the check (about 5 minutes of CPU); writes
+    python -m experiments.rlhf_transfer            # the check (about 4 minutes of CPU); writes
                                                    # experiments/rlhf_transfer.json and the
                                                    # section "Does it transfer?" of RESULTS_LLM.md
     python -m experiments.rlhf_transfer --restate  # its statistics derived again
@@ -66,7 +66,8 @@ def sliced(plan: Plan, args: Namespace) -> Plan:
 
 def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The check's results: the cells, the held-out prompts, the per-seed references' accuracy
-    on each split (and the shared reference's), and the statistics (:func:`with_statistics`)."""
+    on each split (distilled again in this process, about 40 s of CPU not in ``cpu_seconds``;
+    and the shared reference's), and the statistics (:func:`with_statistics`)."""
     results = plain_results(plan, raw)
     first = plan.first_seed(SET)
     own = [reference_model(s) for s in range(first, first + plan.seeds)]

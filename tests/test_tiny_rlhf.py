@@ -67,6 +67,9 @@ def test_the_unclipped_control_never_clips_and_gspo_clips_most_tokens():
     assert (runs["unclipped"].clip_fraction == 0).all()
     assert runs["grpo"].clip_fraction.max() > 0
     assert runs["gspo"].clip_fraction.mean() > 0.3 > runs["grpo"].clip_fraction.mean()
+    by_length = {k: np.nanmean(runs[k].clip_by_length, axis=0) for k in runs}  # lengths 3 to 7
+    assert (by_length["unclipped"] == 0).all()
+    assert (by_length["gspo"] > by_length["grpo"]).all()
 
 
 def test_a_run_depends_only_on_its_seed_and_method_and_methods_share_each_seeds_draws():
@@ -138,7 +141,7 @@ def test_training_answers_better_than_the_reference(key):
 
 def test_the_history_records_what_its_docstring_says():
     history = train([METHODS["grpo"]], SHORT, (0,))["grpo"]
-    assert tuple(f.name for f in fields(History))[3:-2] == CURVES
+    assert tuple(f.name for f in fields(History))[3:-3] == CURVES
     assert history.reward.shape == (1, SHORT.iterations)
     assert ((history.right >= 0) & (history.right <= 1)).all()
     assert (history.length >= 1).all()
