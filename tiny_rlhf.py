@@ -552,16 +552,13 @@ class Rollout:
 def checked_prompts(prompts: object, settings: TrainSettings) -> IntArray:
     """The prompts training draws from (None: every one), distinct indices into
     :data:`tiny_lm.PROMPTS`, at least a batch's worth; else an error naming ``prompts``."""
-    if prompts is None:
-        return np.arange(len(PROMPTS))
-    pool = list(prompts) if isinstance(prompts, (Sequence, np.ndarray)) else [None]
-    if not all(isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in pool):
+    pool = np.arange(len(PROMPTS)) if prompts is None else np.asarray(prompts)
+    if pool.ndim != 1 or pool.dtype.kind not in "iu":
         raise TypeError(f"prompts must be a list of prompt numbers, got {prompts!r}")
-    if len(set(pool)) != len(pool) or not all(0 <= p < len(PROMPTS) for p in pool):
-        raise ValueError(f"prompts must be distinct numbers from 0 to {len(PROMPTS) - 1}")
-    if len(pool) < settings.prompts_per_batch:
-        raise ValueError(f"prompts must hold at least {settings.prompts_per_batch} (a batch's)")
-    return np.array(pool)
+    enough, n = max(len(pool), settings.prompts_per_batch), len(PROMPTS)
+    if len(set(pool.tolist())) < enough or not ((pool >= 0) & (pool < n)).all():
+        raise ValueError(f"prompts must be at least {enough} distinct numbers from 0 to {n - 1}")
+    return pool
 
 
 def checked_rollout(rollout: object, settings: TrainSettings) -> Rollout:
