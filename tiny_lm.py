@@ -413,10 +413,10 @@ def sample_teacher(prompts: IntArray, uniforms: FloatArray) -> Responses:
 
 
 @cache
-def reference_model() -> TinyLM:
-    """The pretrained model every run starts from (computed once per process, in a second or
-    two)."""
-    return pretrain()
+def reference_model(seed: int = PRETRAIN_SEED) -> TinyLM:
+    """The pretrained model every run starts from (computed once per process and ``seed``, in
+    about 2 s of CPU); another ``seed`` distils another reference from the same teacher."""
+    return pretrain(seed)
 
 
 def right_answer_probability(model: TinyLM) -> FloatArray:

@@ -74,6 +74,8 @@ from tiny_lm import (
 SAMPLING_STREAM, CRITIC_STREAM = 2_402_03300, 1_707_06347
 #: An upper clip edge no ratio reaches: the unclipped control (a ratio above it is inf).
 UNBOUNDED = sys.float_info.max
+#: The right answers' lengths, ``<eos>`` included (3 to 7).
+LENGTHS = np.unique(RIGHT_LENGTH)
 #: PPO's GAE lambda (gamma is 1) and the beta of its KL penalty in the reward (TRL's defaults).
 PPO_LAMBDA, PPO_KL_COEF = 0.95, 0.05
 
@@ -159,7 +161,10 @@ class History:
     token, and the share of tokens clipped with A < 0 (``clip_low``) and with A > 0
     (``clip_high``) over the mu updates (``TokenBreakdown.is_clipped``: for GSPO every token of
     a clipped response; for CISPO the tokens whose weight was capped, their gradient kept, on
-    either side of the band whatever the sign of A); ``score``, the final exact accuracy."""
+    either side of the band whatever the sign of A); ``score``, the final exact accuracy, the
+    mean over every prompt of ``accuracy`` ``(seeds, len(PROMPTS))``, each prompt's;
+    ``clip_by_length`` ``(seeds, len(LENGTHS))``: per right-answer length, the share of the
+    tokens of responses to such prompts clipped over all updates (NaN where none was drawn)."""
 
     method: Method
     settings: TrainSettings
@@ -176,6 +181,8 @@ class History:
     clip_low: FloatArray = field(repr=False)
     clip_high: FloatArray = field(repr=False)
     score: FloatArray = field(repr=False)
+    accuracy: FloatArray = field(repr=False)
+    clip_by_length: FloatArray = field(repr=False)
 
     @property
     def clip_fraction(self) -> FloatArray:
@@ -193,7 +200,7 @@ class History:
 
 
 #: What one iteration records per run (the fields of :class:`History` over iterations).
-CURVES = tuple(f.name for f in fields(History))[3:-1]
+CURVES = tuple(f.name for f in fields(History))[3:-3]
 
 
 def train(
@@ -201,21 +208,30 @@ def train(
     settings: TrainSettings,
     seeds: Sequence[int],
     rollout: Rollout | None = None,
+    *,
+    per_seed_reference: bool = False,
+    prompts: Sequence[int] | None = None,
 ) -> dict[str, History]:
     """Train every method on every seed, side by side: each method's :class:`History`.
 
     ``methods``: distinct :class:`Method` objects (e.g. ``methods_named(["grpo"])``);
     ``seeds``: distinct whole numbers >= 0.  Anything else is a ``TypeError`` or ``ValueError``
     naming the argument.  ``rollout``: how the batches are generated (:class:`Rollout`; None:
-    by the current policy itself, exactly).
+    by the current policy itself, exactly).  ``per_seed_reference``: each seed's runs start from
+    (and keep their KL to) ``reference_model(seed)``, distilled with the run's seed, instead of
+    the one shared reference; ``prompts``: the indices into :data:`tiny_lm.PROMPTS` training
+    draws from (None: all; the others are held out).  Their defaults change nothing.
     """
     _check_train_inputs(methods, settings, seeds)
-    trainer = Trainer(methods, settings, seeds, rollout)
+    trainer = Trainer(methods, settings, seeds, rollout, per_seed_reference, prompts)
     curves = {name: np.zeros((trainer.runs, settings.iterations)) for name in CURVES}
     for iteration in range(settings.iterations):
         for name, values in trainer.iteration().items():
             curves[name][:, iteration] = values
-    score = right_answer_probability(trainer.policy).mean(axis=1)
+    accuracy = right_answer_probability(trainer.policy)
+    score = accuracy.mean(axis=1)
+    clipped, tokens = trainer.by_length
+    by_length = np.divide(clipped, tokens, out=np.full(tokens.shape, np.nan), where=tokens > 0)
     n = len(seeds)
     return {
         method.key: History(
@@ -224,6 +240,8 @@ def train(
             tuple(seeds),
             **{name: curves[name][i * n : (i + 1) * n] for name in CURVES},
             score=score[i * n : (i + 1) * n],
+            accuracy=accuracy[i * n : (i + 1) * n],
+            clip_by_length=by_length[i * n : (i + 1) * n],
         )
         for i, method in enumerate(methods)
     }
@@ -264,16 +282,28 @@ class Trainer:
         settings: TrainSettings,
         seeds: Sequence[int],
         rollout: Rollout | None = None,
+        per_seed_reference: bool = False,
+        prompts: Sequence[int] | None = None,
     ) -> None:
         self.methods, self.settings = list(methods), settings
+        self.pool = checked_prompts(prompts, settings)
         self.rollout = checked_rollout(rollout, settings)
         self.served: list[list[FloatArray]] = []  # the engine's weights, oldest first
         self.run_methods = [m for m in self.methods for _ in seeds]
         self.runs = len(self.run_methods)
+        self.by_length = np.zeros((2, self.runs, len(LENGTHS)))  # clipped tokens; all tokens
         self.rngs = [np.random.default_rng([SAMPLING_STREAM, seed]) for seed in seeds]
+        starts = [reference_model(seed) for seed in seeds] if per_seed_reference else []
         reference = reference_model()
-        self.reference = reference.repeated(self.runs)  # frozen
-        self.policy = reference.repeated(self.runs)
+
+        def start() -> TinyLM:  # each run's own arrays: the reference of its seed, or the one
+            if not starts:
+                return reference.repeated(self.runs)
+            runs = [m.params for _ in self.methods for m in starts]
+            return TinyLM([np.concatenate(p) for p in zip(*runs, strict=True)])
+
+        self.reference = start()  # frozen
+        self.policy = start()
         self.optimizer = Adam(self.policy.params)
         self.ppo_runs = np.array([m.advantages == "gae" for m in self.run_methods])
         critic_rngs = [
@@ -290,7 +320,7 @@ class Trainer:
         s = self.settings
         prompts, uniforms = [], []
         for rng in self.rngs:
-            chosen = rng.choice(len(PROMPTS), size=s.prompts_per_batch, replace=False)
+            chosen = self.pool[rng.choice(len(self.pool), size=s.prompts_per_batch, replace=False)]
             prompts.append(np.repeat(chosen, s.group_size))
             uniforms.append(rng.random((s.batch_size, MAX_LEN)))
         copies = len(self.methods)
@@ -344,6 +374,9 @@ class Trainer:
                 dloss_dlogp[run, rows] = b.grad
                 clip_low[run] += (b.is_clipped & (adv < 0)).sum()
                 clip_high[run] += (b.is_clipped & (adv > 0)).sum()
+                at = RIGHT_LENGTH[responses.prompts[run, rows]] - LENGTHS[0]
+                for i, per_response in enumerate((b.is_clipped & mask, mask)):
+                    np.add.at(self.by_length[i, run], at, per_response.sum(axis=1))
             grads = parameter_grad(self.policy, new, dloss_dlogp)
             self.optimizer.step(grads, s.learning_rate)
         kl_ref = (np.exp(old.log_probs) * (old.log_probs - ref.log_probs)).sum(axis=-1)
@@ -514,6 +547,18 @@ class Rollout:
                 logp_new, logp_rollout, advantages, mask, threshold=c.opsm
             )
         return out
+
+
+def checked_prompts(prompts: object, settings: TrainSettings) -> IntArray:
+    """The prompts training draws from (None: every one), distinct indices into
+    :data:`tiny_lm.PROMPTS`, at least a batch's worth; else an error naming ``prompts``."""
+    pool = np.arange(len(PROMPTS)) if prompts is None else np.asarray(prompts)
+    if pool.ndim != 1 or pool.dtype.kind not in "iu":
+        raise TypeError(f"prompts must be a list of prompt numbers, got {prompts!r}")
+    enough, n = max(len(pool), settings.prompts_per_batch), len(PROMPTS)
+    if len(set(pool.tolist())) < enough or not ((pool >= 0) & (pool < n)).all():
+        raise ValueError(f"prompts must be at least {enough} distinct numbers from 0 to {n - 1}")
+    return pool
 
 
 def checked_rollout(rollout: object, settings: TrainSettings) -> Rollout:

@@ -20,7 +20,7 @@ anyone can recompute it from ``rlhf_study.json``.
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,7 @@ def read_findings(path: Path = FINDINGS_TABLE) -> tuple[Finding, ...]:
 
 
 FINDINGS = read_findings()
+Settings = Sequence[Sequence[float]] | None  # [mu, lr] pairs
 
 
 def settings_of(finding: Finding, results: Mapping[str, Any]) -> list[tuple[int, float]]:
@@ -88,10 +89,13 @@ def settings_of(finding: Finding, results: Mapping[str, Any]) -> list[tuple[int,
     return [(mu, lr) for mu in mus for lr in results["learning_rates"]]
 
 
-def differences(finding: Finding, results: Mapping[str, Any], seed_set: str) -> np.ndarray:
-    """``(seeds, settings)``: each seed's ``method`` minus ``versus`` at each setting."""
+def differences(
+    finding: Finding, results: Mapping[str, Any], seed_set: str, settings: Settings = None
+) -> np.ndarray:
+    """``(seeds, settings)``: each seed's ``method`` minus ``versus`` at each setting (None:
+    every one it is tested at, :func:`settings_of`)."""
     columns = []
-    for mu, lr in settings_of(finding, results):
+    for mu, lr in settings or settings_of(finding, results):
         mine, theirs = (
             np.array(cell_of(results, seed_set, m, lr, mu)["per_seed"][finding.metric], float)
             for m in (finding.method, finding.versus)
@@ -100,12 +104,14 @@ def differences(finding: Finding, results: Mapping[str, Any], seed_set: str) -> 
     return np.array(columns).T
 
 
-def curve(finding: Finding, results: Mapping[str, Any], seed_set: str) -> dict[str, Any]:
-    """The finding's curve on one set: the simultaneous band over its settings
+def curve(
+    finding: Finding, results: Mapping[str, Any], seed_set: str, settings: Settings = None
+) -> dict[str, Any]:
+    """The finding's curve on one set: the simultaneous band over its settings (or ``settings``)
     (:func:`~experiments.evidence.simultaneous_band`) and the side each setting's band is on
     (``sign``: +1 above 0, -1 below, 0 holding it); a seed without a value at some setting
     (no wrong response) is left out, and counted in ``left_out``."""
-    d = differences(finding, results, seed_set)
+    d = differences(finding, results, seed_set, settings)
     whole = np.isfinite(d).all(axis=1)
     band = simultaneous_band(d[whole])
     low, high = np.array(band["low"]), np.array(band["high"])

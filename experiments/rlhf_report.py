@@ -7,12 +7,17 @@ figures too (:mod:`ppo_viz.rlhf.figures`), so the files and the notebook show th
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from experiments.evidence import THIRD_SET
 from experiments.report import document, json_text, machine_line, third_set_line, write_report
+from experiments.rlhf_findings import FINDINGS
 from ppo_viz.results import Table
 from ppo_viz.rlhf.figures import curves_figure, effects_figure, score_figure
 from ppo_viz.rlhf.results import (
@@ -21,6 +26,7 @@ from ppo_viz.rlhf.results import (
     RESULTS_JSON,
     RESULTS_MARKDOWN,
     SCORE_FIGURE,
+    cell_of,
     curve_table,
     finding_sentence,
     findings_table,
@@ -30,6 +36,8 @@ from ppo_viz.rlhf.results import (
 
 #: The cell whose curves over training the second figure shows.
 CURVES_CELL = (0.02, 8)
+#: The transfer check's results (:mod:`experiments.rlhf_transfer`), shown in this report.
+TRANSFER_JSON = RESULTS_JSON.with_name("rlhf_transfer.json")
 
 
 def methods_table(results: Mapping[str, Any]) -> Table:
@@ -52,8 +60,9 @@ def methods_table(results: Mapping[str, Any]) -> Table:
     return header, rows
 
 
-def results_markdown(results: Mapping[str, Any]) -> str:
-    """RESULTS_LLM.md: how and where it was made, the design, the findings and every table."""
+def results_markdown(results: Mapping[str, Any], transfer: Mapping[str, Any] | None = None) -> str:
+    """RESULTS_LLM.md: how and where it was made, the design, the findings, the ``transfer``
+    check's section (if given) and every table."""
     machine, sets, s, m = results["machine"], results["sets"], results["settings"], results["model"]
     ranges = ", ".join(
         f"{v['seeds']} {name} seeds ({v['first_seed']}–{v['first_seed'] + v['seeds'] - 1})"
@@ -151,6 +160,7 @@ def results_markdown(results: Mapping[str, Any]) -> str:
             "TRL issue #3120), and methods that differ only in their clip are the same run, "
             f"their stored per-seed values equal in every cell ({same})."
         )
+    blocks += transfer_section(transfer) if transfer else []
     blocks += [
         "## The curves",
         "Per finding, each cell is the confirmation set's mean difference at that learning rate "
@@ -165,9 +175,99 @@ def results_markdown(results: Mapping[str, Any]) -> str:
     return document(*blocks)
 
 
+def transfer_section(t: Mapping[str, Any]) -> list[str | Table]:
+    """ "Does it transfer?": the design of the check (:mod:`experiments.rlhf_transfer`), how
+    many stated sides hold, and per side and metric its band and verdict."""
+    first, n = t["sets"]["transfer"]["first_seed"], t["sets"]["transfer"]["seeds"]
+    ref, held = t["reference_accuracy"], t["held_out"]
+    trained = t["model"]["prompts"] - len(held)
+    grid = f"μ {' and '.join(map(str, t['updates']))} at lr " + ", ".join(
+        f"{lr:g}" for lr in t["learning_rates"]
+    )
+    grid = " and ".join(grid.rsplit(", ", 1))
+    names = {"held_out": "accuracy, held-out prompts", "trained": "accuracy, trained prompts"}
+    finding_of = {f.key: f for f in FINDINGS}
+
+    def tally(rows: list[dict[str, Any]]) -> str:
+        verdicts = [r["verdict"] for r in rows]
+        every, turned = verdicts.count("holds"), verdicts.count("reversed")
+        nothing = verdicts.count("not detectable here")
+        some = len(verdicts) - every - turned - nothing
+        return (
+            f"of the {len(verdicts)} sides tested, {every} hold at every setting tested, {some} "
+            f"at some, {nothing} {'is' if nothing == 1 else 'are'} not detectable here and "
+            f"{turned} {'is' if turned == 1 else 'are'} reversed"
+        )
+
+    rows = []
+    for r in t["transfer"]:
+        f, band, metric = finding_of[r["key"]], r["band"], names.get(r["metric"], r["metric"])
+        at = [f"μ {mu} lr {lr:g}" for mu, lr in r["settings"]]
+        shown = zip(at, band["mean"], band["low"], band["high"], strict=True)
+        rows.append(
+            [
+                r["key"],
+                "its way" if r["side"] == "supports" else "the other way",
+                f"{label(t, f.method)} − {label(t, f.versus)}: {metric}",
+                "; ".join(f"{s}: {m:+.3f} [{lo:+.3f}, {hi:+.3f}]" for s, m, lo, hi in shown),
+                r["verdict"],
+            ]
+        )
+    main = [r for r in t["transfer"] if r["metric"] != "trained"]
+    on_trained = [r for r in t["transfer"] if r["metric"] == "trained"]
+    return [
+        "## Does it transfer?",
+        "Every run above starts from one reference and is scored on the prompts it trains on. "
+        f"`{t['command']}` changes both at once on {n} fresh seeds ({first}–{first + n - 1}), "
+        f"in {t['cpu_seconds']} s of CPU for its {len(t['cells'])} cells (distilling the "
+        "references included): each run starts from, "
+        "and keeps its KL to, a reference distilled from the same teacher with the run's own "
+        f"seed (these answer {ref['held_out']['per_seed']:.1%} of the held-out prompts right and "
+        f"{ref['trained']['per_seed']:.1%} of the others; the shared one "
+        f"{ref['held_out']['shared']:.1%} and {ref['trained']['shared']:.1%}), and training draws "
+        f"from {trained} of the {t['model']['prompts']} prompts: the {len(held)} whose a + b is "
+        "a multiple of 5 (" + ", ".join(f"{a}→{b}" for a, b in held) + ") are held out, and "
+        "the accuracy is measured on them, and on the trained ones beside. Each side of a "
+        "finding stated above (all three sets agree) is tested at those of its stated settings "
+        f"at {grid}, by the same simultaneous 95% band over those settings: it *holds* where "
+        "the band excludes 0 on the stated side, is *reversed* where it excludes 0 on the other.",
+        f"Judged by the accuracy on the held-out prompts, {tally(main)}; by the accuracy on "
+        f"the trained prompts, {tally(on_trained)}. Each row: the mean difference over the "
+        "seeds at each setting tested, and its band.",
+        (["finding", "side", "compared", "mean [band] per setting", "here"], rows),
+        *length_table(t),
+    ]
+
+
+def length_table(t: Mapping[str, Any]) -> list[str | Table]:
+    """GSPO's and GRPO's clip fraction per right-answer length, from the transfer check's runs
+    (each cell's mean over its seeds that drew such a prompt); none where they were not kept."""
+    per_seed = t["cells"][0]["per_seed"]
+    lengths = [k.rpartition("_")[2] for k in per_seed if k.startswith("clip_fraction_")]
+    if not lengths or not {"grpo", "gspo"} <= set(t["methods"]):
+        return []
+    rows = []
+    for method, mu, lr in itertools.product(("grpo", "gspo"), t["updates"], t["learning_rates"]):
+        values = cell_of(t, "transfer", method, lr, mu)["per_seed"]
+        shares = (np.nanmean(np.array(values[f"clip_fraction_{n}"], float)) for n in lengths)
+        rows.append([label(t, method), f"{mu}", f"{lr:g}", *(f"{v:.3f}" for v in shares)])
+    return [
+        "**GSPO's clip fraction against answer length.** In the check's GRPO and GSPO runs, the "
+        "share of tokens clipped over all updates in responses to prompts whose right answer has "
+        f"{lengths[0]} to {lengths[-1]} tokens (`<eos>` included), each a mean over the seeds:",
+        (["method", "μ", "lr", *(f"{n} tokens" for n in lengths)], rows),
+    ]
+
+
 def write_results(results: Mapping[str, Any], output: Path) -> None:
-    """The four files, into ``output`` (:func:`experiments.report.write_report`)."""
-    files = {RESULTS_JSON: json_text(results), RESULTS_MARKDOWN: results_markdown(results)}
+    """The four files, into ``output`` (:func:`experiments.report.write_report`), the report
+    with the transfer check's section when its results are in ``output`` too."""
+    transfer = output / TRANSFER_JSON.name
+    transfer = json.loads(transfer.read_text(encoding="utf-8")) if transfer.exists() else None
+    files = {
+        RESULTS_JSON: json_text(results),
+        RESULTS_MARKDOWN: results_markdown(results, transfer),
+    }
     files[SCORE_FIGURE] = (score_figure(results), 110)
     if results["findings"]:
         files[EFFECTS_FIGURE] = (effects_figure(results), 110)

@@ -60,16 +60,20 @@ import tiny_lm
 from experiments import runner
 from experiments.evidence import ALL_SEED_SETS as SETS
 from experiments.rlhf_findings import summarize
+from experiments.rlhf_report import TRANSFER_JSON
 from experiments.rlhf_report import results_markdown as results_markdown
 from experiments.rlhf_report import write_results as write_results
 from experiments.runner import check_names, digits, kept, seed_count
 from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
-from tiny_rlhf import METHODS, History, TrainSettings, train
+from tiny_rlhf import LENGTHS, METHODS, History, TrainSettings, train
 
 COMMAND = "python -m experiments.rlhf_study"
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_study_partial"
 CACHE_NAME = FILES[-1].name  # "rlhf_study.cells.jsonl"
+READS = (
+    TRANSFER_JSON,
+)  # its report shows the transfer check's results (experiments.rlhf_transfer)
 #: The grid: Adam's learning rate over 1.7 decades, and mu, the updates per batch.
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)
@@ -83,22 +87,30 @@ CURVE_STRIDE = 2
 #: confirmation seeds only, which the figures show; :meth:`tiny_rlhf.History.curve`).
 PER_SEED = ("score", "reward_mean", "excess", "wrong_excess", "entropy", "clip_fraction")
 CURVE_NAMES = ("reward", "length", "wrong_excess", "entropy")
+#: The transfer check's held-out prompts (:mod:`experiments.rlhf_transfer`): those whose a + b
+#: is a multiple of 5, 7 of the 35, one to three of each length; training draws from the rest.
+HELD_OUT = tuple(i for i, (a, b) in enumerate(tiny_lm.PROMPTS) if (a + b) % 5 == 0)
+TRAINED = tuple(i for i in range(len(tiny_lm.PROMPTS)) if i not in HELD_OUT)
+PROMPT_SPLIT = {"held_out": HELD_OUT, "trained": TRAINED}
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One method at one learning rate and mu, on seeds ``first_seed .. + seeds - 1``."""
+    """One method at one learning rate and mu, on seeds ``first_seed .. + seeds - 1``;
+    ``transfer``: each seed's own reference, training on :data:`TRAINED` prompts only."""
 
     seed_set: str
     method: str
     settings: TrainSettings
     first_seed: int
     seeds: int
+    transfer: bool = False
 
     @property
     def key(self) -> str:
         """Everything the cell's numbers depend on, as text (the cache's key)."""
         fields = {"method": asdict(METHODS[self.method]), "settings": asdict(self.settings)}
+        fields |= {"transfer": True} if self.transfer else {}
         return json.dumps({**fields, "seeds": [self.first_seed, self.seeds]}, sort_keys=True)
 
     @property
@@ -116,7 +128,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class Plan:
-    """Methods × learning rates × mu on each seed set, from ``seed_offset``."""
+    """Methods × learning rates × mu on each seed set of ``sets``, from ``seed_offset``
+    (``transfer``: every cell a :attr:`Cell.transfer` one)."""
 
     methods: tuple[str, ...]
     learning_rates: tuple[float, ...]
@@ -124,13 +137,15 @@ class Plan:
     base: TrainSettings = field(default_factory=TrainSettings)
     seeds: int = SEEDS_PER_SET
     seed_offset: int = 0
+    sets: tuple[str, ...] = SETS
+    transfer: bool = False
 
     def first_seed(self, seed_set: str) -> int:
-        return self.seed_offset + SETS.index(seed_set) * self.seeds
+        return self.seed_offset + self.sets.index(seed_set) * self.seeds
 
     @property
     def cells(self) -> list[Cell]:
-        grid = itertools.product(SETS, self.methods, self.updates, self.learning_rates)
+        grid = itertools.product(self.sets, self.methods, self.updates, self.learning_rates)
         return [
             Cell(
                 s,
@@ -138,6 +153,7 @@ class Plan:
                 replace(self.base, learning_rate=lr, updates=mu),
                 self.first_seed(s),
                 self.seeds,
+                self.transfer,
             )
             for s, m, mu, lr in grid
         ]
@@ -159,11 +175,19 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
-    """Train one cell; per seed what :data:`PER_SEED` names, the curves, the CPU seconds."""
+    """Train one cell; per seed what :data:`PER_SEED` names (a transfer cell: and the accuracy
+    on the ``held_out`` and the ``trained`` prompts, and ``clip_fraction_<n>`` for right answers
+    of n tokens), the curves, the CPU seconds."""
     started = time.process_time()
     seeds = range(cell.first_seed, cell.first_seed + cell.seeds)
-    history = train([METHODS[cell.method]], cell.settings, seeds)[cell.method]
-    per_seed = {name: digits(values, 4) for name, values in seed_values(history).items()}
+    options = {"per_seed_reference": True, "prompts": TRAINED} if cell.transfer else {}
+    history = train([METHODS[cell.method]], cell.settings, seeds, **options)[cell.method]
+    measured = seed_values(history)
+    if cell.transfer:
+        measured |= {k: history.accuracy[:, list(v)].mean(axis=1) for k, v in PROMPT_SPLIT.items()}
+        by_length = zip(LENGTHS, history.clip_by_length.T, strict=True)
+        measured |= {f"clip_fraction_{n}": values for n, values in by_length}
+    per_seed = {name: digits(values, 4) for name, values in measured.items()}
     keep = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
     curves = {name: digits(history.curve(name)[keep], 3) for name in CURVE_NAMES}
     if cell.seed_set != "confirmation":
@@ -190,6 +214,11 @@ def seed_values(history: History) -> dict[str, np.ndarray]:
 
 def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data (``rlhf_study.json``), findings included."""
+    return with_statistics(plain_results(plan, raw))
+
+
+def plain_results(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
+    """The plan, the model and each cell's stored numbers, as plain data."""
     cells = []
     for cell in plan.cells:
         stored = raw[cell.key]
@@ -205,9 +234,9 @@ def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
             }
         )
     base = {k: v for k, v in asdict(plan.base).items() if k not in ("learning_rate", "updates")}
-    results = {
+    return {
         "seed_offset": plan.seed_offset,
-        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in SETS},
+        "sets": {s: {"first_seed": plan.first_seed(s), "seeds": plan.seeds} for s in plan.sets},
         "settings": base,
         "learning_rates": list(plan.learning_rates),
         "updates": list(plan.updates),
@@ -223,7 +252,6 @@ def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
         "curve_iterations": list(range(CURVE_STRIDE, plan.base.iterations + 1, CURVE_STRIDE)),
         "cells": cells,
     }
-    return with_statistics(results)
 
 
 def with_statistics(results: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import math
 import re
 from functools import cache
@@ -23,6 +24,8 @@ from notebook_runner import run_committed
 
 import llm_clip
 from experiments.rlhf_findings import FINDINGS
+from experiments.rlhf_report import TRANSFER_JSON
+from experiments.rlhf_study import TRAINED
 from ppo_viz.llm import (
     ClipFractionExplorer,
     LengthBiasExplorer,
@@ -703,6 +706,32 @@ def test_every_number_part_b_states_is_the_committed_one():
     }
     n = [results["sets"][s]["seeds"] for s in ("discovery", "confirmation", "replication")]
     assert_states(opening, " + ".join(map(str, n)) + " seeds")
+
+
+def test_part_b_states_the_transfer_checks_outcome():
+    """ "Does it transfer?": each number from the check's results (experiments/rlhf_transfer.json):
+    the seeds, the prompts, the sides that hold, and the one that does not, on both splits."""
+    t = json.loads(TRANSFER_JSON.read_text(encoding="utf-8"))
+    judged = [r for r in t["transfer"] if r["metric"] != "trained"]
+    (odd,) = [r for r in judged if r["verdict"] != "holds"]
+    beside = next(r for r in t["transfer"] if r["key"] == odd["key"] and r["metric"] == "trained")
+    assert not [r for r in t["transfer"] if r["reversed"]]  # "none is reversed"
+    assert (odd["key"], odd["verdict"], beside["verdict"]) == (
+        "gspo_ratio_at_grpo_band", "not detectable here", "holds"
+    )  # fmt: skip
+    ((mu, lr),) = odd["settings"]
+    lrs = [f"{v:g}" for v in t["learning_rates"]]
+    assert_states(
+        _part_b(),
+        f"On {t['sets']['transfer']['seeds']} fresh seeds",
+        f"training on {len(TRAINED)} of the {t['model']['prompts']} prompts, "
+        f"{len(judged) - 1} of the {len(judged)} sides",
+        f"(at $\\mu$ {' and '.join(map(str, t['updates']))}, lr {', '.join(lrs[:-1])} and "
+        f"{lrs[-1]})",
+        f"the {len(t['held_out'])} held-out prompts",
+        f"at lr {lr:g}, $\\mu = {mu}$: {odd['band']['mean'][0]:+.3f} on the held-out prompts",
+        f"({beside['band']['mean'][0]:+.3f} on the trained ones, above 0)",
+    )
 
 
 def test_the_summary_scopes_part_bs_findings_to_their_settings():

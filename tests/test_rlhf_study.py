@@ -14,6 +14,9 @@
 
 from __future__ import annotations
 
+import copy
+import json
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -22,7 +25,9 @@ from helpers import assert_states, plain, simulating_another_cpu
 
 from experiments import rlhf_findings as findings
 from experiments import rlhf_study as command
+from experiments import rlhf_transfer as transfer_check
 from experiments.evidence import bootstrap_interval, paired, sign_of, simultaneous_band
+from experiments.rlhf_report import TRANSFER_JSON
 from ppo_viz.machine import fingerprint
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
@@ -309,3 +314,65 @@ def test_a_fresh_seed_rerun_keeps_every_stated_finding():
             assert sign_of(comparison["ci"]) == sign, (finding["key"], side, comparison)
             checked += 1
     assert checked >= 3
+
+
+# --------------------------------------------------------------------------
+# Does it transfer? (experiments/rlhf_transfer.py: per-seed references, held-out prompts)
+# --------------------------------------------------------------------------
+
+
+@cache
+def transfer() -> dict:
+    return json.loads(TRANSFER_JSON.read_text(encoding="utf-8"))
+
+
+def test_the_transfer_check_tests_each_stated_side_at_its_stated_settings_on_fresh_seeds():
+    """One fresh set of seeds; the held-out prompts by their rule, every length among them; per
+    side that all three sets state, one row per metric (the accuracy: held-out and trained
+    prompts) at exactly its stated settings in the check's grid; no method it does not compare."""
+    t = transfer()
+    assert t["sets"] == {"transfer": {"first_seed": command.FRESH_FROM, "seeds": 20}}
+    assert [list(command.tiny_lm.PROMPTS[i]) for i in command.HELD_OUT] == t["held_out"]
+    assert {(a + b) % 5 for a, b in t["held_out"]} == {0}
+    assert {b - a for a, b in t["held_out"]} == {1, 2, 3, 4, 5}
+    assert len(command.TRAINED) == 28
+    grid = [[mu, lr] for mu in t["updates"] for lr in t["learning_rates"]]
+    expected, compared = [], set()
+    for f in committed()["findings"]:
+        for side in ("supports", "against"):
+            at = [s for s in f[side]["held"] if s in grid]
+            metrics = ["held_out", "trained"] if f["metric"] == "score" else [f["metric"]]
+            expected += [(f["key"], side, metric, at) for metric in metrics if at]
+            compared |= {f["method"], f["versus"]} if at else set()
+    assert [(r["key"], r["side"], r["metric"], r["settings"]) for r in t["transfer"]] == expected
+    assert set(t["methods"]) == compared
+
+
+def test_each_transfer_verdict_reads_its_band_recomputed_from_the_stored_seeds():
+    """Each row's band, recomputed from the stored per-seed values, and its verdict: holds
+    where the band excludes 0 on the stated side, reversed where on the other."""
+    again = transfer_check.rederived(copy.deepcopy(transfer()))["transfer"]
+    for old, new in zip(transfer()["transfer"], again, strict=True):
+        for name in ("mean", "low", "high"):
+            assert np.allclose(new["band"][name], old["band"][name], rtol=1e-9, atol=1e-12)
+        low, high = np.array(old["band"]["low"]), np.array(old["band"]["high"])
+        way = low > 0 if old["sign"] > 0 else high < 0
+        other = high < 0 if old["sign"] > 0 else low > 0
+        assert old["holds"] == [s for s, w in zip(old["settings"], way, strict=True) if w]
+        assert old["reversed"] == [s for s, o in zip(old["settings"], other, strict=True) if o]
+        done = "holds" if way.all() else "not detectable here" if not way.any() else "holds at"
+        assert new["verdict"].startswith("reversed" if other.any() else done), old
+
+
+def test_a_transfer_cell_reruns_to_its_stored_numbers():
+    """The first two seeds of one stored cell (each from its own reference, trained on the 28
+    prompts), re-run: the stored values on the machine that made them."""
+    cell = next(c for c in transfer_check.FULL_PLAN.cells if c.method == "dr_grpo")
+    fresh = command.run_cell(replace(cell, seeds=2))["per_seed"]
+    s = cell.settings
+    stored = cell_of(transfer(), "transfer", "dr_grpo", s.learning_rate, s.updates)["per_seed"]
+    for name in ("held_out", "trained", "score", "clip_fraction"):
+        if transfer()["machine"] == fingerprint() and not simulating_another_cpu():
+            assert fresh[name] == stored[name][:2], name
+        else:  # chaotic elsewhere: accuracies near the stored ones
+            assert np.allclose(fresh[name], stored[name][:2], atol=0.3), name

@@ -67,6 +67,9 @@ def test_the_unclipped_control_never_clips_and_gspo_clips_most_tokens():
     assert (runs["unclipped"].clip_fraction == 0).all()
     assert runs["grpo"].clip_fraction.max() > 0
     assert runs["gspo"].clip_fraction.mean() > 0.3 > runs["grpo"].clip_fraction.mean()
+    by_length = {k: np.nanmean(runs[k].clip_by_length, axis=0) for k in runs}  # lengths 3 to 7
+    assert (by_length["unclipped"] == 0).all()
+    assert (by_length["gspo"] > by_length["grpo"]).all()
 
 
 def test_a_run_depends_only_on_its_seed_and_method_and_methods_share_each_seeds_draws():
@@ -81,6 +84,28 @@ def test_a_run_depends_only_on_its_seed_and_method_and_methods_share_each_seeds_
         assert np.array_equal(getattr(alone, name)[0], getattr(together, name)[1], equal_nan=True)
     again = train([METHODS["dapo"]], SHORT, (3,))["dapo"]
     assert same_runs(alone, again)
+
+
+def test_per_seed_references_and_a_prompt_pool_change_only_the_start_and_the_draws():
+    """Each seed's runs start from the reference distilled with that seed, alone or beside
+    others; training draws only from the pool; the defaults are the shared reference, all 35."""
+    pool = [0, 6, 12, 18, 24, 30]
+    trainer = Trainer([METHODS["grpo"], METHODS["dapo"]], SHORT, (5, 6), None, True, pool)
+    for run, seed in enumerate((5, 6, 5, 6)):
+        own = reference_model(seed).params
+        assert all(
+            np.array_equal(p[run], q[0]) for p, q in zip(trainer.policy.params, own, strict=True)
+        )
+    assert not np.array_equal(own[0], reference_model().params[0])
+    assert set(np.concatenate([trainer.draw()[0].ravel() for _ in range(20)])) <= set(pool)
+    alone = train([METHODS["dapo"]], SHORT, (6,), per_seed_reference=True, prompts=pool)["dapo"]
+    together = train([METHODS["dapo"]], SHORT, (5, 6), per_seed_reference=True, prompts=pool)
+    assert np.array_equal(alone.accuracy[0], together["dapo"].accuracy[1])
+    assert alone.score[0] == alone.accuracy[0].mean()
+    default = train([METHODS["dapo"]], SHORT, (6,))["dapo"]
+    named = train([METHODS["dapo"]], SHORT, (6,), prompts=range(35))["dapo"]
+    assert same_runs(default, named)
+    assert not same_runs(default, alone)
 
 
 def test_an_update_follows_llm_clips_gradient_through_the_model():
@@ -116,7 +141,7 @@ def test_training_answers_better_than_the_reference(key):
 
 def test_the_history_records_what_its_docstring_says():
     history = train([METHODS["grpo"]], SHORT, (0,))["grpo"]
-    assert tuple(f.name for f in fields(History))[3:-1] == CURVES
+    assert tuple(f.name for f in fields(History))[3:-3] == CURVES
     assert history.reward.shape == (1, SHORT.iterations)
     assert ((history.right >= 0) & (history.right <= 1)).all()
     assert (history.length >= 1).all()
@@ -133,6 +158,10 @@ def test_the_history_records_what_its_docstring_says():
         (lambda: TrainSettings(kl_coef=True), "kl_coef must be a number, got bool"),
         (lambda: methods_named(["GRPO"]), "no method is named 'GRPO'; choose from grpo, unclipped"),
         (lambda: train([], SHORT, (0,)), "at least one method"),
+        (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[1, 1, 2, 3]), "prompts must be"),
+        (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[0, 35]), "from 0 to 34"),
+        (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[0, 1]), "at least 4"),
+        (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts="01"), "list of prompt numbers"),
     ],
 )
 def test_bad_settings_and_unknown_methods_are_refused_by_name(make, said):
