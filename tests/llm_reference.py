@@ -203,7 +203,7 @@ def loss_and_grad(
                 kept = min(max(ratio, lower), upper)
                 if objective == "sapo":  # f(r) * A, slope r * f'(r) * A
                     tau = tau_pos if a > 0 else tau_neg
-                    x = tau * (ratio - 1)
+                    x = tau * (ratio - 1) if ratio < math.inf else exp(log_ratio + math.log(tau))
                     gate = Fraction(sigmoid(x)) * 4 / Fraction(tau)
                     term = times(gate, a)
                     r_sig = Fraction(r_times_sigmoid_of_minus(log_ratio, x))

@@ -118,6 +118,12 @@ CASES: dict[str, tuple[Callable[[], object], object]] = {
         lambda: policy_loss_grad(**FAR, **ONE, objective="sapo").tolist(),
         [[0.0]],  # the gate is flat there: r * sigmoid'(x) -> 0
     ),
+    "SAPO's gradient where r overflows but tau * r does not (was: 0, not -1.6e230)": (
+        lambda: policy_loss_grad(
+            [[709.79]], [[0.0]], [1.0], [[True]], objective="sapo", tau_pos=1e-306
+        )[0, 0],
+        pytest.approx(-4 * math.exp(709.79 - math.exp(709.79 + math.log(1e-306))), rel=1e-9),
+    ),
     "GSPO's log-ratios cancelling past float64's digits: s = e, clipped (was: -1.0, s = 1)": (
         lambda: policy_loss(*CANCELLING, objective="gspo"),
         -(1 + DEFAULT_EPS),
