@@ -4,8 +4,9 @@ The reference is :mod:`llm_reference`: ``docs/contract.md`` ("llm_clip") written
 and one token at a time in plain Python, exact from the float64 log-ratios on.  Batches mix nearby
 log-probability pairs (ratios around the band), equal pairs (r = 1) and independent draws over
 [-1000, 0] (ratios that overflow or vanish), zero advantages, and now and then advantages so
-large that float64 overflows on the way; every objective, aggregation and KL setting; padding
-filled with NaN, infinities or garbage.
+large that float64 overflows on the way, or -H and +H in one response, whose log-ratios cancel
+past float64's digits; every objective, aggregation and KL setting; padding filled with NaN,
+infinities or garbage.
 
 The module's ratios come from numpy's ``exp``, the reference's from ``math.exp``: they may
 differ in the last bit, so values are compared within a tolerance scaled by the log-ratios'
