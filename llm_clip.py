@@ -44,10 +44,15 @@ response.  The file reads top to bottom:
    ``A == 0`` adds exactly 0 even where its ratio overflowed; an overflowed ratio with
    ``A < 0`` (or an overflowed ``exp(d)`` in k3) makes the loss ``+inf``; any other loss or
    gradient entry that float64 overflowed on the way to is the exact value rounded once
-   (:mod:`ppo_clip_exact`'s arithmetic, as :mod:`ppo_clip`'s).
+   (:mod:`ppo_clip_exact`'s arithmetic, as :mod:`ppo_clip`'s), and so is a response's sum of
+   log-ratios wherever float64's could have lost digits, overflowing or cancelling
+   (:func:`ppo_clip_exact.row_sums`).  Underflow is float64's: a term ``(r*A) * weight`` (TRL's
+   order) whose ``r*A`` falls below 2.2e-308 loses digits, to 0 below 5e-324, though the
+   rollout weight would bring it back into range (``r = 1.3e-300``, ``A = 1e-300``, weight
+   ``1e300``: a loss of 0.0 for -1.3e-300); every order of the three factors flushes some batch.
    Finite log-probabilities further apart than float64 reaches give ``log r = +-inf`` (as in
    :mod:`ppo_clip`), and ``d = +-inf`` makes k3 ``+inf``.
-   SAPO's gate is bounded (``4 / tau``) and its gradient vanishes as ``r`` overflows; GMPO's
+   SAPO's gate is bounded (``4 / tau``) and its gradient vanishes as ``tau*r`` overflows; GMPO's
    ratio overflows only with ``A < 0`` (or ``eps_high`` above 709: the loss is then ``-inf``).
 
 Bad input raises a ``TypeError`` or ``ValueError`` naming the argument (:mod:`llm_clip_inputs`).

@@ -162,14 +162,19 @@ def _sapo(b: Batch) -> Parts:
 
     ``f(1) = 2 / tau`` and ``f'(1) = 1``: near ``r = 1`` it is the unclipped surrogate; far
     from 1 the gradient ``r * f'(r) * A = 4 * r * s * (1 - s) * A`` (``s`` the sigmoid) fades
-    but is 0 only where float64 underflows.  Sigmoids as ``exp(-logaddexp(0, -x))``, so an
-    overflowed ratio gives ``f = 4 / tau`` and a gradient of 0, never NaN.  No token is clipped.
+    but is 0 only where float64 underflows.  Sigmoids as ``exp(-logaddexp(0, -x))``, the ratio
+    taken inside the ``exp``, and ``x = tau * r`` as ``exp(log r + log tau)`` where only ``r``
+    overflows: with ``tau = 1e-306`` and ``log r = 709.79`` the gradient is ``-1.6e230 * A * w``,
+    not 0.  Where ``tau * r`` overflows too, ``f = 4 / tau`` and the gradient is 0 (its limit),
+    never NaN.  No token is clipped.
     For ``tau`` far below 1 the loss's float64 value loses digits: each term carries ``2/tau * A``,
     which cancels between answers whose advantages sum to 0 (the gradient does not).
     """
     ratio = np.exp(b.log_ratio)
     tau = np.where(b.advantages > 0, b.tau_pos, b.tau_neg)
     x = tau * (ratio - 1.0)
+    far = np.isposinf(ratio)  # r overflowed, tau * r need not (tau below 1): exp(log r + log tau)
+    x[far] = np.exp(b.log_ratio[far] + np.log(tau[far]))
     gate = np.exp(-np.logaddexp(0.0, -x))  # sigmoid(x)
     # r * sigmoid(x) * sigmoid(-x), the ratio taken inside the exp: 0, not inf * 0, at r = inf
     slope = 4.0 * gate * np.exp(b.log_ratio - np.logaddexp(0.0, x))

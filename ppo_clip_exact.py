@@ -5,7 +5,8 @@ them is a whole number of units of ``2**-(1074*k)`` and a sum of such products a
 integer; :func:`rounded` rounds the exact quotient once to float64.  Both modules call these
 only where their textbook lines left a term, a sum or a gradient entry not finite
 (``inf * 0``, an overflowed ratio, a product ``r*A`` or a sum beyond float64's range although
-the answer is not).  The standard library and numpy only.
+the answer is not), and :func:`row_sums` where a row's terms cancel past float64's digits.
+The standard library and numpy only.
 """
 
 from __future__ import annotations
@@ -94,19 +95,40 @@ def row_sums(
 ) -> FloatArray:  # fmt: skip
     """Each row's sum of ``values - minus`` over its unmasked entries, over ``lengths`` if given
     (:mod:`llm_clip`'s GSPO ``log s_i``, GMPO's mean clipped log-ratio, a sequence rollout
-    weight's exponent).  Where float64 overflowed on the way (a sum past 1.8e308, or a
-    difference ``inf - inf``) and the row's entries are finite, the exact value rounded once."""
+    weight's exponent, OPSM's mean gap).  Where float64's sum can have lost digits and the row's
+    entries are finite, the exact value rounded once: where it overflowed on the way (a sum past
+    1.8e308, a difference ``inf - inf``), and where its terms cancel so far that the rounding
+    bound of any float64 sum of n terms, ``(n + 1) * 2**-53 * sum|x|``, exceeds ``2**-30`` of
+    ``|sum|`` (e.g. ``-1e308 - (-1)``, ``-0.5 - (-1.5)`` and ``1e308 - (-1)`` sum to 3, float64
+    says 1).  An ordinary batch (``sum|x|`` below ``2**23 / (n + 1)`` times ``|sum|`` in every
+    row) takes numpy's sum: one comparison, after one more array sum, clears it."""
     with float64_limits_handled_below():
         differences = values if minus is None else values - minus
-        total = np.where(mask, differences, 0.0).sum(axis=1)
+        terms = np.where(mask, differences, 0.0)
+        total, size = terms.sum(axis=1), np.abs(terms).sum(axis=1)
+        unsure = np.zeros(0, dtype=int)  # ``not x >= 0`` below is also true of NaN (inf - inf)
+        if not 2.0**23 * np.abs(total).min() - size.max() * (mask.shape[1] + 1) >= 0:
+            margin = 2.0**23 * np.abs(total) - size * (mask.sum(axis=1) + 1)  # per row
+            unsure = np.flatnonzero(~(margin >= 0))
         if lengths is not None:
             total = total / lengths
-    for i in np.flatnonzero(~np.isfinite(total)):
+    for i in unsure:
         plus, less = values[i, mask[i]], np.zeros(0) if minus is None else minus[i, mask[i]]
         if np.isfinite(plus).all() and np.isfinite(less).all():
-            whole = sum(map(Fraction, plus.tolist())) - sum(map(Fraction, less.tolist()))
-            total[i] = rounded(whole / (1 if lengths is None else int(lengths[i])))
+            divisor = 1 if lengths is None else int(lengths[i])
+            total[i] = _exact_mean([*plus.tolist(), *(-less).tolist()], divisor)
     return total
+
+
+def _exact_mean(terms: list[float], divisor: int) -> float:
+    """``sum(terms) / divisor`` rounded once, from :func:`math.fsum`'s sum plus the remainder it
+    left (within ``2**-106`` of the exact sum, relative), or fractions where fsum overflows."""
+    try:
+        high = math.fsum(terms)
+        whole = Fraction(high) + Fraction(math.fsum([*terms, -high]))
+    except OverflowError:  # a partial sum past float64: fractions, exact
+        whole = sum(map(Fraction, terms), Fraction(0))
+    return rounded(whole / divisor)
 
 
 #: Every finite float64 value is a whole number of units of 2**-UNIT (the smallest subnormal).

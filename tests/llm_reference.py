@@ -3,8 +3,9 @@
 The independent implementation :mod:`llm_clip` is compared with: written from the contract's
 sentences, with the ``math`` and ``fractions`` modules only (no numpy, no code shared with the
 module; only the defaults, aggregation and band, are read from its registry ``SPECS``).
-Ratios are ``math.exp`` of the float64 log-ratio (``inf`` where it overflows); from
-there every sum and product is exact (``Fraction``), so a test can bound the module's rounding.
+Ratios are ``math.exp`` of the float64 log-ratio (``inf`` where it overflows), GSPO's and a
+sequence weight's of the exact mean or sum of the exact differences; from there every sum and
+product is exact (``Fraction``), so a test can bound the module's rounding.
 An infinite factor times a nonzero advantage is an infinity of the product's sign; times a
 zero advantage it is 0, as the contract says.
 
@@ -90,6 +91,13 @@ def to_float(value: Number) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+def mean_gap(a: list[float], b: list[float], ts: list[int], mean: bool = True) -> float:
+    """The exact mean (or sum) over the tokens ``ts`` of ``a - b``, rounded once: the contract's
+    sums are of the exact differences, however far float64's would cancel."""
+    gap = sum((Fraction(a[t]) - Fraction(b[t]) for t in ts), Fraction(0))
+    return to_float(gap / len(ts) if mean else gap)
+
+
 def total(values: list[Number]) -> Number:
     """An exact sum; infinities of one sign win; both signs: NaN (the reference has no answer)."""
     infinities = {math.copysign(1, v) for v in values if isinstance(v, float)}
@@ -167,7 +175,9 @@ def loss_and_grad(
                     min(lr, eps_high) if a > 0 else max(lr, -eps_low) if a < 0 else 0.0
                     for lr in log_ratios
                 ]
-            s = exp(math.fsum(log_ratios) / len(ts))
+                s = exp(math.fsum(log_ratios) / len(ts))
+            else:  # GSPO: the exact mean of the exact differences
+                s = exp(mean_gap(logp_new[i], logp_old[i], ts))
             if objective == "gspo":
                 kept = min(max(s, lower), upper)
                 response_term = min(times(s, a), times(kept, a))  # on each of the response's tokens
@@ -193,7 +203,7 @@ def loss_and_grad(
                 kept = min(max(ratio, lower), upper)
                 if objective == "sapo":  # f(r) * A, slope r * f'(r) * A
                     tau = tau_pos if a > 0 else tau_neg
-                    x = tau * (ratio - 1)
+                    x = tau * (ratio - 1) if ratio < math.inf else exp(log_ratio + math.log(tau))
                     gate = Fraction(sigmoid(x)) * 4 / Fraction(tau)
                     term = times(gate, a)
                     r_sig = Fraction(r_times_sigmoid_of_minus(log_ratio, x))
@@ -258,7 +268,10 @@ def rollout_weights(
         for rows in zip(logp_old, logp_rollout, mask, strict=True)
     ]
     if mode.startswith("sequence"):
-        gaps = [[to_float(sum((Fraction(g) for g in row), Fraction(0)))] for row in gaps]
+        gaps = [
+            [mean_gap(old, new, [t for t, k in enumerate(kept) if k], mean=False)]
+            for old, new, kept in zip(logp_old, logp_rollout, mask, strict=True)
+        ]
     weights = [[exp(g) for g in row] for row in gaps]
     if mode.endswith("truncate"):
         return [[min(max(x, low), high) for x in row] for row in weights]
@@ -272,6 +285,6 @@ def off_policy_keep(
     """OPSM: keep a response if A >= 0 or mean over its tokens of (rollout - new) <= threshold."""
     keep = []
     for new, rollout, a, kept in zip(logp_new, logp_rollout, advantages, mask, strict=True):
-        gaps = [Fraction(r) - Fraction(n) for n, r, k in zip(new, rollout, kept, strict=True) if k]
-        keep.append(a >= 0 or to_float(sum(gaps, Fraction(0)) / len(gaps)) <= threshold)
+        ts = [t for t, k in enumerate(kept) if k]
+        keep.append(a >= 0 or mean_gap(rollout, new, ts) <= threshold)
     return keep

@@ -32,6 +32,9 @@ ONE = {"mask": [[True]], "advantages": [1.0]}
 FAR = {"logp_new": [[1e308]], "logp_old": [[-1e308]]}  # log r = 2e308: beyond float64
 #: GSPO's sum of log-ratios overflows on the way to a mean of -3.5e307: s = 0, no clip.
 SUM_PAST_FLOAT64 = ([[1e308, 1e308, -1.7e308, -1.7e308]], np.zeros((1, 4)), [1.0], [[True] * 4])
+#: Log-ratios -1e308 + 1, 1 and 1e308 + 1: float64's sum is 0, the exact one 3 (issue 43).
+CANCELLING = ([[-1e308, -0.5, 1e308]], [[-1.0, -1.5, -1.0]], [1.0], [[True] * 3])
+HIGH, LOW, _, ALL = CANCELLING
 
 
 def refused(kind: type[Exception], *words: str) -> Any:
@@ -114,6 +117,24 @@ CASES: dict[str, tuple[Callable[[], object], object]] = {
     "SAPO's gradient where log r overflowed (was: inf - inf = NaN, then ValueError)": (
         lambda: policy_loss_grad(**FAR, **ONE, objective="sapo").tolist(),
         [[0.0]],  # the gate is flat there: r * sigmoid'(x) -> 0
+    ),
+    "SAPO's gradient where r overflows but tau * r does not (was: 0, not -1.6e230)": (
+        lambda: policy_loss_grad(
+            [[709.79]], [[0.0]], [1.0], [[True]], objective="sapo", tau_pos=1e-306
+        )[0, 0],
+        pytest.approx(-4 * math.exp(709.79 - math.exp(709.79 + math.log(1e-306))), rel=1e-9),
+    ),
+    "GSPO's log-ratios cancelling past float64's digits: s = e, clipped (was: -1.0, s = 1)": (
+        lambda: policy_loss(*CANCELLING, objective="gspo"),
+        -(1 + DEFAULT_EPS),
+    ),
+    "a sequence rollout weight of the same gaps, e^3 truncated to 3 (was: 1.0)": (
+        lambda: llm_clip.rollout_weights(HIGH, LOW, ALL, mode="sequence_truncate").tolist(),
+        [[3.0]],
+    ),
+    "OPSM on the same gaps, a mean of 1 above 0.2: dropped (was: kept)": (
+        lambda: llm_clip.off_policy_keep(LOW, HIGH, [-1.0], ALL, threshold=0.2).tolist(),
+        [False],
     ),
     "a long double beyond float64 (was: overflow warning, then 'is inf')": (
         lambda: policy_loss(

@@ -4,8 +4,9 @@ The reference is :mod:`llm_reference`: ``docs/contract.md`` ("llm_clip") written
 and one token at a time in plain Python, exact from the float64 log-ratios on.  Batches mix nearby
 log-probability pairs (ratios around the band), equal pairs (r = 1) and independent draws over
 [-1000, 0] (ratios that overflow or vanish), zero advantages, and now and then advantages so
-large that float64 overflows on the way; every objective, aggregation and KL setting; padding
-filled with NaN, infinities or garbage.
+large that float64 overflows on the way, or -H and +H in one response, whose log-ratios cancel
+past float64's digits; every objective, aggregation and KL setting; padding filled with NaN,
+infinities or garbage.
 
 The module's ratios come from numpy's ``exp``, the reference's from ``math.exp``: they may
 differ in the last bit, so values are compared within a tolerance scaled by the log-ratios'
@@ -38,6 +39,9 @@ ADVANTAGE = st.one_of(
     st.just(0.0), st.floats(1e-3, 10.0).flatmap(lambda a: st.sampled_from([a, -a]))
 )
 HUGE_ADVANTAGE = st.sampled_from([1e300, -1e300, 1.7e308, -1.7e308])  # r*A or the sum overflows
+#: -H and +H as two log-probabilities of one response: its log-ratios' sum cancels past float64's
+#: digits (-H - old_1 and H - old_2 round to -H and H, the exact sum keeps -old_1 - old_2).
+CANCELLING = st.sampled_from([None, None, 2.0**60, 1e20, 1e308])
 
 
 @st.composite
@@ -65,6 +69,11 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
 
     logp_old = log_probabilities()
     logp_new = log_probabilities(logp_old)
+    huge_logp, row = draw(CANCELLING), draw(st.integers(0, size - 1))
+    if huge_logp and mask[row].sum() >= 2:
+        pair = st.sampled_from(np.flatnonzero(mask[row]).tolist())
+        low, high = draw(st.lists(pair, min_size=2, max_size=2, unique=True))
+        logp_new[row, low], logp_new[row, high] = -huge_logp, huge_logp
     spec = SPECS[objective]
     per_token = not spec.per_response and draw(st.booleans())
     count = size * length if per_token else size
@@ -72,7 +81,7 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
     advantages = np.array(draw(st.lists(advantage, min_size=count, max_size=count)))
     kl_coef = draw(st.sampled_from([0.0, 0.1, 1.0]))
     band = {"eps_low": draw(st.floats(0.0, max_eps_low)), "eps_high": draw(st.floats(0.0, 2.0))}
-    tau = st.floats(0.05, 5.0)
+    tau = st.one_of(st.floats(0.05, 5.0), st.just(1e-306))  # tau * r finite where r is not
     weight = st.one_of(st.just(0.0), st.floats(0.0, 5.0), st.just(1e200 if huge else 3.0))
     shape = draw(st.sampled_from([None, (size, 1), (size, length)]))
     weights = None
@@ -99,13 +108,22 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
 
 
 def log_ratios(batch: dict) -> np.ndarray:
-    """Every exponent the module and the reference take ``exp`` of (token, sequence, k3's d)."""
+    """Every exponent the module and the reference take ``exp`` of (token, sequence, k3's d),
+    a response's mean exact (:func:`llm_reference.mean_gap`)."""
     mask = batch["mask"]
     token = np.where(mask, batch["logp_new"] - batch["logp_old"], 0.0)
-    exponents = [token[mask], token.sum(axis=1) / mask.sum(axis=1)]
+    rows = zip(batch["logp_new"].tolist(), batch["logp_old"].tolist(), mask, strict=True)
+    exponents = [token[mask], [llm_reference.mean_gap(*r, np.flatnonzero(m)) for *r, m in rows]]
     if batch["logp_ref"] is not None:
         exponents.append((batch["logp_ref"] - batch["logp_new"])[mask])
     return np.concatenate(exponents)
+
+
+def relative_tolerance(exponents: np.ndarray, length: int) -> float:
+    """The module's rounding relative to a value made from these exponents: float64's sum of a
+    response's ``length`` log-ratios, each at most the largest exponent of an ordinary size (the
+    drawn ``CANCELLING`` ones make ``exp`` 0 or inf on any machine, and their sums are exact)."""
+    return 1e-12 * (1 + length * np.abs(exponents[np.abs(exponents) < 1e4]).max(initial=0.0))
 
 
 def as_lists(batch: dict) -> dict:
@@ -122,7 +140,7 @@ def test_loss_and_gradient_match_the_reference(batch):
     b = llm_clip.token_breakdown(**batch)
     assert not math.isnan(b.loss)
     assert not np.isnan(b.grad).any()
-    rtol = 1e-12 * (1 + batch["mask"].shape[1] * np.abs(exponents).max())
+    rtol = relative_tolerance(exponents, batch["mask"].shape[1])
     # a ratio below 2.2e-308 is subnormal: a last-bit difference is then 5e-324, not relative
     atol = 1e-322 * np.abs(batch["advantages"]).max()
     if math.isinf(expected.loss):
@@ -227,8 +245,10 @@ def test_rollout_weights_and_off_policy_keep_match_the_reference(batch, mode, da
         clip_min, clip_max = clip_max, clip_min
     filler = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
     padded = [np.where(mask, x, filler) for x in (old, engine)]
-    gaps = np.where(mask, old - engine, 0.0)
-    exponents = np.concatenate([gaps.ravel(), gaps.sum(axis=1)])
+    gaps, rows = np.where(mask, old - engine, 0.0), [np.flatnonzero(m) for m in mask]
+    pairs = list(zip(old.tolist(), engine.tolist(), rows, strict=True))
+    sums = np.array([[llm_reference.mean_gap(o, e, ts, mean=False)] for o, e, ts in pairs])
+    exponents = np.concatenate([gaps.ravel(), sums[:, 0]])  # the sums exact, as the contract's
     assume(np.abs(np.abs(exponents) - MAX_EXP_ARGUMENT).min() > 1e-6)
     got = llm_clip.rollout_weights(*padded, mask, mode=mode, clip_min=clip_min, clip_max=clip_max)
     expected = np.array(
@@ -236,18 +256,18 @@ def test_rollout_weights_and_off_policy_keep_match_the_reference(batch, mode, da
                                       clip_min, clip_max)
     )  # fmt: skip
     assert got.shape == ((len(mask), 1) if mode.startswith("sequence") else mask.shape)
-    rtol = 1e-12 * (1 + mask.shape[1] * np.abs(exponents).max())
+    rtol = relative_tolerance(exponents, mask.shape[1])
     edges = [b for b in (clip_min, clip_max) if b is not None]
     unsure = np.zeros(got.shape, dtype=bool)  # a raw weight within rounding of a bound
     with np.errstate(over="ignore"):
-        raw = np.exp(gaps.sum(axis=1, keepdims=True) if mode.startswith("sequence") else gaps)
+        raw = np.exp(sums if mode.startswith("sequence") else gaps)
     for edge in edges:
         unsure |= np.abs(raw - edge) <= 2 * rtol * max(edge, 1e-300)
     # a weight below 2.2e-308 is subnormal: a last-bit difference there is absolute, not relative
     np.testing.assert_allclose(got[~unsure], expected[~unsure], rtol=rtol, atol=1e-300)
     advantages = batch["advantages"] if batch["advantages"].ndim == 1 else batch["advantages"][:, 0]
     threshold = data.draw(st.floats(-2.0, 2.0))
-    means = np.where(mask, engine - old, 0.0).sum(axis=1) / mask.sum(axis=1)
+    means = np.array([llm_reference.mean_gap(e, o, ts) for o, e, ts in pairs])
     assume(np.abs(means - threshold).min() > 1e-9 * (1 + np.abs(means).max()))
     keep = llm_clip.off_policy_keep(padded[1], padded[0], advantages, mask, threshold=threshold)
     assert keep.dtype == bool
