@@ -26,15 +26,13 @@ pixels that changed (``canvas.blit``).  ipywidgets sends a dragged slider's valu
 time, the latest of those moved meanwhile once the kernel is idle; the drawing waits for the
 event loop's next turn (``call_soon``), after the kernel went idle, so the next value travels
 while this one is drawn (a drag's frames were 21 instead of 25 in 2 s without it), and values
-set together (in one cell, one message) are drawn once.  Every drawing runs on that one event
-loop: JupyterLab sends widgets' messages to a kernel subshell, and ipykernel may handle a
-widget's on another thread than the figure's (its canvas's 'draw' beside a blit left the
-page's figure stale), so the controls' and the canvas's messages are handed to the figure's
-loop (``call_soon_threadsafe``).  A full ``canvas.draw()`` costs three to four times a blit,
-so list every artist ``update`` changes in ``moving``, and keep static artists from lying on
-top of moving ones.  A change of an axis' limits, a zoom or a resize draws everything once and
-keeps the new background, unless ``update`` redraws the changed axes itself
-(:meth:`LiveFigure.redraw_axes`), which leaves legends and colour bars be.
+set together (in one cell, one message) are drawn once.  ipykernel may handle a widget's
+message on a subshell's thread: the controls' and the canvas's are handed to the figure's loop
+(``call_soon_threadsafe``), so no drawing runs beside another.  A full ``canvas.draw()``
+costs three to four times a blit, so list every artist ``update`` changes in ``moving``, and
+keep static artists from lying on top of moving ones.  A change of an axis' limits, a zoom or
+a resize draws everything once and keeps the new background, unless ``update`` redraws the
+changed axes itself (:meth:`LiveFigure.redraw_axes`), which leaves legends and colour bars be.
 
 ``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
 the message is shown in place of a traceback and the last good figure stays; so is an error
@@ -213,8 +211,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return True
 
     def _drawing_loop(self) -> asyncio.AbstractEventLoop | None:
-        """The event loop that draws the figure: the one running where it was made or first
-        refreshed; none in a script (a closed one is let go)."""
+        """The loop running where the figure was made or first refreshed (none in a script)."""
         if self._loop is None or self._loop.is_closed():
             self._loop = _running_loop()
         return self._loop
@@ -278,8 +275,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
 
     def _redraw_in_place(self) -> None:
         """The drawing :meth:`refresh` put off, unless a full drawing showed the latest values
-        meanwhile (a second frame right after would make the page drop that one: ipympl's page
-        shows only the last of two frames sent in a row); an error shows in the message line."""
+        (ipympl's page shows only the last of two frames in a row); errors show in place."""
         if not self._redraw_due:
             return
         self._redraw_due = False  # first: a failed drawing must not stop the next ones
