@@ -26,12 +26,13 @@ pixels that changed (``canvas.blit``).  ipywidgets sends a dragged slider's valu
 time, the latest of those moved meanwhile once the kernel is idle; the drawing waits for the
 event loop's next turn (``call_soon``), after the kernel went idle, so the next value travels
 while this one is drawn (a drag's frames were 21 instead of 25 in 2 s without it), and values
-set together (in one cell, one message) are drawn once.  A full ``canvas.draw()`` costs three
-to four times a blit, so list every artist ``update`` changes in ``moving``, and keep static
-artists from lying on top of moving ones.  A change of
-an axis' limits, a zoom or a resize draws everything once and keeps the new background, unless
-``update`` redraws the changed axes itself (:meth:`LiveFigure.redraw_axes`), which leaves
-legends and colour bars be.
+set together (in one cell, one message) are drawn once.  ipykernel may handle a widget's
+message on a subshell's thread: the controls' and the canvas's are handed to the figure's loop
+(``call_soon_threadsafe``), so no drawing runs beside another.  A full ``canvas.draw()``
+costs three to four times a blit, so list every artist ``update`` changes in ``moving``, and
+keep static artists from lying on top of moving ones.  A change of an axis' limits, a zoom or
+a resize draws everything once and keeps the new background, unless ``update`` redraws the
+changed axes itself (:meth:`LiveFigure.redraw_axes`), which leaves legends and colour bars be.
 
 ``update`` raises :class:`InputError` for a setting it cannot use, before changing any artist:
 the message is shown in place of a traceback and the last good figure stays; so is an error
@@ -156,15 +157,19 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self._background: Any = None
         self._held = False  # Reset sets every control, then draws once
         self._redraw_due = False  # a drawing waits for the event loop's next turn
+        self._loop = _running_loop()  # the loop that draws the figure (none in a script)
         self._limits = self._axes_limits()
         for artist in self.moving:
             artist.set_animated(True)
         self.canvas.mpl_connect("draw_event", self._keep_background)
+        for widget in (self.canvas, self.canvas.toolbar):  # ipympl's handler of the page's 'draw'
+            widget.on_msg(self.canvas._handle_message, remove=True)
+            widget.on_msg(self._in_turn(self.canvas._handle_message))
         rows = rows if rows is not None else [[name] for name in self.controls]
         for name, control in self.controls.items():
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
-            control.observe(lambda _change: self._held or self.refresh(), names="value")
+            control.observe(self._in_turn(lambda _: self._held or self.refresh()), names="value")
         self._start = self.values()
         boxes = [[self.controls[name] for name in row] for row in rows]
         #: Sets every control back to its start; at the end of the last row (without rows,
@@ -172,7 +177,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.reset_button = widgets.Button(description="Reset", tooltip="Back to the start")
         self.reset_button.layout.width = "auto"
         self.reset_button.add_class(RESET_CLASS)
-        self.reset_button.on_click(lambda _: self.reset())
+        self.reset_button.on_click(self._in_turn(lambda _: self.reset()))
         if boxes:
             boxes[-1].append(self.reset_button)
         top = [widgets.HTML(style_tag()), *above, *(widgets.HBox(row) for row in boxes)]
@@ -197,15 +202,32 @@ class LiveFigure(StaticFallback, widgets.VBox):
             return False
         self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # a script, a test
+        loop = self._drawing_loop()
+        if loop is None:  # a script, a test
             self._redraw()
-            return True
-        if not self._redraw_due:
+        elif not self._redraw_due:
             self._redraw_due = True
-            loop.call_soon(self._redraw_in_place)
+            loop.call_soon_threadsafe(self._redraw_in_place)
         return True
+
+    def _drawing_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop running where the figure was made or first refreshed (none in a script)."""
+        if self._loop is None or self._loop.is_closed():
+            self._loop = _running_loop()
+        return self._loop
+
+    def _in_turn(self, act: Callable[..., Any]) -> Callable[..., None]:
+        """``act`` as a widget's callback: run at once on the figure's event loop (or without
+        one), else handed to that loop, so that it never runs beside a drawing."""
+
+        def run(*args: Any) -> None:
+            loop = self._drawing_loop()
+            if loop is None or loop is _running_loop():
+                act(*args)
+            else:
+                loop.call_soon_threadsafe(act, *args)
+
+        return run
 
     def reset(self) -> None:
         """Set every control back to the value it started with, then draw once."""
@@ -252,7 +274,10 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return Bbox([[x0, y0], [x1, y1]])
 
     def _redraw_in_place(self) -> None:
-        """The drawing :meth:`refresh` put off; an error shows in the message line."""
+        """The drawing :meth:`refresh` put off, unless a full drawing showed the latest values
+        (ipympl's page shows only the last of two frames in a row); errors show in place."""
+        if not self._redraw_due:
+            return
         self._redraw_due = False  # first: a failed drawing must not stop the next ones
         try:
             self._redraw()
@@ -277,6 +302,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         if self.figure.get_layout_engine() is not None:
             self.figure.set_layout_engine("none")  # axes stay put from now on, as a blit needs
         self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        self._redraw_due = False  # before drawing them: a later update's drawing stays due
         self._draw_moving()
 
     def _draw_moving(self) -> None:
@@ -381,6 +407,13 @@ def refuse_unreachable_value(name: str, control: widgets.Widget) -> None:
     else:
         return
     raise InputError(f"{problem}. The figure still shows the last valid settings.")
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _canvas(figure: Figure) -> Canvas:

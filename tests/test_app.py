@@ -15,6 +15,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -131,6 +132,41 @@ def test_in_an_event_loop_values_set_together_are_drawn_once_at_its_next_turn():
 
     asyncio.run(two_values_then_a_failed_drawing_then_another())
     assert blits == [0.7, -0.4]
+
+
+def test_messages_from_another_thread_are_drawn_in_turn_on_the_figures_loop():
+    """As in JupyterLab, whose kernel may handle a slider's message and the page's 'draw' of the
+    canvas on a subshell's thread: both run on the figure's event loop, one after the other,
+    and the blit of the slider's value is not sent after a full drawing that showed it (the
+    page shows only the last of two frames in a row: an empty diff would hide the first)."""
+    ran, frames = [], []
+
+    async def a_value_and_a_draw_from_another_thread() -> LiveFigure:
+        app = slope_app()
+        update, handle = app._update, app.canvas.handle_event
+        app._update = lambda **values: ran.append(threading.current_thread()) or update(**values)
+        app.canvas.handle_event = lambda event: (
+            ran.append(threading.current_thread()) or handle(event)
+        )
+        app.canvas.send_binary = lambda png: frames.append(app.canvas._current_image_mode)
+        await asyncio.sleep(0)  # the first drawing
+        frames.clear()
+        subshell = threading.Thread(
+            target=lambda: (
+                setattr(app.controls["slope"], "value", -1.5),
+                app.canvas._handle_custom_msg({"type": "draw"}, []),
+            )
+        )
+        subshell.start()
+        subshell.join()
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return app
+
+    app = asyncio.run(a_value_and_a_draw_from_another_thread())
+    assert ran == [threading.current_thread()] * 2  # the value's update, then 'draw'
+    assert len(frames) == 1  # the full drawing's, with the new value; no empty diff after it
+    assert_shows_the_full_figure(app)
 
 
 def test_without_an_event_loop_a_change_is_drawn_at_once_and_an_error_raises():

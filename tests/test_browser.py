@@ -16,6 +16,7 @@ Run with ``pytest -m browser tests/test_browser.py``.  Without Chromium the test
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,9 +91,11 @@ def lab_server(browser: Any) -> Iterator[JupyterServer]:
     """One JupyterLab server rooted at the repository; it serves Notebook 7's pages too.
 
     Its kernels start in a scratch folder, so that notebook 1's save cell writes nothing
-    beside the notebooks; the smoke fixture imports its app from its folder, on the path.
+    beside the notebooks; the smoke fixture imports its app from its folder, on the path, and
+    every notebook this repository's modules (not those of another checkout installed as
+    editable).
     """
-    fixtures = {"PYTHONPATH": str(FIXTURE_NOTEBOOK.parent)}
+    fixtures = {"PYTHONPATH": os.pathsep.join(map(str, (FIXTURE_NOTEBOOK.parent, REPO_ROOT)))}
     with JupyterServer(REPO_ROOT, environment=fixtures) as server:
         yield server
 
