@@ -164,12 +164,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.canvas.mpl_connect("draw_event", self._keep_background)
         for widget in (self.canvas, self.canvas.toolbar):  # ipympl's handler of the page's 'draw'
             widget.on_msg(self.canvas._handle_message, remove=True)
-            widget.on_msg(self._in_turn(self.canvas._handle_message))
+            widget.on_msg(self.in_turn(self.canvas._handle_message))
         rows = rows if rows is not None else [[name] for name in self.controls]
         for name, control in self.controls.items():
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
-            control.observe(self._in_turn(lambda _: self._held or self.refresh()), names="value")
+            control.observe(self.in_turn(lambda _: self._held or self.refresh()), names="value")
         self._start = self.values()
         boxes = [[self.controls[name] for name in row] for row in rows]
         #: Sets every control back to its start; at the end of the last row (without rows,
@@ -177,7 +177,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self.reset_button = widgets.Button(description="Reset", tooltip="Back to the start")
         self.reset_button.layout.width = "auto"
         self.reset_button.add_class(RESET_CLASS)
-        self.reset_button.on_click(self._in_turn(lambda _: self.reset()))
+        self.reset_button.on_click(self.in_turn(lambda _: self.reset()))
         if boxes:
             boxes[-1].append(self.reset_button)
         top = [widgets.HTML(style_tag()), *above, *(widgets.HBox(row) for row in boxes)]
@@ -216,7 +216,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
             self._loop = _running_loop()
         return self._loop
 
-    def _in_turn(self, act: Callable[..., Any]) -> Callable[..., None]:
+    def in_turn(self, act: Callable[..., Any]) -> Callable[..., None]:
         """``act`` as a widget's callback: run at once on the figure's event loop (or without
         one), else handed to that loop, so that it never runs beside a drawing."""
 

@@ -177,7 +177,7 @@ class BatchStepper(LiveFigure):
             (self.prev_button, -1, "ppo-prev"),
             (self.next_button, +1, "ppo-next"),
         ):
-            button.on_click(lambda _, move=move: self.go(self.step + move))
+            button.on_click(self.in_turn(lambda _, move=move: self.go(self.step + move)))
             button.add_class(css)
         self.clip_fractions = widgets.HTML()
         self.inputs = self._entry_box()
@@ -216,20 +216,23 @@ class BatchStepper(LiveFigure):
     def _entry_box(self) -> widgets.VBox:
         """The "Your own batch" box: the toggle, four fields, Load, the presets, a message line."""
         self.mode = widgets.ToggleButtons(options=MODES)
+        self._on_mode = self.in_turn(self._switch_mode)  # one callable: _set_mode unobserves it
         self.mode.observe(self._on_mode, names="value")
         self.new_field, self.old_field, self.advantages_field, self.eps_field = (
             widgets.Text(description=name, layout=widgets.Layout(width="640px"))
             for name in ("π_new", "π_old", "A", "ε")
         )
         self.load_button = widgets.Button(description="Load batch", button_style="primary")
-        self.load_button.on_click(lambda _: self.load())
+        self.load_button.on_click(self.in_turn(lambda _: self.load()))
         for field in (self.new_field, self.old_field, self.advantages_field, self.eps_field):
-            field.on_msg(self._on_field_message)  # Enter in a field loads the batch
+            field.on_msg(self.in_turn(self._on_field_message))  # Enter in a field loads the batch
         wide = widgets.Layout(width="auto")  # a preset's whole label
         self.preset_buttons = {}
         for name, preset in PRESETS.items():
             self.preset_buttons[name] = widgets.Button(description=preset.label, layout=wide)
-            self.preset_buttons[name].on_click(lambda _, name=name: self.load_preset(name))
+            self.preset_buttons[name].on_click(
+                self.in_turn(lambda _, name=name: self.load_preset(name))
+            )
         #: Messages about the typed batch, under the fields (they stay while stepping).
         self.entry_message = widgets.HTML()
         self._before_switch: dict[widgets.Text, tuple[str, str]] = {}
@@ -300,7 +303,7 @@ class BatchStepper(LiveFigure):
         logs = "log " if mode == MODES[1] else ""
         self.new_field.description, self.old_field.description = f"{logs}π_new", f"{logs}π_old"
 
-    def _on_mode(self, change: dict[str, Any]) -> None:
+    def _switch_mode(self, change: dict[str, Any]) -> None:
         """Rewrite the first two fields in the other form; switching back restores them exactly.
 
         A log-probability whose probability float64 cannot hold refuses the switch: the toggle

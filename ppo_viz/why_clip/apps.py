@@ -168,7 +168,9 @@ class RangeExplorer(LiveFigure):
                 key: top.plot([], [], **FRESH_MARK, color=METHOD_LINES[key]["color"])[0]
                 for key in self.methods
             }
-            self.more = SeedsButton(f"re-run on {FRESH_SEEDS} fresh seeds", self.run_fresh_seeds)
+            self.more = SeedsButton(
+                f"re-run on {FRESH_SEEDS} fresh seeds", self.in_turn(self.run_fresh_seeds)
+            )
             below.append(self.more.widget)
         boxes = app.method_boxes({k: METHODS[k].label for k in self.methods}, prefix=prefix)
         moving = [a for artists in self.artists.values() for a in artists]
@@ -264,7 +266,7 @@ class BanditLoopExplorer(LiveFigure):
         controls |= app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS})
         names = list(controls)
         self.panels = figures.bandit_panels(self.arm_means)
-        self.more = SeedsButton(f"run {MORE_BANDIT_SEEDS} more seeds", self.add_seeds)
+        self.more = SeedsButton(f"run {MORE_BANDIT_SEEDS} more seeds", self.in_turn(self.add_seeds))
         super().__init__(
             self.panels.figure,
             self.update,
