@@ -15,8 +15,9 @@ into a temporary folder), so every number stands beside its baseline from the sa
    (:mod:`benchmarks.browser`): a key press's latency and the frames per second of a drag,
    against the feel targets, each marked met or missed.
 
-A bad argument (a revision that names no commit, an output in no folder) stops the run before
-anything is measured, with one line and status 2.
+A bad argument (a revision that names no commit or lacks a module measured, an output in no
+folder or in one that cannot be written) stops the run before anything is measured, with one
+line and status 2.  A browser that does not start leaves the browser part marked not measured.
 """
 
 from __future__ import annotations
@@ -40,11 +41,16 @@ if __package__ in (None, ""):  # run as `python benchmarks/run.py`
     sys.path.insert(0, str(REPO))
 
 from benchmarks import browser  # noqa: E402
+from experiments.report import write_report  # noqa: E402
+from experiments.runner import cannot_write  # noqa: E402
 from ppo_viz.machine import cpu_model  # noqa: E402
 
 DEFAULT_OUTPUT = REPO / "benchmarks" / "RESULTS.md"
 #: The code this round of work started from (issue 42).
 DEFAULT_BASELINE = "8c595ba"
+#: The modules :mod:`benchmarks.module_bench` measures: a baseline must have each (else its
+#: side would import this checkout's, installed in editable mode).
+MEASURED = ("ppo_clip.py", "llm_clip.py")
 #: Runs one notebook with the export's runner (this checkout's), in a kernel importing the code
 #: on ``PYTHONPATH``; prints ``{"seconds", "problems"}``.
 RUN_NOTEBOOK = """
@@ -76,7 +82,11 @@ def resolve(revision: str) -> str:
     found = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     if found.returncode:
         raise ValueError(f"{revision!r} names no commit in {REPO}")
-    return found.stdout.decode().strip()
+    commit = found.stdout.decode().strip()
+    for name in MEASURED:
+        if git("cat-file", "-e", f"{commit}:{name}").returncode:
+            raise ValueError(f"{revision!r} has no {name}, which the benchmark measures")
+    return commit
 
 
 def extract(commit: str, folder: Path) -> Path:
@@ -280,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         commit = resolve(arguments.baseline_rev)
         if output is not None and (output.is_dir() or not output.parent.is_dir()):
             raise ValueError(f"--output {output}: not a file in an existing folder")
+        if output is not None and (reason := cannot_write(output.parent)):
+            raise ValueError(f"--output {output}: cannot write into {output.parent}: {reason}")
     except ValueError as error:
         say(f"error: {error}")
         return 2
@@ -301,18 +313,24 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"notebook {path.name} ({label}) ...")
                 runs[label].append(run_notebook(root, root / path.relative_to(REPO)))
         problem = "not run (--no-browser)" if arguments.no_browser else browser.problem()
+        if not problem:
+            settings = browser.Settings(2, 1, 0.5) if arguments.quick else browser.Settings()
+            try:
+                feels = browser.measure(measured, sides, settings, say)
+            except Exception as error:  # Chromium or JupyterLab did not start: report the rest
+                said = " ".join(str(error).split())[:200]  # one line, for a table's cell
+                problem = f"not measured: {type(error).__name__}: {said}"
+                say(f"browser: {problem}")
+            else:
+                for label in sides:
+                    feels[label] += [
+                        browser.Feel(p.name, problem="not run (--quick)")
+                        for p in notebooks[len(measured) :]
+                    ]
         if problem:
             feels = {
                 label: [browser.Feel(p.name, problem=problem) for p in notebooks] for label in sides
             }
-        else:
-            settings = browser.Settings(2, 1, 0.5) if arguments.quick else browser.Settings()
-            feels = browser.measure(measured, sides, settings, say)
-            for label in sides:
-                feels[label] += [
-                    browser.Feel(p.name, problem="not run (--quick)")
-                    for p in notebooks[len(measured) :]
-                ]
     mode = "--quick" if arguments.quick else "full run"
     report = "\n\n".join(
         [
@@ -323,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
     )
     print(report)
-    if output is not None:
-        output.write_text(report + "\n", encoding="utf-8")
+    if output is not None:  # whole or not at all
+        write_report(output.parent, {output: report + "\n"})
         say(f"wrote {output}")
     return 0
 

@@ -9,6 +9,8 @@ are written.  Every name and folder is checked before any work, an unknown name 
 the valid ones, a folder that cannot be written in one line.  Only the full plan on seeds from
 0 writes to ``experiments/``; any other run writes to the study's scratch folder unless
 ``--output-dir`` names one.  The results record the machine (:func:`ppo_viz.machine.fingerprint`).
+A cache line cut short or damaged (each carries a checksum) is left out, said so, and its cell
+runs again; results damaged in any way are named in one line (:func:`damage_named`).
 
 A cell has a ``key`` (what it computes: two cells with one key run once), a ``cost`` (its
 estimated CPU seconds), a ``seed_set``, a ``label()`` for the progress bar, and is run by a
@@ -23,6 +25,7 @@ checked by :func:`check_names`, folders by :func:`cannot_write`) and what they t
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import multiprocessing
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -43,29 +47,71 @@ Runner = Callable[[Any], dict[str, Any]]
 Files = Sequence[Path]  # a study's files, its results first
 
 
-def cache_entries(path: Path | None) -> list[dict[str, Any]]:
+#: What damaged content (whole JSON whose values are not what a study wrote) raises in the code
+#: that derives from it: caught where a file is read (:func:`damage_named`), nowhere else.
+#: (ValueError: also a file not UTF-8, not JSON, or with a number of 5,000 digits.)
+DAMAGE = (ArithmeticError, AttributeError, LookupError, RecursionError, TypeError, ValueError)
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in ``path``; NaN and infinities, which JSON has not, are refused
+    (``ValueError``): a study writes None for a number it has not."""
+    return json.loads(path.read_text(encoding="utf-8"), parse_constant=_not_json)
+
+
+def _not_json(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+@contextmanager
+def damage_named(path: Path | None, remedy: str) -> Iterator[None]:
+    """Around everything derived from the file ``path`` (its statistics, report and figures):
+    an error its damaged content can cause (:data:`DAMAGE`) is one line naming the file and
+    ``remedy``, status 2 (``SystemExit``), never a traceback; nothing derived is written."""
+    try:
+        yield
+    except DAMAGE as error:
+        if path is None:  # derived from nothing read: a bug, shown whole
+            raise
+        what = f"{type(error).__name__}: {error}"[:120]
+        print(f"error: {path} is not as this study wrote it ({what}); {remedy}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def checksum(entry: dict[str, Any]) -> str:
+    """A cache entry's checksum, which every line carries: a line edited or damaged since it
+    was written fails it (json's dumps of loads gives the same text back)."""
+    return hashlib.blake2b(json.dumps(entry).encode(), digest_size=8).hexdigest()
+
+
+def cache_lines(path: Path | None) -> tuple[list[dict[str, Any]], list[int]]:
     """The cache's entries: finished cells (``key`` and ``raw``) and the wall seconds of each
-    run that wrote to it (``wall_seconds``); a line cut short by an interruption is left out."""
-    entries = []
+    run that wrote to it (``wall_seconds``); and the numbers of the lines left out, cut short
+    by an interruption or damaged since (their checksum fails: :func:`checksum`)."""
+    entries, damaged = [], []
     if path is not None and path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, 1):
             try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(entry, dict):
+                entry = json.loads(line, parse_constant=_not_json) if line else None
+                whole = entry is None or entry.pop("check") == checksum(entry)
+            except DAMAGE:
+                whole = False
+            if entry and whole:
                 entries.append(entry)
-    return entries
+            elif not whole:
+                damaged.append(number)
+    return entries, damaged
 
 
 def read_cache(path: Path | None) -> dict[str, Any]:
     """The cells a previous run finished, by key."""
-    return {e["key"]: e["raw"] for e in cache_entries(path) if "key" in e and "raw" in e}
+    return {e["key"]: e["raw"] for e in cache_lines(path)[0] if "key" in e}
 
 
 def earlier_wall_seconds(path: Path | None) -> float:
     """How long the runs before this one ran (each adds its time to the cache as it ends)."""
-    return sum(e["wall_seconds"] for e in cache_entries(path) if "wall_seconds" in e)
+    return sum(e["wall_seconds"] for e in cache_lines(path)[0] if "wall_seconds" in e)
 
 
 def note_wall_seconds(path: Path | None, seconds: float) -> None:
@@ -75,9 +121,10 @@ def note_wall_seconds(path: Path | None, seconds: float) -> None:
 
 
 def append_entry(path: Path, entry: dict[str, Any]) -> None:
-    """``entry`` on a new line of the cache, after any line that a killed run cut short."""
+    """``entry`` and its :func:`checksum` on a new line of the cache, after any line that a
+    killed run cut short."""
     with path.open("a", encoding="utf-8") as file:
-        file.write("\n" + json.dumps(entry))
+        file.write("\n" + json.dumps({**entry, "check": checksum(entry)}))
 
 
 def run_cells(
@@ -300,12 +347,14 @@ def rederive_folder(
     path = (folder or files[0].parent) / files[0].name
     command = f"python -m experiments.{path.stem}"
     try:
-        written_by = json.loads(path.read_text(encoding="utf-8"))["command"]
+        written_by = read_json(path)["command"]
         wrong = None if written_by.endswith(path.stem) else f"it holds {written_by}'s results"
     except OSError as error:
         wrong = f"cannot read it ({error.strerror})"
     except json.JSONDecodeError as error:
         wrong = f"it is not whole JSON, cut short or edited ({error.msg}, line {error.lineno})"
+    except (ValueError, RecursionError) as error:  # not UTF-8, NaN, too deep, too long a number
+        wrong = f"it is not JSON a study wrote ({type(error).__name__}: {error})"[:160]
     except (TypeError, KeyError, AttributeError):
         wrong = "it names no command that wrote it: not a study's results"
     if wrong is None:
@@ -319,12 +368,14 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
     the work.
 
     No plan (its ``REDERIVE`` flag): the results in the output folder (the first of its
-    ``FILES``) are derived again (``study.rederived``) and written.  Else the plan's cells run
-    (``study.run_cell``, in ``--jobs`` processes, cached in the output folder under the last of
-    ``FILES``' names) behind a progress bar; ``study.results_of(plan, raw)`` makes the results,
-    after what every study records: its command, the machine
-    (:func:`ppo_viz.machine.fingerprint`), the wall seconds of every session that ran them, the
-    cells' CPU seconds and the jobs (``resumed_cells``: the cells an earlier session finished);
+    ``FILES``) are derived again (``study.rederived``) and written; damaged, they are named in
+    one line (:func:`damage_named`), as is a cache whose cells make no results.  Else the plan's
+    cells run (``study.run_cell``, in ``--jobs`` processes, cached in the output folder under
+    the last of ``FILES``' names; a damaged line left out) behind a progress bar;
+    ``study.results_of(plan, raw)`` makes the results, after what every study records: its
+    command, the machine (:func:`ppo_viz.machine.fingerprint`), the wall seconds of every
+    session that ran them, the cells' CPU seconds and the jobs (``resumed_cells``: the cells an
+    earlier session finished);
     ``study.write_results(results, output)`` writes them (``study.results_markdown`` printed
     when there is no output folder).  130 on Ctrl-C, the finished cells kept in the cache for
     the same command to resume from."""
@@ -333,19 +384,19 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
     if plan is None:
         path = output / files[0].name
         try:
-            results = study.rederived(json.loads(path.read_text("utf-8")))
-        except (KeyError, IndexError, TypeError, ValueError) as error:  # whole JSON, bad content
-            what = f"{type(error).__name__}: {error}"[:120]
-            print(f"error: {path} is not the whole results of this study ({what}); run the "
-                  "study again to make it", file=sys.stderr)  # fmt: skip
-            return 2
+            with damage_named(path, "run the study again to make it"):
+                study.write_results(study.rederived(read_json(path)), output)
         except KeyboardInterrupt:
             print("interrupted: the results were left as they were", file=sys.stderr)
             return 130
-        study.write_results(results, output)
         print(f"derived {path} and its report again", file=sys.stderr)
         return 0
     cache = None if output is None else output / files[-1].name
+    damaged = cache_lines(cache)[1]
+    if damaged:
+        lines = ", ".join(map(str, damaged))
+        print(f"left out of {cache}, cut short or damaged (not as this command wrote them): "
+              f"line {lines}; the cells there run again", file=sys.stderr)  # fmt: skip
     earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
     progress = ProgressBar(plan.cells)
     started = time.perf_counter()
@@ -360,17 +411,18 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     note_wall_seconds(cache, seconds)  # kept if the statistics or the writing fail
     try:
-        cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
-        made = {"command": study.COMMAND, "machine": fingerprint()}
-        made |= {"seconds": round(earlier + seconds), "cpu_seconds": round(cpu), "jobs": jobs}
-        results = {**made, **study.results_of(plan, raw), "resumed_cells": resumed}
-    except KeyboardInterrupt:  # every cell finished: the statistics were being derived
+        with damage_named(cache if resumed else None, "remove it to run its cells again"):
+            cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
+            made = {"command": study.COMMAND, "machine": fingerprint()}
+            made |= {"seconds": round(earlier + seconds), "cpu_seconds": round(cpu), "jobs": jobs}
+            results = {**made, **study.results_of(plan, raw), "resumed_cells": resumed}
+            if output is None:
+                print(study.results_markdown(results))
+                return 0
+            study.write_results(results, output)
+    except KeyboardInterrupt:  # every cell finished: the results were being derived or written
         print(interrupted_message(cache), file=sys.stderr)
         return 130
-    if output is None:
-        print(study.results_markdown(results))
-        return 0
-    study.write_results(results, output)
     if cache is not None:
         cache.unlink(missing_ok=True)
     print(f"wrote {output} in {results['seconds']} s", file=sys.stderr)

@@ -102,9 +102,12 @@ MIN_INKED_SHARE = 0.005
 
 
 def browser_problem() -> str:
-    """Why Chromium cannot be driven here (empty when it can): no browser, or no Playwright."""
+    """Why Chromium cannot be driven here (empty when it can): no browser (nothing runnable at
+    :data:`CHROMIUM`), or no Playwright."""
     if not CHROMIUM.exists():
         return f"Chromium not found at {CHROMIUM}"
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        return f"Chromium not runnable at {CHROMIUM}: not an executable file"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:

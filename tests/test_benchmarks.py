@@ -117,6 +117,8 @@ def test_the_first_notebooks_slider_is_felt_on_both_sides(report):
         (["--baseline-rev=--output=x"], "is not a revision"),
         (["--output", "."], "not a file in an existing folder"),
         (["--output", "no-such-folder/results.md"], "not a file in an existing folder"),
+        (["--output", "/proc/results.md"], "cannot write into /proc: No such file or directory"),
+        (["--baseline-rev", "b3bf64f"], "'b3bf64f' has no llm_clip.py, which the benchmark"),
     ],
 )
 def test_a_bad_argument_stops_the_run_before_anything_is_measured(
@@ -126,6 +128,38 @@ def test_a_bad_argument_stops_the_run_before_anything_is_measured(
     assert run.main(["--quick", *arguments]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert message in line
+
+
+def launch_fails(*_):
+    raise RuntimeError("BrowserType.launch: spawn /tmp EACCES\nCall log: ...")
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        ({"CHROMIUM": REPO}, f"Chromium not runnable at {REPO}: not an executable file"),
+        ({"CHROMIUM": REPO / "README.md"}, "README.md: not an executable file"),
+        ({"problem": lambda: "", "measure": launch_fails}, "not measured: RuntimeError: Bro"),
+    ],
+)
+def test_a_browser_that_does_not_run_leaves_the_rest_of_the_report(
+    broken, said, tmp_path, monkeypatch
+):
+    """A Chromium path that is no program, or a browser that fails to start: the report of
+    what was measured is written, the browser part marked not measured (the other parts here
+    stand-ins, not measured)."""
+    for name, value in broken.items():
+        monkeypatch.setattr(browser.browser_support if name == "CHROMIUM" else browser, name, value)
+    monkeypatch.setattr(run, "extract", lambda *_: REPO)
+    timing = {"function": "f", "n": 1, "module": 1.0, "textbook": 1.0, "agrees": True}
+    monkeypatch.setattr(run, "module_bench", lambda *_: [timing])
+    monkeypatch.setattr(run, "run_notebook", lambda *_: {"seconds": 1.0, "problems": []})
+    assert run.main(["--quick", "--output", str(tmp_path / "results.md")]) == 0
+    report = tables((tmp_path / "results.md").read_text(encoding="utf-8"))
+    first = titled(report, "Feel in the browser: one slider")[0]
+    assert said in first["now: key press ms"]
+    assert said in first[f"{BASE}: key press ms"]
+    assert titled(report, "Notebooks executed")[0]["now s"] == "1.0"
 
 
 def test_the_feel_targets_are_judged_as_the_readme_states_them():

@@ -6,8 +6,11 @@ overwrites the committed files)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import json
+import operator
 import os
 import re
 import resource
@@ -30,7 +33,7 @@ from experiments.evidence import (
     stable_range,
     verdict_of,
 )
-from experiments.runner import earlier_wall_seconds, read_cache
+from experiments.runner import append_entry, earlier_wall_seconds, read_cache
 from ppo_viz.machine import fingerprint
 from ppo_viz.results import difference, load_results, markdown
 from ppo_viz.rlhf import results as rlhf_results
@@ -560,17 +563,102 @@ def test_the_quick_run_prints_its_report_and_writes_nothing(study, scratch, caps
     assert not scratch.exists()
 
 
-@pytest.mark.parametrize("study", COMMANDS)
-def test_results_whose_content_is_damaged_are_refused_in_one_line(study, tmp_path, capsys):
-    """Whole JSON of this study that lost everything but its command: one line naming the file
-    and status 2 on a rederive, not a traceback; nothing is written."""
+def edited(*where: str | int, value: object = None):
+    """The committed results' text with the value at ``where`` (keys, indices) replaced by
+    ``value``, or deleted (None)."""
+
+    def edit(text: str) -> bytes:
+        results = json.loads(text)
+        inside = functools.reduce(operator.getitem, where[:-1], results)
+        if value is None:
+            del inside[where[-1]]
+        else:
+            inside[where[-1]] = value
+        return json.dumps(results).encode()
+
+    return edit
+
+
+S = '"seconds": '  # a number in every study's results
+
+
+@pytest.mark.parametrize(
+    ("study", "damage", "said"),
+    [
+        ("mismatch", edited("machine"), "KeyError: 'machine'"),
+        ("mismatch", edited("seconds"), "KeyError: 'seconds'"),
+        ("mismatch", edited("settings", "updates"), "KeyError: 'updates'"),
+        ("mismatch", edited("sets", value="x"), "AttributeError: 'str' object"),
+        ("mismatch", edited("cells", 0, "raw", "gap_quantiles", value=[0.0]), "IndexError"),
+        ("mismatch", edited("cells", 0, "raw", "bias", "control", "floor", value=0), "ZeroDiv"),
+        ("rlhf", lambda text: json.dumps({"command": json.loads(text)["command"]}).encode(), "Key"),
+        ("why_clip", edited("sweeps", value="x"), "AttributeError: 'str' object"),
+        ("rlhf", lambda text: text.replace(S, S + "1" * 5001, 1).encode(), "4300 digits"),
+        ("mismatch", lambda text: b"\xff\xfe" + text.encode(), "UnicodeDecodeError: 'utf-8'"),
+        ("why_clip", lambda _: b"[" * 100_000 + b"]" * 100_000, "RecursionError: maximum"),
+        ("mismatch", lambda text: text.replace(S, S + 'NaN, "x": ', 1).encode(), "NaN is not"),
+        ("rlhf", lambda text: text.replace(S, S + '-Infinity, "x": ', 1).encode(), "-Infinity"),
+    ],
+)
+def test_results_whose_content_is_damaged_are_refused_in_one_line(
+    study, damage, said, tmp_path, capsys
+):
+    """Results damaged in any way (a key deleted, a value of another kind, a list cut short, a
+    zero, not UTF-8, nested too deep, a number too long, NaN): one line naming the file and
+    what is wrong, status 2, on a rederive, never a traceback; nothing is written."""
     command, option = COMMANDS[study]
-    results = json.loads(command.FILES[0].read_text(encoding="utf-8"))
     damaged = tmp_path / command.FILES[0].name
-    damaged.write_text(json.dumps({"command": results["command"]}), encoding="utf-8")
+    damaged.write_bytes(damage(command.FILES[0].read_text(encoding="utf-8")))
     before = listing(tmp_path)
-    assert command.main([option, "--output-dir", str(tmp_path)]) == 2
-    shown = capsys.readouterr().err
-    assert f"{damaged} is not the whole results" in shown
-    assert len(shown.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_:
+        command.main([option, "--output-dir", str(tmp_path)])
+    assert exit_.value.code == 2
+    [shown] = capsys.readouterr().err.strip().splitlines()
+    assert str(damaged) in shown
+    assert said in shown
     assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("damage", "status", "runs", "said"),
+    [
+        (b'{"wall_seconds": "12"}', 0, 5, "line 6;"),  # a number made text
+        (b"\xff\xfe", 0, 5, "line 6;"),
+        (b"[" * 100_000, 0, 5, "line 6;"),
+        ("a cell's scores edited", 0, 6, "line 2;"),
+        ("a cell's scores cut, with its checksum", 2, 5, "not as this study wrote it (ValueErr"),
+    ],
+)
+def test_a_damaged_cache_line_is_named_and_its_cell_runs_again(
+    damage, status, runs, said, tmp_path, monkeypatch, capsys
+):
+    """A line of the cache damaged since it was written (it fails its checksum) is left out,
+    said so at the start, and its cell runs again; cells whose numbers pass their checksum but
+    make no results (another version's) are named in one line, status 2."""
+    command, calls, real, stop = why_clip, [], why_clip.run_cell, [4]
+
+    def run_cell(cell):
+        calls.append(cell)
+        if len(calls) in stop:
+            raise KeyboardInterrupt
+        return real(cell)
+
+    monkeypatch.setattr(command, "run_cell", run_cell)
+    arguments = [*SLICES["why_clip"].split(), "--output-dir", str(tmp_path)]
+    assert command.main(arguments) == 130  # three cells kept, on lines 2 to 4
+    cache = tmp_path / command.CACHE_NAME
+    lines = cache.read_bytes().split(b"\n")
+    cell = json.loads(lines[1])
+    cell["raw"]["score"] = cell["raw"]["score"][:1]
+    if damage == "a cell's scores edited":
+        lines[1] = json.dumps(cell).encode()
+    cache.write_bytes(b"\n".join([*lines, *([damage] if isinstance(damage, bytes) else [])]))
+    if status:
+        append_entry(cache, {"key": cell["key"], "raw": cell["raw"]})
+    calls.clear(), stop.clear(), capsys.readouterr()
+    with pytest.raises(SystemExit) if status else contextlib.nullcontext() as exit_:
+        assert command.main(arguments) == 0
+    assert (exit_.value.code if status else 0, len(calls)) == (status, runs)
+    shown = capsys.readouterr().err
+    assert said in shown
+    assert str(cache) in shown
