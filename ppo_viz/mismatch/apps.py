@@ -58,8 +58,7 @@ def committed_bias(bits: Any, top_p: float, stale: int) -> dict[str, dict[str, f
 
 @cache
 def study_curves() -> dict[str, Any] | None:
-    """The committed study's curves, read once (a third of a setting's time when read at each
-    one), or None without its results."""
+    """The committed study's curves (read once: a third of ``update``'s time at each), or None."""
     return load_results(RESULTS_JSON)["curves"] if RESULTS_JSON.exists() else None
 
 
