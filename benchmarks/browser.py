@@ -53,7 +53,8 @@ PROBES = {
 }
 #: Notebooks whose probed slider acts on release (``continuous_update=False``: each setting
 #: trains, as in notebook 4's explorer): judged by the figure after the release, not a rate.
-ON_RELEASE = {"why_clip", "ratios_that_are_not_1"}
+#: Notebook 9's sliders follow a drag over their 5 positions: judged as a drag.
+ON_RELEASE = {"why_clip"}
 #: The feel targets (issue 30): a step; a setting of a slider that trains; a drag.
 STEP_TARGET_S = 0.150
 SETTING_TARGET_S = 0.250

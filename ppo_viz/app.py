@@ -466,14 +466,17 @@ def slider(
     return kind(value=value, min=low, max=high, step=step, description=description, **options)
 
 
-def selection(description: str, options: Sequence[float], value: float) -> widgets.SelectionSlider:
+def selection(
+    description: str, options: Sequence[float], value: float, *, continuous_update: bool = False
+) -> widgets.SelectionSlider:
     """A slider over ``options``, laid out like every other control, that acts when released
-    (each position may start a computation)."""
+    (each position may start a computation), or with ``continuous_update`` at each position a
+    drag passes (for positions drawn in well under 150 ms)."""
     return widgets.SelectionSlider(
         options=list(options),
         value=value,
         description=description,
-        continuous_update=False,
+        continuous_update=continuous_update,
         **control_layout(),
     )
 

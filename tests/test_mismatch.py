@@ -210,7 +210,11 @@ def test_a_bad_engine_or_rollout_setting_is_refused_by_name(make, error, name):
 
 def test_the_explorer_draws_the_measurements_of_its_setting():
     app = apps.MismatchExplorer(bits=0, top_p=1.0, stale=0)
-    app.controls["stale"].value = 4
+    assert all(control.continuous_update for control in app.controls.values())  # follow a drag
+    trained = measures.policies_ahead.cache_info().misses
+    for stale in (*measures.SOURCES["stale"], 4):  # each staleness, none trains a policy again
+        app.controls["stale"].value = stale
+    assert measures.policies_ahead.cache_info().misses == trained
     batch = measures.mismatch_batch(Engine(), apps.RUNS, apps.SEED, 4)
     gaps = (batch.logp_old - batch.logp_rollout)[batch.mask]
     counts, _ = np.histogram(np.clip(gaps, apps.EDGES[0], apps.EDGES[-1]), apps.EDGES)

@@ -51,10 +51,15 @@ def committed_bias(bits: Any, top_p: float, stale: int) -> dict[str, dict[str, f
     """The study's gradient bias per correction here, if it measured it (one source on), or None."""
     on = {"bits": bits, "top_p": top_p, "stale": stale}
     changed = [s for s, v in on.items() if v != measures.SOURCES[s][0]] or ["bits"]
-    if len(changed) > 1 or not RESULTS_JSON.exists():
+    if len(changed) > 1 or (curves := study_curves()) is None:
         return None
-    curve = load_results(RESULTS_JSON)["curves"][changed[0]]
-    return curve[measures.SOURCES[changed[0]].index(on[changed[0]])]["bias"]
+    return curves[changed[0]][measures.SOURCES[changed[0]].index(on[changed[0]])]["bias"]
+
+
+@cache
+def study_curves() -> dict[str, Any] | None:
+    """The committed study's curves (read once: a third of ``update``'s time at each), or None."""
+    return load_results(RESULTS_JSON)["curves"] if RESULTS_JSON.exists() else None
 
 
 def refuse_unmeasured(**settings: object) -> None:
@@ -68,7 +73,11 @@ def refuse_unmeasured(**settings: object) -> None:
 
 
 class MismatchExplorer(LiveFigure):
-    """Gaps, each mode's weights, OPSM's dropped responses and the gradient's bias, live."""
+    """Gaps, each mode's weights, OPSM's dropped responses and the gradient's bias, live.
+
+    The sliders follow a drag: a setting's batches take milliseconds the first time (the stale
+    policies are trained once, for every staleness, by :func:`measures.policies_ahead`), and its
+    redraw a few tens of them."""
 
     description = "An inference engine's mismatch: gaps, weights, OPSM and the gradient's bias"
 
@@ -78,7 +87,9 @@ class MismatchExplorer(LiveFigure):
             refuse_unmeasured(**start)
         except InputError as error:  # the start values, refused as a slider would not
             raise ValueError(str(error)) from None
-        controls = {k: selection(label, SIZES[k], start[k]) for k, label in SLIDERS.items()}
+        controls = {
+            k: selection(v, SIZES[k], start[k], continuous_update=True) for k, v in SLIDERS.items()
+        }
         with figure_style():  # every artist made inside: presentation mode's type sizes
             figure = Figure(figsize=figure_size((9.0, 6.2), (9.6, 5.44)), layout="constrained")
             self.panels(figure)
