@@ -51,6 +51,7 @@ import base64
 import io
 import math
 import os
+import threading
 import unittest.mock
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -158,6 +159,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self._held = False  # Reset sets every control, then draws once
         self._redraw_due = False  # a drawing waits for the event loop's next turn
         self._loop = _running_loop()  # the loop that draws the figure (none in a script)
+        self._thread = threading.get_ident()  # the thread it runs on
         self._limits = self._axes_limits()
         for artist in self.moving:
             artist.set_animated(True)
@@ -210,22 +212,26 @@ class LiveFigure(StaticFallback, widgets.VBox):
             loop.call_soon_threadsafe(self._redraw_in_place)
         return True
 
+    def _elsewhere(self) -> bool:
+        """Whether this runs on another thread than the one whose event loop draws the figure
+        (a kernel's subshell), while that loop is still there."""
+        loop = self._loop
+        return loop is not None and not loop.is_closed() and threading.get_ident() != self._thread
+
     def _drawing_loop(self) -> asyncio.AbstractEventLoop | None:
-        """The loop running where the figure was made or first refreshed (none in a script)."""
-        if self._loop is None or self._loop.is_closed():
-            self._loop = _running_loop()
-        return self._loop
+        """The figure's loop from another thread, else the loop running here (none in a script
+        or a test, even where the figure was made inside a loop that no longer runs)."""
+        return self._loop if self._elsewhere() else _running_loop()
 
     def in_turn(self, act: Callable[..., Any]) -> Callable[..., None]:
-        """``act`` as a widget's callback: run at once on the figure's event loop (or without
-        one), else handed to that loop, so that it never runs beside a drawing."""
+        """``act`` as a widget's callback: run at once on the figure's own thread (or without a
+        loop), else handed to the figure's loop, so that it never runs beside a drawing."""
 
         def run(*args: Any) -> None:
-            loop = self._drawing_loop()
-            if loop is None or loop is _running_loop():
-                act(*args)
+            if self._elsewhere():
+                self._loop.call_soon_threadsafe(act, *args)  # type: ignore[union-attr]
             else:
-                loop.call_soon_threadsafe(act, *args)
+                act(*args)
 
         return run
 

@@ -184,6 +184,24 @@ def test_without_an_event_loop_a_change_is_drawn_at_once_and_an_error_raises():
     assert blits == [-1.5, 0.7]
 
 
+def test_a_figure_made_while_a_loop_was_set_running_draws_at_once_after_it_stopped():
+    """Playwright's sync API leaves a loop set running in its thread that never turns again: a
+    figure made then (a module's fixture) and changed later, with no loop running, is drawn at
+    once, as in a script, not handed to that loop."""
+    loop = asyncio.new_event_loop()
+    asyncio._set_running_loop(loop)
+    try:
+        app = slope_app()
+    finally:
+        asyncio._set_running_loop(None)
+    drawn: list[float] = []
+    draw = app.canvas.draw
+    app.canvas.draw = lambda: drawn.append(app.controls["slope"].value) or draw()
+    app.controls["slope"].value = -1.5
+    loop.close()
+    assert drawn == [-1.5]  # whole: the first drawing, deferred to that loop, never came
+
+
 def test_a_refused_value_is_a_message_in_place_and_the_last_figure_stays():
     app = slope_app()
     app.controls["slope"].value = 0.5
