@@ -60,6 +60,20 @@ def methods_table(results: Mapping[str, Any]) -> Table:
     return header, rows
 
 
+def critical_value_line(results: Mapping[str, Any]) -> str:
+    """The sentence on the band's one critical value per curve, with the largest and the median
+    of the curves' ``c``."""
+    c = [curve["c"] for f in results["findings"] for curve in f["curves"].values()]
+    if not c:
+        return ""
+    return (
+        "One critical value serves a whole curve, so a setting where most seeds' differences "
+        "are exactly 0 can inflate it (each curve's `c` in rlhf_study.json: up to "
+        f"{max(c):.2f} here, against a median of {np.median(c):.2f}): such a curve's band is "
+        "wider than it needs to be, and its stated ranges understate."
+    )
+
+
 def results_markdown(results: Mapping[str, Any], transfer: Mapping[str, Any] | None = None) -> str:
     """RESULTS_LLM.md: how and where it was made, the design, the findings, the ``transfer``
     check's section (if given) and every table."""
@@ -136,7 +150,8 @@ def results_markdown(results: Mapping[str, Any], transfer: Mapping[str, Any] | N
         "true values together in about 95% of seed sets). A finding is stated where the "
         "discovery and the confirmation sets' bands both exclude 0 on one side; the third set "
         "tests the statement. A side with no such setting is *not detectable here*. No "
-        "best-versus-best comparison is made: every learning rate is shown.",
+        "best-versus-best comparison is made: every learning rate is shown. "
+        + critical_value_line(results),
         f"![Final accuracy against the learning rate, per μ]({SCORE_FIGURE.name})",
         f"![Batch reward, response length, the wrong responses' excess length and entropy over "
         f"training at lr "

@@ -565,6 +565,15 @@ def at(key: str, mu: int, lr: float) -> str:
     return f"{f['curves']['confirmation']['mean'][i]:+.3f}"
 
 
+def reach(key: str, lrs, half: bool = False) -> float:
+    """How far from 0 (``half``: the largest half-width) the confirmation seeds' band of a
+    finding reaches over the settings at learning rates ``lrs``."""
+    f = finding(key)
+    at_lrs = [i for i, (_, lr) in enumerate(f["settings"]) if lr in lrs]
+    low, high = (np.array(f["curves"]["confirmation"][k])[at_lrs] for k in ("low", "high"))
+    return float(((high - low) / 2).max() if half else np.abs([low, high]).max())
+
+
 def confirmation(method: str, lr: float, mu: int) -> dict:
     return cell_of(committed(), "confirmation", method, lr, mu)
 
@@ -633,6 +642,25 @@ def part_b_numbers() -> list[str]:
         for lr, mu in ((0.001, 2), (0.02, 8))
     }
     third = results["third_set"]
+    small, large = [lr for lr in lrs if lr <= 0.003], [lr for lr in lrs if lr >= 0.02]
+    dr = finding("dr_grpo_accuracy")  # its lowest band point, at a large learning rate
+    lowest = int(np.argmin(dr["curves"]["confirmation"]["low"]))
+    (mu_low, lr_low), dr_low = dr["settings"][lowest], dr["curves"]["confirmation"]["low"][lowest]
+    assert lr_low in large
+    efficiency = finding("gspo_efficiency")["supports"]  # stated by two sets, not by the third
+    unconfirmed = [s for s in efficiency["stated"] if s not in efficiency["held"]]
+    assert unconfirmed
+    assert not efficiency["contradicted"]
+    cispo = finding("cispo_speed")
+    c, sign = ({k: v[f] for k, v in cispo["curves"].items()} for f in ("c", "sign"))
+    assert c["discovery"] == max(c.values())
+    more = [d == 0 and -1 == k == r for d, k, r in zip(*sign.values(), strict=True)]
+    mine, theirs = (
+        cell_of(results, "discovery", m, 0.003, 2)["per_seed"]["reward_mean"]
+        for m in ("cispo", "dapo")
+    )
+    zeros = sum(a == b for a, b in zip(mine, theirs, strict=True))
+    gspo_band = (f"{ran['gspo'][k] * 1e4:g}" for k in ("eps_low", "eps_high"))
     return [
         # the design
         f"{m['prompts']} prompts and answers of up to {m['max_len']} tokens",
@@ -673,6 +701,23 @@ def part_b_numbers() -> list[str]:
         f"higher at μ 8 at lr 0.03 ({at('gspo_band_on_tokens', 8, 0.03)})",
         f"only at μ 8 at lr 0.003 ({at('gspo_ratio_at_grpo_band', 8, 0.003)})",
         f"(by {at('cispo_speed', 8, 0.02)} at lr 0.02, $\\mu = 8$)",
+        # the bands' width where a finding is not detectable or reads "not below"
+        f"bands reach {dr_low:+.3f} (at lr {lr_low:g}, $\\mu = {mu_low}$)",
+        f"({at('length_bias_aggregation', 2, 0.001)} tokens at lr 0.001, $\\mu = 2$)",
+        f"within ±{reach('length_bias_std', small):.2f} tokens at lr ≤ {small[-1]:g} but only "
+        f"within ±{reach('length_bias_std', large):.2f} at lr ≥ {large[0]:g}",
+        f"at lr ≥ {large[0]:g} its confirmation seeds' bands are as wide as "
+        f"±{reach('gspo_ratio_at_grpo_band', large, half=True):.2f}",
+        "(${}\\times10^{{-4}}$ below and ${}\\times10^{{-4}}$ above on the geometric mean of an "
+        "answer's token ratios, against {:g} on each token's)".format(
+            *gspo_band, ran["grpo_tight"]["eps_high"]
+        ),
+        f"put it higher at {grid_text(unconfirmed, lrs)} "
+        f"({at('gspo_efficiency', *unconfirmed[0])}), which the replication seeds' band does not",
+        f"({zeros} of {len(mine)} discovery seeds' at lr 0.003, $\\mu = 2$)",
+        f"The discovery seeds' c is {c['discovery']:.2f}, against {c['confirmation']:.2f} and "
+        f"{c['replication']:.2f} on the confirmation and replication seeds, which both put CISPO "
+        f"lower at {sum(more)} more settings",
         f"at any of the {len(finding('clip_higher_entropy')['settings'])} settings",
         f"falls from {entropy[0.001, 2][0]:g} to {entropy[0.001, 2][-1]:g} nats over training at "
         f"lr 0.001, $\\mu = 2$, and from {entropy[0.02, 8][0]:g} to {entropy[0.02, 8][-1]:g} at lr "

@@ -33,10 +33,7 @@ from ppo_viz.numbers import rounded
 from ppo_viz.rlhf import apps
 from ppo_viz.rlhf.apps import TrainingExplorer, smoothed
 from ppo_viz.rlhf.figures import CURVE_PANELS, curves_figure, effects_figure, score_figure
-from ppo_viz.rlhf.results import (
-    cell_of,
-    load_results,
-)
+from ppo_viz.rlhf.results import RESULTS_MARKDOWN, cell_of, grid_text, load_results
 from tiny_lm import reference_model, right_answer_probability
 from tiny_rlhf import METHODS, TrainSettings
 
@@ -145,6 +142,21 @@ def test_the_third_set_count_is_the_stated_sides_that_hold_on_it():
         "contradicted": sum(bool(s["contradicted"]) for s in sides),
     }
     assert results["third_set"]["contradicted"] == 0  # what the notebook says
+
+
+def test_the_report_names_where_the_third_set_holds_0_and_the_bands_critical_values():
+    """Where discovery and confirmation agree but the third set's band holds 0, the report
+    names the settings; and it gives the curves' largest and median critical value (c)."""
+    results = committed()
+    text = " ".join(RESULTS_MARKDOWN.read_text(encoding="utf-8").split())
+    c = [curve["c"] for f in results["findings"] for curve in f["curves"].values()]
+    said = [f"up to {max(c):.2f} here, against a median of {np.median(c):.2f}"]
+    for side in (f[s] for f in results["findings"] for s in ("supports", "against")):
+        left = [s for s in side["stated"] if s not in side["held"] + side["contradicted"]]
+        lrs = results["learning_rates"]
+        said += [f"; the third set's band holds 0 at {grid_text(left, lrs)})"] if left else []
+    assert len(said) == 3  # gspo_efficiency at mu 8, lr 0.02; clipping_needed at mu 8, lr 0.01
+    assert_states(text, *said)
 
 
 def test_with_one_update_nothing_is_clipped_and_the_clip_variants_are_one_run():

@@ -97,6 +97,9 @@ def side_text(results: Mapping[str, Any], finding: Mapping[str, Any], name: str)
     text += "both sets agree on"
     if side["contradicted"]:
         text += f"; the third set goes the other way at {grid_text(side['contradicted'], lrs)}"
+    unconfirmed = [s for s in side["stated"] if s not in side["held"] + side["contradicted"]]
+    if unconfirmed:
+        text += f"; the third set's band holds 0 at {grid_text(unconfirmed, lrs)}"
     return text + ")"
 
 
