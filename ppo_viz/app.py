@@ -160,6 +160,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self._redraw_due = False  # a drawing waits for the event loop's next turn
         self._loop = _running_loop()  # the loop that draws the figure (none in a script)
         self._thread = threading.get_ident()  # the thread it runs on
+        self._refresh_queued = False  # a control's change, handed to the loop, not yet drawn
         self._limits = self._axes_limits()
         for artist in self.moving:
             artist.set_animated(True)
@@ -171,7 +172,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         for name, control in self.controls.items():
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
-            control.observe(self.in_turn(lambda _: self._held or self.refresh()), names="value")
+            control.observe(self._value_changed, names="value")
         self._start = self.values()
         boxes = [[self.controls[name] for name in row] for row in rows]
         #: Sets every control back to its start; at the end of the last row (without rows,
@@ -234,6 +235,23 @@ class LiveFigure(StaticFallback, widgets.VBox):
                 act(*args)
 
         return run
+
+    def _value_changed(self, _change: Any) -> None:
+        """A control moved: refresh now on the figure's thread; from another thread, once on the
+        figure's loop, with the values then current (a subshell answers at once, so a drag's
+        values arrive faster than they are drawn: refreshing for each queued one lost frames)."""
+        if self._held:
+            return
+        if not self._elsewhere():
+            self.refresh()
+        elif not self._refresh_queued:
+            self._refresh_queued = True
+            self._loop.call_soon_threadsafe(self._queued_refresh)  # type: ignore[union-attr]
+
+    def _queued_refresh(self) -> None:
+        self._refresh_queued = False
+        if not self._held:
+            self.refresh()
 
     def reset(self) -> None:
         """Set every control back to the value it started with, then draw once."""

@@ -153,7 +153,8 @@ def test_messages_from_another_thread_are_drawn_in_turn_on_the_figures_loop():
         frames.clear()
         subshell = threading.Thread(
             target=lambda: (
-                setattr(app.controls["slope"], "value", -1.5),
+                setattr(app.controls["slope"], "value", -0.5),  # a drag's values, faster than
+                setattr(app.controls["slope"], "value", -1.5),  # drawn: refreshed once, at -1.5
                 app.canvas._handle_custom_msg({"type": "draw"}, []),
             )
         )
@@ -164,7 +165,8 @@ def test_messages_from_another_thread_are_drawn_in_turn_on_the_figures_loop():
         return app
 
     app = asyncio.run(a_value_and_a_draw_from_another_thread())
-    assert ran == [threading.current_thread()] * 2  # the value's update, then 'draw'
+    assert ran == [threading.current_thread()] * 2  # the values' one update, then 'draw'
+    assert app.values() == {"slope": -1.5}
     assert len(frames) == 1  # the full drawing's, with the new value; no empty diff after it
     assert_shows_the_full_figure(app)
 
