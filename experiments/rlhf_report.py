@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ from ppo_viz.rlhf.results import (
 
 #: The cell whose curves over training the second figure shows.
 CURVES_CELL = (0.02, 8)
+#: The accuracies the transfer check measures, by the prompts they average over.
+PROMPT_NAMES = {"held_out": "held-out prompts", "trained": "trained prompts"}
 #: The transfer check's results (:mod:`experiments.rlhf_transfer`), shown in this report.
 TRANSFER_JSON = RESULTS_JSON.with_name("rlhf_transfer.json")
 
@@ -251,6 +253,7 @@ def transfer_section(t: Mapping[str, Any]) -> list[str | Table]:
         "seeds at each setting tested, and its band.",
         (["finding", "side", "compared", "mean [band] per setting", "here"], rows),
         *length_table(t),
+        *control_tables(t),
     ]
 
 
@@ -271,6 +274,76 @@ def length_table(t: Mapping[str, Any]) -> list[str | Table]:
         "share of tokens clipped over all updates in responses to prompts whose right answer has "
         f"{lengths[0]} to {lengths[-1]} tokens (`<eos>` included), each a mean over the seeds:",
         (["method", "μ", "lr", *(f"{n} tokens" for n in lengths)], rows),
+    ]
+
+
+def control_tables(t: Mapping[str, Any]) -> list[str | Table]:
+    """The transfer check's two controls (:func:`experiments.rlhf_transfer.control_tests`):
+    GSPO against the GRPO that clips as many tokens, and minibatches beside epochs."""
+    tests = t.get("control_tests")
+    if not tests:
+        return []
+    names = {k: v["label"] for k, v in (*t["methods"].items(), *t["controls"].items())}
+    split = next(v for v in t["controls"].values() if v["minibatches"] > 1)
+    grpos = [m for m in tests["clip_match"][0]["clip_fraction"] if m != "gspo"]
+
+    def band(values: Sequence[float]) -> str:
+        return "{:+.3f} [{:+.3f}, {:+.3f}]".format(*values)
+
+    def sides(rows: list[dict[str, Any]], name: str) -> str:
+        bands = [r[name]["held_out"] for r in rows]
+        under, over = sum(b[2] < 0 for b in bands), sum(b[1] > 0 for b in bands)
+        return f"below 0 at {under} of {len(rows)} settings and above 0 at {over}"
+
+    matched = [
+        [f"{r['setting'][0]}", f"{r['setting'][1]:g}"]
+        + [f"{r['clip_fraction'][m]:.4f}" for m in ("gspo", *grpos)]
+        + [names[r["matched"]], *(band(r["gspo_minus_matched"][m]) for m in PROMPT_NAMES)]
+        for r in tests["clip_match"]
+    ]
+    minibatch = [
+        [f"{r['minibatches']}", f"{r['setting'][0]}", f"{r['setting'][1]:g}"]
+        + [f"{r['clip_fraction'][m]:.4f}" for m in ("grpo", "gspo")]
+        + [band(r[d][m]) for d in ("grpo_minus_unclipped", "gspo_minus_grpo") for m in PROMPT_NAMES]
+        for r in tests["minibatch"]
+    ]
+    split_rows = [r for r in tests["minibatch"] if r["minibatches"] > 1]
+    shares = [
+        r["clip_fraction"][r["matched"]] / r["clip_fraction"]["gspo"] for r in tests["clip_match"]
+    ]
+    epochs = sorted({r["setting"][0] for r in tests["minibatch"] if r["minibatches"] == 1})
+    return [
+        "**GSPO against a GRPO that clips as many tokens.** GSPO's band switches off far more "
+        "tokens than GRPO's at ε 0.2, so GRPO ran too at token bands of "
+        + ", ".join(f"{t['controls'][m]['eps_high']:g}" for m in grpos if m in t["controls"])
+        + " (both sides) on the same seeds. Per setting: each one's share of tokens clipped "
+        "(mean over the seeds) beside GSPO's, the GRPO whose share is nearest GSPO's (chosen by "
+        f"the clip fraction alone, never by the accuracy; it clips {min(shares):.0%} to "
+        f"{max(shares):.0%} as many tokens as GSPO), and GSPO minus it in accuracy, with "
+        "the band of that comparison over these settings. On the held-out prompts that band is "
+        f"{sides(tests['clip_match'], 'gspo_minus_matched')}.",
+        (
+            ["μ", "lr", "GSPO clipped", *(f"{names[m]} clipped" for m in grpos), "nearest"]
+            + [f"GSPO − nearest, {PROMPT_NAMES[m]}" for m in PROMPT_NAMES],
+            matched,
+        ),
+        f"**Minibatches beside epochs.** GRPO, GSPO and the unclipped surrogate at μ 1 with each "
+        f"batch split into {split['minibatches']} minibatches, one Adam step each (from the "
+        f"second the ratio is not 1), beside the check's μ {' and '.join(map(str, epochs))} "
+        "over the whole batch (1 minibatch) at the same learning rates; each difference's band "
+        "is over the rows with as many minibatches. With minibatches, on the held-out prompts, "
+        f"the band of GRPO − unclipped is {sides(split_rows, 'grpo_minus_unclipped')}; that of "
+        "GSPO − GRPO "
+        f"{sides(split_rows, 'gspo_minus_grpo')}.",
+        (
+            ["minibatches", "μ", "lr", "GRPO clipped", "GSPO clipped"]
+            + [
+                f"{d}, {PROMPT_NAMES[m]}"
+                for d in ("GRPO − unclipped", "GSPO − GRPO")
+                for m in PROMPT_NAMES
+            ],
+            minibatch,
+        ),
     ]
 
 

@@ -66,7 +66,7 @@ from experiments.rlhf_report import write_results as write_results
 from experiments.runner import check_names, digits, kept, seed_count
 from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
-from tiny_rlhf import LENGTHS, METHODS, History, TrainSettings, train
+from tiny_rlhf import LENGTHS, METHODS, History, Method, Rollout, TrainSettings, train
 
 COMMAND = "python -m experiments.rlhf_study"
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_study_partial"
@@ -97,7 +97,9 @@ PROMPT_SPLIT = {"held_out": HELD_OUT, "trained": TRAINED}
 @dataclass(frozen=True)
 class Cell:
     """One method at one learning rate and mu, on seeds ``first_seed .. + seeds - 1``;
-    ``transfer``: each seed's own reference, training on :data:`TRAINED` prompts only."""
+    ``transfer``: each seed's own reference, training on :data:`TRAINED` prompts only; a
+    control of the transfer check runs ``own`` (None: ``METHODS[method]``) and splits each
+    batch into ``steps`` minibatches (:class:`tiny_rlhf.Rollout`'s ``steps_per_generation``)."""
 
     seed_set: str
     method: str
@@ -105,12 +107,19 @@ class Cell:
     first_seed: int
     seeds: int
     transfer: bool = False
+    own: Method | None = None
+    steps: int = 1
+
+    @property
+    def trainer(self) -> Method:
+        return self.own or METHODS[self.method]
 
     @property
     def key(self) -> str:
         """Everything the cell's numbers depend on, as text (the cache's key)."""
-        fields = {"method": asdict(METHODS[self.method]), "settings": asdict(self.settings)}
+        fields = {"method": asdict(self.trainer), "settings": asdict(self.settings)}
         fields |= {"transfer": True} if self.transfer else {}
+        fields |= {"steps_per_generation": self.steps} if self.steps > 1 else {}
         return json.dumps({**fields, "seeds": [self.first_seed, self.seeds]}, sort_keys=True)
 
     @property
@@ -121,8 +130,8 @@ class Cell:
 
     def label(self) -> str:
         s = self.settings
-        return (
-            f"{self.seed_set}: {METHODS[self.method].label}, lr {s.learning_rate:g}, μ {s.updates}"
+        return f"{self.seed_set}: {self.trainer.label}, lr {s.learning_rate:g}, μ {s.updates}" + (
+            f", {self.steps} minibatches" if self.steps > 1 else ""
         )
 
 
@@ -181,7 +190,8 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     started = time.process_time()
     seeds = range(cell.first_seed, cell.first_seed + cell.seeds)
     options = {"per_seed_reference": True, "prompts": TRAINED} if cell.transfer else {}
-    history = train([METHODS[cell.method]], cell.settings, seeds, **options)[cell.method]
+    rollout = Rollout(steps_per_generation=cell.steps)
+    history = train([cell.trainer], cell.settings, seeds, rollout, **options)[cell.trainer.key]
     measured = seed_values(history)
     if cell.transfer:
         measured |= {k: history.accuracy[:, list(v)].mean(axis=1) for k, v in PROMPT_SPLIT.items()}

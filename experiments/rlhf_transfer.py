@@ -19,6 +19,11 @@ sets agree) is tested at those of its stated settings in :data:`FULL_PLAN`'s gri
 simultaneous band (:func:`experiments.rlhf_findings.curve`): it *holds*, is *not detectable
 here* or is *reversed*, setting by setting.  It runs as every study does
 (:mod:`experiments.runner`; ``--seed-offset`` 0 means this plan's own).
+
+Two controls run on the same seeds (issue 44, item 3; :func:`control_tests`): GRPO at token
+bands tight enough to clip about as many tokens as GSPO's band (is GSPO's lower accuracy its
+many clipped tokens?), and GRPO, GSPO and the unclipped surrogate at mu 1 with each batch split
+into minibatches (does the clip matter when the ratio leaves 1 by minibatches, not epochs?).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import json
 import sys
 import tempfile
 from argparse import Namespace
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +41,14 @@ import numpy as np
 from experiments import rlhf_study as study
 from experiments import runner
 from experiments.report import document, json_text, write_report
-from experiments.rlhf_findings import FINDINGS, curve
+from experiments.rlhf_findings import FINDINGS, Finding, curve
 from experiments.rlhf_report import RESULTS_JSON, RESULTS_MARKDOWN, TRANSFER_JSON, transfer_section
 from experiments.rlhf_report import results_markdown as study_markdown
-from experiments.rlhf_study import FRESH_FROM, HELD_OUT, PROMPT_SPLIT, Plan, plain_results
+from experiments.rlhf_study import FRESH_FROM, HELD_OUT, PROMPT_SPLIT, Cell, Plan, plain_results
+from ppo_viz.rlhf.results import cell_of
 from tiny_lm import PROMPTS, reference_model, right_answer_probability
+from tiny_rlhf import METHODS as TRAINERS
+from tiny_rlhf import Method
 
 COMMAND = "python -m experiments.rlhf_transfer"
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_transfer_partial"
@@ -51,17 +59,58 @@ SET = "transfer"
 #: The methods of the stated findings, at mu 2 and 8 and the two smallest learning rates (most
 #: are stated there) and lr 0.02 (the clip's and CISPO's, stated at large ones).
 METHODS = ("grpo", "unclipped", "dr_grpo", "dr_grpo_agg", "dapo", "cispo", "gspo")
-FULL_PLAN = Plan(
-    (*METHODS, "grpo_tight", "gspo_wide"), (1e-3, 3e-3, 2e-2), (2, 8), seed_offset=FRESH_FROM
+#: The controls' GRPO token bands (both sides), nearer GSPO's clip fraction than 0.2, and the
+#: minibatches a batch is split into at mu 1 (issue 44, item 3).
+TIGHTER, MINIBATCHES, SPLIT = (0.01, 0.005, 0.002, 0.001, 3e-4), 4, ("grpo", "unclipped", "gspo")
+Control = tuple[str, Method, int, tuple[tuple[int, float], ...]]  # name, method, minibatches, at
+
+
+def controls(tight_at: tuple, minibatch_at: tuple) -> tuple[Control, ...]:
+    """GRPO at each band of :data:`TIGHTER` at the settings ``tight_at``; GRPO, GSPO and the
+    unclipped surrogate split into :data:`MINIBATCHES` at ``minibatch_at`` (``(mu, lr)`` pairs)."""
+    tight = [Method(f"grpo_eps{e:g}", f"GRPO, ε {e:g}", "grpo", e, e) for e in TIGHTER]
+    split = [(f"{k}_steps{MINIBATCHES}", TRAINERS[k], MINIBATCHES) for k in SPLIT]
+    return (*((m.key, m, 1, tight_at) for m in tight), *((*c, minibatch_at) for c in split))
+
+
+@dataclass(frozen=True)
+class Check(Plan):
+    """The check's grid (:class:`~experiments.rlhf_study.Plan`) and its ``controls``, each
+    method at its own settings on the same seeds (:func:`controls`)."""
+
+    controls: tuple[Control, ...] = ()
+
+    @property
+    def cells(self) -> list[Cell]:
+        at = [(n, m, k, mu, lr) for n, m, k, where in self.controls for mu, lr in where]
+        first, base = self.first_seed(SET), self.base
+        return super().cells + [
+            Cell(SET, n, replace(base, learning_rate=lr, updates=mu), first, self.seeds, True, m, k)
+            for n, m, k, mu, lr in at
+        ]
+
+
+TIGHT_AT, SPLIT_AT = ((2, 1e-3), (2, 3e-3), (8, 1e-3), (8, 3e-3)), ((1, 3e-3), (1, 2e-2))
+CHECK = {"seed_offset": FRESH_FROM, "sets": (SET,), "transfer": True}
+FULL_PLAN = Check(
+    (*METHODS, "grpo_tight", "gspo_wide"), (1e-3, 3e-3, 2e-2), (2, 8), **CHECK,
+    controls=controls(TIGHT_AT, SPLIT_AT),
+)  # fmt: skip
+QUICK_PLAN = Check(
+    **vars(study.QUICK_PLAN) | CHECK | {"methods": ("grpo", "unclipped", "gspo")},
+    controls=controls(((4, 1e-2),), ((1, 1e-2),)),
 )
-FULL_PLAN = replace(FULL_PLAN, sets=(SET,), transfer=True)
-QUICK_PLAN = replace(study.QUICK_PLAN, seed_offset=FRESH_FROM, sets=(SET,), transfer=True)
 add_options, run_cell = study.add_options, study.run_cell
 
 
 def sliced(plan: Plan, args: Namespace) -> Plan:
-    """:func:`experiments.rlhf_study.sliced`, on this plan's fresh seeds unless others are named."""
-    return replace(study.sliced(plan, args), seed_offset=args.seed_offset or plan.seed_offset)
+    """:func:`experiments.rlhf_study.sliced`, on this plan's fresh seeds unless others are named;
+    the controls only when no method, learning rate or mu is named (they compare across them)."""
+    whole = not (args.method or args.learning_rate or args.updates)
+    offset = args.seed_offset or plan.seed_offset
+    return replace(
+        study.sliced(plan, args), seed_offset=offset, controls=plan.controls if whole else ()
+    )
 
 
 def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +130,10 @@ def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
         for name, at in PROMPT_SPLIT.items()
     }
     results["held_out"] = [list(PROMPTS[i]) for i in HELD_OUT]
+    results["controls"] = {
+        name: asdict(method) | {"minibatches": k, "settings": [list(s) for s in at]}
+        for name, method, k, at in plan.controls
+    }
     return with_statistics(results)
 
 
@@ -114,7 +167,58 @@ def with_statistics(results: dict[str, Any], stated: Path = RESULTS_JSON) -> dic
                     | {"verdict": verdict}
                 )
     results["transfer"] = rows
+    results["control_tests"] = control_tests(results)
     return results
+
+
+def control_tests(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The controls' comparisons (none without them), each difference's band over the settings
+    of its kind (:func:`experiments.rlhf_findings.curve`), per accuracy metric.
+
+    ``clip_match``: per setting of the tighter GRPO bands, each GRPO's and GSPO's clip fraction
+    (mean over seeds), the GRPO nearest GSPO's by clip fraction alone (``matched``), and GSPO
+    minus it.  ``minibatch``: at mu 1 split into minibatches, then at mu 2 and 8 over the whole
+    batch at the same learning rates, GRPO's and GSPO's clip fraction, GRPO minus the unclipped
+    surrogate and GSPO minus GRPO."""
+    controls = results.get("controls", {})
+    tight = [k for k, c in controls.items() if c["minibatches"] == 1]
+    split = {k.rpartition("_")[0]: k for k, c in controls.items() if c["minibatches"] > 1}
+    if not tight or not split:
+        return {}
+
+    def clip(method: str, mu: int, lr: float) -> float:
+        return float(np.mean(cell_of(results, SET, method, lr, mu)["per_seed"]["clip_fraction"]))
+
+    def bands(method: str, versus: str, at: list) -> dict[str, dict[str, Any]]:
+        f = Finding("control", "control", "", "", "", "", method, versus)
+        return {m: curve(replace(f, metric=m), results, SET, at) for m in PROMPT_SPLIT}
+
+    def point(band: dict[str, dict[str, Any]], i: int) -> dict[str, list[float]]:
+        return {m: [b[k][i] for k in ("mean", "low", "high")] for m, b in band.items()}
+
+    at, found, matched = controls[tight[0]]["settings"], {}, []
+    grpos = [m for m in ("grpo", "grpo_tight") if m in results["methods"]] + tight
+    for i, (mu, lr) in enumerate(at):
+        fractions = {m: clip(m, mu, lr) for m in ("gspo", *grpos)}
+        match = min(grpos, key=lambda m: abs(fractions[m] - fractions["gspo"]))
+        found[match] = found.get(match) or bands("gspo", match, at)
+        row = {"setting": [mu, lr], "clip_fraction": fractions, "matched": match}
+        matched.append(row | {"gspo_minus_matched": point(found[match], i)})
+    split_at = controls[split["grpo"]]["settings"]
+    lrs = [lr for _, lr in split_at]
+    grid = [[mu, lr] for mu in results["updates"] for lr in results["learning_rates"]]
+    epochs = [[mu, lr] for mu, lr in grid if mu > 1 and lr in lrs]
+    minibatch, parts = [], controls[split["grpo"]]["minibatches"]
+    for names, where, k in ((split, split_at, parts), ({m: m for m in split}, epochs, 1)):
+        differences = {
+            "grpo_minus_unclipped": bands(names["grpo"], names["unclipped"], where),
+            "gspo_minus_grpo": bands(names["gspo"], names["grpo"], where),
+        }
+        for i, (mu, lr) in enumerate(where):
+            row = {"setting": [mu, lr], "minibatches": k}
+            row["clip_fraction"] = {m: clip(names[m], mu, lr) for m in ("grpo", "gspo")}
+            minibatch.append(row | {d: point(band, i) for d, band in differences.items()})
+    return {"clip_match": matched, "minibatch": minibatch}
 
 
 def rederived(results: dict[str, Any]) -> dict[str, Any]:

@@ -777,6 +777,27 @@ def test_part_b_states_the_transfer_checks_outcome():
         f"at lr {lr:g}, $\\mu = {mu}$: {odd['band']['mean'][0]:+.3f} on the held-out prompts",
         f"({beside['band']['mean'][0]:+.3f} on the trained ones, above 0)",
     )
+    # the controls: GSPO against the GRPO clipping nearest its share; minibatches at mu 1
+    match = t["control_tests"]["clip_match"]
+    shares = [r["clip_fraction"][r["matched"]] / r["clip_fraction"]["gspo"] for r in match]
+    gaps = [r["gspo_minus_matched"]["held_out"] for r in match]
+    assert len({r["matched"] for r in match}) == 1  # "GRPO at a token band of ..."
+    assert min(low for _, low, _ in gaps) > 0  # "falls below GSPO at ..."
+    split = next(r for r in t["control_tests"]["minibatch"] if r["setting"] == [1, 0.02])
+    epochs = next(r for r in t["control_tests"]["minibatch"] if r["setting"] == [2, 0.02])
+    mean, low, high = split["grpo_minus_unclipped"]["held_out"]
+    assert low < 0 < high  # "not detectably above"
+    assert epochs["grpo_minus_unclipped"]["held_out"][1] > 0
+    assert_states(
+        _part_b(),
+        f"GRPO at a token band of {t['controls'][match[0]['matched']]['eps_high']:g}",
+        f"clipping {100 * min(shares):.0f}–{max(shares):.0%} as many tokens as GSPO",
+        f"(by {min(g[0] for g in gaps):.3f} to {max(g[0] for g in gaps):.3f} on the held-out",
+        f"split into {split['minibatches']} minibatches at $\\mu = 1$, GRPO clips "
+        f"{split['clip_fraction']['grpo']:.1%} of tokens at lr 0.02",
+        f"unclipped surrogate ({mean:+.3f}, its band holding 0; "
+        f"{epochs['grpo_minus_unclipped']['held_out'][0]:+.3f} with $\\mu = 2$ epochs)",
+    )
 
 
 def test_the_summary_scopes_part_bs_findings_to_their_settings():

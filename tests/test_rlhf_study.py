@@ -376,15 +376,46 @@ def test_each_transfer_verdict_reads_its_band_recomputed_from_the_stored_seeds()
         assert new["verdict"].startswith("reversed" if other.any() else done), old
 
 
-def test_a_transfer_cell_reruns_to_its_stored_numbers():
+@pytest.mark.parametrize("method", ["dr_grpo", "grpo_steps4"])  # a grid cell; a control's
+def test_a_transfer_cell_reruns_to_its_stored_numbers(method):
     """The first two seeds of one stored cell (each from its own reference, trained on the 28
-    prompts), re-run: the stored values on the machine that made them."""
-    cell = next(c for c in transfer_check.FULL_PLAN.cells if c.method == "dr_grpo")
+    prompts; the control: at mu 1 in 4 minibatches), re-run: the stored values on the machine
+    that made them."""
+    cell = next(c for c in transfer_check.FULL_PLAN.cells if c.method == method)
     fresh = command.run_cell(replace(cell, seeds=2))["per_seed"]
     s = cell.settings
-    stored = cell_of(transfer(), "transfer", "dr_grpo", s.learning_rate, s.updates)["per_seed"]
+    stored = cell_of(transfer(), "transfer", method, s.learning_rate, s.updates)["per_seed"]
     for name in ("held_out", "trained", "score", "clip_fraction"):
         if transfer()["machine"] == fingerprint() and not simulating_another_cpu():
             assert fresh[name] == stored[name][:2], name
         else:  # chaotic elsewhere: accuracies near the stored ones
             assert np.allclose(fresh[name], stored[name][:2], atol=0.3), name
+
+
+def test_the_controls_match_gspo_by_clip_fraction_and_clip_at_mu_1_with_minibatches():
+    """Issue 44, item 3, on the check's seeds: at each setting of the tighter GRPO bands, the
+    GRPO compared with GSPO is the one whose clip fraction (the stored cells' mean) is nearest
+    GSPO's, whatever the accuracy; split into minibatches, GRPO and GSPO clip at mu 1 and the
+    unclipped surrogate never, each shown beside the check's epochs at the same learning rates."""
+    t = transfer()
+    tests = t["control_tests"]
+
+    def clipped(method: str, mu: int, lr: float) -> list:
+        return cell_of(t, "transfer", method, lr, mu)["per_seed"]["clip_fraction"]
+
+    assert [tuple(r["setting"]) for r in tests["clip_match"]] == list(transfer_check.TIGHT_AT)
+    for row in tests["clip_match"]:
+        fraction = row["clip_fraction"]
+        assert fraction == {
+            m: pytest.approx(np.mean(clipped(m, *row["setting"]))) for m in fraction
+        }
+        grpos = [m for m in fraction if m != "gspo"]
+        assert grpos == ["grpo", "grpo_tight", *(f"grpo_eps{e:g}" for e in transfer_check.TIGHTER)]
+        assert row["matched"] == min(grpos, key=lambda m: abs(fraction[m] - fraction["gspo"]))
+    split = [r for r in tests["minibatch"] if r["minibatches"] == transfer_check.MINIBATCHES]
+    epochs = [r["setting"] for r in tests["minibatch"] if r["minibatches"] == 1]
+    assert [tuple(r["setting"]) for r in split] == list(transfer_check.SPLIT_AT)
+    assert epochs == [[mu, lr] for mu in (2, 8) for _, lr in transfer_check.SPLIT_AT]
+    for row in split:
+        assert min(row["clip_fraction"].values()) > 0
+        assert max(clipped("unclipped_steps4", *row["setting"])) == 0
