@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import llm_reference
 import numpy as np
 import pytest
 from helpers import log_landing_on
@@ -107,21 +106,10 @@ def test_gradient_is_the_derivative_of_the_loss(objective, aggregation, kl_coef,
 
 
 # --------------------------------------------------------------------------
-# Rollout correction (that the weights multiply the policy terms, not the KL, and a dropped
-# response's tokens keep counting is the reference comparison's, test_llm_clip_properties.py)
+# Rollout correction (that the weights multiply the policy terms, not the KL, that a weight of 0
+# silences even an overflowed term, and that a dropped response's tokens keep counting are the
+# reference comparison's, test_llm_clip_properties.py)
 # --------------------------------------------------------------------------
-
-
-def test_a_zero_weight_silences_an_overflowed_term():
-    """A ratio past float64 with A < 0 makes the loss +inf; a rollout weight (or keep) of 0 on
-    that token makes its term exactly 0, not NaN."""
-    arguments = ([[0.0, -1.0]], [[-800.0, -1.0]], [-1.0], [[True, True]])
-    assert policy_loss(*arguments, objective="ppo") == math.inf
-    for extra in ({"rollout_weights": [[0.0, 1.0]]}, {"keep": [False]}):
-        b = token_breakdown(*arguments, objective="ppo", **extra)
-        assert b.rollout_weight[0, 0] == 0.0
-        assert math.isfinite(b.loss)
-        assert np.isfinite(b.grad).all()
 
 
 def test_trl_default_masks_a_response_whose_engine_ratio_passes_three():
@@ -265,13 +253,12 @@ def test_kl_term_is_k3_aggregated_like_the_objective(objective):
 # --------------------------------------------------------------------------
 
 
-def test_group_advantages_with_and_without_the_std():
+def test_a_group_of_equal_rewards_has_advantages_of_exactly_0():
+    """A group whose rewards are all equal has no signal: exactly 0, with and without the std
+    (random rewards against the reference are test_llm_clip_properties.py's)."""
     rewards = [1.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.5, 0.5, 2.0, -1.0, 0.0, 3.0]
     for scale_by_std in (True, False):
-        ours = llm_clip.group_advantages(rewards, 4, scale_by_std=scale_by_std)
-        expected = llm_reference.group_advantages(rewards, 4, scale_by_std)
-        np.testing.assert_allclose(ours, expected, rtol=1e-14, atol=1e-15)
-    assert (llm_clip.group_advantages(rewards, 4)[4:8] == 0).all()  # one answer: no signal
+        assert (llm_clip.group_advantages(rewards, 4, scale_by_std=scale_by_std)[4:8] == 0).all()
 
 
 # --------------------------------------------------------------------------

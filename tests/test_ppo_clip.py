@@ -415,13 +415,6 @@ def test_returned_arrays_do_not_share_memory_with_the_inputs():
 # --------------------------------------------------------------------------
 
 
-def test_unclipped_objective_on_the_worked_example():
-    loss = surrogate_loss(*EXAMPLE_ARGS, objective="unclipped")
-    grad = surrogate_grad(*EXAMPLE_ARGS, objective="unclipped")
-    assert loss == pytest.approx(-(1.4 + 2.2 - 0.6 - 0.45) / 4, rel=1e-15)
-    np.testing.assert_allclose(grad, [-0.35, -0.55, 0.15, 0.1125], rtol=1e-15)
-
-
 def test_every_objective_keeps_zero_advantage_at_zero_after_overflow_and_never_gives_nan():
     args = ([0.0, 0.0, -1.0], [-1000.0, -1000.0, -1.0], [0.0, 1.0, 1.0])
     huge = ([0.0, 0.0], [-0.5, -0.5], [1.7e308, -1.7e308])  # r*A and r*(-A) beyond float64
