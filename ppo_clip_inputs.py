@@ -21,7 +21,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
-    "array_from",
     "checked_choice",
     "checked_count",
     "checked_dual_clip",
@@ -31,7 +30,6 @@ __all__ = [
     "checked_real",
     "float64_of",
     "real_array",
-    "refuse_booleans",
 ]
 
 FloatArray = NDArray[np.float64]
