@@ -15,9 +15,10 @@ Batches are drawn from a mix of sample kinds over the whole contract range: inde
 log-probabilities in [-1000, 0] (ratios that overflow or underflow), nearby pairs (ratios
 near the band), equal pairs (r == 1), pairs built to land on ``1 +- eps``, and pairs whose
 ratio is huge but finite, times advantages that include 0.  N is biased to small sizes but
-reaches 4096; one test goes beyond it with positive log-densities.  Half the batches and sweeps
-also take clip_breakdown's variant (asymmetric bounds, a dual-clip cap), checked against the
-reference's variant.
+reaches 4096; one test goes beyond it with positive log-densities.  Half the batches also take
+clip_breakdown's variant (asymmetric bounds, a dual-clip cap), checked against the reference's
+variant.  ``ratio_sweep`` builds the same breakdown for a batch of one at each ratio: its
+textbook curves are test_ppo_clip.py's ``SWEEPS``.
 """
 
 from __future__ import annotations
@@ -455,34 +456,3 @@ def test_the_loss_is_the_exact_loss_rounded_once_where_float64_overflows(case):
     if not variant:
         assert ppo_clip.ppo_clip_loss(*batch) == loss
         assert ppo_clip.ppo_clip_grad(*batch).tolist() == breakdown.grad.tolist()
-
-
-def boundary_ratios(low: float, high: float, cap: float | None) -> list[float]:
-    """Ratios exactly on the band's edges (and the cap) and one float step either side."""
-    edges = [low, high, 1.0] + ([cap] if cap is not None else [])
-    nearby = [math.nextafter(edge, direction) for edge in edges for direction in (0.0, 3.0)]
-    return [ratio for ratio in edges + nearby if ratio >= 0.0]
-
-
-@EXAMPLES
-@given(
-    eps=EPS,
-    variant=VARIANTS,
-    advantage=st.one_of(st.sampled_from([0.0, 1.0, -1.0]), st.floats(-10.0, 10.0)),
-    more_ratios=st.lists(st.floats(0.0, 1e300), max_size=20),
-)
-def test_sweep_decides_boundary_ratios_like_the_reference(eps, variant, advantage, more_ratios):
-    low = 1.0 - variant.get("eps_low", eps)
-    high = 1.0 + variant.get("eps_high", eps)
-    ratios = boundary_ratios(low, high, variant.get("dual_clip")) + more_ratios
-    sweep = ppo_clip.ratio_sweep(ratios, advantage, eps, **variant)
-    assert (sweep.lower, sweep.upper) == (low, high)
-    samples = reference_samples(ratios, [advantage] * len(ratios), eps, 1, **variant)
-    for name, column in per_sample(samples).items():
-        assert getattr(sweep, name).tolist() == column, name
-    if advantage != 0:
-        # on the edge (1 + eps for A > 0, 1 - eps for A < 0): not clipped, full gradient
-        edge = high if advantage > 0 else low
-        at_edge = ppo_clip.ratio_sweep([edge], advantage, eps, **variant)
-        assert not at_edge.is_clipped[0]
-        assert at_edge.grad[0] == -edge * advantage
