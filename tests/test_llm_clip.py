@@ -201,19 +201,6 @@ def test_a_ratio_exactly_on_the_edge_is_not_clipped(objective):
     assert llm_clip.clip_ratio_trl(*args, **options)["clip_ratio/region_mean"] == 0.0
 
 
-def test_cispo_keeps_every_gradient_with_the_clipped_ratio_as_weight():
-    """CISPO switches no token off: far outside the band a token's gradient is -w * clip(r) * A."""
-    ratios = np.array([[3.0, 0.2, 1.1, 3.0]])
-    advantages = np.array([[1.0, -2.0, 0.5, 0.0]])
-    b = token_breakdown(np.log(ratios), np.zeros((1, 4)), advantages, np.ones((1, 4), bool),
-                        objective="cispo")  # fmt: skip
-    weight = np.clip(b.ratio, 0.8, 1.2)
-    np.testing.assert_allclose(b.grad, -weight * advantages / 4, rtol=1e-15)
-    assert b.grad[0, :3].all()
-    assert b.grad[0, 3] == 0.0  # only A == 0 has no gradient
-    assert b.is_clipped.tolist() == [[True, True, False, True]]  # the weight was clipped
-
-
 def test_gspo_one_ratio_and_one_decision_per_response():
     """GSPO's ratio is the geometric mean of the response's token ratios; every token of an
     unclipped response gets -w * s_i * A_i (verl's GSPO-token gradient), a clipped one 0.  An
