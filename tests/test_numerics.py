@@ -469,7 +469,7 @@ def test_the_sliders_move_the_band_the_cap_and_the_curves_to_ppo_clips(variants_
 @pytest.mark.parametrize(
     ("app", "control", "value", "good", "says"),
     [
-        ("tokens_app", "shift", model.MAX_SHIFT + 1, 0.5, f"from 0 to {model.MAX_SHIFT:g} log"),
+        ("tokens_app", "shift", model.MAX_SHIFT + 1, 0.5, f"between 0 and {model.MAX_SHIFT:g}"),
         ("tokens_app", "length", model.MAX_TOKENS + 1, 500, f"between 1 and {model.MAX_TOKENS}"),
         ("variants_app", "cap", 0.9, 2.0, "cap must be between {:g} and {:g}".format(*CAP_RANGE)),
     ],
