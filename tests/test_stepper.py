@@ -20,6 +20,7 @@ from helpers import (
     CONTRACT_LOSS,
     assert_contract_loss,
     assert_contract_numbers,
+    assert_panel_draws,
     assert_states,
     markdown_of,
     plain,
@@ -120,8 +121,7 @@ def assert_figure_marks_the_sample(app: BatchStepper, t: int, b: ppo_clip.ClipBr
         assert (list(xs), list(ys)) == ([b.ratio[t]], [b.objective_term[t]])
         single = reference.sample(float(b.ratio[t]), float(b.advantages[t]), 1, app.batch.eps)
         assert marks["gradient"].get_ydata()[0] == pytest.approx(single.grad, rel=1e-12)
-        sweep = ppo_clip.ratio_sweep(panel.objective.get_xdata(), b.advantages[t], app.batch.eps)
-        np.testing.assert_array_equal(panel.objective.get_ydata(), sweep.objective_term)
+        assert_panel_draws(panel, b.advantages[t], app.batch.eps)  # the curve of its own A
         same_sign = np.flatnonzero((np.sign(b.advantages) == sign) & np.isfinite(b.ratio))
         points_x, points_y = panel.samples[0].get_data()
         np.testing.assert_array_equal(points_x, b.ratio[same_sign])
