@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import io
 from pathlib import Path
 from unittest import mock
 
@@ -16,7 +14,6 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 import ppo_clip
-from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import rounded
 from ppo_viz.panels import draw_objective_panel, ratio_grid, set_fixed_limits
 from ppo_viz.surrogate import ADVANTAGE_RANGE, RATIO_AXIS, SurrogateExplorer
@@ -87,14 +84,6 @@ def test_redraws_move_artists_without_stacking_or_moving_axes(explorer):
     assert explorer.figure is figure
     assert [(ax.get_xlim(), ax.get_ylim()) for ax in figure.axes] == limits
     assert sum(len(ax.lines) for ax in figure.axes) == line_count
-
-
-def test_display_bundle_has_widget_and_static_figure(explorer):
-    bundle = explorer._repr_mimebundle_()
-    assert bundle[WIDGET_VIEW_MIME]["model_id"] == explorer.model_id
-    png = Image.open(io.BytesIO(base64.b64decode(bundle["image/png"])))
-    assert png.size[0] >= 800
-    assert "FloatSlider" not in bundle["text/plain"]
 
 
 def test_presenter_can_hide_the_worked_example(explorer):

@@ -174,15 +174,11 @@ class TokenRatioExplorer(LiveFigure):
 
     def show_tokens(self, length: int, shift: float) -> Markup:
         """Draw the first ``length`` tokens and the survey at ``shift``; return the readout."""
-        if not (isinstance(shift, (int, float)) and 0.0 <= shift <= model.MAX_SHIFT):
-            raise InputError(
-                f"The policy shift must be from 0 to {rounded(model.MAX_SHIFT)} log-odds per "
-                f"token (the axes are fixed for that range), got {shift!r}."
-            )
-        try:
+        try:  # the axes are fixed for the sliders' ranges
+            checked_number("the policy shift (log-odds per token)", shift, (0, model.MAX_SHIFT))
             view = model.token_view(self.response, length, shift)
         except (TypeError, ValueError) as error:
-            raise InputError(f"Cannot show this response length: {error}.") from None
+            raise InputError(f"Cannot show this setting: {error}.") from None
         survey = model.length_survey(shift)
         art, positions = self.artists, np.arange(1, length + 1)
         ratios, outside = view.tokens.ratio, view.tokens.outside_band
