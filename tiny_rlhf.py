@@ -249,23 +249,19 @@ def train(
 
 def _check_train_inputs(methods: object, settings: object, seeds: object) -> None:
     """Refuse what would fail deep inside, train twice or lose a result, naming the argument."""
-    listed = isinstance(methods, Sequence) and not isinstance(methods, str)  # not an iterator
-    if not listed or not all(isinstance(m, Method) for m in methods):
-        raise TypeError(
-            f"methods must be a list of Method, e.g. methods_named(['grpo']), got {methods!r}"
-        )
     if not isinstance(settings, TrainSettings):
         raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
-    listed = isinstance(seeds, (Sequence, np.ndarray)) and not isinstance(seeds, (str, bytes))
-    if not listed or not all(
-        isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_))
-        for seed in seeds
+    for name, values, kind, example in (
+        ("methods", methods, Method, " of Method, e.g. methods_named(['grpo'])"),
+        ("seeds", seeds, numbers.Integral, " of whole numbers"),
     ):
-        raise TypeError(f"seeds must be a list of whole numbers, got {seeds!r}")
-    for name, values in (("methods", [m.key for m in methods]), ("seeds", list(seeds))):
-        if not values:
+        listed = isinstance(values, (Sequence, np.ndarray)) and not isinstance(values, str | bytes)
+        if not listed or not all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"{name} must be a list{example}, got {values!r}")  # not an iterator
+        keys = [v.key if name == "methods" else v for v in values]
+        if not keys:
             raise ValueError(f"{name} is empty: train needs at least one method and one seed")
-        twice = [v for i, v in enumerate(values) if v in values[:i]]
+        twice = [v for i, v in enumerate(keys) if v in keys[:i]]
         if twice:
             raise ValueError(f"{name} lists {twice[0]!r} twice; each must be distinct")
     if min(seeds) < 0:
@@ -293,17 +289,13 @@ class Trainer:
         self.runs = len(self.run_methods)
         self.by_length = np.zeros((2, self.runs, len(LENGTHS)))  # clipped tokens; all tokens
         self.rngs = [np.random.default_rng([SAMPLING_STREAM, seed]) for seed in seeds]
-        starts = [reference_model(seed) for seed in seeds] if per_seed_reference else []
-        reference = reference_model()
-
-        def start() -> TinyLM:  # each run's own arrays: the reference of its seed, or the one
-            if not starts:
-                return reference.repeated(self.runs)
-            runs = [m.params for _ in self.methods for m in starts]
-            return TinyLM([np.concatenate(p) for p in zip(*runs, strict=True)])
-
-        self.reference = start()  # frozen
-        self.policy = start()
+        # each run's own arrays: the reference of its seed, or the one reference
+        shared = [reference_model()] * len(seeds)
+        starts = [reference_model(seed) for seed in seeds] if per_seed_reference else shared
+        runs = [m.params for _ in self.methods for m in starts]
+        self.reference, self.policy = (  # the reference is frozen
+            TinyLM([np.concatenate(p) for p in zip(*runs, strict=True)]) for _ in range(2)
+        )
         self.optimizer = Adam(self.policy.params)
         self.ppo_runs = np.array([m.advantages == "gae" for m in self.run_methods])
         critic_rngs = [
