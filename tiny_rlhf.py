@@ -403,9 +403,7 @@ class Trainer:
         if self.critic is not None:
             ppo = self.ppo_runs
             kl = old.logp[ppo] - ref.logp[ppo]  # k1 of each token, as TRL's default estimator
-            ppo_responses = Responses(
-                responses.prompts[ppo], responses.tokens[ppo], responses.mask[ppo]
-            )
+            ppo_responses = Responses(*(a[ppo] for a in vars(responses).values()))
             out[ppo] = self.ppo_advantages(ppo_responses, reward[ppo], kl)
         return out
 
