@@ -51,7 +51,6 @@ from tiny_lm import (
     PROMPTS,
     RIGHT_LENGTH,
     Adam,
-    BoolArray,
     Engine,
     FloatArray,
     IntArray,
@@ -346,15 +345,16 @@ class Trainer:
             if step:
                 new = score(self.policy, batch)
             dloss_dlogp = np.zeros_like(new.logp)
+            arrays = (new.logp, old.logp, advantages, responses.mask, ref.logp)
             for run, method in enumerate(self.run_methods):
-                arrays = (new.logp, old.logp, advantages, responses.mask, ref.logp)
-                logp_new, logp_old, adv, mask, logp_ref = (a[run, rows] for a in arrays)
+                *run_batch, logp_ref = (a[run, rows] for a in arrays)  # (new, old, A, mask)
+                adv, mask = run_batch[2:]
                 engine = None if logp_rollout is None else logp_rollout[run, rows]
                 group = method.advantages != "gae"  # one advantage per response: OPSM applies
-                corrected = self.rollout.corrected(logp_new, logp_old, adv, mask, engine, group)
+                corrected = self.rollout.corrected(run_batch, engine, group)
                 kl_coef = self.settings.kl_coef if group else 0.0  # PPO's KL is in its reward
                 b = llm_clip.token_breakdown(
-                    *(logp_new, logp_old, adv, mask),
+                    *run_batch,
                     objective=method.objective,
                     eps_low=method.eps_low,
                     eps_high=method.eps_high,
@@ -514,20 +514,16 @@ class Rollout:
         return None if self.correction is None else engine_logp(sampler, batch, self.engine)
 
     def corrected(
-        self,
-        logp_new: FloatArray,
-        logp_old: FloatArray,
-        advantages: FloatArray,
-        mask: BoolArray,
-        logp_rollout: FloatArray | None,
-        per_response: bool,
+        self, batch: Sequence[np.ndarray], logp_rollout: FloatArray | None, per_response: bool
     ) -> dict[str, np.ndarray]:
-        """``rollout_weights``/``keep`` of one run's minibatch for :func:`llm_clip.token_breakdown`
-        (TRL: weights from the batch's ``logp_old``, OPSM's mask from the current ``logp_new``;
-        no OPSM unless the advantages are ``per_response``, so not for PPO's)."""
+        """``rollout_weights``/``keep`` of one run's minibatch ``batch`` (``logp_new``,
+        ``logp_old``, the advantages and the mask) for :func:`llm_clip.token_breakdown` (TRL:
+        weights from the batch's ``logp_old``, OPSM's mask from the current ``logp_new``; no
+        OPSM unless the advantages are ``per_response``, so not for PPO's)."""
         c, out = self.correction, {}
         if c is None or logp_rollout is None:
             return out
+        logp_new, logp_old, advantages, mask = batch
         if c.mode is not None:
             out["rollout_weights"] = llm_clip.rollout_weights(
                 logp_old, logp_rollout, mask, mode=c.mode, clip_min=c.clip_min, clip_max=c.clip_max
