@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bandit import log_softmax  # the policy's softmax, shared with the bandit
+from ppo_clip_inputs import checked_real
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -77,11 +78,17 @@ PRETRAIN_SEED, PRETRAIN_STEPS, PRETRAIN_BATCH, PRETRAIN_RATE = 2024, 400, 128, 0
 
 def right_response(prompt: int) -> list[int]:
     """The tokens of the right response to prompt number ``prompt``, ``<eos>`` included."""
-    if isinstance(prompt, (bool, np.bool_)) or not isinstance(prompt, numbers.Integral):
-        raise TypeError(f"prompt must be a whole number, got {type(prompt).__name__}")
-    if not 0 <= prompt < len(PROMPTS):  # PROMPTS[-1] would answer the last prompt
-        raise ValueError(f"prompt must be from 0 to {len(PROMPTS) - 1}, got {prompt}")
+    checked_whole("prompt", prompt, 0, len(PROMPTS) - 1)  # PROMPTS[-1]: the last prompt's
     return RIGHT_TOKENS[prompt, : RIGHT_LENGTH[prompt]].tolist()
+
+
+def checked_whole(name: str, value: object, low: int, high: int) -> None:
+    """A ``TypeError`` unless ``value`` is a whole number (not a bool), a ``ValueError`` unless
+    it is from ``low`` to ``high``; each naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be from {low} to {high}, got {value}")
 
 
 # --------------------------------------------------------------------------
@@ -451,17 +458,10 @@ class Engine:
     top_k: int = 0
 
     def __post_init__(self) -> None:
-        for name, (low, high) in {"bits": (2, 52), "top_k": (0, V)}.items():  # 52: float64's
-            value = getattr(self, name)
-            if value is None and name == "bits":
-                continue
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{name} must be a whole number, got {type(value).__name__}")
-            if not low <= value <= high:
-                raise ValueError(f"{name} must be from {low} to {high}, got {value}")
-        if isinstance(self.top_p, bool) or not isinstance(self.top_p, numbers.Real):
-            raise TypeError(f"top_p must be a number, got {type(self.top_p).__name__}")
-        if not 0.0 < self.top_p <= 1.0:
+        if self.bits is not None:
+            checked_whole("bits", self.bits, 2, 52)  # 52: float64's
+        checked_whole("top_k", self.top_k, 0, V)
+        if not 0.0 < checked_real("top_p", self.top_p) <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
 
     @property

@@ -51,7 +51,6 @@ from tiny_lm import (
     PROMPTS,
     RIGHT_LENGTH,
     Adam,
-    BoolArray,
     Engine,
     FloatArray,
     IntArray,
@@ -249,23 +248,19 @@ def train(
 
 def _check_train_inputs(methods: object, settings: object, seeds: object) -> None:
     """Refuse what would fail deep inside, train twice or lose a result, naming the argument."""
-    listed = isinstance(methods, Sequence) and not isinstance(methods, str)  # not an iterator
-    if not listed or not all(isinstance(m, Method) for m in methods):
-        raise TypeError(
-            f"methods must be a list of Method, e.g. methods_named(['grpo']), got {methods!r}"
-        )
     if not isinstance(settings, TrainSettings):
         raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
-    listed = isinstance(seeds, (Sequence, np.ndarray)) and not isinstance(seeds, (str, bytes))
-    if not listed or not all(
-        isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_))
-        for seed in seeds
+    for name, values, kind, example in (
+        ("methods", methods, Method, " of Method, e.g. methods_named(['grpo'])"),
+        ("seeds", seeds, numbers.Integral, " of whole numbers"),
     ):
-        raise TypeError(f"seeds must be a list of whole numbers, got {seeds!r}")
-    for name, values in (("methods", [m.key for m in methods]), ("seeds", list(seeds))):
-        if not values:
+        listed = isinstance(values, (Sequence, np.ndarray)) and not isinstance(values, str | bytes)
+        if not listed or not all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"{name} must be a list{example}, got {values!r}")  # not an iterator
+        keys = [v.key if name == "methods" else v for v in values]
+        if not keys:
             raise ValueError(f"{name} is empty: train needs at least one method and one seed")
-        twice = [v for i, v in enumerate(values) if v in values[:i]]
+        twice = [v for i, v in enumerate(keys) if v in keys[:i]]
         if twice:
             raise ValueError(f"{name} lists {twice[0]!r} twice; each must be distinct")
     if min(seeds) < 0:
@@ -293,17 +288,13 @@ class Trainer:
         self.runs = len(self.run_methods)
         self.by_length = np.zeros((2, self.runs, len(LENGTHS)))  # clipped tokens; all tokens
         self.rngs = [np.random.default_rng([SAMPLING_STREAM, seed]) for seed in seeds]
-        starts = [reference_model(seed) for seed in seeds] if per_seed_reference else []
-        reference = reference_model()
-
-        def start() -> TinyLM:  # each run's own arrays: the reference of its seed, or the one
-            if not starts:
-                return reference.repeated(self.runs)
-            runs = [m.params for _ in self.methods for m in starts]
-            return TinyLM([np.concatenate(p) for p in zip(*runs, strict=True)])
-
-        self.reference = start()  # frozen
-        self.policy = start()
+        # each run's own arrays: the reference of its seed, or the one reference
+        shared = [reference_model()] * len(seeds)
+        starts = [reference_model(seed) for seed in seeds] if per_seed_reference else shared
+        runs = [m.params for _ in self.methods for m in starts]
+        self.reference, self.policy = (  # the reference is frozen
+            TinyLM([np.concatenate(p) for p in zip(*runs, strict=True)]) for _ in range(2)
+        )
         self.optimizer = Adam(self.policy.params)
         self.ppo_runs = np.array([m.advantages == "gae" for m in self.run_methods])
         critic_rngs = [
@@ -354,15 +345,16 @@ class Trainer:
             if step:
                 new = score(self.policy, batch)
             dloss_dlogp = np.zeros_like(new.logp)
+            arrays = (new.logp, old.logp, advantages, responses.mask, ref.logp)
             for run, method in enumerate(self.run_methods):
-                arrays = (new.logp, old.logp, advantages, responses.mask, ref.logp)
-                logp_new, logp_old, adv, mask, logp_ref = (a[run, rows] for a in arrays)
+                *run_batch, logp_ref = (a[run, rows] for a in arrays)  # (new, old, A, mask)
+                adv, mask = run_batch[2:]
                 engine = None if logp_rollout is None else logp_rollout[run, rows]
                 group = method.advantages != "gae"  # one advantage per response: OPSM applies
-                corrected = self.rollout.corrected(logp_new, logp_old, adv, mask, engine, group)
+                corrected = self.rollout.corrected(run_batch, engine, group)
                 kl_coef = self.settings.kl_coef if group else 0.0  # PPO's KL is in its reward
                 b = llm_clip.token_breakdown(
-                    *(logp_new, logp_old, adv, mask),
+                    *run_batch,
                     objective=method.objective,
                     eps_low=method.eps_low,
                     eps_high=method.eps_high,
@@ -411,9 +403,7 @@ class Trainer:
         if self.critic is not None:
             ppo = self.ppo_runs
             kl = old.logp[ppo] - ref.logp[ppo]  # k1 of each token, as TRL's default estimator
-            ppo_responses = Responses(
-                responses.prompts[ppo], responses.tokens[ppo], responses.mask[ppo]
-            )
+            ppo_responses = Responses(*(a[ppo] for a in vars(responses).values()))
             out[ppo] = self.ppo_advantages(ppo_responses, reward[ppo], kl)
         return out
 
@@ -524,20 +514,16 @@ class Rollout:
         return None if self.correction is None else engine_logp(sampler, batch, self.engine)
 
     def corrected(
-        self,
-        logp_new: FloatArray,
-        logp_old: FloatArray,
-        advantages: FloatArray,
-        mask: BoolArray,
-        logp_rollout: FloatArray | None,
-        per_response: bool,
+        self, batch: Sequence[np.ndarray], logp_rollout: FloatArray | None, per_response: bool
     ) -> dict[str, np.ndarray]:
-        """``rollout_weights``/``keep`` of one run's minibatch for :func:`llm_clip.token_breakdown`
-        (TRL: weights from the batch's ``logp_old``, OPSM's mask from the current ``logp_new``;
-        no OPSM unless the advantages are ``per_response``, so not for PPO's)."""
+        """``rollout_weights``/``keep`` of one run's minibatch ``batch`` (``logp_new``,
+        ``logp_old``, the advantages and the mask) for :func:`llm_clip.token_breakdown` (TRL:
+        weights from the batch's ``logp_old``, OPSM's mask from the current ``logp_new``; no
+        OPSM unless the advantages are ``per_response``, so not for PPO's)."""
         c, out = self.correction, {}
         if c is None or logp_rollout is None:
             return out
+        logp_new, logp_old, advantages, mask = batch
         if c.mode is not None:
             out["rollout_weights"] = llm_clip.rollout_weights(
                 logp_old, logp_rollout, mask, mode=c.mode, clip_min=c.clip_min, clip_max=c.clip_max

@@ -71,9 +71,8 @@ from tiny_rlhf import LENGTHS, METHODS, History, Method, Rollout, TrainSettings,
 COMMAND = "python -m experiments.rlhf_study"
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_study_partial"
 CACHE_NAME = FILES[-1].name  # "rlhf_study.cells.jsonl"
-READS = (
-    TRANSFER_JSON,
-)  # its report shows the transfer check's results (experiments.rlhf_transfer)
+#: Its report shows the transfer check's results (:mod:`experiments.rlhf_transfer`).
+READS = (TRANSFER_JSON,)
 #: The grid: Adam's learning rate over 1.7 decades, and mu, the updates per batch.
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)

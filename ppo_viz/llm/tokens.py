@@ -230,7 +230,6 @@ class TokenPushExplorer(LiveFigure):
             padding = Patch(color=PADDING, label="padding")
             legend_below(self.figure, handles=[off, capped, padding], fontsize="small")
         self.group_size = 0
-        self.shown: llm_clip.TokenBreakdown | None = None
 
     def _row_height(self) -> float:
         """A row of the map, in points."""
@@ -280,7 +279,6 @@ class TokenPushExplorer(LiveFigure):
             bars.set_segments(_bars(values))
             bars.set_linewidth(0.6 * self._row_height())
         self.bars_sum.set_colors(np.where(push.sum(1) < 0, COLORS["push_down"], COLORS["push_up"]))
-        self.shown = b
         return readout(s, b)
 
 

@@ -26,7 +26,7 @@ from ppo_viz.numbers import rounded
 from ppo_viz.rlhf.figures import CURVE_PANELS, draw_curves
 from ppo_viz.style import figure_size, figure_style
 from tiny_lm import reference_model
-from tiny_rlhf import METHODS, History, TrainSettings, train
+from tiny_rlhf import METHODS, History, TrainSettings, methods_named, train
 
 LEARNING_RATES = (1e-3, 3e-3, 1e-2, 2e-2, 3e-2, 5e-2)
 UPDATES = (1, 2, 4, 8)
@@ -47,9 +47,7 @@ class TrainingExplorer(LiveFigure):
 
     def __init__(self, seeds: int = DEFAULT_SEEDS, shown: Sequence[str] = SHOWN_AT_START) -> None:
         self.seeds = tuple(range(int(checked_number("seeds", seeds, (1, 20), whole=True))))
-        unknown = [key for key in shown if key not in METHODS]
-        if unknown:
-            raise ValueError(f"no method is named {unknown[0]!r}; choose from {', '.join(METHODS)}")
+        methods_named(shown)  # refuses an unknown one by name
         self.runs: dict[tuple[TrainSettings, str], History] = {}
         self.seconds = 0.0
         reference_model()  # every run starts from it: made once, not timed as training
