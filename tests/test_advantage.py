@@ -111,14 +111,20 @@ def test_lambda_1_on_a_continuation_is_its_discounted_return_minus_the_first_val
     assert returns[~estimator.truncated] == pytest.approx(plain[~estimator.truncated])
 
 
-def test_the_reference_is_q_of_the_action_taken_less_the_policys_value(played):
-    episode, _, reference = played
-    s = study.gamma_study(0.99)
-    q = study.discounted_returns(reference, 0.99).reshape(len(episode), 2, -1).mean(axis=-1)
+def test_the_reference_and_the_estimates_are_those_of_the_continuations(played):
+    """The reference: Q of the action taken (the mean of its continuations' returns) less the
+    policy's V; GAE's mean and spread: those of the estimator's continuations."""
+    episode, estimator, reference = played
+    steps = np.arange(len(episode))
+    s = study.gamma_study(0.98)
+    q = study.discounted_returns(reference, 0.98).reshape(len(episode), 2, -1).mean(axis=-1)
     pi = np.exp(episode.log_probs)
-    taken = q[np.arange(len(episode)), episode.actions]
-    assert s.reference == pytest.approx(taken - (pi * q).sum(axis=-1))
+    assert s.reference == pytest.approx(q[steps, episode.actions] - (pi * q).sum(axis=-1))
     assert s.policy_values == pytest.approx((pi * q).sum(axis=-1))
+    samples = study.first_advantages(estimator, 0.98, [study.LAMBDAS[10]])[0]
+    samples = samples.reshape(len(episode), 2, -1)[steps, episode.actions]
+    assert s.mean[10] == pytest.approx(samples.mean(axis=-1))
+    assert s.std[10] == pytest.approx(samples.std(axis=-1, ddof=1))
 
 
 # -- the explorer ------------------------------------------------------------------------------
@@ -151,15 +157,6 @@ def test_a_step_of_gamma_redraws_the_top_axes_in_place(explorer):
     background (a whole draw took 220 ms), showing what a whole draw shows."""
     explorer.controls["gamma"].value = 0.99
     assert_drawn_in_place(explorer, "gamma", [0.9, 0.95, 0.99])
-
-
-def test_the_estimates_mean_and_spread_are_those_of_the_continuations(played):
-    episode, estimator, _ = played
-    s, row = study.gamma_study(0.98), 10
-    samples = study.first_advantages(estimator, 0.98, [study.LAMBDAS[row]])[0]
-    samples = samples.reshape(len(episode), 2, -1)[np.arange(len(episode)), episode.actions]
-    assert s.mean[row] == pytest.approx(samples.mean(axis=-1))
-    assert s.std[row] == pytest.approx(samples.std(axis=-1, ddof=1))
 
 
 # -- what the prose says ---------------------------------------------------------------------
