@@ -377,49 +377,42 @@ def train_agents(
     starts = np.zeros(runs * envs, dtype=bool)  # CleanRL's next_done: a new episode begins
     episodes: list[list[tuple[int, float]]] = [[] for _ in seeds]
     clip_fraction, approx_kl = [], []
+
+    def batched(flat: np.ndarray) -> FloatArray:
+        """Observations ``(runs * envs, 4)`` as the networks take them: ``(runs, envs, 4)``."""
+        return flat.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
+
+    def per_run(stacked: np.ndarray) -> np.ndarray:
+        """``(steps, runs, envs, ...)`` to ``(runs, envs * steps, ...)``, as :class:`Rollout`."""
+        return np.moveaxis(stacked, 0, 2).reshape(runs, envs * steps, *stacked.shape[3:])
+
     for iteration in range(s.iterations):
         uniforms = np.stack([rng.random((steps, envs)) for rng in agent.rngs])
-        obs_t, act_t, logp_t, val_t, rew_t, start_t = [], [], [], [], [], []
+        collected = []  # per step: observations, actions, log pi, values, rewards, starts
         for t in range(steps):
-            obs = observations.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
-            start_t.append(starts)
+            obs = batched(observations)
             actions, log_probs = agent.act(obs, uniforms[:, t])
             observations, rewards, terminated, truncated, info = env.step(actions.ravel())
             running_return += rewards
             bootstrap = truncated & ~terminated
             if bootstrap.any():
-                final = info["final_obs"].reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
-                rewards = bootstrapped(rewards, agent.values(final).ravel(), bootstrap, s.gamma)
+                final = agent.values(batched(info["final_obs"])).ravel()
+                rewards = bootstrapped(rewards, final, bootstrap, s.gamma)
             step_count = (iteration * steps + t + 1) * envs
             for index in np.flatnonzero(terminated | truncated):
                 episodes[index // envs].append((step_count, float(running_return[index])))
                 running_return[index] = 0.0
-            obs_t.append(obs)
-            act_t.append(actions)
-            logp_t.append(log_probs)
-            val_t.append(agent.values(obs))
-            rew_t.append(rewards)
+            collected.append((obs, actions, log_probs, agent.values(obs), rewards, starts))
             starts = terminated | truncated
-        last = observations.reshape(runs, envs, OBSERVATION_SIZE).astype(np.float64)
-        advantages, returns = (  # (steps, runs * envs), then (runs, envs * steps) below
-            a.T
-            for a in llm_clip.gae(
-                np.stack(rew_t),
-                np.stack(val_t).reshape(steps, -1),
-                np.stack(start_t),
-                agent.values(last).ravel(),
-                starts,
-                gamma=s.gamma,
-                lam=s.gae_lambda,
-            )
+        obs_t, act_t, logp_t, val_t, rew_t, start_t = (
+            np.stack(c) for c in zip(*collected, strict=True)
         )
-        rollout = Rollout(
-            observations=np.stack(obs_t, axis=2).reshape(runs, -1, OBSERVATION_SIZE),
-            actions=np.stack(act_t, axis=2).reshape(runs, -1),
-            old_log_probs=np.stack(logp_t, axis=2).reshape(runs, -1, N_ACTIONS),
-            advantages=advantages.reshape(runs, -1),
-            returns=returns.reshape(runs, -1),
+        last = agent.values(batched(observations)).ravel()
+        gae = llm_clip.gae(
+            rew_t, val_t.reshape(steps, -1), start_t, last, starts, gamma=s.gamma, lam=s.gae_lambda
         )
+        advantages, returns = (a.T.reshape(runs, -1) for a in gae)  # runs, then envs * steps
+        rollout = Rollout(per_run(obs_t), per_run(act_t), per_run(logp_t), advantages, returns)
         learning_rate = s.learning_rate * (1.0 - iteration / s.iterations)
         clip_fraction.append(agent.update(rollout, learning_rate))
         log_probs_after, _, _ = policy_terms(agent.policy(rollout.observations))
@@ -428,19 +421,16 @@ def train_agents(
         if progress is not None:
             progress(iteration + 1, s.iterations)
     steps_done = s.batch_size * np.arange(1, s.iterations + 1)
+    curves = np.stack([curve_of_returns(e, steps_done, SCORE_EPISODES) for e in episodes])
     return agent, CartPoleRuns(
         method=method,
         settings=s,
         seeds=tuple(seeds),
-        return_curve=np.stack([curve_of_returns(e, steps_done, SCORE_EPISODES) for e in episodes]),
+        return_curve=curves,
         clip_fraction=np.stack(clip_fraction, axis=1),
         approx_kl=np.stack(approx_kl, axis=1),
-        final_return=np.array([_mean_return(e[-SCORE_EPISODES:]) for e in episodes]),
+        final_return=curves[:, -1].copy(),  # by the last step, every episode has ended
     )
-
-
-def _mean_return(episodes: Sequence[tuple[int, float]]) -> float:
-    return float(np.mean([value for _, value in episodes])) if episodes else np.nan
 
 
 def random_policy_return(episodes: int = 10_000, seed: int = 0) -> float:

@@ -16,7 +16,6 @@ the global gradient-norm clipping of ``torch.nn.utils.clip_grad_norm_``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,15 +34,6 @@ def orthogonal(rng: np.random.Generator, n_in: int, n_out: int, gain: float) -> 
     q, r = np.linalg.qr(tall)
     q *= np.sign(np.diag(r))
     return gain * (q if n_in >= n_out else q.T)
-
-
-@dataclass
-class MLPCache:
-    """What :meth:`MLP.forward` keeps for :meth:`MLP.backward`: the input and both hidden layers."""
-
-    inputs: FloatArray
-    hidden1: FloatArray
-    hidden2: FloatArray
 
 
 class MLP:
@@ -71,37 +61,29 @@ class MLP:
             params.append(np.zeros((len(rngs), n_out)))
         return cls(params)
 
-    def forward(self, inputs: FloatArray) -> tuple[FloatArray, MLPCache]:
-        """Outputs ``(runs, batch, n_out)``, and what the backward pass needs."""
-        w1, b1, w2, b2, w3, b3 = self.params
-        hidden1 = np.tanh(inputs @ w1 + b1[:, None, :])
-        hidden2 = np.tanh(hidden1 @ w2 + b2[:, None, :])
-        return hidden2 @ w3 + b3[:, None, :], MLPCache(inputs, hidden1, hidden2)
+    def forward(self, inputs: FloatArray) -> tuple[FloatArray, list[FloatArray]]:
+        """Outputs ``(runs, batch, n_out)``, and what the backward pass needs: the input and
+        each hidden layer."""
+        layers = [inputs]
+        for weights, bias in zip(self.params[:-2:2], self.params[1:-2:2], strict=True):
+            layers.append(np.tanh(layers[-1] @ weights + bias[:, None, :]))
+        return layers[-1] @ self.params[-2] + self.params[-1][:, None, :], layers
 
     def __call__(self, inputs: FloatArray) -> FloatArray:
         return self.forward(inputs)[0]
 
-    def backward(self, cache: MLPCache, d_outputs: FloatArray) -> list[FloatArray]:
+    def backward(self, layers: list[FloatArray], d_outputs: FloatArray) -> list[FloatArray]:
         """``d loss / d params`` from ``d loss / d outputs``, in the order of :attr:`params`.
 
         For a linear layer ``y = x W + b``: ``dW = x^T dy``, ``db = sum of dy``
         over the batch, ``dx = dy W^T``; through ``tanh``: ``dz = dh * (1 - h^2)``.
         """
-        _, _, w2, _, w3, _ = self.params
-        d_w3 = _transposed(cache.hidden2) @ d_outputs
-        d_b3 = d_outputs.sum(axis=1)
-        d_z2 = (d_outputs @ _transposed(w3)) * (1.0 - cache.hidden2**2)
-        d_w2 = _transposed(cache.hidden1) @ d_z2
-        d_b2 = d_z2.sum(axis=1)
-        d_z1 = (d_z2 @ _transposed(w2)) * (1.0 - cache.hidden1**2)
-        d_w1 = _transposed(cache.inputs) @ d_z1
-        d_b1 = d_z1.sum(axis=1)
-        return [d_w1, d_b1, d_w2, d_b2, d_w3, d_b3]
-
-
-def _transposed(stack: FloatArray) -> FloatArray:
-    """Each run's matrix transposed: ``(runs, a, b) -> (runs, b, a)``."""
-    return np.swapaxes(stack, 1, 2)
+        grads, d_z = [], d_outputs
+        for index in reversed(range(len(layers))):
+            grads[:0] = [np.swapaxes(layers[index], 1, 2) @ d_z, d_z.sum(axis=1)]
+            if index:  # into the hidden layer below, through its tanh
+                d_z = (d_z @ np.swapaxes(self.params[2 * index], 1, 2)) * (1.0 - layers[index] ** 2)
+        return grads
 
 
 def clip_by_global_norm(grads: list[FloatArray], max_norm: float) -> list[FloatArray]:

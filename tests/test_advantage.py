@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import inspect
 import re
-from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 from helpers import assert_drawn_in_place, assert_states, markdown_of
+from notebook_runner import NOTEBOOK_DIR
 
 from experiments.cartpole_agent import (
     CartPoleAgent,
@@ -30,43 +30,27 @@ from ppo_viz.advantage import apps, study
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf.results import cell_of, load_results
 
-NOTEBOOK = (
-    Path(__file__).resolve().parent.parent
-    / "notebooks"
-    / ("08_where_the_advantage_comes_from.ipynb")
-)
+NOTEBOOK = NOTEBOOK_DIR / "08_where_the_advantage_comes_from.ipynb"
 RNG = np.random.default_rng(8)
 
 
 # -- the agent's value loss -----------------------------------------------------------------------
 
 
-def cleanrl_value_loss(new, returns, old, clip_coef):
-    """CleanRL ``ppo.py``'s ``clip_vloss`` branch, written out."""
-    unclipped = (new - returns) ** 2
-    clipped = (old + np.clip(new - old, -clip_coef, clip_coef) - returns) ** 2
-    return 0.5 * np.maximum(unclipped, clipped).mean()
-
-
 @pytest.mark.parametrize("clip_coef", [None, 0.2, 5.0])
 def test_value_loss_is_cleanrls_and_its_gradient_its_derivative(clip_coef):
+    """CleanRL ``ppo.py``'s value loss, its ``clip_vloss`` branch written out here, and its
+    gradient by central differences."""
     new, returns, old = RNG.normal(0, 3, (3, 40))
     kwargs = {} if clip_coef is None else {"old_values": old, "clip_coef": clip_coef}
     loss, grad = value_loss(new, returns, coef=0.5, **kwargs)
-    expected = (
-        0.5 * ((new - returns) ** 2).mean()
-        if clip_coef is None
-        else cleanrl_value_loss(new, returns, old, clip_coef)
-    )
+    moved = new if clip_coef is None else old + np.clip(new - old, -clip_coef, clip_coef)
+    expected = 0.5 * np.maximum((new - returns) ** 2, (moved - returns) ** 2).mean()
     assert loss == pytest.approx(0.5 * expected, rel=1e-12)
-    step = 1e-6
-    for i in range(len(new)):
-        up, down = new.copy(), new.copy()
-        up[i] += step
-        down[i] -= step
-        rise = value_loss(up, returns, coef=0.5, **kwargs)[0]
-        numeric = (rise - value_loss(down, returns, coef=0.5, **kwargs)[0]) / (2 * step)
-        assert grad[i] == pytest.approx(numeric, abs=1e-6)
+    steps = 1e-6 * np.eye(len(new))
+    rise = [value_loss(new + e, returns, coef=0.5, **kwargs)[0] for e in steps]
+    fall = [value_loss(new - e, returns, coef=0.5, **kwargs)[0] for e in steps]
+    assert grad == pytest.approx((np.array(rise) - fall) / 2e-6, abs=1e-6)
 
 
 def test_clipped_value_loss_switches_off_a_value_that_moved_past_the_band_towards_its_target():
@@ -75,9 +59,6 @@ def test_clipped_value_loss_switches_off_a_value_that_moved_past_the_band_toward
     away = value_loss(np.array([-1.0]), target, old_values=old, clip_coef=0.2)[1]
     assert towards[0] == 0.0
     assert away[0] == pytest.approx(-11.0)
-
-
-def test_value_loss_needs_old_values_and_clip_coef_together():
     with pytest.raises(ValueError, match="old_values and clip_coef"):
         value_loss(np.zeros(2), np.ones(2), clip_coef=0.2)
 
@@ -130,14 +111,20 @@ def test_lambda_1_on_a_continuation_is_its_discounted_return_minus_the_first_val
     assert returns[~estimator.truncated] == pytest.approx(plain[~estimator.truncated])
 
 
-def test_the_reference_is_q_of_the_action_taken_less_the_policys_value(played):
-    episode, _, reference = played
-    s = study.gamma_study(0.99)
-    q = study.discounted_returns(reference, 0.99).reshape(len(episode), 2, -1).mean(axis=-1)
+def test_the_reference_and_the_estimates_are_those_of_the_continuations(played):
+    """The reference: Q of the action taken (the mean of its continuations' returns) less the
+    policy's V; GAE's mean and spread: those of the estimator's continuations."""
+    episode, estimator, reference = played
+    steps = np.arange(len(episode))
+    s = study.gamma_study(0.98)
+    q = study.discounted_returns(reference, 0.98).reshape(len(episode), 2, -1).mean(axis=-1)
     pi = np.exp(episode.log_probs)
-    taken = q[np.arange(len(episode)), episode.actions]
-    assert s.reference == pytest.approx(taken - (pi * q).sum(axis=-1))
+    assert s.reference == pytest.approx(q[steps, episode.actions] - (pi * q).sum(axis=-1))
     assert s.policy_values == pytest.approx((pi * q).sum(axis=-1))
+    samples = study.first_advantages(estimator, 0.98, [study.LAMBDAS[10]])[0]
+    samples = samples.reshape(len(episode), 2, -1)[steps, episode.actions]
+    assert s.mean[10] == pytest.approx(samples.mean(axis=-1))
+    assert s.std[10] == pytest.approx(samples.std(axis=-1, ddof=1))
 
 
 # -- the explorer ------------------------------------------------------------------------------
@@ -170,15 +157,6 @@ def test_a_step_of_gamma_redraws_the_top_axes_in_place(explorer):
     background (a whole draw took 220 ms), showing what a whole draw shows."""
     explorer.controls["gamma"].value = 0.99
     assert_drawn_in_place(explorer, "gamma", [0.9, 0.95, 0.99])
-
-
-def test_the_estimates_mean_and_spread_are_those_of_the_continuations(played):
-    episode, estimator, _ = played
-    s, row = study.gamma_study(0.98), 10
-    samples = study.first_advantages(estimator, 0.98, [study.LAMBDAS[row]])[0]
-    samples = samples.reshape(len(episode), 2, -1)[np.arange(len(episode)), episode.actions]
-    assert s.mean[row] == pytest.approx(samples.mean(axis=-1))
-    assert s.std[row] == pytest.approx(samples.std(axis=-1, ddof=1))
 
 
 # -- what the prose says ---------------------------------------------------------------------

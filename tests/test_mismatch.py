@@ -161,20 +161,16 @@ def test_several_steps_per_generated_batch_clip_at_mu_1_and_one_step_never_does(
 
 
 def test_each_source_and_correction_names_its_rollout():
+    named = {"none": None, "opsm": Correction(None, opsm=measures.OPSM_THRESHOLD)}
+    named["negatives_dropped"] = Correction(None, opsm=measures.NEVER)
+    named |= {m: Correction(m, clip_max=measures.CLIP_MAX) for m in llm_clip.ROLLOUT_MODES}
+    assert sorted(named) == sorted(measures.CORRECTIONS)
     for source, sizes in measures.SOURCES.items():
-        for correction in measures.CORRECTIONS:
-            rollout = measures.rollout_at(source, sizes[-1], correction)
-            engine = Engine(**{source: sizes[-1]}) if source in ("bits", "top_p") else Engine()
-            assert rollout.engine == engine
-            assert rollout.stale == (sizes[-1] if source == "stale" else 0)
-            assert rollout.steps_per_generation == (sizes[-1] if "steps" in source else 1)
-            c = rollout.correction
-            assert (c is None) == (correction == "none")
-            thresholds = {"opsm": measures.OPSM_THRESHOLD, "negatives_dropped": measures.NEVER}
-            if correction in thresholds:
-                assert (c.mode, c.opsm) == (None, thresholds[correction])
-            else:
-                assert correction == "none" or (c.mode, c.opsm) == (correction, None)
+        engine = Engine(**{source: sizes[-1]}) if source in ("bits", "top_p") else Engine()
+        counts = {source: sizes[-1]} if source in ("stale", "steps_per_generation") else {}
+        for correction, expected in named.items():
+            rollout = Rollout(engine, correction=expected, **counts)
+            assert measures.rollout_at(source, sizes[-1], correction) == rollout
     with pytest.raises(ValueError, match="source"):
         measures.rollout_at("temperature", 0.5)
 
