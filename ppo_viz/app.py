@@ -160,7 +160,6 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self._redraw_due = False  # a drawing waits for the event loop's next turn
         self._loop = _running_loop()  # the loop that draws the figure (none in a script)
         self._thread = threading.get_ident()  # the thread it runs on
-        self._refresh_queued = False  # a control's change, handed to the loop, not yet drawn
         self._limits = self._axes_limits()
         for artist in self.moving:
             artist.set_animated(True)
@@ -172,7 +171,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         for name, control in self.controls.items():
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
-            control.observe(self._value_changed, names="value")
+            control.observe(self.in_turn(self._value_changed, latest=True), names="value")
         self._start = self.values()
         boxes = [[self.controls[name] for name in row] for row in rows]
         #: Sets every control back to its start; at the end of the last row (without rows,
@@ -224,32 +223,29 @@ class LiveFigure(StaticFallback, widgets.VBox):
         or a test, even where the figure was made inside a loop that no longer runs)."""
         return self._loop if self._elsewhere() else _running_loop()
 
-    def in_turn(self, act: Callable[..., Any]) -> Callable[..., None]:
+    def in_turn(self, act: Callable[..., Any], *, latest: bool = False) -> Callable[..., None]:
         """``act`` as a widget's callback: run at once on the figure's own thread (or without a
-        loop), else handed to the figure's loop, so that it never runs beside a drawing."""
+        loop), else handed to the figure's loop, so that it never runs beside a drawing.  With
+        ``latest``, calls made while one waits there are that one (a subshell answers at once,
+        so a drag's values arrive faster than they are drawn: a refresh for each lost frames)."""
+        waiting = threading.Event()
+
+        def in_its_turn(*args: Any) -> None:
+            waiting.clear()
+            act(*args)
 
         def run(*args: Any) -> None:
-            if self._elsewhere():
-                self._loop.call_soon_threadsafe(act, *args)  # type: ignore[union-attr]
-            else:
+            if not self._elsewhere():
                 act(*args)
+            elif not waiting.is_set():
+                if latest:
+                    waiting.set()
+                self._loop.call_soon_threadsafe(in_its_turn, *args)  # type: ignore[union-attr]
 
         return run
 
     def _value_changed(self, _change: Any) -> None:
-        """A control moved: refresh now on the figure's thread; from another thread, once on the
-        figure's loop, with the values then current (a subshell answers at once, so a drag's
-        values arrive faster than they are drawn: refreshing for each queued one lost frames)."""
-        if self._held:
-            return
-        if not self._elsewhere():
-            self.refresh()
-        elif not self._refresh_queued:
-            self._refresh_queued = True
-            self._loop.call_soon_threadsafe(self._queued_refresh)  # type: ignore[union-attr]
-
-    def _queued_refresh(self) -> None:
-        self._refresh_queued = False
+        """A control moved: refresh (with every control's value then), unless Reset sets them."""
         if not self._held:
             self.refresh()
 
