@@ -194,7 +194,11 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return {name: control.value for name, control in self.controls.items()}
 
     def refresh(self) -> bool:
-        """Call ``update`` with the controls' values and show the result; False on an InputError."""
+        """Call ``update`` with the controls' values and show the result; False on an InputError.
+
+        For the figure's own thread (a control's change and :meth:`in_turn`'s callbacks run
+        there): the drawing waits for the running event loop's next turn, or is done at once
+        without one (a script, a test)."""
         try:
             for name, control in self.controls.items():
                 refuse_unreachable_value(name, control)
@@ -204,12 +208,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
             return False
         self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
-        loop = self._drawing_loop()
-        if loop is None:  # a script, a test
+        loop = _running_loop()
+        if loop is None:
             self._redraw()
         elif not self._redraw_due:
             self._redraw_due = True
-            loop.call_soon_threadsafe(self._redraw_in_place)
+            loop.call_soon(self._redraw_in_place)
         return True
 
     def _elsewhere(self) -> bool:
@@ -217,11 +221,6 @@ class LiveFigure(StaticFallback, widgets.VBox):
         (a kernel's subshell), while that loop is still there."""
         loop = self._loop
         return loop is not None and not loop.is_closed() and threading.get_ident() != self._thread
-
-    def _drawing_loop(self) -> asyncio.AbstractEventLoop | None:
-        """The figure's loop from another thread, else the loop running here (none in a script
-        or a test, even where the figure was made inside a loop that no longer runs)."""
-        return self._loop if self._elsewhere() else _running_loop()
 
     def in_turn(self, act: Callable[..., Any], *, latest: bool = False) -> Callable[..., None]:
         """``act`` as a widget's callback: run at once on the figure's own thread (or without a
