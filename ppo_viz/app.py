@@ -160,7 +160,6 @@ class LiveFigure(StaticFallback, widgets.VBox):
         self._redraw_due = False  # a drawing waits for the event loop's next turn
         self._loop = _running_loop()  # the loop that draws the figure (none in a script)
         self._thread = threading.get_ident()  # the thread it runs on
-        self._refresh_queued = False  # a control's change, handed to the loop, not yet drawn
         self._limits = self._axes_limits()
         for artist in self.moving:
             artist.set_animated(True)
@@ -172,7 +171,7 @@ class LiveFigure(StaticFallback, widgets.VBox):
         for name, control in self.controls.items():
             control.add_class(MAIN_CONTROL)
             control.add_class(f"ppo-control-{name.replace('_', '-')}")
-            control.observe(self._value_changed, names="value")
+            control.observe(self.in_turn(self._value_changed, latest=True), names="value")
         self._start = self.values()
         boxes = [[self.controls[name] for name in row] for row in rows]
         #: Sets every control back to its start; at the end of the last row (without rows,
@@ -195,7 +194,11 @@ class LiveFigure(StaticFallback, widgets.VBox):
         return {name: control.value for name, control in self.controls.items()}
 
     def refresh(self) -> bool:
-        """Call ``update`` with the controls' values and show the result; False on an InputError."""
+        """Call ``update`` with the controls' values and show the result; False on an InputError.
+
+        For the figure's own thread (a control's change and :meth:`in_turn`'s callbacks run
+        there): the drawing waits for the running event loop's next turn, or is done at once
+        without one (a script, a test)."""
         try:
             for name, control in self.controls.items():
                 refuse_unreachable_value(name, control)
@@ -205,12 +208,12 @@ class LiveFigure(StaticFallback, widgets.VBox):
             return False
         self.message.value = ""
         self.readout.value = str(shown) if shown is not None else ""
-        loop = self._drawing_loop()
-        if loop is None:  # a script, a test
+        loop = _running_loop()
+        if loop is None:
             self._redraw()
         elif not self._redraw_due:
             self._redraw_due = True
-            loop.call_soon_threadsafe(self._redraw_in_place)
+            loop.call_soon(self._redraw_in_place)
         return True
 
     def _elsewhere(self) -> bool:
@@ -219,37 +222,29 @@ class LiveFigure(StaticFallback, widgets.VBox):
         loop = self._loop
         return loop is not None and not loop.is_closed() and threading.get_ident() != self._thread
 
-    def _drawing_loop(self) -> asyncio.AbstractEventLoop | None:
-        """The figure's loop from another thread, else the loop running here (none in a script
-        or a test, even where the figure was made inside a loop that no longer runs)."""
-        return self._loop if self._elsewhere() else _running_loop()
-
-    def in_turn(self, act: Callable[..., Any]) -> Callable[..., None]:
+    def in_turn(self, act: Callable[..., Any], *, latest: bool = False) -> Callable[..., None]:
         """``act`` as a widget's callback: run at once on the figure's own thread (or without a
-        loop), else handed to the figure's loop, so that it never runs beside a drawing."""
+        loop), else handed to the figure's loop, so that it never runs beside a drawing.  With
+        ``latest``, calls made while one waits there are that one (a subshell answers at once,
+        so a drag's values arrive faster than they are drawn: a refresh for each lost frames)."""
+        waiting = threading.Event()
+
+        def in_its_turn(*args: Any) -> None:
+            waiting.clear()
+            act(*args)
 
         def run(*args: Any) -> None:
-            if self._elsewhere():
-                self._loop.call_soon_threadsafe(act, *args)  # type: ignore[union-attr]
-            else:
+            if not self._elsewhere():
                 act(*args)
+            elif not waiting.is_set():
+                if latest:
+                    waiting.set()
+                self._loop.call_soon_threadsafe(in_its_turn, *args)  # type: ignore[union-attr]
 
         return run
 
     def _value_changed(self, _change: Any) -> None:
-        """A control moved: refresh now on the figure's thread; from another thread, once on the
-        figure's loop, with the values then current (a subshell answers at once, so a drag's
-        values arrive faster than they are drawn: refreshing for each queued one lost frames)."""
-        if self._held:
-            return
-        if not self._elsewhere():
-            self.refresh()
-        elif not self._refresh_queued:
-            self._refresh_queued = True
-            self._loop.call_soon_threadsafe(self._queued_refresh)  # type: ignore[union-attr]
-
-    def _queued_refresh(self) -> None:
-        self._refresh_queued = False
+        """A control moved: refresh (with every control's value then), unless Reset sets them."""
         if not self._held:
             self.refresh()
 

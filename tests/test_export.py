@@ -47,6 +47,7 @@ from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
 from ppo_viz import export
 from ppo_viz.app import LiveFigure, slider
 from ppo_viz.export import (
+    WIDGET_STATE_MIME,
     WIDGET_VIEW_MIME,
     ExportError,
     execute_notebook,
@@ -54,8 +55,6 @@ from ppo_viz.export import (
 )
 from ppo_viz.export.__main__ import MATHJAX_DIR, SITE_TITLE, copy_mathjax, main, write_page
 from ppo_viz.style import stylesheet
-
-WIDGET_STATE_MIME = "application/vnd.jupyter.widget-state+json"
 
 
 def live_figure(readout: str | None) -> LiveFigure:
@@ -88,15 +87,9 @@ def page_of(tmp_path: Path, *outputs: Any, mathjax_url: str = "mathjax/MathJax.j
     return (tmp_path / "page.html").read_text()
 
 
-def images(html: str) -> list[str]:
-    """The ``src`` of every image on a page."""
-    return [str(image["src"]) for image in BeautifulSoup(html, "html.parser").find_all("img")]
-
-
-def script_sources(html: str) -> list[str]:
-    """The ``src`` of every ``<script>`` of a page, in order."""
-    soup = BeautifulSoup(html, features="html.parser")
-    return [str(script["src"]) for script in soup.find_all("script", src=True)]
+def sources(html: str, element: str = "img") -> list[str]:
+    """The ``src`` of every ``element`` of a page that has one (a picture, a script), in order."""
+    return [str(e["src"]) for e in BeautifulSoup(html, "html.parser").find_all(element, src=True)]
 
 
 # -- fast: what a page shows instead of a widget -----------------------------------------------
@@ -109,7 +102,7 @@ def test_a_live_figure_shows_its_picture_a_png_file_and_its_readouts(
     """Without readouts the picture is the PNG file; with them, their HTML holds it inline."""
     app = live_figure(readout)
     page = page_of(tmp_path, displayed(app))
-    (source,) = images(page)
+    (source,) = sources(page)
     assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
     if readout is None:  # the picture is the PNG file
         assert (tmp_path / source).read_bytes() == app.png()
@@ -173,7 +166,7 @@ def test_pages_load_scripts_only_from_the_sites_own_small_mathjax(tmp_path: Path
     9.6 MB, with its licence and the page's web font."""
     url = copy_mathjax(tmp_path)
     page = page_of(tmp_path, displayed(live_figure(readout="r")), mathjax_url=url)
-    assert script_sources(page) == [url]  # no require.js, which only a CDN serves
+    assert sources(page, "script") == [url]  # no require.js, which only a CDN serves
     assert url.startswith(f"{MATHJAX_DIR}/MathJax.js?config=")  # relative: any host, or disk
     assert (tmp_path / url.split("?")[0]).is_file()
     for name in url.split("config=")[1].split(","):
@@ -188,7 +181,7 @@ def test_pages_load_scripts_only_from_the_sites_own_small_mathjax(tmp_path: Path
 
 def test_mathjax_url_loads_mathjax_from_elsewhere(tmp_path: Path) -> None:
     cdn = "https://cdn.example.org/mathjax/2.7.9/MathJax.js?config=TeX-AMS_CHTML-full,Safe"
-    assert script_sources(page_of(tmp_path, mathjax_url=cdn)) == [cdn]
+    assert sources(page_of(tmp_path, mathjax_url=cdn), "script") == [cdn]
 
 
 # -- fast: what is wrong is said in one line, before any notebook runs -------------------------
@@ -343,7 +336,7 @@ def test_command_line_exports_pages_figures_and_an_index(
     assert "  -> 01_smoke.html with 1 figure(s)" in printed.out.splitlines()
     assert "warning: 02_plot.ipynb, cell 1 shows a warning or error: hm" in printed.err
     for page in ("01_smoke.html", "02_plot.html"):
-        (figure,) = images((out / page).read_text())  # drawn inline although MPLBACKEND=Agg
+        (figure,) = sources((out / page).read_text())  # drawn inline although MPLBACKEND=Agg
         assert (out / figure).read_bytes().startswith(b"\x89PNG")
 
 
@@ -394,7 +387,7 @@ def test_the_index_and_the_pages_link_any_notebook_by_its_title_as_text(
         navs = soup[at].select("nav.ppo-site-nav a")
         shown_links = [(a.get("rel"), a.get_text(), file_behind(a["href"])) for a in navs]
         assert shown_links == navigation * 2  # above and below the page
-        (figure,) = images(str(soup[at]))
+        (figure,) = sources(str(soup[at]))
         assert (out / file_behind(figure)).is_file(), figure
 
 

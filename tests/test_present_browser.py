@@ -87,14 +87,18 @@ def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
     return kernels
 
 
-#: True once the page's apps, counted a second apart (Playwright polls it every second), are as
-#: many, and each app's figure has a canvas with a size.
-FIGURES_DRAWN = """() => {
-  const apps = Array.from(document.querySelectorAll('.ppo-app')), counted = window.__ppoApps;
-  window.__ppoApps = apps.length;
-  return apps.length === counted
-    && apps.every((app) => app.querySelector('.ppo-figure canvas')?.height > 0);
-}"""
+#: The page's last cell ran, every output is drawn, every figure has a canvas with a size.
+PAGE_READY = """() => Boolean(document.querySelector('.jp-OutputArea-output hr'))
+  && Array.from(document.querySelectorAll('.jp-OutputArea-output')).every((o) => o.children.length)
+  && Array.from(document.querySelectorAll('.ppo-app'))
+    .every((app) => app.querySelector('.ppo-figure canvas')?.height > 0)"""
+#: :data:`PAGE_READY`, and the page's apps, counted a second apart (Playwright polls it every
+#: second), are as many.
+FIGURES_DRAWN = f"""() => {{
+  const apps = document.querySelectorAll('.ppo-app').length, counted = window.__ppoApps;
+  window.__ppoApps = apps;
+  return apps === counted && ({PAGE_READY})();
+}}"""
 
 
 def open_page(context, address: str, said: list[str], name: str, timeout_s: float = 240):
@@ -106,7 +110,6 @@ def open_page(context, address: str, said: list[str], name: str, timeout_s: floa
     page.set_viewport_size(PROJECTOR)
     try:
         page.goto(address, timeout=timeout_s * 1000, wait_until="commit")
-        page.wait_for_selector(".jp-OutputArea-output hr", timeout=timeout_s * 1000)
         page.wait_for_function(FIGURES_DRAWN, polling=1000, timeout=timeout_s * 1000)
         return page
     except Exception as error:
@@ -227,11 +230,6 @@ def test_the_printed_address_of_any_notebook_answers(tmp_path):
 #: On a slide: Python's text for an object (``WorkedExample(logp_new=``, ``array(``, a dict)
 #: or a float past the prose's precision (seven digits or more after the point).
 RAW_OUTPUT = re.compile(r"\b[A-Za-z_]\w*\(\w+=|array\(|\{'|\d\.\d{7,}")
-#: The page's last cell ran, every output is drawn, every figure has a canvas with a size.
-PAGE_READY = """() => Boolean(document.querySelector('.jp-OutputArea-output hr'))
-  && Array.from(document.querySelectorAll('.jp-OutputArea-output')).every((o) => o.children.length)
-  && Array.from(document.querySelectorAll('.ppo-app'))
-    .every((app) => app.querySelector('.ppo-figure canvas')?.height > 0)"""
 #: How much the page jumped while it loaded: its cumulative layout shift, as Chromium measures
 #: it (the share of the screen that moved, times how far; "good" below 0.1).  It was 0.16-0.32.
 LAYOUT_SHIFT = """() => new Promise((resolve) => {
