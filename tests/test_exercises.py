@@ -55,6 +55,7 @@ from ppo_viz.exercises import (
     llm,
     sandbox,
 )
+from ppo_viz.exercises.advice import EXPLANATIONS, TITLES
 from ppo_viz.exercises.battery import (
     FUNCTION_NAMES,
     NUMERICS_NOTEBOOK,
@@ -63,14 +64,7 @@ from ppo_viz.exercises.battery import (
     UNDERFLOW_LESSON,
     CheckBatch,
 )
-from ppo_viz.exercises.mistakes import (
-    EXERCISES,
-    EXPLANATIONS,
-    TITLES,
-    TOLERANCES,
-    VALUE_MISTAKES,
-    predict,
-)
+from ppo_viz.exercises.mistakes import EXERCISES, TOLERANCES, VALUE_MISTAKES, predict
 from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.numbers import exact, rounded, vector
 

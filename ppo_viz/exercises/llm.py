@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from ppo_clip_inputs import checked_choice
+from ppo_viz.exercises.advice import float32_like
 from ppo_viz.exercises.battery import ExerciseBatch, in_float32, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
