@@ -1011,7 +1011,7 @@ def test_battery_covers_the_contracts_edges():
 def test_either_verdict_is_accepted_on_an_undecided_sample():
     """Where another exp could put a ratio on the other side of an edge, both answers pass."""
     edge = next(b for b in battery() if b.name == "ratios exactly on the band's edges")
-    batch = CheckBatch("copy", edge.logp_new, edge.logp_old, edge.advantages, edge.eps, "")
+    batch = CheckBatch("copy", "", edge.arrays, edge.extras)
     batch.__dict__["undecided"] = np.array([True, True, False])  # as math.exp may make them
     fractions = sorted({float(v[0]) for v in predict(batch, "clip_fraction").values})
     assert fractions == [0.0, 1 / 3, 2 / 3]
