@@ -106,11 +106,10 @@ def finding(
 ) -> Finding:
     """Mistake ``key``'s finding, with its own explanation unless ``text`` is given (in its
     exercise's own words for an :data:`EXERCISES` ``kind``)."""
-    if kind in EXERCISES:
-        exercise = EXERCISES[kind]
-        return Finding(key, exercise.titles[key], exercise.explanations[key], evidence)
+    own = EXERCISES.get(kind)
+    titles, explanations = (own.titles, own.explanations) if own else (TITLES, EXPLANATIONS)
     further = batch.further if batch is not None else ""
-    return Finding(key, TITLES[key], text or EXPLANATIONS[key], evidence, further)
+    return Finding(key, titles[key], text or explanations[key], evidence, further)
 
 
 @cache
@@ -432,7 +431,7 @@ def evidence(kind: Kind, call: Call, got: FloatArray, index: int) -> str:
     if kind == "grad":
         r, a = call.batch.breakdown.ratio[index], call.batch.breakdown.advantages[index]
         where += f", sample {index} (r = {rounded(r)}, A = {rounded(a)})"
-    elif names := getattr(call.batch, "entries", ()):
+    elif names := call.batch.entries:
         where += f", {names[index]}"
     return f"On {where}: expected {shown[0]}, got {shown[1]}."
 
