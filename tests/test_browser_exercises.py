@@ -28,7 +28,7 @@ import pytest
 from browser_support import REPO_ROOT, output_dir
 from test_browser import browser, lab_server, open_and_run_all  # noqa: F401 - fixtures
 
-from ppo_viz.exercises.mistakes import TITLES
+from ppo_viz.exercises.advice import TITLES
 from ppo_viz.numbers import exact
 
 pytestmark = pytest.mark.browser

@@ -13,8 +13,8 @@ import importlib.util
 import math
 import sys
 from dataclasses import dataclass, field, replace
-from functools import cached_property
-from types import MappingProxyType, ModuleType
+from functools import cached_property, partial
+from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
@@ -90,53 +90,54 @@ llm_reference: ModuleType = _private_copy(llm_clip)
 
 
 @dataclass(frozen=True, eq=False)
-class CheckBatch:
-    """One batch of a check: inputs (kept as read-only float64 copies), ``eps``, what it tests.
-
-    ``further`` names the section of notebook 5 a robustness batch relates to; ``read_only``
-    hands out read-only inputs.  The reference answers are computed when the batch is made:
-    inputs outside the contract raise ``ValueError``/``TypeError`` as :mod:`ppo_clip` does.
-    """
+class ExerciseBatch:
+    """One batch of a check: the ``arrays`` handed to each call as fresh copies (read-only if
+    ``read_only``, else writable, and a change is reported), then read-only copies of the
+    ``extras``, then the ``keywords``; what it tests (``lesson``).  A ``core`` batch decides the
+    pass; a ``robustness`` one gives a note, ``further`` naming the section of notebook 5 it
+    relates to.  ``entries`` names each entry of an answer, if more than one.  Notebook 7 to 9's
+    exercises (:mod:`.llm`, :mod:`.gae`, :mod:`.rollout`) have core batches only."""
 
     name: str
-    logp_new: FloatArray
-    logp_old: FloatArray
-    advantages: FloatArray
-    eps: float
     lesson: str
+    arrays: dict[str, np.ndarray]
+    extras: tuple[Any, ...] = ()
+    keywords: dict[str, Any] = field(default_factory=dict)
+    entries: tuple[str, ...] = ()
     role: Role = "core"
     further: str = ""
     read_only: bool = False
-    #: The names of the three arrays :meth:`inputs` hands out, for messages.
-    argument_names = ("logp_new", "logp_old", "advantages")
-    keywords = MappingProxyType({})  # every argument is positional
+
+    n = property(lambda self: next(iter(self.arrays.values())).size)
+    label = property(lambda self: f"batch '{self.name}' ({self.lesson})")
+    argument_names = property(lambda self: tuple(self.arrays))
+
+    def inputs(self) -> tuple[Any, ...]:
+        """One call's positional arguments: copies of the arrays, read-only copies of extras."""
+        copy = partial(read_only_copy, dtype=None) if self.read_only else np.copy
+        extras = [read_only_copy(x, None) if isinstance(x, np.ndarray) else x for x in self.extras]
+        return (*map(copy, self.arrays.values()), *extras)
+
+
+@dataclass(frozen=True, eq=False)
+class CheckBatch(ExerciseBatch):
+    """One batch of notebook 6's checks: its ``arrays`` are ``logp_new``, ``logp_old`` and
+    ``advantages`` (kept as read-only float64 copies), its ``extras`` ``(eps,)``.
+
+    The reference answers are computed when the batch is made: inputs outside the contract
+    raise ``ValueError``/``TypeError`` as :mod:`ppo_clip` does.
+    """
 
     def __post_init__(self) -> None:
-        for argument in self.argument_names:
-            object.__setattr__(self, argument, read_only_copy(getattr(self, argument)))
+        arrays = {argument: read_only_copy(values) for argument, values in self.arrays.items()}
+        object.__setattr__(self, "arrays", arrays)
         _ = self.answers
 
-    @property
-    def n(self) -> int:
-        """The number of samples N."""
-        return len(self.advantages)
-
-    @property
-    def arrays(self) -> dict[str, FloatArray]:
-        """The arrays :meth:`inputs` hands out, by name (a change to one is reported)."""
-        return {argument: getattr(self, argument) for argument in self.argument_names}
-
-    @property
-    def label(self) -> str:
-        """``batch 'name' (N = .., eps = ..)``, for messages."""
-        return f"batch '{self.name}' (N = {self.n}, eps = {exact(self.eps)})"
-
-    def inputs(self) -> tuple[FloatArray, FloatArray, FloatArray, float]:
-        """One call's arguments: fresh copies of the three arrays, read-only if ``read_only``,
-        and ``eps``."""
-        arrays = [getattr(self, argument) for argument in self.argument_names]
-        copies = [read_only_copy(a) if self.read_only else a.copy() for a in arrays]
-        return (*copies, self.eps)
+    logp_new = property(lambda self: self.arrays["logp_new"])
+    logp_old = property(lambda self: self.arrays["logp_old"])
+    advantages = property(lambda self: self.arrays["advantages"])
+    eps = property(lambda self: self.extras[0])
+    label = property(lambda self: f"batch '{self.name}' (N = {self.n}, eps = {exact(self.eps)})")
 
     @cached_property
     def breakdown(self) -> Any:
@@ -182,32 +183,6 @@ class CheckBatch:
         return np.any(flips, axis=0)
 
 
-@dataclass(frozen=True, eq=False)
-class ExerciseBatch:
-    """A batch of an exercise another module checks (:mod:`.llm`, :mod:`.gae`): the ``arrays``
-    handed to each call as writable copies (a change is reported), then read-only copies of the
-    ``extras``, then the ``keywords``; every batch is a core one and decides the pass."""
-
-    name: str
-    lesson: str
-    arrays: dict[str, np.ndarray]
-    extras: tuple[Any, ...] = ()
-    keywords: dict[str, Any] = field(default_factory=dict)
-    entries: tuple[str, ...] = ()  # the name of each entry of an answer, if more than one
-    read_only = False
-    role = "core"
-    further = ""  # no batch names a section of notebook 5
-
-    n = property(lambda self: next(iter(self.arrays.values())).size)
-    label = property(lambda self: f"batch '{self.name}' ({self.lesson})")
-    argument_names = property(lambda self: tuple(self.arrays))
-
-    def inputs(self) -> tuple[Any, ...]:
-        """One call's positional arguments: copies of the arrays, read-only copies of extras."""
-        extras = [read_only_copy(x, None) if isinstance(x, np.ndarray) else x for x in self.extras]
-        return (*(a.copy() for a in self.arrays.values()), *extras)
-
-
 def in_float32(batch: ExerciseBatch) -> ExerciseBatch:
     """``batch`` with its float arrays rounded to float32: float32 arithmetic answers it as
     ``batch``, a float64 formula a little off does not (how a checker tells the two apart)."""
@@ -246,7 +221,8 @@ def _on_the_edge(ratio: float) -> tuple[float, float]:
 def _batch(name: str, *arrays: Any, eps: float = 0.2, further: str = "", **more: Any) -> CheckBatch:
     """Batch ``name`` from its logp_new, logp_old, advantages; a robustness one if ``further``."""
     role = "robustness" if further else "core"
-    return CheckBatch(name, *arrays, eps, LESSONS[name], role, further, **more)
+    named = dict(zip(("logp_new", "logp_old", "advantages"), arrays, strict=True))
+    return CheckBatch(name, LESSONS[name], named, (eps,), role=role, further=further, **more)
 
 
 def _p(name: str, new: list[float], old: list[float], a: Any, eps: float = 0.2) -> CheckBatch:

@@ -14,9 +14,10 @@ from functools import cache
 
 import numpy as np
 
+from ppo_viz.exercises.advice import float32_like
 from ppo_viz.exercises.battery import ExerciseBatch, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 
 _RECURSION = "A[t] = delta[t] + gamma * lam * (1 - dones[t + 1]) * A[t + 1]"

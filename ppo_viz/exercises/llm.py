@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from ppo_clip_inputs import checked_choice
+from ppo_viz.exercises.advice import float32_like
 from ppo_viz.exercises.battery import ExerciseBatch, in_float32, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
@@ -158,22 +159,18 @@ def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     options = dict(objective="grpo", eps_low=eps, aggregation=aggregation, max_len=mask.shape[1])
     if "padding_nan" in m and _padding_overflows(new - old, mask, a):
         return [math.nan]
-    if m & {"kl_sign", "kl_direction", "no_kl", "kl_estimator", "max_for_min"}:
-        d, flip = ref - new, -1 if "max_for_min" in m else 1  # max(x, y) = -min(-x, -y)
-        policy = flip * llm_reference.policy_loss(new, new - gap, flip * a, mask, **options)
-        penalties = {"kl_direction": [np.expm1(-d) + d], "no_kl": [0 * d]}
-        penalties["kl_estimator"] = [-d, d**2 / 2]
-        k = next((penalties[key] for key in penalties if key in m), [np.expm1(d) - d])
-        sign = -1 if "kl_sign" in m else 1
-        value = [policy + sign * beta * _aggregate(x, mask, aggregation) for x in k]
-    else:  # the KL keeps logp_new
-        value = [
-            llm_reference.policy_loss(
-                new, new - gap, a, mask, logp_ref=ref, kl_coef=beta, **options
-            )
-        ]
     scale = (-1 if "sign" in m else 1) * (mask.shape[1] if "token_sum" in m else 1)
-    return [scale * v for v in value]
+    if not m & {"kl_sign", "kl_direction", "no_kl", "kl_estimator", "max_for_min"}:
+        kl = dict(logp_ref=ref, kl_coef=beta)  # the KL keeps logp_new
+        return [scale * llm_reference.policy_loss(new, new - gap, a, mask, **options, **kl)]
+    d, flip = ref - new, -1 if "max_for_min" in m else 1  # max(x, y) = -min(-x, -y)
+    b = llm_reference.token_breakdown(new, new - gap, flip * a, mask, **options)
+    penalties = {"kl_direction": [np.expm1(-d) + d], "no_kl": [0 * d]}
+    penalties["kl_estimator"] = [-d, d**2 / 2]
+    k = next((penalties[key] for key in penalties if key in m), [np.expm1(d) - d])
+    sign = -1 if "kl_sign" in m else 1  # each penalty weighted as the loss weighs its tokens
+    kl_terms = [float((b.weight * np.where(b.mask, x, 0.0)).sum()) for x in k]
+    return [scale * (flip * b.loss + sign * beta * term) for term in kl_terms]
 
 
 def gspo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> float:
@@ -206,16 +203,6 @@ AGGREGATIONS = {
     "over_T": "seq-mean-token-sum-norm",
     "token_sum": "seq-mean-token-sum-norm",
 }
-
-
-def _aggregate(per_token: np.ndarray, mask: np.ndarray, aggregation: str | None) -> float:
-    """The loss's weighted sum of ``per_token`` over the unmasked tokens (GRPO's aggregation
-    unless ``aggregation`` says otherwise)."""
-    kept = np.where(mask, per_token, 0.0)
-    if aggregation == "token-mean":
-        return float(kept.sum() / mask.sum())
-    lengths = mask.shape[1] if aggregation else mask.sum(axis=1)
-    return float((kept.sum(axis=1) / lengths).mean())
 
 
 def _changed_gap(gap: np.ndarray, m: frozenset[str], low: float, high: float) -> np.ndarray:

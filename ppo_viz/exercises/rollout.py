@@ -23,9 +23,10 @@ from functools import cache
 
 import numpy as np
 
+from ppo_viz.exercises.advice import float32_like
 from ppo_viz.exercises.battery import ExerciseBatch, in_float32, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise, float32_like
+from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 
 _GAP = "d = logp_old - logp_rollout on the answer's own tokens (trainer over engine)"

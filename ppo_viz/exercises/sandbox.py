@@ -39,7 +39,7 @@ import llm_objectives
 import ppo_clip
 import ppo_clip_exact
 import rollout_correction
-from ppo_viz.exercises.battery import CheckBatch, FloatArray, Kind
+from ppo_viz.exercises.battery import ExerciseBatch, FloatArray, Kind
 
 #: Seconds one call of the learner's function may take.
 TIME_LIMIT_S = 3.0
@@ -62,7 +62,7 @@ GUARDED_MODULES = (
 )
 
 Function = Callable[..., Any]
-Batches = Sequence[CheckBatch]
+Batches = Sequence[ExerciseBatch]
 Fields = dict[str, Any]
 #: What a way of running the calls yields: each call's fields, until one times out or ends.
 Calls = Iterator[Fields]
@@ -81,7 +81,7 @@ class Call:
     :data:`GUARDED_MODULES`.
     """
 
-    batch: CheckBatch
+    batch: ExerciseBatch
     answer: FloatArray | str | None = None
     error: str = ""
     not_implemented: bool = False
@@ -210,7 +210,7 @@ class Output:
         return os.pread(self.text.fileno(), max(end - mark, 0), mark).decode(errors="replace")
 
 
-def _call(function: Function, kind: Kind, batch: CheckBatch, output: Output) -> Fields:
+def _call(function: Function, kind: Kind, batch: ExerciseBatch, output: Output) -> Fields:
     """One call on fresh copies of the batch's arrays, its output kept, numpy's warnings off."""
     inputs, fields, start = batch.inputs(), {}, output.mark()
     guarded = [(module, dict(vars(module))) for module in GUARDED_MODULES]
