@@ -126,16 +126,21 @@ def committed():
     return load_results()
 
 
-def finite_difference(loss, params: list[np.ndarray], index: tuple, h: float = 1e-6) -> float:
-    """Central difference of ``loss()`` in the parameter entry ``params[i][index]``."""
-    i, entry = index
-    original = params[i][entry]
-    params[i][entry] = original + h
-    up = loss()
-    params[i][entry] = original - h
-    down = loss()
-    params[i][entry] = original
-    return (up - down) / (2 * h)
+def assert_gradient(loss, params, grads, rel=None, abs=1e-8, samples=None) -> None:
+    """``grads`` (one array per parameter array) against central differences of ``loss()`` in
+    each entry of ``params`` (about ``samples`` entries of each, spread out; None: all)."""
+    h = 1e-6
+    for i, param in enumerate(params):
+        entries = list(np.ndindex(param.shape))
+        for entry in entries[:: max(1, param.size // samples) if samples else 1]:
+            original = param[entry]
+            param[entry] = original + h
+            up = loss()
+            param[entry] = original - h
+            down = loss()
+            param[entry] = original
+            numeric = (up - down) / (2 * h)
+            assert grads[i][entry] == pytest.approx(numeric, rel=rel, abs=abs), (i, entry)
 
 
 # --------------------------------------------------------------------------
@@ -185,9 +190,7 @@ def test_the_bandits_logit_gradient_agrees_with_finite_differences(key):
     probs = np.exp(logp_all)
     analytic = chain_through_softmax(grads, arms, probs)
     analytic += beta * kl_penalty_grad(softmax(old_logits), probs)
-    for k in range(4):
-        numeric = finite_difference(loss, logits, (0, (0, k)))
-        assert analytic[0, k] == pytest.approx(numeric, abs=1e-8)
+    assert_gradient(loss, logits, [analytic])
 
 
 def test_the_networks_backpropagation_agrees_with_finite_differences():
@@ -204,10 +207,7 @@ def test_the_networks_backpropagation_agrees_with_finite_differences():
 
     _, cache_ = net.forward(inputs)
     grads = net.backward(cache_, weights)
-    for i, param in enumerate(net.params):
-        for entry in np.ndindex(param.shape):
-            numeric = finite_difference(loss, net.params, (i, entry))
-            assert grads[i][entry] == pytest.approx(numeric, rel=1e-6, abs=1e-8)
+    assert_gradient(loss, net.params, grads, rel=1e-6)
 
 
 def cartpole_batch(agent: CartPoleAgent, seed: int = 3) -> Rollout:
@@ -251,10 +251,7 @@ def test_the_whole_cartpole_loss_gradient_agrees_with_finite_differences(key):
         return total
 
     grads, _, _ = agent.gradients(batch)
-    for i, param in enumerate(params):
-        for entry in list(np.ndindex(param.shape))[:: max(1, param.size // 25)]:
-            numeric = finite_difference(loss, params, (i, entry))
-            assert grads[i][entry] == pytest.approx(numeric, rel=1e-5, abs=1e-8), (i, entry)
+    assert_gradient(loss, params, grads, rel=1e-5, samples=25)
 
 
 def test_adams_first_step_moves_each_parameter_by_the_learning_rate():
