@@ -391,13 +391,10 @@ def test_settings_out_of_range_are_refused_by_name():
 
 
 def test_the_committed_study_has_the_design_the_notebook_describes():
-    """Its cells are the grid it stores (test_study_results.py); that grid is issue 22's and
-    27's design: every method on the bandit, 400 + 400 and 20 + 20 seeds, K as a factor."""
+    """Its cells are the grid it stores, on seeds from 0 (test_study_results.py; the seeds of
+    each set: test_the_notebook_states_the_studys_design); that grid is issue 22's and 27's
+    design: every method on the bandit, 400 + 400 and 20 + 20 seeds, K as a factor."""
     results = committed()
-    assert results["seed_sets"] == list(SEED_SETS)
-    for sweep in results["sweeps"].values():
-        first = [sweep["sets"][s]["first_seed"] for s in SEED_SETS]
-        assert first == [0, sweep["seeds"]]  # the confirmation set: the next seeds, all fresh
     bandit, cartpole = results["sweeps"]["bandit"], results["sweeps"]["cartpole"]
     assert set(bandit["methods"]) == set(METHODS)  # every method on the bandit
     assert bandit["seeds"] >= 400  # 400 + 400, and 20 + 20 on CartPole (issue 27)
