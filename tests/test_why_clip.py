@@ -77,7 +77,7 @@ from ppo_viz.why_clip.results import (
     RESULTS_DIR,
     bandit_note,
     cell_at,
-    difference,
+    claim_estimate,
     flip_text,
     load_results,
     one_set,
@@ -725,16 +725,15 @@ def claim(key: str) -> dict:
     return next(c for c in committed()["claims"] if c["key"] == key)
 
 
+def with_interval(key: str, seed_set: str) -> str:
+    """A difference claim's estimate and interval on one set, as the notebook's claims table
+    writes it: ``+0.0015 [-0.0003, +0.0050]``."""
+    return claim_estimate(claim(key), seed_set).partition(":")[0]
+
+
 def point(key: str, seed_set: str) -> str:
     """A difference claim's estimate on one set as the prose writes it: ``-0.197``."""
-    found = claim(key)[seed_set]
-    return difference({**found, "diff": found["estimate"]}).split()[0]
-
-
-def with_interval(key: str, seed_set: str) -> str:
-    """A difference claim's estimate and interval on one set: ``+0.0015 [-0.0003, +0.0050]``."""
-    found = claim(key)[seed_set]
-    return difference({**found, "diff": found["estimate"]}).removesuffix(" n.d.")
+    return with_interval(key, seed_set).split()[0]
 
 
 def both(key: str) -> str:
