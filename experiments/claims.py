@@ -178,8 +178,7 @@ def successes(cell: Mapping[str, Any]) -> np.ndarray:
 
 def top_of(cells: Sequence[Mapping[str, Any]]) -> float | None:
     """The largest step size at which at least 90% of the seeds succeed (None: none)."""
-    stable = [c["value"] for c in cells if successes(c).mean() >= STABLE_SHARE]
-    return max(stable) if stable else None
+    return float(tops_of(cells, np.arange(len(cells[0]["succeeded"]))[None])[0]) or None
 
 
 def tops_of(cells: Sequence[Mapping[str, Any]], draws: np.ndarray) -> np.ndarray:
@@ -289,13 +288,12 @@ def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
             for arm in claim.arms
         ],
     }
+    seeds = results["sweeps"][claim.arms[0].sweep]["seeds"]
     for seed_set in sets:
         found = claim.on_set(data[seed_set])
-        seeds = results["sweeps"][claim.arms[0].sweep]["seeds"]
         entry[seed_set] = {**found, "holds": found["verdict"] == claim.expect, "seeds": seeds}
     if len(sets) == 2:
         pooled = [pooled_data(pair) for pair in zip(data[sets[0]], data[sets[1]], strict=True)]
-        seeds = results["sweeps"][claim.arms[0].sweep]["seeds"]
         draws = resamples(2 * seeds, seeds)
         flips = claim.fresh_verdicts(pooled, draws) != claim.expect
         entry["flip"] = float(flips.mean())

@@ -84,10 +84,8 @@ def fresh_verdicts(differences: np.ndarray) -> np.ndarray:
     verdict by the normal-approximation 95% interval ``mean +- 1.96 sd / sqrt(n)``."""
     mean, sd = differences.mean(axis=1), differences.std(axis=1, ddof=1)
     half = Z95 * sd / np.sqrt(differences.shape[1])
-    verdicts = np.full(len(differences), NOT_DISTINGUISHABLE, dtype=object)
-    verdicts[mean - half > 0] = HIGHER
-    verdicts[mean + half < 0] = LOWER
-    return verdicts
+    intervals = zip(mean - half, mean + half, strict=True)
+    return np.array([verdict_of(ci) for ci in intervals], dtype=object)
 
 
 def stated_side(signs: Mapping[str, Sequence[int]], side: int) -> dict[str, list[int]]:

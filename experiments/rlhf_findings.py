@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments import evidence
 from experiments.evidence import ALL_SEED_SETS, simultaneous_band, stated_side, third_set_count
 from ppo_viz.rlhf.results import cell_of
 
@@ -114,9 +115,8 @@ def curve(
     d = differences(finding, results, seed_set, settings)
     whole = np.isfinite(d).all(axis=1)
     band = simultaneous_band(d[whole])
-    low, high = np.array(band["low"]), np.array(band["high"])
-    sign = np.where(low > 0, 1, np.where(high < 0, -1, 0))
-    return {**band, "sign": sign.tolist(), "left_out": int((~whole).sum())}
+    sign = [evidence.sign_of(ci) for ci in zip(band["low"], band["high"], strict=True)]
+    return {**band, "sign": sign, "left_out": int((~whole).sum())}
 
 
 def evaluate(finding: Finding, results: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ figures too (:mod:`ppo_viz.rlhf.figures`), so the files and the notebook show th
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from ppo_viz.rlhf.results import (
     finding_sentence,
     findings_table,
     label,
+    load_results,
     score_table,
 )
 
@@ -351,7 +351,7 @@ def write_results(results: Mapping[str, Any], output: Path) -> None:
     """The four files, into ``output`` (:func:`experiments.report.write_report`), the report
     with the transfer check's section when its results are in ``output`` too."""
     transfer = output / TRANSFER_JSON.name
-    transfer = json.loads(transfer.read_text(encoding="utf-8")) if transfer.exists() else None
+    transfer = load_results(transfer) if transfer.exists() else None
     files = {
         RESULTS_JSON: json_text(results),
         RESULTS_MARKDOWN: results_markdown(results, transfer),

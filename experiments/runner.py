@@ -42,6 +42,7 @@ from typing import Any, NoReturn
 
 from experiments.evidence import ALL_SEED_SETS
 from ppo_viz.machine import fingerprint
+from ppo_viz.results import load_results, not_json
 
 Runner = Callable[[Any], dict[str, Any]]
 Files = Sequence[Path]  # a study's files, its results first
@@ -51,16 +52,6 @@ Files = Sequence[Path]  # a study's files, its results first
 #: that derives from it: caught where a file is read (:func:`damage_named`), nowhere else.
 #: (ValueError: also a file not UTF-8, not JSON, or with a number of 5,000 digits.)
 DAMAGE = (ArithmeticError, AttributeError, LookupError, RecursionError, TypeError, ValueError)
-
-
-def read_json(path: Path) -> Any:
-    """The JSON in ``path``; NaN and infinities, which JSON has not, are refused
-    (``ValueError``): a study writes None for a number it has not."""
-    return json.loads(path.read_text(encoding="utf-8"), parse_constant=_not_json)
-
-
-def _not_json(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
 
 
 @contextmanager
@@ -93,7 +84,7 @@ def cache_lines(path: Path | None) -> tuple[list[dict[str, Any]], list[int]]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         for number, line in enumerate(lines, 1):
             try:
-                entry = json.loads(line, parse_constant=_not_json) if line else None
+                entry = json.loads(line, parse_constant=not_json) if line else None
                 whole = entry is None or entry.pop("check") == checksum(entry)
             except DAMAGE:
                 whole = False
@@ -347,7 +338,7 @@ def rederive_folder(
     path = (folder or files[0].parent) / files[0].name
     command = f"python -m experiments.{path.stem}"
     try:
-        written_by = read_json(path)["command"]
+        written_by = load_results(path)["command"]
         wrong = None if written_by.endswith(path.stem) else f"it holds {written_by}'s results"
     except OSError as error:
         wrong = f"cannot read it ({error.strerror})"
@@ -385,7 +376,7 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
         path = output / files[0].name
         try:
             with damage_named(path, "run the study again to make it"):
-                study.write_results(study.rederived(read_json(path)), output)
+                study.write_results(study.rederived(load_results(path)), output)
         except KeyboardInterrupt:
             print("interrupted: the results were left as they were", file=sys.stderr)
             return 130

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
 #: Every study's two sets of seeds, in order: claims chosen on the first, checked on the second.
@@ -28,9 +28,15 @@ NUMBER = re.compile(r"[-+−]?\d|–$")
 INTEGER = re.compile(r"[-+−]?\d*")
 
 
-def load_results(path: Path) -> dict[str, Any]:
-    """The results a study's command wrote to ``path``."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def load_results(path: Path) -> Any:
+    """The results a study's command wrote to ``path``; NaN and infinities, which JSON has
+    not, are refused (``ValueError``): a study writes None for a number it has not."""
+    return json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=not_json)
+
+
+def not_json(name: str) -> NoReturn:
+    """``json.loads``' ``parse_constant`` for results: NaN and infinities are refused."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def ran_with(settings: Mapping[str, Any]) -> str:
