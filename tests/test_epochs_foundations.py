@@ -28,6 +28,7 @@ import ppo_clip
 from bandit import ARM_MEANS, KL_TERMS, approx_kl, exact_kl, softmax
 from ppo_clip import OBJECTIVES
 from ppo_viz.epochs import InterpolationExplorer
+from ppo_viz.epochs.app import EPS_RANGE, value_range
 from ppo_viz.epochs.foundations import (
     DRIFTING_SEED,
     FACTORS,
@@ -38,7 +39,6 @@ from ppo_viz.epochs.foundations import (
     ppo_update_line,
     small_step_study,
 )
-from ppo_viz.epochs.interpolation import EPS_RANGE, value_range
 from ppo_viz.epochs.training import (
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
