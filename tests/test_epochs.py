@@ -405,7 +405,8 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings, *, message: boo
     assert app.figure.axes[0].get_xlim() == (-0.5, EPOCH_AXIS_MAX + 0.5)
     assert app.target.get_visible() == (expected.target_kl is not None)
     batch, colors = runs["clipped"].batch, [arm["color"] for arm in arm_styles(K)]
-    for t, label in enumerate(app.row_labels):
+    assert list(app.labelled_map.get_yticks()) == list(range(batch.n))  # a label per row
+    for t, label in enumerate(app.labelled_map.get_yticklabels()):
         assert label.get_text() == sample_label(t, batch.actions[t], batch.advantages[t])
         assert to_rgba(label.get_color()) == to_rgba(colors[batch.actions[t]])
     edges = np.cumsum(np.bincount(batch.actions, minlength=K))[:-1] - 0.5
@@ -441,13 +442,13 @@ def test_in_presentation_mode_the_maps_rows_are_labelled_by_arm(monkeypatch):
     at their middle, drawn with the figure's static part (not at every frame)."""
     monkeypatch.setenv("PPO_PRESENT", "1")
     app = EpochsExplorer()
-    actions = app.runs["clipped"].batch.actions
-    visible = [label for label in app.row_labels if label.get_visible()]
+    actions, labels = app.runs["clipped"].batch.actions, app.labelled_map.get_yticklabels()
     arms = sorted(set(actions.tolist()))
-    assert [label.get_text() for label in visible] == [f"arm {arm}" for arm in arms]
-    for label, arm in zip(visible, arms, strict=True):
-        assert label.get_position()[1] == np.flatnonzero(actions == arm).mean()
-    assert not set(app.row_labels) & set(app.moving)
+    assert [label.get_text() for label in labels] == [f"arm {arm}" for arm in arms]
+    assert list(app.labelled_map.get_yticks()) == [
+        np.flatnonzero(actions == a).mean() for a in arms
+    ]
+    assert not set(labels) & set(app.moving)
 
 
 def test_the_target_kl_slider_sets_the_threshold_once_early_stop_is_on(explorer):

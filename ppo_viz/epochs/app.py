@@ -67,7 +67,7 @@ ARM_LINE = {"lw": 1.8, "ms": 3.5}
 HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
 #: The exact KL in the KL panel, beside each objective's k3 line.
 DOTS = {"ls": "none", "marker": "o", "ms": 2.5}
-SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": "small"}
+ROW_LABELS = {"labelfontfamily": "monospace", "labelsize": "small", "pad": 5}
 CELLS = {"cmap": PUSH_MAP, "vmin": -1.5, "vmax": 1.5}
 #: The control of each setting whose name differs (a message names a setting by its control).
 CONTROL_OF = {"n_epochs": "epochs"}
@@ -142,12 +142,9 @@ class EpochsExplorer(LiveFigure):
                     ax.set_xlabel("")
                     ax.tick_params(labelbottom=False)
             top[0].set(ylabel="ratio of each arm", ylim=(0.0, k * 1.04))  # r <= K
-            label_at = maps[0].get_yaxis_transform()
-            #: Left of the first map: each sample's label, or in presentation mode (no room
-            #: for twelve lines of large type) each arm's, at the middle of its rows.
-            self.row_labels = [
-                maps[0].text(-0.03, t, "", transform=label_at, **SAMPLE_LABEL) for t in range(n)
-            ]
+            #: The first map labels its rows with its y ticks (:meth:`_label_rows`).
+            self.labelled_map = maps[0]
+            maps[0].tick_params(axis="y", length=0, **ROW_LABELS)
             self._build_metrics(metrics)
             top[0].set_xlim(-0.5, EPOCH_AXIS_MAX + 0.5)
             for rows, where in zip(self._legends(arms), ("upper", "lower"), strict=True):
@@ -263,9 +260,11 @@ class EpochsExplorer(LiveFigure):
         return summary_html(self.runs)
 
     def _label_rows(self, seed: int, batch: Any) -> None:
-        """Label the gradient maps' rows for the batch of ``seed``.  The labels are drawn with
-        the figure's static part, not at every blit (text is slow to draw): a new batch draws
-        the first map again, labels and all, into the kept background once."""
+        """Label the first gradient map's rows for the batch of ``seed``: each sample, or in
+        presentation mode (no room for twelve lines of large type) each arm, at the middle of
+        its rows.  The labels are drawn with the figure's static part, not at every blit (text
+        is slow to draw): a new batch draws the map again, labels and all, into the kept
+        background once."""
         if seed == self._labelled_seed:
             return
         self._labelled_seed = seed
@@ -280,11 +279,11 @@ class EpochsExplorer(LiveFigure):
                 for arm, color in enumerate(colors)
                 if (batch.actions == arm).any()
             ]
-        for label, (y, text, color) in zip(self.row_labels, rows, strict=False):
-            label.set(y=y, text=text, color=color, visible=True)
-        for label in self.row_labels[len(rows) :]:
-            label.set_visible(False)
-        self.redraw_axes(self.row_labels[0].axes)  # the labels are the first map's texts
+        ys, texts, colors = zip(*rows, strict=True)
+        self.labelled_map.set_yticks(ys, texts)
+        for label, color in zip(self.labelled_map.get_yticklabels(), colors, strict=True):
+            label.set_color(color)
+        self.redraw_axes(self.labelled_map)
 
     @staticmethod
     def _show_column(column: dict[str, Any], run: Run) -> None:
