@@ -83,12 +83,19 @@ def loss_at(logits, batch, eps, objective) -> float:
     )
 
 
-def grad_at(logits, batch, eps, objective) -> np.ndarray:
-    logp = log_softmax(logits)[batch.actions]
-    dlogp = ppo_clip.surrogate_grad(
-        logp, batch.logp_old, batch.advantages, eps, objective=objective
-    )
-    return chain_through_softmax(dlogp, batch.actions, softmax(logits))
+def assert_each_epoch_is_one_gradient_step(run, objective, eps, eps_high=None) -> None:
+    """Every epoch's sample gradients are ppo_clip's at its policy, and the next policy is one
+    step of the run's step size against them, chained through the softmax."""
+    b = run.batch
+    for epoch, logits in enumerate(run.logits):
+        logp = log_softmax(logits)[b.actions]
+        breakdown = ppo_clip.clip_breakdown(logp, b.logp_old, b.advantages, eps, eps_high=eps_high)
+        grads = ppo_clip.objective_grad(breakdown, objective)
+        np.testing.assert_array_equal(run.sample_grads[epoch], grads)
+        if epoch < run.epochs_run:
+            chained = chain_through_softmax(grads, b.actions, softmax(logits))
+            step = logits - run.settings.step_size * chained
+            np.testing.assert_allclose(run.logits[epoch + 1], step, rtol=0, atol=1e-15)
 
 
 # --------------------------------------------------------------------------
@@ -117,15 +124,7 @@ def test_softmax_is_stable():
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_each_epoch_is_one_gradient_step_on_the_objectives_loss(objective):
     run = run_all(Settings(step_size=1.0, n_epochs=15))[objective]
-    for epoch, logits in enumerate(run.logits):
-        logp = log_softmax(logits)[run.batch.actions]
-        expected = ppo_clip.surrogate_grad(
-            logp, run.batch.logp_old, run.batch.advantages, EPS, objective=objective
-        )
-        np.testing.assert_array_equal(run.sample_grads[epoch], expected)
-        if epoch < run.epochs_run:
-            step = logits - 1.0 * grad_at(logits, run.batch, EPS, objective)
-            np.testing.assert_allclose(run.logits[epoch + 1], step, rtol=0, atol=1e-15)
+    assert_each_epoch_is_one_gradient_step(run, objective, EPS)
     assert run.true_reward[-1] == pytest.approx(softmax(run.logits[-1]) @ ARM_MEANS)
 
 
@@ -548,13 +547,7 @@ def test_a_column_added_to_columns_is_trained_and_drawn_with_its_own_band(monkey
     assert run.band == pytest.approx((0.75, 1.33))
     band = app.columns["clip_higher"]["band"]
     assert (band.get_y(), band.get_y() + band.get_height()) == pytest.approx((0.75, 1.33))
-    for epoch, logits in enumerate(run.logits):
-        logp = log_softmax(logits)[run.batch.actions]
-        breakdown = ppo_clip.clip_breakdown(
-            logp, run.batch.logp_old, run.batch.advantages, 0.25, eps_high=0.33
-        )
-        expected = ppo_clip.objective_grad(breakdown, "clipped")
-        np.testing.assert_array_equal(run.sample_grads[epoch], expected)
+    assert_each_epoch_is_one_gradient_step(run, "clipped", 0.25, eps_high=0.33)
     for arm, line in enumerate(app.columns["clip_higher"]["arms"]):
         np.testing.assert_array_equal(line.get_ydata(), run.arm_ratios()[:, arm])
     assert "clip-higher" in app.readout.value
