@@ -23,13 +23,12 @@ BALANCE_GAINS = np.array([0.05, 0.1, 1.0, 0.5])
 
 
 def action_rule(kind: int, rng: np.random.Generator):
-    """An action chooser ``obs -> 0 or 1`` of the given kind (0, 1 or 2)."""
-    bias = rng.uniform(0.1, 0.9)
+    """An action chooser ``obs -> 0 or 1`` of the given kind: 0 a fair coin, 1 a biased one,
+    2 the balancing rule with 5% of its actions flipped."""
+    bias = rng.uniform(0.1, 0.9) if kind == 1 else 0.5
 
     def choose(obs: np.ndarray) -> int:
-        if kind == 0:
-            return int(rng.integers(2))
-        if kind == 1:
+        if kind < 2:
             return int(rng.random() < bias)
         balanced = int(np.dot(BALANCE_GAINS, obs) > 0)
         return 1 - balanced if rng.random() < 0.05 else balanced

@@ -27,7 +27,6 @@ from matplotlib.colors import to_rgba
 import ppo_clip
 from bandit import ARM_MEANS, chain_through_softmax, log_softmax, softmax
 from ppo_clip import OBJECTIVES
-from ppo_viz.app import InputError
 from ppo_viz.epochs import EpochsExplorer
 from ppo_viz.epochs.app import EPOCH_AXIS_MAX
 from ppo_viz.epochs.text import sample_label
@@ -84,12 +83,19 @@ def loss_at(logits, batch, eps, objective) -> float:
     )
 
 
-def grad_at(logits, batch, eps, objective) -> np.ndarray:
-    logp = log_softmax(logits)[batch.actions]
-    dlogp = ppo_clip.surrogate_grad(
-        logp, batch.logp_old, batch.advantages, eps, objective=objective
-    )
-    return chain_through_softmax(dlogp, batch.actions, softmax(logits))
+def assert_each_epoch_is_one_gradient_step(run, objective, eps, eps_high=None) -> None:
+    """Every epoch's sample gradients are ppo_clip's at its policy, and the next policy is one
+    step of the run's step size against them, chained through the softmax."""
+    b = run.batch
+    for epoch, logits in enumerate(run.logits):
+        logp = log_softmax(logits)[b.actions]
+        breakdown = ppo_clip.clip_breakdown(logp, b.logp_old, b.advantages, eps, eps_high=eps_high)
+        grads = ppo_clip.objective_grad(breakdown, objective)
+        np.testing.assert_array_equal(run.sample_grads[epoch], grads)
+        if epoch < run.epochs_run:
+            chained = chain_through_softmax(grads, b.actions, softmax(logits))
+            step = logits - run.settings.step_size * chained
+            np.testing.assert_allclose(run.logits[epoch + 1], step, rtol=0, atol=1e-15)
 
 
 # --------------------------------------------------------------------------
@@ -108,31 +114,17 @@ def test_a_batch_is_seeded_sorted_and_its_advantages_are_not_normalized():
     assert not batch.rewards.flags.writeable  # cached and shared
 
 
-def test_softmax_is_stable_and_the_chain_rule_is_the_softmax_jacobian():
+def test_softmax_is_stable():
+    """(The chain rule through it: test_why_clip.py's finite differences.)"""
     probs = softmax([1000.0, 0.0, -1000.0, 999.0])
     assert probs.sum() == pytest.approx(1.0)
     assert probs[0] / probs[3] == pytest.approx(np.e)
-    rng = np.random.default_rng(0)
-    logits, actions = rng.normal(size=K), np.array([0, 0, 1, 2, K - 1, K - 1])
-    dlogp = rng.normal(size=actions.size)
-    jacobian = np.eye(K)[actions] - softmax(logits)  # d logp_t / d logits_k = [a_t == k] - pi_k
-    np.testing.assert_allclose(
-        chain_through_softmax(dlogp, actions, softmax(logits)), dlogp @ jacobian, atol=1e-15
-    )
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_each_epoch_is_one_gradient_step_on_the_objectives_loss(objective):
     run = run_all(Settings(step_size=1.0, n_epochs=15))[objective]
-    for epoch, logits in enumerate(run.logits):
-        logp = log_softmax(logits)[run.batch.actions]
-        expected = ppo_clip.surrogate_grad(
-            logp, run.batch.logp_old, run.batch.advantages, EPS, objective=objective
-        )
-        np.testing.assert_array_equal(run.sample_grads[epoch], expected)
-        if epoch < run.epochs_run:
-            step = logits - 1.0 * grad_at(logits, run.batch, EPS, objective)
-            np.testing.assert_allclose(run.logits[epoch + 1], step, rtol=0, atol=1e-15)
+    assert_each_epoch_is_one_gradient_step(run, objective, EPS)
     assert run.true_reward[-1] == pytest.approx(softmax(run.logits[-1]) @ ARM_MEANS)
 
 
@@ -180,31 +172,36 @@ def test_the_columns_trained_together_are_each_what_it_is_trained_alone():
         assert (run.objective, run.stopped_early) == (key, alone.stopped_early)
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", "message"),
-    [
-        ({"eps": 0.9}, ValueError, r"^eps must be between 0 and 0\.5, got 0\.9$"),
-        ({"step_size": 0.0}, ValueError, r"^step_size must be between 0\.05 and 4, got 0\.0$"),
-        ({"n_epochs": 2.5}, ValueError, r"^n_epochs must be a whole number, got 2\.5$"),
-        ({"seed": -1}, ValueError, r"^seed must be between 0 and 4294967295, got -1$"),
-        (
-            {"seed": 10**400},
-            ValueError,
-            r"^seed must be between 0 and 4294967295, got about 10\^400$",
-        ),
-        (
-            {"target_kl": math.nan},
-            ValueError,
-            r"^target_kl must be between 0\.001 and 0\.2, got nan$",
-        ),
-        ({"eps": math.inf}, ValueError, r"^eps must be between 0 and 0\.5, got inf$"),
-        ({"seed": "seven"}, TypeError, r"^seed must be a number, got str$"),
+#: Settings refused: the setting, the value, the error and its message (the explorer's seed box
+#: says the same, of the batch seed).
+OUT_OF_RANGE_SEEDS = {
+    -1: "-1",
+    10**400: "about 10^400",
+    -(10**400): "about -10^400",
+    2**64: "about 10^19",
+    2**32: "4294967296",
+}
+BAD_SETTINGS = [
+    ("eps", 0.9, ValueError, "eps must be between 0 and 0.5, got 0.9"),
+    ("eps", math.inf, ValueError, "eps must be between 0 and 0.5, got inf"),
+    ("step_size", 0.0, ValueError, "step_size must be between 0.05 and 4, got 0.0"),
+    ("n_epochs", 2.5, ValueError, "n_epochs must be a whole number, got 2.5"),
+    ("target_kl", math.nan, ValueError, "target_kl must be between 0.001 and 0.2, got nan"),
+    ("seed", "seven", TypeError, "seed must be a number, got str"),
+    *[
+        ("seed", seed, ValueError, f"seed must be between 0 and 4294967295, got {said}")
+        for seed, said in OUT_OF_RANGE_SEEDS.items()
     ],
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "error", "message"), BAD_SETTINGS, ids=[row[3] for row in BAD_SETTINGS]
 )
-def test_bad_settings_are_refused_naming_the_argument(kwargs, error, message):
+def test_bad_settings_are_refused_naming_the_argument(name, value, error, message):
     for make in (Settings, EpochsExplorer):
-        with pytest.raises(error, match=message):
-            make(**{"seed": 0, **kwargs})
+        with pytest.raises(error, match=f"^{re.escape(message)}$"):
+            make(**{"seed": 0, name: value})
 
 
 # --------------------------------------------------------------------------
@@ -227,7 +224,7 @@ def test_the_starting_batch_meets_the_documented_rule(runs, favoured):
     out = outside_band(runs["clip_only"].arm_ratios()[:, favoured]) > 0
     assert out.any()
     assert out[np.argmax(out) :].all()
-    assert Settings().seed == EpochsExplorer().settings.seed == MISLEADING_SEED
+    assert Settings().seed == MISLEADING_SEED  # the explorer's: test_the_explorer_starts_...
 
 
 def test_runs_side_by_side_are_the_single_runs():
@@ -378,17 +375,8 @@ def fresh_explorer() -> EpochsExplorer:
 
 @pytest.fixture
 def explorer(fresh_explorer: EpochsExplorer) -> EpochsExplorer:
-    """One explorer for the module (building one takes a second), back at its defaults."""
-    defaults = {
-        "eps": EPS,
-        "step_size": DEFAULT_STEP_SIZE,
-        "epochs": DEFAULT_EPOCHS,
-        "seed": MISLEADING_SEED,
-        "early_stop": False,
-        "target_kl": DEFAULT_TARGET_KL,
-    }
-    for name, value in defaults.items():
-        fresh_explorer.controls[name].value = value
+    """One explorer for the module (building one takes a second), back at its start."""
+    fresh_explorer.reset()
     assert fresh_explorer.message.value == ""
     return fresh_explorer
 
@@ -416,7 +404,8 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings, *, message: boo
     assert app.figure.axes[0].get_xlim() == (-0.5, EPOCH_AXIS_MAX + 0.5)
     assert app.target.get_visible() == (expected.target_kl is not None)
     batch, colors = runs["clipped"].batch, [arm["color"] for arm in arm_styles(K)]
-    for t, label in enumerate(app.row_labels):
+    assert list(app.labelled_map.get_yticks()) == list(range(batch.n))  # a label per row
+    for t, label in enumerate(app.labelled_map.get_yticklabels()):
         assert label.get_text() == sample_label(t, batch.actions[t], batch.advantages[t])
         assert to_rgba(label.get_color()) == to_rgba(colors[batch.actions[t]])
     edges = np.cumsum(np.bincount(batch.actions, minlength=K))[:-1] - 0.5
@@ -425,15 +414,8 @@ def assert_figure_shows(app: EpochsExplorer, expected: Settings, *, message: boo
 
 
 def test_the_explorer_starts_at_the_documented_defaults(fresh_explorer):
-    explorer = fresh_explorer
-    values = explorer.values()
-    assert (values["eps"], values["step_size"], values["epochs"]) == (
-        EPS,
-        DEFAULT_STEP_SIZE,
-        DEFAULT_EPOCHS,
-    )
-    assert values["seed"] == MISLEADING_SEED
-    assert values["early_stop"] is False
+    explorer, defaults = fresh_explorer, (EPS, DEFAULT_STEP_SIZE, DEFAULT_EPOCHS, MISLEADING_SEED)
+    assert (*explorer.values().values(),) == (*defaults, False, DEFAULT_TARGET_KL)
     assert explorer.controls["target_kl"].disabled
     assert_figure_shows(explorer, Settings())
     assert "The true reward started at" in plain(explorer.readout.value)
@@ -443,8 +425,7 @@ CONTROL_CHANGES = {
     "eps": (0.3, {"eps": 0.3}),
     "step_size": (1.5, {"step_size": 1.5}),
     "epochs": (12, {"n_epochs": 12}),
-    "seed": (10, {"seed": 10}),
-    "early_stop": (True, {"target_kl": DEFAULT_TARGET_KL}),
+    "seed": (10, {"seed": 10}),  # early stop and target KL: test_the_target_kl_slider_...
 }
 
 
@@ -460,13 +441,13 @@ def test_in_presentation_mode_the_maps_rows_are_labelled_by_arm(monkeypatch):
     at their middle, drawn with the figure's static part (not at every frame)."""
     monkeypatch.setenv("PPO_PRESENT", "1")
     app = EpochsExplorer()
-    actions = app.runs["clipped"].batch.actions
-    visible = [label for label in app.row_labels if label.get_visible()]
+    actions, labels = app.runs["clipped"].batch.actions, app.labelled_map.get_yticklabels()
     arms = sorted(set(actions.tolist()))
-    assert [label.get_text() for label in visible] == [f"arm {arm}" for arm in arms]
-    for label, arm in zip(visible, arms, strict=True):
-        assert label.get_position()[1] == np.flatnonzero(actions == arm).mean()
-    assert not set(app.row_labels) & set(app.moving)
+    assert [label.get_text() for label in labels] == [f"arm {arm}" for arm in arms]
+    assert list(app.labelled_map.get_yticks()) == [
+        np.flatnonzero(actions == a).mean() for a in arms
+    ]
+    assert not set(labels) & set(app.moving)
 
 
 def test_the_target_kl_slider_sets_the_threshold_once_early_stop_is_on(explorer):
@@ -505,19 +486,11 @@ def test_without_widgets_the_notebook_shows_the_table_above_the_figure(explorer)
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("seed", "said"),
-    [
-        (10**400, "The batch seed must be between 0 and 4294967295, got about 10^400."),
-        (-(10**400), "The batch seed must be between 0 and 4294967295, got about -10^400."),
-        (2**64, "The batch seed must be between 0 and 4294967295, got about 10^19."),
-        (2**32, "The batch seed must be between 0 and 4294967295, got 4294967296."),
-        (-1, "The batch seed must be between 0 and 4294967295, got -1."),
-    ],
-)
-def test_a_seed_the_app_cannot_use_shows_a_short_message_and_keeps_the_run(explorer, seed, said):
+@pytest.mark.parametrize("seed", OUT_OF_RANGE_SEEDS, ids=OUT_OF_RANGE_SEEDS.values())
+def test_a_seed_the_app_cannot_use_shows_a_short_message_and_keeps_the_run(explorer, seed):
     explorer.controls["seed"].value = 10
     explorer.controls["seed"].value = seed
+    said = f"The batch seed must be between 0 and 4294967295, got {OUT_OF_RANGE_SEEDS[seed]}."
     assert plain(explorer.message.value).startswith(said)
     assert "Fix the batch seed to apply other changes." in plain(explorer.message.value)
     assert len(explorer.message.value) < 600
@@ -560,10 +533,6 @@ def test_the_target_kl_sliders_right_end_is_the_ranges_end(explorer):
     assert math.isclose(explorer.settings.target_kl, 0.2)
 
 
-def test_input_errors_are_value_errors():
-    assert issubclass(InputError, ValueError)
-
-
 def test_a_column_added_to_columns_is_trained_and_drawn_with_its_own_band(monkeypatch):
     """Things to try, item 6: the notebook's one entry adds DAPO's clip-higher column."""
     source = "".join(cell.source for cell in nbformat.read(NOTEBOOK, as_version=4).cells)
@@ -578,13 +547,7 @@ def test_a_column_added_to_columns_is_trained_and_drawn_with_its_own_band(monkey
     assert run.band == pytest.approx((0.75, 1.33))
     band = app.columns["clip_higher"]["band"]
     assert (band.get_y(), band.get_y() + band.get_height()) == pytest.approx((0.75, 1.33))
-    for epoch, logits in enumerate(run.logits):
-        logp = log_softmax(logits)[run.batch.actions]
-        breakdown = ppo_clip.clip_breakdown(
-            logp, run.batch.logp_old, run.batch.advantages, 0.25, eps_high=0.33
-        )
-        expected = ppo_clip.objective_grad(breakdown, "clipped")
-        np.testing.assert_array_equal(run.sample_grads[epoch], expected)
+    assert_each_epoch_is_one_gradient_step(run, "clipped", 0.25, eps_high=0.33)
     for arm, line in enumerate(app.columns["clip_higher"]["arms"]):
         np.testing.assert_array_equal(line.get_ydata(), run.arm_ratios()[:, arm])
     assert "clip-higher" in app.readout.value

@@ -28,6 +28,7 @@ import ppo_clip
 from bandit import ARM_MEANS, KL_TERMS, approx_kl, exact_kl, softmax
 from ppo_clip import OBJECTIVES
 from ppo_viz.epochs import InterpolationExplorer
+from ppo_viz.epochs.app import EPS_RANGE, value_range
 from ppo_viz.epochs.foundations import (
     DRIFTING_SEED,
     FACTORS,
@@ -36,10 +37,8 @@ from ppo_viz.epochs.foundations import (
     estimator_studies,
     one_signed_arms,
     ppo_update_line,
-    run_with_step_size,
     small_step_study,
 )
-from ppo_viz.epochs.interpolation import EPS_RANGE, value_range
 from ppo_viz.epochs.training import (
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
@@ -193,10 +192,10 @@ def study():
 
 
 def test_a_study_run_is_the_training_loops_run():
-    run = run_with_step_size("clipped", 0.5, total=15.0)  # the explorer's default: 0.5 x 30
+    (run,) = small_step_study(("clipped",), (0.5,), total=15.0)["clipped"]  # 0.5 x 30 epochs
     np.testing.assert_array_equal(run.arm_ratios, run_all(Settings())["clipped"].arm_ratios())
     with pytest.raises(ValueError, match="whole number of epochs"):
-        run_with_step_size("clipped", 0.3)
+        small_step_study(("clipped",), (0.3,))
 
 
 def test_the_study_keeps_the_total_movement(study, prose):

@@ -5,22 +5,15 @@ The bandit and the training step are :mod:`bandit`'s (shared with notebook 4).
 * :mod:`.training`: the batch (:func:`batch_of`, and the misleading one the notebook starts
   from, :data:`MISLEADING_SEED`), :class:`Settings`, :class:`Run`,
   :func:`train`, :func:`run_all`;
-* :mod:`.app`: :class:`EpochsExplorer`, the three runs under their controls;
+* :mod:`.app`: :class:`EpochsExplorer`, the three runs under their controls, and
+  :class:`InterpolationExplorer`, Figure 2 with ε on a slider;
 * :mod:`.foundations`: the line through PPO's update (the PPO paper's Figure 2), the
   small-step limit and its hard-constraint optimum, the KL estimators k1, k2, k3;
-* :mod:`.interpolation`: :class:`InterpolationExplorer`, Figure 2 with ε on a slider;
 * :mod:`.text`: the tables (bandit, batch, summary, KL estimators).
 """
 
-from ppo_viz.epochs.app import EpochsExplorer
-from ppo_viz.epochs.foundations import (
-    DRIFTING_SEED,
-    estimator_studies,
-    one_signed_arms,
-    ppo_update_line,
-    small_step_study,
-)
-from ppo_viz.epochs.interpolation import InterpolationExplorer
+from ppo_viz.epochs.app import EpochsExplorer, InterpolationExplorer
+from ppo_viz.epochs.foundations import DRIFTING_SEED, estimator_studies, small_step_study
 from ppo_viz.epochs.text import bandit_table, batch_table, kl_estimator_table
 from ppo_viz.epochs.training import (
     BIG_STEP,
@@ -49,8 +42,6 @@ __all__ = [
     "estimator_studies",
     "hard_constraint_optimum",
     "kl_estimator_table",
-    "one_signed_arms",
-    "ppo_update_line",
     "run_all",
     "small_step_study",
     "survey",

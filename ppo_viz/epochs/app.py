@@ -8,6 +8,13 @@ of its own; below, a map of which way each sample pushes (grey: epochs the run d
 The bottom row overlays the runs: the share of samples with zero gradient, the KL between the
 old and the new policy (k3 estimate and exact), and the true expected reward.  The epoch axis
 spans the epochs slider's whole range, so no axis ever moves.
+
+:class:`InterpolationExplorer` is notebook 3's analogue of the PPO paper's Figure 2, with ε on a
+slider.  Against the interpolation factor ``t`` of
+:class:`~ppo_viz.epochs.foundations.UpdateLine`: the unclipped surrogate, the clip-only term
+and PPO's clipped objective (all to maximise, minus :func:`ppo_clip.surrogate_loss`) and the
+exact KL from the old policy, with the clipped objective's maximum marked.  The slider moves ε
+in the objectives; the line stays PPO's update at the default settings.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+import ppo_clip
 from bandit import ARM_MEANS
 from ppo_viz import style
-from ppo_viz.app import InputError, LiveFigure, checkbox, control_layout, slider
+from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, control_layout, slider
+from ppo_viz.epochs.foundations import UpdateLine, ppo_update_line
 from ppo_viz.epochs.text import sample_label, summary_html
 from ppo_viz.epochs.training import (
     COLUMNS,
@@ -40,8 +49,9 @@ from ppo_viz.epochs.training import (
     n_samples,
     run_all,
 )
-from ppo_viz.numbers import signed
-from ppo_viz.style import COLORS, arm_styles, figure_style
+from ppo_viz.html import Markup, tag
+from ppo_viz.numbers import rounded, signed
+from ppo_viz.style import COLORS, FORMULAS, LINES, NAMES, arm_styles, figure_style, legend_below
 
 #: The gradient map's colours: a sample pushes its arm's probability down, not at all, up
 #: (none is an objective's or an arm's colour); grey cells are epochs the run did not take.
@@ -57,7 +67,7 @@ ARM_LINE = {"lw": 1.8, "ms": 3.5}
 HOLLOW = {"ls": "none", "marker": "o", "ms": 5.5, "mfc": "white", "mew": 1.3}
 #: The exact KL in the KL panel, beside each objective's k3 line.
 DOTS = {"ls": "none", "marker": "o", "ms": 2.5}
-SAMPLE_LABEL = {"ha": "right", "va": "center", "family": "monospace", "fontsize": "small"}
+ROW_LABELS = {"labelfontfamily": "monospace", "labelsize": "small", "pad": 5}
 CELLS = {"cmap": PUSH_MAP, "vmin": -1.5, "vmax": 1.5}
 #: The control of each setting whose name differs (a message names a setting by its control).
 CONTROL_OF = {"n_epochs": "epochs"}
@@ -132,12 +142,9 @@ class EpochsExplorer(LiveFigure):
                     ax.set_xlabel("")
                     ax.tick_params(labelbottom=False)
             top[0].set(ylabel="ratio of each arm", ylim=(0.0, k * 1.04))  # r <= K
-            label_at = maps[0].get_yaxis_transform()
-            #: Left of the first map: each sample's label, or in presentation mode (no room
-            #: for twelve lines of large type) each arm's, at the middle of its rows.
-            self.row_labels = [
-                maps[0].text(-0.03, t, "", transform=label_at, **SAMPLE_LABEL) for t in range(n)
-            ]
+            #: The first map labels its rows with its y ticks (:meth:`_label_rows`).
+            self.labelled_map = maps[0]
+            maps[0].tick_params(axis="y", length=0, **ROW_LABELS)
             self._build_metrics(metrics)
             top[0].set_xlim(-0.5, EPOCH_AXIS_MAX + 0.5)
             for rows, where in zip(self._legends(arms), ("upper", "lower"), strict=True):
@@ -253,9 +260,11 @@ class EpochsExplorer(LiveFigure):
         return summary_html(self.runs)
 
     def _label_rows(self, seed: int, batch: Any) -> None:
-        """Label the gradient maps' rows for the batch of ``seed``.  The labels are drawn with
-        the figure's static part, not at every blit (text is slow to draw): a new batch draws
-        the first map again, labels and all, into the kept background once."""
+        """Label the first gradient map's rows for the batch of ``seed``: each sample, or in
+        presentation mode (no room for twelve lines of large type) each arm, at the middle of
+        its rows.  The labels are drawn with the figure's static part, not at every blit (text
+        is slow to draw): a new batch draws the map again, labels and all, into the kept
+        background once."""
         if seed == self._labelled_seed:
             return
         self._labelled_seed = seed
@@ -270,11 +279,11 @@ class EpochsExplorer(LiveFigure):
                 for arm, color in enumerate(colors)
                 if (batch.actions == arm).any()
             ]
-        for label, (y, text, color) in zip(self.row_labels, rows, strict=False):
-            label.set(y=y, text=text, color=color, visible=True)
-        for label in self.row_labels[len(rows) :]:
-            label.set_visible(False)
-        self.redraw_axes(self.row_labels[0].axes)  # the labels are the first map's texts
+        ys, texts, colors = zip(*rows, strict=True)
+        self.labelled_map.set_yticks(ys, texts)
+        for label, color in zip(self.labelled_map.get_yticklabels(), colors, strict=True):
+            label.set_color(color)
+        self.redraw_axes(self.labelled_map)
 
     @staticmethod
     def _show_column(column: dict[str, Any], run: Run) -> None:
@@ -324,3 +333,79 @@ class WholeNumberText(widgets.IntText):
     (``IntText`` turns 2.5 into 2 without a word); the app says when a number is out of range."""
 
     value = _WholeNumber(0, help="Int value").tag(sync=True)
+
+
+# -- the line through PPO's update (the PPO paper's Figure 2) ---------------------------
+
+#: The range of the ε slider (the epochs explorer's).
+EPS_RANGE = SETTING_RANGES["eps"][:2]
+#: How the figure draws the exact KL, PPO's maximum, its label and the labels of t = 0 and 1.
+KL_LINE = {"color": COLORS["start"], "lw": 1.4, "ls": "-.", "label": "KL(π_old ‖ π_θ), exact"}
+PEAK = {"ls": "none", "marker": "o", "ms": 9, "mfc": COLORS["clipped"], "mec": "white"}
+PEAK_LABEL = {"textcoords": "offset points", "ha": "right", "color": COLORS["clipped"]}
+PEAK_LABEL |= {"fontweight": "bold", "zorder": 6}
+END_LABEL = {"xytext": (4, 6), "textcoords": "offset points", "fontsize": "small"}
+
+
+def value_range(line: UpdateLine) -> tuple[float, float]:
+    """Limits that hold every curve at every ε of the slider, so the axes never move.
+
+    Each sample's clipped term grows with ε, so PPO's curves at the slider's ends bound the
+    others; a clip-only term can move either way, so its curves at the ends bound it only
+    roughly: 6% of room on each side (the tests check a fine grid of ε in between).
+    """
+    curves = [line.objective("unclipped", 0.0), line.kl, np.zeros(1)]
+    curves += [line.objective(o, eps) for o in ("clipped", "clip_only") for eps in EPS_RANGE]
+    low, high = min(c.min() for c in curves), max(c.max() for c in curves)
+    return low - 0.06 * (high - low), high + 0.06 * (high - low)
+
+
+class InterpolationExplorer(LiveFigure):
+    """An ε slider over the objectives along the line through PPO's update."""
+
+    description = "PPO's objectives along the line through one update (the paper's Figure 2)"
+
+    def __init__(self, eps: float = ppo_clip.DEFAULT_EPS) -> None:
+        checked_number("eps", eps, EPS_RANGE)
+        self.line = line = ppo_update_line()
+        with figure_style():
+            figure = Figure(figsize=(9.0, 5.2), layout="constrained")
+            ax = self.ax = figure.add_subplot()
+            ax.set(xlim=(line.factors[0], line.factors[-1]), ylim=value_range(line))
+            ax.set(xlabel="interpolation factor t:  θ = θ_old + t · (θ_PPO − θ_old)")
+            ax.set_ylabel("objective (to maximise) and KL")
+            ax.axhline(0.0, color=COLORS["guide"], lw=0.8)
+            for factor, text in ((0.0, "θ_old"), (1.0, f"θ_PPO:\n{line.end_label}")):
+                ax.axvline(factor, color=COLORS["start"], lw=0.9, ls=":")
+                ax.annotate(text, (factor, 0.0), xycoords=("data", "axes fraction"), **END_LABEL)
+            self.curves = {  # the unclipped curve is the same at every ε
+                o: ax.plot([], [], **LINES[o], label=f"{NAMES[o]}: mean of {FORMULAS[o]}")[0]
+                for o in ("unclipped", "clip_only", "clipped")
+            }
+            ax.plot(line.factors, line.kl, **KL_LINE)
+            self.peak = ax.plot([], [], **PEAK, zorder=5)[0]
+            self.peak_text = ax.annotate("", (0, 0), xytext=(-10, 12), **PEAK_LABEL)
+            legend_below(figure, 2)
+        controls = {"figure2_eps": slider("ε (clip size)", eps, EPS_RANGE, 0.01)}
+        moving = [*self.curves.values(), self.peak, self.peak_text]
+        super().__init__(figure, self.update, controls, moving=moving)
+
+    def update(self, figure2_eps: float) -> Markup:
+        """Draw the objectives at ε and the clipped one's maximum; return where it lies."""
+        eps = float(figure2_eps)  # in range: the slider clamps, and LiveFigure refuses NaN
+        for objective, artist in self.curves.items():
+            artist.set_data(self.line.factors, self.line.objective(objective, eps))
+        factor, value, kl = self.line.peak(eps)
+        self.peak.set_data([factor], [value])
+        self.peak_text.xy = (factor, value)
+        self.peak_text.set_text(f"PPO's maximum\nKL {rounded(kl, 3)}")
+        factors, ends = self.line.factors, {o: c.get_ydata()[-1] for o, c in self.curves.items()}
+        return tag(
+            "div",
+            f"At ε = {rounded(eps, 2)} PPO's clipped objective is largest at t = ",
+            tag("b", rounded(factor, 3)),
+            f" (on a grid of step {rounded(factors[1] - factors[0], 2)}), where KL(π_old ‖ π_θ) = "
+            f"{rounded(kl, 3)}. At t = {rounded(factors[-1], 2)} the unclipped surrogate is "
+            f"{rounded(ends['unclipped'], 3)}, PPO's {rounded(ends['clipped'], 3)}.",
+            classes="ppo",
+        )

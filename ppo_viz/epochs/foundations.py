@@ -115,15 +115,9 @@ class StepSizeRun:
         return self.step_size * np.arange(self.n_epochs + 1)
 
     @property
-    def farthest_out(self) -> FloatArray:
-        """Per epoch, how far the arm ratio farthest from the band lies outside it (negative:
-        inside)."""
-        return self._beyond.max(axis=-1)
-
-    @property
     def largest_excursion(self) -> float | FloatArray:
         """How far any arm's ratio ever got outside the band (0 if never)."""
-        return np.maximum(self.farthest_out.max(axis=0), 0.0)
+        return np.maximum(self._beyond.max(axis=(0, -1)), 0.0)
 
     @property
     def farthest_arm(self) -> int | IntArray:
@@ -135,25 +129,6 @@ class StepSizeRun:
         return outside_band(self.arm_ratios, ppo_clip.clip_band(self.eps))
 
 
-def run_with_step_size(
-    objective: ppo_clip.Objective,
-    step_size: float,
-    *,
-    total: float = TOTAL_MOVEMENT,
-    eps: float = DEFAULT_EPS,
-    batch: Batch | None = None,
-) -> StepSizeRun:
-    """Train ``objective`` with ``step_size`` for ``total / step_size`` epochs (a whole number)."""
-    n_epochs = total / step_size
-    if n_epochs != round(n_epochs) or n_epochs < 1:
-        raise ValueError(
-            f"total / step_size must be a whole number of epochs, got {total} / {step_size}"
-        )
-    batch = batch or batch_of(Settings().seed)
-    probs = policies_per_epoch(batch, objective, step_size, round(n_epochs), eps)
-    return StepSizeRun(objective, step_size, eps, probs / probs[0])
-
-
 def small_step_study(
     objectives: Sequence[ppo_clip.Objective] = ("clipped", "clip_only"),
     step_sizes: Sequence[float] = STEP_SIZES,
@@ -162,10 +137,19 @@ def small_step_study(
     eps: float = DEFAULT_EPS,
     batch: Batch | None = None,
 ) -> dict[ppo_clip.Objective, list[StepSizeRun]]:
-    """For each objective, one run per step size on ``batch`` (default: notebook 3's), with the
-    same total movement."""
-    run = functools.partial(run_with_step_size, total=total, eps=eps, batch=batch)
-    return {objective: [run(objective, step) for step in step_sizes] for objective in objectives}
+    """For each objective, one run per step size on ``batch`` (default: notebook 3's), each for
+    ``total / step size`` epochs (a whole number), so that every run moves as far."""
+    batch, runs = batch or batch_of(Settings().seed), {o: [] for o in objectives}
+    for step_size in step_sizes:
+        n_epochs = total / step_size
+        if n_epochs != round(n_epochs) or n_epochs < 1:
+            raise ValueError(
+                f"total / step_size must be a whole number of epochs, got {total} / {step_size}"
+            )
+        for objective in objectives:
+            probs = policies_per_epoch(batch, objective, step_size, round(n_epochs), eps)
+            runs[objective].append(StepSizeRun(objective, step_size, eps, probs / probs[0]))
+    return runs
 
 
 def one_signed_arms(batch: Batch) -> list[int]:
