@@ -95,7 +95,7 @@ def real_array(
     plain = isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray)
     array = value if plain else array_from(name, value, f"a {shape} array")
     if array.dtype.kind == "O":
-        array = _object_array_as_float(name, array, value, ndim, shape)
+        array = _object_array_as_float(name, array, value, ndim, shape, booleans)
     if array.dtype.kind not in ("iufb" if booleans else "iuf"):
         raise TypeError(
             f"{name} must contain real numbers, got dtype {array.dtype} "
@@ -216,9 +216,10 @@ def _is_boolean(item: object) -> bool:
 
 
 def _object_array_as_float(
-    name: str, array: NDArray[np.object_], value: object, ndim: int, shape: str
+    name: str, array: NDArray[np.object_], value: object, ndim: int, shape: str, booleans: bool
 ) -> FloatArray:
-    """Convert a mixed-type array, naming the first entry that is not a usable number."""
+    """Convert a mixed-type array, naming the first entry that is not a usable number (a
+    boolean too, unless ``booleans``: then it reads as 1 or 0)."""
     if array.ndim != ndim:
         got = type(value).__name__ if array.ndim == 0 else "a nested or ragged sequence"
         raise TypeError(f"{name} must be a {shape} array of numbers, got {got}")
@@ -227,9 +228,9 @@ def _object_array_as_float(
         at = f"{name}[{', '.join(map(str, index))}]"
         if isinstance(item, np.ndarray) and item.ndim == 0:
             item = item[()]
-        if _is_boolean(item):
+        if _is_boolean(item) and not booleans:
             raise TypeError(f"{name} must contain only numbers: {at} is {item!r}, a boolean")
-        if not isinstance(item, numbers.Real):
+        if not isinstance(item, numbers.Real | np.bool_):
             hint = (
                 f"; convert it first, e.g. [float(x) for x in {name}]"
                 if isinstance(item, decimal.Decimal)

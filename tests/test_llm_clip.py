@@ -65,6 +65,17 @@ def kink_free_batch(seed: int = 0, batch: int = 4, length: int = 6) -> dict[str,
 # --------------------------------------------------------------------------
 
 
+def test_booleans_in_an_object_array_are_flags():
+    """``mask`` and ``keep`` given as object arrays of Python and numpy booleans (as a list with
+    ``None`` cleaned out, or pandas, hands them over) are the same flags as boolean arrays,
+    not "must contain only numbers"."""
+    batch = {**kink_free_batch(), "keep": np.array([True, False, True, True])}
+    as_objects = {name: batch[name].astype(object) for name in ("mask", "keep")}
+    as_objects["keep"][0] = np.True_
+    loss = policy_loss(**batch, objective="grpo")
+    assert policy_loss(**{**batch, **as_objects}, objective="grpo") == loss
+
+
 ROLLOUT = {
     "none": {},
     "token": {"rollout_weights": np.array([[0.5, 2.0, 0.0, 1.0, 3.0, 1.5]] * 4)},
