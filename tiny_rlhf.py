@@ -468,7 +468,8 @@ class Correction:
     """What the trainer does about the engine: TRL 1.16's importance weights
     (:func:`llm_clip.rollout_weights`; ``mode`` None: none) and DeepSeek-V3.2's off-policy
     sequence masking at threshold ``opsm`` (:func:`llm_clip.off_policy_keep`; None: off; for
-    the group methods, whose advantage is one per response).  The defaults are TRL's."""
+    the group methods, whose advantage is one per response).  The defaults are TRL's; bounds
+    other than them without a mode are refused, as they would do nothing."""
 
     mode: str | None = "sequence_mask"
     clip_min: float | None = None
@@ -479,6 +480,8 @@ class Correction:
         if self.mode is not None:  # rollout_weights' own checks, naming the bad field
             checked_choice("mode", self.mode, ROLLOUT_MODES)
         checked_bounds(self.clip_min, self.clip_max)  # whatever the mode
+        if self.mode is None and (self.clip_min, self.clip_max) != (None, 3.0):
+            raise ValueError("clip_min and clip_max bound a mode's weights: give a mode too")
         if self.opsm is not None:  # off_policy_keep's check of its threshold, under this name
             checked_real("opsm", self.opsm)
 

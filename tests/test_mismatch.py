@@ -191,6 +191,7 @@ def test_each_source_and_correction_names_its_rollout():
         (lambda: Correction(mode="token"), ValueError, "mode"),
         (lambda: Correction(clip_min=2.0, clip_max=1.0), ValueError, "clip_min"),
         (lambda: Correction(mode=None, clip_max="x"), TypeError, "clip_max"),
+        (lambda: Correction(mode=None, clip_min=0.5), ValueError, "give a mode"),
         (lambda: Correction(opsm=float("nan")), ValueError, "opsm"),
         (lambda: Trainer(methods_named(["grpo"]), SHORT, [0], Rollout(steps_per_generation=3)),
          ValueError, "steps_per_generation"),
