@@ -71,6 +71,7 @@ def checked_batch(
     *,
     objective: str = "",
     per_response: bool = False,
+    log_band: bool = False,
     eps_low: object = 0.0,
     eps_high: object = 0.0,
     aggregation: str = "token-mean",
@@ -87,15 +88,18 @@ def checked_batch(
 
     ``advantages=NO_ADVANTAGES`` means all 0 (for the functions that take none).  With
     ``per_response`` (GSPO, GMPO) a (B, T) array must be constant on each response's tokens.
+    ``eps_low`` is in [0, 1] (the ratio's floor ``1 - eps_low`` is not negative), or any number
+    >= 0 with ``log_band`` (GMPO's band on ``log r``, ``[-eps_low, eps_high]``).
     ``tau``: SAPO's ``(tau_pos, tau_neg)``, each positive with ``4 / tau`` finite.
     ``rollout_weights``: (B, 1) or (B, T), finite and at least 0 on unmasked tokens; ``keep``:
     (B,) booleans (or 0 and 1).  ``names``: what the messages call ``logp_new`` and
     ``logp_old`` (the rollout functions pass other arrays in their places).
     """
-    low = checked_eps("eps_low", eps_low)
+    low = checked_real("eps_low", eps_low) if log_band else checked_eps("eps_low", eps_low)
     high = checked_real("eps_high", eps_high)
-    if high < 0:
-        raise ValueError(f"eps_high must be at least 0, got {high!r}")
+    for name, eps in (("eps_low", low), ("eps_high", high)):
+        if eps < 0:
+            raise ValueError(f"{name} must be at least 0, got {eps!r}")
     taus = [checked_real(name, t) for name, t in zip(("tau_pos", "tau_neg"), tau, strict=True)]
     for name, t in zip(("tau_pos", "tau_neg"), taus, strict=True):
         if not t > 4 / sys.float_info.max:  # the gate's height 4 / tau is then finite

@@ -271,7 +271,7 @@ def checked(
     tau = spec.tau or (1.0, 1.0)
     return checked_batch(
         logp_new, logp_old, advantages, mask, objective=spec.name,
-        per_response=spec.per_response,
+        per_response=spec.per_response, log_band=spec.band == "log-ratio",
         eps_low=eps_low, eps_high=eps_high, aggregation=checked_choice(
             "aggregation", spec.aggregation if aggregation is None else aggregation, AGGREGATIONS
         ), max_len=max_len, logp_ref=logp_ref, kl_coef=kl_coef,

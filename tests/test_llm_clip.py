@@ -478,6 +478,8 @@ BAD_INPUTS = [
     (policy_loss, {"rollout_weights": [[math.inf, 1.0]]}, ValueError, "bound them with clip_max"),
     (policy_loss, {"keep": True}, ValueError, r"keep must be \(B,\), got a scalar"),
     (policy_loss_grad, {"eps_low": "0.2"}, TypeError, "eps_low must be a real number"),
+    (policy_loss, {"eps_low": 1.5}, ValueError, "eps_low must be between 0 and 1"),
+    (policy_loss, {"objective": "gmpo", "eps_low": -0.1}, ValueError, "eps_low must be at least"),
     (policy_loss_grad, {"keep": [True, False]}, ValueError, r"keep has shape \(2,\)"),
     (policy_loss_grad, {"keep": [0.5]}, ValueError, "keep must hold booleans"),
     (llm_clip.clip_fraction_cleanrl, {"eps": 2.0}, ValueError, "eps must be between"),

@@ -80,7 +80,8 @@ def batches(draw: st.DrawFn, objectives=OBJECTIVES, huge=True, max_eps_low=1.0) 
     advantage = st.one_of(ADVANTAGE, HUGE_ADVANTAGE) if huge else ADVANTAGE
     advantages = np.array(draw(st.lists(advantage, min_size=count, max_size=count)))
     kl_coef = draw(st.sampled_from([0.0, 0.1, 1.0]))
-    band = {"eps_low": draw(st.floats(0.0, max_eps_low)), "eps_high": draw(st.floats(0.0, 2.0))}
+    widest_low = 2.0 if spec.band == "log-ratio" else max_eps_low  # GMPO's floor e^-eps_low > 0
+    band = {"eps_low": draw(st.floats(0.0, widest_low)), "eps_high": draw(st.floats(0.0, 2.0))}
     tau = st.one_of(st.floats(0.05, 5.0), st.just(1e-306))  # tau * r finite where r is not
     weight = st.one_of(st.just(0.0), st.floats(0.0, 5.0), st.just(1e200 if huge else 3.0))
     shape = draw(st.sampled_from([None, (size, 1), (size, length)]))
