@@ -87,11 +87,21 @@ def kernels_of(server: subprocess.Popen) -> list[psutil.Process]:
     return kernels
 
 
-#: The page's last cell ran, every output is drawn, every figure has a canvas with a size.
-PAGE_READY = """() => Boolean(document.querySelector('.jp-OutputArea-output hr'))
-  && Array.from(document.querySelectorAll('.jp-OutputArea-output')).every((o) => o.children.length)
-  && Array.from(document.querySelectorAll('.ppo-app'))
-    .every((app) => app.querySelector('.ppo-figure canvas')?.height > 0)"""
+#: What a drawn page has: its last cell ran (the closing rule), no output is empty, every
+#: figure has a canvas with a size (counted, so that a page that does not come says why).
+PAGE_STATE = """() => ({
+  last_cell_ran: Boolean(document.querySelector('.jp-OutputArea-output hr')),
+  empty_outputs: Array.from(document.querySelectorAll('.jp-OutputArea-output'))
+    .filter((o) => !o.children.length).length,
+  apps: document.querySelectorAll('.ppo-app').length,
+  apps_without_a_drawn_canvas: Array.from(document.querySelectorAll('.ppo-app'))
+    .filter((app) => !(app.querySelector('.ppo-figure canvas')?.height > 0)).length,
+})"""
+#: The page is drawn (:data:`PAGE_STATE`).
+PAGE_READY = f"""() => {{
+  const state = ({PAGE_STATE})();
+  return state.last_cell_ran && !state.empty_outputs && !state.apps_without_a_drawn_canvas;
+}}"""
 #: :data:`PAGE_READY`, and the page's apps, counted a second apart (Playwright polls it every
 #: second), are as many.
 FIGURES_DRAWN = f"""() => {{
@@ -310,7 +320,12 @@ def next_page(page, server: subprocess.Popen) -> float:
     clicked = time.monotonic()
     link.click()
     page.wait_for_url(lambda url: url.endswith(urllib.parse.quote(following)), wait_until="commit")
-    page.wait_for_function(PAGE_READY, polling=100, timeout=180_000)
+    try:
+        page.wait_for_function(PAGE_READY, polling=100, timeout=180_000)
+    except Exception:  # say which part of the page is missing, with a picture of it
+        page.screenshot(path=str(OUTPUT_DIR / "present" / "lecture-not-drawn.png"), full_page=True)
+        state = page.evaluate(PAGE_STATE)
+        raise AssertionError(f"{following} not drawn in 180 s: {state}") from None
     assert len(page.context.pages) == 1, "the link opened another tab"
     return time.monotonic() - clicked
 
