@@ -14,7 +14,8 @@ import numpy as np
 from matplotlib.text import Annotation
 
 import ppo_clip
-from ppo_viz.app import LiveFigure, checkbox, checked_flag, checked_number, slider
+from ppo_viz.app import LiveFigure
+from ppo_viz.controls import checkbox, checked_flag, checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.panels import flat_where, legend_entries, objective_figure, ratio_grid

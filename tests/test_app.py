@@ -26,14 +26,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from ppo_viz.app import (
-    MAIN_CONTROL,
-    InputError,
-    LiveFigure,
-    checked_flag,
-    checked_number,
-    slider,
-)
+from ppo_viz.app import MAIN_CONTROL, InputError, LiveFigure
+from ppo_viz.controls import checked_flag, checked_number, slider
 from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.style import figure_style
 

@@ -45,7 +45,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
 
 from ppo_viz import export
-from ppo_viz.app import LiveFigure, slider
+from ppo_viz.app import LiveFigure
+from ppo_viz.controls import slider
 from ppo_viz.export import (
     WIDGET_STATE_MIME,
     WIDGET_VIEW_MIME,

@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 from experiments.cartpole_agent import value_loss
 from ppo_viz import style
 from ppo_viz.advantage import study
-from ppo_viz.app import InputError, LiveFigure, selection, slider
+from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.controls import selection, slider
 from ppo_viz.numbers import rounded
 from ppo_viz.style import COLORS, PALETTE, figure_size, figure_style, legend_below
 

@@ -33,7 +33,8 @@ from matplotlib.patches import Patch
 import ppo_clip
 from bandit import ARM_MEANS
 from ppo_viz import style
-from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, control_layout, slider
+from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.controls import checkbox, checked_number, control_layout, slider
 from ppo_viz.epochs.foundations import UpdateLine, ppo_update_line
 from ppo_viz.epochs.text import sample_label, summary_html
 from ppo_viz.epochs.training import (

@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 import llm_clip
-from ppo_viz.app import InputError, LiveFigure, checked_number, slider
+from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.controls import checked_number, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_LEN, MAX_MU, WEIGHTS, response_batch
 from ppo_viz.llm.tokens import Setting, breakdown

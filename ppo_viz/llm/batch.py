@@ -24,7 +24,7 @@ import numpy as np
 
 import llm_clip
 import tiny_lm
-from ppo_viz.app import checked_number
+from ppo_viz.controls import checked_number
 from tiny_lm import MAX_LEN, BoolArray, FloatArray, IntArray, Responses, TinyLM
 
 #: tiny_lm's vocabulary as the notebook shows it: ``⏎`` ends an answer.

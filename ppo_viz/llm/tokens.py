@@ -30,7 +30,8 @@ from matplotlib.textpath import TextPath
 import llm_clip
 import tiny_rlhf
 from ppo_clip_inputs import checked_choice
-from ppo_viz.app import InputError, LiveFigure, checked_number, control_layout, slider
+from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.controls import checked_number, control_layout, slider
 from ppo_viz.html import Markup, tag
 from ppo_viz.llm.batch import MAX_GROUP, MAX_LEN, MAX_MU, VOCAB, ResponseBatch, response_batch
 from ppo_viz.numbers import count, rounded, signed

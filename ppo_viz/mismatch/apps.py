@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ppo_viz.app import InputError, LiveFigure, selection
+from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.controls import selection
 from ppo_viz.html import Markup, tag
 from ppo_viz.mismatch import measures
 from ppo_viz.numbers import rounded

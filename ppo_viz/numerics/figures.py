@@ -16,7 +16,8 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 import ppo_clip
-from ppo_viz.app import InputError, LiveFigure, checkbox, checked_number, slider
+from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.controls import checkbox, checked_number, slider
 from ppo_viz.html import Markup
 from ppo_viz.numbers import rounded
 from ppo_viz.numerics import model, text

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 
 import ppo_clip
 from ppo_clip import FloatArray
-from ppo_viz.app import checked_number
+from ppo_viz.controls import checked_number
 from tiny_lm import log_softmax, logit_grad
 
 Breakdown = ppo_clip.ClipBreakdown

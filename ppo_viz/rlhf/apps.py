@@ -20,7 +20,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ppo_viz.app import InputError, LiveFigure, checked_number, method_boxes, selection, ticked
+from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.controls import checked_number, method_boxes, selection, ticked
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf.figures import CURVE_PANELS, draw_curves

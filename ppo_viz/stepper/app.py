@@ -15,7 +15,8 @@ import numpy as np
 from matplotlib.artist import Artist
 
 import ppo_clip
-from ppo_viz.app import LiveFigure, checked_flag
+from ppo_viz.app import LiveFigure
+from ppo_viz.controls import checked_flag
 from ppo_viz.html import Markup, join, message, tag
 from ppo_viz.numbers import exact, exact_or_approx
 from ppo_viz.panels import R_AXIS, legend_entries, objective_figure, set_fixed_limits

@@ -28,8 +28,8 @@ import ipywidgets as widgets
 import numpy as np
 
 from bandit_loop import STEP_SIZES, BanditLoopHistory, BanditLoopSettings, run_side_by_side
-from ppo_viz import app
-from ppo_viz.app import LiveFigure, checked_number, control_layout, selection
+from ppo_viz.app import LiveFigure
+from ppo_viz.controls import checked_number, control_layout, method_boxes, selection, ticked
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
 from ppo_viz.why_clip import figures
@@ -172,7 +172,7 @@ class RangeExplorer(LiveFigure):
                 f"re-run on {FRESH_SEEDS} fresh seeds", self.in_turn(self.run_fresh_seeds)
             )
             below.append(self.more.widget)
-        boxes = app.method_boxes({k: METHODS[k].label for k in self.methods}, prefix=prefix)
+        boxes = method_boxes({k: METHODS[k].label for k in self.methods}, prefix=prefix)
         moving = [a for artists in self.artists.values() for a in artists]
         super().__init__(
             figure,
@@ -186,7 +186,7 @@ class RangeExplorer(LiveFigure):
     def update(self, **values: bool) -> Markup:
         """Show the ticked methods; the readout: each panel's stable ranges on each seed set, on
         the fresh seeds (the study's bandit) once the button ran, and if today's bandit differs."""
-        shown = app.ticked(values, self.methods, self.prefix)
+        shown = ticked(values, self.methods, self.prefix)
         for key in self.methods:
             marks = [self.marks[key]] if key in self.marks else []
             for artist in (*self.artists[key], *marks):
@@ -263,7 +263,7 @@ class BanditLoopExplorer(LiveFigure):
             name: selection(text, values, getattr(settings, name))
             for text, (name, values) in zip(words, CHOICES.items(), strict=True)
         }
-        controls |= app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS})
+        controls |= method_boxes({k: METHODS[k].label for k in MAIN_METHODS})
         names = list(controls)
         self.panels = figures.bandit_panels(self.arm_means)
         self.more = SeedsButton(f"run {MORE_BANDIT_SEEDS} more seeds", self.in_turn(self.add_seeds))
@@ -300,7 +300,7 @@ class BanditLoopExplorer(LiveFigure):
             self._drawn = runs
             if self.panels.axes[0].get_xlim() != iterations_before:
                 self.redraw_axes(*self.panels.axes)  # not the legend
-        self.panels.show_only(app.ticked(values, MAIN_METHODS))
+        self.panels.show_only(ticked(values, MAIN_METHODS))
         return bandit_summary_html(runs)
 
     def refresh(self) -> bool:
@@ -397,7 +397,7 @@ class CartPoleExplorer(LiveFigure):
         controls = {
             "cartpole_cell": choice,
             "cartpole_seeds": sets,
-            **app.method_boxes({k: METHODS[k].label for k in MAIN_METHODS}, prefix="cartpole_"),
+            **method_boxes({k: METHODS[k].label for k in MAIN_METHODS}, prefix="cartpole_"),
         }
         self.panels = figures.cartpole_panels(scale["random_return"], scale["episodes"])
         self._drawn: Any = None
@@ -421,7 +421,7 @@ class CartPoleExplorer(LiveFigure):
             curves = {key: cell["curves"] for key, cell in cells.items()}
             figures.show_cartpole_curves(self.panels, steps, curves)
             self._drawn = (cartpole_cell, cartpole_seeds)
-        chosen = app.ticked(shown, MAIN_METHODS, "cartpole_")
+        chosen = ticked(shown, MAIN_METHODS, "cartpole_")
         self.panels.show_only([k for k in chosen if k in cells])
         solved, seeds = sweep["scale"]["solved_return"], sweep["seeds"]
         columns = {
