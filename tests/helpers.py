@@ -94,6 +94,17 @@ def assert_contract_numbers(loss: float, clip_fraction: float, grad: np.ndarray)
     assert_contract_grad(grad)
 
 
+def central_difference(loss, array: np.ndarray, index: tuple, step: float = 1e-6) -> float:
+    """``loss()``'s slope along ``array[index]`` by central differences (``array`` restored)."""
+    original = array[index]
+    array[index] = original + step
+    up = loss()
+    array[index] = original - step
+    down = loss()
+    array[index] = original
+    return (up - down) / (2 * step)
+
+
 def log_landing_on(ratio: float) -> float:
     """A log-ratio whose ``np.exp`` is exactly ``ratio`` on this machine, next to ``log(ratio)``.
 

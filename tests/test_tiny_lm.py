@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import central_difference
 
 import llm_clip
 from tiny_lm import (
@@ -187,17 +188,6 @@ def test_right_answer_probability_is_the_product_of_the_right_tokens_probabiliti
 # --------------------------------------------------------------------------
 # Gradients
 # --------------------------------------------------------------------------
-
-
-def central_difference(loss, array: np.ndarray, index: tuple, step: float = 1e-6) -> float:
-    """``loss()``'s slope along ``array[index]`` by central differences (``array`` restored)."""
-    original = array[index]
-    array[index] = original + step
-    up = loss()
-    array[index] = original - step
-    down = loss()
-    array[index] = original
-    return (up - down) / (2 * step)
 
 
 @pytest.mark.parametrize("objective", ["grpo", "dr_grpo", "dapo", "gspo", "cispo"])

@@ -26,7 +26,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from helpers import assert_drawn_in_place, assert_states, markdown_of, plain
+from helpers import assert_drawn_in_place, assert_states, central_difference, markdown_of, plain
 
 import ppo_clip
 from bandit import (
@@ -129,17 +129,10 @@ def committed():
 def assert_gradient(loss, params, grads, rel=None, abs=1e-8, samples=None) -> None:
     """``grads`` (one array per parameter array) against central differences of ``loss()`` in
     each entry of ``params`` (about ``samples`` entries of each, spread out; None: all)."""
-    h = 1e-6
     for i, param in enumerate(params):
         entries = list(np.ndindex(param.shape))
         for entry in entries[:: max(1, param.size // samples) if samples else 1]:
-            original = param[entry]
-            param[entry] = original + h
-            up = loss()
-            param[entry] = original - h
-            down = loss()
-            param[entry] = original
-            numeric = (up - down) / (2 * h)
+            numeric = central_difference(loss, param, entry)
             assert grads[i][entry] == pytest.approx(numeric, rel=rel, abs=abs), (i, entry)
 
 
