@@ -202,7 +202,7 @@ def transfer_section(t: Mapping[str, Any]) -> list[str | Table]:
         f"{lr:g}" for lr in t["learning_rates"]
     )
     grid = " and ".join(grid.rsplit(", ", 1))
-    names = {"held_out": "accuracy, held-out prompts", "trained": "accuracy, trained prompts"}
+    names = {k: f"accuracy, {v}" for k, v in PROMPT_NAMES.items()}
     finding_of = {f.key: f for f in FINDINGS}
 
     def tally(rows: list[dict[str, Any]]) -> str:

@@ -28,7 +28,6 @@ into minibatches (does the clip matter when the ratio leaves 1 by minibatches, n
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from argparse import Namespace
@@ -45,7 +44,7 @@ from experiments.rlhf_findings import FINDINGS, Finding, curve
 from experiments.rlhf_report import RESULTS_JSON, RESULTS_MARKDOWN, TRANSFER_JSON, transfer_section
 from experiments.rlhf_report import results_markdown as study_markdown
 from experiments.rlhf_study import FRESH_FROM, HELD_OUT, PROMPT_SPLIT, Cell, Plan, plain_results
-from ppo_viz.rlhf.results import cell_of
+from ppo_viz.rlhf.results import cell_of, load_results
 from tiny_lm import PROMPTS, reference_model, right_answer_probability
 from tiny_rlhf import METHODS as TRAINERS
 from tiny_rlhf import Method
@@ -142,7 +141,7 @@ def with_statistics(results: dict[str, Any], stated: Path = RESULTS_JSON) -> dic
     ``stated``) states on all three sets, and per metric (the accuracy: on the held-out and on
     the trained prompts), its band over the stated settings in this grid, the settings where
     the band is on the stated side (``holds``) or the other (``reversed``), and the verdict."""
-    findings = json.loads(stated.read_text(encoding="utf-8"))["findings"]
+    findings = load_results(stated)["findings"]
     grid = {(mu, lr) for mu in results["updates"] for lr in results["learning_rates"]}
     by_key, rows = {f.key: f for f in FINDINGS}, []
     for f in findings:
@@ -151,9 +150,9 @@ def with_statistics(results: dict[str, Any], stated: Path = RESULTS_JSON) -> dic
             continue
         for side, sign in (("supports", f["direction"]), ("against", -f["direction"])):
             at = [s for s in f[side]["held"] if tuple(s) in grid]
+            if not at:
+                continue
             for metric in PROMPT_SPLIT if finding.metric == "score" else (finding.metric,):
-                if not at:
-                    continue
                 band = curve(replace(finding, metric=metric), results, SET, at)
                 holds = [s for s, g in zip(at, band["sign"], strict=True) if g == sign]
                 turned = [s for s, g in zip(at, band["sign"], strict=True) if g == -sign]
@@ -236,7 +235,7 @@ def write_results(results: dict[str, Any], output: Path) -> None:
     results are in ``output`` too."""
     files = {TRANSFER_JSON: json_text(results)}
     if (output / RESULTS_JSON.name).exists():
-        stated = json.loads((output / RESULTS_JSON.name).read_text(encoding="utf-8"))
+        stated = load_results(output / RESULTS_JSON.name)
         files[RESULTS_MARKDOWN] = study_markdown(stated, results)
     write_report(output, files)
 
