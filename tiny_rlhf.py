@@ -366,7 +366,7 @@ class Trainer:
                 dloss_dlogp[run, rows] = b.grad
                 clip_low[run] += (b.is_clipped & (adv < 0)).sum()
                 clip_high[run] += (b.is_clipped & (adv > 0)).sum()
-                at = RIGHT_LENGTH[responses.prompts[run, rows]] - LENGTHS[0]
+                at = np.searchsorted(LENGTHS, RIGHT_LENGTH[responses.prompts[run, rows]])
                 for i, per_response in enumerate((b.is_clipped & mask, mask)):
                     np.add.at(self.by_length[i, run], at, per_response.sum(axis=1))
             grads = parameter_grad(self.policy, new, dloss_dlogp)
