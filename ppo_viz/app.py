@@ -16,7 +16,7 @@ artists to the controls' values, and the controls::
                                 "advantage": slider("A", 1.0, (-2, 2), 0.25)},
                moving=[line])
 
-(``slider`` and the other controls, laid out alike, are :mod:`ppo_viz.controls`'.)
+(``slider`` and the other controls, laid out alike, are in :mod:`ppo_viz.controls`.)
 
 :class:`LiveFigure` is an ``ipywidgets.VBox``: the controls, a message line, the readout and the
 figure, shown by ipympl's canvas widget (the ``%matplotlib widget`` backend, with its toolbar for
