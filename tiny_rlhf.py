@@ -38,6 +38,7 @@ import numbers
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -153,10 +154,9 @@ class TrainSettings:
 @dataclass
 class History:
     """One method's runs, per seed (rows) and iteration (columns): the batch's mean reward,
-    its share of right and of malformed responses, its mean length (tokens, ``<eos>``
-    included) and mean *excess* length (length minus the right response's, so that which
-    prompts were drawn does not move it), the number of wrong responses and the sum of their
-    excess lengths, the policy's mean entropy and exact KL to the reference per response
+    its mean length (tokens, ``<eos>`` included) and mean *excess* length (length minus the
+    right response's, so that which prompts were drawn does not move it), the number of wrong
+    responses and the sum of their excess lengths, the policy's mean entropy per response
     token, and the share of tokens clipped with A < 0 (``clip_low``) and with A > 0
     (``clip_high``) over the mu updates (``TokenBreakdown.is_clipped``: for GSPO every token of
     a clipped response; for CISPO the tokens whose weight was capped, their gradient kept, on
@@ -169,14 +169,11 @@ class History:
     settings: TrainSettings
     seeds: tuple[int, ...]
     reward: FloatArray = field(repr=False)
-    right: FloatArray = field(repr=False)
-    malformed: FloatArray = field(repr=False)
     length: FloatArray = field(repr=False)
     excess: FloatArray = field(repr=False)
     wrong: FloatArray = field(repr=False)
     wrong_excess: FloatArray = field(repr=False)
     entropy: FloatArray = field(repr=False)
-    kl_ref: FloatArray = field(repr=False)
     clip_low: FloatArray = field(repr=False)
     clip_high: FloatArray = field(repr=False)
     score: FloatArray = field(repr=False)
@@ -250,14 +247,14 @@ def _check_train_inputs(methods: object, settings: object, seeds: object) -> Non
     """Refuse what would fail deep inside, train twice or lose a result, naming the argument."""
     if not isinstance(settings, TrainSettings):
         raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
-    for name, values, kind, example in (
-        ("methods", methods, Method, " of Method, e.g. methods_named(['grpo'])"),
-        ("seeds", seeds, numbers.Integral, " of whole numbers"),
+    for name, values, kind, example, key in (  # key: what makes two of them the same
+        ("methods", methods, Method, " of Method, e.g. methods_named(['grpo'])", attrgetter("key")),
+        ("seeds", seeds, numbers.Integral, " of whole numbers", int),
     ):
         listed = isinstance(values, (Sequence, np.ndarray)) and not isinstance(values, str | bytes)
         if not listed or not all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
             raise TypeError(f"{name} must be a list{example}, got {values!r}")  # not an iterator
-        keys = [v.key if name == "methods" else v for v in values]
+        keys = [key(v) for v in values]
         if not keys:
             raise ValueError(f"{name} is empty: train needs at least one method and one seed")
         twice = [v for i, v in enumerate(keys) if v in keys[:i]]
@@ -331,7 +328,7 @@ class Trainer:
         """Sample a batch, score it, take the mu updates; what :class:`History` keeps of it."""
         s = self.settings
         responses, sampler = self.generate()
-        reward, right, malformed = rewards(responses)
+        reward, right, _ = rewards(responses)
         batch = pack(responses)
         old = score(self.policy, batch)
         ref = score(self.reference, batch)
@@ -371,19 +368,15 @@ class Trainer:
                     np.add.at(self.by_length[i, run], at, per_response.sum(axis=1))
             grads = parameter_grad(self.policy, new, dloss_dlogp)
             self.optimizer.step(grads, s.learning_rate)
-        kl_ref = (np.exp(old.log_probs) * (old.log_probs - ref.log_probs)).sum(axis=-1)
         wrong = ~right
         excess = responses.lengths - RIGHT_LENGTH[responses.prompts]
         return {
             "reward": reward.mean(axis=1),
-            "right": right.mean(axis=1),
-            "malformed": malformed.mean(axis=1),
             "length": responses.lengths.mean(axis=1),
             "excess": excess.mean(axis=1),
             "wrong": wrong.sum(axis=1),
             "wrong_excess": np.where(wrong, excess, 0).sum(axis=1),
             "entropy": batch.mean(entropy(old.log_probs)),
-            "kl_ref": batch.mean(kl_ref),
             "clip_low": clip_low / (tokens * s.updates),
             "clip_high": clip_high / (tokens * s.updates),
         }

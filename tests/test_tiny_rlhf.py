@@ -143,12 +143,9 @@ def test_the_history_records_what_its_docstring_says():
     history = train([METHODS["grpo"]], SHORT, (0,))["grpo"]
     assert tuple(f.name for f in fields(History))[3:-3] == CURVES
     assert history.reward.shape == (1, SHORT.iterations)
-    assert ((history.right >= 0) & (history.right <= 1)).all()
     assert (history.length >= 1).all()
     assert (history.length <= MAX_LEN).all()
     assert (history.entropy > 0).all()
-    assert (history.kl_ref[:, 0] == 0).all()  # the first batch comes from the reference
-    assert (history.kl_ref[:, 1:] > 0).all()
 
 
 @pytest.mark.parametrize(
