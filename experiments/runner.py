@@ -34,11 +34,11 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from experiments.evidence import ALL_SEED_SETS
 from ppo_viz.machine import fingerprint
@@ -75,34 +75,34 @@ def checksum(entry: dict[str, Any]) -> str:
     return hashlib.blake2b(json.dumps(entry).encode(), digest_size=8).hexdigest()
 
 
-def cache_lines(path: Path | None) -> tuple[list[dict[str, Any]], list[int]]:
-    """The cache's entries: finished cells (``key`` and ``raw``) and the wall seconds of each
-    run that wrote to it (``wall_seconds``); and the numbers of the lines left out, cut short
-    by an interruption or damaged since (their checksum fails: :func:`checksum`)."""
-    entries, damaged = [], []
-    if path is not None and path.exists():
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        for number, line in enumerate(lines, 1):
-            try:
-                entry = json.loads(line, parse_constant=not_json) if line else None
-                whole = entry is None or entry.pop("check") == checksum(entry)
-            except DAMAGE:
-                whole = False
-            if entry and whole:
-                entries.append(entry)
-            elif not whole:
-                damaged.append(number)
-    return entries, damaged
+class Cache(NamedTuple):
+    """A cache as :func:`read_cache` reads it: each finished cell's raw numbers by key, the
+    wall seconds of every run that wrote to it, and the numbers of the lines left out, cut
+    short by an interruption or damaged since (their checksum fails: :func:`checksum`)."""
+
+    done: dict[str, Any]
+    wall_seconds: float
+    damaged: list[int]
 
 
-def read_cache(path: Path | None) -> dict[str, Any]:
-    """The cells a previous run finished, by key."""
-    return {e["key"]: e["raw"] for e in cache_lines(path)[0] if "key" in e}
-
-
-def earlier_wall_seconds(path: Path | None) -> float:
-    """How long the runs before this one ran (each adds its time to the cache as it ends)."""
-    return sum(e["wall_seconds"] for e in cache_lines(path)[0] if "wall_seconds" in e)
+def read_cache(path: Path | None) -> Cache:
+    """The cache at ``path``, read once (None, or no file there: empty)."""
+    done, seconds, damaged = {}, 0.0, []
+    lines = path.read_text(encoding="utf-8", errors="replace") if path and path.exists() else ""
+    for number, line in enumerate(lines.splitlines(), 1):
+        if not line:
+            continue
+        try:
+            entry = json.loads(line, parse_constant=not_json)
+            if entry.pop("check") != checksum(entry):
+                raise ValueError("its checksum fails")
+            if "key" in entry:
+                done[entry["key"]] = entry["raw"]
+            else:
+                seconds += entry["wall_seconds"]
+        except DAMAGE:
+            damaged.append(number)
+    return Cache(done, seconds, damaged)
 
 
 def note_wall_seconds(path: Path | None, seconds: float) -> None:
@@ -124,14 +124,16 @@ def run_cells(
     jobs: int,
     runner: Runner,
     progress: Callable[[Any], None] = lambda _: None,
+    done: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run every cell not in ``cache`` with ``runner`` (in ``jobs`` processes, started set by
-    set in the order of :data:`~experiments.evidence.ALL_SEED_SETS`, the costliest first within a
-    set), appending each to ``cache`` as it finishes; return each key's raw numbers.
-    ``progress`` hears of every cell once it is done (a cached one at once)."""
+    """Run every cell not ``done`` already (the raw numbers of the cells the cache held, by
+    key) with ``runner`` (in ``jobs`` processes, started set by set in the order of
+    :data:`~experiments.evidence.ALL_SEED_SETS`, the costliest first within a set), appending
+    each to ``cache`` as it finishes; return each key's raw numbers.  ``progress`` hears of
+    every cell once it is done (a cached one at once)."""
     order = {name: i for i, name in enumerate(ALL_SEED_SETS)}  # another set (a check's) last
     cells = sorted(cells, key=lambda c: (order.get(c.seed_set, len(order)), -c.cost))
-    done = read_cache(cache)
+    done = dict(done or {})
     todo: dict[str, Any] = {}
     for cell in cells:
         if cell.key in done:
@@ -383,16 +385,15 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
         print(f"derived {path} and its report again", file=sys.stderr)
         return 0
     cache = None if output is None else output / files[-1].name
-    damaged = cache_lines(cache)[1]
+    done, wall, damaged = read_cache(cache)
     if damaged:
         lines = ", ".join(map(str, damaged))
         print(f"left out of {cache}, cut short or damaged (not as this command wrote them): "
               f"line {lines}; the cells there run again", file=sys.stderr)  # fmt: skip
-    earlier, resumed = earlier_wall_seconds(cache), len(set(read_cache(cache)))
     progress = ProgressBar(plan.cells)
     started = time.perf_counter()
     try:
-        raw = run_cells(plan.cells, cache, jobs, study.run_cell, progress)
+        raw = run_cells(plan.cells, cache, jobs, study.run_cell, progress, done)
     except KeyboardInterrupt:
         progress.close()
         note_wall_seconds(cache, time.perf_counter() - started)
@@ -402,11 +403,11 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     note_wall_seconds(cache, seconds)  # kept if the statistics or the writing fail
     try:
-        with damage_named(cache if resumed else None, "remove it to run its cells again"):
+        with damage_named(cache if done else None, "remove it to run its cells again"):
             cpu = sum(raw[key]["cpu_seconds"] for key in {cell.key for cell in plan.cells})
             made = {"command": study.COMMAND, "machine": fingerprint()}
-            made |= {"seconds": round(earlier + seconds), "cpu_seconds": round(cpu), "jobs": jobs}
-            results = {**made, **study.results_of(plan, raw), "resumed_cells": resumed}
+            made |= {"seconds": round(wall + seconds), "cpu_seconds": round(cpu), "jobs": jobs}
+            results = {**made, **study.results_of(plan, raw), "resumed_cells": len(done)}
             if output is None:
                 print(study.results_markdown(results))
                 return 0
@@ -422,7 +423,7 @@ def main(study: ModuleType, argv: list[str] | None = None) -> int:
 
 def interrupted_message(cache: Path | None) -> str:
     """What an interrupted run says it kept: only a cache that exists is named."""
-    kept = len(read_cache(cache))
+    kept = len(read_cache(cache).done)
     if not kept:
         return "interrupted before any cell finished: nothing was kept"
     cells = "1 cell" if kept == 1 else f"{kept} cells"

@@ -33,7 +33,7 @@ from experiments.evidence import (
     stable_range,
     verdict_of,
 )
-from experiments.runner import append_entry, earlier_wall_seconds, read_cache
+from experiments.runner import append_entry, read_cache
 from ppo_viz.machine import fingerprint
 from ppo_viz.results import difference, load_results, markdown
 from ppo_viz.rlhf import results as rlhf_results
@@ -441,7 +441,7 @@ def test_a_full_disk_leaves_every_file_whole_and_the_same_command_writes_them_la
     after = listing(out)
     if not rederive:  # only the finished cells, kept for the same command
         assert after.pop(command.CACHE_NAME)
-        assert len(read_cache(out / command.CACHE_NAME)) == (12 if study == "rlhf" else 8)
+        assert len(read_cache(out / command.CACHE_NAME).done) == (12 if study == "rlhf" else 8)
     assert after == before
     again = subprocess.run(run, capture_output=True, text=True, env=env)
     assert again.returncode == 0, again.stderr
@@ -485,12 +485,12 @@ def test_an_interrupted_run_resumes_from_the_cells_it_finished(
     assert not cache.exists()
     assert all(Path(w).exists() for w in said.split() if w.startswith("/"))  # nothing unreal
     assert command.main([*arguments, str(folder)]) == 130
-    assert len(read_cache(cache)) == 2
-    assert earlier_wall_seconds(cache) >= 1.0  # the interrupted run's time counts
+    assert len(read_cache(cache).done) == 2
+    assert read_cache(cache).wall_seconds >= 1.0  # the interrupted run's time counts
     with cache.open("a") as file:
         file.write('{"key": "cut short by kill -9", "raw"')
     assert command.main([*arguments, str(folder)]) == 130
-    assert len(read_cache(cache)) == 3  # the cell after the cut line is kept
+    assert len(read_cache(cache).done) == 3  # the cell after the cut line is kept
     assert not (folder / json_name).exists()
     assert command.main([*arguments, str(folder)]) == 0
     cells = len(command.parse(SLICES[study].split())[0].cells)  # 8, or 12 with a third set

@@ -104,7 +104,7 @@ def test_an_interrupted_run_keeps_its_finished_cells_and_stops_its_workers(tmp_p
     with pytest.raises(KeyboardInterrupt):
         run_cells(plan.cells, cache, 3, quick_raw, progress=ctrl_c)
     assert time.monotonic() - started < PROMPT_S
-    kept = [json.loads(key)["method"]["objective"] for key in read_cache(cache)]
+    kept = [json.loads(key)["method"]["objective"] for key in read_cache(cache).done]
     assert kept == ["clipped"]
     assert multiprocessing.active_children() == []
     message = interrupted_message(cache)
