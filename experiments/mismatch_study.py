@@ -37,10 +37,9 @@ import json
 import sys
 import tempfile
 import time
-from argparse import ArgumentParser, Namespace
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -100,29 +99,33 @@ class Cell:
         return f"{self.seed_set}: {self.kind} {self.source} {self.size}, {self.correction}"
 
 
-class Plan(NamedTuple):
+@dataclass(frozen=True)
+class Plan:
     """What a run covers: seeds per set, iterations, measurement batches, the first seed and
     the sizes of each source."""
 
     seeds: int
     iterations: int
     batches: int
-    offset: int
+    seed_offset: int
     sources: dict
+
+    def first_seed(self, seed_set: str) -> int:
+        return self.seed_offset + ALL_SEED_SETS.index(seed_set) * self.seeds
 
     @property
     def cells(self) -> list[Cell]:
         """The measurement cells, then every set's training cells."""
-        seeds, iterations, batches, offset, sources = self
+        iterations, first = self.iterations, self.seed_offset
         cells = [
-            Cell(SEED_SETS[0], "measure", s, size, "all", offset, 1, iterations, batches)
+            Cell(SEED_SETS[0], "measure", s, size, "all", first, 1, iterations, self.batches)
             for s in MEASURED
-            for size in sources[s]
+            for size in self.sources[s]
         ]
-        for seed_set, (source, sizes) in itertools.product(ALL_SEED_SETS, sources.items()):
-            first = offset + ALL_SEED_SETS.index(seed_set) * seeds
+        for seed_set, (source, sizes) in itertools.product(ALL_SEED_SETS, self.sources.items()):
+            first = self.first_seed(seed_set)
             cells += [
-                Cell(seed_set, "train", source, z, c, first, seeds, iterations)
+                Cell(seed_set, "train", source, z, c, first, self.seeds, iterations)
                 for z in sizes
                 for c in measures.CORRECTIONS
             ]
@@ -164,20 +167,19 @@ def run_cell(cell: Cell) -> dict[str, Any]:
 
 def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
     """The results as plain data, statistics included."""
-    cells, (seeds, iterations, batches, offset, sources) = plan.cells, plan
     return summarize(
         {
-            "settings": {**asdict(SETTINGS), "iterations": iterations, "method": "grpo"},
-            "seeds_per_set": seeds,
-            "sets": {s: offset + i * seeds for i, s in enumerate(ALL_SEED_SETS)},
-            "batches": batches,
+            "settings": {**asdict(SETTINGS), "iterations": plan.iterations, "method": "grpo"},
+            "seeds_per_set": plan.seeds,
+            "sets": {s: plan.first_seed(s) for s in ALL_SEED_SETS},
+            "batches": plan.batches,
             "responses_per_batch": measures.PROMPTS_PER_BATCH * measures.GROUP,
             "opsm_threshold": measures.OPSM_THRESHOLD,
             "clip_max": measures.CLIP_MAX,
             "parameters": sum(p[0].size for p in reference_model().params),
             "vocabulary": V,
-            "sources": {s: list(v) for s, v in sources.items()},
-            "cells": [{**asdict(c), "raw": raw[c.key]} for c in cells],
+            "sources": {s: list(v) for s, v in plan.sources.items()},
+            "cells": [{**asdict(c), "raw": raw[c.key]} for c in plan.cells],
         }
     )
 
@@ -368,16 +370,6 @@ def rederived(results: dict[str, Any]) -> dict[str, Any]:
 #: The flag that derives the report again from the results, and the first fresh seed.
 REDERIVE = ("--restate", "derive the statistics and report again from the JSON")
 FRESH_FROM = SEEDS_PER_SET * len(ALL_SEED_SETS)
-
-
-def add_options(parser: ArgumentParser) -> None:
-    """No options of its own: the study runs whole (:mod:`experiments.runner` adds every
-    study's)."""
-
-
-def sliced(plan: Plan, args: Namespace) -> Plan:
-    """``plan`` from the seed ``--seed-offset`` names."""
-    return plan._replace(offset=args.seed_offset)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -309,7 +309,6 @@ def sliced(plan: Plan, args: Namespace) -> Plan:
         learning_rates=kept(plan.learning_rates, args.learning_rate),
         updates=kept(plan.updates, args.updates),
         seeds=args.seeds or plan.seeds,
-        seed_offset=args.seed_offset,
     )
 
 

@@ -103,13 +103,10 @@ add_options, run_cell = study.add_options, study.run_cell
 
 
 def sliced(plan: Plan, args: Namespace) -> Plan:
-    """:func:`experiments.rlhf_study.sliced`, on this plan's fresh seeds unless others are named;
-    the controls only when no method, learning rate or mu is named (they compare across them)."""
+    """:func:`experiments.rlhf_study.sliced`; the controls only when no method, learning rate
+    or mu is named (they compare across them)."""
     whole = not (args.method or args.learning_rate or args.updates)
-    offset = args.seed_offset or plan.seed_offset
-    return replace(
-        study.sliced(plan, args), seed_offset=offset, controls=plan.controls if whole else ()
-    )
+    return replace(study.sliced(plan, args), controls=plan.controls if whole else ())
 
 
 def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:

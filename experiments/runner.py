@@ -36,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NamedTuple, NoReturn
@@ -194,9 +195,10 @@ def parse(study: ModuleType, argv: list[str] | None) -> tuple[Any, Path | None, 
     """A study command's arguments as ``(plan, output folder, jobs)``, every mistake refused
     before any work (one line, status 2).  Every study takes ``--quick``, its ``REDERIVE``
     flag (derive the statistics and the report again from the results), ``--output-dir``,
-    ``--seed-offset`` (``FRESH_FROM`` or more: seeds the committed study never used) and
-    ``--jobs`` (worker processes, by default as many as this process may use CPUs);
-    ``study.add_options`` adds its own, and ``study.sliced(plan, args)`` limits its
+    ``--seed-offset`` (the plan's ``seed_offset``, its first seed: ``FRESH_FROM`` or more,
+    seeds the committed study never used; 0 keeps the plan's own) and ``--jobs`` (worker
+    processes, by default as many as this process may use CPUs); a study with options of its
+    own has ``study.add_options`` add them and ``study.sliced(plan, args)`` limit its
     ``FULL_PLAN`` or ``QUICK_PLAN`` to what they name (a ``ValueError`` says what is wrong).
     The flag gives no plan (None), the folder whose results it derives again
     (:func:`rederive_folder`) and one job; with any other option but ``--output-dir`` and
@@ -217,7 +219,8 @@ def parse(study: ModuleType, argv: list[str] | None) -> tuple[Any, Path | None, 
     parser.add_argument("--seed-offset", type=whole_number, default=0, help=first)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     parser.add_argument("--jobs", type=seed_count, default=cpus or 1, help="worker processes")
-    study.add_options(parser)
+    if hasattr(study, "add_options"):
+        study.add_options(parser)
     args, defaults = parser.parse_args(argv), vars(parser.parse_args([]))
     if getattr(args, flag[2:]):
         free = (flag[2:], "output_dir", "jobs")
@@ -226,11 +229,12 @@ def parse(study: ModuleType, argv: list[str] | None) -> tuple[Any, Path | None, 
             option = "--" + given[0].replace("_", "-")
             parser.error(f"{flag} takes no option but --output-dir and --jobs: {option}")
         return None, rederive_folder(parser, flag, args.output_dir, study.FILES), 1
-    full = study.FULL_PLAN
+    full, plan = study.FULL_PLAN, study.QUICK_PLAN if args.quick else study.FULL_PLAN
     try:
-        plan = study.sliced(study.QUICK_PLAN if args.quick else full, args)
+        plan = study.sliced(plan, args) if hasattr(study, "sliced") else plan
     except ValueError as error:
         parser.error(str(error))
+    plan = replace(plan, seed_offset=args.seed_offset or plan.seed_offset)
     if args.output_dir is None and args.quick:
         return plan, None, args.jobs
     output = args.output_dir or (study.FILES[0].parent if plan == full else study.SCRATCH_DIR)

@@ -104,12 +104,11 @@ class Plan:
         methods: Sequence[str] = (),
         values: Sequence[float] = (),
         seeds: dict[str, int] | None = None,
-        seed_offset: int = 0,
         seed_sets: Sequence[str] = (),
     ) -> Plan:
         """This plan limited to some sweeps, methods, step sizes and seed sets (none named:
-        all), with other seed counts (``{"bandit": n, "cartpole": n}``) or seeds.  A
-        ``ValueError`` listing the valid names for an unknown one, or when nothing is left."""
+        all), with other seed counts (``{"bandit": n, "cartpole": n}``).  A ``ValueError``
+        listing the valid names for an unknown one, or when nothing is left."""
         names = tuple(sweep.name for sweep in self.sweeps)
         grid = sorted({v for sweep in self.sweeps for v in sweep.values})
         check_names(
@@ -127,7 +126,7 @@ class Plan:
                 sweeps.append(part)
         if not sweeps:
             raise ValueError("nothing to run: no setting has those methods at those values")
-        return Plan(tuple(sweeps), seed_offset, kept(SEED_SETS, seed_sets))
+        return Plan(tuple(sweeps), self.seed_offset, kept(SEED_SETS, seed_sets))
 
 
 #: Step sizes: the bandit's over three decades (the app's), CartPole's over 2.3 decades from
@@ -219,9 +218,7 @@ def sliced(plan: Plan, args: Namespace) -> Plan:
     """``plan`` limited to the settings, methods, values, seeds and seed sets ``args`` name."""
     seeds = {task: getattr(args, f"{task}_seeds") for task in ("bandit", "cartpole")}
     seeds = {task: n for task, n in seeds.items() if n}
-    return plan.sliced(
-        args.setting, args.method, args.value, seeds, args.seed_offset, args.seed_set
-    )
+    return plan.sliced(args.setting, args.method, args.value, seeds, args.seed_set)
 
 
 def rederived(results: Mapping[str, Any]) -> dict[str, Any]:
