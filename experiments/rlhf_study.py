@@ -312,12 +312,6 @@ def sliced(plan: Plan, args: Namespace) -> Plan:
     )
 
 
-def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
-    """The plan (None for ``--restate``), the output folder (None: print only) and the number
-    of processes the arguments ask for; every mistake is refused here, before any work."""
-    return runner.parse(sys.modules[__name__], argv)
-
-
 def main(argv: list[str] | None = None) -> int:
     return runner.main(sys.modules[__name__], argv)
 

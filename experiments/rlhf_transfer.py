@@ -217,9 +217,8 @@ def control_tests(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return {"clip_match": matched, "minibatch": minibatch}
 
 
-def rederived(results: dict[str, Any]) -> dict[str, Any]:
-    """Stored results with their statistics derived again (nothing is trained)."""
-    return with_statistics(results)
+#: Stored results with their statistics derived again (nothing is trained).
+rederived = with_statistics
 
 
 def results_markdown(results: dict[str, Any]) -> str:

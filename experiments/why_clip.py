@@ -226,12 +226,6 @@ def rederived(results: Mapping[str, Any]) -> dict[str, Any]:
     return {**results, "claims": evaluate_claims(results)}
 
 
-def parse(argv: list[str] | None) -> tuple[Plan | None, Path | None, int]:
-    """The plan (None for ``--rewrite``), the output folder (None: print only) and the number
-    of processes the arguments ask for; every mistake is refused here, before any work."""
-    return runner.parse(sys.modules[__name__], argv)
-
-
 def main(argv: list[str] | None = None) -> int:
     return runner.main(sys.modules[__name__], argv)
 

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from bandit_loop import BanditLoopSettings, run_bandit_loop
-from experiments import mismatch_study, rlhf_study, rlhf_transfer, why_clip
+from experiments import mismatch_study, rlhf_study, rlhf_transfer, runner, why_clip
 from experiments.evidence import (
     bootstrap_interval,
     paired,
@@ -329,9 +329,8 @@ def test_an_unknown_name_is_refused_with_the_valid_ones_before_any_work(
 def test_quick_with_a_setting_runs_that_setting_of_the_quick_plan():
     """``--quick`` limits the plan as the full one: a setting named is honoured, not ignored."""
     assert [s.name for s in why_clip.QUICK_PLAN.sweeps] == ["bandit", "cartpole"]
-    assert [s.name for s in why_clip.parse(["--quick", "--setting", "bandit"])[0].sweeps] == [
-        "bandit"
-    ]
+    quick = runner.parse(why_clip, ["--quick", "--setting", "bandit"])[0]
+    assert [s.name for s in quick.sweeps] == ["bandit"]
 
 
 def output_dir(tmp_path: Path, study: str, case: str) -> Path:
@@ -493,7 +492,7 @@ def test_an_interrupted_run_resumes_from_the_cells_it_finished(
     assert len(read_cache(cache).done) == 3  # the cell after the cut line is kept
     assert not (folder / json_name).exists()
     assert command.main([*arguments, str(folder)]) == 0
-    cells = len(command.parse(SLICES[study].split())[0].cells)  # 8, or 12 with a third set
+    cells = len(runner.parse(command, SLICES[study].split())[0].cells)  # 8, or 12 with a third set
     assert len(calls) == 6 + cells - 3  # the cells left, not all of them
     assert not cache.exists()
     resumed = load_results(folder / json_name)
@@ -524,7 +523,7 @@ def test_a_partial_run_writes_its_slice_to_the_scratch_folder_and_the_committed_
     assert command.main(arguments) == 0
     assert committed_files() == before
     written = load_results(scratch / files.RESULTS_JSON.name)
-    assert command.plan_of(written) == command.parse(arguments)[0]  # what ran, as asked
+    assert command.plan_of(written) == runner.parse(command, arguments)[0]  # what ran, as asked
     figures = {"why_clip.png"} if study == "why_clip" else {"rlhf_study.png", "rlhf_effects.png"}
     names = {files.RESULTS_JSON.name, files.RESULTS_MARKDOWN.name, *figures}
     assert {path.name for path in scratch.iterdir()} == names
