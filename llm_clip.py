@@ -336,10 +336,13 @@ def clip_fraction_verl(
     ``r != clip(r)``, sign-blind (L1761).  No lower fraction for GSPO and CISPO (0).  verl 0.9.1:
     SAPO logs 0 for both (``core_algos.py`` L1693-1694); GMPO counts ``log r`` outside
     ``[-eps_low, eps_high]``, either side, with ``A > 0`` and (lower) ``A < 0`` (L2003-2005).
+    An objective verl does not have (``in_verl`` False in its entry) logs nothing: ``{}``.
     """
     options = {"objective": objective, "eps_low": eps_low, "eps_high": eps_high}
     b = checked(logp_new, logp_old, advantages, mask, aggregation="token-mean", **options)
     cap = checks.checked_dual_clip(dual_clip)
+    if not SPECS[b.objective].in_verl:
+        return {}
     kind, a = SPECS[b.objective].clip_kind, b.advantages
     if kind in ("soft", "log-ratio"):  # a soft gate has no band: nothing lies outside it
         outside = (kind == "log-ratio") & ((b.log_ratio < -b.eps_low) | (b.log_ratio > b.eps_high))

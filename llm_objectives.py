@@ -92,9 +92,9 @@ class ObjectiveSpec:
     (stop-gradient, CISPO), so a token outside the band keeps its push.  ``label``, ``formula``,
     ``paper`` (arXiv id) and ``follows`` (the trainer lines, version or commit first) are for
     tables; ``in_trl``: TRL's ``GRPOTrainer`` has this loss (``clip_ratio_trl`` reports ``{}``
-    otherwise; PPO, not in TRL, is read there as token-level).  What verl logs as its clip
-    fraction follows from ``band``, ``per_response`` and ``detached_weight``
-    (:meth:`clip_kind`).
+    otherwise; PPO, not in TRL, is read there as token-level); ``in_verl``: verl has it
+    (``clip_fraction_verl`` reports ``{}`` otherwise), and what it logs as its clip fraction
+    follows from ``band``, ``per_response`` and ``detached_weight`` (:meth:`clip_kind`).
     """
 
     name: str
@@ -111,6 +111,7 @@ class ObjectiveSpec:
     per_response: bool = False
     detached_weight: bool = False
     in_trl: bool = True
+    in_verl: bool = True
 
     @property
     def clip_kind(self) -> Literal["token", "sequence", "detached", "soft", "log-ratio"]:

@@ -14,6 +14,7 @@ a tolerance, so they hold on any CPU.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -320,6 +321,19 @@ def test_verl_lower_fraction_counts_the_dual_clip():
         "actor/pg_clipfrac": 0.0,
         "actor/pg_clipfrac_lower": 0.25,
     }
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_a_library_without_the_objective_logs_nothing(monkeypatch, objective):
+    """An entry marked as missing from verl or TRL (``in_verl``/``in_trl`` False, as a new
+    objective neither library has would be) gets ``{}`` from that library's clip fraction, not
+    the numbers another objective's rule would give."""
+    args = (np.log([[1.5, 1.5, 0.5, 0.5]]), np.zeros((1, 4)), [1.0], ONE_ROW)
+    assert llm_clip.clip_fraction_verl(*args, objective=objective) != {}
+    absent = dataclasses.replace(llm_clip.SPECS[objective], in_verl=False, in_trl=False)
+    monkeypatch.setitem(llm_clip.SPECS, objective, absent)
+    assert llm_clip.clip_fraction_verl(*args, objective=objective) == {}
+    assert llm_clip.clip_ratio_trl(*args, objective=objective) == {}
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
