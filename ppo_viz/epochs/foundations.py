@@ -160,13 +160,13 @@ def one_signed_arms(batch: Batch) -> list[int]:
 
 
 #: The batch seed of the dashed line in notebook 3's small-step figure: the first on which PPO's
-#: band stays soft however small the steps.  Its batch (1) draws every arm at least twice; in
-#: :func:`small_step_study`, (2) PPO's largest excursion outside the band at the smallest step
-#: size is at least half its excursion at step size 1, and more than five times
-#: :data:`HARD_MARGIN` (clip-only's "not hard"), and (3) the arm that ends farthest from the band
-#: has samples all of one sign (:func:`one_signed_arms`), so none of them pulls its ratio back
-#: once they are all clipped (tests/test_epochs_foundations.py checks each point, and that no
-#: smaller seed meets them).
+#: band stays soft however small the steps, by this rule (tests/epochs_rule.py's
+#: ``drifting_problems``; ``python tests/epochs_rule.py`` finds the seed for new ``ARM_MEANS``).
+#: Its batch (1) draws every arm at least twice; in :func:`small_step_study`, (2) PPO's largest
+#: excursion outside the band at the smallest step size is at least half that at step size 1, and
+#: over five times :data:`HARD_MARGIN` (clip-only's "not hard"), and (3) the arm that ends farthest
+#: from the band has samples all of one sign (:func:`one_signed_arms`), ends past the edge where all
+#: of them are clipped, at 0.95 of that excursion or more: none of them pulls it back.
 DRIFTING_SEED = 6
 
 

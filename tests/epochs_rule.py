@@ -1,0 +1,146 @@
+"""The rules that chose notebook 3's two batches, once, for the tests and for a search.
+
+:data:`~ppo_viz.epochs.training.MISLEADING_SEED` and
+:data:`~ppo_viz.epochs.foundations.DRIFTING_SEED` are batch seeds whose batches meet the rules
+their comments state, point by point.  :func:`misleading_problems` and
+:func:`drifting_problems` return the points a seed's batch fails, by number and in words (empty:
+it meets the rule); they check the cheap points first and stop at the first failure, unless
+``every=True``.  After a change to ``bandit.ARM_MEANS``, find the seeds again with::
+
+    .venv/bin/python tests/epochs_rule.py
+
+It prints the first seed meeting each rule, and how long the search took.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from bandit import ARM_MEANS
+from ppo_viz.epochs.foundations import DRIFTING_SEED, one_signed_arms, ppo_update_line
+from ppo_viz.epochs.foundations import small_step_study as study
+from ppo_viz.epochs.training import (
+    BIG_STEP,
+    DEFAULT_BAND,
+    DEFAULT_EPS,
+    DEFAULT_TARGET_KL,
+    FAR,
+    HALVING_FROM,
+    HARD_MARGIN,
+    MISLEADING_SEED,
+    STEP_SIZES,
+    Settings,
+    arm_sums,
+    batch_of,
+    outside_band,
+    run_all,
+    start_reward,
+)
+
+#: A rule's points for one seed, cheapest first: (number and words, whether the batch meets it).
+Points = Iterator[tuple[str, bool]]
+
+
+def _misleading(seed: int) -> Points:
+    batch, start = batch_of(seed), start_reward()
+    a, of_arm = batch.advantages[:, None], batch.actions[:, None] == np.arange(len(ARM_MEANS))
+    ok = ((of_arm.sum(0) >= 2) & (of_arm & (a > 0)).any(0) & (of_arm & (a < 0)).any(0)).all()
+    yield "(1) every arm drawn twice or more, with samples of both signs", ok
+    favoured = int(np.argmax(arm_sums(batch)))
+    yield "(2) it favours an arm worse than the old policy", ARM_MEANS[favoured] < start
+    runs = run_all(Settings(seed=seed))
+    end = {o: run.true_reward[-1] for o, run in runs.items()}
+    out = outside_band(runs["clip_only"].arm_ratios()[:, favoured]) > 0
+    ok = end["unclipped"] < start < end["clipped"] > end["clip_only"] and out[out.argmax() :].all()
+    yield "(3) the default runs end as told, clip-only's arm out for good", ok
+    stop = run_all(Settings(seed=seed, target_kl=DEFAULT_TARGET_KL))
+    ok = stop["unclipped"].stopped_early and stop["clipped"].stopped_early
+    ok &= stop["unclipped"].true_reward[-1] > end["unclipped"] + 0.05
+    yield (
+        "(7) both stop early, unclipped far higher, PPO lower",
+        (ok and stop["clipped"].true_reward[-1] < end["clipped"]),
+    )
+    big = run_all(Settings(seed=seed, step_size=BIG_STEP))["clipped"]
+    out = outside_band(big.arm_ratios()).max(axis=1)
+    moves, ok = np.diff(out[1:]), out[1] > FAR
+    step_2 = study(("clipped",), (2.0,), batch=batch)["clipped"][0].arm_ratios[1:]
+    ok &= (moves < 0).any() and (moves > FAR).any()
+    yield (
+        "(4) big steps overshoot, come back, overshoot",
+        (ok and (outside_band(step_2).max(axis=1) > FAR).sum() >= 2),
+    )
+    line, eps = ppo_update_line(Settings(seed=seed)), DEFAULT_EPS
+    factor, _, kl = line.peak(eps)
+    ok = abs(factor - 1) <= 0.2 and kl < 0.05
+    ok &= (np.diff(line.objective("clipped", eps)[line.factors >= factor]) <= 0).all()
+    ok &= (np.diff(line.objective("unclipped", eps)[line.factors >= 0]) > 0).all()
+    peaks = [line.peak(e) for e in np.linspace(0, 0.5, 11)]
+    yield (
+        "(6) Figure 2 as told",
+        (ok and all(p[0] < q[0] and p[2] < q[2] for p, q in itertools.pairwise(peaks))),
+    )
+    runs = study(batch=batch)
+    ppo, clip_only = (np.array([run.largest_excursion for run in runs[o]]) for o in runs)
+    halvings = (ppo[1:] / ppo[:-1])[STEP_SIZES.index(HALVING_FROM) :]
+    ok = ((halvings > 0.35) & (halvings < 0.75)).all() and ppo[-1] <= HARD_MARGIN
+    yield (
+        "(5) tiny steps make PPO's band hard, not clip-only's",
+        (ok and clip_only.min() > 5 * HARD_MARGIN),
+    )
+
+
+def _drifting(seed: int) -> Points:
+    batch = batch_of(seed)
+    drawn = np.bincount(batch.actions, minlength=len(ARM_MEANS))
+    yield "(1) every arm drawn twice or more", drawn.min() >= 2
+    one_signed = one_signed_arms(batch)
+    yield "(3) an arm whose samples all have one sign", bool(one_signed)
+    step_1, tiny = study(("clipped",), (1.0, STEP_SIZES[-1]), batch=batch)["clipped"]
+    far = tiny.largest_excursion
+    yield (
+        "(2) PPO's band stays soft with tiny steps",
+        (far >= step_1.largest_excursion / 2 and far > 5 * HARD_MARGIN),
+    )
+    arm, (lower, upper) = int(tiny.farthest_arm), DEFAULT_BAND
+    end, sign = tiny.arm_ratios[-1, arm], np.sign(batch.advantages[batch.actions == arm].sum())
+    ok = arm in one_signed and outside_band(end) >= 0.95 * far
+    yield (
+        "(3) the farthest arm is of one sign, clipped, still far out",
+        (ok and (end > upper if sign > 0 else end < lower)),
+    )
+
+
+def _problems(points: Points, every: bool) -> list[str]:
+    failed = (words for words, holds in points if not holds)
+    return list(failed if every else itertools.islice(failed, 1))
+
+
+def misleading_problems(seed: int, *, every: bool = False) -> list[str]:
+    """The points of MISLEADING_SEED's rule (its comment) that ``seed``'s batch fails."""
+    return _problems(_misleading(seed), every)
+
+
+def drifting_problems(seed: int, *, every: bool = False) -> list[str]:
+    """The points of DRIFTING_SEED's rule (its comment) that ``seed``'s batch fails."""
+    return _problems(_drifting(seed), every)
+
+
+def first_seed(problems: Callable[[int], list[str]], stop: int = 2**32) -> int | None:
+    """The first seed below ``stop`` whose batch has no ``problems``, or None."""
+    return next((seed for seed in range(stop) if not problems(seed)), None)
+
+
+if __name__ == "__main__":
+    print(f"ARM_MEANS = {ARM_MEANS}")
+    for name, now, problems in (
+        ("MISLEADING_SEED", MISLEADING_SEED, misleading_problems),
+        ("DRIFTING_SEED", DRIFTING_SEED, drifting_problems),
+    ):
+        print(f"{name} = {now} fails {problems(now, every=True) or 'no point'} of its rule")
+        start = time.perf_counter()
+        seed = first_seed(problems)
+        print(f"  the first seed meeting it: {seed} ({time.perf_counter() - start:.1f} s)")
