@@ -5,11 +5,12 @@
 their comments state, point by point.  :func:`misleading_problems` and
 :func:`drifting_problems` return the points a seed's batch fails, by number and in words (empty:
 it meets the rule); they check the cheap points first and stop at the first failure, unless
-``every=True``.  After a change to ``bandit.ARM_MEANS``, find the seeds again with::
+``every=True``.  After a change to ``bandit.ARM_MEANS``, run from the repository root::
 
-    .venv/bin/python tests/epochs_rule.py
+    python tests/epochs_rule.py
 
-It prints the first seed meeting each rule, and how long the search took.
+It prints the first seed meeting each rule (put them in the two constants, then update the
+numbers notebook 3's prose states) and how long the search took: 1 s for 4 arms, 1 min for 5.
 """
 
 from __future__ import annotations

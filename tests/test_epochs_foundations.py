@@ -188,33 +188,26 @@ def test_a_study_run_is_the_training_loops_run():
         small_step_study(("clipped",), (0.3,))
 
 
-def test_the_study_keeps_the_total_movement(study, prose):
+def test_the_study_keeps_the_total_movement_and_the_prose_names_its_numbers(study, prose):
+    """The runs behave as the prose says on the batch by points (4) and (5) of MISLEADING_SEED's
+    rule (tests/epochs_rule.py), whose step size 2 is the left panel's."""
     np.testing.assert_array_equal(np.diff(np.log2(STEP_SIZES)), -1.0)  # halving each time
-    default = DEFAULT_STEP_SIZE * DEFAULT_EPOCHS
+    assert STEP_SIZES[1] == 2.0
     assert_states(
         prose,
         f"from {Fraction(STEP_SIZES[0])} down to {Fraction(STEP_SIZES[-1])}, halving each time",
         f"stays {TOTAL_MOVEMENT:g}",
-        f"{DEFAULT_STEP_SIZE:g} × {DEFAULT_EPOCHS} = {default:g}",
+        f"{DEFAULT_STEP_SIZE:g} × {DEFAULT_EPOCHS} = {DEFAULT_STEP_SIZE * DEFAULT_EPOCHS:g}",
+        f"never more than {HARD_MARGIN:g} outside the band",
+        f"At step size {Fraction(STEP_SIZES[-1])}",
+        f"At step size {Fraction(STEP_SIZES[1])}",
+        f"from step size {HALVING_FROM:g} down, PPO's largest excursion roughly halves",
     )
     for runs in study.values():
         for run, step in zip(runs, STEP_SIZES, strict=True):
             assert run.step_size == step
             assert run.step_size * run.n_epochs == TOTAL_MOVEMENT
             assert run.movement[-1] == TOTAL_MOVEMENT
-
-
-def test_tiny_steps_make_the_band_hard_for_ppo_and_not_for_clip_only(study, prose):
-    """What the prose says, with the numbers it names; that the runs behave so on the batch are
-    points (4) and (5) of MISLEADING_SEED's rule (tests/epochs_rule.py)."""
-    assert study["clipped"][1].step_size == 2.0
-    assert_states(
-        prose,
-        f"never more than {HARD_MARGIN:g} outside the band",
-        f"At step size {Fraction(study['clipped'][-1].step_size)}",
-        f"At step size {Fraction(study['clipped'][1].step_size)}",
-        f"from step size {HALVING_FROM:g} down, PPO's largest excursion roughly halves",
-    )
 
 
 def test_the_small_step_figure_shows_every_ratio_of_its_runs():
