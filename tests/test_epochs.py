@@ -21,7 +21,7 @@ import nbformat
 import numpy as np
 import pytest
 import traitlets
-from epochs_rule import misleading_problems
+from epochs_rule import first_seed, misleading_problems
 from helpers import assert_states, markdown_of, plain
 from matplotlib.colors import to_rgba
 
@@ -209,9 +209,10 @@ def test_bad_settings_are_refused_naming_the_argument(name, value, error, messag
 
 
 def test_the_starting_batch_meets_the_documented_rule():
-    """MISLEADING_SEED's batch meets every point of its rule, tests/epochs_rule.py's (the tests
-    below check the rest of what the notebook says of it, and how it says it)."""
+    """MISLEADING_SEED's batch is the first to meet every point of its rule, tests/epochs_rule.py's
+    (the tests below check the rest of what the notebook says of it, and how it says it)."""
     assert misleading_problems(MISLEADING_SEED, every=True) == []
+    assert first_seed(misleading_problems, stop=MISLEADING_SEED + 1) == MISLEADING_SEED
 
 
 def test_runs_side_by_side_are_the_single_runs():
