@@ -1,4 +1,4 @@
-"""PPO's clip as LLM trainers apply it: per-token ratios, masks, aggregations, eight objectives.
+"""PPO's clip as LLM trainers apply it: per-token ratios, masks, aggregations and objectives.
 
 :mod:`ppo_clip` clips N independent samples.  This module applies the same clip to a batch of
 B responses of up to T tokens, as GRPO-family trainers do (contract: ``docs/contract.md``,

@@ -1,4 +1,4 @@
-"""The eight objectives of :mod:`llm_clip`: one :class:`ObjectiveSpec` each in :data:`SPECS`.
+"""The objectives of :mod:`llm_clip`: one :class:`ObjectiveSpec` each in :data:`SPECS`.
 
 Each entry holds the objective's parts function (each token's term and gradient, from a checked
 :class:`llm_clip_inputs.Batch`), its default aggregation and band, what kind of limit it puts on
@@ -80,8 +80,9 @@ class Parts(NamedTuple):
 @dataclass(frozen=True)
 class ObjectiveSpec:
     """Everything about one objective, read by this module, its tests, the widgets and
-    notebook 7: adding an objective is its ``parts`` function and one entry in :data:`SPECS`
-    (plus its formula in the independent reference, ``tests/llm_reference.py``).
+    notebook 7: adding an objective is its ``parts`` function and one entry in :data:`SPECS`;
+    the README's paragraph on a new objective lists what else states it (the independent
+    reference ``tests/llm_reference.py``, ``docs/contract.md``, notebook 7's section 2).
 
     ``parts`` computes each token's term and gradient (:class:`Parts`); ``aggregation`` is its
     default; ``eps_low``/``eps_high`` the default band (``eps_high`` None: ``eps_low``'s

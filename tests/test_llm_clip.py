@@ -329,7 +329,8 @@ def test_a_library_without_the_objective_logs_nothing(monkeypatch, objective):
     objective neither library has would be) gets ``{}`` from that library's clip fraction, not
     the numbers another objective's rule would give."""
     args = (np.log([[1.5, 1.5, 0.5, 0.5]]), np.zeros((1, 4)), [1.0], ONE_ROW)
-    assert llm_clip.clip_fraction_verl(*args, objective=objective) != {}
+    present = llm_clip.clip_fraction_verl(*args, objective=objective) != {}
+    assert present == llm_clip.SPECS[objective].in_verl
     absent = dataclasses.replace(llm_clip.SPECS[objective], in_verl=False, in_trl=False)
     monkeypatch.setitem(llm_clip.SPECS, objective, absent)
     assert llm_clip.clip_fraction_verl(*args, objective=objective) == {}
