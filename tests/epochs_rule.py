@@ -33,6 +33,7 @@ from ppo_viz.epochs.training import (
     HALVING_FROM,
     HARD_MARGIN,
     MISLEADING_SEED,
+    SETTING_RANGES,
     STEP_SIZES,
     Settings,
     arm_sums,
@@ -42,6 +43,8 @@ from ppo_viz.epochs.training import (
     start_reward,
 )
 
+#: How far outside the band "Things to try" 2 asks when PPO's ratios first leave it.
+TRY_2_OUTSIDE = 0.2
 #: A rule's points for one seed, cheapest first: (number and words, whether the batch meets it).
 Points = Iterator[tuple[str, bool]]
 
@@ -58,6 +61,15 @@ def _misleading(seed: int) -> Points:
     out = outside_band(runs["clip_only"].arm_ratios()[:, favoured]) > 0
     ok = end["unclipped"] < start < end["clipped"] > end["clip_only"] and out[out.argmax() :].all()
     yield "(3) the default runs end as told, clip-only's arm out for good", ok
+    unclipped, ppo, clip_only = runs["unclipped"], runs["clipped"], runs["clip_only"]
+    r = unclipped.arm_ratios()
+    rising = np.c_[r[:, favoured], unclipped.exact_kl, r @ arm_sums(batch)]  # objective: r @ sums
+    yield "(8) unclipped: ratio, KL, objective rise each epoch", (np.diff(rising, axis=0) > 0).all()
+    ok = ppo.exact_kl.max() < min(0.05, unclipped.exact_kl.max() / 4)
+    ok &= outside_band(ppo.ratios).max() < outside_band(unclipped.ratios).max() / 5
+    yield "(9) PPO stays close", ok and (ppo.arm_ratios()[:, favoured] >= 1 - DEFAULT_EPS).all()
+    moving = clip_only.arms_without_gradient()[:-1] & (np.diff(clip_only.arm_ratios(), axis=0) != 0)
+    yield "(10) clip-only has hollow circles on a ratio that moves", moving.any()
     stop = run_all(Settings(seed=seed, target_kl=DEFAULT_TARGET_KL))
     ok = stop["unclipped"].stopped_early and stop["clipped"].stopped_early
     ok &= stop["unclipped"].true_reward[-1] > end["unclipped"] + 0.05
@@ -65,6 +77,9 @@ def _misleading(seed: int) -> Points:
         "(7) both stop early, unclipped far higher, PPO lower",
         (ok and stop["clipped"].true_reward[-1] < end["clipped"]),
     )
+    largest = run_all(Settings(seed=seed, step_size=SETTING_RANGES["step_size"][1]))["clipped"]
+    far = [outside_band(r.ratios).max() for r in (ppo, largest)]
+    yield "(11) only big steps leave the band by 0.2", far[0] < TRY_2_OUTSIDE < far[1]
     big = run_all(Settings(seed=seed, step_size=BIG_STEP))["clipped"]
     out = outside_band(big.arm_ratios()).max(axis=1)
     moves, ok = np.diff(out[1:]), out[1] > FAR
@@ -84,6 +99,13 @@ def _misleading(seed: int) -> Points:
         "(6) Figure 2 as told",
         (ok and all(p[0] < q[0] and p[2] < q[2] for p, q in itertools.pairwise(peaks))),
     )
+    zero = int(np.flatnonzero(line.factors == 0.0)[0])
+    objectives = ("clipped", "clip_only", "unclipped")
+    near = np.array([line.objective(o, eps)[zero - 1 : zero + 2] for o in objectives])
+    ok = (near == near[0]).all()
+    ratios, a = np.exp(line.sample_logps - batch.logp_old), batch.advantages
+    wrong_way = ((a > 0) & (ratios < 1 - eps)) | ((a < 0) & (ratios > 1 + eps))
+    yield "(12) the line: one objective near t = 0, a sample the wrong way", ok and wrong_way.any()
     runs = study(batch=batch)
     ppo, clip_only = (np.array([run.largest_excursion for run in runs[o]]) for o in runs)
     halvings = (ppo[1:] / ppo[:-1])[STEP_SIZES.index(HALVING_FROM) :]
@@ -92,6 +114,9 @@ def _misleading(seed: int) -> Points:
         "(5) tiny steps make PPO's band hard, not clip-only's",
         (ok and clip_only.min() > 5 * HARD_MARGIN),
     )
+    unclipped = study(("unclipped",), STEP_SIZES[::3], batch=batch)["unclipped"]
+    far = [run.largest_excursion for run in unclipped]
+    yield "(13) the unclipped run's excursion does not shrink", min(far) > max(far) / 2
 
 
 def _drifting(seed: int) -> Points:
