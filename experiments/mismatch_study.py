@@ -311,11 +311,13 @@ def results_markdown(results: dict[str, Any]) -> str:
         + machine_line(results["machine"], "Elsewhere the aggregates reproduce, not the bits."),
         f"GRPO on the tiny model ({results['parameters']:,} parameters) at μ = {s['updates']}, "
         f"learning rate {s['learning_rate']:g}, {s['iterations']} iterations of "
-        f"{s['prompts_per_batch']} × {s['group_size']} responses; {results['seeds_per_set']} seeds "
-        f"per set ({sets}). Corrections: TRL's four modes (clip_max {results['clip_max']:g}, no "
-        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}, and its control: every "
-        "negative-advantage response dropped whatever its gap (negatives_dropped). Bands: max-t "
-        f"simultaneous 95% over a source's sizes, {INTERVALS}.",
+        f"{s['prompts_per_batch']} × {s['group_size']} responses (final accuracy, score: the "
+        "exact probability that the final policy, untruncated, answers right, averaged over the "
+        f"prompts); {results['seeds_per_set']} seeds per set ({sets}). Corrections: TRL's four "
+        f"modes (clip_max {results['clip_max']:g}, no lower bound), OPSM at threshold "
+        f"{results['opsm_threshold']:g}, and its control: every negative-advantage response "
+        "dropped whatever its gap (negatives_dropped). Bands: max-t simultaneous 95% over a "
+        f"source's sizes, {INTERVALS}.",
         "## Batches sampled at each size",
         f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
         f"({b * results['responses_per_batch']:,} responses), the same random numbers on both "
