@@ -2,8 +2,10 @@
 
 From the repository root::
 
-    python -m experiments.mismatch_study            # the study (about 7 minutes of CPU; its
-                                                    # report gives the measured time):
+    python -m experiments.mismatch_study            # the study (about 7 minutes of CPU over
+                                                    # its --jobs processes; the wall time grows
+                                                    # with the machine's load; its report gives
+                                                    # both, measured):
                                                     # RESULTS_MISMATCH.md, mismatch_study.json
     python -m experiments.mismatch_study --quick    # a smoke run in seconds; writes nothing
     python -m experiments.mismatch_study --restate  # statistics and report again from the JSON
@@ -266,7 +268,7 @@ def _difference_by_size(item: tuple[str, dict[str, Any]]) -> str:
 
 
 def results_markdown(results: dict[str, Any]) -> str:
-    """RESULTS_MISMATCH.md: the settings, one batch per size, the controls, the findings."""
+    """RESULTS_MISMATCH.md: the settings, the batches per size, the controls, the findings."""
     s, b, c = results["settings"], results["batches"], results["controls"]
     sets = ", ".join(f"{k} from seed {v}" for k, v in results["sets"].items())
     cols = ("none", "token_truncate", "sequence_mask", "opsm")
@@ -309,15 +311,19 @@ def results_markdown(results: dict[str, Any]) -> str:
         + machine_line(results["machine"], "Elsewhere the aggregates reproduce, not the bits."),
         f"GRPO on the tiny model ({results['parameters']:,} parameters) at μ = {s['updates']}, "
         f"learning rate {s['learning_rate']:g}, {s['iterations']} iterations of "
-        f"{s['prompts_per_batch']} × {s['group_size']} responses; {results['seeds_per_set']} seeds "
-        f"per set ({sets}). Corrections: TRL's four modes (clip_max {results['clip_max']:g}, no "
-        f"lower bound), OPSM at threshold {results['opsm_threshold']:g}, and its control: every "
-        "negative-advantage response dropped whatever its gap (negatives_dropped). Bands: max-t "
-        f"simultaneous 95% over a source's sizes, {INTERVALS}.",
-        "## One batch at each size",
+        f"{s['prompts_per_batch']} × {s['group_size']} responses (final accuracy, score: the "
+        "exact probability that the final policy, untruncated, answers right, averaged over the "
+        f"prompts); {results['seeds_per_set']} seeds per set ({sets}). Corrections: TRL's four "
+        f"modes (clip_max {results['clip_max']:g}, no lower bound), OPSM at threshold "
+        f"{results['opsm_threshold']:g}, and its control: every negative-advantage response "
+        "dropped whatever its gap (negatives_dropped). Bands: max-t simultaneous 95% over a "
+        f"source's sizes, {INTERVALS}.",
+        "## Batches sampled at each size",
         f"Bias: |mean(g_engine − g_on-policy)| / |mean(g_on-policy)| over {b} batches "
         f"({b * results['responses_per_batch']:,} responses), the same random numbers on both "
-        "sides; floor: its Monte Carlo standard error. Clipped at μ = 1: tokens whose gradient "
+        "sides; floor: its Monte Carlo standard error. A stale engine serves the reference model "
+        f"while the trainer holds one GRPO run's policy (seed {measures.AHEAD_SEED}) that many "
+        "iterations on: one run, not a spread over runs. Clipped at μ = 1: tokens whose gradient "
         "GRPO's clip switches off when the engine's log-probabilities serve as logp_old (verl, "
         "TRL); outside: |r − 1| > ε whatever A (CleanRL).",
         batches,

@@ -34,8 +34,8 @@ OPSM_THRESHOLD = 0.02
 #: Each source of mismatch and its sizes, the first "off" (:class:`tiny_rlhf.Rollout`).
 SOURCES = {"bits": (None, 10, 8, 7, 6), "top_p": (1.0, 0.99, 0.95, 0.9, 0.8)}
 SOURCES |= {"stale": (0, 1, 2, 4, 8), "steps_per_generation": (1, 2, 4, 8)}
-#: The learning rate of the GRPO run whose policies serve as "k iterations ahead".
-AHEAD_LEARNING_RATE, MAX_STALE = 1e-2, 8
+#: The learning rate and seed of the one GRPO run whose policies serve as "k iterations ahead".
+AHEAD_LEARNING_RATE, AHEAD_SEED, MAX_STALE = 1e-2, 0, 8
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class MismatchBatch:
 
 
 @cache
-def policies_ahead(seed: int = 0) -> tuple[TinyLM, ...]:
+def policies_ahead(seed: int = AHEAD_SEED) -> tuple[TinyLM, ...]:
     """A GRPO run's policy (mu = 1) after 0 to :data:`MAX_STALE` iterations from the reference."""
     settings = TrainSettings(updates=1, learning_rate=AHEAD_LEARNING_RATE)
     trainer = Trainer(methods_named(["grpo"]), settings, [seed])
