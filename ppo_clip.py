@@ -312,13 +312,15 @@ class ClipBreakdown:
         """``r < lower or r > upper``, ignoring the advantage's sign.
 
         This is what Stable-Baselines3, CleanRL, OpenAI Baselines and Spinning
-        Up count as clipped; it can differ from :attr:`is_clipped`.
+        Up count as clipped; it can differ from :attr:`is_clipped`.  Spinning Up
+        writes this test; the others write ``|r - 1| > eps``, which can differ on
+        the band's edge (``r - 1`` of a ratio at ``1 + eps`` may round above ``eps``).
         """
         return (self.ratio < self.lower) | (self.ratio > self.upper)
 
     @property
     def band_fraction(self) -> float:
-        """``mean(|r - 1| > eps)``: the other, sign-blind clip fraction."""
+        """The mean of :attr:`outside_band`: the other, sign-blind clip fraction."""
         return float(np.count_nonzero(self.outside_band) / self.n)
 
 

@@ -524,7 +524,7 @@ def test_the_notebook_names_its_sources_in_a_list_at_the_end():
         "`baselines/ppo2/model.py` (commit 0b8126f)",
         "`spinup/algos/pytorch/ppo/ppo.py` (commit 2092113)",
         "`trl/trainer/grpo_trainer.py` (commit 000bb3d)",
-        "`verl/trainer/ppo/core_algos.py` (commit 012be9d)",
+        "`verl/trainer/ppo/core_algos.py` (commit b178a3c)",
         "issue #3032",
         "PR #3175",
         "v0.17.0",
