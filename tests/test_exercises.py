@@ -55,7 +55,7 @@ from ppo_viz.exercises import (
     llm,
     sandbox,
 )
-from ppo_viz.exercises.advice import EXPLANATIONS, TITLES
+from ppo_viz.exercises.advice import EXPLANATIONS, IN_EXERCISE, words
 from ppo_viz.exercises.battery import (
     FUNCTION_NAMES,
     NUMERICS_NOTEBOOK,
@@ -300,10 +300,26 @@ WRONG_IMPLEMENTATIONS = [
 ]
 
 
-#: What some of those implementations' findings must also show, by (kind, code).
+#: What some of those implementations' findings must also show, by (kind, code): evidence, and
+#: the words of the exercise whose code shows the mistake (a loss has no gradient to take).
 EVIDENCE = {
+    ("loss", "float32_math"): (re.compile(r"\A(?![\s\S]*finite differences)"),),
+    ("clip_fraction", "no_mean"): ("Counted the clipped samples, not", "np.mean(clipped)"),
+    ("clip_fraction", "max_for_min"): ("where r*A < clip(r)*A", "TRL 0.16", "notebook 2"),
+    ("clip_fraction", "min_of_ratios"): ("Counted only r > 1 + eps as clipped",),
+    ("clip_fraction", "no_negative_branch"): ("You count only samples with A > 0",),
+    ("grad", "no_mean"): ("-r*A/N, not -r*A.",),
+    **dict.fromkeys([("grad", "unclipped"), ("grad", "grad_on_clipped")], ("on every sample",)),
+    ("grad", "sign_blind"): ("zero the gradient wherever r is outside the band",),
+    ("grad", "max_for_min"): ("zero the gradient of the samples that moved the unfavourable",),
+    ("grad", "min_of_ratios"): ("zero the gradient wherever r > 1 + eps",),
+    ("grad", "no_negative_branch"): ("zero the gradient only of samples with A > 0",),
+    ("grad", "float32_math"): ("not by finite differences",),
     ("loss", "sign"): ("On batch 'one sample' (N = 1, eps = 0.2): expected -1.25, got 1.25.",),
-    ("grad", "clip_only"): ("sample 0 (r = 0.5, A = 2.5): expected -1.25, got 0.",),
+    ("grad", "clip_only"): (
+        "zero the gradient wherever r is outside the band",
+        "sample 0 (r = 0.5, A = 2.5): expected -1.25, got 0.",
+    ),
     ("loss", "normalized"): ("norm_adv", "normalize_advantage"),  # where each library does it
     ("clip_fraction", "non_strict"): (  # two of its three samples
         "ratios exactly on the band's edges",
@@ -593,10 +609,14 @@ def assert_diagnosis(result: Any, mistakes: tuple, notes: tuple = (), texts: Any
     values = own.titles if own else (*VALUE_MISTAKES[result.kind], "precision")
     for found in result.findings + result.notes:
         mine = own is not None and found.key in own.titles
-        titles, explanations = (own.titles, own.explanations) if mine else (TITLES, EXPLANATIONS)
+        title, explanation = (
+            (own.titles[found.key], own.explanations[found.key])
+            if mine
+            else words(found.key, result.kind)
+        )
         assert found.further in card
-        assert found.title == titles[found.key]
-        assert found.key in OWN_WORDS or found.message == explanations[found.key]
+        assert found.title == title
+        assert found.key in OWN_WORDS or found.message == explanation
         assert found.evidence or found.key in {"error", "timeout", "not_implemented"}
         assert (
             found.key not in values
@@ -607,6 +627,7 @@ def assert_diagnosis(result: Any, mistakes: tuple, notes: tuple = (), texts: Any
         assert found.title in card or not result.implemented
     assert "Traceback" not in text
     assert "File " not in text
+    assert result.kind not in ("clip_fraction", "grad") or "np.minimum(r * A" not in text
     for shown in texts:
         assert shown.search(text) if isinstance(shown, re.Pattern) else shown in text, shown
 
@@ -1051,6 +1072,14 @@ def test_the_lessons_name_sections_of_the_numerics_notebook_as_they_are():
         assert f"{section}. {title}" in headings, lesson
 
 
+def test_the_clip_fractions_trl_story_is_where_its_finding_says():
+    """A clip fraction counting r*A < clip(r)*A is told of notebook 2's TRL 0.16 story."""
+    cited = re.search(r"notebook (\d+), ([^)]*)\)", IN_EXERCISE["max_for_min", "clip_fraction"][1])
+    path = next(NOTEBOOK.parent.glob(f"{int(cited[1]):02d}_*.ipynb"))
+    text = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells)
+    assert_states(text, f"## {cited[2]}\n", "TRL 0.16", "rA < \\operatorname{clip}(r)A")
+
+
 # --------------------------------------------------------------------------
 # Concept questions
 # --------------------------------------------------------------------------
@@ -1085,7 +1114,7 @@ def test_the_right_option_is_explained_and_a_wrong_one_names_the_answer(key):
 
 def test_every_wrong_option_has_a_note_on_one_line_and_every_explanation_two_sentences():
     """A radio button's label does not wrap cleanly: a long one overlaps the next option."""
-    explanations = dict(EXPLANATIONS)
+    explanations = {**EXPLANATIONS, **{key: text for key, (_, text) in IN_EXERCISE.items()}}
     for key, question in concept_questions().items():
         for index, option in enumerate(question.options):
             assert option.note or index == question.answer, option.label
@@ -1141,7 +1170,7 @@ def test_no_text_says_every_epoch_starts_at_r_equal_one():
         for text in [question.prompt, question.explanation]
         + [part for option in question.options for part in (option.label, option.note)]
     ]
-    texts += list(EXPLANATIONS.values())
+    texts += [*EXPLANATIONS.values(), *(text for _, text in IN_EXERCISE.values())]
     joined = " ".join(texts)
     assert "first update on a freshly collected batch" in joined
     for wrong in ("epoch starts", "every epoch", "of an epoch", "this epoch"):

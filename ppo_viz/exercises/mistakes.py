@@ -1,7 +1,8 @@
 """The mistakes the checker knows: their answers, and which explain a learner's.
 
 Each mistake has a key, a title (:data:`.advice.TITLES`) and what the learner reads
-(:data:`.advice.EXPLANATIONS`).  Those in :data:`VALUE_MISTAKES` show in the values returned:
+(:data:`.advice.EXPLANATIONS`), in an exercise's own words where they differ
+(:data:`.advice.IN_EXERCISE`).  Those in :data:`VALUE_MISTAKES` show in the values returned:
 :func:`predict` follows the reference computation one step at a time and lets each mistake change
 the step it affects (inputs, ratio, band, which samples count as clipped, terms kept, scale), and
 :func:`value_findings` names the fewest that explain every answer.  To teach the checker a new
@@ -21,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ppo_viz.exercises.advice import EXPLANATIONS, TITLES
+from ppo_viz.exercises.advice import words
 from ppo_viz.exercises.battery import (
     BoolArray,
     CheckBatch,
@@ -104,12 +105,15 @@ class Finding(NamedTuple):
 def finding(
     key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None, kind: str = ""
 ) -> Finding:
-    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given (in its
-    exercise's own words for an :data:`EXERCISES` ``kind``)."""
+    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given, both in
+    exercise ``kind``'s own words (:data:`EXERCISES`' or :func:`.advice.words`)."""
     own = EXERCISES.get(kind)
-    titles, explanations = (own.titles, own.explanations) if own else (TITLES, EXPLANATIONS)
+    if own is None:
+        title, explanation = words(key, kind)
+    else:
+        title, explanation = own.titles[key], own.explanations.get(key, "")
     further = batch.further if batch is not None else ""
-    return Finding(key, titles[key], text or explanations[key], evidence, further)
+    return Finding(key, title, text or explanation, evidence, further)
 
 
 @cache
