@@ -372,15 +372,14 @@ class BrokenMessageError(Exception):
 
 
 def _empty(body: str) -> Callable[..., Any]:
-    def empty(logp_new, logp_old, advantages, eps=0.2):
-        if body == "raise":
-            raise NotImplementedError
-        if body == "return_ellipsis":
-            return ...
-        if body == "ellipsis":
-            ...
-
-    return empty
+    """The template (``raise NotImplementedError``), or its body emptied: a docstring and
+    ``body``."""
+    namespace = {"np": np}
+    exec(
+        f'def empty(logp_new, logp_old, advantages, eps=0.2):\n    """Doc."""\n    {body}\n',
+        namespace,
+    )
+    return namespace["empty"]
 
 
 def _placeholder(kind: str, function: Any, value: float) -> None:
@@ -466,9 +465,12 @@ for kind in KINDS:
     rights = {"module": REFERENCE[kind], "learner": LEARNERS[kind](), "python": plain_python(kind)}
     for name, right in rights.items():
         case(kind, "", "", f"{PASSED}, and on the {ROBUST} robustness")(right, f"{kind}-{name}")
-    for body in ("raise", "ellipsis", "pass", "return_ellipsis"):
+    for body in ("raise NotImplementedError", "...", "pass", "return ..."):
         shown = f"{FUNCTION_NAMES[kind]}: not implemented yet."
         case(kind, "not_implemented", "", shown)(_empty(body), f"{kind}-empty-{body}")
+    forgets = _empty("r = np.exp(logp_new - logp_old)")  # a body, and no return
+    shown = "returned None (is a return statement missing?)"
+    case(kind, "wrong_type", "", shown)(forgets, f"{kind}-forgets its return")
 for form in (textbook_loss, pytorch_style_loss, log_space_clip_loss):
     case("loss", "", "nan_overflow", f"{PASSED}.", "Going further", OVERFLOW_NOTE)(form)
 

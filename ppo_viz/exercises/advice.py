@@ -72,8 +72,9 @@ def float32_like(agreeing: str) -> str:
 EXPLANATIONS = {
     "not_a_function": "This check expects your function: the name after def, without "
     "parentheses (check(loss), not check(loss()) or check('loss')).",
-    "not_implemented": "The body is still empty (it raises NotImplementedError or returns "
-    "nothing): write your code in the cell above, run it, then run this check again.",
+    "not_implemented": "Your function still raises NotImplementedError (the template's line) or "
+    "its body is empty: replace that line with your code, run the cell, then run this check "
+    "again.",
     "patched_module": "Your function rebinds names in ppo_clip, llm_clip or numpy. The verdict "
     "and your notebook are safe (the checker keeps its own reference and ran your function in a "
     "copy of the process), but a loss function should not change other modules: remove those "

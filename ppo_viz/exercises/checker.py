@@ -183,7 +183,7 @@ def run_check(
     if not callable(function):
         return result((finding("not_a_function", evidence=f"It got {reprlib.repr(function)}."),))
     calls = call_battery(function, kind, batches, float(time_limit_s))
-    if all(c.not_implemented for c in calls if not c.skipped):  # the template: a raise or None
+    if all(c.not_implemented for c in calls if not c.skipped):  # the template's raise, or no body
         return result((finding("not_implemented"),), printed=_printed(calls))
     findings, notes, core, robustness = diagnose(kind, calls, float(time_limit_s))
     return result(tuple(findings), tuple(notes), core, robustness, _printed(calls))

@@ -19,6 +19,7 @@ fork gets a ``RuntimeError`` saying so rather than a check that cannot keep its 
 from __future__ import annotations
 
 import contextlib
+import dis
 import multiprocessing
 import numbers
 import os
@@ -75,7 +76,8 @@ class Call:
     ``answer``: the value as a 1-D float64 array, or why it is not of the right type or shape
     (None if the call returned nothing: it raised, timed out or was skipped).
     ``error``: "raised ValueError: ... (in f, line 3: ...)", or that its process ended
-    (``read_only_failure``: it raised writing into read-only inputs).
+    (``read_only_failure``: it raised writing into read-only inputs).  ``not_implemented``: it
+    raised ``NotImplementedError``, or its body does nothing (:func:`does_nothing`).
     ``timed_out``: no answer within the limit (``where``: the line it ran when it was ended).
     ``changed``: the first input it changed, before and after.  ``patched``: what it rebound in
     :data:`GUARDED_MODULES`.
@@ -217,7 +219,7 @@ def _call(function: Function, kind: Kind, batch: ExerciseBatch, output: Output) 
     with np.errstate(all="ignore"):  # this thread's own state, put back by itself
         try:
             value = function(*inputs, **batch.keywords)
-            fields["not_implemented"] = value is None or value is Ellipsis
+            fields["not_implemented"] = (value is None or value is ...) and does_nothing(function)
             fields["answer"] = read_answer(kind, value, batch)
         except BaseException as error:  # the learner's code may raise anything
             text = _str(error).strip()
@@ -242,6 +244,14 @@ def _call(function: Function, kind: Kind, batch: ExerciseBatch, output: Output) 
     written = output.since(start)
     printed = {"printed": written[:OUTPUT_LIMIT], "printed_total": len(written)}
     return {**fields, **printed, "patched": tuple(sorted(patched))}
+
+
+def does_nothing(function: Function) -> bool:
+    """Whether ``function``'s body is empty (``pass``, ``...``, a docstring, ``return ...``): its
+    code only returns a constant, unlike a body that forgot its ``return``."""
+    code = getattr(function, "__code__", None)  # None for a callable object: no template
+    names = {i.opname for i in dis.get_instructions(code)} if code is not None else {""}
+    return names <= {"RESUME", "NOP", "LOAD_CONST", "RETURN_CONST", "RETURN_VALUE"}
 
 
 def _where(function: Function, frames: traceback.StackSummary) -> str:
