@@ -264,6 +264,11 @@ def _where(function: Function, frames: traceback.StackSummary) -> str:
     return f"in {mine[-1].name}, line {mine[-1].lineno}" + (f": {line}" if line else "")
 
 
+#: The numpy float types an answer may have: float32 arithmetic's answers are read, and called
+#: close where they are not float64's (GAE's arrays are float64 alone).
+FLOATS = (np.float64, np.float32)
+
+
 def read_answer(kind: Kind, value: Any, batch: Any) -> FloatArray | str:
     """``value`` as a 1-D float64 array (one entry, N for a gradient, the advantages then the
     returns for GAE), or why it is not one."""
@@ -278,11 +283,11 @@ def read_answer(kind: Kind, value: Any, batch: Any) -> FloatArray | str:
         value = np.concatenate([np.ravel(v) for v in value]) if right else value
     elif kind == "grad":
         expected = f"a float64 numpy array of shape ({n},), one entry per sample"
-        right = isinstance(value, np.ndarray) and value.shape == (n,) and value.dtype == np.float64
+        right = isinstance(value, np.ndarray) and value.shape == (n,) and value.dtype in FLOATS
     else:
         expected = "one float for the whole batch, e.g. float(np.mean(...))"
         right = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-        right &= not isinstance(value, np.floating) or isinstance(value, np.float64)
+        right &= not isinstance(value, np.floating) or value.dtype in FLOATS
     if not right:
         return f"{_described(value)}; expected {expected}"
     try:
