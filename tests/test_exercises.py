@@ -558,6 +558,9 @@ case("loss", "wrong_type", "", "an integer too large for float64")(_constant(10*
 for body in ("np.min(r * a, ", "min(r * a, "):  # np.min reads b as the axis
     function = _learner_cell(f"return -np.mean({body}np.clip(r, 1 - eps, 1 + eps) * a))")
     case("loss", "error", "", "np.minimum(a, b)")(function, body)
+for kind, rule in [("clip_fraction", "a > 0 & r > 1 + eps"), ("grad", "a < 0 | r < 1 - eps")]:
+    function = _learner_cell(f"clipped = {rule}")  # raises on this line
+    case(kind, "error", "", "(A > 0) & (r > 1 + eps)")(function, f"{kind}: {rule}")
 for name, (function, shown) in {  # anything raised, and the process ending, is a finding
     "SystemExit": (_raises(lambda: SystemExit(3)), "raised SystemExit: 3"),
     "KeyboardInterrupt": (_raises(KeyboardInterrupt), "raised KeyboardInterrupt"),
