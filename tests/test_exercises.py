@@ -134,6 +134,7 @@ def _is_clipped(ratio, a, eps, mistakes):
 
 def learner_loss(*mistakes: str) -> Callable[..., Any]:
     def ppo_clip_loss(logp_new, logp_old, advantages, eps=0.2):
+        eps = 0.2 if "fixed_eps" in mistakes else eps
         a = _advantages(advantages, mistakes)
         r = _ratio(logp_new, logp_old, mistakes)
         low, high = (1 + eps, 1 - eps) if "clip_swapped" in mistakes else (1 - eps, 1 + eps)
@@ -161,6 +162,7 @@ def learner_loss(*mistakes: str) -> Callable[..., Any]:
 
 def learner_clip_fraction(*mistakes: str) -> Callable[..., Any]:
     def clip_fraction(logp_new, logp_old, advantages, eps=0.2):
+        eps = 0.2 if "fixed_eps" in mistakes else eps
         a = _advantages(advantages, mistakes)
         r = _ratio(logp_new, logp_old, mistakes)
         clipped = _is_clipped(r, a, eps, mistakes)
@@ -173,6 +175,7 @@ def learner_clip_fraction(*mistakes: str) -> Callable[..., Any]:
 
 def learner_grad(*mistakes: str) -> Callable[..., Any]:
     def ppo_clip_grad(logp_new, logp_old, advantages, eps=0.2):
+        eps = 0.2 if "fixed_eps" in mistakes else eps
         a = _advantages(advantages, mistakes)
         r = _ratio(logp_new, logp_old, mistakes)
         n = len(a)
@@ -268,7 +271,8 @@ RULE_FORMS = {
 #: (kind, how the learner's code is wrong, the core mistakes and the notes the checker names)
 WRONG_IMPLEMENTATIONS = [
     *[("loss", code, (code,), ()) for code in ("sign", "no_mean", "normalized", "mutated")],
-    *[("loss", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "unclipped")],
+    *[("loss", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "fixed_eps")],
+    ("loss", "unclipped", ("unclipped",), ()),
     *[("loss", code, (code,), ()) for code in ("clip_only", "max_for_min", "clip_swapped")],
     *[("loss", code, (code,), ()) for code in HALF_RULES],
     ("loss", "float32_math", ("precision",), ()),
@@ -277,7 +281,7 @@ WRONG_IMPLEMENTATIONS = [
     ("loss", "ratio_underflow", (), ("ratio_underflow",)),
     ("loss", "non_strict", (), ()),  # on the edge both terms of the min are equal
     *[("clip_fraction", code, (code,), ()) for code in ("no_mean", "sign_blind", "non_strict")],
-    *[("clip_fraction", code, (code,), ()) for code in ("ratio_inverted", "no_exp")],
+    *[("clip_fraction", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "fixed_eps")],
     *[("clip_fraction", code, (code,), ()) for code in ("max_for_min", "zero_advantage")],
     *[("clip_fraction", code, (code,), ()) for code in HALF_RULES],
     ("clip_fraction", "zero_advantage_else", ("zero_advantage",), ()),
@@ -286,7 +290,8 @@ WRONG_IMPLEMENTATIONS = [
     ("clip_fraction", "mutated", ("mutated",), ()),
     ("clip_fraction", "ratio_underflow", (), ("ratio_underflow",)),
     *[("grad", code, (code,), ()) for code in ("sign", "no_mean", "non_strict", "minus_A")],
-    *[("grad", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "unclipped")],
+    *[("grad", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "fixed_eps")],
+    ("grad", "unclipped", ("unclipped",), ()),
     *[("grad", code, (code,), ()) for code in ("clip_only", "max_for_min", "mutated")],
     *[("grad", code, (code,), ()) for code in HALF_RULES],
     ("grad", "float32_math", ("precision",), ()),
@@ -662,6 +667,7 @@ INVISIBLE_TOGETHER = [
     {"no_exp", "min_of_ratios"},
     {"no_exp", "no_negative_branch"},
     {"no_exp", "upper_sign_blind"},
+    {"no_exp", "fixed_eps"},  # and the batches' log-ratios get one verdict under eps and 0.2
 ]
 CODE_VARIANTS = {
     kind: [
@@ -681,6 +687,8 @@ TAKES_EFFECT = {
         (("unclipped", "max_for_min"), "unclipped"),
         (("unclipped", "clip_swapped"), "unclipped"),
         (("unclipped", "non_strict"), "unclipped"),
+        (("unclipped", "fixed_eps"), "unclipped"),
+        (("grad_on_clipped", "fixed_eps"), "unclipped"),
         (("clip_only", "max_for_min"), "clip_only"),
         (("grad_on_clipped", "non_strict"), "unclipped"),
         (("grad_on_clipped", "clip_only"), "unclipped"),

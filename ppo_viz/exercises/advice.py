@@ -25,6 +25,7 @@ TITLES = {
     "no_mean": "Forgot the 1/N",
     "ratio_inverted": "Ratio inverted (old over new)",
     "no_exp": "Log-ratio used as the ratio (the exp is missing)",
+    "fixed_eps": "eps ignored (0.2 written in)",
     "unclipped": "The unclipped objective r*A",
     "clip_only": "The clip-only objective (np.clip without the min)",
     "max_for_min": "The wrong side clipped (max instead of min)",
@@ -87,6 +88,8 @@ EXPLANATIONS = {
     "ratio_inverted": f"You compute exp(logp_old - logp_new), pi_old / pi_new; {_NEW_OVER_OLD}.",
     "no_exp": f"You use the log-ratio logp_new - logp_old as the ratio; {_NEW_OVER_OLD}, 1 where "
     "nothing changed, the centre of the band [1 - eps, 1 + eps].",
+    "fixed_eps": "Your answer is right with eps = 0.2 and wrong with other values: use the "
+    "function's eps argument, 1 - eps and 1 + eps, not the numbers 0.8 and 1.2.",
     "unclipped": f"You ignore clipping: a clipped sample ({_CLIPPED}) keeps the constant "
     "clip(r)*A, whose gradient is 0: np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A).",
     "clip_only": "You keep clip(r)*A alone, without the np.minimum: a sample that moved the "
