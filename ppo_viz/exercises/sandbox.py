@@ -27,6 +27,7 @@ import signal
 import sys
 import tempfile
 import traceback
+import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -249,8 +250,10 @@ def _call(function: Function, kind: Kind, batch: ExerciseBatch, output: Output) 
 def does_nothing(function: Function) -> bool:
     """Whether ``function``'s body is empty (``pass``, ``...``, a docstring, ``return ...``): its
     code only returns a constant, unlike a body that forgot its ``return``."""
-    code = getattr(function, "__code__", None)  # None for a callable object: no template
-    names = {i.opname for i in dis.get_instructions(code)} if code is not None else {""}
+    code = getattr(function, "__code__", None)  # a callable object has none: no template
+    if not isinstance(code, types.CodeType):
+        return False
+    names = {instruction.opname for instruction in dis.get_instructions(code)}
     return names <= {"RESUME", "NOP", "LOAD_CONST", "RETURN_CONST", "RETURN_VALUE"}
 
 
