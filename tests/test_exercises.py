@@ -55,7 +55,7 @@ from ppo_viz.exercises import (
     llm,
     sandbox,
 )
-from ppo_viz.exercises.advice import EXPLANATIONS, TITLES
+from ppo_viz.exercises.advice import EXPLANATIONS, IN_EXERCISE, words
 from ppo_viz.exercises.battery import (
     FUNCTION_NAMES,
     NUMERICS_NOTEBOOK,
@@ -134,6 +134,7 @@ def _is_clipped(ratio, a, eps, mistakes):
 
 def learner_loss(*mistakes: str) -> Callable[..., Any]:
     def ppo_clip_loss(logp_new, logp_old, advantages, eps=0.2):
+        eps = 0.2 if "fixed_eps" in mistakes else eps
         a = _advantages(advantages, mistakes)
         r = _ratio(logp_new, logp_old, mistakes)
         low, high = (1 + eps, 1 - eps) if "clip_swapped" in mistakes else (1 - eps, 1 + eps)
@@ -161,6 +162,7 @@ def learner_loss(*mistakes: str) -> Callable[..., Any]:
 
 def learner_clip_fraction(*mistakes: str) -> Callable[..., Any]:
     def clip_fraction(logp_new, logp_old, advantages, eps=0.2):
+        eps = 0.2 if "fixed_eps" in mistakes else eps
         a = _advantages(advantages, mistakes)
         r = _ratio(logp_new, logp_old, mistakes)
         clipped = _is_clipped(r, a, eps, mistakes)
@@ -173,6 +175,7 @@ def learner_clip_fraction(*mistakes: str) -> Callable[..., Any]:
 
 def learner_grad(*mistakes: str) -> Callable[..., Any]:
     def ppo_clip_grad(logp_new, logp_old, advantages, eps=0.2):
+        eps = 0.2 if "fixed_eps" in mistakes else eps
         a = _advantages(advantages, mistakes)
         r = _ratio(logp_new, logp_old, mistakes)
         n = len(a)
@@ -268,7 +271,8 @@ RULE_FORMS = {
 #: (kind, how the learner's code is wrong, the core mistakes and the notes the checker names)
 WRONG_IMPLEMENTATIONS = [
     *[("loss", code, (code,), ()) for code in ("sign", "no_mean", "normalized", "mutated")],
-    *[("loss", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "unclipped")],
+    *[("loss", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "fixed_eps")],
+    ("loss", "unclipped", ("unclipped",), ()),
     *[("loss", code, (code,), ()) for code in ("clip_only", "max_for_min", "clip_swapped")],
     *[("loss", code, (code,), ()) for code in HALF_RULES],
     ("loss", "float32_math", ("precision",), ()),
@@ -277,7 +281,7 @@ WRONG_IMPLEMENTATIONS = [
     ("loss", "ratio_underflow", (), ("ratio_underflow",)),
     ("loss", "non_strict", (), ()),  # on the edge both terms of the min are equal
     *[("clip_fraction", code, (code,), ()) for code in ("no_mean", "sign_blind", "non_strict")],
-    *[("clip_fraction", code, (code,), ()) for code in ("ratio_inverted", "no_exp")],
+    *[("clip_fraction", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "fixed_eps")],
     *[("clip_fraction", code, (code,), ()) for code in ("max_for_min", "zero_advantage")],
     *[("clip_fraction", code, (code,), ()) for code in HALF_RULES],
     ("clip_fraction", "zero_advantage_else", ("zero_advantage",), ()),
@@ -286,7 +290,8 @@ WRONG_IMPLEMENTATIONS = [
     ("clip_fraction", "mutated", ("mutated",), ()),
     ("clip_fraction", "ratio_underflow", (), ("ratio_underflow",)),
     *[("grad", code, (code,), ()) for code in ("sign", "no_mean", "non_strict", "minus_A")],
-    *[("grad", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "unclipped")],
+    *[("grad", code, (code,), ()) for code in ("ratio_inverted", "no_exp", "fixed_eps")],
+    ("grad", "unclipped", ("unclipped",), ()),
     *[("grad", code, (code,), ()) for code in ("clip_only", "max_for_min", "mutated")],
     *[("grad", code, (code,), ()) for code in HALF_RULES],
     ("grad", "float32_math", ("precision",), ()),
@@ -300,10 +305,26 @@ WRONG_IMPLEMENTATIONS = [
 ]
 
 
-#: What some of those implementations' findings must also show, by (kind, code).
+#: What some of those implementations' findings must also show, by (kind, code): evidence, and
+#: the words of the exercise whose code shows the mistake (a loss has no gradient to take).
 EVIDENCE = {
+    ("loss", "float32_math"): (re.compile(r"\A(?![\s\S]*finite differences)"),),
+    ("clip_fraction", "no_mean"): ("Counted the clipped samples, not", "np.mean(clipped)"),
+    ("clip_fraction", "max_for_min"): ("where r*A < clip(r)*A", "TRL 0.16", "notebook 2"),
+    ("clip_fraction", "min_of_ratios"): ("Counted only r > 1 + eps as clipped",),
+    ("clip_fraction", "no_negative_branch"): ("You count only samples with A > 0",),
+    ("grad", "no_mean"): ("-r*A/N, not -r*A.",),
+    **dict.fromkeys([("grad", "unclipped"), ("grad", "grad_on_clipped")], ("on every sample",)),
+    ("grad", "sign_blind"): ("zero the gradient wherever r is outside the band",),
+    ("grad", "max_for_min"): ("zero the gradient of the samples that moved the unfavourable",),
+    ("grad", "min_of_ratios"): ("zero the gradient wherever r > 1 + eps",),
+    ("grad", "no_negative_branch"): ("zero the gradient only of samples with A > 0",),
+    ("grad", "float32_math"): ("not by finite differences",),
     ("loss", "sign"): ("On batch 'one sample' (N = 1, eps = 0.2): expected -1.25, got 1.25.",),
-    ("grad", "clip_only"): ("sample 0 (r = 0.5, A = 2.5): expected -1.25, got 0.",),
+    ("grad", "clip_only"): (
+        "zero the gradient wherever r is outside the band",
+        "sample 0 (r = 0.5, A = 2.5): expected -1.25, got 0.",
+    ),
     ("loss", "normalized"): ("norm_adv", "normalize_advantage"),  # where each library does it
     ("clip_fraction", "non_strict"): (  # two of its three samples
         "ratios exactly on the band's edges",
@@ -356,15 +377,14 @@ class BrokenMessageError(Exception):
 
 
 def _empty(body: str) -> Callable[..., Any]:
-    def empty(logp_new, logp_old, advantages, eps=0.2):
-        if body == "raise":
-            raise NotImplementedError
-        if body == "return_ellipsis":
-            return ...
-        if body == "ellipsis":
-            ...
-
-    return empty
+    """The template (``raise NotImplementedError``), or its body emptied: a docstring and
+    ``body``."""
+    namespace = {"np": np}
+    exec(
+        f'def empty(logp_new, logp_old, advantages, eps=0.2):\n    """Doc."""\n    {body}\n',
+        namespace,
+    )
+    return namespace["empty"]
 
 
 def _placeholder(kind: str, function: Any, value: float) -> None:
@@ -391,11 +411,10 @@ ECHOES = {
     "clip_fraction": [lambda *x: float(x[3])],
     "grad": [lambda new, *_: new, lambda *x: x[2], lambda new, old, *_: np.exp(new - old)],
 }
-WRONG_FORMS = {  # one entry per sample, or one for the batch; an array, a list, float32, float16
+WRONG_FORMS = {  # one entry per sample, or one for the batch; an array, a list, float16
     "loss": [
         lambda *x: np.array([ppo_clip.ppo_clip_loss(*x)]),
         lambda *x: np.array(ppo_clip.ppo_clip_loss(*x)),
-        lambda *x: np.float32(ppo_clip.ppo_clip_loss(*x)),
         lambda *x: ppo_clip.clip_breakdown(*x).clipped_term,
     ],
     "clip_fraction": [
@@ -450,9 +469,12 @@ for kind in KINDS:
     rights = {"module": REFERENCE[kind], "learner": LEARNERS[kind](), "python": plain_python(kind)}
     for name, right in rights.items():
         case(kind, "", "", f"{PASSED}, and on the {ROBUST} robustness")(right, f"{kind}-{name}")
-    for body in ("raise", "ellipsis", "pass", "return_ellipsis"):
+    for body in ("raise NotImplementedError", "...", "pass", "return ..."):
         shown = f"{FUNCTION_NAMES[kind]}: not implemented yet."
         case(kind, "not_implemented", "", shown)(_empty(body), f"{kind}-empty-{body}")
+    forgets = _empty("r = np.exp(logp_new - logp_old)")  # a body, and no return
+    shown = "returned None (is a return statement missing?)"
+    case(kind, "wrong_type", "", shown)(forgets, f"{kind}-forgets its return")
 for form in (textbook_loss, pytorch_style_loss, log_space_clip_loss):
     case("loss", "", "nan_overflow", f"{PASSED}.", "Going further", OVERFLOW_NOTE)(form)
 
@@ -541,6 +563,9 @@ case("loss", "wrong_type", "", "an integer too large for float64")(_constant(10*
 for body in ("np.min(r * a, ", "min(r * a, "):  # np.min reads b as the axis
     function = _learner_cell(f"return -np.mean({body}np.clip(r, 1 - eps, 1 + eps) * a))")
     case("loss", "error", "", "np.minimum(a, b)")(function, body)
+for kind, rule in [("clip_fraction", "a > 0 & r > 1 + eps"), ("grad", "a < 0 | r < 1 - eps")]:
+    function = _learner_cell(f"clipped = {rule}")  # raises on this line
+    case(kind, "error", "", "(A > 0) & (r > 1 + eps)")(function, f"{kind}: {rule}")
 for name, (function, shown) in {  # anything raised, and the process ending, is a finding
     "SystemExit": (_raises(lambda: SystemExit(3)), "raised SystemExit: 3"),
     "KeyboardInterrupt": (_raises(KeyboardInterrupt), "raised KeyboardInterrupt"),
@@ -562,6 +587,9 @@ for kind, functions in ECHOES.items():
 for kind, functions in WRONG_FORMS.items():
     for i, function in enumerate(functions):
         case(kind, "wrong_type")(function, f"{kind}-wrong form {i}")
+for kind, function in REFERENCE.items():  # a float32 result is read, and called close
+    float32 = re.compile(r"to about [67] significant digits")
+    case(kind, "precision", "", float32)(lambda *x, f=function: np.float32(f(*x)), f"{kind}-f32")
 #: The findings whose explanation is about the call itself rather than a mistake's own text.
 OWN_WORDS = {"error", "timeout", "wrong_type", "mismatch"}
 
@@ -593,10 +621,14 @@ def assert_diagnosis(result: Any, mistakes: tuple, notes: tuple = (), texts: Any
     values = own.titles if own else (*VALUE_MISTAKES[result.kind], "precision")
     for found in result.findings + result.notes:
         mine = own is not None and found.key in own.titles
-        titles, explanations = (own.titles, own.explanations) if mine else (TITLES, EXPLANATIONS)
+        title, explanation = (
+            (own.titles[found.key], own.explanations[found.key])
+            if mine
+            else words(found.key, result.kind)
+        )
         assert found.further in card
-        assert found.title == titles[found.key]
-        assert found.key in OWN_WORDS or found.message == explanations[found.key]
+        assert found.title == title
+        assert found.key in OWN_WORDS or found.message == explanation
         assert found.evidence or found.key in {"error", "timeout", "not_implemented"}
         assert (
             found.key not in values
@@ -607,6 +639,7 @@ def assert_diagnosis(result: Any, mistakes: tuple, notes: tuple = (), texts: Any
         assert found.title in card or not result.implemented
     assert "Traceback" not in text
     assert "File " not in text
+    assert result.kind not in ("clip_fraction", "grad") or "np.minimum(r * A" not in text
     for shown in texts:
         assert shown.search(text) if isinstance(shown, re.Pattern) else shown in text, shown
 
@@ -634,6 +667,7 @@ INVISIBLE_TOGETHER = [
     {"no_exp", "min_of_ratios"},
     {"no_exp", "no_negative_branch"},
     {"no_exp", "upper_sign_blind"},
+    {"no_exp", "fixed_eps"},  # and the batches' log-ratios get one verdict under eps and 0.2
 ]
 CODE_VARIANTS = {
     kind: [
@@ -653,6 +687,8 @@ TAKES_EFFECT = {
         (("unclipped", "max_for_min"), "unclipped"),
         (("unclipped", "clip_swapped"), "unclipped"),
         (("unclipped", "non_strict"), "unclipped"),
+        (("unclipped", "fixed_eps"), "unclipped"),
+        (("grad_on_clipped", "fixed_eps"), "unclipped"),
         (("clip_only", "max_for_min"), "clip_only"),
         (("grad_on_clipped", "non_strict"), "unclipped"),
         (("grad_on_clipped", "clip_only"), "unclipped"),
@@ -1051,6 +1087,14 @@ def test_the_lessons_name_sections_of_the_numerics_notebook_as_they_are():
         assert f"{section}. {title}" in headings, lesson
 
 
+def test_the_clip_fractions_trl_story_is_where_its_finding_says():
+    """A clip fraction counting r*A < clip(r)*A is told of notebook 2's TRL 0.16 story."""
+    cited = re.search(r"notebook (\d+), ([^)]*)\)", IN_EXERCISE["max_for_min", "clip_fraction"][1])
+    path = next(NOTEBOOK.parent.glob(f"{int(cited[1]):02d}_*.ipynb"))
+    text = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells)
+    assert_states(text, f"## {cited[2]}\n", "TRL 0.16", "rA < \\operatorname{clip}(r)A")
+
+
 # --------------------------------------------------------------------------
 # Concept questions
 # --------------------------------------------------------------------------
@@ -1085,7 +1129,7 @@ def test_the_right_option_is_explained_and_a_wrong_one_names_the_answer(key):
 
 def test_every_wrong_option_has_a_note_on_one_line_and_every_explanation_two_sentences():
     """A radio button's label does not wrap cleanly: a long one overlaps the next option."""
-    explanations = dict(EXPLANATIONS)
+    explanations = {**EXPLANATIONS, **{key: text for key, (_, text) in IN_EXERCISE.items()}}
     for key, question in concept_questions().items():
         for index, option in enumerate(question.options):
             assert option.note or index == question.answer, option.label
@@ -1141,7 +1185,7 @@ def test_no_text_says_every_epoch_starts_at_r_equal_one():
         for text in [question.prompt, question.explanation]
         + [part for option in question.options for part in (option.label, option.note)]
     ]
-    texts += list(EXPLANATIONS.values())
+    texts += [*EXPLANATIONS.values(), *(text for _, text in IN_EXERCISE.values())]
     joined = " ".join(texts)
     assert "first update on a freshly collected batch" in joined
     for wrong in ("epoch starts", "every epoch", "of an epoch", "this epoch"):

@@ -1,9 +1,11 @@
 """What the learner reads about each mistake: its title and its explanation.
 
 :data:`TITLES` (in the order findings are reported) and :data:`EXPLANATIONS` hold notebook 6's
-value mistakes and those every check shares (an error, a timeout, a wrong type, changed inputs,
-rebound modules, imprecision); notebook 7 to 9's exercises keep their own value mistakes' texts
-in their modules (:mod:`.llm`, :mod:`.gae`, :mod:`.rollout`) and advise on float32 with
+value mistakes, in the loss's words, and those every check shares (an error, a timeout, a wrong
+type, changed inputs, rebound modules, imprecision); :data:`IN_EXERCISE` holds the words of the
+clip fraction's and the gradient's where their code shows a mistake differently, and
+:func:`words` picks a finding's.  Notebook 7 to 9's exercises keep their own value mistakes'
+texts in their modules (:mod:`.llm`, :mod:`.gae`, :mod:`.rollout`) and advise on float32 with
 :func:`float32_like`.
 """
 
@@ -23,6 +25,7 @@ TITLES = {
     "no_mean": "Forgot the 1/N",
     "ratio_inverted": "Ratio inverted (old over new)",
     "no_exp": "Log-ratio used as the ratio (the exp is missing)",
+    "fixed_eps": "eps ignored (0.2 written in)",
     "unclipped": "The unclipped objective r*A",
     "clip_only": "The clip-only objective (np.clip without the min)",
     "max_for_min": "The wrong side clipped (max instead of min)",
@@ -52,6 +55,11 @@ FLOAT64_ADVICE = (
     "significant digits of each number, and fewer survive where terms cancel)"
 )
 
+_COMPARED = (
+    "The checker compares with float64's precision, np.isclose with rtol = 1e-9 and atol = "
+    f"1e-12. {FLOAT64_ADVICE}"
+)
+
 
 def float32_like(agreeing: str) -> str:
     """A checker's "precision" explanation: ``agreeing`` ("Your loss agrees with llm_clip's")
@@ -65,8 +73,9 @@ def float32_like(agreeing: str) -> str:
 EXPLANATIONS = {
     "not_a_function": "This check expects your function: the name after def, without "
     "parentheses (check(loss), not check(loss()) or check('loss')).",
-    "not_implemented": "The body is still empty (it raises NotImplementedError or returns "
-    "nothing): write your code in the cell above, run it, then run this check again.",
+    "not_implemented": "Your function still raises NotImplementedError (the template's line) or "
+    "its body is empty: replace that line with your code, run the cell, then run this check "
+    "again.",
     "patched_module": "Your function rebinds names in ppo_clip, llm_clip or numpy. The verdict "
     "and your notebook are safe (the checker keeps its own reference and ran your function in a "
     "copy of the process), but a loss function should not change other modules: remove those "
@@ -74,11 +83,13 @@ EXPLANATIONS = {
     "sign": "Your answer has the opposite sign: the loss to minimize is minus the mean of "
     "min(r*A, clip(r)*A), the objective PPO maximizes, and an unclipped sample's gradient is "
     "-r*A/N.",
-    "no_mean": "You sum over the batch where the contract averages (the loss, the fraction of "
-    "clipped samples, the 1/N of each gradient entry): np.mean, not np.sum.",
+    "no_mean": "You sum the terms over the batch where the loss averages them: np.mean, not "
+    "np.sum.",
     "ratio_inverted": f"You compute exp(logp_old - logp_new), pi_old / pi_new; {_NEW_OVER_OLD}.",
     "no_exp": f"You use the log-ratio logp_new - logp_old as the ratio; {_NEW_OVER_OLD}, 1 where "
     "nothing changed, the centre of the band [1 - eps, 1 + eps].",
+    "fixed_eps": "Your answer is right with eps = 0.2 and wrong with other values: use the "
+    "function's eps argument, 1 - eps and 1 + eps, not the numbers 0.8 and 1.2.",
     "unclipped": f"You ignore clipping: a clipped sample ({_CLIPPED}) keeps the constant "
     "clip(r)*A, whose gradient is 0: np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A).",
     "clip_only": "You keep clip(r)*A alone, without the np.minimum: a sample that moved the "
@@ -87,10 +98,9 @@ EXPLANATIONS = {
     f"unfavourable way ({_UNFAVOURABLE}); PPO keeps the smaller (np.minimum, or "
     f"max(-A*r, -A*clip(r)) in PyTorch style), which clips the favourable ones: {_CLIPPED}.",
     "min_of_ratios": "You take the minimum of the ratios, np.minimum(r, np.clip(r, 1 - eps, 1 + "
-    "eps)) * A (or zero the gradient wherever r > 1 + eps). The minimum is of the two terms, "
-    "np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A): multiplying by A < 0 flips which is "
-    "smaller, so for A < 0 your version clips the moves above the band, which PPO keeps, and "
-    "keeps those below it, which PPO clips.",
+    "eps)) * A. The minimum is of the two terms, np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) "
+    "* A): multiplying by A < 0 flips which is smaller, so for A < 0 your version clips the "
+    "moves above the band, which PPO keeps, and keeps those below it, which PPO clips.",
     "no_negative_branch": "You clip only samples with A > 0 above the band. A sample with A < 0 "
     "below it, r < 1 - eps, moved the favourable way too and is clipped: PPO clips "
     f"{_CLIPPED}. np.minimum(r * A, np.clip(r, 1 - eps, 1 + eps) * A) covers both branches.",
@@ -123,7 +133,79 @@ EXPLANATIONS = {
     "difference: r = np.exp(logp_new - logp_old).",
     "mutated": "Your function changes its input arrays, which the caller reuses (PPO runs "
     "several epochs on one batch): write x = x - y, not x -= y, or work on a copy.",
-    "precision": "The checker compares with float64's precision, np.isclose with rtol = 1e-9 and "
-    f"atol = 1e-12. {FLOAT64_ADVICE}, and compute the gradient from its formula, -r*A/N, not "
-    "by finite differences (which also average the two slopes at an edge).",
+    "precision": f"{_COMPARED}.",
 }
+
+#: A mistake's title and explanation where the clip fraction's or the gradient's code shows it
+#: differently from the loss's, by (key, kind).
+IN_EXERCISE = {
+    ("no_mean", "clip_fraction"): (
+        "Counted the clipped samples, not their fraction",
+        "You return how many samples are clipped where the contract asks for their fraction: "
+        "np.mean(clipped), not np.sum or np.count_nonzero.",
+    ),
+    ("no_mean", "grad"): (
+        TITLES["no_mean"],
+        "Your entries lack the 1/N: the loss is a mean over the batch, so a sample's gradient is "
+        "-r*A/N, not -r*A.",
+    ),
+    ("unclipped", "grad"): (
+        "No entry zeroed (the unclipped objective's gradient)",
+        f"Your gradient is -r*A/N on every sample, the gradient of r*A alone; a clipped sample "
+        f"({_CLIPPED}) keeps the constant clip(r)*A, whose gradient is 0: np.where(clipped, "
+        "0.0, -r * A / N).",
+    ),
+    ("clip_only", "grad"): (
+        "Zeroed every sample outside the band (the clip-only objective's gradient)",
+        "You zero the gradient wherever r is outside the band, whatever A's sign, as clip(r)*A "
+        f"alone would; a sample that moved the unfavourable way ({_UNFAVOURABLE}) keeps r*A in "
+        "PPO's loss, and its gradient -r*A/N pulls it back.",
+    ),
+    ("max_for_min", "clip_fraction"): (
+        "Counted the unfavourable moves (TRL 0.16's clip_ratio)",
+        "You count the samples where r*A < clip(r)*A, those that moved the unfavourable way "
+        f"({_UNFAVOURABLE}), as TRL 0.16 logged its clip_ratio (notebook 2, Two clip "
+        f"fractions). PPO clips the others, where clip(r)*A < r*A: {_CLIPPED}.",
+    ),
+    ("max_for_min", "grad"): (
+        "Zeroed the wrong side (max instead of min)",
+        "You zero the gradient of the samples that moved the unfavourable way "
+        f"({_UNFAVOURABLE}), which np.maximum of the terms would clip; PPO's np.minimum keeps "
+        f"their -r*A/N and clips the favourable moves: {_CLIPPED}.",
+    ),
+    ("min_of_ratios", "clip_fraction"): (
+        "Counted only r > 1 + eps as clipped",
+        "You count the samples above the band, r > 1 + eps, whatever A's sign, and none below "
+        "it (what np.minimum(r, np.clip(r, 1 - eps, 1 + eps)) clips); with A < 0 a sample above "
+        f"the band moved the unfavourable way and one below it the favourable way: {_CLIPPED}.",
+    ),
+    ("min_of_ratios", "grad"): (
+        "Zeroed the gradient only where r > 1 + eps",
+        "You zero the gradient wherever r > 1 + eps, whatever A's sign, and nowhere below the "
+        "band (the gradient of np.minimum(r, np.clip(r, 1 - eps, 1 + eps)) * A); with A < 0 a "
+        "sample above the band moved the unfavourable way and keeps -r*A/N, one below it the "
+        f"favourable way and gets 0: PPO zeroes {_CLIPPED}.",
+    ),
+    ("no_negative_branch", "clip_fraction"): (
+        TITLES["no_negative_branch"],
+        "You count only samples with A > 0 above the band. A sample with A < 0 below it, r < 1 - "
+        f"eps, moved the favourable way too and is clipped: count {_CLIPPED}.",
+    ),
+    ("no_negative_branch", "grad"): (
+        TITLES["no_negative_branch"],
+        "You zero the gradient only of samples with A > 0 above the band. A sample with A < 0 "
+        "below it, r < 1 - eps, moved the favourable way too and is clipped, its gradient 0: "
+        f"zero {_CLIPPED}.",
+    ),
+    ("precision", "grad"): (
+        TITLES["precision"],
+        f"{_COMPARED}, and compute the gradient from its formula, -r*A/N, not by finite "
+        "differences (which also average the two slopes at an edge).",
+    ),
+}
+
+
+def words(key: str, kind: str = "") -> tuple[str, str]:
+    """Mistake ``key``'s title and explanation as exercise ``kind`` (``"loss"``,
+    ``"clip_fraction"`` or ``"grad"``) shows it ("" for a finding that brings its own)."""
+    return IN_EXERCISE.get((key, kind), (TITLES[key], EXPLANATIONS.get(key, "")))

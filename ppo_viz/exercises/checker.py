@@ -183,7 +183,7 @@ def run_check(
     if not callable(function):
         return result((finding("not_a_function", evidence=f"It got {reprlib.repr(function)}."),))
     calls = call_battery(function, kind, batches, float(time_limit_s))
-    if all(c.not_implemented for c in calls if not c.skipped):  # the template: a raise or None
+    if all(c.not_implemented for c in calls if not c.skipped):  # the template's raise, or no body
         return result((finding("not_implemented"),), printed=_printed(calls))
     findings, notes, core, robustness = diagnose(kind, calls, float(time_limit_s))
     return result(tuple(findings), tuple(notes), core, robustness, _printed(calls))
@@ -299,8 +299,9 @@ def _diagnose(
 
 
 #: Errors a learner meets, by a piece of their message, and what to write instead: np.min(a, b)
-#: reads b as the axis; Python's min(a, b) compares arrays; (B,) times (B, T) needs a[:, None];
-#: math.exp takes one number; the checker passes every argument.
+#: reads b as the axis; Python's min(a, b) compares arrays; & and | bind before comparisons;
+#: (B,) times (B, T) needs a[:, None]; math.exp takes one number; the checker passes every
+#: argument.
 ERROR_HINTS = {
     "only integer scalar arrays can be converted to a scalar index": "np.min(a, b) and "
     "np.max(a, b) take b as the axis to reduce over, not a second array: for the elementwise "
@@ -308,6 +309,8 @@ ERROR_HINTS = {
     "truth value of an array with more than one element is ambiguous": "Python's min(a, b), "
     "max(a, b) and if compare whole arrays, which has no single answer: write np.minimum(a, b) "
     "(or np.maximum) for the elementwise minimum, and np.where(condition, x, y) for an if.",
+    "ufunc 'bitwise_": "& and | bind more tightly than comparisons, so A > 0 & r > 1 + eps "
+    "reads as A > (0 & r) > 1 + eps: put each comparison in parentheses, (A > 0) & (r > 1 + eps).",
     "could not be broadcast together": "numpy lines up shapes from the right, so an array with "
     "one value per row (per answer, or per group), of shape (B,), meets a (B, T) one along its "
     "last axis: give it that axis, a[:, None], or keep it in the reduction, keepdims=True.",

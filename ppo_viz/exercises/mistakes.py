@@ -1,7 +1,8 @@
 """The mistakes the checker knows: their answers, and which explain a learner's.
 
 Each mistake has a key, a title (:data:`.advice.TITLES`) and what the learner reads
-(:data:`.advice.EXPLANATIONS`).  Those in :data:`VALUE_MISTAKES` show in the values returned:
+(:data:`.advice.EXPLANATIONS`), in an exercise's own words where they differ
+(:data:`.advice.IN_EXERCISE`).  Those in :data:`VALUE_MISTAKES` show in the values returned:
 :func:`predict` follows the reference computation one step at a time and lets each mistake change
 the step it affects (inputs, ratio, band, which samples count as clipped, terms kept, scale), and
 :func:`value_findings` names the fewest that explain every answer.  To teach the checker a new
@@ -21,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ppo_viz.exercises.advice import EXPLANATIONS, TITLES
+from ppo_viz.exercises.advice import words
 from ppo_viz.exercises.battery import (
     BoolArray,
     CheckBatch,
@@ -40,13 +41,15 @@ Answer, Flags = tuple[Call, FloatArray], frozenset[str]
 VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
     kind: tuple(names.split())
     for kind, names in {
-        "loss": "sign no_mean ratio_inverted no_exp unclipped clip_only max_for_min clip_swapped "
-        "min_of_ratios no_negative_branch upper_sign_blind normalized nan_overflow ratio_underflow",
-        "clip_fraction": "no_mean ratio_inverted no_exp max_for_min sign_blind zero_advantage "
-        "non_strict min_of_ratios no_negative_branch upper_sign_blind normalized ratio_underflow",
-        "grad": "sign no_mean ratio_inverted no_exp unclipped clip_only max_for_min non_strict "
-        "min_of_ratios no_negative_branch upper_sign_blind grad_on_clipped minus_A normalized "
-        "nan_overflow ratio_underflow",
+        "loss": "sign no_mean ratio_inverted no_exp fixed_eps unclipped clip_only max_for_min "
+        "clip_swapped min_of_ratios no_negative_branch upper_sign_blind normalized nan_overflow "
+        "ratio_underflow",
+        "clip_fraction": "no_mean ratio_inverted no_exp fixed_eps max_for_min sign_blind "
+        "zero_advantage non_strict min_of_ratios no_negative_branch upper_sign_blind normalized "
+        "ratio_underflow",
+        "grad": "sign no_mean ratio_inverted no_exp fixed_eps unclipped clip_only max_for_min "
+        "non_strict min_of_ratios no_negative_branch upper_sign_blind grad_on_clipped minus_A "
+        "normalized nan_overflow ratio_underflow",
     }.items()
 }
 
@@ -84,8 +87,10 @@ TOLERANCES = {
     "float32": (1e-6, 2e-7),
 }
 #: Mistakes after which a ratio or band is not the reference's: undecided samples get their
-#: verdict from the variant alone.
+#: verdict from the variant alone (and with ``fixed_eps``, on a batch of another eps).
 _OWN_RATIOS = frozenset({"normalized", "ratio_inverted", "no_exp", "clip_swapped"})
+#: The eps a learner writes in for ``fixed_eps``: the exercises' default.
+FIXED_EPS = 0.2
 
 
 class Finding(NamedTuple):
@@ -104,12 +109,15 @@ class Finding(NamedTuple):
 def finding(
     key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None, kind: str = ""
 ) -> Finding:
-    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given (in its
-    exercise's own words for an :data:`EXERCISES` ``kind``)."""
+    """Mistake ``key``'s finding, with its own explanation unless ``text`` is given, both in
+    exercise ``kind``'s own words (:data:`EXERCISES`' or :func:`.advice.words`)."""
     own = EXERCISES.get(kind)
-    titles, explanations = (own.titles, own.explanations) if own else (TITLES, EXPLANATIONS)
+    if own is None:
+        title, explanation = words(key, kind)
+    else:
+        title, explanation = own.titles[key], own.explanations.get(key, "")
     further = batch.further if batch is not None else ""
-    return Finding(key, titles[key], text or explanations[key], evidence, further)
+    return Finding(key, title, text or explanation, evidence, further)
 
 
 @cache
@@ -196,7 +204,8 @@ def _edge_samples(batch: CheckBatch) -> BoolArray:
 def _breakdowns_used(batch: CheckBatch, flags: Flags) -> list[Any]:
     """The reference breakdowns of the inputs, ratios and band the implementation uses."""
     breakdowns = [batch.breakdown]
-    if {"normalized", "ratio_inverted"} & flags:
+    eps = FIXED_EPS if "fixed_eps" in flags else batch.eps  # the band's half-width it uses
+    if {"normalized", "ratio_inverted"} & flags or eps != batch.eps:
         pair = batch.logp_new, batch.logp_old
         new, old = pair[::-1] if "ratio_inverted" in flags else pair
         advantages = [batch.advantages]
@@ -204,7 +213,7 @@ def _breakdowns_used(batch: CheckBatch, flags: Flags) -> list[Any]:
             a = batch.advantages
             stds = [float(a.std(ddof=ddof)) for ddof in (0, 1) if batch.n > ddof]
             advantages = [(a - a.mean()) / std for std in stds if std > 0]
-        breakdowns = [reference.clip_breakdown(new, old, a, batch.eps) for a in advantages]
+        breakdowns = [reference.clip_breakdown(new, old, a, eps) for a in advantages]
     if "no_exp" in flags:
         breakdowns = [replace(b, ratio=b.log_ratio.copy()) for b in breakdowns]
     if "clip_swapped" in flags:
@@ -235,7 +244,8 @@ def _clip_masks(batch: CheckBatch, b: Any, flags: Flags) -> list[BoolArray]:
         lower = [n & below & ("no_negative_branch" not in flags) for _, n in sides]
         masks = [u | low for u, low in zip(upper, lower, strict=True)]
     near_edges = _edge_samples(batch) if "precision" in flags else False
-    undecided = [] if _OWN_RATIOS & flags else np.flatnonzero(batch.undecided | near_edges)[:4]
+    own = _OWN_RATIOS & flags or ("fixed_eps" in flags and batch.eps != FIXED_EPS)
+    undecided = [] if own else np.flatnonzero(batch.undecided | near_edges)[:4]
     chosen = (c for k in range(len(undecided) + 1) for c in itertools.combinations(undecided, k))
     flips = [np.isin(np.arange(b.n), flipped) for flipped in chosen]  # either verdict on each
     return [mask ^ flip for flip in flips for mask in masks]

@@ -19,6 +19,7 @@ fork gets a ``RuntimeError`` saying so rather than a check that cannot keep its 
 from __future__ import annotations
 
 import contextlib
+import dis
 import multiprocessing
 import numbers
 import os
@@ -26,6 +27,7 @@ import signal
 import sys
 import tempfile
 import traceback
+import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -75,7 +77,8 @@ class Call:
     ``answer``: the value as a 1-D float64 array, or why it is not of the right type or shape
     (None if the call returned nothing: it raised, timed out or was skipped).
     ``error``: "raised ValueError: ... (in f, line 3: ...)", or that its process ended
-    (``read_only_failure``: it raised writing into read-only inputs).
+    (``read_only_failure``: it raised writing into read-only inputs).  ``not_implemented``: it
+    raised ``NotImplementedError``, or its body does nothing (:func:`does_nothing`).
     ``timed_out``: no answer within the limit (``where``: the line it ran when it was ended).
     ``changed``: the first input it changed, before and after.  ``patched``: what it rebound in
     :data:`GUARDED_MODULES`.
@@ -217,7 +220,7 @@ def _call(function: Function, kind: Kind, batch: ExerciseBatch, output: Output) 
     with np.errstate(all="ignore"):  # this thread's own state, put back by itself
         try:
             value = function(*inputs, **batch.keywords)
-            fields["not_implemented"] = value is None or value is Ellipsis
+            fields["not_implemented"] = (value is None or value is ...) and does_nothing(function)
             fields["answer"] = read_answer(kind, value, batch)
         except BaseException as error:  # the learner's code may raise anything
             text = _str(error).strip()
@@ -244,6 +247,16 @@ def _call(function: Function, kind: Kind, batch: ExerciseBatch, output: Output) 
     return {**fields, **printed, "patched": tuple(sorted(patched))}
 
 
+def does_nothing(function: Function) -> bool:
+    """Whether ``function``'s body is empty (``pass``, ``...``, a docstring, ``return ...``): its
+    code only returns a constant, unlike a body that forgot its ``return``."""
+    code = getattr(function, "__code__", None)  # a callable object has none: no template
+    if not isinstance(code, types.CodeType):
+        return False
+    names = {instruction.opname for instruction in dis.get_instructions(code)}
+    return names <= {"RESUME", "NOP", "LOAD_CONST", "RETURN_CONST", "RETURN_VALUE"}
+
+
 def _where(function: Function, frames: traceback.StackSummary) -> str:
     """``in f, line 4: code``: the last line of ``function``'s file among ``frames``."""
     code = getattr(function, "__code__", None)
@@ -252,6 +265,11 @@ def _where(function: Function, frames: traceback.StackSummary) -> str:
         return ""
     line = (mine[-1].line or "").strip()
     return f"in {mine[-1].name}, line {mine[-1].lineno}" + (f": {line}" if line else "")
+
+
+#: The numpy float types an answer may have: float32 arithmetic's answers are read, and called
+#: close where they are not float64's (GAE's arrays are float64 alone).
+FLOATS = (np.float64, np.float32)
 
 
 def read_answer(kind: Kind, value: Any, batch: Any) -> FloatArray | str:
@@ -268,11 +286,11 @@ def read_answer(kind: Kind, value: Any, batch: Any) -> FloatArray | str:
         value = np.concatenate([np.ravel(v) for v in value]) if right else value
     elif kind == "grad":
         expected = f"a float64 numpy array of shape ({n},), one entry per sample"
-        right = isinstance(value, np.ndarray) and value.shape == (n,) and value.dtype == np.float64
+        right = isinstance(value, np.ndarray) and value.shape == (n,) and value.dtype in FLOATS
     else:
         expected = "one float for the whole batch, e.g. float(np.mean(...))"
         right = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-        right &= not isinstance(value, np.floating) or isinstance(value, np.float64)
+        right &= not isinstance(value, np.floating) or value.dtype in FLOATS
     if not right:
         return f"{_described(value)}; expected {expected}"
     try:
