@@ -645,7 +645,7 @@ def test_numbers_stated_by_the_variants_section_and_things_to_try_are_the_comput
 SOURCED_CLAIMS = {
     "each answer's advantage $(R - \\text{mean})/(\\text{std} + \\varepsilon)$ is exactly 0": (
         "`compute_grpo_outcome_advantage` in verl's `verl/trainer/ppo/core_algos.py`, "
-        "commit 012be9d"
+        "commit b178a3c"
     ),
     "PyTorch's `clamp` passes the gradient on its whole closed interval": (
         "`clamp_backward` in `torch/csrc/autograd/FunctionsManual.cpp`"
@@ -656,10 +656,10 @@ SOURCED_CLAIMS = {
     "`torch.minimum` splits a tie too": "PyTorch 2.13.0 (CPU)",
     "**bfloat16** has 8 significant bits": "cloud.google.com/tpu/docs/bfloat16",
     "GSPO (Zheng et al., 2025, arXiv 2507.18071) clips that instead": (
-        "`compute_policy_loss_gspo` in `verl/trainer/ppo/core_algos.py` (commit 012be9d)"
+        "`compute_policy_loss_gspo` in `verl/trainer/ppo/core_algos.py` (commit b178a3c)"
     ),
-    "verl, for one, does exactly this": "`verl/trainer/ppo/core_algos.py`, commit 012be9d",
-    "verl also clamps each token's log-ratio to $[-20, 20]$": "commit 012be9d",
+    "verl, for one, does exactly this": "`verl/trainer/ppo/core_algos.py`, commit b178a3c",
+    "verl also clamps each token's log-ratio to $[-20, 20]$": "core_algos.py` line 1212",
     "TRL's `GRPOConfig` has `epsilon` and `epsilon_high`": (
         "`trl/trainer/grpo_config.py`, commit f4ff4c6"
     ),
@@ -669,7 +669,7 @@ SOURCED_CLAIMS = {
     ),
     "Dual-clip PPO (Ye et al., 2020,": "arXiv 1912.09729",
     "verl applies it to every token with $A < 0$, with $c = 3$": (
-        "(`compute_policy_loss_vanilla`, commit 012be9d)"
+        "(`compute_policy_loss_vanilla`, commit b178a3c)"
     ),
 }
 
