@@ -58,10 +58,10 @@ response.  The file reads top to bottom:
 Bad input raises a ``TypeError`` or ``ValueError`` naming the argument (:mod:`llm_clip_inputs`).
 Where the contract is silent this module does what TRL does: the KL term is added per token and
 aggregated with the objective's own aggregation, for GSPO and CISPO too
-(``grpo_trainer.py`` L3121; TRL 1.16.0's default ``use_bias_correction_kl`` also multiplies
-k3 by the token's ratio r, L3104-3105: here, as with it False, it is not); an aggregation given
-to GSPO is applied to its per-token loss (TRL L3124-3142; verl ignores it and always uses
-seq-mean-token-mean, ``core_algos.py`` L1312).
+(TRL 1.16.0 ``grpo_trainer.py`` L3149-3150; its default ``use_bias_correction_kl`` also
+multiplies k3 by the token's ratio r, L3104-3105: here, as with it False, it is not); an
+aggregation given to GSPO is applied to its per-token loss (TRL 1.16.0 L3152-3184; verl
+``b178a3c`` ignores it and always uses seq-mean-token-mean, ``core_algos.py`` L1312).
 SAPO's ``tau_pos``/``tau_neg`` are refused by the other objectives, and ``eps_low``/``eps_high``
 by SAPO, which has no band: a setting never silently does nothing.
 
@@ -163,8 +163,8 @@ class Options(TypedDict, total=False):
     ``use_bias_correction_kl`` multiplies it by the token's ratio r instead, L3104-3105; this
     module adds k3 as TRL does with it False).  ``keep``: (B,)
     booleans (:func:`off_policy_keep`): a dropped response's policy terms are 0, its tokens still
-    count in the aggregation's denominators (TRL L3140-3141).  A weight of 0 makes a term exactly
-    0, even an overflowed one.
+    count in the aggregation's denominators (TRL 1.16.0 L3140-3141).  A weight of 0 makes a
+    term exactly 0, even an overflowed one.
     """
 
     objective: Objective
@@ -281,7 +281,7 @@ def _k3(d: FloatArray) -> FloatArray:
 
 
 def _aggregate(per_token: FloatArray, b: Batch) -> float:
-    """``sum(w * per_token)`` summed as TRL sums (``grpo_trainer.py`` L3125, L3135, L3141).
+    """``sum(w * per_token)`` as TRL sums it (``grpo_trainer.py`` f2cd577 L3125, L3135, L3141).
 
     seq-mean-token-mean: each response's sum over n_i, then the mean over responses; the
     others: the sum over unmasked tokens over one number.  With one token per response each
@@ -328,11 +328,12 @@ def clip_fraction_verl(
 ) -> dict[str, float]:
     """verl's ``actor/pg_clipfrac`` and ``actor/pg_clipfrac_lower``, token means.
 
-    PPO, GRPO, Dr. GRPO, DAPO (``compute_policy_loss_vanilla``): ``pg_losses2 > pg_losses1``,
-    i.e. ``-A*clip(r) > -A*r`` (L1227) on ``r = exp(clamp(log r, -20, 20))`` (L1212), and the
-    lower fraction ``A < 0`` with ``max(pg_losses1, pg_losses2) > -A*dual_clip`` (L1231,
-    ``clip_ratio_c``).  GSPO: the same comparison on each token's sequence ratio, its log
-    clamped at 10 (L1298, L1317), so a clipped response counts once per token.  CISPO:
+    PPO, GRPO, Dr. GRPO, DAPO (``compute_policy_loss_vanilla``, ``core_algos.py`` b178a3c):
+    ``pg_losses2 > pg_losses1``, i.e. ``-A*clip(r) > -A*r`` (L1227) on
+    ``r = exp(clamp(log r, -20, 20))`` (L1212), and the lower fraction ``A < 0`` with
+    ``max(pg_losses1, pg_losses2) > -A*dual_clip`` (L1231, ``clip_ratio_c``).  GSPO: the same
+    comparison on each token's sequence ratio, its log clamped at 10 (L1298, L1317), so a
+    clipped response counts once per token.  CISPO:
     ``r != clip(r)``, sign-blind (L1761).  No lower fraction for GSPO and CISPO (0).  verl 0.9.1:
     SAPO logs 0 for both (``core_algos.py`` L1693-1694); GMPO counts ``log r`` outside
     ``[-eps_low, eps_high]``, either side, with ``A > 0`` and (lower) ``A < 0`` (L2003-2005).
@@ -384,7 +385,7 @@ def clip_ratio_trl(
     """TRL's ``clip_ratio/*`` metrics: clipped below with A < 0, above with A > 0.
 
     ``low = r < 1 - eps_low and A < 0``, ``high = r > 1 + eps_high and A > 0``,
-    ``region = low or high`` (``grpo_trainer.py`` L3244-3246): their token means, and the
+    ``region = low or high`` (``grpo_trainer.py`` f2cd577 L3244-3246): their token means, and the
     smallest share of low-clipped and largest share of high-clipped tokens in one response
     (``low_min``, ``high_max``, L3250-3253).  GSPO (``importance_sampling_level="sequence"``):
     one decision per response, means over responses (L3224-3233).  CISPO logs only

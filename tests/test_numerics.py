@@ -8,8 +8,10 @@ markdown.
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import nbformat
@@ -180,6 +182,24 @@ def test_each_boundary_row_reports_where_its_own_computation_landed(row, compute
         side = "above" if ratio > edge else "below" if ratio < edge else "on"
         verdict = "clipped" if clipped else "kept"
         assert_states(demo.notes[row - 1], f"Row {row + 1}", side, str(ratio), verdict)
+
+
+def test_what_the_float32_rows_prose_says_holds_whatever_exp_computes_them():
+    """Exact decimal arithmetic, so the same on every CPU: rows 2 and 3's exact exponentials
+    (row 2 from correctly rounded float32 logs) lie within half a float32 step of the edge,
+    above and below, so a correctly rounded exp lands on it; row 4's float32 log-probabilities
+    (in [-1, -0.5), multiples of 2**-24) never differ by within 8e-9 of log 1.2."""
+    edge, log_edge = F32(1.0) + F32(0.2), math.log(1.2)
+    with decimal.localcontext(prec=40):
+        logs = [F32(float(Decimal(float(F32(p))).ln())) for p in (0.6, 0.5)]
+        steps = [
+            (Decimal(float(x)).exp() - Decimal(float(edge))) / Decimal(float(np.spacing(edge)))
+            for x in (logs[0] - logs[1], F32(np.log(1.2)))
+        ]
+    assert -0.5 < steps[1] < 0 < steps[0] < 0.5  # row 3 below the edge, row 2 above
+    near = round(log_edge * 2**24)
+    assert min(abs(k * 2.0**-24 - log_edge) for k in (near - 1, near, near + 1)) > 8e-9
+    assert_states(_prose(), "within half a float32 step", "no closer than 8e-9 to log 1.2")
 
 
 def test_the_boundary_table_says_where_this_machines_ratio_landed():
@@ -625,7 +645,7 @@ def test_numbers_stated_by_the_variants_section_and_things_to_try_are_the_comput
 SOURCED_CLAIMS = {
     "each answer's advantage $(R - \\text{mean})/(\\text{std} + \\varepsilon)$ is exactly 0": (
         "`compute_grpo_outcome_advantage` in verl's `verl/trainer/ppo/core_algos.py`, "
-        "commit 012be9d"
+        "commit b178a3c"
     ),
     "PyTorch's `clamp` passes the gradient on its whole closed interval": (
         "`clamp_backward` in `torch/csrc/autograd/FunctionsManual.cpp`"
@@ -636,10 +656,10 @@ SOURCED_CLAIMS = {
     "`torch.minimum` splits a tie too": "PyTorch 2.13.0 (CPU)",
     "**bfloat16** has 8 significant bits": "cloud.google.com/tpu/docs/bfloat16",
     "GSPO (Zheng et al., 2025, arXiv 2507.18071) clips that instead": (
-        "`compute_policy_loss_gspo` in `verl/trainer/ppo/core_algos.py` (commit 012be9d)"
+        "`compute_policy_loss_gspo` in `verl/trainer/ppo/core_algos.py` (commit b178a3c)"
     ),
-    "verl, for one, does exactly this": "`verl/trainer/ppo/core_algos.py`, commit 012be9d",
-    "verl also clamps each token's log-ratio to $[-20, 20]$": "commit 012be9d",
+    "verl, for one, does exactly this": "`verl/trainer/ppo/core_algos.py`, commit b178a3c",
+    "verl also clamps each token's log-ratio to $[-20, 20]$": "core_algos.py` line 1212",
     "TRL's `GRPOConfig` has `epsilon` and `epsilon_high`": (
         "`trl/trainer/grpo_config.py`, commit f4ff4c6"
     ),
@@ -649,7 +669,7 @@ SOURCED_CLAIMS = {
     ),
     "Dual-clip PPO (Ye et al., 2020,": "arXiv 1912.09729",
     "verl applies it to every token with $A < 0$, with $c = 3$": (
-        "(`compute_policy_loss_vanilla`, commit 012be9d)"
+        "(`compute_policy_loss_vanilla`, commit b178a3c)"
     ),
 }
 

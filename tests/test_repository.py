@@ -3,8 +3,11 @@ points outside the repository (a clone must hold everything its tests check)."""
 
 from __future__ import annotations
 
+import decimal
+import math
 import re
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 
 import helpers
@@ -26,6 +29,23 @@ def test_the_contract_page_states_the_numbers_the_tests_check() -> None:
     assert float(_contract_line("clip_fraction")) == helpers.CONTRACT_CLIP_FRACTION
     grad = [float(x) for x in _contract_line("ppo_clip_grad").strip("[] ").split()]
     assert tuple(grad) == helpers.CONTRACT_GRAD
+
+
+def test_the_contract_says_where_each_ratio_lies_and_what_one_ulp_does_to_the_loss() -> None:
+    """Exact decimal arithmetic (``float(Decimal)`` rounds correctly) and float64 sums without
+    ``exp``: what the machines section says of the worked example holds on every CPU."""
+    with decimal.localcontext(prec=40):
+        logs = [float(Decimal(p).ln()) for p in (0.7, 0.55, 0.3, 0.45, 0.5)]
+        exact = [Decimal(x - logs[-1]).exp() for x in logs[:-1]]
+        ratios = (1.4, 1.1, 0.6, 0.9)
+        below = [
+            (Decimal(r) - e) / Decimal(math.ulp(r)) for r, e in zip(ratios, exact, strict=True)
+        ]
+    text = " ".join(CONTRACT.split())
+    assert f"{', '.join(f'{b:.2f}' for b in below[:-1])} and {below[-1]:.2f} ulp below" in text
+    assert f"a correctly rounded `exp` gives `{[float(e) for e in exact]}`" in text
+    terms = (1.2, 2 * math.nextafter(1.1, 0), -0.8, -0.5 * 0.9)  # sample 1 one ulp low
+    assert f"`1.0999999999999999` would give `−{sum(terms) / 4!r}`" in text
 
 
 def _tracked_text_files() -> list[Path]:

@@ -197,7 +197,7 @@ class TokenRatioExplorer(LiveFigure):
 
 
 #: The ratio axis: wider than notebook 1's, so that verl's default dual-clip cap c = 3 shows
-#: (``clip_ratio_c`` in ``verl/trainer/ppo/core_algos.py`` at commit 012be9d).
+#: (``clip_ratio_c`` in ``verl/trainer/ppo/core_algos.py`` at commit b178a3c).
 VARIANT_R_AXIS = (0.0, 4.0)
 #: Fixed y reach of the panels for A = +1 and A = -1.
 VARIANT_REACH = 4.2
