@@ -110,7 +110,7 @@ def off_policy_keep(
     A response is kept if its advantage is >= 0 or the mean over its unmasked tokens of
     ``logp_rollout - logp_new`` (an estimate of KL(rollout || current)) is <= ``threshold``: a
     response that is both far off-policy and pushed down is dropped (TRL 1.16.0
-    ``GRPOTrainer.get_off_policy_mask``, ``grpo_trainer.py`` L2945-2973).  Note the level: the
+    ``GRPOTrainer.get_off_policy_mask``, ``grpo_trainer.py`` L2945-2968).  Note the level: the
     *mean* gap over tokens, where a ``sequence_*`` rollout weight is the *sum*'s ``exp``.
     ``advantages``: (B,), or (B, T) with one value per response.  Pass the result as
     ``keep=`` to :func:`policy_loss`.
