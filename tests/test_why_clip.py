@@ -53,15 +53,7 @@ from experiments.cartpole_agent import (
     run_cartpole,
     taken,
 )
-from experiments.claims import (
-    CLAIMS,
-    FLIP_PLAIN,
-    HEDGED,
-    Arm,
-    arm_data,
-    pooled_data,
-    resamples,
-)
+from experiments.claims import CLAIMS, FLIP_PLAIN, HEDGED, Arm, arm_data, pooled_data, resamples
 from experiments.evidence import SEED_SETS
 from experiments.networks import MLP, Adam, clip_by_global_norm
 from experiments.runner import run_cells
