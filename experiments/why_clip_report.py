@@ -65,7 +65,7 @@ def header(results: Mapping[str, Any]) -> list[str]:
     )
     cpu = results.get("cpu_seconds", 0)
     return [
-        "# Why PPO clips, measured as a range of step sizes, on fresh seeds",
+        "# Why PPO clips, measured as a range of step sizes, on two sets of seeds",
         f"Written by `{results['command']}` in {results['seconds']} s with {results['jobs']} "
         f"worker processes on a shared machine; the cells took {cpu} CPU seconds in all "
         f"(about {cpu / 120:.0f} minutes on 2 free cores). Seeds: {seeds}.",
@@ -97,7 +97,7 @@ DESIGN = [
     "mean paired difference; a difference whose interval holds 0 is *not distinguishable* with "
     "that many seeds (n.d.), which does not make the two equal.",
     "**Replication.** Every cell ran on two sets of seeds. The claims below were chosen on the "
-    "*discovery* set and committed before the *confirmation* set's results, as many fresh "
+    "*discovery* set and committed before the *confirmation* set's results, as many other "
     "seeds, were read (its cells had started to run); on the bandit, seeds 400 to 799 had "
     "served once before, to check this study's first version, so there the confirmation set "
     "was not unseen. A claim is stated only where the confirmation set gives the same verdict. "
@@ -138,12 +138,12 @@ def claims_blocks(results: Mapping[str, Any]) -> list[str | Table]:
     shown, tendencies = in_tier(results, "stated"), in_tier(results, "hedged")
     flips = sum(c["flip"] for c in shown)
     return [
-        "## Claims, checked on fresh seeds",
+        "## Claims, checked on a second set of seeds",
         f"{len(shown)} of {len(claims)} claims are stated: each held on both sets and would flip "
         f"on at most {FLIP_PLAIN:.0%} of fresh sets. By their flip chances, a re-run on other "
-        f"fresh seeds would reverse about {flips:.2f} of them on average, and keep every one with "
-        f"a chance of about {keeps_every_verdict(results):.0%} (rough: plug-in flip chances, "
-        f"taken as independent). {len(tendencies)} more held on "
+        f"fresh seeds would fail to confirm about {flips:.2f} of them on average, and confirm "
+        f"every one with a chance of about {keeps_every_verdict(results):.0%} (rough: plug-in "
+        f"flip chances, taken as independent). {len(tendencies)} more held on "
         f"both sets but would flip on more than {FLIP_PLAIN:.0%} (up to {FLIP_HEDGED:.0%}) of "
         "fresh sets: tendencies, given with their flip chance, not findings. The rest are not "
         "stated.",
