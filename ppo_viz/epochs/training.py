@@ -82,11 +82,13 @@ PULLS_PER_ARM = 3
 #: early, the unclipped with over 0.05 more true reward than in full, PPO with less; at the default
 #: settings (8) the unclipped run's favoured ratio, KL and objective rise every epoch; (9) PPO's KL
 #: stays below 0.05 and a quarter of the unclipped's largest, its ratios less than a fifth as far
-#: outside the band, its favoured arm's never below it; (10) a clip-only arm without gradient
-#: still moves; (11) PPO's ratios stay within 0.2 of the band, and leave it by more at the largest
-#: step size ("Things to try" 2); (12) along the line the three objectives agree at t = 0 and
-#: its neighbours, and some sample moves the wrong way past the band; (13) the unclipped run's
-#: largest excursion at step sizes 4, 1/2 and 1/16 stays over half the largest ("Things to try" 5).
+#: outside the band, its favoured arm's never below it but past ``1 + eps``, back inside (or on the
+#: edge) in some epoch and higher after the next step; (10) clip-only's favoured arm, without
+#: gradient, still moves; (11) PPO's ratios stay within 0.2 of the band, and leave it by more at
+#: the largest step size ("Things to try" 2); (12) along the line the three objectives agree at
+#: t = 0 and its neighbours, and some sample moves the wrong way past the band; (13) the unclipped
+#: run's largest excursion at step sizes 4, 1/2 and 1/16 stays over half the largest ("Things to
+#: try" 5).
 MISLEADING_SEED = 1747
 #: The big step of the section "A soft trust region", and how far outside the band the
 #: notebook calls "far" (at the big step, and at the small-step study's step size 2).
