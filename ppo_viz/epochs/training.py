@@ -306,13 +306,24 @@ def policies_per_epoch(
     return softmax([s.logits for s in epochs_on_batch(start, batch, method, step_size, n_epochs)])
 
 
-def survey(seeds: Sequence[int]) -> tuple[int, int]:
-    """Over the batches of ``seeds``: how many favour an arm better than the old policy, and on
-    how many the unclipped run ends (default settings) with more true reward than PPO."""
-    batches = draw_batches(seeds)
-    good = np.array(ARM_MEANS)[np.argmax(arm_sums(batches), axis=-1)] > start_reward()
-    final = {o: policies_per_epoch(batches, o)[-1] @ ARM_MEANS for o in ("clipped", "unclipped")}
-    return int(good.sum()), int((final["unclipped"] > final["clipped"]).sum())
+def survey(seeds: Sequence[int]) -> dict[str, int]:
+    """Over the batches of ``seeds``, with the default settings, how many: ``good_arm`` favour an
+    arm better than the old policy; ``unclipped_wins``: the unclipped run ends with more true
+    reward than PPO; ``wrong_way`` favour a worse arm, and of those, how many end as
+    :data:`MISLEADING_SEED`'s was chosen to: ``unclipped_below`` the old policy's true reward,
+    ``ppo_above`` it, ``clip_only_below`` PPO, and ``as_chosen`` all three."""
+    batches, start = draw_batches(seeds), start_reward()
+    good = np.array(ARM_MEANS)[np.argmax(arm_sums(batches), axis=-1)] > start
+    end = {o: policies_per_epoch(batches, o)[-1] @ ARM_MEANS for o in ppo_clip.OBJECTIVES}
+    wrong, ppo = ~good, end["clipped"]
+    chosen = {
+        "unclipped_below": wrong & (end["unclipped"] < start),
+        "ppo_above": wrong & (ppo > start),
+        "clip_only_below": wrong & (end["clip_only"] < ppo),
+    }
+    counts = {"good_arm": good, "unclipped_wins": end["unclipped"] > ppo, "wrong_way": wrong}
+    counts |= chosen | {"as_chosen": np.logical_and.reduce(list(chosen.values()))}
+    return {name: int(count.sum()) for name, count in counts.items()}
 
 
 def hard_constraint_optimum(batch: Batch, eps: float = DEFAULT_EPS) -> FloatArray:
