@@ -146,6 +146,9 @@ def _drifting(seed: int) -> Points:
         "(3) the farthest arm is of one sign, clipped, still far out",
         (ok and (end > upper if sign > 0 else end < lower)),
     )
+    half, last = tiny.arm_ratios[tiny.n_epochs // 2], tiny.arm_ratios[-1]
+    moving = (outside_band(last) < 0) & (np.abs(last - half) > HARD_MARGIN)
+    yield "(4) another arm ends inside the band, still moving", bool(moving.any())
 
 
 def _problems(points: Points, every: bool) -> list[str]:
