@@ -67,9 +67,17 @@ def _misleading(seed: int) -> Points:
     yield "(8) unclipped: ratio, KL, objective rise each epoch", (np.diff(rising, axis=0) > 0).all()
     ok = ppo.exact_kl.max() < min(0.05, unclipped.exact_kl.max() / 4)
     ok &= outside_band(ppo.ratios).max() < outside_band(unclipped.ratios).max() / 5
-    yield "(9) PPO stays close", ok and (ppo.arm_ratios()[:, favoured] >= 1 - DEFAULT_EPS).all()
+    r, upper = ppo.arm_ratios()[:, favoured], 1 + DEFAULT_EPS
+    back = (r[:-1] <= upper) & (np.diff(r) > 0) & (np.cumsum(r > upper)[:-1] > 0)
+    yield (
+        "(9) PPO stays close; its favoured arm passes the edge, dips back, rises again",
+        ok and (r >= 1 - DEFAULT_EPS).all() and back.any(),
+    )
     moving = clip_only.arms_without_gradient()[:-1] & (np.diff(clip_only.arm_ratios(), axis=0) != 0)
-    yield "(10) clip-only has hollow circles on a ratio that moves", moving.any()
+    yield (
+        "(10) clip-only has hollow circles on a favoured ratio that moves",
+        moving[:, favoured].any(),
+    )
     stop = run_all(Settings(seed=seed, target_kl=DEFAULT_TARGET_KL))
     ok = stop["unclipped"].stopped_early and stop["clipped"].stopped_early
     ok &= stop["unclipped"].true_reward[-1] > end["unclipped"] + 0.05
@@ -138,6 +146,9 @@ def _drifting(seed: int) -> Points:
         "(3) the farthest arm is of one sign, clipped, still far out",
         (ok and (end > upper if sign > 0 else end < lower)),
     )
+    half, last = tiny.arm_ratios[tiny.n_epochs // 2], tiny.arm_ratios[-1]
+    moving = (outside_band(last) < 0) & (np.abs(last - half) > HARD_MARGIN)
+    yield "(4) another arm ends inside the band, still moving", bool(moving.any())
 
 
 def _problems(points: Points, every: bool) -> list[str]:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from fractions import Fraction
 
@@ -35,6 +36,7 @@ from ppo_viz.epochs.foundations import (
     STEP_SIZES,
     STUDY_BATCHES,
     estimator_studies,
+    one_signed_arms,
     ppo_update_line,
     small_step_study,
 )
@@ -222,11 +224,30 @@ def test_the_small_step_figure_shows_every_ratio_of_its_runs():
     namespace["plt"].close("all")
 
 
-def test_a_one_signed_arm_keeps_the_band_soft_however_small_the_steps():
+def test_a_one_signed_arm_can_drift_while_another_arm_moves(prose):
     """Notebook 3's dashed line: DRIFTING_SEED is the first seed whose batch meets its rule,
-    tests/epochs_rule.py's (that MISLEADING_SEED's has no one-signed arm: its point (1))."""
+    tests/epochs_rule.py's (that MISLEADING_SEED's has no one-signed arm: its point (1)). Not
+    every one-signed arm drifts: on the first batch with every arm drawn twice and an arm of one
+    sign, the notebook's ``calm_seed``, every arm ends at an edge, still, and the band is hard."""
     assert drifting_problems(DRIFTING_SEED, every=True) == []
     assert first_seed(drifting_problems, stop=DRIFTING_SEED + 1) == DRIFTING_SEED
+    batches = map(batch_of, itertools.count())
+    calm = next(
+        s
+        for s, b in enumerate(batches)
+        if min(np.bincount(b.actions, minlength=K)) >= 2 and one_signed_arms(b)
+    )
+    code = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    assert any(f"calm_seed = {calm}  #" in source for source in code)
+    (run,) = small_step_study(("clipped",), STEP_SIZES[-1:], batch=batch_of(calm))["clipped"]
+    assert run.largest_excursion <= HARD_MARGIN
+    np.testing.assert_allclose(np.abs(run.arm_ratios[-1] - 1), EPS, atol=HARD_MARGIN)  # the edges
+    np.testing.assert_allclose(
+        run.arm_ratios[-1], run.arm_ratios[run.n_epochs // 2], atol=HARD_MARGIN
+    )
+    assert_states(
+        prose, "it *can* drift", f"On seed {calm}, the first batch with every arm drawn twice"
+    )
 
 
 def test_the_hard_constraint_optimum_beats_every_other_ratio_vector_in_the_band():

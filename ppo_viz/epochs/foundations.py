@@ -7,7 +7,7 @@
 * :func:`small_step_study`: PPO with the step size halved again and again and the epochs
   doubled, so that ``step size * epochs`` stays :data:`TOTAL_MOVEMENT`; with tiny steps the
   soft band behaves like the hard constraint
-  :func:`~ppo_viz.epochs.training.hard_constraint_optimum` solves; on a batch with an arm
+  :func:`~ppo_viz.epochs.training.hard_constraint_optimum` solves; on some batches with an arm
   whose samples all have one sign (:data:`DRIFTING_SEED`), it does not.
 * :func:`estimator_studies`: the KL estimators k1, k2, k3 over many fresh batches, against
   the exact KL (tabled by :func:`ppo_viz.epochs.text.kl_estimator_table`).
@@ -166,7 +166,10 @@ def one_signed_arms(batch: Batch) -> list[int]:
 #: excursion outside the band at the smallest step size is at least half that at step size 1, and
 #: over five times :data:`HARD_MARGIN` (clip-only's "not hard"), and (3) the arm that ends farthest
 #: from the band has samples all of one sign (:func:`one_signed_arms`), ends past the edge where all
-#: of them are clipped, at 0.95 of that excursion or more: none of them pulls it back.
+#: of them are clipped, at 0.95 of that excursion or more: none of them pulls it back; (4) in that
+#: run another arm ends inside the band, its ratio over :data:`HARD_MARGIN` from where it was
+#: halfway: still moving, it carries the clipped arm (on seed 1, whose arms all end at an edge, none
+#: does).
 DRIFTING_SEED = 6
 
 

@@ -82,11 +82,13 @@ PULLS_PER_ARM = 3
 #: early, the unclipped with over 0.05 more true reward than in full, PPO with less; at the default
 #: settings (8) the unclipped run's favoured ratio, KL and objective rise every epoch; (9) PPO's KL
 #: stays below 0.05 and a quarter of the unclipped's largest, its ratios less than a fifth as far
-#: outside the band, its favoured arm's never below it; (10) a clip-only arm without gradient
-#: still moves; (11) PPO's ratios stay within 0.2 of the band, and leave it by more at the largest
-#: step size ("Things to try" 2); (12) along the line the three objectives agree at t = 0 and
-#: its neighbours, and some sample moves the wrong way past the band; (13) the unclipped run's
-#: largest excursion at step sizes 4, 1/2 and 1/16 stays over half the largest ("Things to try" 5).
+#: outside the band, its favoured arm's never below it but past ``1 + eps``, back inside (or on the
+#: edge) in some epoch and higher after the next step; (10) clip-only's favoured arm, without
+#: gradient, still moves; (11) PPO's ratios stay within 0.2 of the band, and leave it by more at
+#: the largest step size ("Things to try" 2); (12) along the line the three objectives agree at
+#: t = 0 and its neighbours, and some sample moves the wrong way past the band; (13) the unclipped
+#: run's largest excursion at step sizes 4, 1/2 and 1/16 stays over half the largest ("Things to
+#: try" 5).
 MISLEADING_SEED = 1747
 #: The big step of the section "A soft trust region", and how far outside the band the
 #: notebook calls "far" (at the big step, and at the small-step study's step size 2).
@@ -304,13 +306,24 @@ def policies_per_epoch(
     return softmax([s.logits for s in epochs_on_batch(start, batch, method, step_size, n_epochs)])
 
 
-def survey(seeds: Sequence[int]) -> tuple[int, int]:
-    """Over the batches of ``seeds``: how many favour an arm better than the old policy, and on
-    how many the unclipped run ends (default settings) with more true reward than PPO."""
-    batches = draw_batches(seeds)
-    good = np.array(ARM_MEANS)[np.argmax(arm_sums(batches), axis=-1)] > start_reward()
-    final = {o: policies_per_epoch(batches, o)[-1] @ ARM_MEANS for o in ("clipped", "unclipped")}
-    return int(good.sum()), int((final["unclipped"] > final["clipped"]).sum())
+def survey(seeds: Sequence[int]) -> dict[str, int]:
+    """Over the batches of ``seeds``, with the default settings, how many: ``good_arm`` favour an
+    arm better than the old policy; ``unclipped_wins``: the unclipped run ends with more true
+    reward than PPO; ``wrong_way`` favour a worse arm, and of those, how many end as
+    :data:`MISLEADING_SEED`'s was chosen to: ``unclipped_below`` the old policy's true reward,
+    ``ppo_above`` it, ``clip_only_below`` PPO, and ``as_chosen`` all three."""
+    batches, start = draw_batches(seeds), start_reward()
+    good = np.array(ARM_MEANS)[np.argmax(arm_sums(batches), axis=-1)] > start
+    end = {o: policies_per_epoch(batches, o)[-1] @ ARM_MEANS for o in ppo_clip.OBJECTIVES}
+    wrong, ppo = ~good, end["clipped"]
+    chosen = {
+        "unclipped_below": wrong & (end["unclipped"] < start),
+        "ppo_above": wrong & (ppo > start),
+        "clip_only_below": wrong & (end["clip_only"] < ppo),
+    }
+    counts = {"good_arm": good, "unclipped_wins": end["unclipped"] > ppo, "wrong_way": wrong}
+    counts |= chosen | {"as_chosen": np.logical_and.reduce(list(chosen.values()))}
+    return {name: int(count.sum()) for name, count in counts.items()}
 
 
 def hard_constraint_optimum(batch: Batch, eps: float = DEFAULT_EPS) -> FloatArray:
