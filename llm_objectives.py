@@ -21,7 +21,8 @@ the packages TRL 1.16.0 and verl 0.9.1 (PyPI wheels).  Where the libraries diffe
   shaping are outside the loss.  GSPO's paper uses tiny ranges: ``eps_low=3e-4,
   eps_high=4e-4``.
 * CISPO: TRL clips one side only, at ``epsilon_high`` itself (``clamp(coef_1,
-  max=epsilon_high)``, L3081; recommended 5.0): here ``eps_low=1, eps_high=4``.
+  max=epsilon_high)``, L3081; recommended 5.0), in this module's terms ``eps_low=1,
+  eps_high=4``; this module's own CISPO default is ``eps_low = eps_high = 0.2``.
 * SAPO follows TRL (no clamp of ``log r``); verl clamps ``log r`` to [-20, 20] first
   (L1666), which zeroes the (already vanishing) gradient beyond, and divides by
   ``n_i + 1e-8`` (``agg_loss`` L1196).  Both always aggregate seq-mean-token-mean.

@@ -485,6 +485,10 @@ SOURCED = {
     "biased KL estimator and how to fix it": ("github.com/verl-project/verl/pull/2953",),
     "a later verl pull request (April 2026)": ("github.com/verl-project/verl/pull/6058",),
     "`use_bias_correction_kl`": ("grpo_trainer.py` lines", "3071–3076"),
+    "on by default in TRL 1.16.0, off at commit f2cd577": (
+        "`use_bias_correction_kl=True` (line 973",
+    ),
+    "newer engine workers": ("`verl/workers/utils/losses.py` lines 102–106",),
     "`use_kl_in_reward`": ("ppo_trainer.yaml` lines 87–102", "ray_trainer.py` lines"),
     "`masked_sum`": ("torch_functional.py` lines", "281–284"),
     "`kl_penalty_forward`": ("1841–1902", "b178a3c"),
@@ -641,7 +645,8 @@ def part_b_numbers() -> list[str]:
         (lr, mu): confirmation("dapo", lr, mu)["curves"]["entropy"]
         for lr, mu in ((0.001, 2), (0.02, 8))
     }
-    third = results["third_set"]
+    third, iterations = results["third_set"], results["curve_iterations"]
+    assert iterations[-1] == s["iterations"]
     small, large = [lr for lr in lrs if lr <= 0.003], [lr for lr in lrs if lr >= 0.02]
     dr = finding("dr_grpo_accuracy")  # its lowest band point, at a large learning rate
     lowest = int(np.argmin(dr["curves"]["confirmation"]["low"]))
@@ -650,6 +655,8 @@ def part_b_numbers() -> list[str]:
     efficiency = finding("gspo_efficiency")["supports"]  # stated by two sets, not by the third
     unconfirmed = [s for s in efficiency["stated"] if s not in efficiency["held"]]
     assert unconfirmed
+    replication = finding("gspo_efficiency")["curves"]["replication"]["sign"]
+    assert replication[finding("gspo_efficiency")["settings"].index(unconfirmed[0])] == 0
     assert not efficiency["contradicted"]
     cispo = finding("cispo_speed")
     c, sign = ({k: v[f] for k, v in cispo["curves"].items()} for f in ("c", "sign"))
@@ -713,15 +720,16 @@ def part_b_numbers() -> list[str]:
             *gspo_band, ran["grpo_tight"]["eps_high"]
         ),
         f"put it higher at {grid_text(unconfirmed, lrs)} "
-        f"({at('gspo_efficiency', *unconfirmed[0])}), which the replication seeds' band does not",
+        f"({at('gspo_efficiency', *unconfirmed[0])}), where the replication seeds' band holds 0",
         f"({zeros} of {len(mine)} discovery seeds' at lr 0.003, $\\mu = 2$)",
         f"The discovery seeds' c is {c['discovery']:.2f}, against {c['confirmation']:.2f} and "
         f"{c['replication']:.2f} on the confirmation and replication seeds, which both put CISPO "
         f"lower at {sum(more)} more settings",
         f"at any of the {len(finding('clip_higher_entropy')['settings'])} settings",
-        f"falls from {entropy[0.001, 2][0]:g} to {entropy[0.001, 2][-1]:g} nats over training at "
-        f"lr 0.001, $\\mu = 2$, and from {entropy[0.02, 8][0]:g} to {entropy[0.02, 8][-1]:g} at lr "
-        "0.02, $\\mu = 8$",
+        f"falls from {entropy[0.001, 2][0]:g} nats at iteration {iterations[0]} (the first the "
+        f"study stores) to {entropy[0.001, 2][-1]:g} at iteration {iterations[-1]} at lr 0.001, "
+        f"$\\mu = 2$, and from {entropy[0.02, 8][0]:g} to {entropy[0.02, 8][-1]:g} at lr 0.02, "
+        "$\\mu = 8$",
         f"Of the {third['stated']} sides that the discovery and the confirmation seeds state "
         f"somewhere, the replication seeds confirm {third['held_everywhere']} at every stated "
         f"setting and {third['held_somewhere']} at some, and contradict none",
@@ -798,6 +806,20 @@ def test_part_b_states_the_transfer_checks_outcome():
         f"unclipped surrogate ({mean:+.3f}, its band holding 0; "
         f"{epochs['grpo_minus_unclipped']['held_out'][0]:+.3f} with $\\mu = 2$ epochs)",
     )
+    # GSPO above GRPO at lr 0.02, mu 8 in that table, where the study's three sets hold 0
+    rows = [r for r in t["control_tests"]["minibatch"] if r["minibatches"] == 1]
+    gspo = next(r for r in rows if r["setting"] == [8, 0.02])["gspo_minus_grpo"]
+    stability = finding("gspo_stability")
+    i = stability["settings"].index([8, 0.02])
+    assert [v["sign"][i] for v in stability["curves"].values()] == [0, 0, 0]
+    assert min(gspo["held_out"][1], gspo["trained"][1]) > 0  # "each band above 0"
+    assert_states(
+        _part_b(),
+        f"by {gspo['held_out'][0]:+.3f} on the held-out prompts and {gspo['trained'][0]:+.3f} on "
+        f"the trained ones, each band above 0 (a band over {len(rows)} settings, narrower than "
+        f"the study's over {len(stability['settings'])})",
+    )
+    assert_states(_summary(), "at lr 0.02, $\\mu = 8$ the transfer check puts GSPO above GRPO")
 
 
 def test_the_summary_scopes_part_bs_findings_to_their_settings():

@@ -33,7 +33,10 @@ from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
-_KL = "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL's, GRPO's)"
+_KL = (
+    "k3 = exp(d) - d - 1 with d = logp_ref - logp_new "
+    "(GRPO's; TRL 1.16 by default multiplies it by r)"
+)
 _MIN = "np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A)"
 #: Every mistake these checks name: its title and what the learner reads (from the trackers
 #: notebook 7 cites).
@@ -84,7 +87,7 @@ EXPLANATIONS = {
     "k3. Yours subtracts it.",
     "kl_direction": f"{_KL}; yours has d = logp_new - logp_ref.",
     "kl_estimator": f"You penalise with k1 = -d or k2 = d**2 / 2; GRPO's penalty is {_KL}, which "
-    f"is never negative and unbiased for the KL.",
+    "is never negative and usually of lower variance than k1.",
     "sign": "Your answer has the opposite sign: the loss to minimize is minus the objective.",
     "product": "You multiply the tokens' ratios, which runs away with the length; GSPO's s_i is "
     "their geometric mean, exp(mean log-ratio).",
