@@ -819,7 +819,10 @@ def test_part_b_states_the_transfer_checks_outcome():
         f"the trained ones, each band above 0 (a band over {len(rows)} settings, narrower than "
         f"the study's over {len(stability['settings'])})",
     )
-    assert_states(_summary(), "at lr 0.02, $\\mu = 8$ the transfer check puts GSPO above GRPO")
+    assert t["sets"]["transfer"]["seeds"] == 20  # "the transfer check's one set of 20 seeds"
+    assert_states(
+        _summary(), "at lr 0.02, $\\mu = 8$ the transfer check's one set of 20 seeds puts GSPO"
+    )
 
 
 def test_the_summary_scopes_part_bs_findings_to_their_settings():
