@@ -274,16 +274,20 @@ def test_the_prose_states_the_study_numbers_and_its_claims_hold():
     assert_states(prose, f"one GRPO run (seed {m.AHEAD_SEED})")
     found = [f for f in results["findings"] if f["metric"] == "score"]
     found = {(f["source"], f["correction"]): f for f in found}
-    # "under top-p no effect of the weights is detectable (at 0.9 the sequence-level ones' mean
-    # differences lie between -0.01 and 0 on all three sets, their bands below 0 on two only);
-    # OPSM raises accuracy"; "rounding barely moves anything"
+    # "the sequence-level weights score a little lower there, not a finding (at 0.9 their mean
+    # differences lie between -0.01 and 0 on all three sets, their bands below 0 on the discovery
+    # and third sets, the confirmation set's holding 0)"; "OPSM raises accuracy"; "rounding
+    # barely moves anything"
     at = results["sources"]["top_p"].index(0.9)
     for mode in llm_clip.ROLLOUT_MODES:
         assert ("top_p", mode) not in found
         if mode.startswith("sequence"):
             bands = results["bands"][f"top_p/{mode}/score"].values()
             assert all(-0.01 < b["mean"][at] < 0 for b in bands)
-            assert sum(b["high"][at] < 0 for b in bands) == 2
+            bands = results["bands"][f"top_p/{mode}/score"]  # below 0 but on confirmation
+            assert [b["high"][at] < 0 for b in bands.values()] == [
+                name != "confirmation" for name in bands
+            ]
     assert all(d > 0 for d in found["top_p", "opsm"]["diff"])
     # "at top-p 0.9 and 0.8 its gain is not distinguishable from its control's"
     beyond = results["opsm_vs_negatives_dropped"]["top_p"]["sizes"]
