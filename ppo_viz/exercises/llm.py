@@ -35,7 +35,7 @@ from ppo_viz.llm.batch import response_batch
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
 _KL = (
     "k3 = exp(d) - d - 1 with d = logp_ref - logp_new "
-    "(GRPO's; TRL 1.16 by default multiplies it by r)"
+    "(TRL 1.16 by default multiplies it by r)"
 )
 _MIN = "np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A)"
 #: Every mistake these checks name: its title and what the learner reads (from the trackers
