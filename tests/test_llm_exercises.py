@@ -55,6 +55,7 @@ def grpo_numpy(
     if beta and "no_kl" not in mistakes:
         d = logp_new - logp_ref if "kl_direction" in mistakes else logp_ref - logp_new
         k = -d if "k1" in mistakes else d**2 / 2 if "k2" in mistakes else np.exp(d) - d - 1
+        k = r * k if "kl_times_ratio" in mistakes else k  # TRL 1.16's use_bias_correction_kl
         term = term + beta * k if "kl_sign" in mistakes else term - beta * k
     if "token_mean" in mistakes:
         loss = -(term * m).sum() / m.sum()

@@ -33,10 +33,7 @@ from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
-_KL = (
-    "k3 = exp(d) - d - 1 with d = logp_ref - logp_new "
-    "(TRL 1.16 by default multiplies it by r)"
-)
+_KL = "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL 1.16 by default multiplies it by r)"
 _MIN = "np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A)"
 #: Every mistake these checks name: its title and what the learner reads (from the trackers
 #: notebook 7 cites).
@@ -52,6 +49,7 @@ TITLES = {
     "kl_sign": "The KL sign",
     "kl_direction": "k3 of the wrong direction",
     "kl_estimator": "k1 or k2 where k3 is meant",
+    "kl_times_ratio": "k3 weighted by the ratio (TRL 1.16's default)",
     "sign": "Objective instead of loss (the sign)",
     "product": "Sequence ratio as a product",
     "token_clip": "Token ratios clipped",
@@ -88,6 +86,8 @@ EXPLANATIONS = {
     "kl_direction": f"{_KL}; yours has d = logp_new - logp_ref.",
     "kl_estimator": f"You penalise with k1 = -d or k2 = d**2 / 2; GRPO's penalty is {_KL}, which "
     "is never negative and usually of lower variance than k1.",
+    "kl_times_ratio": "You multiply k3 by the ratio r, as TRL 1.16 does by default "
+    "(use_bias_correction_kl); this exercise's GRPO, as its paper, takes k3 alone.",
     "sign": "Your answer has the opposite sign: the loss to minimize is minus the objective.",
     "product": "You multiply the tokens' ratios, which runs away with the length; GSPO's s_i is "
     "their geometric mean, exp(mean log-ratio).",
@@ -124,7 +124,7 @@ EXCLUSIVE = {
         ("batch_std",),
         ("token_mean", "over_T", "token_sum"),
         ("no_mask", "padding_nan"),
-        ("kl_sign", "kl_direction", "no_kl", "kl_estimator"),
+        ("kl_sign", "kl_direction", "no_kl", "kl_estimator", "kl_times_ratio"),
         ("ratio_inverted", "clip_only", "max_for_min"),
         ("fixed_eps",),
         ("sign",),
@@ -163,13 +163,18 @@ def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     if "padding_nan" in m and _padding_overflows(new - old, mask, a):
         return [math.nan]
     scale = (-1 if "sign" in m else 1) * (mask.shape[1] if "token_sum" in m else 1)
-    if not m & {"kl_sign", "kl_direction", "no_kl", "kl_estimator", "max_for_min"}:
+    kl_mistakes = {"kl_sign", "kl_direction", "no_kl", "kl_estimator", "kl_times_ratio"}
+    if not m & (kl_mistakes | {"max_for_min"}):
         kl = dict(logp_ref=ref, kl_coef=beta)  # the KL keeps logp_new
         return [scale * llm_reference.policy_loss(new, new - gap, a, mask, **options, **kl)]
     d, flip = ref - new, -1 if "max_for_min" in m else 1  # max(x, y) = -min(-x, -y)
     b = llm_reference.token_breakdown(new, new - gap, flip * a, mask, **options)
     penalties = {"kl_direction": [np.expm1(-d) + d], "no_kl": [0 * d]}
     penalties["kl_estimator"] = [-d, d**2 / 2]
+    if "kl_times_ratio" in m:  # TRL 1.16's use_bias_correction_kl, r before the clip
+        with np.errstate(over="ignore", invalid="ignore"):  # a ratio past float64: no match
+            r = np.exp(np.where(mask, new - old, 0.0))
+            penalties["kl_times_ratio"] = [r * (np.expm1(d) - d)]
     k = next((penalties[key] for key in penalties if key in m), [np.expm1(d) - d])
     sign = -1 if "kl_sign" in m else 1  # each penalty weighted as the loss weighs its tokens
     kl_terms = [float((b.weight * np.where(b.mask, x, 0.0)).sum()) for x in k]
