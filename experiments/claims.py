@@ -293,13 +293,19 @@ def evaluate(results: Mapping[str, Any], claim: Claim) -> dict[str, Any]:
         found = claim.on_set(data[seed_set])
         entry[seed_set] = {**found, "holds": found["verdict"] == claim.expect, "seeds": seeds}
     if len(sets) == 2:
-        pooled = [pooled_data(pair) for pair in zip(data[sets[0]], data[sets[1]], strict=True)]
-        draws = resamples(2 * seeds, seeds)
-        flips = claim.fresh_verdicts(pooled, draws) != claim.expect
+        flips = fresh_set_verdicts(claim, [data[s] for s in sets], seeds) != claim.expect
         entry["flip"] = float(flips.mean())
     entry["status"] = status_of(entry)
     entry["stated"] = entry["status"] == STATED
     return entry
+
+
+def fresh_set_verdicts(claim: Claim, data: Sequence[Sequence[Any]], seeds: int) -> np.ndarray:
+    """The claim's verdict on each fresh set of ``seeds`` seeds its flip chance draws,
+    resampled from the discovery and confirmation sets' seeds pooled (``data``: each arm's data
+    on those two sets, as :func:`arm_data` reads it)."""
+    pooled = [pooled_data(pair) for pair in zip(*data, strict=True)]
+    return claim.fresh_verdicts(pooled, resamples(2 * seeds, seeds))
 
 
 def status_of(entry: Mapping[str, Any]) -> str:

@@ -53,7 +53,7 @@ from experiments.cartpole_agent import (
     run_cartpole,
     taken,
 )
-from experiments.claims import CLAIMS, FLIP_PLAIN, HEDGED, Arm, arm_data, pooled_data, resamples
+from experiments.claims import CLAIMS, FLIP_PLAIN, HEDGED, Arm, arm_data, fresh_set_verdicts
 from experiments.evidence import SEED_SETS
 from experiments.networks import MLP, Adam, clip_by_global_norm
 from experiments.runner import run_cells
@@ -864,12 +864,10 @@ def test_the_notebook_says_which_claims_are_not_stated_and_why(prose):
 
 
 def fresh_verdicts(key: str) -> np.ndarray:
-    """A claim's verdict on each of the fresh sets its flip chance draws (as evaluate draws)."""
+    """A claim's verdict on each of the fresh sets its flip chance draws."""
     found, results = next(c for c in CLAIMS if c.key == key), committed()
     data = [[arm_data(results, arm, s, found) for arm in found.arms] for s in SEED_SETS]
-    pooled = [pooled_data(pair) for pair in zip(*data, strict=True)]
-    seeds = results["sweeps"][found.arms[0].sweep]["seeds"]
-    return found.fresh_verdicts(pooled, resamples(2 * seeds, seeds))
+    return fresh_set_verdicts(found, data, results["sweeps"][found.arms[0].sweep]["seeds"])
 
 
 def test_a_fresh_set_fails_to_confirm_higher_or_lower_by_not_distinguishing_them(prose):
