@@ -35,6 +35,8 @@ from ppo_viz.llm.batch import response_batch
 _MEAN = "GRPO averages each answer's tokens, then the answers: -mean_i (1/n_i) sum_t term"
 _KL = "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL 1.16 by default multiplies it by r)"
 _MIN = "np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A)"
+#: GRPO's KL mistakes, which exclude one another.
+_KL_MISTAKES = ("kl_sign", "kl_direction", "no_kl", "kl_estimator", "kl_times_ratio")
 #: Every mistake these checks name: its title and what the learner reads (from the trackers
 #: notebook 7 cites).
 TITLES = {
@@ -124,7 +126,7 @@ EXCLUSIVE = {
         ("batch_std",),
         ("token_mean", "over_T", "token_sum"),
         ("no_mask", "padding_nan"),
-        ("kl_sign", "kl_direction", "no_kl", "kl_estimator", "kl_times_ratio"),
+        _KL_MISTAKES,
         ("ratio_inverted", "clip_only", "max_for_min"),
         ("fixed_eps",),
         ("sign",),
@@ -163,8 +165,7 @@ def grpo_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) ->
     if "padding_nan" in m and _padding_overflows(new - old, mask, a):
         return [math.nan]
     scale = (-1 if "sign" in m else 1) * (mask.shape[1] if "token_sum" in m else 1)
-    kl_mistakes = {"kl_sign", "kl_direction", "no_kl", "kl_estimator", "kl_times_ratio"}
-    if not m & (kl_mistakes | {"max_for_min"}):
+    if not m & {*_KL_MISTAKES, "max_for_min"}:
         kl = dict(logp_ref=ref, kl_coef=beta)  # the KL keeps logp_new
         return [scale * llm_reference.policy_loss(new, new - gap, a, mask, **options, **kl)]
     d, flip = ref - new, -1 if "max_for_min" in m else 1  # max(x, y) = -min(-x, -y)
