@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from bandit import ARM_MEANS
+from bandit import ARM_MEANS, Batch
 from ppo_viz.epochs.foundations import DRIFTING_SEED, one_signed_arms, ppo_update_line
 from ppo_viz.epochs.foundations import small_step_study as study
 from ppo_viz.epochs.training import (
@@ -49,10 +49,18 @@ TRY_2_OUTSIDE = 0.2
 Points = Iterator[tuple[str, bool]]
 
 
+def every_arm_drawn_twice(batch: Batch) -> bool:
+    """Whether the batch draws each arm at least twice (point (1) of both rules)."""
+    return bool(np.bincount(batch.actions, minlength=len(ARM_MEANS)).min() >= 2)
+
+
 def _misleading(seed: int) -> Points:
     batch, start = batch_of(seed), start_reward()
     a, of_arm = batch.advantages[:, None], batch.actions[:, None] == np.arange(len(ARM_MEANS))
-    ok = ((of_arm.sum(0) >= 2) & (of_arm & (a > 0)).any(0) & (of_arm & (a < 0)).any(0)).all()
+    ok = (
+        every_arm_drawn_twice(batch)
+        and ((of_arm & (a > 0)).any(0) & (of_arm & (a < 0)).any(0)).all()
+    )
     yield "(1) every arm drawn twice or more, with samples of both signs", ok
     favoured = int(np.argmax(arm_sums(batch)))
     yield "(2) it favours an arm worse than the old policy", ARM_MEANS[favoured] < start
@@ -129,8 +137,7 @@ def _misleading(seed: int) -> Points:
 
 def _drifting(seed: int) -> Points:
     batch = batch_of(seed)
-    drawn = np.bincount(batch.actions, minlength=len(ARM_MEANS))
-    yield "(1) every arm drawn twice or more", drawn.min() >= 2
+    yield "(1) every arm drawn twice or more", every_arm_drawn_twice(batch)
     one_signed = one_signed_arms(batch)
     yield "(3) an arm whose samples all have one sign", bool(one_signed)
     step_1, tiny = study(("clipped",), (1.0, STEP_SIZES[-1]), batch=batch)["clipped"]
