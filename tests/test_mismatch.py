@@ -282,10 +282,9 @@ def test_the_prose_states_the_study_numbers_and_its_claims_hold():
     for mode in llm_clip.ROLLOUT_MODES:
         assert ("top_p", mode) not in found
         if mode.startswith("sequence"):
-            bands = results["bands"][f"top_p/{mode}/score"].values()
-            assert all(-0.01 < b["mean"][at] < 0 for b in bands)
-            bands = results["bands"][f"top_p/{mode}/score"]  # below 0 but on confirmation
-            assert [b["high"][at] < 0 for b in bands.values()] == [
+            bands = results["bands"][f"top_p/{mode}/score"]
+            assert all(-0.01 < b["mean"][at] < 0 for b in bands.values())
+            assert [b["high"][at] < 0 for b in bands.values()] == [  # below 0 but confirmation
                 name != "confirmation" for name in bands
             ]
     assert all(d > 0 for d in found["top_p", "opsm"]["diff"])
