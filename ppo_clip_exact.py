@@ -173,19 +173,9 @@ def row_sums(
         plus, less = values[i, mask[i]], np.zeros(0) if minus is None else minus[i, mask[i]]
         if np.isfinite(plus).all() and np.isfinite(less).all():
             divisor = 1 if lengths is None else int(lengths[i])
-            total[i] = _exact_mean([*plus.tolist(), *(-less).tolist()], divisor)
+            exact_sum = sum(map(Fraction, [*plus.tolist(), *(-less).tolist()]), Fraction(0))
+            total[i] = rounded(exact_sum / divisor)
     return total
-
-
-def _exact_mean(terms: list[float], divisor: int) -> float:
-    """``sum(terms) / divisor`` rounded once, from :func:`math.fsum`'s sum plus the remainder it
-    left (within ``2**-106`` of the exact sum, relative), or fractions where fsum overflows."""
-    try:
-        high = math.fsum(terms)
-        whole = Fraction(high) + Fraction(math.fsum([*terms, -high]))
-    except OverflowError:  # a partial sum past float64: fractions, exact
-        whole = sum(map(Fraction, terms), Fraction(0))
-    return rounded(whole / divisor)
 
 
 #: Every finite float64 value is a whole number of units of 2**-UNIT (the smallest subnormal).
