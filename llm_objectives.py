@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from llm_clip_inputs import Batch, checked_batch
-from ppo_clip_exact import row_sums
+from ppo_clip_exact import clipped_where, kept_ratio, row_sums
 from ppo_clip_inputs import checked_choice
 
 __all__ = [
@@ -204,10 +204,9 @@ def _gmpo(b: Batch) -> Parts:
 
 def _clipped(ratio: FloatArray, b: Batch) -> Parts:
     """PPO's clipped term on ``ratio`` (a token's or a response's)."""
-    advantages = b.advantages
     # min(r*A, clip(r)*A) = A * min(r, upper) for A > 0 and A * max(r, lower) for A < 0
-    kept = np.where(advantages > 0, np.minimum(ratio, b.upper), np.maximum(ratio, b.lower))
-    clipped = ((advantages > 0) & (ratio > b.upper)) | ((advantages < 0) & (ratio < b.lower))
+    kept = kept_ratio(ratio, b.advantages, b.lower, b.upper)
+    clipped = clipped_where(ratio, b.advantages, b.lower, b.upper)
     return Parts(ratio, clipped, (kept,), np.where(clipped, 0.0, ratio))
 
 

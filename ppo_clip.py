@@ -46,8 +46,8 @@ The file reads top to bottom:
    units in the last place of the terms' total magnitude, over N).
 
 Bad input raises a ``TypeError`` or ``ValueError`` that names the argument;
-those checks live in :mod:`ppo_clip_inputs`, and part 4's exact arithmetic
-(shared with :mod:`llm_clip`) in :mod:`ppo_clip_exact`.
+those checks live in :mod:`ppo_clip_inputs`, and part 4 (its exact arithmetic
+shared with :mod:`llm_clip`) in :mod:`ppo_clip_exact`.
 
 Worked example (from the project's contract):
 
@@ -71,18 +71,12 @@ from functools import cached_property
 from typing import Literal, NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from ppo_clip_exact import exact_loss, float64_limits_handled_below, gradient_entry, times_advantage
-from ppo_clip_inputs import (
-    checked_choice,
-    checked_count,
-    checked_dual_clip,
-    checked_eps,
-    checked_finite_vector,
-    checked_log_ratio,
-    checked_real,
-)
+import ppo_clip_exact as exact
+import ppo_clip_inputs as checks
+from ppo_clip_exact import BoolArray, FloatArray
+from ppo_clip_inputs import clip_band
 
 __all__ = [
     "DEFAULT_EPS",
@@ -108,9 +102,6 @@ DEFAULT_EPS = 0.2
 Objective = Literal["clipped", "unclipped", "clip_only"]
 OBJECTIVES: tuple[Objective, ...] = ("clipped", "unclipped", "clip_only")
 
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
-
 
 # --------------------------------------------------------------------------
 # 1. The textbook: the three contract functions
@@ -132,9 +123,9 @@ def ppo_clip_loss(
     ...               [1.0, 2.0, -1.0, -0.5])
     -0.5375000000000001
     """
-    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
-    eps = checked_eps("eps", eps)
-    with float64_limits_handled_below():
+    log_ratio, advantages = checks.checked_log_ratio(logp_new, logp_old, advantages)  # new - old
+    eps = checks.checked_eps("eps", eps)
+    with exact.float64_limits_handled_below():
         ratio = np.exp(log_ratio)  # r_t
         unclipped = ratio * advantages  # r_t * A_t
         clipped = np.clip(ratio, 1 - eps, 1 + eps) * advantages  # clip(r_t, 1-eps, 1+eps) * A_t
@@ -160,9 +151,9 @@ def clip_fraction(
     ...               [1.0, 2.0, -1.0, -0.5])
     0.5
     """
-    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
-    eps = checked_eps("eps", eps)
-    with float64_limits_handled_below():
+    log_ratio, advantages = checks.checked_log_ratio(logp_new, logp_old, advantages)  # new - old
+    eps = checks.checked_eps("eps", eps)
+    with exact.float64_limits_handled_below():
         ratio = np.exp(log_ratio)  # r_t (inf where it overflows: compared as such)
     clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
     return float(np.count_nonzero(clipped) / len(clipped))
@@ -183,9 +174,9 @@ def ppo_clip_grad(
     ...               [1.0, 2.0, -1.0, -0.5])
     array([ 0.    , -0.55  ,  0.    ,  0.1125])
     """
-    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)  # new - old
-    eps = checked_eps("eps", eps)
-    with float64_limits_handled_below():
+    log_ratio, advantages = checks.checked_log_ratio(logp_new, logp_old, advantages)  # new - old
+    eps = checks.checked_eps("eps", eps)
+    with exact.float64_limits_handled_below():
         ratio = np.exp(log_ratio)  # r_t
         grad = ratio * advantages / -len(ratio)  # -r_t * A_t / N
     clipped = ((advantages > 0) & (ratio > 1 + eps)) | ((advantages < 0) & (ratio < 1 - eps))
@@ -244,12 +235,12 @@ class ClipBreakdown:
     @cached_property
     def unclipped_term(self) -> FloatArray:
         """``r * A``: exactly 0 where ``A == 0`` (even if ``r = inf``); ``+-inf`` past float64."""
-        return times_advantage(self.ratio, self.advantages)
+        return exact.times_advantage(self.ratio, self.advantages)
 
     @cached_property
     def clipped_term(self) -> FloatArray:
         """``clip(r) * A``."""
-        return times_advantage(self.clipped_ratio, self.advantages)
+        return exact.times_advantage(self.clipped_ratio, self.advantages)
 
     @cached_property
     def objective_term(self) -> FloatArray:
@@ -258,8 +249,8 @@ class ClipBreakdown:
         With a dual-clip cap ``c``, a negative-advantage sample keeps
         ``max(min(r*A, clip(r)*A), c*A)``: its term never falls below ``c*A``.
         """
-        kept = _kept_ratio(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
-        return times_advantage(kept, self.advantages)
+        kept = exact.kept_ratio(self.ratio, self.advantages, self.lower, self.upper, self.dual_clip)
+        return exact.times_advantage(kept, self.advantages)
 
     @cached_property
     def is_clipped(self) -> BoolArray:
@@ -268,21 +259,18 @@ class ClipBreakdown:
         ``A > 0 and r > upper``, or ``A < 0 and r < lower``; with a dual-clip
         cap ``c``, also ``A < 0 and r > c``.  ``A == 0`` is never clipped.
         """
-        positive, negative = self.advantages > 0, self.advantages < 0
-        clipped = (positive & (self.ratio > self.upper)) | (negative & (self.ratio < self.lower))
-        if self.dual_clip is not None:
-            clipped |= negative & (self.ratio > self.dual_clip)
-        return clipped
+        b = self
+        return exact.clipped_where(b.ratio, b.advantages, b.lower, b.upper, b.dual_clip)
 
     @cached_property
     def grad(self) -> FloatArray:
         """``d loss / d logp_new``: 0 where clipped, ``-r*A/N`` elsewhere."""
-        return _gradient(self.ratio, self.advantages, ~self.is_clipped, self.batch_size)
+        return exact.gradient(self.ratio, self.advantages, ~self.is_clipped, self.batch_size)
 
     @cached_property
     def loss_contribution(self) -> FloatArray:
         """Each sample's share of the loss, ``-(1/N) * objective_term``."""
-        with float64_limits_handled_below():  # a tiny term over N underflows to 0
+        with exact.float64_limits_handled_below():  # a tiny term over N underflows to 0
             return -self.objective_term / self.batch_size + 0.0
 
     @property
@@ -295,7 +283,7 @@ class ClipBreakdown:
 
         With ``count == N`` this is :attr:`loss`, bit for bit.
         """
-        return _loss_of(self, count=checked_count("count", count, self.n))
+        return _loss_of(self, count=checks.checked_count("count", count, self.n))
 
     @property
     def n(self) -> int:
@@ -369,19 +357,12 @@ def clip_breakdown(
     >>> b.objective_term
     array([ 1.2 ,  2.2 , -0.8 , -0.45])
     """
-    log_ratio, advantages = checked_log_ratio(logp_new, logp_old, advantages)
+    log_ratio, advantages = checks.checked_log_ratio(logp_new, logp_old, advantages)
     lower, upper = clip_band(eps, eps_low, eps_high)
-    with float64_limits_handled_below():
+    with exact.float64_limits_handled_below():
         ratio = np.exp(log_ratio)
-    return ClipBreakdown(
-        log_ratio=log_ratio,
-        ratio=ratio,
-        advantages=advantages.copy(),
-        lower=lower,
-        upper=upper,
-        batch_size=len(log_ratio),
-        dual_clip=checked_dual_clip(dual_clip),
-    )
+    cap, n = checks.checked_dual_clip(dual_clip), len(log_ratio)
+    return ClipBreakdown(log_ratio, ratio, advantages.copy(), lower, upper, n, cap)
 
 
 def worked_example() -> WorkedExample:
@@ -413,6 +394,10 @@ class WorkedExample(NamedTuple):
 # --------------------------------------------------------------------------
 
 
+#: Each objective's per-sample term, a :class:`ClipBreakdown` attribute.
+_TERMS = {"clipped": "objective_term", "unclipped": "unclipped_term", "clip_only": "clipped_term"}
+
+
 def objective_terms(
     breakdown: ClipBreakdown, objective: Objective = "clipped"
 ) -> tuple[FloatArray, FloatArray]:
@@ -428,47 +413,36 @@ def objective_terms(
 
     Works on a :func:`ratio_sweep` too (N = 1).
     """
-    if objective == "clipped":
-        terms = breakdown.objective_term
-    else:
-        terms = breakdown.unclipped_term if objective == "unclipped" else breakdown.clipped_term
-    return terms, objective_grad(breakdown, objective)
+    grad = objective_grad(breakdown, objective)  # checks the name first
+    return getattr(breakdown, _TERMS[objective]), grad
 
 
 def objective_grad(breakdown: ClipBreakdown, objective: Objective = "clipped") -> FloatArray:
     """The loss gradients of one objective, from a breakdown: ``objective_terms(...)[1]``
     without computing the terms (for a training loop that needs only the gradient)."""
-    objective = _checked_objective(objective)
+    objective = checks.checked_choice("objective", objective, OBJECTIVES)
     b = breakdown
     if objective == "clipped":
         return b.grad
     flowing = np.ones(b.n, dtype=bool) if objective == "unclipped" else ~b.outside_band
-    return _gradient(b.ratio, b.advantages, flowing, b.batch_size)
+    return exact.gradient(b.ratio, b.advantages, flowing, b.batch_size)
 
 
 def _loss_of(
     breakdown: ClipBreakdown, objective: Objective = "clipped", count: int | None = None
 ) -> float:
-    """``-(1/N) * sum`` of the first ``count`` (default: all) terms of an objective; never NaN.
-
-    As the module's docstring (part 4) says: numpy's sum where float64 holds
-    every term and the sum, else the exact loss rounded once (``+-inf``
-    beyond float64's range, ``+inf`` for an overflowed ratio with ``A < 0``).
-    Only the unclipped objective can meet two true infinities (overflowed
-    ratios with advantages of both signs: ``inf - inf``); it raises
-    ``ValueError``.
-    """
-    objective = _checked_objective(objective)
-    b, advantages = breakdown, breakdown.advantages[:count]
+    """``-(1/N) * sum`` of the first ``count`` (default: all) terms of an objective; never NaN:
+    :func:`ppo_clip_exact.loss_of`, as part 4 of the module's docstring says.  Only the
+    unclipped objective can meet two true infinities (overflowed ratios with advantages of
+    both signs: ``inf - inf``); it raises ``ValueError``."""
+    objective = checks.checked_choice("objective", objective, OBJECTIVES)
+    b = breakdown
     if objective == "clipped":  # min(r*A, clip(r)*A) is k*A for the kept ratio k
-        factor = _kept_ratio(b.ratio, b.advantages, b.lower, b.upper, b.dual_clip)[:count]
+        factor = exact.kept_ratio(b.ratio, b.advantages, b.lower, b.upper, b.dual_clip)
     else:
-        factor = (b.ratio if objective == "unclipped" else b.clipped_ratio)[:count]
-    with float64_limits_handled_below():  # numpy's float64 sum: not finite where it overflowed
-        loss = float(-times_advantage(factor, advantages).sum() / b.batch_size) + 0.0
-    if math.isfinite(loss):
-        return loss
-    return exact_loss([factor], advantages, b.batch_size, f"the {objective} loss")
+        factor = b.ratio if objective == "unclipped" else b.clipped_ratio
+    name = f"the {objective} loss"
+    return exact.loss_of(factor[:count], b.advantages[:count], b.batch_size, name)
 
 
 def surrogate_loss(
@@ -527,73 +501,11 @@ def ratio_sweep(
     >>> sweep.grad
     array([-0.5, -1. ,  0. ])
     """
-    grid = checked_finite_vector("ratios", ratios)
-    if (grid < 0).any():
-        index = int(np.argmax(grid < 0))
-        raise ValueError(f"ratios[{index}] is {float(grid[index])}; ratios cannot be negative")
+    grid = checks.checked_ratios(ratios)
     lower, upper = clip_band(eps, eps_low, eps_high)
     with np.errstate(divide="ignore"):
         log_grid = np.log(grid)
+    advantages = np.full_like(grid, checks.checked_real("advantage", advantage))
     return ClipBreakdown(
-        log_ratio=log_grid,
-        ratio=grid.copy(),
-        advantages=np.full_like(grid, checked_real("advantage", advantage)),
-        lower=lower,
-        upper=upper,
-        batch_size=1,
-        dual_clip=checked_dual_clip(dual_clip),
+        log_grid, grid.copy(), advantages, lower, upper, 1, checks.checked_dual_clip(dual_clip)
     )
-
-
-def clip_band(eps: object, eps_low: object = None, eps_high: object = None) -> tuple[float, float]:
-    """The clip band ``(1 - eps_low, 1 + eps_high)``; each bound defaults to ``eps``.
-
-    >>> clip_band(0.2)
-    (0.8, 1.2)
-    """
-    symmetric = checked_eps("eps", eps)
-    low = symmetric if eps_low is None else checked_eps("eps_low", eps_low)
-    high = symmetric if eps_high is None else checked_eps("eps_high", eps_high)
-    return 1.0 - low, 1.0 + high
-
-
-def _checked_objective(objective: object) -> Objective:
-    """``objective`` if it names one of :data:`OBJECTIVES`, else a ``ValueError``."""
-    return checked_choice("objective", objective, OBJECTIVES)  # type: ignore[return-value]
-
-
-# --------------------------------------------------------------------------
-# 4. Float64's limits: what the textbook lines leave to this part
-# --------------------------------------------------------------------------
-
-
-def _kept_ratio(
-    ratio: FloatArray,
-    advantages: FloatArray,
-    lower: float,
-    upper: float,
-    dual_clip: float | None = None,
-) -> FloatArray:
-    """The ``k`` with ``min(r*A, clip(r)*A) == k * A`` exactly, for each sample.
-
-    ``min(r, upper)`` where ``A > 0`` and ``max(r, lower)`` where ``A < 0``;
-    with a dual-clip cap ``c``, at most ``c`` where ``A < 0`` (the kept term
-    ``max(min(r*A, clip(r)*A), c*A)``).  Rounding to float64 never reverses an
-    order, so ``k * A`` in float64 is also the float64 kept term, bit for bit.
-    """
-    top = np.inf if dual_clip is None else dual_clip
-    return np.where(advantages > 0, np.minimum(ratio, upper), np.clip(ratio, lower, top))
-
-
-def _gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: int) -> FloatArray:
-    """``-r*A/n`` where ``flowing``, 0 elsewhere and where ``A == 0``; never NaN."""
-    grad = np.where(flowing & (advantages != 0), ratio, 0.0)  # inf * 0 is never formed
-    with float64_limits_handled_below():
-        grad *= advantages
-        grad /= -n
-        # an infinite entry makes the sum infinite (a sum of finite entries that overflows
-        # only costs the search: nothing is undecided)
-        if not math.isfinite(np.add.reduce(grad)):  # each entry as gradient_entry decides
-            for i in np.flatnonzero(~np.isfinite(grad)).tolist():
-                grad[i] = gradient_entry(float(ratio[i]), float(advantages[i]), n)
-    return grad + 0.0  # -0.0 made 0.0

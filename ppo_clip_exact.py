@@ -6,6 +6,9 @@ integer; :func:`rounded` rounds the exact quotient once to float64.  Both module
 only where their textbook lines left a term, a sum or a gradient entry not finite
 (``inf * 0``, an overflowed ratio, a product ``r*A`` or a sum beyond float64's range although
 the answer is not), and :func:`row_sums` where a row's terms cancel past float64's digits.
+The clip's own decisions, which both modules share, come first: :func:`kept_ratio` (the
+``k`` of a kept term ``k * A``) and :func:`clipped_where`; then :mod:`ppo_clip`'s part 4,
+:func:`gradient` and :func:`loss_of`, float64 where it holds and exact where it overflowed.
 The standard library and numpy only.
 """
 
@@ -19,7 +22,61 @@ import numpy as np
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
+
+
+def kept_ratio(
+    ratio: FloatArray, advantages: FloatArray, lower: float, upper: float,
+    dual_clip: float | None = None,
+) -> FloatArray:  # fmt: skip
+    """The ``k`` with ``min(r*A, clip(r)*A) == k * A`` exactly, for each sample (or token).
+
+    ``min(r, upper)`` where ``A > 0`` and ``max(r, lower)`` where ``A < 0``;
+    with a dual-clip cap ``c``, at most ``c`` where ``A < 0`` (the kept term
+    ``max(min(r*A, clip(r)*A), c*A)``).  Rounding to float64 never reverses an
+    order, so ``k * A`` in float64 is also the float64 kept term, bit for bit.
+    """
+    top = np.inf if dual_clip is None else dual_clip
+    return np.where(advantages > 0, np.minimum(ratio, upper), np.clip(ratio, lower, top))
+
+
+def clipped_where(
+    ratio: FloatArray, advantages: FloatArray, lower: float, upper: float,
+    dual_clip: float | None = None,
+) -> BoolArray:  # fmt: skip
+    """Where the clip switches the gradient off (strict): ``A > 0 and r > upper``, or
+    ``A < 0 and r < lower``; with a dual-clip cap ``c``, also ``A < 0 and r > c``."""
+    positive, negative = advantages > 0, advantages < 0
+    clipped = (positive & (ratio > upper)) | (negative & (ratio < lower))
+    if dual_clip is not None:
+        clipped |= negative & (ratio > dual_clip)
+    return clipped
+
+
+def gradient(ratio: FloatArray, advantages: FloatArray, flowing: BoolArray, n: int) -> FloatArray:
+    """``-r*A/n`` where ``flowing``, 0 elsewhere and where ``A == 0``; never NaN."""
+    grad = np.where(flowing & (advantages != 0), ratio, 0.0)  # inf * 0 is never formed
+    with float64_limits_handled_below():
+        grad *= advantages
+        grad /= -n
+        # an infinite entry makes the sum infinite (a sum of finite entries that overflows
+        # only costs the search: nothing is undecided)
+        if not math.isfinite(np.add.reduce(grad)):  # each entry as gradient_entry decides
+            for i in np.flatnonzero(~np.isfinite(grad)).tolist():
+                grad[i] = gradient_entry(float(ratio[i]), float(advantages[i]), n)
+    return grad + 0.0  # -0.0 made 0.0
+
+
+def loss_of(factor: FloatArray, advantages: FloatArray, n: int, name: str) -> float:
+    """``-(1/n) * sum(factor * A)``: numpy's float64 sum where it is finite, else
+    :func:`exact_loss` (the exact value rounded once; ``ValueError`` naming ``name`` for
+    ``inf - inf``)."""
+    with float64_limits_handled_below():  # numpy's float64 sum: not finite where it overflowed
+        loss = float(-times_advantage(factor, advantages).sum() / n) + 0.0
+    if math.isfinite(loss):
+        return loss
+    return exact_loss([factor], advantages, n, name)
 
 
 def exact_loss(
@@ -35,7 +92,7 @@ def exact_loss(
     One entry per term (1-D arrays); ``n`` divides every term, or is one divisor per term; a
     term with ``A == 0`` has no policy part.  :mod:`ppo_clip`'s ``-(1/n) * sum(factor * A)``
     has one factor: the ratio for the unclipped objective, ``clip(r)`` for the clip-only one,
-    ``ppo_clip._kept_ratio`` for the clipped one; :mod:`llm_clip` adds k3 (``kl``).
+    :func:`kept_ratio` for the clipped one; :mod:`llm_clip` adds k3 (``kl``).
     An infinite factor (an overflowed ratio) with a nonzero advantage, or an infinite ``kl``,
     makes the loss infinite; two of opposite signs make it undefined (``ValueError``, naming
     ``name``).  Beyond float64's range the loss is ``+-inf``.
@@ -90,7 +147,7 @@ def gradient_entry(
 
 
 def row_sums(
-    values: FloatArray, mask: NDArray[np.bool_], lengths: IntArray | None = None,
+    values: FloatArray, mask: BoolArray, lengths: IntArray | None = None,
     minus: FloatArray | None = None,
 ) -> FloatArray:  # fmt: skip
     """Each row's sum of ``values - minus`` over its unmasked entries, over ``lengths`` if given
@@ -116,19 +173,9 @@ def row_sums(
         plus, less = values[i, mask[i]], np.zeros(0) if minus is None else minus[i, mask[i]]
         if np.isfinite(plus).all() and np.isfinite(less).all():
             divisor = 1 if lengths is None else int(lengths[i])
-            total[i] = _exact_mean([*plus.tolist(), *(-less).tolist()], divisor)
+            exact_sum = sum(map(Fraction, [*plus.tolist(), *(-less).tolist()]), Fraction(0))
+            total[i] = rounded(exact_sum / divisor)
     return total
-
-
-def _exact_mean(terms: list[float], divisor: int) -> float:
-    """``sum(terms) / divisor`` rounded once, from :func:`math.fsum`'s sum plus the remainder it
-    left (within ``2**-106`` of the exact sum, relative), or fractions where fsum overflows."""
-    try:
-        high = math.fsum(terms)
-        whole = Fraction(high) + Fraction(math.fsum([*terms, -high]))
-    except OverflowError:  # a partial sum past float64: fractions, exact
-        whole = sum(map(Fraction, terms), Fraction(0))
-    return rounded(whole / divisor)
 
 
 #: Every finite float64 value is a whole number of units of 2**-UNIT (the smallest subnormal).

@@ -27,7 +27,9 @@ __all__ = [
     "checked_eps",
     "checked_finite_vector",
     "checked_log_ratio",
+    "checked_ratios",
     "checked_real",
+    "clip_band",
     "float64_of",
     "real_array",
 ]
@@ -294,6 +296,27 @@ def checked_eps(name: str, value: object) -> float:
     if not 0.0 <= number <= 1.0:
         raise ValueError(f"{name} must be between 0 and 1, got {number!r}")
     return number
+
+
+def clip_band(eps: object, eps_low: object = None, eps_high: object = None) -> tuple[float, float]:
+    """The clip band ``(1 - eps_low, 1 + eps_high)``; each bound defaults to ``eps``.
+
+    >>> clip_band(0.2)
+    (0.8, 1.2)
+    """
+    symmetric = checked_eps("eps", eps)
+    low = symmetric if eps_low is None else checked_eps("eps_low", eps_low)
+    high = symmetric if eps_high is None else checked_eps("eps_high", eps_high)
+    return 1.0 - low, 1.0 + high
+
+
+def checked_ratios(value: ArrayLike) -> FloatArray:
+    """:func:`ppo_clip.ratio_sweep`'s grid: :func:`checked_finite_vector`, and no ratio below 0."""
+    grid = checked_finite_vector("ratios", value)
+    if (grid < 0).any():
+        index = int(np.argmax(grid < 0))
+        raise ValueError(f"ratios[{index}] is {float(grid[index])}; ratios cannot be negative")
+    return grid
 
 
 def checked_dual_clip(value: object) -> float | None:
