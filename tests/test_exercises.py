@@ -568,14 +568,10 @@ def assert_diagnosis(result: Any, mistakes: tuple, notes: tuple = (), texts: Any
     assert result.headline() in card
     assert text == result.headline() or result.findings or result.notes
     own = EXERCISES.get(result.kind)
-    values = own.titles if own else (*VALUE_MISTAKES[result.kind], "precision")
+    values = {"precision", *(m for g in own.groups for m in g)} if own else {"precision"}
+    values |= set(VALUE_MISTAKES.get(result.kind, ()))
     for found in result.findings + result.notes:
-        mine = own is not None and found.key in own.titles
-        title, explanation = (
-            (own.titles[found.key], own.explanations[found.key])
-            if mine
-            else words(found.key, result.kind)
-        )
+        title, explanation = words(found.key, result.kind if found.key in values else "")
         assert found.further in card
         assert found.title == title
         assert found.key in OWN_WORDS or found.message == explanation
