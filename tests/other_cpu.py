@@ -105,6 +105,8 @@ NUMERIC_TESTS = (
     "tests/test_epochs.py",
     "tests/test_epochs_foundations.py",
     "tests/test_exercises.py",
+    "tests/test_exercise_checker.py",
+    "tests/test_exercise_notebook.py",
     "tests/test_hostile_input.py",
     "tests/test_notebooks.py",
     "tests/test_why_clip.py",

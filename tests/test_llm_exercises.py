@@ -342,9 +342,7 @@ def unlocks_the_mask(logp_new, logp_old, advantages, mask, eps_low, eps_high):
 
 
 FLOAT32_DIGITS = re.compile(r"agree with the exact ones to about [5-8] significant digits")
-NOT_A_GRADIENT = re.compile(
-    r"\A(?![\s\S]*(gradient|finite difference))"
-)  # the exercise is no gradient
+NOT_A_GRADIENT = re.compile(r"\A(?![\s\S]*(gradient|finite difference))")  # no gradient here
 FIRST = battery("gspo")[0]  # the smallest batch, where llm_clip's answer differs from 0.25
 NO_FLOAT32 = re.compile(r"\A(?![\s\S]*float32)")  # no float32 excuse for a wrong formula
 #: (exercise, a learner's function, the keys the checker names, texts its result shows)
@@ -384,7 +382,7 @@ CASES = [
     ("gae", lambda *args, **keywords: list(gae_loop(*args, **keywords)), ("wrong_type",)),
     (
         "gae",
-        lambda r, *_, **k: (0 * r, 0 * r),
+        lambda r, *_, **k: (0 * r,) * 2,
         ("mismatch",),
         "returns an array of 0s on every batch",
     ),
@@ -403,12 +401,7 @@ CASES = [
     ),
     ("gspo", guarded_mean, ("mismatch",), NO_FLOAT32),
     ("grpo", in_float32(grpo_numpy), ("precision",), "float32"),
-    (
-        "rollout",
-        in_float32(corrected_numpy),
-        ("precision",),
-        "float32",
-    ),  # ends / an int64 count  # then float64 (mask of floats)
+    ("rollout", in_float32(corrected_numpy), ("precision",), "float32"),  # times a float mask
     (
         "grpo",
         with_mistakes(grpo_numpy, "no_token_axis"),

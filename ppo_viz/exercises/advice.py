@@ -1,19 +1,22 @@
 """What the learner reads about each mistake: its title and its explanation.
 
-:data:`TITLES` (in the order findings are reported) and :data:`EXPLANATIONS` hold notebook 6's
-value mistakes, in the loss's words, and those every check shares (an error, a timeout, a wrong
-type, changed inputs, rebound modules, imprecision); :data:`IN_EXERCISE` holds the words of the
-clip fraction's and the gradient's where their code shows a mistake differently, and
-:func:`words` picks a finding's.  Notebook 7 to 9's exercises keep their own value mistakes'
-texts in their modules (:mod:`.llm`, :mod:`.gae`, :mod:`.rollout`) and advise on float32 with
-:func:`float32_like`.
+:data:`TITLES` and :data:`EXPLANATIONS` hold notebook 6's value mistakes, in the loss's words,
+and those every check shares (an error, a timeout, a wrong type, changed inputs, rebound modules,
+imprecision); :data:`IN_EXERCISE` holds the words of the clip fraction's and the gradient's where
+their code shows a mistake differently.  Notebook 7 to 9's exercises keep their own value
+mistakes' texts in their modules (:mod:`.llm`, :mod:`.gae`, :mod:`.rollout`), registered in
+:data:`EXERCISES`, and advise on float32 with :func:`float32_like`; :func:`words` picks a
+finding's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
 from ppo_viz.exercises.battery import NUMERICS_NOTEBOOK
 
-#: Every mistake's title, in the order findings are reported.
+#: Every mistake's title (an exercise of :data:`EXERCISES` may give its own).
 TITLES = {
     "not_implemented": "Not implemented yet",
     "not_a_function": "Not a function",
@@ -205,7 +208,27 @@ IN_EXERCISE = {
 }
 
 
+class Exercise(NamedTuple):
+    """An exercise whose answers another module computes (notebook 7's, registered by
+    :mod:`.llm`; notebook 8's, by :mod:`.gae`; notebook 9's, by :mod:`.rollout`): its mistakes'
+    titles where they are not :data:`TITLES`' and explanations (by key), its mistakes in groups
+    that exclude one another, and what an implementation with some mistakes answers on a batch
+    (an array, a float, or a list of the forms it may take)."""
+
+    titles: Mapping[str, str]
+    explanations: Mapping[str, str]
+    groups: Sequence[tuple[str, ...]]
+    answer: Callable[[Any, frozenset[str]], Any]
+
+
+#: The exercises whose value mistakes :mod:`.mistakes`' ``VALUE_MISTAKES`` does not list, by kind.
+EXERCISES: dict[str, Exercise] = {}
+
+
 def words(key: str, kind: str = "") -> tuple[str, str]:
     """Mistake ``key``'s title and explanation as exercise ``kind`` (``"loss"``,
-    ``"clip_fraction"`` or ``"grad"``) shows it ("" for a finding that brings its own)."""
+    ``"clip_fraction"``, ``"grad"`` or one of :data:`EXERCISES`) shows it ("" for a finding that
+    brings its own)."""
+    if (own := EXERCISES.get(kind)) is not None:
+        return own.titles.get(key) or TITLES[key], own.explanations.get(key, "")
     return IN_EXERCISE.get((key, kind), (TITLES[key], EXPLANATIONS.get(key, "")))

@@ -110,7 +110,6 @@ class ExerciseBatch:
 
     n = property(lambda self: next(iter(self.arrays.values())).size)
     label = property(lambda self: f"batch '{self.name}' ({self.lesson})")
-    argument_names = property(lambda self: tuple(self.arrays))
 
     def inputs(self) -> tuple[Any, ...]:
         """One call's positional arguments: copies of the arrays, read-only copies of extras."""

@@ -4,7 +4,7 @@
 ``gae(rewards, values, dones, last_value, last_done, *, gamma, lam)``, with the arguments of
 :func:`llm_clip.gae`, returns ``(advantages, returns)``; it runs in the sandbox on each batch of
 :func:`battery` and every answer is compared with :func:`llm_clip.gae`.  The mistakes it names
-are :data:`TITLES` (with :data:`EXPLANATIONS`), and :func:`gae_answer` says what an
+are :data:`EXPLANATIONS` (with :data:`TITLES`), and :func:`gae_answer` says what an
 implementation with some of them returns: CleanRL's loop, each mistake changing its step.
 """
 
@@ -14,17 +14,17 @@ from functools import cache
 
 import numpy as np
 
-from ppo_viz.exercises.advice import float32_like
+from ppo_viz.exercises.advice import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.battery import ExerciseBatch, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 
 _RECURSION = "A[t] = delta[t] + gamma * lam * (1 - dones[t + 1]) * A[t + 1]"
 _STARTS = (
     "dones[t] says observation t starts a new episode, so step t's future is cut by dones[t + 1]"
 )
-#: Every mistake the check names: its title and what the learner reads.
+#: Every mistake the check names: its title (unless :data:`.advice.TITLES` has it) and what the
+#: learner reads.
 TITLES = {
     "forwards": "The recursion run forwards",
     "dones_shifted": "dones shifted by one",
@@ -34,7 +34,6 @@ TITLES = {
     "discounted_returns": "Returns as discounted rewards",
     "returns_are_advantages": "Returns without the values",
     "last_done_ignored": "last_done ignored",
-    "precision": "Close, but not to float64 precision",
 }
 #: What the learner reads about each mistake.
 EXPLANATIONS = {

@@ -3,9 +3,9 @@
 :func:`check_grpo_loss` and :func:`check_gspo_loss` are notebook 6's check (:func:`.run_check`)
 on this module's :func:`battery`: the learner's function runs in notebook 6's sandbox (a copy of
 the process, a time limit), every answer is compared with :mod:`llm_clip`, and the checker's
-search (:func:`.value_findings`) names the fewest mistakes (:data:`TITLES`) explaining every answer:
-each mistake's answer is llm_clip's on changed inputs (advantages without the std, a mask of
-ones, ...), registered in :data:`.EXERCISES`.  The result is notebook 6's card
+search (:func:`.value_findings`) names the fewest mistakes (:data:`EXPLANATIONS`) explaining
+every answer: each mistake's answer is llm_clip's on changed inputs (advantages without the std,
+a mask of ones, ...), registered in :data:`.EXERCISES`.  The result is notebook 6's card
 (:class:`.CheckResult`).  The learner's functions take, in this order::
 
     grpo_loss(logp_new, logp_old, rewards, mask, group_size, eps, beta, logp_ref)
@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 
 from ppo_clip_inputs import checked_choice
-from ppo_viz.exercises.advice import float32_like
+from ppo_viz.exercises.advice import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.battery import ExerciseBatch, in_float32, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 from ppo_viz.llm.batch import response_batch
 
@@ -37,8 +36,8 @@ _KL = "k3 = exp(d) - d - 1 with d = logp_ref - logp_new (TRL 1.16 by default mul
 _MIN = "np.minimum(r * A, np.clip(r, 1 - eps_low, 1 + eps_high) * A)"
 #: GRPO's KL mistakes, which exclude one another.
 _KL_MISTAKES = ("kl_sign", "kl_direction", "no_kl", "kl_estimator", "kl_times_ratio")
-#: Every mistake these checks name: its title and what the learner reads (from the trackers
-#: notebook 7 cites).
+#: Every mistake these checks name: its title (unless :data:`.advice.TITLES` has it) and what the
+#: learner reads (from the trackers notebook 7 cites).
 TITLES = {
     "token_mean": "Token-mean instead of sequence-mean",
     "token_sum": "Summed over tokens without the 1/n_i",
@@ -52,19 +51,14 @@ TITLES = {
     "kl_direction": "k3 of the wrong direction",
     "kl_estimator": "k1 or k2 where k3 is meant",
     "kl_times_ratio": "k3 weighted by the ratio (TRL 1.16's default)",
-    "sign": "Objective instead of loss (the sign)",
     "product": "Sequence ratio as a product",
     "token_clip": "Token ratios clipped",
     "arithmetic_mean": "Sequence ratio as the arithmetic mean",
-    "ratio_inverted": "Ratio inverted (old over new)",
-    "clip_only": "The clip-only objective (np.clip without the min)",
     "max_for_min": "np.maximum where np.minimum is meant",
     "bounds_swapped": "eps_low and eps_high swapped",
     "over_T": "Divided by T, the padded length (np.mean over the padding)",
     "batch_std": "Normalised over the whole batch, not each group",
-    "fixed_eps": "eps ignored (0.2 written in)",
     "padding_nan": "NaN from the padding (term * mask after the exp)",
-    "precision": "Close, but not to float64 precision",
 }
 #: What the learner reads about each mistake.
 EXPLANATIONS = {

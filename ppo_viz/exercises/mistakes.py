@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache, partial
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ppo_viz.exercises.advice import words
+from ppo_viz.exercises.advice import EXERCISES, words
 from ppo_viz.exercises.battery import (
     BoolArray,
     CheckBatch,
@@ -54,20 +54,6 @@ VALUE_MISTAKES: dict[str, tuple[str, ...]] = {
 }
 
 
-class Exercise(NamedTuple):
-    """An exercise whose answers another module computes (notebook 7's, registered by
-    :mod:`.llm`; notebook 8's, by :mod:`.gae`): its mistakes' titles and explanations (by key),
-    its mistakes in groups that exclude one another, and what an implementation with some
-    mistakes answers on a batch (an array, a float, or a list of the forms it may take)."""
-
-    titles: Mapping[str, str]
-    explanations: Mapping[str, str]
-    groups: Sequence[tuple[str, ...]]
-    answer: Callable[[Any, Flags], Any]
-
-
-#: The exercises :data:`VALUE_MISTAKES` does not list, by kind.
-EXERCISES: dict[str, Exercise] = {}
 #: The value mistakes that show only at float64's edges, on the robustness batches.
 ROBUSTNESS_MISTAKES = ("nan_overflow", "ratio_underflow")
 
@@ -110,12 +96,8 @@ def finding(
     key: str, text: str = "", evidence: str = "", batch: CheckBatch | None = None, kind: str = ""
 ) -> Finding:
     """Mistake ``key``'s finding, with its own explanation unless ``text`` is given, both in
-    exercise ``kind``'s own words (:data:`EXERCISES`' or :func:`.advice.words`)."""
-    own = EXERCISES.get(kind)
-    if own is None:
-        title, explanation = words(key, kind)
-    else:
-        title, explanation = own.titles[key], own.explanations.get(key, "")
+    exercise ``kind``'s own words (:func:`.advice.words`)."""
+    title, explanation = words(key, kind)
     further = batch.further if batch is not None else ""
     return Finding(key, title, text or explanation, evidence, further)
 

@@ -12,7 +12,7 @@ and by OPSM's keep (``threshold``), with ``beta`` times k3 to the reference adde
 neither: TRL with ``use_bias_correction_kl=False`` (its default, True, multiplies the KL by the
 trainer's own ratio, ``grpo_trainer.py`` 1.16.0 L3104-3105).
 Every answer is compared with :func:`llm_clip.policy_loss` given :func:`llm_clip.rollout_weights`
-and :func:`llm_clip.off_policy_keep`; each mistake of :data:`TITLES` is those functions on
+and :func:`llm_clip.off_policy_keep`; each mistake of :data:`EXPLANATIONS` is those functions on
 changed inputs (:func:`corrected_answer`).  Every batch holds finite values on its padding, so
 a padding counted shows in the answer.
 """
@@ -23,14 +23,14 @@ from functools import cache
 
 import numpy as np
 
-from ppo_viz.exercises.advice import float32_like
+from ppo_viz.exercises.advice import EXERCISES, Exercise, float32_like
 from ppo_viz.exercises.battery import ExerciseBatch, in_float32, llm_reference
 from ppo_viz.exercises.checker import CheckResult, run_check
-from ppo_viz.exercises.mistakes import EXERCISES, Exercise
 from ppo_viz.exercises.sandbox import TIME_LIMIT_S, Function
 
 _GAP = "d = logp_old - logp_rollout on the answer's own tokens (trainer over engine)"
-#: Every mistake the check names: its title and what the learner reads.
+#: Every mistake the check names: its title (unless :data:`.advice.TITLES` has it) and what the
+#: learner reads.
 TITLES = {
     "ratio_inverted": "Importance ratio inverted (engine over trainer)",
     "mode_confused": "Masked where truncating was asked (or the reverse)",
@@ -39,7 +39,6 @@ TITLES = {
     "opsm_sign": "OPSM's gap with the wrong sign",
     "sequence_mean": "Sequence weight from the mean of the gaps, not their sum",
     "kl_weighted": "The KL term weighted too",
-    "precision": "Close, but not to float64 precision",
 }
 #: What the learner reads about each mistake.
 EXPLANATIONS = {
@@ -70,12 +69,8 @@ GROUPS = [
     ("sequence_mean",),
     ("kl_weighted",),
 ]
-_SWAPPED_MODE = {
-    "token_truncate": "token_mask",
-    "token_mask": "token_truncate",
-    "sequence_truncate": "sequence_mask",
-    "sequence_mask": "sequence_truncate",
-}
+#: A mode's other rule: masking for truncating, and the reverse.
+_OTHER_RULE = {"truncate": "mask", "mask": "truncate"}
 
 
 def corrected_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset()) -> float:
@@ -83,7 +78,8 @@ def corrected_answer(batch: ExerciseBatch, mistakes: frozenset[str] = frozenset(
     new, old, rollout, advantages, mask = batch.arrays.values()
     (logp_ref,), k = batch.extras, batch.keywords
     m = mistakes
-    mode = _SWAPPED_MODE[k["mode"]] if "mode_confused" in m else k["mode"]
+    level, rule = k["mode"].split("_")
+    mode = f"{level}_{_OTHER_RULE[rule]}" if "mode_confused" in m else k["mode"]
     seen = np.ones_like(mask) if "padding_counted" in m else mask  # padding read as tokens
     engine, trainer = (old, rollout) if "ratio_inverted" in m else (rollout, old)
     if "sequence_mean" in m and mode.startswith("sequence"):  # the gaps' sum is then their mean
