@@ -321,12 +321,9 @@ def status_of(entry: Mapping[str, Any]) -> str:
     return HEDGED if entry["flip"] <= FLIP_HEDGED else FRAGILE
 
 
-def evaluate_claims(
-    results: Mapping[str, Any], claims: Sequence[Claim] | None = None
-) -> list[dict[str, Any]]:
-    """Every claim (default :data:`CLAIMS`) the results can judge, evaluated."""
-    chosen = CLAIMS if claims is None else claims
-    return [evaluate(results, claim) for claim in chosen if available(results, claim)]
+def evaluate_claims(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every claim of :data:`CLAIMS` the results can judge, evaluated."""
+    return [evaluate(results, claim) for claim in CLAIMS if available(results, claim)]
 
 
 def keeps_every_verdict(results: Mapping[str, Any]) -> float:

@@ -190,7 +190,7 @@ def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
         "methods": {k: asdict(METHODS[k]) for k in {k: 0 for s in plan.sweeps for k in s.methods}},
         "sweeps": sweeps,
     }
-    return {**results, "claims": evaluate_claims(results)}
+    return rederived(results)
 
 
 #: The flag that derives the report again from the results, and the first fresh seed.
