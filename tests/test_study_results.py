@@ -508,6 +508,7 @@ def test_an_interrupted_run_resumes_from_the_cells_it_finished(
     assert all(Path(w).exists() for w in said.split() if w.startswith("/"))  # nothing unreal
     assert command.main([*arguments, str(folder)]) == 130
     assert len(read_cache(cache).done) == 2
+    assert f"2 cells finished so far kept in {cache};" in capsys.readouterr().err
     assert read_cache(cache).wall_seconds >= 1.0  # the interrupted run's time counts
     with cache.open("a") as file:
         file.write('{"key": "cut short by kill -9", "raw"')
