@@ -39,7 +39,7 @@ from bandit import (
     softmax,
 )
 from bandit_loop import BanditLoopSettings, run_bandit_loop, run_side_by_side
-from experiments import study
+from experiments import runner, study
 from experiments import why_clip as command
 from experiments.cartpole_agent import (
     RANDOM_RETURN,
@@ -448,9 +448,9 @@ def test_rerunning_a_cartpole_slice_of_the_command_reproduces_its_committed_cell
 
 def test_a_computation_two_cells_share_runs_once(tmp_path, monkeypatch):
     """Plain policy gradient at K = 4 is the unclipped surrogate at K = 1: one run serves both."""
-    plan = command.FULL_PLAN.sliced(
-        ["cartpole", "cartpole_k1"], ["plain_pg", "unclipped"], [2.5e-4], {"cartpole": 1}
-    )
+    arguments = "--setting cartpole --setting cartpole_k1 --method plain_pg --method unclipped"
+    arguments += f" --value 2.5e-4 --cartpole-seeds 1 --output-dir {tmp_path}"
+    plan = runner.parse(command, arguments.split())[0]
     keys = {c.sweep + c.method: c.key for c in plan.cells if c.seed_set == "discovery"}
     assert keys["cartpoleplain_pg"] == keys["cartpole_k1unclipped"]
     ran = []
