@@ -102,13 +102,17 @@ class Difference(Claim):
 
     kind = "difference"
 
+    def pair(self, data: Sequence[Any]) -> list[np.ndarray]:
+        """The two per-seed scores compared, from the arms' cells: ``a`` and ``b``."""
+        return [np.asarray(cell["scores"]) for cell in data]
+
     def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
-        found = paired(data[0]["scores"], data[1]["scores"])
+        found = paired(*self.pair(data))
         return {"estimate": found["diff"], "ci": found["ci"], "verdict": verdict_of(found["ci"])}
 
     def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
-        diff = np.asarray(pooled[0]["scores"]) - np.asarray(pooled[1]["scores"])
-        return evidence.fresh_verdicts(diff[draws])
+        a, b = self.pair(pooled)
+        return evidence.fresh_verdicts((a - b)[draws])
 
 
 @dataclass(frozen=True)
@@ -119,17 +123,10 @@ class Interaction(Difference):
 
     kind = "interaction"
 
-    def on_set(self, data: Sequence[Any]) -> dict[str, Any]:
-        return super().on_set(_interaction_as_pair(data))
-
-    def fresh_verdicts(self, pooled: Sequence[Any], draws: np.ndarray) -> np.ndarray:
-        return super().fresh_verdicts(_interaction_as_pair(pooled), draws)
-
-
-def _interaction_as_pair(data: Sequence[Any]) -> list[dict[str, Any]]:
-    """Four arms' cells as the two of a difference: ``a - b`` and ``c - d`` per seed."""
-    a, b, c, d = (np.asarray(cell["scores"]) for cell in data)
-    return [{"scores": a - b}, {"scores": c - d}]
+    def pair(self, data: Sequence[Any]) -> list[np.ndarray]:
+        """``a - b`` and ``c - d`` per seed, the two sides of the difference judged."""
+        a, b, c, d = super().pair(data)
+        return [a - b, c - d]
 
 
 @dataclass(frozen=True)
@@ -321,12 +318,9 @@ def status_of(entry: Mapping[str, Any]) -> str:
     return HEDGED if entry["flip"] <= FLIP_HEDGED else FRAGILE
 
 
-def evaluate_claims(
-    results: Mapping[str, Any], claims: Sequence[Claim] | None = None
-) -> list[dict[str, Any]]:
-    """Every claim (default :data:`CLAIMS`) the results can judge, evaluated."""
-    chosen = CLAIMS if claims is None else claims
-    return [evaluate(results, claim) for claim in chosen if available(results, claim)]
+def evaluate_claims(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every claim of :data:`CLAIMS` the results can judge, evaluated."""
+    return [evaluate(results, claim) for claim in CLAIMS if available(results, claim)]
 
 
 def keeps_every_verdict(results: Mapping[str, Any]) -> float:

@@ -164,36 +164,32 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         METHODS[cell.method],
         tuple(range(cell.first_seed, cell.first_seed + cell.seeds)),
     )
+    extra: dict[str, Any] = {}
     if isinstance(cell.settings, BanditLoopSettings):
         run = run_bandit_loop(method, cell.settings, seeds)
-        raw = {
-            "score": _rounded(run.score),
-            "success": (run.score >= BANDIT_SUCCESS).tolist(),
-            "collapsed": run.collapsed[:, -1].tolist(),
-            "clip_fraction": run.clip_fraction.mean(axis=1).tolist(),
-            "approx_kl": run.approx_kl.mean(axis=1).tolist(),
-        }
+        success, collapsed = run.score >= BANDIT_SUCCESS, run.collapsed[:, -1]
     else:
-        runs = run_cartpole(method, cell.settings, seeds)
-        returns = spread(runs.return_curve[:, CURVE_STRIDE - 1 :: CURVE_STRIDE])
+        run = run_cartpole(method, cell.settings, seeds)
+        success, collapsed = run.final_return >= CARTPOLE_SOLVED, run.final_return < RANDOM_RETURN
+        returns = spread(run.return_curve[:, CURVE_STRIDE - 1 :: CURVE_STRIDE])
         every = slice(CURVE_STRIDE - 1, None, CURVE_STRIDE)
         curves = {
             "return_curve": [digits(row, 3) for row in (returns.mean, returns.low, returns.high)],
             **{
-                name: [digits(getattr(runs, name)[:, every].mean(axis=0), 3)]
+                name: [digits(getattr(run, name)[:, every].mean(axis=0), 3)]
                 for name in ("clip_fraction", "approx_kl")
             },
         }
-        raw = {
-            "score": _rounded(runs.score),
-            "success": (runs.final_return >= CARTPOLE_SOLVED).tolist(),
-            "collapsed": (runs.final_return < RANDOM_RETURN).tolist(),
-            "clip_fraction": runs.clip_fraction.mean(axis=1).tolist(),
-            "approx_kl": runs.approx_kl.mean(axis=1).tolist(),
-            "final_return": [round(float(r), 2) for r in runs.final_return],
-            "curves": curves,
-        }
-    return {**raw, "cpu_seconds": round(time.process_time() - started, 2)}
+        extra = {"final_return": [round(float(r), 2) for r in run.final_return], "curves": curves}
+    return {
+        "score": _rounded(run.score),
+        "success": success.tolist(),
+        "collapsed": collapsed.tolist(),
+        "clip_fraction": run.clip_fraction.mean(axis=1).tolist(),
+        "approx_kl": run.approx_kl.mean(axis=1).tolist(),
+        **extra,
+        "cpu_seconds": round(time.process_time() - started, 2),
+    }
 
 
 def cell_summary(raw: Mapping[str, Any], reference: Mapping[str, Any] | None) -> dict[str, Any]:

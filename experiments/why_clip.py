@@ -62,7 +62,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import sys
 import tempfile
 from argparse import ArgumentParser, Namespace
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -98,36 +98,6 @@ class Plan:
     def cells(self) -> list[Cell]:
         """Every cell of every sweep and seed set."""
         return [c for sweep in self.sweeps for c in sweep.cells(self.seed_offset, self.seed_sets)]
-
-    def sliced(
-        self,
-        settings: Sequence[str] = (),
-        methods: Sequence[str] = (),
-        values: Sequence[float] = (),
-        seeds: dict[str, int] | None = None,
-        seed_sets: Sequence[str] = (),
-    ) -> Plan:
-        """This plan limited to some sweeps, methods, step sizes and seed sets (none named:
-        all), with other seed counts (``{"bandit": n, "cartpole": n}``).  A ``ValueError``
-        listing the valid names for an unknown one, or when nothing is left."""
-        names = tuple(sweep.name for sweep in self.sweeps)
-        grid = sorted({v for sweep in self.sweeps for v in sweep.values})
-        check_names(
-            ("setting", settings, names),
-            ("method", methods, tuple(METHODS)),
-            ("value", values, grid),
-            ("seed set", seed_sets, SEED_SETS),
-        )
-        sweeps = []
-        for sweep in self.sweeps:
-            n = (seeds or {}).get(sweep.task, sweep.seeds)
-            chosen = {"methods": kept(sweep.methods, methods), "values": kept(sweep.values, values)}
-            part = replace(sweep, seeds=n, **chosen)
-            if (not settings or sweep.name in settings) and part.methods and part.values:
-                sweeps.append(part)
-        if not sweeps:
-            raise ValueError("nothing to run: no setting has those methods at those values")
-        return Plan(tuple(sweeps), self.seed_offset, kept(SEED_SETS, seed_sets))
 
 
 #: Step sizes: the bandit's over three decades (the app's), CartPole's over 2.3 decades from
@@ -190,7 +160,7 @@ def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
         "methods": {k: asdict(METHODS[k]) for k in {k: 0 for s in plan.sweeps for k in s.methods}},
         "sweeps": sweeps,
     }
-    return {**results, "claims": evaluate_claims(results)}
+    return rederived(results)
 
 
 #: The flag that derives the report again from the results, and the first fresh seed.
@@ -216,10 +186,31 @@ def add_options(parser: ArgumentParser) -> None:
 
 
 def sliced(plan: Plan, args: Namespace) -> Plan:
-    """``plan`` limited to the settings, methods, values, seeds and seed sets ``args`` name."""
-    seeds = {task: getattr(args, f"{task}_seeds") for task in ("bandit", "cartpole")}
-    seeds = {task: n for task, n in seeds.items() if n}
-    return plan.sliced(args.setting, args.method, args.value, seeds, args.seed_set)
+    """``plan`` limited to the sweeps (``--setting``), methods, step sizes (``--value``) and
+    seed sets ``args`` name (none named: all), with the seeds per cell and set that
+    ``--bandit-seeds`` and ``--cartpole-seeds`` give.  A ``ValueError`` listing the valid names
+    for an unknown one, or when nothing is left."""
+    names = tuple(sweep.name for sweep in plan.sweeps)
+    grid = sorted({v for sweep in plan.sweeps for v in sweep.values})
+    check_names(
+        ("setting", args.setting, names),
+        ("method", args.method, tuple(METHODS)),
+        ("value", args.value, grid),
+        ("seed set", args.seed_set, SEED_SETS),
+    )
+    sweeps = []
+    for sweep in plan.sweeps:
+        part = replace(
+            sweep,
+            seeds=getattr(args, f"{sweep.task}_seeds") or sweep.seeds,
+            methods=kept(sweep.methods, args.method),
+            values=kept(sweep.values, args.value),
+        )
+        if (not args.setting or sweep.name in args.setting) and part.methods and part.values:
+            sweeps.append(part)
+    if not sweeps:
+        raise ValueError("nothing to run: no setting has those methods at those values")
+    return Plan(tuple(sweeps), plan.seed_offset, kept(SEED_SETS, args.seed_set))
 
 
 def rederived(results: Mapping[str, Any]) -> dict[str, Any]:
