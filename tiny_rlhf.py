@@ -189,14 +189,32 @@ class History:
         """Per iteration, the mean over seeds of what ``name`` records; for ``wrong_excess``,
         the wrong responses' mean excess length, all seeds pooled (NaN where none was wrong)."""
         if name == "wrong_excess":
-            wrong = self.wrong.sum(axis=0)
-            total = self.wrong_excess.sum(axis=0)
-            return np.divide(total, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0)
+            return share(self.wrong_excess.sum(axis=0), self.wrong.sum(axis=0))
         return getattr(self, name).mean(axis=0)
+
+    def per_seed(self) -> dict[str, FloatArray]:
+        """The study's measures, per seed: the final exact accuracy (``score``); the mean reward
+        over all iterations (``reward_mean``); over the last quarter of the iterations, the mean
+        excess length, the wrong responses' mean excess length (pooled over those iterations)
+        and the entropy; the mean clip fraction over all updates."""
+        late = slice(-max(1, self.settings.iterations // 4), None)
+        return {
+            "score": self.score,
+            "reward_mean": self.reward.mean(axis=1),
+            "excess": self.excess[:, late].mean(axis=1),
+            "wrong_excess": share(self.wrong_excess[:, late].sum(1), self.wrong[:, late].sum(1)),
+            "entropy": self.entropy[:, late].mean(axis=1),
+            "clip_fraction": self.clip_fraction.mean(axis=1),
+        }
 
 
 #: What one iteration records per run (the fields of :class:`History` over iterations).
 CURVES = tuple(f.name for f in fields(History))[3:-3]
+
+
+def share(part: FloatArray, whole: FloatArray) -> FloatArray:
+    """``part / whole``, NaN where ``whole`` is 0."""
+    return np.divide(part, whole, out=np.full(np.shape(whole), np.nan), where=whole > 0)
 
 
 def train(
@@ -204,42 +222,22 @@ def train(
     settings: TrainSettings,
     seeds: Sequence[int],
     rollout: Rollout | None = None,
-    *,
-    per_seed_reference: bool = False,
-    prompts: Sequence[int] | None = None,
+    **options: Any,
 ) -> dict[str, History]:
-    """Train every method on every seed, side by side: each method's :class:`History`.
-
-    ``methods``: distinct :class:`Method` objects (e.g. ``methods_named(["grpo"])``);
-    ``seeds``: distinct whole numbers >= 0.  Anything else is a ``TypeError`` or ``ValueError``
-    naming the argument.  ``rollout``: how the batches are generated (:class:`Rollout`; None:
-    by the current policy itself, exactly).  ``per_seed_reference``: each seed's runs start from
-    (and keep their KL to) ``reference_model(seed)``, distilled with the run's seed, instead of
-    the one shared reference; ``prompts``: the indices into :data:`tiny_lm.PROMPTS` training
-    draws from (None: all; the others are held out).  Their defaults change nothing.
-    """
-    _check_train_inputs(methods, settings, seeds)
-    trainer = Trainer(methods, settings, seeds, rollout, per_seed_reference, prompts)
-    curves = {name: np.zeros((trainer.runs, settings.iterations)) for name in CURVES}
-    for iteration in range(settings.iterations):
-        for name, values in trainer.iteration().items():
-            curves[name][:, iteration] = values
+    """Train every method on every seed, side by side: each method's :class:`History`.  The
+    arguments are :class:`Trainer`'s (``options``: ``per_seed_reference`` and ``prompts``)."""
+    trainer = Trainer(methods, settings, seeds, rollout, **options)
+    steps = [trainer.iteration() for _ in range(settings.iterations)]
+    per_run = {name: np.array([step[name] for step in steps], dtype=float).T for name in CURVES}
     accuracy = right_answer_probability(trainer.policy)
-    score = accuracy.mean(axis=1)
-    clipped, tokens = trainer.by_length
-    by_length = np.divide(clipped, tokens, out=np.full(tokens.shape, np.nan), where=tokens > 0)
-    n = len(seeds)
+    per_run |= {"score": accuracy.mean(axis=1), "accuracy": accuracy}
+    per_run["clip_by_length"] = share(*trainer.by_length)
+    runs = np.split(np.arange(trainer.runs), len(methods))
     return {
         method.key: History(
-            method,
-            settings,
-            tuple(seeds),
-            **{name: curves[name][i * n : (i + 1) * n] for name in CURVES},
-            score=score[i * n : (i + 1) * n],
-            accuracy=accuracy[i * n : (i + 1) * n],
-            clip_by_length=by_length[i * n : (i + 1) * n],
+            method, settings, tuple(seeds), **{k: v[at] for k, v in per_run.items()}
         )
-        for i, method in enumerate(methods)
+        for method, at in zip(methods, runs, strict=True)
     }
 
 
@@ -266,7 +264,16 @@ def _check_train_inputs(methods: object, settings: object, seeds: object) -> Non
 
 class Trainer:
     """Every run's policy and optimizer (runs: each method on each seed), PPO's value models,
-    the frozen reference, and one iteration."""
+    the frozen reference, and one iteration.
+
+    ``methods``: distinct :class:`Method` objects (e.g. ``methods_named(["grpo"])``);
+    ``seeds``: distinct whole numbers >= 0.  Anything else is a ``TypeError`` or ``ValueError``
+    naming the argument.  ``rollout``: how the batches are generated (:class:`Rollout`; None:
+    by the current policy itself, exactly).  ``per_seed_reference``: each seed's runs start from
+    (and keep their KL to) ``reference_model(seed)``, distilled with the run's seed, instead of
+    the one shared reference; ``prompts``: the indices into :data:`tiny_lm.PROMPTS` training
+    draws from (None: all; the others are held out).  Their defaults change nothing.
+    """
 
     def __init__(
         self,
@@ -274,9 +281,11 @@ class Trainer:
         settings: TrainSettings,
         seeds: Sequence[int],
         rollout: Rollout | None = None,
+        *,
         per_seed_reference: bool = False,
         prompts: Sequence[int] | None = None,
     ) -> None:
+        _check_train_inputs(methods, settings, seeds)
         self.methods, self.settings = list(methods), settings
         self.pool = checked_prompts(prompts, settings)
         self.rollout = checked_rollout(rollout, settings)
@@ -294,12 +303,8 @@ class Trainer:
         )
         self.optimizer = Adam(self.policy.params)
         self.ppo_runs = np.array([m.advantages == "gae" for m in self.run_methods])
-        critic_rngs = [
-            np.random.default_rng([CRITIC_STREAM, seed])
-            for m in self.methods
-            for seed in seeds
-            if m.advantages == "gae"
-        ]
+        ppo_seeds = [seed for m in self.methods for seed in seeds if m.advantages == "gae"]
+        critic_rngs = [np.random.default_rng([CRITIC_STREAM, seed]) for seed in ppo_seeds]
         self.critic = TinyLM.initial(critic_rngs, outputs=1) if critic_rngs else None
         self.critic_optimizer = Adam(self.critic.params) if self.critic else None
 
@@ -410,7 +415,7 @@ class Trainer:
         last = mask & ~np.concatenate([mask[..., 1:], np.zeros_like(mask[..., :1])], axis=-1)
         token_reward = np.where(mask, -PPO_KL_COEF * kl, 0.0) + np.where(last, reward[..., None], 0)
         batch = pack(responses)
-        values, _ = self.critic_values(batch)
+        values = batch.unpacked(self.critic.forward(batch.x)[0][..., 0])  # 0 on padding
         # GAE with gamma 1 over each response's tokens (TRL L787-795), time first for gae: V and
         # r are 0 on padding, so nothing is carried past a response's end
         tokens = [a.reshape(-1, MAX_LEN).T for a in (token_reward, values)]
@@ -425,18 +430,12 @@ class Trainer:
         var = np.where(mask, (raw - mean) ** 2, 0.0).sum(axis=(1, 2), keepdims=True) / (n - 1)
         return np.where(mask, (raw - mean) / np.sqrt(var + 1e-8), 0.0)
 
-    def critic_values(self, batch: Packed) -> tuple[FloatArray, Any]:
-        """The value model's value of every response token ``(runs, B, MAX_LEN)`` (0 on
-        padding), and its cache for backpropagation."""
-        values, cache = self.critic.forward(batch.x)
-        return batch.unpacked(values[..., 0]), cache
-
     def fit_critic(self, batch: Packed, returns: FloatArray) -> None:
         """mu Adam steps of the value model on ``0.5 * mean((V - return)^2)`` over tokens."""
         n = batch.valid.sum(axis=1, keepdims=True)
         for _ in range(self.settings.updates):
-            values, cache = self.critic_values(batch)
-            d_rows = np.where(batch.valid, batch.gathered(values - returns), 0.0) / n
+            values, cache = self.critic.forward(batch.x)
+            d_rows = np.where(batch.valid, values[..., 0] - batch.gathered(returns), 0.0) / n
             grads = self.critic.backward(cache, d_rows[..., None])
             self.critic_optimizer.step(grads, self.settings.learning_rate)
 

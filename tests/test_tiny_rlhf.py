@@ -90,7 +90,9 @@ def test_per_seed_references_and_a_prompt_pool_change_only_the_start_and_the_dra
     """Each seed's runs start from the reference distilled with that seed, alone or beside
     others; training draws only from the pool; the defaults are the shared reference, all 35."""
     pool = [0, 6, 12, 18, 24, 30]
-    trainer = Trainer([METHODS["grpo"], METHODS["dapo"]], SHORT, (5, 6), None, True, pool)
+    trainer = Trainer(
+        [METHODS["grpo"], METHODS["dapo"]], SHORT, (5, 6), per_seed_reference=True, prompts=pool
+    )
     for run, seed in enumerate((5, 6, 5, 6)):
         own = reference_model(seed).params
         assert all(
