@@ -216,12 +216,6 @@ class Adam:
             param -= learning_rate * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
-def previous_tokens(tokens: IntArray) -> IntArray:
-    """The token before each one: :data:`BOS` before the first, then ``tokens`` shifted."""
-    start = np.full((*tokens.shape[:-1], 1), BOS)
-    return np.concatenate([start, tokens[..., :-1]], axis=-1)
-
-
 @dataclass(frozen=True)
 class Packed:
     """A batch of :class:`Responses` as the model sees it: each run's tokens *packed* into
@@ -229,19 +223,18 @@ class Packed:
 
     ``x`` ``(runs, N, N_FEATURES)``: each token's :func:`features`; ``rows`` ``(runs, N)``:
     where each row's token sits in the batch (``b * MAX_LEN + t``), the run's tokens first
-    and in order; ``valid``: False for the rows that only fill a run up to ``N``; ``tokens``:
-    each row's token; ``shape``: the batch's ``(runs, B, MAX_LEN)``.
+    and in order; ``valid``: False for the rows that only fill a run up to ``N``; ``tokens``,
+    ``previous`` and ``prompts``: each row's token, the token before it (:data:`BOS` before the
+    first) and its prompt; ``shape``: the batch's ``(runs, B, MAX_LEN)``.
     """
 
     x: FloatArray
     rows: IntArray
     valid: BoolArray
     tokens: IntArray
+    previous: IntArray
+    prompts: IntArray
     shape: tuple[int, int, int]
-
-    def gathered(self, per_token: np.ndarray) -> np.ndarray:
-        """``per_token`` ``(runs, B, MAX_LEN)`` at each run's rows ``(runs, N)``."""
-        return _gathered(per_token, self.rows)
 
     def unpacked(self, per_row: FloatArray) -> FloatArray:
         """A per-row quantity ``(runs, N)`` back at its tokens ``(runs, B, MAX_LEN)``, 0 on
@@ -265,11 +258,14 @@ def pack(responses: Responses) -> Packed:
     rows = np.argsort(~flat, axis=1, kind="stable")[:, : counts.max()]
     valid = np.arange(rows.shape[1]) < counts[:, None]
     prompts = np.take_along_axis(responses.prompts, rows // length, axis=1)
-    x = features(prompts, rows % length, _gathered(previous_tokens(responses.tokens), rows))
-    return Packed(x, rows, valid, _gathered(responses.tokens, rows), shape)
+    before = np.concatenate([np.full((*shape[:2], 1), BOS), responses.tokens[..., :-1]], axis=-1)
+    previous = gathered(before, rows)
+    x = features(prompts, rows % length, previous)
+    return Packed(x, rows, valid, gathered(responses.tokens, rows), previous, prompts, shape)
 
 
-def _gathered(per_token: np.ndarray, rows: IntArray) -> np.ndarray:
+def gathered(per_token: np.ndarray, rows: IntArray) -> np.ndarray:
+    """``per_token`` ``(runs, B, MAX_LEN)`` at each run's rows ``(runs, N)`` (:class:`Packed`)."""
     return np.take_along_axis(per_token.reshape(len(rows), -1), rows, axis=1)
 
 
@@ -305,7 +301,7 @@ def parameter_grad(model: TinyLM, scored: Scored, dloss_dlogp: FloatArray) -> li
     """``d loss / d params`` from ``d loss / d logp`` ``(runs, B, MAX_LEN)`` of each response
     token (0 on padding), through ``scored`` (the model's :func:`score` of the batch)."""
     batch = scored.batch
-    g = np.where(batch.valid, batch.gathered(dloss_dlogp), 0.0)
+    g = np.where(batch.valid, gathered(dloss_dlogp, batch.rows), 0.0)
     return model.backward(scored.cache, logit_grad(g, batch.tokens, scored.log_probs))
 
 
@@ -411,8 +407,7 @@ def reference_model(seed: int = PRETRAIN_SEED) -> TinyLM:
         responses = sample_teacher(prompts, rng.random((1, PRETRAIN_BATCH, MAX_LEN)))
         batch = pack(responses)
         scored = score(model, batch)
-        previous = batch.gathered(previous_tokens(responses.tokens))
-        target = teacher_probs(np.take_along_axis(prompts, batch.rows // MAX_LEN, 1), previous)
+        target = teacher_probs(batch.prompts, batch.previous)
         d_logits = (np.exp(scored.log_probs) - target) / batch.rows.size  # every row a token
         optimizer.step(model.backward(scored.cache, d_logits), PRETRAIN_RATE)
     return model

@@ -62,6 +62,7 @@ from tiny_lm import (
     engine_logp,
     engine_sample,
     entropy,
+    gathered,
     pack,
     parameter_grad,
     reference_model,
@@ -241,25 +242,42 @@ def train(
     }
 
 
-def _check_train_inputs(methods: object, settings: object, seeds: object) -> None:
-    """Refuse what would fail deep inside, train twice or lose a result, naming the argument."""
+def _checked_inputs(
+    methods: object, settings: object, seeds: object, rollout: object, prompts: object
+) -> tuple[IntArray, Rollout]:
+    """Refuse what would fail deep inside, train twice or lose a result, naming the argument;
+    the prompts training draws from (None: every one) and the rollout (None: the defaults)."""
     if not isinstance(settings, TrainSettings):
         raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
+    if not isinstance(rollout, (Rollout, type(None))):
+        raise TypeError(f"rollout must be a Rollout or None, got {type(rollout).__name__}")
+    pool = np.arange(len(PROMPTS)) if prompts is None else prompts
     for name, values, kind, example, key in (  # key: what makes two of them the same
         ("methods", methods, Method, " of Method, e.g. methods_named(['grpo'])", attrgetter("key")),
         ("seeds", seeds, numbers.Integral, " of whole numbers", int),
+        ("prompts", pool, numbers.Integral, " of prompt numbers", int),
     ):
         listed = isinstance(values, (Sequence, np.ndarray)) and not isinstance(values, str | bytes)
         if not listed or not all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
             raise TypeError(f"{name} must be a list{example}, got {values!r}")  # not an iterator
         keys = [key(v) for v in values]
         if not keys:
-            raise ValueError(f"{name} is empty: train needs at least one method and one seed")
+            raise ValueError(f"{name} is empty: train needs at least one method, seed and prompt")
         twice = [v for i, v in enumerate(keys) if v in keys[:i]]
         if twice:
             raise ValueError(f"{name} lists {twice[0]!r} twice; each must be distinct")
     if min(seeds) < 0:
         raise ValueError(f"seeds must be at least 0 (numpy's seeds), got {min(seeds)}")
+    enough, n = settings.prompts_per_batch, len(PROMPTS)
+    if len(pool) < enough or not 0 <= min(pool) <= max(pool) < n:
+        raise ValueError(f"prompts must be at least {enough} distinct numbers from 0 to {n - 1}")
+    rollout = Rollout() if rollout is None else rollout
+    if settings.batch_size % rollout.steps_per_generation:
+        raise ValueError(
+            f"steps_per_generation ({rollout.steps_per_generation}) must divide the batch of "
+            f"{settings.batch_size} responses"
+        )
+    return np.asarray(pool), rollout
 
 
 class Trainer:
@@ -285,10 +303,8 @@ class Trainer:
         per_seed_reference: bool = False,
         prompts: Sequence[int] | None = None,
     ) -> None:
-        _check_train_inputs(methods, settings, seeds)
+        self.pool, self.rollout = _checked_inputs(methods, settings, seeds, rollout, prompts)
         self.methods, self.settings = list(methods), settings
-        self.pool = checked_prompts(prompts, settings)
-        self.rollout = checked_rollout(rollout, settings)
         self.served: list[list[FloatArray]] = []  # the engine's weights, oldest first
         self.run_methods = [m for m in self.methods for _ in seeds]
         self.runs = len(self.run_methods)
@@ -340,7 +356,9 @@ class Trainer:
         advantages = self.advantages(responses, reward, old, ref)
         clip_low, clip_high = np.zeros(self.runs), np.zeros(self.runs)
         tokens = responses.mask.sum(axis=(1, 2))
-        logp_rollout = self.rollout.logp(sampler, batch)
+        logp_rollout = None  # the engine's log-probabilities, where a correction needs them
+        if self.rollout.correction is not None:
+            logp_rollout = engine_logp(sampler, batch, self.rollout.engine)
         new = old  # at the first update the policy is the old one: the same numbers
         steps = [rows for _ in range(s.updates) for rows in self.rollout.minibatches(s.batch_size)]
         for step, rows in enumerate(steps):
@@ -435,7 +453,7 @@ class Trainer:
         n = batch.valid.sum(axis=1, keepdims=True)
         for _ in range(self.settings.updates):
             values, cache = self.critic.forward(batch.x)
-            d_rows = np.where(batch.valid, values[..., 0] - batch.gathered(returns), 0.0) / n
+            d_rows = np.where(batch.valid, values[..., 0] - gathered(returns, batch.rows), 0.0) / n
             grads = self.critic.backward(cache, d_rows[..., None])
             self.critic_optimizer.step(grads, self.settings.learning_rate)
 
@@ -504,10 +522,6 @@ class Rollout:
         size = batch_size // self.steps_per_generation
         return [slice(i * size, (i + 1) * size) for i in range(self.steps_per_generation)]
 
-    def logp(self, sampler: TinyLM, batch: Packed) -> FloatArray | None:
-        """The engine's log-probabilities of the batch, where a correction needs them."""
-        return None if self.correction is None else engine_logp(sampler, batch, self.engine)
-
     def corrected(
         self, batch: Sequence[np.ndarray], logp_rollout: FloatArray | None, per_response: bool
     ) -> dict[str, np.ndarray]:
@@ -528,28 +542,3 @@ class Rollout:
                 logp_new, logp_rollout, advantages, mask, threshold=c.opsm
             )
         return out
-
-
-def checked_prompts(prompts: object, settings: TrainSettings) -> IntArray:
-    """The prompts training draws from (None: every one), distinct indices into
-    :data:`tiny_lm.PROMPTS`, at least a batch's worth; else an error naming ``prompts``."""
-    pool = np.arange(len(PROMPTS)) if prompts is None else np.asarray(prompts)
-    if pool.ndim != 1 or pool.dtype.kind not in "iu":
-        raise TypeError(f"prompts must be a list of prompt numbers, got {prompts!r}")
-    enough, n = max(len(pool), settings.prompts_per_batch), len(PROMPTS)
-    if len(set(pool.tolist())) < enough or not ((pool >= 0) & (pool < n)).all():
-        raise ValueError(f"prompts must be at least {enough} distinct numbers from 0 to {n - 1}")
-    return pool
-
-
-def checked_rollout(rollout: object, settings: TrainSettings) -> Rollout:
-    """``rollout`` (None: :class:`Rollout`'s defaults), its minibatches fitting the batch."""
-    rollout = Rollout() if rollout is None else rollout
-    if not isinstance(rollout, Rollout):
-        raise TypeError(f"rollout must be a Rollout or None, got {type(rollout).__name__}")
-    if settings.batch_size % rollout.steps_per_generation:
-        raise ValueError(
-            f"steps_per_generation ({rollout.steps_per_generation}) must divide the batch of "
-            f"{settings.batch_size} responses"
-        )
-    return rollout

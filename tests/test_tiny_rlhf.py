@@ -157,7 +157,7 @@ def test_the_history_records_what_its_docstring_says():
         (lambda: TrainSettings(kl_coef=True), "kl_coef must be a number, got bool"),
         (lambda: methods_named(["GRPO"]), "no method is named 'GRPO'; choose from grpo, unclipped"),
         (lambda: train([], SHORT, (0,)), "at least one method"),
-        (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[1, 1, 2, 3]), "prompts must be"),
+        (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[1, 1, 2, 3]), "prompts lists 1 twice"),
         (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[0, 35]), "from 0 to 34"),
         (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[0, 1]), "at least 4"),
         (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts="01"), "list of prompt numbers"),
