@@ -69,17 +69,11 @@ def set_controls(app, **values) -> None:
 # -- the batch -----------------------------------------------------------------------------------
 
 
-def test_the_batch_is_seeded_grouped_and_its_rewards_verifiable():
+def test_the_batch_is_seeded_grouped_and_shows_every_kind_of_reward():
     batch = response_batch(4)
     assert len(batch.rewards) == 4 * len(PROMPTS)
-    for row in range(len(batch.rewards)):
-        a, b = batch.prompts[row]
-        assert tuple(batch.prompts[row]) == PROMPTS[row // 4]
-        text = batch.text(row).split()
-        right = text == [*(str(d) for d in range(a, b + 1)), "⏎"]
-        well_formed = text[-1] == "⏎" and len(text) > 1 and all(t.isdigit() for t in text[:-1])
-        assert batch.rewards[row] == (1.0 if right else 0.0 if well_formed else -0.5), text
-    assert set(batch.rewards) == {1.0, 0.0, -0.5}
+    assert [tuple(p) for p in batch.prompts] == [p for p in PROMPTS for _ in range(4)]
+    assert set(batch.rewards) == {1.0, 0.0, -0.5}  # tiny_lm.rewards' rule: test_tiny_lm
     assert batch.lengths.min() < batch.lengths.max() <= MAX_LEN
     assert VOCAB[0] == "⏎"  # tiny_lm's <eos>, as the notebook shows it
     # the first update recomputes the sampling policy's log-probabilities: the same floats
@@ -175,8 +169,6 @@ def test_an_objective_brings_its_own_band_to_the_sliders_and_the_map(token_app):
             assert tuple(slider.value for slider in sliders) == (spec.default_band or before)
             assert all(slider.disabled == (spec.band is None) for slider in sliders)
             assert_map_shows(token_app)
-        assert llm_clip.SPECS["dapo"].default_band == (0.2, 0.28)
-        assert llm_clip.SPECS["gmpo"].default_band == (0.4, 0.4)
         token_app.controls["eps_high"].value = 0.5  # the user's own band, after the choice
         assert token_app.setting().eps_high == 0.5
         assert_map_shows(token_app)
@@ -268,7 +260,6 @@ def test_the_clip_fraction_app_draws_each_librarys_fraction(mu, eps):
     assert len(app.points["clipped"].get_xdata()) == clipped.sum()
     if mu == 1:
         assert expected == [0.0, 0.0, 0.0]
-        assert (ratio == 1.0).all()
         assert_states(plain(app.readout.value), "every ratio is exactly 1")
 
 
@@ -296,16 +287,6 @@ def test_the_kl_figure_shows_k3s_expected_gradient_is_the_reversed_kls(t_max):
     assert len(bias.figure.axes[0].lines) == 4
     assert bias.figure.axes[0].get_ylim()[1] > k3.max()
     assert (k3.max() > bias.errors["k1"].max() + 0.2) == (t_max == 5.0)
-
-
-def test_k2s_slope_is_the_slope_the_figure_calls_exact():
-    """The "exact" curve is k3 * r's slope at r = 1, g_k3 + k3; k2's is log pi - log pi_ref."""
-    logp = np.log(np.array([[0.5], [0.3], [0.2]]))
-    ref = np.log(np.array([[0.2], [0.5], [0.3]]))
-    parts = llm_clip.token_breakdown(
-        logp, logp, np.zeros(3), np.ones((3, 1), bool), objective="ppo", logp_ref=ref, kl_coef=1.0
-    )
-    assert np.allclose(3 * parts.grad + parts.kl, logp - ref, rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.notebook
@@ -541,8 +522,6 @@ def test_the_opening_names_the_lecture_cells_and_they_form_sections_1_to_4():
     lecture = [c for c in notebook.cells if "lecture" in c.metadata.get("tags", [])]
     headings = [c.source.splitlines()[0] for c in lecture if c.source.startswith("## ")]
     assert [h[:5] for h in headings] == ["## 1.", "## 2.", "## 3.", "## 4."]
-    assert lecture[0].cell_type == "code"
-    assert "import" in lecture[0].source
 
 
 # -- Part B: training with these clips, from the study's committed results ---------------------
