@@ -149,20 +149,17 @@ class Plan:
     def first_seed(self, seed_set: str) -> int:
         return self.seed_offset + self.sets.index(seed_set) * self.seeds
 
+    def cell(self, seed_set: str, method: str, mu: int, lr: float, *control: Any) -> Cell:
+        """The cell of ``method`` at ``mu`` and ``lr`` on ``seed_set`` (``control``: a transfer
+        control's own method and minibatches, :attr:`Cell.own` and :attr:`Cell.steps`)."""
+        settings = replace(self.base, learning_rate=lr, updates=mu)
+        first = self.first_seed(seed_set)
+        return Cell(seed_set, method, settings, first, self.seeds, self.transfer, *control)
+
     @property
     def cells(self) -> list[Cell]:
         grid = itertools.product(self.sets, self.methods, self.updates, self.learning_rates)
-        return [
-            Cell(
-                s,
-                m,
-                replace(self.base, learning_rate=lr, updates=mu),
-                self.first_seed(s),
-                self.seeds,
-                self.transfer,
-            )
-            for s, m, mu, lr in grid
-        ]
+        return [self.cell(*point) for point in grid]
 
 
 FULL_PLAN = Plan(tuple(METHODS), LEARNING_RATES, UPDATES)
