@@ -148,21 +148,19 @@ def features(prompts: IntArray, positions: IntArray, previous: IntArray) -> Floa
     return x
 
 
-@dataclass
-class Cache:
-    """What :meth:`TinyLM.forward` keeps for :meth:`TinyLM.backward`."""
-
-    x: FloatArray
-    hidden: FloatArray
+#: What :meth:`TinyLM.forward` keeps for :meth:`TinyLM.backward`: the features and the hidden layer.
+Cache = tuple[FloatArray, FloatArray]
 
 
 class TinyLM:
     """``logits = tanh(x E + c) W + d`` for every run: ``params = [E, c, W, d]`` with shapes
     ``(runs, N_FEATURES, HIDDEN)``, ``(runs, HIDDEN)``, ``(runs, HIDDEN, V)``, ``(runs, V)``;
-    ``x`` ``(runs, rows, N_FEATURES)``.  ``outputs`` is V for a policy, 1 for a value model."""
+    ``x`` ``(runs, rows, N_FEATURES)``.  ``outputs`` is V for a policy, 1 for a value model.
+    Served by an ``engine`` (:class:`Engine`), its outputs are the logits the engine samples
+    from (None: the model's own)."""
 
-    def __init__(self, params: list[FloatArray]) -> None:
-        self.params = params
+    def __init__(self, params: list[FloatArray], engine: Engine | None = None) -> None:
+        self.params, self.engine = params, engine
 
     @classmethod
     def initial(cls, rngs: list[np.random.Generator], outputs: int = V) -> TinyLM:
@@ -184,7 +182,8 @@ class TinyLM:
         """Outputs ``(runs, rows, outputs)`` for features ``x`` ``(runs, rows, N_FEATURES)``."""
         e, c, w, d = self.params
         hidden = np.tanh(x @ e + c[:, None, :])
-        return hidden @ w + d[:, None, :], Cache(x, hidden)
+        logits = hidden @ w + d[:, None, :]
+        return logits if self.engine is None else self.engine.logits(logits), (x, hidden)
 
     def backward(self, cache: Cache, d_outputs: FloatArray) -> list[FloatArray]:
         """``d loss / d params`` from ``d loss / d outputs``, in the order of :attr:`params`.
@@ -192,10 +191,10 @@ class TinyLM:
         ``dW = h^T dy``, ``dd = sum of dy`` over rows, ``dz = (dy W^T) * (1 - h^2)``,
         ``dE = x^T dz``, ``dc = sum of dz``.
         """
-        _, _, w, _ = self.params
-        d_w = np.swapaxes(cache.hidden, 1, 2) @ d_outputs
-        d_z = (d_outputs @ np.swapaxes(w, 1, 2)) * (1.0 - cache.hidden**2)
-        d_e = np.swapaxes(cache.x, 1, 2) @ d_z
+        (x, hidden), w = cache, self.params[2]
+        d_w = np.swapaxes(hidden, 1, 2) @ d_outputs
+        d_z = (d_outputs @ np.swapaxes(w, 1, 2)) * (1.0 - hidden**2)
+        d_e = np.swapaxes(x, 1, 2) @ d_z
         return [d_e, d_z.sum(axis=1), d_w, d_outputs.sum(axis=1)]
 
 
@@ -217,12 +216,6 @@ class Adam:
             param -= learning_rate * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
-def previous_tokens(tokens: IntArray) -> IntArray:
-    """The token before each one: :data:`BOS` before the first, then ``tokens`` shifted."""
-    start = np.full((*tokens.shape[:-1], 1), BOS)
-    return np.concatenate([start, tokens[..., :-1]], axis=-1)
-
-
 @dataclass(frozen=True)
 class Packed:
     """A batch of :class:`Responses` as the model sees it: each run's tokens *packed* into
@@ -230,19 +223,18 @@ class Packed:
 
     ``x`` ``(runs, N, N_FEATURES)``: each token's :func:`features`; ``rows`` ``(runs, N)``:
     where each row's token sits in the batch (``b * MAX_LEN + t``), the run's tokens first
-    and in order; ``valid``: False for the rows that only fill a run up to ``N``; ``tokens``:
-    each row's token; ``shape``: the batch's ``(runs, B, MAX_LEN)``.
+    and in order; ``valid``: False for the rows that only fill a run up to ``N``; ``tokens``,
+    ``previous`` and ``prompts``: each row's token, the token before it (:data:`BOS` before the
+    first) and its prompt; ``shape``: the batch's ``(runs, B, MAX_LEN)``.
     """
 
     x: FloatArray
     rows: IntArray
     valid: BoolArray
     tokens: IntArray
+    previous: IntArray
+    prompts: IntArray
     shape: tuple[int, int, int]
-
-    def gathered(self, per_token: np.ndarray) -> np.ndarray:
-        """``per_token`` ``(runs, B, MAX_LEN)`` at each run's rows ``(runs, N)``."""
-        return _gathered(per_token, self.rows)
 
     def unpacked(self, per_row: FloatArray) -> FloatArray:
         """A per-row quantity ``(runs, N)`` back at its tokens ``(runs, B, MAX_LEN)``, 0 on
@@ -266,11 +258,14 @@ def pack(responses: Responses) -> Packed:
     rows = np.argsort(~flat, axis=1, kind="stable")[:, : counts.max()]
     valid = np.arange(rows.shape[1]) < counts[:, None]
     prompts = np.take_along_axis(responses.prompts, rows // length, axis=1)
-    x = features(prompts, rows % length, _gathered(previous_tokens(responses.tokens), rows))
-    return Packed(x, rows, valid, _gathered(responses.tokens, rows), shape)
+    before = np.concatenate([np.full((*shape[:2], 1), BOS), responses.tokens[..., :-1]], axis=-1)
+    previous = gathered(before, rows)
+    x = features(prompts, rows % length, previous)
+    return Packed(x, rows, valid, gathered(responses.tokens, rows), previous, prompts, shape)
 
 
-def _gathered(per_token: np.ndarray, rows: IntArray) -> np.ndarray:
+def gathered(per_token: np.ndarray, rows: IntArray) -> np.ndarray:
+    """``per_token`` ``(runs, B, MAX_LEN)`` at each run's rows ``(runs, N)`` (:class:`Packed`)."""
     return np.take_along_axis(per_token.reshape(len(rows), -1), rows, axis=1)
 
 
@@ -306,7 +301,7 @@ def parameter_grad(model: TinyLM, scored: Scored, dloss_dlogp: FloatArray) -> li
     """``d loss / d params`` from ``d loss / d logp`` ``(runs, B, MAX_LEN)`` of each response
     token (0 on padding), through ``scored`` (the model's :func:`score` of the batch)."""
     batch = scored.batch
-    g = np.where(batch.valid, batch.gathered(dloss_dlogp), 0.0)
+    g = np.where(batch.valid, gathered(dloss_dlogp, batch.rows), 0.0)
     return model.backward(scored.cache, logit_grad(g, batch.tokens, scored.log_probs))
 
 
@@ -395,20 +390,24 @@ def teacher_probs(prompts: IntArray, previous: IntArray) -> FloatArray:
     return probs
 
 
-def pretrain(seed: int = PRETRAIN_SEED, steps: int = PRETRAIN_STEPS) -> TinyLM:
-    """A one-run model distilled from :func:`teacher_probs`: each Adam step samples
-    :data:`PRETRAIN_BATCH` teacher responses and moves the model's next-token distributions
-    toward the teacher's at every position (the cross-entropy with the teacher's probabilities)."""
+@cache
+def reference_model(seed: int = PRETRAIN_SEED) -> TinyLM:
+    """The pretrained model every run starts from (computed once per process and ``seed``, in
+    about 2 s of CPU); another ``seed`` distils another reference from the same teacher.
+
+    A one-run model distilled from :func:`teacher_probs`: each of :data:`PRETRAIN_STEPS` Adam
+    steps samples :data:`PRETRAIN_BATCH` teacher responses and moves the model's next-token
+    distributions toward the teacher's at every position (the cross-entropy with the teacher's
+    probabilities)."""
     rng = np.random.default_rng(seed)
     model = TinyLM.initial([rng])
     optimizer = Adam(model.params)
-    for _ in range(steps):
+    for _ in range(PRETRAIN_STEPS):
         prompts = rng.integers(len(PROMPTS), size=(1, PRETRAIN_BATCH))
         responses = sample_teacher(prompts, rng.random((1, PRETRAIN_BATCH, MAX_LEN)))
         batch = pack(responses)
         scored = score(model, batch)
-        previous = batch.gathered(previous_tokens(responses.tokens))
-        target = teacher_probs(np.take_along_axis(prompts, batch.rows // MAX_LEN, 1), previous)
+        target = teacher_probs(batch.prompts, batch.previous)
         d_logits = (np.exp(scored.log_probs) - target) / batch.rows.size  # every row a token
         optimizer.step(model.backward(scored.cache, d_logits), PRETRAIN_RATE)
     return model
@@ -417,13 +416,6 @@ def pretrain(seed: int = PRETRAIN_SEED, steps: int = PRETRAIN_STEPS) -> TinyLM:
 def sample_teacher(prompts: IntArray, uniforms: FloatArray) -> Responses:
     """Responses of the teacher (:func:`teacher_probs`), drawn as :func:`sample` draws."""
     return _drawn(prompts, uniforms, lambda t, previous: teacher_probs(prompts, previous))
-
-
-@cache
-def reference_model(seed: int = PRETRAIN_SEED) -> TinyLM:
-    """The pretrained model every run starts from (computed once per process and ``seed``, in
-    about 2 s of CPU); another ``seed`` distils another reference from the same teacher."""
-    return pretrain(seed)
 
 
 def right_answer_probability(model: TinyLM) -> FloatArray:
@@ -464,17 +456,10 @@ class Engine:
         if not 0.0 < checked_real("top_p", self.top_p) <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
 
-    @property
-    def exact(self) -> bool:
-        """True when the engine samples from the trainer's own distribution."""
-        return self.bits is None and self.top_p == 1.0 and self.top_k == 0
-
     def logits(self, logits: FloatArray) -> FloatArray:
         """The logits the engine samples from ``(..., V)``: rounded, and ``-inf`` on the tokens
         top-k and top-p leave out (their ``log_softmax`` is the truncated, renormalised
-        distribution); ``logits`` itself when the engine is exact."""
-        if self.exact:
-            return logits
+        distribution); ``logits`` itself when the engine is exact (no rounding, top-k or top-p)."""
         z = logits if self.bits is None else _rounded(logits, self.bits)
         if self.top_k:
             kth = -np.sort(-z, axis=-1)[..., self.top_k - 1 : self.top_k]
@@ -496,17 +481,6 @@ def _rounded(x: FloatArray, bits: int) -> FloatArray:
     return np.ldexp(np.round(np.ldexp(mantissa, bits)), exponent - bits)
 
 
-class _Served:
-    """A model behind an engine: its ``forward`` gives the logits the engine samples from."""
-
-    def __init__(self, model: TinyLM, engine: Engine) -> None:
-        self.model, self.engine = model, engine
-
-    def forward(self, x: FloatArray) -> tuple[FloatArray, Cache]:
-        logits, cache = self.model.forward(x)
-        return self.engine.logits(logits), cache
-
-
 def engine_sample(
     model: TinyLM, prompts: IntArray, uniforms: FloatArray, engine: Engine
 ) -> Responses:
@@ -514,7 +488,7 @@ def engine_sample(
     responses when the engine is exact)."""
     if not isinstance(engine, Engine):
         raise TypeError(f"engine must be an Engine, got {type(engine).__name__}")
-    return sample(_Served(model, engine), prompts, uniforms)  # type: ignore[arg-type]
+    return sample(TinyLM(model.params, engine), prompts, uniforms)
 
 
 def engine_logp(model: TinyLM, batch: Packed, engine: Engine) -> FloatArray:
@@ -522,4 +496,4 @@ def engine_logp(model: TinyLM, batch: Packed, engine: Engine) -> FloatArray:
     padding): of the truncated, renormalised distribution of rounded logits, as an engine with
     ``processed_logprobs`` reports it.  With an exact engine, :func:`score`'s ``logp`` to the
     bit.  (A token the engine did not sample from could be ``-inf``.)"""
-    return score(_Served(model, engine), batch).logp  # type: ignore[arg-type]
+    return score(TinyLM(model.params, engine), batch).logp

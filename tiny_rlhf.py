@@ -62,6 +62,7 @@ from tiny_lm import (
     engine_logp,
     engine_sample,
     entropy,
+    gathered,
     pack,
     parameter_grad,
     reference_model,
@@ -189,14 +190,32 @@ class History:
         """Per iteration, the mean over seeds of what ``name`` records; for ``wrong_excess``,
         the wrong responses' mean excess length, all seeds pooled (NaN where none was wrong)."""
         if name == "wrong_excess":
-            wrong = self.wrong.sum(axis=0)
-            total = self.wrong_excess.sum(axis=0)
-            return np.divide(total, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0)
+            return share(self.wrong_excess.sum(axis=0), self.wrong.sum(axis=0))
         return getattr(self, name).mean(axis=0)
+
+    def per_seed(self) -> dict[str, FloatArray]:
+        """The study's measures, per seed: the final exact accuracy (``score``); the mean reward
+        over all iterations (``reward_mean``); over the last quarter of the iterations, the mean
+        excess length, the wrong responses' mean excess length (pooled over those iterations)
+        and the entropy; the mean clip fraction over all updates."""
+        late = slice(-max(1, self.settings.iterations // 4), None)
+        return {
+            "score": self.score,
+            "reward_mean": self.reward.mean(axis=1),
+            "excess": self.excess[:, late].mean(axis=1),
+            "wrong_excess": share(self.wrong_excess[:, late].sum(1), self.wrong[:, late].sum(1)),
+            "entropy": self.entropy[:, late].mean(axis=1),
+            "clip_fraction": self.clip_fraction.mean(axis=1),
+        }
 
 
 #: What one iteration records per run (the fields of :class:`History` over iterations).
 CURVES = tuple(f.name for f in fields(History))[3:-3]
+
+
+def share(part: FloatArray, whole: FloatArray) -> FloatArray:
+    """``part / whole``, NaN where ``whole`` is 0."""
+    return np.divide(part, whole, out=np.full(np.shape(whole), np.nan), where=whole > 0)
 
 
 def train(
@@ -204,11 +223,66 @@ def train(
     settings: TrainSettings,
     seeds: Sequence[int],
     rollout: Rollout | None = None,
-    *,
-    per_seed_reference: bool = False,
-    prompts: Sequence[int] | None = None,
+    **options: Any,
 ) -> dict[str, History]:
-    """Train every method on every seed, side by side: each method's :class:`History`.
+    """Train every method on every seed, side by side: each method's :class:`History`.  The
+    arguments are :class:`Trainer`'s (``options``: ``per_seed_reference`` and ``prompts``)."""
+    trainer = Trainer(methods, settings, seeds, rollout, **options)
+    steps = [trainer.iteration() for _ in range(settings.iterations)]
+    per_run = {name: np.array([step[name] for step in steps], dtype=float).T for name in CURVES}
+    accuracy = right_answer_probability(trainer.policy)
+    per_run |= {"score": accuracy.mean(axis=1), "accuracy": accuracy}
+    per_run["clip_by_length"] = share(*trainer.by_length)
+    runs = np.split(np.arange(trainer.runs), len(methods))
+    return {
+        method.key: History(
+            method, settings, tuple(seeds), **{k: v[at] for k, v in per_run.items()}
+        )
+        for method, at in zip(methods, runs, strict=True)
+    }
+
+
+def _checked_inputs(
+    methods: object, settings: object, seeds: object, rollout: object, prompts: object
+) -> tuple[IntArray, Rollout]:
+    """Refuse what would fail deep inside, train twice or lose a result, naming the argument;
+    the prompts training draws from (None: every one) and the rollout (None: the defaults)."""
+    if not isinstance(settings, TrainSettings):
+        raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
+    if not isinstance(rollout, (Rollout, type(None))):
+        raise TypeError(f"rollout must be a Rollout or None, got {type(rollout).__name__}")
+    pool = np.arange(len(PROMPTS)) if prompts is None else prompts
+    for name, values, kind, example, key in (  # key: what makes two of them the same
+        ("methods", methods, Method, " of Method, e.g. methods_named(['grpo'])", attrgetter("key")),
+        ("seeds", seeds, numbers.Integral, " of whole numbers", int),
+        ("prompts", pool, numbers.Integral, " of prompt numbers", int),
+    ):
+        listed = isinstance(values, (Sequence, np.ndarray)) and not isinstance(values, str | bytes)
+        if not listed or not all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
+            raise TypeError(f"{name} must be a list{example}, got {values!r}")  # not an iterator
+        keys = [key(v) for v in values]
+        if not keys:
+            raise ValueError(f"{name} is empty: train needs at least one method, seed and prompt")
+        twice = [v for i, v in enumerate(keys) if v in keys[:i]]
+        if twice:
+            raise ValueError(f"{name} lists {twice[0]!r} twice; each must be distinct")
+    if min(seeds) < 0:
+        raise ValueError(f"seeds must be at least 0 (numpy's seeds), got {min(seeds)}")
+    enough, n = settings.prompts_per_batch, len(PROMPTS)
+    if len(pool) < enough or not 0 <= min(pool) <= max(pool) < n:
+        raise ValueError(f"prompts must be at least {enough} distinct numbers from 0 to {n - 1}")
+    rollout = Rollout() if rollout is None else rollout
+    if settings.batch_size % rollout.steps_per_generation:
+        raise ValueError(
+            f"steps_per_generation ({rollout.steps_per_generation}) must divide the batch of "
+            f"{settings.batch_size} responses"
+        )
+    return np.asarray(pool), rollout
+
+
+class Trainer:
+    """Every run's policy and optimizer (runs: each method on each seed), PPO's value models,
+    the frozen reference, and one iteration.
 
     ``methods``: distinct :class:`Method` objects (e.g. ``methods_named(["grpo"])``);
     ``seeds``: distinct whole numbers >= 0.  Anything else is a ``TypeError`` or ``ValueError``
@@ -218,55 +292,6 @@ def train(
     the one shared reference; ``prompts``: the indices into :data:`tiny_lm.PROMPTS` training
     draws from (None: all; the others are held out).  Their defaults change nothing.
     """
-    _check_train_inputs(methods, settings, seeds)
-    trainer = Trainer(methods, settings, seeds, rollout, per_seed_reference, prompts)
-    curves = {name: np.zeros((trainer.runs, settings.iterations)) for name in CURVES}
-    for iteration in range(settings.iterations):
-        for name, values in trainer.iteration().items():
-            curves[name][:, iteration] = values
-    accuracy = right_answer_probability(trainer.policy)
-    score = accuracy.mean(axis=1)
-    clipped, tokens = trainer.by_length
-    by_length = np.divide(clipped, tokens, out=np.full(tokens.shape, np.nan), where=tokens > 0)
-    n = len(seeds)
-    return {
-        method.key: History(
-            method,
-            settings,
-            tuple(seeds),
-            **{name: curves[name][i * n : (i + 1) * n] for name in CURVES},
-            score=score[i * n : (i + 1) * n],
-            accuracy=accuracy[i * n : (i + 1) * n],
-            clip_by_length=by_length[i * n : (i + 1) * n],
-        )
-        for i, method in enumerate(methods)
-    }
-
-
-def _check_train_inputs(methods: object, settings: object, seeds: object) -> None:
-    """Refuse what would fail deep inside, train twice or lose a result, naming the argument."""
-    if not isinstance(settings, TrainSettings):
-        raise TypeError(f"settings must be a TrainSettings, got {type(settings).__name__}")
-    for name, values, kind, example, key in (  # key: what makes two of them the same
-        ("methods", methods, Method, " of Method, e.g. methods_named(['grpo'])", attrgetter("key")),
-        ("seeds", seeds, numbers.Integral, " of whole numbers", int),
-    ):
-        listed = isinstance(values, (Sequence, np.ndarray)) and not isinstance(values, str | bytes)
-        if not listed or not all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
-            raise TypeError(f"{name} must be a list{example}, got {values!r}")  # not an iterator
-        keys = [key(v) for v in values]
-        if not keys:
-            raise ValueError(f"{name} is empty: train needs at least one method and one seed")
-        twice = [v for i, v in enumerate(keys) if v in keys[:i]]
-        if twice:
-            raise ValueError(f"{name} lists {twice[0]!r} twice; each must be distinct")
-    if min(seeds) < 0:
-        raise ValueError(f"seeds must be at least 0 (numpy's seeds), got {min(seeds)}")
-
-
-class Trainer:
-    """Every run's policy and optimizer (runs: each method on each seed), PPO's value models,
-    the frozen reference, and one iteration."""
 
     def __init__(
         self,
@@ -274,12 +299,12 @@ class Trainer:
         settings: TrainSettings,
         seeds: Sequence[int],
         rollout: Rollout | None = None,
+        *,
         per_seed_reference: bool = False,
         prompts: Sequence[int] | None = None,
     ) -> None:
+        self.pool, self.rollout = _checked_inputs(methods, settings, seeds, rollout, prompts)
         self.methods, self.settings = list(methods), settings
-        self.pool = checked_prompts(prompts, settings)
-        self.rollout = checked_rollout(rollout, settings)
         self.served: list[list[FloatArray]] = []  # the engine's weights, oldest first
         self.run_methods = [m for m in self.methods for _ in seeds]
         self.runs = len(self.run_methods)
@@ -294,12 +319,8 @@ class Trainer:
         )
         self.optimizer = Adam(self.policy.params)
         self.ppo_runs = np.array([m.advantages == "gae" for m in self.run_methods])
-        critic_rngs = [
-            np.random.default_rng([CRITIC_STREAM, seed])
-            for m in self.methods
-            for seed in seeds
-            if m.advantages == "gae"
-        ]
+        ppo_seeds = [seed for m in self.methods for seed in seeds if m.advantages == "gae"]
+        critic_rngs = [np.random.default_rng([CRITIC_STREAM, seed]) for seed in ppo_seeds]
         self.critic = TinyLM.initial(critic_rngs, outputs=1) if critic_rngs else None
         self.critic_optimizer = Adam(self.critic.params) if self.critic else None
 
@@ -335,7 +356,9 @@ class Trainer:
         advantages = self.advantages(responses, reward, old, ref)
         clip_low, clip_high = np.zeros(self.runs), np.zeros(self.runs)
         tokens = responses.mask.sum(axis=(1, 2))
-        logp_rollout = self.rollout.logp(sampler, batch)
+        logp_rollout = None  # the engine's log-probabilities, where a correction needs them
+        if self.rollout.correction is not None:
+            logp_rollout = engine_logp(sampler, batch, self.rollout.engine)
         new = old  # at the first update the policy is the old one: the same numbers
         steps = [rows for _ in range(s.updates) for rows in self.rollout.minibatches(s.batch_size)]
         for step, rows in enumerate(steps):
@@ -410,7 +433,7 @@ class Trainer:
         last = mask & ~np.concatenate([mask[..., 1:], np.zeros_like(mask[..., :1])], axis=-1)
         token_reward = np.where(mask, -PPO_KL_COEF * kl, 0.0) + np.where(last, reward[..., None], 0)
         batch = pack(responses)
-        values, _ = self.critic_values(batch)
+        values = batch.unpacked(self.critic.forward(batch.x)[0][..., 0])  # 0 on padding
         # GAE with gamma 1 over each response's tokens (TRL L787-795), time first for gae: V and
         # r are 0 on padding, so nothing is carried past a response's end
         tokens = [a.reshape(-1, MAX_LEN).T for a in (token_reward, values)]
@@ -425,18 +448,12 @@ class Trainer:
         var = np.where(mask, (raw - mean) ** 2, 0.0).sum(axis=(1, 2), keepdims=True) / (n - 1)
         return np.where(mask, (raw - mean) / np.sqrt(var + 1e-8), 0.0)
 
-    def critic_values(self, batch: Packed) -> tuple[FloatArray, Any]:
-        """The value model's value of every response token ``(runs, B, MAX_LEN)`` (0 on
-        padding), and its cache for backpropagation."""
-        values, cache = self.critic.forward(batch.x)
-        return batch.unpacked(values[..., 0]), cache
-
     def fit_critic(self, batch: Packed, returns: FloatArray) -> None:
         """mu Adam steps of the value model on ``0.5 * mean((V - return)^2)`` over tokens."""
         n = batch.valid.sum(axis=1, keepdims=True)
         for _ in range(self.settings.updates):
-            values, cache = self.critic_values(batch)
-            d_rows = np.where(batch.valid, batch.gathered(values - returns), 0.0) / n
+            values, cache = self.critic.forward(batch.x)
+            d_rows = np.where(batch.valid, values[..., 0] - gathered(returns, batch.rows), 0.0) / n
             grads = self.critic.backward(cache, d_rows[..., None])
             self.critic_optimizer.step(grads, self.settings.learning_rate)
 
@@ -505,10 +522,6 @@ class Rollout:
         size = batch_size // self.steps_per_generation
         return [slice(i * size, (i + 1) * size) for i in range(self.steps_per_generation)]
 
-    def logp(self, sampler: TinyLM, batch: Packed) -> FloatArray | None:
-        """The engine's log-probabilities of the batch, where a correction needs them."""
-        return None if self.correction is None else engine_logp(sampler, batch, self.engine)
-
     def corrected(
         self, batch: Sequence[np.ndarray], logp_rollout: FloatArray | None, per_response: bool
     ) -> dict[str, np.ndarray]:
@@ -529,28 +542,3 @@ class Rollout:
                 logp_new, logp_rollout, advantages, mask, threshold=c.opsm
             )
         return out
-
-
-def checked_prompts(prompts: object, settings: TrainSettings) -> IntArray:
-    """The prompts training draws from (None: every one), distinct indices into
-    :data:`tiny_lm.PROMPTS`, at least a batch's worth; else an error naming ``prompts``."""
-    pool = np.arange(len(PROMPTS)) if prompts is None else np.asarray(prompts)
-    if pool.ndim != 1 or pool.dtype.kind not in "iu":
-        raise TypeError(f"prompts must be a list of prompt numbers, got {prompts!r}")
-    enough, n = max(len(pool), settings.prompts_per_batch), len(PROMPTS)
-    if len(set(pool.tolist())) < enough or not ((pool >= 0) & (pool < n)).all():
-        raise ValueError(f"prompts must be at least {enough} distinct numbers from 0 to {n - 1}")
-    return pool
-
-
-def checked_rollout(rollout: object, settings: TrainSettings) -> Rollout:
-    """``rollout`` (None: :class:`Rollout`'s defaults), its minibatches fitting the batch."""
-    rollout = Rollout() if rollout is None else rollout
-    if not isinstance(rollout, Rollout):
-        raise TypeError(f"rollout must be a Rollout or None, got {type(rollout).__name__}")
-    if settings.batch_size % rollout.steps_per_generation:
-        raise ValueError(
-            f"steps_per_generation ({rollout.steps_per_generation}) must divide the batch of "
-            f"{settings.batch_size} responses"
-        )
-    return rollout

@@ -54,8 +54,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import tiny_lm
 from experiments import runner
 from experiments.evidence import ALL_SEED_SETS as SETS
@@ -66,7 +64,7 @@ from experiments.rlhf_report import write_results as write_results
 from experiments.runner import check_names, digits, kept, seed_count
 from ppo_viz.rlhf.results import FILES
 from tiny_lm import reference_model, right_answer_probability
-from tiny_rlhf import LENGTHS, METHODS, History, Method, Rollout, TrainSettings, train
+from tiny_rlhf import LENGTHS, METHODS, Method, Rollout, TrainSettings, train
 
 COMMAND = "python -m experiments.rlhf_study"
 SCRATCH_DIR = Path(tempfile.gettempdir()) / "rlhf_study_partial"
@@ -82,9 +80,9 @@ SEEDS_PER_SET = 20
 RUN_SECONDS, UPDATE_SECONDS = 0.027, 0.011
 #: The stored curves keep every this many iterations.
 CURVE_STRIDE = 2
-#: What a cell keeps per seed (4 significant digits), and its curves over training (on the
-#: confirmation seeds only, which the figures show; :meth:`tiny_rlhf.History.curve`).
-PER_SEED = ("score", "reward_mean", "excess", "wrong_excess", "entropy", "clip_fraction")
+#: A cell keeps per seed (4 significant digits) :meth:`tiny_rlhf.History.per_seed`, and its
+#: curves over training (on the confirmation seeds only, which the figures show;
+#: :meth:`tiny_rlhf.History.curve`).
 CURVE_NAMES = ("reward", "length", "wrong_excess", "entropy")
 #: The transfer check's held-out prompts (:mod:`experiments.rlhf_transfer`): those whose a + b
 #: is a multiple of 5, 7 of the 35, one to three of each length; training draws from the rest.
@@ -151,20 +149,17 @@ class Plan:
     def first_seed(self, seed_set: str) -> int:
         return self.seed_offset + self.sets.index(seed_set) * self.seeds
 
+    def cell(self, seed_set: str, method: str, mu: int, lr: float, *control: Any) -> Cell:
+        """The cell of ``method`` at ``mu`` and ``lr`` on ``seed_set`` (``control``: a transfer
+        control's own method and minibatches, :attr:`Cell.own` and :attr:`Cell.steps`)."""
+        settings = replace(self.base, learning_rate=lr, updates=mu)
+        first = self.first_seed(seed_set)
+        return Cell(seed_set, method, settings, first, self.seeds, self.transfer, *control)
+
     @property
     def cells(self) -> list[Cell]:
         grid = itertools.product(self.sets, self.methods, self.updates, self.learning_rates)
-        return [
-            Cell(
-                s,
-                m,
-                replace(self.base, learning_rate=lr, updates=mu),
-                self.first_seed(s),
-                self.seeds,
-                self.transfer,
-            )
-            for s, m, mu, lr in grid
-        ]
+        return [self.cell(*point) for point in grid]
 
 
 FULL_PLAN = Plan(tuple(METHODS), LEARNING_RATES, UPDATES)
@@ -183,15 +178,15 @@ def plan_of(results: Mapping[str, Any]) -> Plan:
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
-    """Train one cell; per seed what :data:`PER_SEED` names (a transfer cell: and the accuracy
-    on the ``held_out`` and the ``trained`` prompts, and ``clip_fraction_<n>`` for right answers
-    of n tokens), the curves, the CPU seconds."""
+    """Train one cell; per seed :meth:`~tiny_rlhf.History.per_seed` (a transfer cell: and the
+    accuracy on the ``held_out`` and the ``trained`` prompts, and ``clip_fraction_<n>`` for
+    right answers of n tokens), the curves, the CPU seconds."""
     started = time.process_time()
     seeds = range(cell.first_seed, cell.first_seed + cell.seeds)
     options = {"per_seed_reference": True, "prompts": TRAINED} if cell.transfer else {}
     rollout = Rollout(steps_per_generation=cell.steps)
     history = train([cell.trainer], cell.settings, seeds, rollout, **options)[cell.trainer.key]
-    measured = seed_values(history)
+    measured = history.per_seed()
     if cell.transfer:
         measured |= {k: history.accuracy[:, list(v)].mean(axis=1) for k, v in PROMPT_SPLIT.items()}
         by_length = zip(LENGTHS, history.clip_by_length.T, strict=True)
@@ -202,23 +197,6 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     if cell.seed_set != "confirmation":
         curves = {}
     return {"per_seed": per_seed, "curves": curves, "cpu_seconds": time.process_time() - started}
-
-
-def seed_values(history: History) -> dict[str, np.ndarray]:
-    """Per seed (:data:`PER_SEED`): the final exact accuracy; the mean reward over all
-    iterations; over the last quarter of the iterations, the mean excess length, the wrong
-    responses' mean excess length (pooled over those iterations) and the entropy; the mean clip
-    fraction over all updates."""
-    late = slice(-max(1, history.settings.iterations // 4), None)
-    wrong, excess = history.wrong[:, late].sum(axis=1), history.wrong_excess[:, late].sum(axis=1)
-    return {
-        "score": history.score,
-        "reward_mean": history.reward.mean(axis=1),
-        "excess": history.excess[:, late].mean(axis=1),
-        "wrong_excess": np.divide(excess, wrong, out=np.full(len(wrong), np.nan), where=wrong > 0),
-        "entropy": history.entropy[:, late].mean(axis=1),
-        "clip_fraction": history.clip_fraction.mean(axis=1),
-    }
 
 
 def results_of(plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:

@@ -82,11 +82,7 @@ class Check(Plan):
     @property
     def cells(self) -> list[Cell]:
         at = [(n, m, k, mu, lr) for n, m, k, where in self.controls for mu, lr in where]
-        first, base = self.first_seed(SET), self.base
-        return super().cells + [
-            Cell(SET, n, replace(base, learning_rate=lr, updates=mu), first, self.seeds, True, m, k)
-            for n, m, k, mu, lr in at
-        ]
+        return super().cells + [self.cell(SET, n, mu, lr, m, k) for n, m, k, mu, lr in at]
 
 
 TIGHT_AT, SPLIT_AT = ((2, 1e-3), (2, 3e-3), (8, 1e-3), (8, 3e-3)), ((1, 3e-3), (1, 2e-2))

@@ -32,6 +32,7 @@ from tiny_lm import (
     Responses,
     TinyLM,
     features,
+    gathered,
     inverse_cdf,
     log_softmax,
     pack,
@@ -151,7 +152,7 @@ def test_each_token_is_drawn_from_the_models_next_token_probabilities():
     assert np.array_equal(batch.tokens[..., 0], first)
     packed = pack(batch)
     probs = np.exp(score(model, packed).log_probs)
-    drawn = inverse_cdf(probs, packed.gathered(uniforms))
+    drawn = inverse_cdf(probs, gathered(uniforms, packed.rows))
     assert np.array_equal(
         np.where(packed.valid, drawn, 0), np.where(packed.valid, packed.tokens, 0)
     )

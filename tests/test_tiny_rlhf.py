@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import numpy as np
 import pytest
 
@@ -90,7 +88,9 @@ def test_per_seed_references_and_a_prompt_pool_change_only_the_start_and_the_dra
     """Each seed's runs start from the reference distilled with that seed, alone or beside
     others; training draws only from the pool; the defaults are the shared reference, all 35."""
     pool = [0, 6, 12, 18, 24, 30]
-    trainer = Trainer([METHODS["grpo"], METHODS["dapo"]], SHORT, (5, 6), None, True, pool)
+    trainer = Trainer(
+        [METHODS["grpo"], METHODS["dapo"]], SHORT, (5, 6), per_seed_reference=True, prompts=pool
+    )
     for run, seed in enumerate((5, 6, 5, 6)):
         own = reference_model(seed).params
         assert all(
@@ -141,7 +141,6 @@ def test_training_answers_better_than_the_reference(key):
 
 def test_the_history_records_what_its_docstring_says():
     history = train([METHODS["grpo"]], SHORT, (0,))["grpo"]
-    assert tuple(f.name for f in fields(History))[3:-3] == CURVES
     assert history.reward.shape == (1, SHORT.iterations)
     assert (history.length >= 1).all()
     assert (history.length <= MAX_LEN).all()
@@ -155,7 +154,10 @@ def test_the_history_records_what_its_docstring_says():
         (lambda: TrainSettings(kl_coef=True), "kl_coef must be a number, got bool"),
         (lambda: methods_named(["GRPO"]), "no method is named 'GRPO'; choose from grpo, unclipped"),
         (lambda: train([], SHORT, (0,)), "at least one method"),
-        (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[1, 1, 2, 3]), "prompts must be"),
+        (
+            lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[1, 1, 2, 3]),
+            "prompts lists 1 twice",
+        ),
         (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[0, 35]), "from 0 to 34"),
         (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts=[0, 1]), "at least 4"),
         (lambda: train([METHODS["grpo"]], SHORT, (0,), prompts="01"), "list of prompt numbers"),

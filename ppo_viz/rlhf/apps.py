@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ppo_viz.app import InputError, LiveFigure
+from ppo_viz.app import LiveFigure
 from ppo_viz.controls import checked_number, method_boxes, selection, ticked
 from ppo_viz.html import Markup, table, tag
 from ppo_viz.numbers import rounded
@@ -68,12 +68,6 @@ class TrainingExplorer(LiveFigure):
         moving = [line for group in self.lines.values() for line in group]
         super().__init__(figure, self.update, controls, moving=moving, rows=rows)
 
-    def settings(self, learning_rate: float, updates: int, kl_coef: float) -> TrainSettings:
-        try:
-            return TrainSettings(learning_rate=learning_rate, updates=updates, kl_coef=kl_coef)
-        except (TypeError, ValueError) as error:
-            raise InputError(str(error)) from None
-
     def trained(self, settings: TrainSettings, keys: Sequence[str]) -> dict[str, History]:
         """The runs of ``keys`` at ``settings``, training the ones not kept yet (together)."""
         missing = [key for key in keys if (settings, key) not in self.runs]
@@ -87,7 +81,8 @@ class TrainingExplorer(LiveFigure):
 
     def update(self, learning_rate: float, updates: int, kl_coef: float, **shown: bool) -> Markup:
         """Train (or recall) the ticked methods and draw them; the others are hidden."""
-        settings = self.settings(learning_rate, updates, kl_coef)
+        # every option of the three selection sliders is a valid setting (they take no other)
+        settings = TrainSettings(learning_rate=learning_rate, updates=updates, kl_coef=kl_coef)
         keys = ticked(shown, METHODS)
         runs = self.trained(settings, keys)
         x = np.arange(1.0, settings.iterations + 1)
