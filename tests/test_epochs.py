@@ -45,10 +45,8 @@ from ppo_viz.epochs.training import (
     Settings,
     arm_sums,
     batch_of,
-    draw_batches,
     n_samples,
     outside_band,
-    policies_per_epoch,
     run_all,
     survey,
     train,
@@ -213,12 +211,6 @@ def test_the_starting_batch_meets_the_documented_rule():
     (the tests below check the rest of what the notebook says of it, and how it says it)."""
     assert misleading_problems(MISLEADING_SEED, every=True) == []
     assert first_seed(misleading_problems, stop=MISLEADING_SEED + 1) == MISLEADING_SEED
-
-
-def test_runs_side_by_side_are_the_single_runs():
-    seed = MISLEADING_SEED
-    together = policies_per_epoch(draw_batches([seed, 0, 1]), "clipped")[:, 0]
-    np.testing.assert_allclose(together, run_all(Settings())["clipped"].probs, rtol=1e-12)
 
 
 # --------------------------------------------------------------------------

@@ -50,6 +50,7 @@ from ppo_viz.epochs.training import (
     Settings,
     arm_sums,
     batch_of,
+    draw_batches,
     hard_constraint_optimum,
     run_all,
 )
@@ -179,9 +180,14 @@ def study():
     return small_step_study()
 
 
-def test_a_study_run_is_the_training_loops_run():
-    (run,) = small_step_study(("clipped",), (0.5,), total=15.0)["clipped"]  # 0.5 x 30 epochs
-    np.testing.assert_array_equal(run.arm_ratios, run_all(Settings())["clipped"].arm_ratios())
+def test_a_study_run_is_the_training_loops_run_on_each_batch_side_by_side():
+    expected = run_all(Settings())["clipped"].arm_ratios()
+    batches = batch_of(Settings().seed), draw_batches([Settings().seed, 0, 1])
+    alone, together = (
+        small_step_study(("clipped",), (0.5,), total=15.0, batch=b)["clipped"][0] for b in batches
+    )  # 0.5 x 30 epochs, as the default run
+    np.testing.assert_array_equal(alone.arm_ratios, expected)
+    np.testing.assert_allclose(together.arm_ratios[:, 0], expected, rtol=1e-12)
     with pytest.raises(ValueError, match="whole number of epochs"):
         small_step_study(("clipped",), (0.3,))
 
