@@ -161,15 +161,17 @@ def test_the_last_step_shows_the_contract_numbers_and_the_check(stepper):
     b = module(stepper.batch)
     assert_contract_numbers(b.partial_loss(4), b.clip_fraction, b.grad)
     shown = plain(stepper.sample_view.value)
-    assert (
-        f"Loss so far = −(1/4) × sum = {exact(ppo_clip.ppo_clip_loss(*stepper.batch.arguments()))}"
-        in shown
-    )
+    loss = ppo_clip.ppo_clip_loss(*stepper.batch.arguments())
+    assert f"Loss so far = −(1/4) × sum = {exact(loss)}" in shown
     assert f"Clip fraction = 2/4 = {exact(b.clip_fraction)}" in shown
     assert "✔ All three equal the module's ppo_clip_loss, clip_fraction and ppo_clip_grad" in shown
     assert f"gradient: {vector(ppo_clip.ppo_clip_grad(*stepper.batch.arguments()))}" in shown
     stepper.go(2)
     assert "1 more to go" in plain(stepper.sample_view.value)
+    check = compare_with_module()  # what the notebook's cell shows, as a table
+    assert f"loss {exact(loss)} {exact(loss)} ✔ yes" in plain(check._repr_html_())
+    assert compare_with_module(ppo_clip.worked_example()) == check
+    assert compare_with_module("two clip fractions").all_equal
 
 
 def test_edge_cases_preset_explains_each_verdict_with_this_machines_ratio(stepper):
@@ -437,15 +439,6 @@ def test_walks_end_at_the_modules_numbers_and_verdicts_match_the_reference(data,
         rule = clip_rule(b.advantages[t], b.ratio[t], b.lower, b.upper, b.is_clipped[t])
         assert b.is_clipped[t] == s.is_clipped == ("so clipped" in rule)
     assert compare_with_module(batch).all_equal
-
-
-def test_compare_with_module_shows_the_three_numbers_side_by_side():
-    check = compare_with_module()
-    assert check.all_equal
-    loss = ppo_clip.ppo_clip_loss(*ppo_clip.worked_example())
-    assert f"loss {exact(loss)} {exact(loss)} ✔ yes" in plain(check._repr_html_())
-    assert compare_with_module(ppo_clip.worked_example()) == check
-    assert compare_with_module("two clip fractions").all_equal
 
 
 # -- display --------------------------------------------------------------------------------------
