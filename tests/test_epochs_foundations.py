@@ -19,7 +19,7 @@ from fractions import Fraction
 import nbformat
 import numpy as np
 import pytest
-from epochs_rule import drifting_problems, every_arm_drawn_twice, first_seed
+from epochs_rule import drifting_problems, every_arm_drawn_twice, first_seed, one_signed_arms
 from helpers import assert_states, markdown_of, plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,7 +36,6 @@ from ppo_viz.epochs.foundations import (
     STEP_SIZES,
     STUDY_BATCHES,
     estimator_studies,
-    one_signed_arms,
     ppo_update_line,
     small_step_study,
 )
