@@ -466,20 +466,6 @@ def test_a_seed_that_is_not_a_whole_number_is_refused_before_anything_changes(ex
     assert_figure_shows(explorer, Settings())
 
 
-def test_a_nan_from_code_shows_a_message_until_a_good_value_replaces_it(explorer):
-    """NaN on any slider is refused by LiveFigure (tests/test_app.py); here, what follows."""
-    explorer.controls["early_stop"].value = True
-    widget, good = explorer.controls["target_kl"], explorer.controls["target_kl"].value
-    widget.value = float("nan")
-    said = plain(explorer.message.value)
-    assert said.startswith(f"{widget.description} is nan")
-    explorer.controls["epochs"].value = 10  # another control: the message stays, nothing redraws
-    assert plain(explorer.message.value) == said
-    assert_figure_shows(explorer, Settings(target_kl=explorer.settings.target_kl), message=True)
-    widget.value = good
-    assert_figure_shows(explorer, Settings(n_epochs=10, target_kl=explorer.settings.target_kl))
-
-
 def test_the_target_kl_sliders_right_end_is_the_ranges_end(explorer):
     """The log slider's right end is 10 ** log10(0.2) = 0.20000000000000004, above 0.2."""
     explorer.controls["early_stop"].value = True
