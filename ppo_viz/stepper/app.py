@@ -19,7 +19,7 @@ from ppo_viz.app import LiveFigure
 from ppo_viz.controls import checked_flag
 from ppo_viz.html import Markup, join, message, tag
 from ppo_viz.numbers import exact, exact_or_approx
-from ppo_viz.panels import R_AXIS, flat_where, legend_entries, objective_figure, set_fixed_limits
+from ppo_viz.panels import R_AXIS, legend_entries, objective_figure, set_fixed_limits
 from ppo_viz.stepper import batch as model
 from ppo_viz.stepper import text
 from ppo_viz.stepper.batch import PRESETS, EntryError, StepperBatch
@@ -116,7 +116,8 @@ class StepperFigure:
             advantage = float(sign if owner is None else b.advantages[owner])
             drawn = of_sign[np.isfinite(b.ratio[of_sign])]
             panel.update(advantage, batch.eps, alone, drawn)
-            flat = flat_where(b, sign, exact)  # notebook 1's words, with exact numbers
+            edge = f"r > {exact(b.upper)}" if sign > 0 else f"r < {exact(b.lower)}"
+            flat = "never clipped: 1 − ε = 0" if sign < 0 and b.lower <= 0 else f"flat where {edge}"
             whose = "this sample" if owner == step else f"sample {owner}"
             if owner is None:
                 whose = "no sample has this sign"
