@@ -164,7 +164,6 @@ def test_the_first_step_on_a_fresh_batch_is_the_policy_gradient():
 def test_importance_weighting_is_unbiased_but_spreads_and_the_clip_stays_flat():
     namespace = _run_cell_containing("per_arm = ppo_clip.clip_breakdown")
     pi_old, advantage = namespace["pi_old"], namespace["advantage"]
-    assert abs(pi_old @ advantage) < 1e-12  # advantages, so mean 0 under the old policy
     kl = np.array(namespace["kl"])
     unclipped = np.array(namespace["unclipped"])
     clipped = np.array(namespace["clipped"])
