@@ -126,13 +126,11 @@ class SurrogateExplorer(LiveFigure):
 
 
 def readout_html(sweep: ppo_clip.ClipBreakdown) -> Markup:
-    """The band and where each sign's gradient switches off, from the sweep's own band."""
-    lower, upper = rounded(sweep.lower, 3), rounded(sweep.upper, 3)
-    negative = "with A < 0 never, since no ratio is below 1 − ε = 0"
-    if sweep.lower > 0:
-        negative = f"with A < 0 once r < {lower}"
+    """The band, from the sweep's own edges; where each sign's gradient is zero is in the titles
+    (:func:`ppo_viz.panels.flat_where`), not spelled a second time here."""
+    band = tag("b", f"[{rounded(sweep.lower, 3)}, {rounded(sweep.upper, 3)}]")
     rest = (
-        f". With A > 0 the gradient is zero once r > {upper}; {negative}. "
-        "Moves the other way always keep their full gradient."
+        ". A column's gradient is zero only where its title says the term is flat; "
+        "moves the other way always keep their full gradient."
     )
-    return tag("div", "Clip band: ", tag("b", f"[{lower}, {upper}]"), rest, classes="ppo")
+    return tag("div", "Clip band: ", band, rest, classes="ppo")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from bandit import ARM_MEANS, Batch
-from ppo_viz.epochs.foundations import DRIFTING_SEED, one_signed_arms, ppo_update_line
+from ppo_viz.epochs.foundations import DRIFTING_SEED, ppo_update_line
 from ppo_viz.epochs.foundations import small_step_study as study
 from ppo_viz.epochs.training import (
     BIG_STEP,
@@ -54,13 +54,16 @@ def every_arm_drawn_twice(batch: Batch) -> bool:
     return bool(np.bincount(batch.actions, minlength=len(ARM_MEANS)).min() >= 2)
 
 
+def one_signed_arms(batch: Batch) -> list[int]:
+    """The arms the batch drew whose samples' advantages all have the same sign."""
+    a, of_arm = batch.advantages, batch.actions[:, None] == np.arange(len(ARM_MEANS))
+    up, down = ((of_arm & (a[:, None] * sign > 0)).any(axis=0) for sign in (1, -1))
+    return np.flatnonzero(up ^ down).tolist()
+
+
 def _misleading(seed: int) -> Points:
     batch, start = batch_of(seed), start_reward()
-    a, of_arm = batch.advantages[:, None], batch.actions[:, None] == np.arange(len(ARM_MEANS))
-    ok = (
-        every_arm_drawn_twice(batch)
-        and ((of_arm & (a > 0)).any(0) & (of_arm & (a < 0)).any(0)).all()
-    )
+    ok = every_arm_drawn_twice(batch) and not one_signed_arms(batch)  # no advantage is exactly 0
     yield "(1) every arm drawn twice or more, with samples of both signs", ok
     favoured = int(np.argmax(arm_sums(batch)))
     yield "(2) it favours an arm worse than the old policy", ARM_MEANS[favoured] < start

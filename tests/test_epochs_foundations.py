@@ -19,7 +19,7 @@ from fractions import Fraction
 import nbformat
 import numpy as np
 import pytest
-from epochs_rule import drifting_problems, every_arm_drawn_twice, first_seed
+from epochs_rule import drifting_problems, every_arm_drawn_twice, first_seed, one_signed_arms
 from helpers import assert_states, markdown_of, plain
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -36,7 +36,6 @@ from ppo_viz.epochs.foundations import (
     STEP_SIZES,
     STUDY_BATCHES,
     estimator_studies,
-    one_signed_arms,
     ppo_update_line,
     small_step_study,
 )
@@ -50,6 +49,7 @@ from ppo_viz.epochs.training import (
     Settings,
     arm_sums,
     batch_of,
+    draw_batches,
     hard_constraint_optimum,
     run_all,
 )
@@ -179,9 +179,14 @@ def study():
     return small_step_study()
 
 
-def test_a_study_run_is_the_training_loops_run():
-    (run,) = small_step_study(("clipped",), (0.5,), total=15.0)["clipped"]  # 0.5 x 30 epochs
-    np.testing.assert_array_equal(run.arm_ratios, run_all(Settings())["clipped"].arm_ratios())
+def test_a_study_run_is_the_training_loops_run_on_each_batch_side_by_side():
+    expected = run_all(Settings())["clipped"].arm_ratios()
+    batches = batch_of(Settings().seed), draw_batches([Settings().seed, 0, 1])
+    alone, together = (
+        small_step_study(("clipped",), (0.5,), total=15.0, batch=b)["clipped"][0] for b in batches
+    )  # 0.5 x 30 epochs, as the default run
+    np.testing.assert_array_equal(alone.arm_ratios, expected)
+    np.testing.assert_allclose(together.arm_ratios[:, 0], expected, rtol=1e-12)
     with pytest.raises(ValueError, match="whole number of epochs"):
         small_step_study(("clipped",), (0.3,))
 
@@ -286,15 +291,6 @@ def test_the_three_terms_are_their_formulas_and_k3_is_never_negative(log_ratios)
     assert approx_kl(log_ratio) == k3.mean()
 
 
-def test_k3_written_naively_dips_below_0_in_float64():
-    """The detail for implementers: (r - 1) - log r < 0 once r rounds to exactly 1."""
-    log_ratio = np.array([1e-20, 3e-17])
-    naive = (np.exp(log_ratio) - 1) - log_ratio
-    assert naive[0] == -1e-20
-    assert (naive < 0).all()
-    assert (KL_TERMS["k3"](log_ratio) >= 0).all()
-
-
 def test_the_estimates_use_each_batchs_ratios(studies):
     logits = run_all(Settings())["clipped"].logits[-1]
     batch = batch_of(7)
@@ -364,3 +360,8 @@ def test_the_details_for_implementers_are_collapsed_and_true():
     on_edge = ppo_clip.ratio_sweep([1 + EPS], advantage=1.0, eps=EPS)
     assert not on_edge.is_clipped[0]
     assert on_edge.grad[0] == -(1 + EPS)  # the gradient from inside the band
+    log_ratio = np.array([1e-20, 3e-17])  # (r - 1) - log r < 0 once r rounds to exactly 1 ...
+    naive = (np.exp(log_ratio) - 1) - log_ratio
+    assert naive[0] == -1e-20
+    assert (naive < 0).all()
+    assert (KL_TERMS["k3"](log_ratio) >= 0).all()  # ... but not as bandit writes k3

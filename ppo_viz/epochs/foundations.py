@@ -152,24 +152,17 @@ def small_step_study(
     return runs
 
 
-def one_signed_arms(batch: Batch) -> list[int]:
-    """The arms the batch drew whose samples' advantages all have the same sign."""
-    a, of_arm = batch.advantages, batch.actions[:, None] == np.arange(len(ARM_MEANS))
-    up, down = ((of_arm & (a[:, None] * sign > 0)).any(axis=0) for sign in (1, -1))
-    return np.flatnonzero(up ^ down).tolist()
-
-
 #: The batch seed of the dashed line in notebook 3's small-step figure: the first on which PPO's
 #: band stays soft however small the steps, by this rule (tests/epochs_rule.py's
 #: ``drifting_problems``; ``python tests/epochs_rule.py`` finds the seed for new ``ARM_MEANS``).
 #: Its batch (1) draws every arm at least twice; in :func:`small_step_study`, (2) PPO's largest
 #: excursion outside the band at the smallest step size is at least half that at step size 1, and
 #: over five times :data:`HARD_MARGIN` (clip-only's "not hard"), and (3) the arm that ends farthest
-#: from the band has samples all of one sign (:func:`one_signed_arms`), ends past the edge where all
-#: of them are clipped, at 0.95 of that excursion or more: none of them pulls it back; (4) in that
-#: run another arm ends inside the band, its ratio over :data:`HARD_MARGIN` from where it was
-#: halfway: still moving, it carries the clipped arm (on seed 1, whose arms all end at an edge, none
-#: does).
+#: from the band has samples all of one sign (the rule's ``one_signed_arms``), ends past the edge
+#: where all of them are clipped, at 0.95 of that excursion or more: none of them pulls it back;
+#: (4) in that run another arm ends inside the band, its ratio over :data:`HARD_MARGIN` from where
+#: it was halfway: still moving, it carries the clipped arm (on seed 1, whose arms all end at an
+#: edge, none does).
 DRIFTING_SEED = 6
 
 

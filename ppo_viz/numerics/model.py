@@ -21,9 +21,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import ppo_clip
+from bandit import Batch, Method, epochs_on_batch, softmax
 from ppo_clip import FloatArray
 from ppo_viz.controls import checked_number
-from tiny_lm import log_softmax, logit_grad
 
 Breakdown = ppo_clip.ClipBreakdown
 
@@ -338,21 +338,16 @@ def ppo_steps(
 ) -> FloatArray:
     """The new policy's probabilities after ``steps`` gradient steps on one batch.
 
-    The policy is a softmax over one context's tokens with logits ``z`` starting at
-    ``log p_old``.  Each step takes every sample's ``d loss / d log pi_new`` from
-    :func:`ppo_clip.ppo_clip_grad`, turns it into a gradient on ``z`` by the chain rule
-    (:func:`tiny_lm.logit_grad`: ``d log p_a / d z = onehot(a) - p``) and moves ``z`` by
-    ``-step`` times that.
+    The policy is a softmax over one context's tokens with logits starting at ``log p_old``;
+    each step is notebook 3's (:func:`bandit.epochs_on_batch`): every sample's
+    ``d loss / d log pi_new`` from :mod:`ppo_clip`, chained through the softmax
+    (``d log p_a / d z = onehot(a) - p``), and the logits moved by ``-step`` times that.
     """
-    logp_old = np.log(np.asarray(p_old, dtype=np.float64))
-    tokens = np.array([token for token, _ in batch])
-    advantages = np.array([advantage for _, advantage in batch])
-    logits = logp_old.copy()
-    for _ in range(steps):
-        logp_new = log_softmax(logits)
-        grad = ppo_clip.ppo_clip_grad(logp_new[tokens], logp_old[tokens], advantages, eps)
-        logits -= step * logit_grad(grad, tokens, logp_new).sum(axis=0)
-    return np.exp(log_softmax(logits))
+    logits = np.log(np.asarray(p_old, dtype=np.float64))
+    tokens, advantages = (np.array(column) for column in zip(*batch, strict=True))
+    sample = Batch(tokens, advantages, advantages, logits[tokens])  # rewards are not used
+    *_, last = epochs_on_batch(logits, sample, Method("ppo", "PPO", "clipped", eps), step, steps)
+    return softmax(last.logits)
 
 
 def rare_token_runs(eps: float = EPS) -> list[tuple[FloatArray, Breakdown]]:
