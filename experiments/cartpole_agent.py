@@ -139,11 +139,6 @@ class CartPoleRuns:
     final_return: FloatArray
 
     @property
-    def steps(self) -> NDArray[np.int64]:
-        """Environment steps at the end of each iteration (all environments together)."""
-        return self.settings.batch_size * np.arange(1, self.return_curve.shape[1] + 1)
-
-    @property
     def score(self) -> FloatArray:
         """Per seed, :attr:`final_return` normalized (see :func:`score_of`)."""
         return score_of(self.final_return)
@@ -168,10 +163,7 @@ def curve_of_returns(
 
 def policy_terms(logits: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(log pi, pi, entropy)`` of softmax policies over the last axis."""
-    return _terms_of(bandit.log_softmax(logits))
-
-
-def _terms_of(log_probs: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    log_probs = bandit.log_softmax(logits)
     probs = np.exp(log_probs)
     return log_probs, probs, -(probs * log_probs).sum(axis=-1)
 
@@ -259,14 +251,14 @@ class CartPoleAgent:
         s = self.settings
         n = batch.actions.shape[1]
         logits, policy_cache = self.policy.forward(batch.observations)
-        log_probs, probs, _ = policy_terms(logits)
-        logp_new = taken(log_probs, batch.actions)
+        terms = policy_terms(logits)
+        logp_new = taken(terms[0], batch.actions)
         advantages = normalized(batch.advantages)
         d_logp, clipped = sample_gradients(logp_new, batch.logp, advantages, self.method)
-        d_logits, d_entropy = logit_grads(d_logp, batch.actions, log_probs, s.ent_coef)
+        d_logits, d_entropy = logit_grads(d_logp, batch.actions, terms, s.ent_coef)
         d_logits += d_entropy
         if self.kl_coef.any():
-            penalty = bandit.kl_penalty_grad(np.exp(batch.old_log_probs), probs)
+            penalty = bandit.kl_penalty_grad(np.exp(batch.old_log_probs), terms[1])
             d_logits += (self.kl_coef[:, None, None] / n) * penalty
         values, value_cache = self.value.forward(batch.observations)
         d_values = value_loss(values[..., 0], batch.returns, coef=s.vf_coef)[1]
@@ -283,14 +275,18 @@ class CartPoleAgent:
 
 
 def logit_grads(
-    d_logp: FloatArray, actions: NDArray[np.int64], log_probs: FloatArray, ent_coef: float
+    d_logp: FloatArray,
+    actions: NDArray[np.int64],
+    terms: tuple[FloatArray, FloatArray, FloatArray],
+    ent_coef: float,
 ) -> tuple[FloatArray, FloatArray]:
     """``d loss / d logits`` of the policy objective (from its ``d loss / d logp`` of each
-    sample's action) and of the entropy bonus ``-ent_coef * mean_t H(pi(.|s_t))``, apart.
+    sample's action) and of the entropy bonus ``-ent_coef * mean_t H(pi(.|s_t))``, apart;
+    ``terms`` are the policy's :func:`policy_terms`.
 
     ``d logp(a) / d logits = onehot(a) - pi``;  ``d H / d logits = -pi * (log pi + H)``.
     """
-    _, probs, entropy = _terms_of(log_probs)
+    log_probs, probs, entropy = terms
     n = actions.shape[-1]
     one_hot = np.eye(N_ACTIONS)[actions]
     d_entropy = (ent_coef / n) * probs * (log_probs + entropy[..., None])

@@ -8,7 +8,6 @@ number of one machine is pinned.
 
 from __future__ import annotations
 
-import inspect
 import re
 
 import nbformat
@@ -17,15 +16,8 @@ import pytest
 from helpers import assert_drawn_in_place, assert_states, markdown_of
 from notebook_runner import NOTEBOOK_DIR
 
-from experiments.cartpole_agent import (
-    CartPoleAgent,
-    CartPoleSettings,
-    Rollout,
-    bootstrapped,
-    value_loss,
-)
+from experiments.cartpole_agent import CartPoleSettings, Rollout, bootstrapped, value_loss
 from experiments.evidence import simultaneous_band
-from experiments.networks import Adam
 from ppo_viz.advantage import apps, study
 from ppo_viz.numbers import rounded
 from ppo_viz.rlhf.results import cell_of, load_results
@@ -237,9 +229,10 @@ def test_the_critics_gradient_dominates_and_normalising_changes_signs(played):
     assert raw["norm"]["policy −L^CLIP"] > 5 * policy
     assert 0 < normed["flipped"] < len(played[0])
     assert normed["value"]["policy −L^CLIP"] == pytest.approx(0.0, abs=1e-12)
-    # the agent steps with Adam at its default eps, the one the prose names
-    assert "Adam(self.policy.params + self.value.params)" in inspect.getsource(CartPoleAgent)
-    assert inspect.signature(Adam).parameters["eps"].default == 1e-5
+    # one Adam steps both networks, at the eps the prose names
+    both = agent.policy.params + agent.value.params
+    assert all(a is b for a, b in zip(agent.optimizer.params, both, strict=True))
+    assert agent.optimizer.eps == 1e-5
     assert_states(markdown_of(NOTEBOOK), r"\epsilon_\text{Adam} = 10^{-5}")
 
 

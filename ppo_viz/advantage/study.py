@@ -275,11 +275,11 @@ def loss_parts(normalize: bool = True, gamma: float = 0.99, lam: float = 0.95) -
     advantages, returns = advantages_of(episode, gamma, lam)
     observations, actions = episode.observations[None], episode.actions[None]
     logits, policy_cache = agent.policy.forward(observations)
-    log_probs, _, entropy = policy_terms(logits)
-    logp, logp_old = taken(log_probs, actions), taken(episode.log_probs[None], actions)
+    terms = policy_terms(logits)
+    logp, logp_old = taken(terms[0], actions), taken(episode.log_probs[None], actions)
     used = normalized(advantages[None]) if normalize else advantages[None]
     d_logp, _ = sample_gradients(logp, logp_old, used, agent.method)
-    d_clip, d_entropy = logit_grads(d_logp, actions, log_probs, s.ent_coef)
+    d_clip, d_entropy = logit_grads(d_logp, actions, terms, s.ent_coef)
     values, value_cache = agent.value.forward(observations)
     loss, d_values = value_loss(values[..., 0], returns[None], coef=s.vf_coef)
     grads = {
@@ -289,7 +289,7 @@ def loss_parts(normalize: bool = True, gamma: float = 0.99, lam: float = 0.95) -
     }
     value = {
         "policy −L^CLIP": ppo_clip.ppo_clip_loss(logp[0], logp_old[0], used[0]),
-        "entropy −c2·S": -s.ent_coef * float(entropy.mean()),
+        "entropy −c2·S": -s.ent_coef * float(terms[2].mean()),
         "value c1·L^VF": float(loss[0]),
     }
     norm = {name: float(np.sqrt(sum((g**2).sum() for g in grad))) for name, grad in grads.items()}

@@ -109,19 +109,14 @@ def ratio_at_mu1(batch: MismatchBatch) -> dict[str, float]:
     return {"clipped": float(clipped / n), "outside": float(outside / n)}
 
 
-def corrections(batch: MismatchBatch, run: int) -> dict[str, dict[str, np.ndarray | None]]:
+def corrections(batch: MismatchBatch, run: int) -> dict[str, dict[str, np.ndarray]]:
     """Per correction of :data:`CORRECTIONS`, batch ``run``'s ``rollout_weights`` and ``keep``
-    for :func:`llm_clip.token_breakdown` (at mu = 1 OPSM compares ``logp_old``)."""
-    old, engine, mask = batch.logp_old[run], batch.logp_rollout[run], batch.mask[run]
-    out: dict[str, dict[str, np.ndarray | None]] = {"none": {}}
-    for mode in MODES:
-        w = llm_clip.rollout_weights(old, engine, mask, mode=mode, clip_max=CLIP_MAX)
-        out[mode] = {"rollout_weights": w}
-    keep, dropped = (
-        llm_clip.off_policy_keep(old, engine, batch.advantages[run], mask, threshold=threshold)
-        for threshold in (OPSM_THRESHOLD, NEVER)
-    )
-    return {**out, "opsm": {"keep": keep}, "negatives_dropped": {"keep": dropped}}
+    for :func:`llm_clip.token_breakdown`, made as the study's trainer makes them
+    (:func:`rollout_at`, :meth:`tiny_rlhf.Rollout.corrected`; at mu = 1 OPSM compares
+    ``logp_old``)."""
+    old, engine = batch.logp_old[run], batch.logp_rollout[run]
+    args = (old, old, batch.advantages[run], batch.mask[run])
+    return {c: rollout_at("stale", 0, c).corrected(args, engine, True) for c in CORRECTIONS}
 
 
 def gradients(batch: MismatchBatch) -> dict[str, FloatArray]:
