@@ -199,7 +199,7 @@ def test_what_the_explorer_shows_at_the_ends_of_its_sliders(played):
 def test_the_critics_the_prose_describes(played):
     episode = played[0]
     truth = study.gamma_study(0.99).policy_values
-    critics = list(study.critics(0.99).values())
+    critics = list(study.critics().values())
     assert np.mean(critics[0] - truth) < -10  # far below the policy's values
     assert np.mean(critics[0] < truth) > 0.9  # "undervalues nearly every state"
     assert critics[0][-1] > truth[-1]  # "near the fall it overvalues"

@@ -120,7 +120,7 @@ class AdvantageExplorer(LiveFigure):
 def critic_figure(gamma: float = 0.99, shift: float = study.SHIFT) -> Figure:
     """Left: the critics' values along the episode, the realised discounted return and the
     reference V; middle and right: the advantages at lambda 0 and 1 under each critic."""
-    episode, critics = study.play_outs()[0], study.critics(gamma, shift)
+    episode, critics = study.play_outs()[0], study.critics(shift)
     with figure_style():
         figure = Figure(figsize=figure_size((9.0, 3.6), (9.6, 4.2)), layout="constrained")
         axes = figure.subplots(1, 3)

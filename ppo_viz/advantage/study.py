@@ -256,8 +256,9 @@ def gamma_study(gamma: float) -> GammaStudy:
     return GammaStudy(gamma, ref, (pi * q_mean).sum(axis=-1), *rows, curves)
 
 
-def critics(gamma: float, shift: float = SHIFT) -> dict[str, FloatArray]:
-    """Three critics' values along the episode: trained, untrained, trained + ``shift``."""
+def critics(shift: float = SHIFT) -> dict[str, FloatArray]:
+    """Three critics' values along the episode: trained, untrained, trained + ``shift``
+    (the trained critic learned at the agent's own gamma, 0.99, whatever gamma a caller studies)."""
     episode = play_outs()[0]
     untrained = values_of(CartPoleAgent([SEED], SETTINGS, METHODS["ppo"]), episode.observations)
     names = ("trained critic", "untrained critic (before training)", f"trained critic + {shift:g}")
