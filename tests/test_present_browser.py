@@ -36,7 +36,6 @@ from test_present import (
     REPO,
     SMALLEST_TEXT_PX,
     TALLEST_FIGURE_PX,
-    write_talk,
 )
 
 from ppo_viz import present
@@ -223,18 +222,6 @@ def check_the_keys(page, name: str, starts: list[float]) -> None:
         arg=[app.element_handle(), expected],
         timeout=30_000,
     )
-
-
-@pytest.mark.notebook
-def test_the_printed_address_of_any_notebook_answers(tmp_path):
-    """``my talk.ipynb``: its address answered 404, had a space, and --lecture refused it (the
-    other names and both views: test_present's test_a_notebook_of_any_name_is_served...)."""
-    name = "50%25 off #1?.ipynb"  # a space, and what a URL reads otherwise when not encoded
-    talk = write_talk(tmp_path / "my notes", name)
-    with presenting(str(talk), "--lecture") as (address, _server, said):
-        assert address.endswith(urllib.parse.quote(name)), said
-        with urllib.request.urlopen(address, timeout=60) as answer:
-            assert answer.status == 200
 
 
 #: On a slide: Python's text for an object (``WorkedExample(logp_new=``, ``array(``, a dict)
