@@ -236,7 +236,7 @@ def voila_stub(monkeypatch) -> list[SimpleNamespace]:
 
 @pytest.mark.parametrize("lecture", [[], ["--lecture"]], ids=["whole", "lecture"])
 @pytest.mark.parametrize(
-    "name", sorted({name for name, _ in ANY_NOTEBOOK}) + ["my talk.ipynb", "-talk.ipynb"]
+    "name", [*sorted({name for name, _ in ANY_NOTEBOOK}), "my talk.ipynb", "-talk.ipynb"]
 )
 def test_a_notebook_of_any_name_is_served_at_a_percent_encoded_address(
     voila_stub, monkeypatch, tmp_path, name, lecture
