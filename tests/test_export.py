@@ -73,7 +73,6 @@ def live_figure(readout: str | None) -> LiveFigure:
         update,
         {"eps": slider("eps", 0.2, (0.0, 1.0), 0.1)},
         moving=[line],
-        description="A line whose slope is eps",
     )
 
 
