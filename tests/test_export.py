@@ -22,8 +22,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -465,42 +463,12 @@ def test_ctrl_c_during_a_notebook_stops_with_one_line(tmp_path: Path) -> None:
 # -- in the browser, offline: pages opened from disk with the network blocked ------------------
 
 
-@dataclass
-class OfflineBrowser:
-    """A headless Chromium that may read files only: every http(s) request is aborted, and
-    its address kept in ``blocked``."""
-
-    context: Any
-    blocked: list[str] = field(default_factory=list)
-
-    def open(self, html: Path) -> Any:
-        """A new tab showing ``html``, with MathJax done typesetting (if it loaded)."""
-        OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-        page = self.context.new_page()
-        self.blocked.clear()
-        page.goto(html.as_uri(), wait_until="load")
-        page.evaluate(MATHJAX_FINISHED)
-        return page
-
-
 #: Resolves when MathJax 2 has started and typeset the page, or at once without MathJax.
 #: (A hook that returned the queued callback would make MathJax's start wait for it.)
 MATHJAX_FINISHED = """() => new Promise(resolve => {
     if (!window.MathJax || !window.MathJax.Hub) { resolve(false); return; }
     MathJax.Hub.Register.StartupHook("End", () => { MathJax.Hub.Queue(() => resolve(true)); });
 })"""
-
-
-@pytest.fixture(scope="module")
-def offline_browser() -> Iterator[OfflineBrowser]:
-    require_browser()
-    with chromium_context() as context:
-        browser = OfflineBrowser(context)
-        context.route(
-            re.compile(r"^https?:"),
-            lambda route: (browser.blocked.append(route.request.url), route.abort()),
-        )
-        yield browser
 
 
 #: TeX left on screen: text between dollar signs, a command such as ``\frac``, or ``\(``.
@@ -546,17 +514,22 @@ A price of \$5 is not a formula.
 """
 
 
-def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> list[str]:
-    """What a reader of ``html`` (opened from disk, offline, in a narrow window) sees wrong.
+def offline_page_problems(html: Path, figures: int) -> list[str]:
+    """What a reader of ``html`` (opened from disk in a narrow window, by a Chromium that may
+    read files only: every http(s) request is aborted) sees wrong.
 
     Errors and bare reprs, formulas not typeset, not ``figures`` pictures each loaded and
     within the page's width, any request to the network; and in the page's last cell
     (:data:`FORMULAS_MARKDOWN`), not its three inline and three displayed formulas, or its
     escaped dollar sign not shown as text.
     """
-    page = browser.open(html)
-    try:
+    blocked: list[str] = []
+    with chromium_context() as context:
+        context.route(re.compile(r"^https?:"), lambda r: (blocked.append(r.request.url), r.abort()))
+        page = context.new_page()
         page.set_viewport_size({"width": 640, "height": 900})  # narrower than a 9-inch figure
+        page.goto(html.as_uri(), wait_until="load")
+        page.evaluate(MATHJAX_FINISHED)
         page.screenshot(path=str(OUTPUT_DIR / f"export-{html.stem}.png"), full_page=True)
         shown = page.locator(".jp-OutputArea-output img").evaluate_all(
             """images => images.map(img => ({
@@ -576,20 +549,17 @@ def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> 
             failures.append(f"{typeset} formulas and displayed ones in the last cell, not [6, 3]")
         if last.get_by_text("A price of $5 is not a formula.").count() != 1:
             failures.append("the escaped dollar sign is not shown as text")
-        return failures + [f"asked the network for {url}" for url in browser.blocked]
-    finally:
-        page.close()
+    return failures + [f"asked the network for {url}" for url in blocked]
 
 
 @pytest.mark.browser
 @pytest.mark.notebook
 @pytest.mark.timeout(240)
-def test_notebook_1s_page_shows_every_figure_and_formula_offline(
-    offline_browser: OfflineBrowser,
-) -> None:
+def test_notebook_1s_page_shows_every_figure_and_formula_offline() -> None:
     """Notebook 1 runs once per test session (``run_committed``, shared with test_notebooks);
     its page ends with a cell of formulas in every delimiter JupyterLab knows, typeset by the
     site's own MathJax."""
+    require_browser()
     path = NOTEBOOK_DIR / "01_clipped_surrogate.ipynb"
     executed = copy.deepcopy(run_committed(path)[0])
     executed.cells.append(new_markdown_cell(FORMULAS_MARKDOWN))
@@ -599,4 +569,4 @@ def test_notebook_1s_page_shows_every_figure_and_formula_offline(
     figures = figure_count(make_static(executed, path.stem))
     assert figures > 0
     assert stylesheet() in (site / f"{path.stem}.html").read_text()  # the readouts' look
-    assert offline_page_problems(offline_browser, site / f"{path.stem}.html", figures) == []
+    assert offline_page_problems(site / f"{path.stem}.html", figures) == []
