@@ -9,7 +9,6 @@ list as moving would show stale there.
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
 import math
 import os
@@ -28,7 +27,6 @@ from PIL import Image
 
 from ppo_viz.app import MAIN_CONTROL, InputError, LiveFigure
 from ppo_viz.controls import checked_flag, checked_number, slider
-from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.style import figure_style
 
 
@@ -78,11 +76,8 @@ def slope_app() -> LiveFigure:
         ax.title.set_text(f"slope {slope:g}")
         return f"<b>slope {slope:g}</b>"
 
-    app = LiveFigure(
-        figure, update, {"slope": slider("slope", 1.0, (-2.0, 2.0), 0.1)}, moving=[line, ax.title]
-    )
-    app.description = "A line"  # what a front end without widgets says it is
-    return app
+    controls = {"slope": slider("slope", 1.0, (-2.0, 2.0), 0.1)}
+    return LiveFigure(figure, update, controls, moving=[line, ax.title])
 
 
 def test_a_control_moves_the_figure_by_blitting_and_shows_the_readout():
@@ -215,18 +210,6 @@ def test_changed_limits_draw_everything_again():
     app.figure.axes[0].set_ylim(-5, 5)
     app.controls["slope"].value = 1.7
     assert_shows_the_full_figure(app)
-
-
-def test_without_widgets_the_figure_shows_as_a_picture_under_its_readout():
-    app = slope_app()
-    app.controls["slope"].value = -0.7
-    bundle = app._repr_mimebundle_()
-    assert bundle[WIDGET_VIEW_MIME]["model_id"] == app.model_id
-    assert bundle["text/plain"].startswith("A line")
-    picture = Image.open(io.BytesIO(base64.b64decode(bundle["image/png"])))
-    assert picture.size == (400, 300)
-    assert "<b>slope -0.7</b>" in bundle["text/html"]
-    assert "data:image/png;base64," in bundle["text/html"]
 
 
 @pytest.mark.parametrize("stem", ["slides/eps0.1", "slides/eps0.3.png", "deck/line", "~/slides/x"])

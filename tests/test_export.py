@@ -13,6 +13,7 @@ The other notebooks' pages are checked in test_notebooks.py.
 from __future__ import annotations
 
 import copy
+import io
 import math
 import os
 import re
@@ -42,6 +43,7 @@ from helpers import ANY_NOTEBOOK, file_behind
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
+from PIL import Image
 
 from ppo_viz import export
 from ppo_viz.app import LiveFigure
@@ -66,12 +68,7 @@ def live_figure(readout: str | None) -> LiveFigure:
         line.set_ydata([0, eps])
         return readout
 
-    return LiveFigure(
-        figure,
-        update,
-        {"eps": slider("eps", 0.2, (0.0, 1.0), 0.1)},
-        moving=[line],
-    )
+    return LiveFigure(figure, update, {"eps": slider("eps", 0.2, (0.0, 1.0), 0.1)}, moving=[line])
 
 
 def displayed(thing: Any) -> Any:
@@ -98,8 +95,14 @@ def sources(html: str, element: str = "img") -> list[str]:
 def test_a_live_figure_shows_its_picture_a_png_file_and_its_readouts(
     tmp_path: Path, readout: str | None
 ) -> None:
-    """Without readouts the picture is the PNG file; with them, their HTML holds it inline."""
+    """The bundle holds the live widget (where widgets run) and the figure's picture as on
+    screen; on the page, without readouts the picture is the PNG file; with them, their HTML
+    holds it inline."""
     app = live_figure(readout)
+    bundle = app._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == app.model_id
+    assert bundle["text/plain"] == "Interactive figure (run the notebook to use it)"
+    assert Image.open(io.BytesIO(app.png())).size == (300, 200)  # 3 x 2 inches at 100 dpi
     page = page_of(tmp_path, displayed(app))
     (source,) = sources(page)
     assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
