@@ -193,11 +193,6 @@ def check_the_room_sees_it(page, name: str) -> list[float]:
     return starts
 
 
-def handle_value(app) -> float:
-    """The value of the first slider of ``app`` (a locator), as its handle says."""
-    return float(app.locator(".noUi-handle").first.get_attribute("aria-valuenow"))
-
-
 def check_the_keys(page, name: str, starts: list[float]) -> None:
     """With a slider's handle focused, as after a drag (the keys did nothing then): ``n``
     brings the next heading to the top; with the first app in view, ``→`` steps a stepper to
@@ -213,8 +208,10 @@ def check_the_keys(page, name: str, starts: list[float]) -> None:
     assert any(0 <= top < 60 for top in tops), f"{name}: n brought no heading to the top"
     app = page.locator(".ppo-app").first
     app.evaluate("(element) => element.scrollIntoView({block: 'start'})")
-    stepper = app.locator(".ppo-next").count()
-    key, expected = ("ArrowRight", handle_value(app) + 1) if stepper else ("r", starts[0])
+    now = float(app.locator(".noUi-handle").first.get_attribute("aria-valuenow"))
+    key, expected = (
+        ("ArrowRight", now + 1) if app.locator(".ppo-next").count() else ("r", starts[0])
+    )
     page.keyboard.press(key)
     page.wait_for_function(
         "([app, value]) => Math.abs(Number(app.querySelector('.noUi-handle')"
