@@ -130,8 +130,8 @@ class LiveFigure(StaticFallback, widgets.VBox):
 
     ``controls`` maps each name ``update`` takes to a widget with a ``value``; ``rows`` lays
     them out (names per row; by default one row each).  ``above`` and ``below`` are extra
-    widgets placed above the controls and under the figure.  ``description`` (by default the
-    class's) is one line saying what the figure shows, for front ends without widgets.
+    widgets placed above the controls and under the figure.  A subclass's :attr:`description`
+    is one line saying what the figure shows, for front ends without widgets.
     """
 
     description = "Interactive figure"
@@ -146,12 +146,10 @@ class LiveFigure(StaticFallback, widgets.VBox):
         rows: Sequence[Sequence[str]] | None = None,
         above: Sequence[widgets.Widget] = (),
         below: Sequence[widgets.Widget] = (),
-        description: str | None = None,
     ) -> None:
         self.figure = figure
         self._update = update
         self.controls = dict(controls)
-        self.description = description or self.description
         self.moving = sorted(moving, key=lambda artist: artist.get_zorder())
         self.message = widgets.HTML(layout=widgets.Layout(margin="0 0 0 8px"))
         self.readout = widgets.HTML()

@@ -9,7 +9,6 @@ list as moving would show stale there.
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
 import math
 import os
@@ -28,7 +27,6 @@ from PIL import Image
 
 from ppo_viz.app import MAIN_CONTROL, InputError, LiveFigure
 from ppo_viz.controls import checked_flag, checked_number, slider
-from ppo_viz.export import WIDGET_VIEW_MIME
 from ppo_viz.style import figure_style
 
 
@@ -78,13 +76,8 @@ def slope_app() -> LiveFigure:
         ax.title.set_text(f"slope {slope:g}")
         return f"<b>slope {slope:g}</b>"
 
-    return LiveFigure(
-        figure,
-        update,
-        {"slope": slider("slope", 1.0, (-2.0, 2.0), 0.1)},
-        moving=[line, ax.title],
-        description="A line",
-    )
+    controls = {"slope": slider("slope", 1.0, (-2.0, 2.0), 0.1)}
+    return LiveFigure(figure, update, controls, moving=[line, ax.title])
 
 
 def test_a_control_moves_the_figure_by_blitting_and_shows_the_readout():
@@ -165,37 +158,28 @@ def test_messages_from_another_thread_are_drawn_in_turn_on_the_figures_loop():
     assert_shows_the_full_figure(app)
 
 
-def test_without_an_event_loop_a_change_is_drawn_at_once_and_an_error_raises():
-    """A script or a test sees the figure drawn when the value is set, and its errors."""
-    app = slope_app()
-    blits: list[float] = []
-    app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
-    app.controls["slope"].value = -1.5
-    assert blits == [-1.5]
-    app.canvas.blit = lambda bbox=None: 1 / 0
-    with pytest.raises(ZeroDivisionError):
-        app.controls["slope"].value = 0.5
-    app.canvas.blit = lambda bbox=None: blits.append(app.controls["slope"].value)
-    app.controls["slope"].value = 0.7
-    assert blits == [-1.5, 0.7]
-
-
-def test_a_figure_made_while_a_loop_was_set_running_draws_at_once_after_it_stopped():
-    """Playwright's sync API leaves a loop set running in its thread that never turns again: a
-    figure made then (a module's fixture) and changed later, with no loop running, is drawn at
-    once, as in a script, not handed to that loop."""
+def test_without_a_running_loop_a_change_is_drawn_at_once_and_an_error_raises():
+    """A script or a test sees the figure drawn when the value is set, and its errors.  So does
+    a figure made while a loop was set running that never turns again (Playwright's sync API
+    leaves one in its thread; a module's fixture): its first drawing, handed to that loop,
+    never came, and the first change draws it whole at once."""
     loop = asyncio.new_event_loop()
     asyncio._set_running_loop(loop)
     try:
         app = slope_app()
     finally:
         asyncio._set_running_loop(None)
-    drawn: list[float] = []
-    draw = app.canvas.draw
-    app.canvas.draw = lambda: drawn.append(app.controls["slope"].value) or draw()
-    app.controls["slope"].value = -1.5
     loop.close()
-    assert drawn == [-1.5]  # whole: the first drawing, deferred to that loop, never came
+    drawn: list[tuple[str, float]] = []
+    draw, slope = app.canvas.draw, app.controls["slope"]
+    app.canvas.draw = lambda: drawn.append(("whole", slope.value)) or draw()
+    app.canvas.blit = lambda bbox=None: drawn.append(("blit", slope.value))
+    slope.value = -1.5
+    slope.value = 0.5
+    assert drawn == [("whole", -1.5), ("blit", 0.5)]
+    app.canvas.blit = lambda bbox=None: 1 / 0
+    with pytest.raises(ZeroDivisionError):
+        slope.value = 0.7
 
 
 def test_a_refused_value_is_a_message_in_place_and_the_last_figure_stays():
@@ -216,14 +200,7 @@ def test_reset_sets_every_control_back_to_its_start_then_draws_once():
     app = LiveFigure(Figure(), lambda a, b: calls.append((a, b)), controls, moving=[])
     app.controls["a"].value = app.controls["b"].value = 0.5
     calls.clear()
-    (reset,) = [
-        widget
-        for row in app.children
-        if isinstance(row, widgets.HBox)
-        for widget in row.children
-        if isinstance(widget, widgets.Button)
-    ]
-    reset.click()
+    app.reset_button.click()  # on screen: test_present's test of every app asserts it
     assert calls == [(0.0, 0.0)]
     assert app.values() == {"a": 0.0, "b": 0.0}
 
@@ -235,26 +212,19 @@ def test_changed_limits_draw_everything_again():
     assert_shows_the_full_figure(app)
 
 
-def test_without_widgets_the_figure_shows_as_a_picture_under_its_readout():
+@pytest.mark.parametrize("stem", ["slides/eps0.1", "slides/eps0.3.png", "deck/line", "~/slides/x"])
+def test_save_keeps_the_stem_and_writes_a_slide_sized_png_and_an_svg(tmp_path, monkeypatch, stem):
+    """A ``~`` at the start is the home folder: ``save("~/slides/x")`` wrote into a folder
+    named ``~`` in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     app = slope_app()
-    app.controls["slope"].value = -0.7
-    bundle = app._repr_mimebundle_()
-    assert bundle[WIDGET_VIEW_MIME]["model_id"] == app.model_id
-    assert bundle["text/plain"].startswith("A line")
-    picture = Image.open(io.BytesIO(base64.b64decode(bundle["image/png"])))
-    assert picture.size == (400, 300)
-    assert "<b>slope -0.7</b>" in bundle["text/html"]
-    assert "data:image/png;base64," in bundle["text/html"]
-
-
-@pytest.mark.parametrize("stem", ["slides/eps0.1", "slides/eps0.3.png", "deck/line"])
-def test_save_keeps_the_stem_and_writes_a_slide_sized_png_and_an_svg(tmp_path, stem):
-    app = slope_app()
-    png, svg = app.save(tmp_path / stem)
-    expected = tmp_path / stem.removesuffix(".png")
+    png, svg = app.save(stem)
+    expected = Path(stem.removesuffix(".png")).expanduser()
     assert (png, svg) == (Path(f"{expected}.png"), Path(f"{expected}.svg"))
     assert Image.open(png).size[0] == 2000
     assert svg.read_text().startswith("<?xml")
+    assert not (tmp_path / "~").exists()
     assert_shows_the_full_figure(app)
 
 
@@ -265,17 +235,6 @@ def test_save_refuses_a_stem_without_a_file_name_and_writes_nothing(tmp_path, mo
     with pytest.raises(ValueError, match=r"^stem must end with a file name"):
         slope_app().save(stem)
     assert list(tmp_path.rglob("*")) == []
-
-
-def test_save_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
-    """``save("~/slides/x")`` wrote into a folder named ``~`` in the working directory."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    png, svg = slope_app().save("~/slides/x")
-    assert (png, svg) == (tmp_path / "home/slides/x.png", tmp_path / "home/slides/x.svg")
-    assert png.is_file()
-    assert svg.is_file()
-    assert not (tmp_path / "~").exists()
 
 
 def test_constructor_checks_name_the_argument():

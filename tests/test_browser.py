@@ -1,14 +1,15 @@
 """End-to-end: every notebook in a real JupyterLab (and Notebook 7) in headless Chromium.
 
-For each notebook in ``notebooks/`` (and the harness's fixture) the test opens it in JupyterLab,
-clicks Run > Run All Cells, waits until the kernel is idle, and then checks what a learner would
-see: every code cell ran; no error, traceback or stderr output and no "Error displaying widget";
-the expected controls are there (stable ``ppo-*`` CSS classes: ``ppo-main-control`` and
-``ppo-control-<name>``, data in ``browser_support.EXPECTATIONS``); every figure is drawn (its
-canvas is not blank); one control of each app, moved with the keyboard, draws a new frame on
-that app's figure (its canvas pixels change).  A stepper's buttons are clicked in the
-presentation's browser test and in test_stepper.py.  All notebooks share one JupyterLab page,
-each opened once.  Screenshots go to ``test-output/browser/<notebook>/``.
+For each notebook in ``notebooks/`` (and the harness's fixture, in JupyterLab and in Notebook 7)
+the test opens it, clicks Run > Run All Cells, waits until the kernel is idle, and then checks
+what a learner would see: every code cell ran; no error, traceback or stderr output and no
+"Error displaying widget"; the expected controls are there (stable ``ppo-*`` CSS classes:
+``ppo-main-control`` and ``ppo-control-<name>``, data in ``browser_support.EXPECTATIONS``);
+every figure is drawn (its canvas is not blank); one control of each app, moved with the
+keyboard, draws a new frame on that app's figure (its canvas pixels change).  A stepper's
+buttons are clicked in the presentation's browser test and in test_stepper.py.  All notebooks
+share one JupyterLab page, each opened once.  Screenshots go to
+``test-output/browser/<ui>-<notebook>/``.
 
 Run with ``pytest -m browser tests/test_browser.py``.  Without Chromium the tests skip
 (``apt-get install chromium``); with ``PPO_REQUIRE_BROWSER=1`` a missing browser is a failure.
@@ -21,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 from browser_support import (
     CANVAS_PIXELS,
@@ -52,23 +52,13 @@ OPEN_TIMEOUT_S = 60
 KIND_PREFERENCE = ("slider", "number", "checkbox")
 
 
-def saved_state(path: Path) -> tuple[bool, bool, dict[str, int]]:
-    """(the file holds outputs or execution counts, a checkpoint of it exists, the other files
-    beside it with their modification times).
+def saved_state(path: Path) -> dict[str, int]:
+    """Every file in the notebook's folder, the notebooks included, with its modification time.
 
-    Saving from the browser would write outputs and create a checkpoint, and a cell that
-    writes a file (notebook 1's slide) would add or change one beside the notebook; the test
-    asserts none of these happens.  (Comparing contents would also flag an author editing the
-    notebook while the tests run.)
+    Saving from the browser would rewrite the notebook (and add a checkpoint), and a cell that
+    writes a file (notebook 1's slide) would add or change one beside it: none may happen.
     """
-    notebook = nbformat.read(path, as_version=4)
-    executed = any(
-        cell.get("outputs") or cell.get("execution_count") is not None
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-    )
-    checkpoint = path.parent / ".ipynb_checkpoints" / f"{path.stem}-checkpoint.ipynb"
-    return executed, checkpoint.exists(), folder_state(path.parent)
+    return folder_state(path.parent, notebooks=True)
 
 
 def relative(path: Path) -> str:
@@ -204,8 +194,9 @@ def control_to_move(nb: NotebookPage, app: Any) -> tuple[Any, str] | None:
     return None
 
 
-def check_one_control_per_app(nb: NotebookPage, shots: Path) -> list[str]:
-    """In each visible app, moving one control with the keyboard draws a new frame."""
+def check_one_control_per_app(nb: NotebookPage, shots: Path, arrows_only: bool) -> list[str]:
+    """In each visible app, moving one control with the keyboard draws a new frame (a slider:
+    by its arrow keys, and unless ``arrows_only`` by End and Home too)."""
     failures = []
     apps = nb.page.locator(".ppo-app")
     for index in range(apps.count()):
@@ -217,7 +208,8 @@ def check_one_control_per_app(nb: NotebookPage, shots: Path) -> list[str]:
             failures.append(f"app #{index}: no visible, enabled main control to move")
             continue
         control, name = chosen
-        failures += nb.move_control_changes_figure(control, app, shots, f"app{index}-{name}")
+        name = f"app{index}-{name}"
+        failures += nb.move_control_changes_figure(control, app, shots, name, arrows_only)
     failures += [f"after moving the controls: {p}" for p in nb.problems()]
     return failures
 
@@ -283,62 +275,45 @@ def check_harness_sees_problems(nb: NotebookPage, shots: Path) -> None:
 # -- tests ---------------------------------------------------------------------------------
 
 
-def lab_targets() -> list[Any]:
-    targets = [pytest.param(path, id=path.stem) for path in notebook_paths()]
-    targets.append(pytest.param(FIXTURE_NOTEBOOK, id="fixture-smoke"))
-    return targets
+def targets() -> list[Any]:
+    """Every notebook in JupyterLab; the fixture in JupyterLab and in Notebook 7."""
+    found = [pytest.param(path, "lab", id=path.stem) for path in notebook_paths()]
+    found.append(pytest.param(FIXTURE_NOTEBOOK, "lab", id="fixture-smoke"))
+    return [*found, pytest.param(FIXTURE_NOTEBOOK, "notebook", id="fixture-smoke-notebook7")]
 
 
 @pytest.mark.timeout(RUN_ALL_TIMEOUT_S + OPEN_TIMEOUT_S + 60)
-@pytest.mark.parametrize("notebook", lab_targets())
-def test_notebook_in_jupyterlab(
-    browser: Any, lab_server: JupyterServer, lab_page: Any, notebook: Path
+@pytest.mark.parametrize(("notebook", "ui"), targets())
+def test_notebook_in_the_browser(
+    browser: Any, lab_server: JupyterServer, lab_page: Any, notebook: Path, ui: str
 ) -> None:
-    """Run All in JupyterLab, then check every figure and move one control of each app."""
-    shots = output_dir(f"lab-{notebook.stem}")
+    """Run All, then check every figure and move one control of each app.
+
+    The JupyterLab server serves Notebook 7's pages too, each in a page of its own.  Notebook 7
+    handles keydown in the capture phase, so its command-mode shortcut for ArrowRight
+    (collapse/expand headings) swallows the key before the slider sees it; End and Home reach
+    the slider, as the README tells readers.
+    """
+    shots = output_dir(f"{ui}-{notebook.stem}")
     expectation = expectation_for(notebook)
     state_before = saved_state(notebook)
+    page = lab_page if ui == "lab" else browser.new_page()
     # No settling wait: the figures are waited for, and problems looked for again at the end.
-    nb = open_and_run_all(browser, lab_server, notebook, shots, page=lab_page, settle_s=0)
+    nb = open_and_run_all(browser, lab_server, notebook, shots, page=page, ui=ui, settle_s=0)
     try:
         failures = check_controls(nb, expectation, notebook.name)
         failures += check_figures_drawn(nb, expectation, notebook.name)
         with nb.timed("one control per app"):
-            failures += check_one_control_per_app(nb, shots)
+            failures += check_one_control_per_app(nb, shots, arrows_only=ui == "lab")
         nb.screenshot(shots / "99_after_interactions.png")
         nb.save_console(shots / "console.log")
         nb.save_timings(shots / "timings.txt")
-        assert not failures, f"{notebook.name} in JupyterLab:\n" + "\n".join(failures)
-        if notebook == FIXTURE_NOTEBOOK:
+        assert not failures, f"{notebook.name} in {ui}:\n" + "\n".join(failures)
+        if notebook == FIXTURE_NOTEBOOK and ui == "lab":
             check_page_shows_the_kernels_figure(nb)
             check_harness_sees_problems(nb, shots)
             assert saved_state(notebook) == state_before, f"{notebook.name} was saved"
     finally:
         nb.close()
-
-
-@pytest.mark.timeout(RUN_ALL_TIMEOUT_S + OPEN_TIMEOUT_S + 60)
-def test_the_fixture_in_notebook7(browser: Any, lab_server: JupyterServer) -> None:
-    """Notebook 7: Run All from the menu, no errors, the figure drawn, a slider redraws it.
-
-    The JupyterLab server serves Notebook 7's pages too.  Notebook 7 handles keydown in the
-    capture phase, so its command-mode shortcut for ArrowRight (collapse/expand headings)
-    swallows the key before the slider sees it; End and Home reach the slider, as the README
-    tells readers.
-    """
-    shots = output_dir("nb7-smoke")
-    nb = open_and_run_all(browser, lab_server, FIXTURE_NOTEBOOK, shots, ui="notebook")
-    try:
-        failures = check_figures_drawn(nb, expectation_for(FIXTURE_NOTEBOOK), "nb7")
-        app = nb.page.locator(".ppo-app").first
-        control = nb.main_controls(app).first
-        failures += nb.move_control_changes_figure(
-            control, app, shots, control_name(control, 0), arrows_only=False
-        )
-        failures += nb.problems()
-        nb.screenshot(shots / "99_after_slider.png")
-        nb.save_timings(shots / "timings.txt")
-        assert not failures, "smoke.ipynb in Notebook 7:\n" + "\n".join(failures)
-    finally:
-        nb.close()
-        nb.page.close()
+        if page is not lab_page:
+            page.close()

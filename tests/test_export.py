@@ -5,13 +5,15 @@ shows the figure its ``Output`` widget holds, a bare widget or figure repr is re
 load MathJax from the site's own small copy and nothing from a CDN, and every up-front check
 stops the command with one line before any notebook runs.  Notebook-marked tests run the
 command on the fixture notebook (pages, figures, index, warnings), on a notebook that raises,
-and stop a run with Ctrl-C.  Browser tests open pages from disk with the network blocked:
-formulas in every delimiter JupyterLab knows are typeset, and notebook 1's page shows every
-figure.  The other notebooks' pages are checked in test_notebooks.py.
+and stop a run with Ctrl-C.  The browser test opens notebook 1's page from disk with the network
+blocked: it shows every figure, and formulas in every delimiter JupyterLab knows are typeset.
+The other notebooks' pages are checked in test_notebooks.py.
 """
 
 from __future__ import annotations
 
+import copy
+import io
 import math
 import os
 import re
@@ -21,8 +23,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from helpers import ANY_NOTEBOOK, file_behind
 from matplotlib.figure import Figure
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from notebook_runner import NOTEBOOK_DIR, figure_count, run_committed
+from PIL import Image
 
 from ppo_viz import export
 from ppo_viz.app import LiveFigure
@@ -67,13 +68,7 @@ def live_figure(readout: str | None) -> LiveFigure:
         line.set_ydata([0, eps])
         return readout
 
-    return LiveFigure(
-        figure,
-        update,
-        {"eps": slider("eps", 0.2, (0.0, 1.0), 0.1)},
-        moving=[line],
-        description="A line whose slope is eps",
-    )
+    return LiveFigure(figure, update, {"eps": slider("eps", 0.2, (0.0, 1.0), 0.1)}, moving=[line])
 
 
 def displayed(thing: Any) -> Any:
@@ -100,8 +95,14 @@ def sources(html: str, element: str = "img") -> list[str]:
 def test_a_live_figure_shows_its_picture_a_png_file_and_its_readouts(
     tmp_path: Path, readout: str | None
 ) -> None:
-    """Without readouts the picture is the PNG file; with them, their HTML holds it inline."""
+    """The bundle holds the live widget (where widgets run) and the figure's picture as on
+    screen; on the page, without readouts the picture is the PNG file; with them, their HTML
+    holds it inline."""
     app = live_figure(readout)
+    bundle = app._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW_MIME]["model_id"] == app.model_id
+    assert bundle["text/plain"] == "Interactive figure (run the notebook to use it)"
+    assert Image.open(io.BytesIO(app.png())).size == (300, 200)  # 3 x 2 inches at 100 dpi
     page = page_of(tmp_path, displayed(app))
     (source,) = sources(page)
     assert [path.read_bytes() for path in (tmp_path / "page_files").iterdir()] == [app.png()]
@@ -117,7 +118,7 @@ def test_a_live_figure_shows_its_picture_a_png_file_and_its_readouts(
     assert "widget-state" not in page
 
 
-def test_an_interact_shows_the_figure_its_output_widget_holds() -> None:
+def test_an_interact_shows_the_figure_its_output_widget_holds_and_other_outputs_pass() -> None:
     figure = new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<F>"})
     state = {
         "box": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_s", "IPY_MODEL_o"]}},
@@ -127,10 +128,13 @@ def test_an_interact_shows_the_figure_its_output_widget_holds() -> None:
     view = {"version_major": 2, "version_minor": 0, "model_id": "box"}
     repr_ = "interactive(children=(FloatSlider(value=0.2, description='eps'), Output()))"
     interact = new_output("display_data", data={WIDGET_VIEW_MIME: view, "text/plain": repr_})
-    notebook = new_notebook(cells=[new_code_cell("interact(f)", outputs=[interact])])
+    numbers = "(-0.5375, 0.5, array([0., -0.55, 0., 0.1125]))"
+    result = new_output("execute_result", data={"text/plain": numbers}, execution_count=1)
+    printed = new_output("stream", name="stdout", text="eps = 0.2\n")
+    notebook = new_notebook(cells=[new_code_cell("x", outputs=[result, interact, printed])])
     notebook.metadata["widgets"] = {WIDGET_STATE_MIME: {"state": state}}
     (cell,) = make_static(notebook, "nb").cells
-    assert [output["data"] for output in cell.outputs] == [figure["data"]]
+    assert cell.outputs == [result, figure, printed]
     assert "widgets" in notebook.metadata  # the executed notebook itself is left alone
 
 
@@ -149,14 +153,6 @@ def test_a_page_that_would_show_a_repr_is_refused_naming_the_cell(shown: dict) -
     notebook = new_notebook(cells=[new_markdown_cell("# Hi"), new_code_cell("x", outputs=[output])])
     with pytest.raises(ExportError, match=r"^nb, cell 1 shows .*, not a picture"):
         make_static(notebook, "nb")
-
-
-def test_ordinary_outputs_pass_unchanged() -> None:
-    numbers = "(-0.5375, 0.5, array([0., -0.55, 0., 0.1125]))"
-    result = new_output("execute_result", data={"text/plain": numbers}, execution_count=1)
-    printed = new_output("stream", name="stdout", text="eps = 0.2\n")
-    notebook = new_notebook(cells=[new_code_cell("x", outputs=[result, printed])])
-    assert make_static(notebook, "nb").cells[0].outputs == [result, printed]
 
 
 # -- fast: nothing from the network, MathJax from the site's own copy --------------------------
@@ -470,42 +466,12 @@ def test_ctrl_c_during_a_notebook_stops_with_one_line(tmp_path: Path) -> None:
 # -- in the browser, offline: pages opened from disk with the network blocked ------------------
 
 
-@dataclass
-class OfflineBrowser:
-    """A headless Chromium that may read files only: every http(s) request is aborted, and
-    its address kept in ``blocked``."""
-
-    context: Any
-    blocked: list[str] = field(default_factory=list)
-
-    def open(self, html: Path) -> Any:
-        """A new tab showing ``html``, with MathJax done typesetting (if it loaded)."""
-        OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-        page = self.context.new_page()
-        self.blocked.clear()
-        page.goto(html.as_uri(), wait_until="load")
-        page.evaluate(MATHJAX_FINISHED)
-        return page
-
-
 #: Resolves when MathJax 2 has started and typeset the page, or at once without MathJax.
 #: (A hook that returned the queued callback would make MathJax's start wait for it.)
 MATHJAX_FINISHED = """() => new Promise(resolve => {
     if (!window.MathJax || !window.MathJax.Hub) { resolve(false); return; }
     MathJax.Hub.Register.StartupHook("End", () => { MathJax.Hub.Queue(() => resolve(true)); });
 })"""
-
-
-@pytest.fixture(scope="module")
-def offline_browser() -> Iterator[OfflineBrowser]:
-    require_browser()
-    with chromium_context() as context:
-        browser = OfflineBrowser(context)
-        context.route(
-            re.compile(r"^https?:"),
-            lambda route: (browser.blocked.append(route.request.url), route.abort()),
-        )
-        yield browser
 
 
 #: TeX left on screen: text between dollar signs, a command such as ``\frac``, or ``\(``.
@@ -551,34 +517,22 @@ A price of \$5 is not a formula.
 """
 
 
-@pytest.mark.browser
-@pytest.mark.timeout(120)
-def test_formulas_are_typeset_offline_by_the_sites_own_mathjax(
-    offline_browser: OfflineBrowser, tmp_path: Path
-) -> None:
-    notebook = new_notebook(cells=[new_markdown_cell(FORMULAS_MARKDOWN)])
-    write_page(notebook, "formulas", tmp_path, copy_mathjax(tmp_path))
-    page = offline_browser.open(tmp_path / "formulas.html")
-    try:
-        page.screenshot(path=str(OUTPUT_DIR / "export-formulas-offline.png"), full_page=True)
-        assert formula_problems(page) == []
-        assert page.locator(".MathJax").count() == 6  # three inline, three displayed
-        assert page.locator(".MathJax_Display").count() == 3
-        assert page.get_by_text("A price of $5 is not a formula.").count() == 1
-        assert offline_browser.blocked == []
-    finally:
-        page.close()
-
-
-def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> list[str]:
-    """What a reader of ``html`` (opened from disk, offline, in a narrow window) sees wrong.
+def offline_page_problems(html: Path, figures: int) -> list[str]:
+    """What a reader of ``html`` (opened from disk in a narrow window, by a Chromium that may
+    read files only: every http(s) request is aborted) sees wrong.
 
     Errors and bare reprs, formulas not typeset, not ``figures`` pictures each loaded and
-    within the page's width, and any request to the network.
+    within the page's width, any request to the network; and in the page's last cell
+    (:data:`FORMULAS_MARKDOWN`), not its three inline and three displayed formulas, or its
+    escaped dollar sign not shown as text.
     """
-    page = browser.open(html)
-    try:
+    blocked: list[str] = []
+    with chromium_context() as context:
+        context.route(re.compile(r"^https?:"), lambda r: (blocked.append(r.request.url), r.abort()))
+        page = context.new_page()
         page.set_viewport_size({"width": 640, "height": 900})  # narrower than a 9-inch figure
+        page.goto(html.as_uri(), wait_until="load")
+        page.evaluate(MATHJAX_FINISHED)
         page.screenshot(path=str(OUTPUT_DIR / f"export-{html.stem}.png"), full_page=True)
         shown = page.locator(".jp-OutputArea-output img").evaluate_all(
             """images => images.map(img => ({
@@ -592,24 +546,30 @@ def offline_page_problems(browser: OfflineBrowser, html: Path, figures: int) -> 
         failures += [
             f"picture {i}: {seen}" for i, seen in enumerate(shown) if not all(seen.values())
         ]
-        return failures + [f"asked the network for {url}" for url in browser.blocked]
-    finally:
-        page.close()
+        last = page.locator(".jp-MarkdownCell").last
+        typeset = [last.locator(f".{kind}").count() for kind in ("MathJax", "MathJax_Display")]
+        if typeset != [6, 3]:
+            failures.append(f"{typeset} formulas and displayed ones in the last cell, not [6, 3]")
+        if last.get_by_text("A price of $5 is not a formula.").count() != 1:
+            failures.append("the escaped dollar sign is not shown as text")
+    return failures + [f"asked the network for {url}" for url in blocked]
 
 
 @pytest.mark.browser
 @pytest.mark.notebook
 @pytest.mark.timeout(240)
-def test_notebook_1s_page_shows_every_figure_and_formula_offline(
-    offline_browser: OfflineBrowser,
-) -> None:
-    """Notebook 1 runs once per test session (``run_committed``, shared with test_notebooks)."""
+def test_notebook_1s_page_shows_every_figure_and_formula_offline() -> None:
+    """Notebook 1 runs once per test session (``run_committed``, shared with test_notebooks);
+    its page ends with a cell of formulas in every delimiter JupyterLab knows, typeset by the
+    site's own MathJax."""
+    require_browser()
     path = NOTEBOOK_DIR / "01_clipped_surrogate.ipynb"
-    executed, _ = run_committed(path)
+    executed = copy.deepcopy(run_committed(path)[0])
+    executed.cells.append(new_markdown_cell(FORMULAS_MARKDOWN))
     site = OUTPUT_DIR.parent / "export-site"  # kept for a look
     site.mkdir(parents=True, exist_ok=True)
     write_page(executed, path.stem, site, copy_mathjax(site))
     figures = figure_count(make_static(executed, path.stem))
     assert figures > 0
     assert stylesheet() in (site / f"{path.stem}.html").read_text()  # the readouts' look
-    assert offline_page_problems(offline_browser, site / f"{path.stem}.html", figures) == []
+    assert offline_page_problems(site / f"{path.stem}.html", figures) == []

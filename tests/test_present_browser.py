@@ -36,7 +36,6 @@ from test_present import (
     REPO,
     SMALLEST_TEXT_PX,
     TALLEST_FIGURE_PX,
-    write_talk,
 )
 
 from ppo_viz import present
@@ -194,11 +193,6 @@ def check_the_room_sees_it(page, name: str) -> list[float]:
     return starts
 
 
-def handle_value(app) -> float:
-    """The value of the first slider of ``app`` (a locator), as its handle says."""
-    return float(app.locator(".noUi-handle").first.get_attribute("aria-valuenow"))
-
-
 def check_the_keys(page, name: str, starts: list[float]) -> None:
     """With a slider's handle focused, as after a drag (the keys did nothing then): ``n``
     brings the next heading to the top; with the first app in view, ``→`` steps a stepper to
@@ -214,8 +208,10 @@ def check_the_keys(page, name: str, starts: list[float]) -> None:
     assert any(0 <= top < 60 for top in tops), f"{name}: n brought no heading to the top"
     app = page.locator(".ppo-app").first
     app.evaluate("(element) => element.scrollIntoView({block: 'start'})")
-    stepper = app.locator(".ppo-next").count()
-    key, expected = ("ArrowRight", handle_value(app) + 1) if stepper else ("r", starts[0])
+    now = float(app.locator(".noUi-handle").first.get_attribute("aria-valuenow"))
+    key, expected = (
+        ("ArrowRight", now + 1) if app.locator(".ppo-next").count() else ("r", starts[0])
+    )
     page.keyboard.press(key)
     page.wait_for_function(
         "([app, value]) => Math.abs(Number(app.querySelector('.noUi-handle')"
@@ -223,18 +219,6 @@ def check_the_keys(page, name: str, starts: list[float]) -> None:
         arg=[app.element_handle(), expected],
         timeout=30_000,
     )
-
-
-@pytest.mark.notebook
-def test_the_printed_address_of_any_notebook_answers(tmp_path):
-    """``my talk.ipynb``: its address answered 404, had a space, and --lecture refused it (the
-    other names and both views: test_present's test_a_notebook_of_any_name_is_served...)."""
-    name = "50%25 off #1?.ipynb"  # a space, and what a URL reads otherwise when not encoded
-    talk = write_talk(tmp_path / "my notes", name)
-    with presenting(str(talk), "--lecture") as (address, _server, said):
-        assert address.endswith(urllib.parse.quote(name)), said
-        with urllib.request.urlopen(address, timeout=60) as answer:
-            assert answer.status == 200
 
 
 #: On a slide: Python's text for an object (``WorkedExample(logp_new=``, ``array(``, a dict)
