@@ -267,13 +267,13 @@ class BatchGradients:
     """ppo_clip's per-sample gradients on one batch whose old log-probabilities and advantages
     stay fixed, for new log-probabilities of ``shape`` (a training loop's every step).
 
-    The runs go to :func:`ppo_clip.clip_breakdown` grouped by the methods' band and objective,
-    ``m`` runs of ``n`` samples per call: ``m`` a power of two with ``m * n <= 4096`` (the
-    contract's largest batch), a short last chunk padded with rows of zero advantage; each
-    run's gradient is its method's :func:`ppo_clip.objective_grad`.  ppo_clip divides by the
-    chunk's ``m * n`` samples; multiplying by ``m`` gives each run the gradient of its own mean,
-    exactly (both steps are powers of two).  What does not change between steps (the padded
-    old log-probabilities and advantages) is prepared once.
+    The runs go to :func:`ppo_clip.clip_breakdown` grouped by the methods' band, ``m`` runs
+    of ``n`` samples per call: ``m`` a power of two with ``m * n <= 4096`` (the contract's
+    largest batch), a short last chunk padded with rows of zero advantage; each run's gradient
+    is its method's :func:`ppo_clip.objective_grad`.  ppo_clip divides by the chunk's ``m * n``
+    samples; multiplying by ``m`` gives each run the gradient of its own mean, exactly (both
+    steps are powers of two).  What does not change between steps (the padded old
+    log-probabilities and advantages, each row's objective) is prepared once.
     """
 
     def __init__(
@@ -289,9 +289,9 @@ class BatchGradients:
         old, adv = (
             np.reshape(np.broadcast_to(a, shape), self.rows) for a in (logp_old, advantages)
         )
-        kinds = [(m.eps, m.eps_high, m.objective) for m in methods]
-        rows = [[i for i, k in enumerate(kinds) if k == kind] for kind in dict.fromkeys(kinds)]
-        self.groups = [_Group(group, methods[group[0]], old, adv) for group in rows]
+        bands = [(m.eps, m.eps_high) for m in methods]
+        rows = [[i for i, b in enumerate(bands) if b == band] for band in dict.fromkeys(bands)]
+        self.groups = [_Group(group, methods, old, adv) for group in rows]
 
     def __call__(self, logp_new: ArrayLike) -> tuple[FloatArray, BoolArray]:
         """``(d loss / d logp_new, clipped)`` for new log-probabilities of the batch's shape
@@ -304,21 +304,31 @@ class BatchGradients:
 
 
 class _Group:
-    """The methods of one band and objective (rows ``methods`` of a :class:`BatchGradients`,
-    ``method`` one of them), their runs padded to whole chunks of ``size`` runs."""
+    """The methods of one band (rows ``methods`` of a :class:`BatchGradients`), their runs
+    padded to whole chunks of ``size`` runs, and which runs of a chunk take which objective
+    (``...``: all of them)."""
 
     def __init__(
-        self, methods: list[int], method: Method, old: FloatArray, adv: FloatArray
+        self, methods: list[int], every: Sequence[Method], old: FloatArray, adv: FloatArray
     ) -> None:
         n, used = old.shape[-1], len(methods) * old.shape[1]
         size = min(1 << (MAX_SAMPLES_PER_CALL // n).bit_length() - 1, 1 << (used - 1).bit_length())
         padded = -(-used // size) * size
+        kinds = np.repeat([every[i].objective for i in methods], old.shape[1])
+        kinds = np.concatenate([kinds, kinds[-1:].repeat(padded - used)])
+        self.chunks = []  # per chunk its slice and, per objective in it, the rows that take it
+        for start in range(0, padded, size):
+            here = kinds[start : start + size]
+            names = dict.fromkeys(here.tolist())
+            rows = [(name, here == name if len(names) > 1 else ...) for name in names]
+            self.chunks.append((slice(start, start + size), rows))
         self.old, self.advantages = (
             np.concatenate([a[methods].reshape(used, n), np.zeros((padded - used, n))])
             for a in (old, adv)
         )
         self.new = np.zeros(self.old.shape)  # a step's, padded (the padding's rows stay 0)
-        self.methods, self.size, self.method = methods, size, method
+        self.methods, self.size = methods, size
+        self.eps, self.eps_high = every[methods[0]].eps, every[methods[0]].eps_high
 
     def gradients(self, new: FloatArray) -> tuple[FloatArray, BoolArray]:
         """Gradients and clip decisions of the group's runs ``new`` (``(methods, runs, n)``)."""
@@ -326,18 +336,17 @@ class _Group:
         used = new.size // n
         self.new[:used] = new.reshape(used, n)
         grads, clipped = np.empty(self.new.shape), np.empty(self.new.shape, dtype=bool)
-        for start in range(0, len(self.new), size):
-            chunk = slice(start, start + size)
+        for chunk, objectives in self.chunks:
             breakdown = ppo_clip.clip_breakdown(
                 self.new[chunk].ravel(),
                 self.old[chunk].ravel(),
                 self.advantages[chunk].ravel(),
-                self.method.eps,
-                eps_high=self.method.eps_high,
+                self.eps,
+                eps_high=self.eps_high,
             )
-            grads[chunk] = ppo_clip.objective_grad(breakdown, self.method.objective).reshape(
-                size, n
-            )
+            for objective, rows in objectives:
+                grad = ppo_clip.objective_grad(breakdown, objective).reshape(size, n)
+                grads[chunk][rows] = grad[rows]
             clipped[chunk] = breakdown.is_clipped.reshape(size, n)
         return (grads[:used] * size).reshape(new.shape), clipped[:used].reshape(new.shape)
 
