@@ -216,11 +216,12 @@ class Run:
         """How many gradient steps were taken."""
         return len(self.logits) - 1
 
-    @property
+    @functools.cached_property
     def probs(self) -> FloatArray:
+        """``(epochs + 1, K)``: the policy after each epoch (computed once per run)."""
         return softmax(self.logits)
 
-    @property
+    @functools.cached_property
     def ratios(self) -> FloatArray:
         """``(epochs + 1, N)``: each sample's ratio ``pi_new(a_t) / pi_old(a_t)``, ppo_clip's."""
         new, b = self.batch.logp(self.logits), self.batch
