@@ -295,9 +295,10 @@ def wait_until_idle(server: subprocess.Popen, timeout_s: float = 240) -> None:
     raise AssertionError("the kernels running pages ahead never went idle")
 
 
-def next_page(page, server: subprocess.Popen) -> float:
+def next_page(page, server: subprocess.Popen, said: list[str]) -> float:
     """Click the link to the next page once the server ran it ahead; the seconds until it
-    shows in the same tab with its figures drawn."""
+    shows in the same tab with its figures drawn (if it does not, the message has what the
+    server said last about kernels: a culled or dead kernel is logged there)."""
     link = page.locator(".jp-OutputArea-output a", has_text="→")
     following = urllib.parse.unquote(link.get_attribute("href"))
     wait_until_idle(server)
@@ -309,7 +310,8 @@ def next_page(page, server: subprocess.Popen) -> float:
     except Exception:  # say which part of the page is missing, with a picture of it
         page.screenshot(path=str(OUTPUT_DIR / "present" / "lecture-not-drawn.png"), full_page=True)
         state = page.evaluate(PAGE_STATE)
-        raise AssertionError(f"{following} not drawn in 180 s: {state}") from None
+        kernels = [line.strip() for line in said if "kernel" in line.lower()][-6:]
+        raise AssertionError(f"{following} not drawn in 180 s: {state}; {kernels}") from None
     assert len(page.context.pages) == 1, "the link opened another tab"
     return time.monotonic() - clicked
 
@@ -344,7 +346,7 @@ def test_the_lecture_in_chromium():
                 starts = check_the_room_sees_it(page, stem)
                 page.screenshot(path=str(shots / f"lecture-{stem}.png"))
                 check_the_keys(page, stem, starts)
-                timings.append(f"after {stem}: {next_page(page, server):.1f} s")
+                timings.append(f"after {stem}: {next_page(page, server, said):.1f} s")
             # The next page's time is a feel target, for the benchmark on a quiet machine; here,
             # beside the suite's other worker, it is recorded, and a page must draw at all.
             (shots / "next-page-seconds.txt").write_text("\n".join(timings) + "\n")
