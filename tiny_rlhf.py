@@ -39,7 +39,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import Any
 
 import numpy as np
 
@@ -223,11 +222,15 @@ def train(
     settings: TrainSettings,
     seeds: Sequence[int],
     rollout: Rollout | None = None,
-    **options: Any,
+    *,
+    per_seed_reference: bool = False,
+    prompts: Sequence[int] | None = None,
 ) -> dict[str, History]:
     """Train every method on every seed, side by side: each method's :class:`History`.  The
-    arguments are :class:`Trainer`'s (``options``: ``per_seed_reference`` and ``prompts``)."""
-    trainer = Trainer(methods, settings, seeds, rollout, **options)
+    arguments are :class:`Trainer`'s."""
+    trainer = Trainer(
+        methods, settings, seeds, rollout, per_seed_reference=per_seed_reference, prompts=prompts
+    )
     steps = [trainer.iteration() for _ in range(settings.iterations)]
     per_run = {name: np.array([step[name] for step in steps], dtype=float).T for name in CURVES}
     accuracy = right_answer_probability(trainer.policy)
