@@ -31,6 +31,7 @@ from ppo_viz.why_clip.results import (
     seed_sets,
     seeds_text,
     settings_lines,
+    step_text,
     table_1,
 )
 
@@ -39,7 +40,7 @@ def sweep_table(results: Mapping[str, Any], name: str, paired: bool = False) -> 
     """Per method and step size (one seed set, :func:`one_set`): the mean score, and how many
     seeds succeeded and collapsed; ``paired``: the score minus PPO's (ε = 0.2), seed by seed."""
     sweep = results["sweeps"][name]
-    header = ["method", *(f"{v:g}" for v in sweep["values"])]
+    header = ["method", *(step_text(v) for v in sweep["values"])]
     rows = [
         [METHODS[key].label]
         + [

@@ -42,6 +42,7 @@ from ppo_viz.why_clip.results import (
     one_set,
     seeds_text,
     stable_text,
+    step_text,
 )
 
 #: Seeds of the bandit app at the start, and how many its button adds.
@@ -385,7 +386,7 @@ class CartPoleExplorer(LiveFigure):
         ]
         sweeps.sort(key=lambda item: item[1]["settings"]["epochs"] != 4)  # CleanRL's K first
         self.cells = {
-            f"K = {sweep['settings']['epochs']}, learning rate {value:g}": (name, value)
+            f"K = {sweep['settings']['epochs']}, learning rate {step_text(value)}": (name, value)
             for name, sweep in sweeps
             for value in sweep["values"]
         }

@@ -99,7 +99,7 @@ def settings_lines(results: Mapping[str, Any]) -> list[str]:
     each as data)."""
     return [
         f"{sweep['title']}: {ran_with(sweep['settings'])}; {sweep['swept']} in "
-        + ", ".join(f"{v:g}" for v in sweep["values"])
+        + ", ".join(step_text(v) for v in sweep["values"])
         + "; "
         + ", ".join(results["methods"][k]["label"] for k in sweep["methods"])
         for sweep in results["sweeps"].values()
@@ -130,12 +130,16 @@ def pooled_cells(sweep: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
 # -- numbers as text -------------------------------------------------------------------------
 
 
+def step_text(value: float) -> str:
+    """A step size as the tables write it: ``0.05``, ``5``, ``0.0025``."""
+    return f"{value:g}"
+
+
 def stable_text(stable: Sequence[float] | None) -> str:
-    """A stable range as the tables write it, its step sizes as ``%g`` does: ``0.1 – 5``, or
-    ``none``."""
+    """A stable range: ``0.1 – 5``, or ``none``."""
     if stable is None:
         return "none"
-    low, high = (f"{v:g}" for v in stable)
+    low, high = (step_text(v) for v in stable)
     return low if low == high else f"{low} – {high}"
 
 
@@ -164,7 +168,7 @@ def range_table(results: Mapping[str, Any], name: str) -> Table:
         entries = [sweep["sets"][s]["methods"][key] for s in sets]
         row = [METHODS[key].label, *(stable_text(e["stable"]) for e in entries)]
         bests = [e["best"] for e in entries]
-        row.append(f"{bests[0]['value']:g}")
+        row.append(step_text(bests[0]["value"]))
         row += [estimate(best["mean"], best["ci"]) for best in bests]
         row += [difference(best["vs_ppo_best"]) if "vs_ppo_best" in best else "–" for best in bests]
         rows.append(row)
@@ -221,7 +225,7 @@ def claim_estimate(claim: Mapping[str, Any], seed_set: str) -> str:
 
 def top_text(top: float | None, ci: Sequence[float | None]) -> str:
     """An upper end and its interval: ``10 [5, 10]``; ``none`` for no stable step size."""
-    shown = [f"{v:g}" if v is not None else "none" for v in (top, *ci)]
+    shown = [step_text(v) if v is not None else "none" for v in (top, *ci)]
     return f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
 
