@@ -145,11 +145,8 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         settings = TrainSettings(**{**asdict(SETTINGS), "iterations": cell.iterations})
         seeds = range(cell.first_seed, cell.first_seed + cell.seeds)
         history = train(methods_named(["grpo"]), settings, seeds, cell.rollout)["grpo"]
-        raw = {
-            "score": history.score.tolist(),
-            "reward_mean": history.reward.mean(axis=1).tolist(),
-            "clip_fraction": history.clip_fraction.mean(axis=1).tolist(),
-        }
+        measured = history.per_seed()
+        raw = {k: measured[k].tolist() for k in ("score", "reward_mean", "clip_fraction")}
     else:
         rollout = cell.rollout
         batch = measures.mismatch_batch(
